@@ -1,0 +1,52 @@
+// Bindings of the analyses that need no topology: verify and execute.
+#include "pybind.hpp"
+#include "wafercoll/analysis/execute.hpp"
+#include "wafercoll/analysis/verify.hpp"
+
+using namespace wafercoll;
+
+namespace {
+
+template <typename T>
+py::array_t<T> run(const Schedule& s, const py::array_t<T, py::array::c_style>& inputs) {
+  if (inputs.ndim() != 2 || inputs.shape(0) != s.num_ranks())
+    throw std::invalid_argument("inputs must have shape (ranks, elements) = (" +
+                                std::to_string(s.num_ranks()) + ", n)");
+  py::array_t<T> out({inputs.shape(0), inputs.shape(1)});
+  const T* in = inputs.data();
+  T* o = out.mutable_data();
+  const std::int64_t elements = inputs.shape(1);
+  py::gil_scoped_release release;  // works on buffers we own; no Python objects touched
+  execute<T>(s, in, o, elements);
+  return out;
+}
+
+}  // namespace
+
+void bind_analysis(py::module_& m) {
+  m.def(
+      "verify",
+      [](const Schedule& s) {
+        VerifyReport rep;
+        {
+          py::gil_scoped_release release;  // symbolic execution touches only C++ data
+          rep = verify(s);
+        }
+        py::dict d;
+        d["transfers"] = rep.transfers;
+        d["steps"] = rep.steps;
+        d["pieces_written"] = rep.pieces_written;
+        d["reachability_queries"] = rep.reachability_queries;
+        return d;
+      },
+      py::arg("schedule"));
+  m.def("execute_f64", &run<double>, py::arg("schedule"), py::arg("inputs"));
+  m.def("execute_f32", &run<float>, py::arg("schedule"), py::arg("inputs"));
+  m.def("execute_i64", &run<std::int64_t>, py::arg("schedule"), py::arg("inputs"));
+  m.def("execute_i32", &run<std::int32_t>, py::arg("schedule"), py::arg("inputs"));
+  m.def("block_element_offsets",
+        [](const Schedule& s, std::int64_t elements) {
+          return to_numpy(block_element_offsets(s, elements));
+        },
+        py::arg("schedule"), py::arg("elements"));
+}

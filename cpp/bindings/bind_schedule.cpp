@@ -1,0 +1,143 @@
+// Bindings of the schedule area: the Schedule container, its derived views
+// and the translation of ScheduleError into wafercoll.ScheduleError.
+#include "pybind.hpp"
+#include "wafercoll/errors.hpp"
+#include "wafercoll/schedule/schedule.hpp"
+
+using namespace wafercoll;
+
+namespace {
+
+Collective make_collective(const std::string& kind, RankId root,
+                           const std::vector<RankId>& owners,
+                           const std::vector<std::uint8_t>& participants) {
+  Collective c;
+  c.kind = collective_from_string(kind);
+  c.root = root;
+  c.owners = owners;
+  c.participants = participants;
+  return c;
+}
+
+template <typename T>
+std::vector<T> vec(const py::array_t<T, py::array::c_style | py::array::forcecast>& a) {
+  if (a.ndim() != 1) throw std::invalid_argument("expected a 1-D array");
+  return std::vector<T>(a.data(), a.data() + a.size());
+}
+
+}  // namespace
+
+void bind_schedule(py::module_& m) {
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ScheduleError& e) {
+      py::object cls = py::module_::import("wafercoll._errors").attr("ScheduleError");
+      py::object exc = cls(e.what(), py::arg("kind") = e.kind(),
+                           py::arg("transfer") = e.transfer(), py::arg("rank") = e.rank(),
+                           py::arg("block") = e.block());
+      PyErr_SetObject(cls.ptr(), exc.ptr());
+    }
+  });
+
+  py::class_<Schedule>(m, "Schedule")
+      .def(py::init([](RankId num_ranks, std::vector<Bytes> block_bytes,
+                       const std::string& kind, RankId root,
+                       const std::vector<RankId>& owners,
+                       const std::vector<std::uint8_t>& participants) {
+             return Schedule(num_ranks, std::move(block_bytes),
+                             make_collective(kind, root, owners, participants));
+           }),
+           py::arg("num_ranks"), py::arg("block_bytes"), py::arg("kind"),
+           py::arg("root") = -1, py::arg("owners") = std::vector<RankId>{},
+           py::arg("participants") = std::vector<std::uint8_t>{})
+      .def_static(
+          "from_arrays",
+          [](RankId num_ranks, std::vector<Bytes> block_bytes, const std::string& kind,
+             RankId root, const std::vector<RankId>& owners,
+             const std::vector<std::uint8_t>& participants,
+             const py::array_t<RankId, py::array::c_style | py::array::forcecast>& src,
+             const py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>& op,
+             const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& dst_off,
+             const py::array_t<RankId, py::array::c_style | py::array::forcecast>& dsts,
+             const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& rng_off,
+             const py::array_t<BlockId, py::array::c_style | py::array::forcecast>& rng_lo,
+             const py::array_t<BlockId, py::array::c_style | py::array::forcecast>& rng_hi,
+             const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& dep_off,
+             const py::array_t<TransferId, py::array::c_style | py::array::forcecast>& deps) {
+            return Schedule::from_arrays(
+                num_ranks, std::move(block_bytes),
+                make_collective(kind, root, owners, participants), vec(src), vec(op),
+                vec(dst_off), vec(dsts), vec(rng_off), vec(rng_lo), vec(rng_hi), vec(dep_off),
+                vec(deps));
+          })
+      .def(
+          "add_transfer",
+          [](Schedule& s, RankId src, const std::vector<RankId>& dsts,
+             const std::vector<std::pair<BlockId, BlockId>>& ranges, const std::string& op,
+             const std::vector<TransferId>& deps) {
+            std::vector<BlockRange> r;
+            r.reserve(ranges.size());
+            for (const auto& [lo, hi] : ranges) r.push_back(BlockRange{lo, hi});
+            return s.add_transfer(src, dsts, std::move(r), op_from_string(op), deps);
+          },
+          py::arg("src"), py::arg("dsts"), py::arg("ranges"), py::arg("op"), py::arg("deps"))
+      .def_property_readonly("num_ranks", &Schedule::num_ranks)
+      .def_property_readonly("num_blocks", &Schedule::num_blocks)
+      .def_property_readonly("num_transfers", &Schedule::num_transfers)
+      .def_property_readonly("total_bytes", &Schedule::total_bytes)
+      .def_readwrite("name", &Schedule::name)
+      .def_property_readonly("kind", [](const Schedule& s) {
+        return std::string(to_string(s.collective().kind));
+      })
+      .def_property_readonly("root", [](const Schedule& s) { return s.collective().root; })
+      .def_property_readonly("owners", [](const Schedule& s) { return to_numpy(s.collective().owners); })
+      .def_property_readonly("participants", [](const Schedule& s) {
+        std::vector<std::uint8_t> out(s.num_ranks());
+        for (RankId r = 0; r < s.num_ranks(); ++r) out[r] = s.participates(r) ? 1 : 0;
+        return to_numpy(out);
+      })
+      .def_property_readonly("block_bytes", [](const Schedule& s) { return to_numpy(s.block_bytes()); })
+      .def_property_readonly("src", [](const Schedule& s) { return to_numpy(s.src_array()); })
+      .def_property_readonly("op", [](const Schedule& s) { return to_numpy(s.op_array()); })
+      .def_property_readonly("dst_offsets", [](const Schedule& s) { return to_numpy(s.dst_offsets()); })
+      .def_property_readonly("dsts", [](const Schedule& s) { return to_numpy(s.dst_array()); })
+      .def_property_readonly("range_offsets", [](const Schedule& s) { return to_numpy(s.range_offsets()); })
+      .def_property_readonly("range_lo", [](const Schedule& s) {
+        std::vector<BlockId> v;
+        v.reserve(s.range_array().size());
+        for (const auto& r : s.range_array()) v.push_back(r.lo);
+        return to_numpy(v);
+      })
+      .def_property_readonly("range_hi", [](const Schedule& s) {
+        std::vector<BlockId> v;
+        v.reserve(s.range_array().size());
+        for (const auto& r : s.range_array()) v.push_back(r.hi);
+        return to_numpy(v);
+      })
+      .def_property_readonly("dep_offsets", [](const Schedule& s) { return to_numpy(s.dep_offsets()); })
+      .def_property_readonly("deps", [](const Schedule& s) { return to_numpy(s.dep_array()); })
+      .def("transfer_bytes", [](const Schedule& s) {
+        std::vector<Bytes> v(s.num_transfers());
+        for (TransferId t = 0; t < s.num_transfers(); ++t) v[t] = s.transfer_bytes(t);
+        return to_numpy(v);
+      })
+      .def("topological_order", [](const Schedule& s) { return to_numpy(topological_order(s)); })
+      .def("stats", [](const Schedule& s) {
+        ScheduleStats st;
+        {
+          py::gil_scoped_release release;  // pure C++ over the schedule's own arrays
+          st = schedule_stats(s);
+        }
+        py::dict d;
+        d["step"] = to_numpy(st.step);
+        d["num_steps"] = st.num_steps;
+        d["messages_sent"] = to_numpy(st.messages_sent);
+        d["messages_received"] = to_numpy(st.messages_received);
+        d["bytes_sent"] = to_numpy(st.bytes_sent);
+        d["bytes_received"] = to_numpy(st.bytes_received);
+        return d;
+      });
+
+  m.def("even_blocks", &even_blocks, py::arg("total_bytes"), py::arg("n"));
+}

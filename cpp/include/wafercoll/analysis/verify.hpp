@@ -1,0 +1,45 @@
+// The verifier: a symbolic execution of a schedule that proves it computes its
+// collective in every execution order its dependencies allow.
+//
+// Every (rank, block) cell holds a *contribution set*: the ranks whose input
+// for that block has been summed into the cell. Initially a participant holds
+// {itself} in the blocks it contributes (all blocks for reduce / allreduce /
+// reduce_scatter, the blocks it owns for allgather, everything at the root for
+// broadcast) and every other cell is empty (its value is 0). A copy sets the
+// destination's set to the source's; a reduce unions them and requires them
+// to be disjoint (otherwise a contribution would be counted twice).
+//
+// Timing: the semantics of schedule.hpp (a transfer reads its sources as they
+// stand after its dependencies and writes on completion). The verifier checks,
+// for every cell:
+//   * write/write: each write happens-after the cell's previous write;
+//   * read/write:  a write concurrent with a reader of the cell happens-after
+//     every dependency of the reader (so it cannot land before the read);
+//   * the value read is the one produced by the writes that happen-before the
+//     reader, and it is not empty (nothing is sent before it has arrived).
+// Cells are tracked as runs of equal state over block ranges ("pieces"), so a
+// transfer of a range of blocks costs O(pieces), not O(blocks); contribution
+// sets are sorted lists of rank intervals. Both keep structured schedules
+// (halving, doubling, rings, trees) near-linear in the number of transfers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "wafercoll/schedule/schedule.hpp"
+
+namespace wafercoll {
+
+struct VerifyReport {
+  std::int64_t transfers = 0;
+  std::int32_t steps = 0;
+  std::int64_t pieces_written = 0;     // work measure of the symbolic execution
+  std::int64_t reachability_queries = 0;  // happens-before questions that needed a search
+};
+
+// Throws ScheduleError (kinds: "cycle", "dependency", "race", "empty_read",
+// "double_count", "missing", "unexpected") naming the first offending transfer
+// in topological order, with its rank and block.
+VerifyReport verify(const Schedule& schedule);
+
+}  // namespace wafercoll

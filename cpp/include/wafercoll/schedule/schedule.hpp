@@ -1,0 +1,192 @@
+// The schedule: the one data structure every analysis of wafercoll consumes.
+//
+//   ranks 0..P-1, each holding a vector cut into the same B blocks:
+//
+//        block:    0      1      2           B-1
+//   rank 0      [ b0  |  b1  |  b2  | ... | bB-1 ]   block_bytes[b] bytes each
+//   rank 1      [ b0  |  b1  |  b2  | ... | bB-1 ]
+//   ...
+//
+// A transfer moves a set of blocks (sorted, disjoint half-open ranges) from one
+// source rank to one or more destination ranks (multicast), either copying
+// them over the destination's blocks or reducing (adding) into them, and it
+// depends on earlier transfers. Data semantics (followed by the verifier, the
+// executors and the simulator alike):
+//
+//  * A transfer starts when all of its dependencies have completed and reads
+//    its source blocks as they stand at that moment: exactly the writes that
+//    happen-before it (its transitive dependencies). It writes its destination
+//    blocks when it completes.
+//  * Writes to one block of one rank must be ordered by dependencies.
+//  * A read may overlap a concurrent write to the same block only when the
+//    writer cannot complete before the reader starts, i.e. every dependency of
+//    the reader happens-before the writer (a pairwise exchange in one step is
+//    the typical case). Under these rules every execution order the
+//    dependencies allow computes the same values.
+//
+// The schedule states the collective it implements, which ranks participate
+// (hold input and need the output) and, per collective, the root or the block
+// owners. Storage is struct-of-arrays (CSR) so that schedules with millions of
+// transfers stay compact.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "wafercoll/units.hpp"
+
+namespace wafercoll {
+
+enum class Op : std::uint8_t { copy = 0, reduce = 1 };
+
+enum class CollectiveKind : std::uint8_t {
+  reduce = 0,          // root ends with the sum of all participants' vectors
+  allreduce = 1,       // every participant ends with the sum
+  reduce_scatter = 2,  // the owner of each block ends with that block's sum
+  allgather = 3,       // every participant ends with every block of its owner
+  broadcast = 4,       // every participant ends with the root's vector
+};
+
+const char* to_string(Op op);
+const char* to_string(CollectiveKind kind);
+Op op_from_string(const std::string& name);
+CollectiveKind collective_from_string(const std::string& name);
+
+// Half-open range of blocks [lo, hi).
+struct BlockRange {
+  BlockId lo;
+  BlockId hi;
+};
+
+struct Collective {
+  CollectiveKind kind = CollectiveKind::allreduce;
+  RankId root = -1;                    // reduce, broadcast
+  std::vector<RankId> owners;          // per block: reduce_scatter, allgather
+  std::vector<std::uint8_t> participants;  // per rank (1 = participates); empty = all
+};
+
+class Schedule {
+ public:
+  // Hard limits that keep a malformed request from exhausting memory.
+  static constexpr std::int64_t kMaxRanks = std::int64_t{1} << 24;
+  static constexpr std::int64_t kMaxBlocks = std::int64_t{1} << 26;
+  static constexpr std::int64_t kMaxTransfers = std::int64_t{1} << 28;
+
+  Schedule(RankId num_ranks, std::vector<Bytes> block_bytes, Collective collective);
+
+  // Append a transfer. dsts: distinct ranks != src. ranges: non-empty, within
+  // [0, num_blocks); they are sorted, and adjacent ones merged; overlapping
+  // ranges are rejected. deps: distinct, each an existing transfer (< index of
+  // the new one), so schedules built this way are acyclic by construction.
+  TransferId add_transfer(RankId src, const std::vector<RankId>& dsts,
+                          std::vector<BlockRange> ranges, Op op,
+                          const std::vector<TransferId>& deps);
+  // Builders' fast path: one destination, one range; deps < 0 are ignored and
+  // duplicates removed.
+  TransferId add(RankId src, RankId dst, BlockId lo, BlockId hi, Op op,
+                 std::initializer_list<TransferId> deps);
+
+  // Bulk construction from CSR arrays (JSON import). Dependencies may point
+  // forward (cycles are reported by the verifier); everything else is checked
+  // like add_transfer, with errors naming the transfer index and field.
+  static Schedule from_arrays(RankId num_ranks, std::vector<Bytes> block_bytes,
+                              Collective collective, const std::vector<RankId>& src,
+                              const std::vector<std::uint8_t>& op,
+                              const std::vector<std::int64_t>& dst_offsets,
+                              const std::vector<RankId>& dsts,
+                              const std::vector<std::int64_t>& range_offsets,
+                              const std::vector<BlockId>& range_lo,
+                              const std::vector<BlockId>& range_hi,
+                              const std::vector<std::int64_t>& dep_offsets,
+                              const std::vector<TransferId>& deps);
+
+  RankId num_ranks() const { return num_ranks_; }
+  BlockId num_blocks() const { return static_cast<BlockId>(block_bytes_.size()); }
+  TransferId num_transfers() const { return static_cast<TransferId>(src_.size()); }
+  const std::vector<Bytes>& block_bytes() const { return block_bytes_; }
+  Bytes total_bytes() const { return block_prefix_.back(); }
+  // Bytes of blocks [lo, hi).
+  Bytes range_bytes(BlockId lo, BlockId hi) const {
+    return block_prefix_[hi] - block_prefix_[lo];
+  }
+  const Collective& collective() const { return collective_; }
+  bool participates(RankId r) const {
+    return collective_.participants.empty() || collective_.participants[r] != 0;
+  }
+  std::string name;  // free-form label (builder name and parameters)
+
+  RankId src(TransferId t) const { return src_[t]; }
+  Op op(TransferId t) const { return static_cast<Op>(op_[t]); }
+  const RankId* dsts_begin(TransferId t) const { return dst_.data() + dst_off_[t]; }
+  const RankId* dsts_end(TransferId t) const { return dst_.data() + dst_off_[t + 1]; }
+  std::int64_t num_dsts(TransferId t) const { return dst_off_[t + 1] - dst_off_[t]; }
+  const BlockRange* ranges_begin(TransferId t) const {
+    return ranges_.data() + range_off_[t];
+  }
+  const BlockRange* ranges_end(TransferId t) const {
+    return ranges_.data() + range_off_[t + 1];
+  }
+  const TransferId* deps_begin(TransferId t) const { return dep_.data() + dep_off_[t]; }
+  const TransferId* deps_end(TransferId t) const { return dep_.data() + dep_off_[t + 1]; }
+  std::int64_t num_deps(TransferId t) const { return dep_off_[t + 1] - dep_off_[t]; }
+  Bytes transfer_bytes(TransferId t) const;  // payload of one message
+  std::int64_t transfer_blocks(TransferId t) const;
+
+  // Raw CSR views (for bindings and bulk analyses).
+  const std::vector<RankId>& src_array() const { return src_; }
+  const std::vector<std::uint8_t>& op_array() const { return op_; }
+  const std::vector<std::int64_t>& dst_offsets() const { return dst_off_; }
+  const std::vector<RankId>& dst_array() const { return dst_; }
+  const std::vector<std::int64_t>& range_offsets() const { return range_off_; }
+  const std::vector<BlockRange>& range_array() const { return ranges_; }
+  const std::vector<std::int64_t>& dep_offsets() const { return dep_off_; }
+  const std::vector<TransferId>& dep_array() const { return dep_; }
+
+  // True when every dependency points to an earlier index (then index order is
+  // a topological order).
+  bool deps_point_backward() const { return backward_deps_; }
+
+  void reserve(std::int64_t transfers, std::int64_t ranges_per_transfer = 1);
+
+ private:
+  void check_transfer_fields(std::int64_t index, RankId src, const RankId* dbegin,
+                             const RankId* dend) const;
+  void append_ranges(std::int64_t index, std::vector<BlockRange>& ranges);
+
+  RankId num_ranks_;
+  std::vector<Bytes> block_bytes_;
+  std::vector<Bytes> block_prefix_;
+  Collective collective_;
+  std::vector<RankId> src_;
+  std::vector<std::uint8_t> op_;
+  std::vector<std::int64_t> dst_off_{0};
+  std::vector<RankId> dst_;
+  std::vector<std::int64_t> range_off_{0};
+  std::vector<BlockRange> ranges_;
+  std::vector<std::int64_t> dep_off_{0};
+  std::vector<TransferId> dep_;
+  bool backward_deps_ = true;
+};
+
+// Derived views that need no topology.
+struct ScheduleStats {
+  std::vector<std::int32_t> step;          // per transfer: longest dependency chain before it
+  std::int32_t num_steps = 0;              // 1 + max step (0 without transfers)
+  std::vector<std::int64_t> messages_sent;     // per rank
+  std::vector<std::int64_t> messages_received; // per rank
+  std::vector<Bytes> bytes_sent;               // per rank (a multicast counts once)
+  std::vector<Bytes> bytes_received;           // per rank
+};
+
+// Topological order of the transfers (deterministic: Kahn's algorithm taking
+// the smallest ready index first). Throws ScheduleError("cycle") naming a
+// transfer on a cycle and ScheduleError("dependency") for out-of-range deps.
+std::vector<TransferId> topological_order(const Schedule& s);
+
+ScheduleStats schedule_stats(const Schedule& s);
+
+// Blocks of nearly equal size: the first (total % n) blocks get one extra byte.
+std::vector<Bytes> even_blocks(Bytes total_bytes, std::int64_t n);
+
+}  // namespace wafercoll

@@ -1,0 +1,191 @@
+// The machine a schedule runs on: nodes, directed links and a routing function.
+//
+// Nodes. Ids 0..E-1 are the endpoints (PEs, cores, chiplets, processes: they
+// hold data and are the ranks of a schedule); ids E..N-1 are hidden routers
+// that forward traffic but hold none. The grid families have no hidden
+// routers (E == N); custom topologies may.
+//
+// Links are directed, each with its own bandwidth (bytes/s) and latency (s);
+// a bidirectional wire is two links. A message from endpoint a to endpoint b
+// follows route(a, b): the ordered list of link ids from a to b (empty when
+// a == b). Routing is oblivious and deterministic: the same pair always takes
+// the same path, whatever else is in flight.
+//
+// Grid families. Node id = r * cols + c (row-major), x = column, y = row:
+//
+//        x = col ->
+//      +----+    +----+    +----+    +----+
+//   y  |  0 |<-->|  1 |<-->|  2 |<-->|  3 |     mesh(3, 4)
+//   =  +----+    +----+    +----+    +----+
+//   r    ^^        ^^        ^^        ^^
+//   o    vv        vv        vv        vv
+//   w  +----+    +----+    +----+    +----+
+//   |  |  4 |<-->|  5 |<-->|  6 |<-->|  7 |     torus(3, 4) adds the wrap
+//   v  +----+    +----+    +----+    +----+     links 3<->0, 7<->4, 11<->8
+//        ^^        ^^        ^^        ^^       (x) and 8<->0, 9<->1,
+//        vv        vv        vv        vv       10<->2, 11<->3 (y)
+//      +----+    +----+    +----+    +----+
+//      |  8 |<-->|  9 |<-->| 10 |<-->| 11 |
+//      +----+    +----+    +----+    +----+
+//
+// line(n) is the graph of mesh(1, n) and ring(n) that of torus(1, n); they
+// keep their own kind() and name(). A dimension of size 1 has no links; in a
+// ring/torus dimension of size 2 the "wrap" link would duplicate the
+// neighbour link, so there is exactly one link each way between the two
+// nodes (the dimension behaves like a line of 2).
+//
+// Routing on grids is dimension-ordered: first along the row (X) to the
+// destination column, then along the column (Y) to the destination row. On a
+// wrapped dimension of size n each step goes the shorter way round; when both
+// ways are equally long (a distance of exactly n/2) it goes the positive way
+// (+1: increasing column or row, wrapping from n-1 to 0). Hence
+//   hops = |dc| + |dr|                               (line, mesh)
+//   hops = min(|dc|, cols-|dc|) + min(|dr|, rows-|dr|)  (ring, torus)
+// and route() costs O(hops): nothing is tabulated, so a torus of 1024 x 1024
+// (and anything up to kMaxGridNodes nodes) is as cheap to hold as a 2 x 2.
+//
+// Link ids on grids. An "edge" joins (r, c) to its +1 neighbour: an X edge
+// (r, c) -> (r, c+1 mod cols), a Y edge (r, c) -> (r+1 mod rows, c). With ex X
+// edges per row (cols if wrapped, else cols-1) and ey Y edges per column (rows
+// if wrapped, else rows-1), the ids form four blocks:
+//   east  (+x), along X edge (r, c):    r*ex + c
+//   west  (-x), against X edge (r, c):  rows*ex + r*ex + c
+//   south (+y), along Y edge (r, c):    2*rows*ex + r*cols + c
+//   north (-y), against Y edge (r, c):  2*rows*ex + ey*cols + r*cols + c
+// so num_links = 2*(rows*ex + cols*ey): 2*rows*(cols-1) + 2*cols*(rows-1) for a
+// mesh and 4*rows*cols for a torus whose sizes are both >= 3. In mesh(2, 3),
+// for example, link 0 is 0->1, link 4 is 1->0, link 8 is 0->3 and 11 is 3->0.
+//
+// Custom topologies take arbitrary directed links (link id = position in the
+// list). Any node, endpoint or router, forwards traffic. The route from a to
+// b is a shortest path by hop count; among shortest paths it is the one whose
+// sequence of link ids is lexicographically smallest (at each node, the
+// lowest-id link that stays on a shortest path). Routes are therefore
+// destination-based: the tail of a route is itself a route. The per-destination
+// distance tables are built on first use and cached (2 bytes per node and
+// destination), which is why custom topologies are limited to
+// kMaxCustomNodes nodes.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "wafercoll/units.hpp"
+
+namespace wafercoll {
+
+struct Link {
+  NodeId src;
+  NodeId dst;
+  BytesPerSecond bandwidth_Bps;
+  Seconds latency_s;
+};
+
+enum class TopologyKind : std::uint8_t { line, ring, mesh, torus, custom };
+
+const char* to_string(TopologyKind kind);
+
+class Topology {
+ public:
+  // Hard limits that keep a malformed request from exhausting memory.
+  static constexpr std::int64_t kMaxGridNodes = std::int64_t{1} << 22;
+  static constexpr std::int64_t kMaxCustomNodes = 20000;
+
+  // Families. Every link gets bandwidth_Bps (> 0, finite) and latency_s
+  // (>= 0, finite); sizes are >= 1. Invalid arguments throw
+  // std::invalid_argument naming the parameter and the accepted range.
+  static Topology line(NodeId n, BytesPerSecond bandwidth_Bps = 1e9,
+                       Seconds latency_s = 0.0);
+  static Topology ring(NodeId n, BytesPerSecond bandwidth_Bps = 1e9,
+                       Seconds latency_s = 0.0);
+  static Topology mesh(NodeId rows, NodeId cols, BytesPerSecond bandwidth_Bps = 1e9,
+                       Seconds latency_s = 0.0);
+  static Topology torus(NodeId rows, NodeId cols, BytesPerSecond bandwidth_Bps = 1e9,
+                        Seconds latency_s = 0.0);
+  // links[i] becomes link i. Checked: node ids in [0, N), no self-loops, no
+  // duplicate (src, dst), per-link bandwidth and latency as above.
+  static Topology custom(NodeId num_endpoints, NodeId num_hidden_routers,
+                         std::vector<Link> links);
+
+  TopologyKind kind_enum() const { return kind_; }
+  std::string kind() const { return to_string(kind_); }
+  // "line(8)", "ring(8)", "mesh(4x5)", "torus(4x5)",
+  // "custom(6 endpoints, 2 routers, 14 links)" (no routers: not mentioned).
+  std::string name() const;
+
+  NodeId num_endpoints() const { return num_endpoints_; }
+  NodeId num_nodes() const { return num_nodes_; }
+  LinkId num_links() const { return num_links_; }
+  bool is_endpoint(NodeId node) const { return node >= 0 && node < num_endpoints_; }
+
+  // Grid shape: 1 x n for line and ring, 0 x 0 for custom.
+  NodeId rows() const { return rows_; }
+  NodeId cols() const { return cols_; }
+  // (row, col) of a node of a grid family; throws std::invalid_argument on a
+  // custom topology and std::out_of_range for a bad id.
+  std::pair<NodeId, NodeId> coords(NodeId node) const;
+  // Inverse of coords().
+  NodeId node_at(NodeId row, NodeId col) const;
+
+  // One link (O(1)); the whole list is built on demand (O(L)) for the grid
+  // families, which store no per-link data.
+  Link link(LinkId id) const;
+  std::vector<Link> links() const;
+  // Id of the link u -> v, or -1 when there is none (also for u == v).
+  LinkId link_id(NodeId u, NodeId v) const;
+
+  // Links from endpoint src to endpoint dst, in order. Throws
+  // std::out_of_range for ids outside [0, num_endpoints) and
+  // std::invalid_argument ("no route from a to b") when dst is unreachable.
+  std::vector<LinkId> route(NodeId src, NodeId dst) const;
+  // Same, appended to `out` (lets hot loops reuse one buffer).
+  void append_route(NodeId src, NodeId dst, std::vector<LinkId>& out) const;
+  // Number of links on route(src, dst), without building it.
+  std::int32_t hops(NodeId src, NodeId dst) const;
+  // hops(a, dst) for every endpoint a, with -1 where dst is unreachable.
+  std::vector<std::int32_t> hops_to(NodeId dst) const;
+
+ private:
+  struct CustomData;  // links, adjacency and the lazy routing tables
+
+  Topology() = default;
+  static Topology grid(TopologyKind kind, NodeId rows, NodeId cols,
+                       BytesPerSecond bandwidth_Bps, Seconds latency_s);
+
+  void check_endpoint(NodeId node, const char* fn, const char* arg) const;
+  void check_node(NodeId node, const char* fn, const char* arg) const;
+
+  // Grid helpers: link ids of the four directions at (r, c) and the number of
+  // steps and direction (+1/-1) needed along one dimension.
+  LinkId east_id(NodeId r, NodeId c) const;
+  LinkId west_id(NodeId r, NodeId c) const;
+  LinkId south_id(NodeId r, NodeId c) const;
+  LinkId north_id(NodeId r, NodeId c) const;
+  static std::pair<NodeId, int> dim_steps(NodeId from, NodeId to, NodeId size,
+                                          bool wrap);
+
+  // Custom helper: hop distances from every node to endpoint dst (cached).
+  const std::vector<std::uint16_t>& dist_to(NodeId dst) const;
+
+  TopologyKind kind_ = TopologyKind::custom;
+  NodeId num_endpoints_ = 0;
+  NodeId num_nodes_ = 0;
+  LinkId num_links_ = 0;
+  // Grid families.
+  NodeId rows_ = 0;
+  NodeId cols_ = 0;
+  bool wrap_x_ = false;  // ring/torus with cols >= 3
+  bool wrap_y_ = false;  // torus with rows >= 3
+  NodeId east_per_row_ = 0;   // ex in the header comment
+  NodeId south_per_col_ = 0;  // ey in the header comment
+  BytesPerSecond bandwidth_Bps_ = 0.0;
+  Seconds latency_s_ = 0.0;
+  // Custom family. Shared between copies: the graph is immutable and the
+  // cache only ever gains tables, so sharing it is safe (it has its own lock).
+  std::shared_ptr<CustomData> custom_;
+};
+
+}  // namespace wafercoll

@@ -1,0 +1,20 @@
+// Units used across the core. Plain aliases, not strong types: the names of
+// variables carry the unit as a suffix (`_bytes`, `_s`, `_Bps`) so that a value
+// can never be read in the wrong unit, and these aliases document intent in
+// signatures.
+#pragma once
+
+#include <cstdint>
+
+namespace wafercoll {
+
+using Bytes = std::int64_t;           // sizes of blocks, messages, vectors
+using Seconds = double;               // simulated or modelled time
+using BytesPerSecond = double;        // link and port bandwidth
+using RankId = std::int32_t;          // a rank of a schedule (an endpoint that holds data)
+using BlockId = std::int32_t;         // a block of the per-rank vector
+using TransferId = std::int32_t;      // index of a transfer in a schedule
+using NodeId = std::int32_t;          // an endpoint or a hidden router of a topology
+using LinkId = std::int32_t;          // a directed link of a topology
+
+}  // namespace wafercoll

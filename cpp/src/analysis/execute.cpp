@@ -1,0 +1,127 @@
+#include "wafercoll/analysis/execute.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <stdexcept>
+#include <string>
+
+namespace wafercoll {
+
+std::vector<std::int64_t> block_element_offsets(const Schedule& s, std::int64_t elements) {
+  if (elements < 0) throw std::invalid_argument("elements must be >= 0");
+  const BlockId nb = s.num_blocks();
+  std::vector<std::int64_t> off(static_cast<std::size_t>(nb) + 1, 0);
+  const Bytes total = s.total_bytes();
+  for (BlockId b = 0; b <= nb; ++b) {
+    // 128-bit product: elements * bytes can exceed 64 bits for huge inputs.
+    if (total > 0) {
+      const __int128 num = static_cast<__int128>(elements) * s.range_bytes(0, b);
+      off[b] = static_cast<std::int64_t>(num / total);
+    } else {
+      off[b] = static_cast<std::int64_t>(static_cast<__int128>(elements) * b / nb);
+    }
+  }
+  return off;
+}
+
+namespace {
+
+bool initially_holds(const Schedule& s, RankId r, BlockId b) {
+  if (!s.participates(r)) return false;
+  const Collective& c = s.collective();
+  switch (c.kind) {
+    case CollectiveKind::broadcast: return r == c.root;
+    case CollectiveKind::allgather: return c.owners[b] == r;
+    default: return true;
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void execute(const Schedule& s, const T* inputs, T* outputs, std::int64_t elements) {
+  const RankId p = s.num_ranks();
+  const BlockId nb = s.num_blocks();
+  const TransferId n = s.num_transfers();
+  const auto off = block_element_offsets(s, elements);
+  for (RankId r = 0; r < p; ++r) {
+    for (BlockId b = 0; b < nb; ++b) {
+      const std::int64_t lo = r * elements + off[b];
+      const std::int64_t hi = r * elements + off[b + 1];
+      if (initially_holds(s, r, b)) {
+        std::copy(inputs + lo, inputs + hi, outputs + lo);
+      } else {
+        std::fill(outputs + lo, outputs + hi, T(0));
+      }
+    }
+  }
+  // Successor lists and in-degrees.
+  std::vector<std::int32_t> indegree(n, 0);
+  std::vector<std::int64_t> succ_off(static_cast<std::size_t>(n) + 1, 0);
+  for (TransferId t = 0; t < n; ++t) {
+    indegree[t] = static_cast<std::int32_t>(s.num_deps(t));
+    for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d) ++succ_off[*d + 1];
+  }
+  for (TransferId t = 0; t < n; ++t) succ_off[t + 1] += succ_off[t];
+  std::vector<TransferId> succ(succ_off.back());
+  {
+    std::vector<std::int64_t> fill(succ_off.begin(), succ_off.end() - 1);
+    for (TransferId t = 0; t < n; ++t)
+      for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d) succ[fill[*d]++] = t;
+  }
+  // Snapshots of the source blocks of ready transfers.
+  std::vector<std::vector<T>> staged(n);
+  auto snapshot = [&](TransferId t) {
+    auto& buf = staged[t];
+    const T* row = outputs + static_cast<std::int64_t>(s.src(t)) * elements;
+    for (const BlockRange* r = s.ranges_begin(t); r != s.ranges_end(t); ++r)
+      buf.insert(buf.end(), row + off[r->lo], row + off[r->hi]);
+  };
+  std::deque<TransferId> ready;
+  for (TransferId t = 0; t < n; ++t)
+    if (indegree[t] == 0) {
+      snapshot(t);
+      ready.push_back(t);
+    }
+  TransferId done = 0;
+  while (!ready.empty()) {
+    const TransferId t = ready.front();
+    ready.pop_front();
+    const bool reduce = s.op(t) == Op::reduce;
+    for (const RankId* d = s.dsts_begin(t); d != s.dsts_end(t); ++d) {
+      T* row = outputs + static_cast<std::int64_t>(*d) * elements;
+      const T* data = staged[t].data();
+      for (const BlockRange* r = s.ranges_begin(t); r != s.ranges_end(t); ++r) {
+        const std::int64_t len = off[r->hi] - off[r->lo];
+        T* dst = row + off[r->lo];
+        if (reduce) {
+          for (std::int64_t i = 0; i < len; ++i) dst[i] += data[i];
+        } else {
+          std::copy(data, data + len, dst);
+        }
+        data += len;
+      }
+    }
+    std::vector<T>().swap(staged[t]);
+    ++done;
+    for (std::int64_t i = succ_off[t]; i < succ_off[t + 1]; ++i) {
+      const TransferId u = succ[i];
+      if (--indegree[u] == 0) {
+        snapshot(u);
+        ready.push_back(u);
+      }
+    }
+  }
+  if (done != n)
+    throw std::invalid_argument("the schedule's dependencies form a cycle; " +
+                                std::to_string(n - done) + " transfers never become ready");
+}
+
+template void execute<double>(const Schedule&, const double*, double*, std::int64_t);
+template void execute<float>(const Schedule&, const float*, float*, std::int64_t);
+template void execute<std::int64_t>(const Schedule&, const std::int64_t*, std::int64_t*,
+                                    std::int64_t);
+template void execute<std::int32_t>(const Schedule&, const std::int32_t*, std::int32_t*,
+                                    std::int64_t);
+
+}  // namespace wafercoll

@@ -1,0 +1,612 @@
+#include "wafercoll/analysis/verify.hpp"
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "wafercoll/errors.hpp"
+
+namespace wafercoll {
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// Contribution sets: sorted, disjoint, non-adjacent rank intervals [lo, hi),
+// hash-consed so that equal sets have equal ids (id 0 is the empty set).
+
+struct Interval {
+  RankId lo;
+  RankId hi;
+};
+
+class SetPool {
+ public:
+  SetPool() { intern({}); }
+
+  std::int32_t singleton(RankId r) { return intern({Interval{r, r + 1}}); }
+
+  std::int32_t intern(const std::vector<Interval>& iv) {
+    std::uint64_t h = 1469598103934665603ull;
+    for (const auto& x : iv) {
+      h = (h ^ static_cast<std::uint32_t>(x.lo)) * 1099511628211ull;
+      h = (h ^ static_cast<std::uint32_t>(x.hi)) * 1099511628211ull;
+    }
+    auto [it, inserted] = index_.try_emplace(h, -1);
+    for (std::int32_t id = it->second; id >= 0; id = next_[id])
+      if (same(id, iv)) return id;
+    const std::int32_t id = static_cast<std::int32_t>(off_.size()) - 1;
+    data_.insert(data_.end(), iv.begin(), iv.end());
+    off_.push_back(static_cast<std::int64_t>(data_.size()));
+    next_.push_back(it->second);
+    it->second = id;
+    return id;
+  }
+
+  // Union of two disjoint sets; returns -1 and the first shared rank otherwise.
+  std::int32_t disjoint_union(std::int32_t a, std::int32_t b, RankId& shared) {
+    if (a == 0) return b;
+    if (b == 0) return a;
+    scratch_.clear();
+    const Interval* x = begin(a);
+    const Interval* xe = end(a);
+    const Interval* y = begin(b);
+    const Interval* ye = end(b);
+    while (x != xe || y != ye) {
+      const Interval* take;
+      if (y == ye || (x != xe && x->lo < y->lo)) {
+        take = x++;
+      } else {
+        take = y++;
+      }
+      if (!scratch_.empty() && take->lo < scratch_.back().hi) {
+        shared = take->lo;
+        return -1;
+      }
+      if (!scratch_.empty() && take->lo == scratch_.back().hi) {
+        scratch_.back().hi = take->hi;
+      } else {
+        scratch_.push_back(*take);
+      }
+    }
+    return intern(scratch_);
+  }
+
+  // Smallest rank in `a` and not in `b`, or -1.
+  RankId first_difference(std::int32_t a, std::int32_t b) const {
+    const Interval* y = begin(b);
+    const Interval* ye = end(b);
+    for (const Interval* x = begin(a); x != end(a); ++x) {
+      RankId r = x->lo;
+      while (r < x->hi) {
+        while (y != ye && y->hi <= r) ++y;
+        if (y == ye || y->lo > r) return r;
+        r = y->hi;
+      }
+    }
+    return -1;
+  }
+
+  std::int64_t size(std::int32_t a) const {
+    std::int64_t n = 0;
+    for (const Interval* x = begin(a); x != end(a); ++x) n += x->hi - x->lo;
+    return n;
+  }
+
+ private:
+  const Interval* begin(std::int32_t id) const { return data_.data() + off_[id]; }
+  const Interval* end(std::int32_t id) const { return data_.data() + off_[id + 1]; }
+  bool same(std::int32_t id, const std::vector<Interval>& iv) const {
+    if (off_[id + 1] - off_[id] != static_cast<std::int64_t>(iv.size())) return false;
+    const Interval* x = begin(id);
+    for (std::size_t i = 0; i < iv.size(); ++i)
+      if (x[i].lo != iv[i].lo || x[i].hi != iv[i].hi) return false;
+    return true;
+  }
+
+  std::vector<Interval> data_;
+  std::vector<std::int64_t> off_{0};
+  std::vector<std::int32_t> next_;
+  std::unordered_map<std::uint64_t, std::int32_t> index_;
+  std::vector<Interval> scratch_;
+};
+
+// ---------------------------------------------------------------------------
+// Happens-before queries on the dependency DAG.
+
+class HappensBefore {
+ public:
+  // Besides topological positions, the transfers are covered greedily by
+  // chains (each transfer extends the chain of one of its dependencies,
+  // preferring one sent by the same rank). Along a chain reachability is an
+  // index comparison, and a search may stop at the first transfer of the
+  // source's chain that comes after the source.
+  HappensBefore(const Schedule& s, const std::vector<TransferId>& order)
+      : s_(s),
+        pos_(s.num_transfers()),
+        chain_(s.num_transfers()),
+        index_(s.num_transfers()),
+        level_(s.num_transfers(), 0),
+        stamp_(s.num_transfers(), 0) {
+    std::vector<std::uint8_t> is_tail(s.num_transfers(), 0);
+    std::int32_t chains = 0;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const TransferId t = order[i];
+      pos_[t] = static_cast<std::int32_t>(i);
+      TransferId extend = -1;
+      for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d) {
+        level_[t] = std::max(level_[t], level_[*d] + 1);
+        if (!is_tail[*d]) continue;
+        if (extend < 0 || (s.src(*d) == s.src(t) && s.src(extend) != s.src(t))) extend = *d;
+      }
+      if (extend >= 0) {
+        is_tail[extend] = 0;
+        chain_[t] = chain_[extend];
+        index_[t] = index_[extend] + 1;
+      } else {
+        chain_[t] = chains++;
+        index_[t] = 0;
+      }
+      is_tail[t] = 1;
+    }
+  }
+
+  std::int32_t pos(TransferId t) const { return pos_[t]; }
+
+  bool direct(TransferId a, TransferId b) const {
+    for (const TransferId* d = s_.deps_begin(b); d != s_.deps_end(b); ++d)
+      if (*d == a) return true;
+    return false;
+  }
+
+  // True when a == b or a is a transitive dependency of b.
+  bool reaches(TransferId a, TransferId b) {
+    if (a == b) return true;
+    if (level_[a] >= level_[b]) return false;
+    if (chain_[a] == chain_[b]) return index_[a] < index_[b];
+    if (direct(a, b)) return true;
+    for (const TransferId* e = s_.deps_begin(b); e != s_.deps_end(b); ++e)
+      if (pos_[*e] > pos_[a] && direct(a, *e)) return true;
+    const std::uint64_t key =
+        (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) |
+        static_cast<std::uint32_t>(b);
+    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+    ++queries;
+    const bool found = search(a, b);
+    cache_.emplace(key, found);
+    return found;
+  }
+
+  std::int64_t queries = 0;
+
+ private:
+  bool touches(TransferId t, RankId r) const {
+    if (s_.src(t) == r) return true;
+    for (const RankId* d = s_.dsts_begin(t); d != s_.dsts_end(t); ++d)
+      if (*d == r) return true;
+    return false;
+  }
+
+  // Depth-first search backwards from b. A transfer at a's level or below
+  // (level = longest dependency chain before it) cannot have a as an
+  // ancestor, which bounds the search to the cone between them. Among
+  // the dependencies of a node, those that involve the ranks a wrote to or
+  // read from are tried first: in schedules of message-passing programs the
+  // path that orders two accesses to one cell usually follows that rank.
+  bool search(TransferId a, TransferId b) {
+    if (++gen_ == 0) {
+      std::fill(stamp_.begin(), stamp_.end(), 0);
+      gen_ = 1;
+    }
+    const std::int32_t floor = level_[a];
+    const RankId hint_src = s_.src(a);
+    const RankId hint_dst = *s_.dsts_begin(a);
+    stack_.clear();
+    stack_.push_back(b);
+    stamp_[b] = gen_;
+    while (!stack_.empty()) {
+      const TransferId x = stack_.back();
+      stack_.pop_back();
+      const std::size_t mark = stack_.size();
+      for (const TransferId* d = s_.deps_begin(x); d != s_.deps_end(x); ++d) {
+        const TransferId y = *d;
+        if (chain_[y] == chain_[a]) {
+          if (index_[y] >= index_[a]) return true;
+          continue;
+        }
+        if (level_[y] <= floor || stamp_[y] == gen_) continue;
+        stamp_[y] = gen_;
+        stack_.push_back(y);
+        // Keep the most promising dependency on top of the stack.
+        if (stack_.size() > mark + 1 && (touches(y, hint_dst) || touches(y, hint_src)))
+          std::swap(stack_[mark], stack_.back());
+      }
+      if (stack_.size() > mark + 1) std::swap(stack_[mark], stack_.back());
+    }
+    return false;
+  }
+
+ public:
+  const Schedule& s_;
+  std::vector<std::int32_t> pos_;
+  std::vector<std::int32_t> chain_;
+  std::vector<std::int32_t> index_;
+  std::vector<std::int32_t> level_;  // longest dependency chain before the transfer
+  std::vector<std::uint32_t> stamp_;
+  std::uint32_t gen_ = 0;
+  std::vector<TransferId> stack_;
+  std::unordered_map<std::uint64_t, bool> cache_;
+};
+
+// ---------------------------------------------------------------------------
+// Per-rank runs of cells with one state. A piece covers [lo, next piece's lo).
+
+struct Piece {
+  BlockId lo;
+  std::int32_t state;  // a record id (forward pass) or a transfer id (reverse pass)
+};
+
+class PieceMap {
+ public:
+  void init(RankId ranks, BlockId blocks) {
+    blocks_ = blocks;
+    pieces_.assign(ranks, {});
+  }
+  std::vector<Piece>& of(RankId r) { return pieces_[r]; }
+  BlockId hi(RankId r, std::size_t i) const {
+    return i + 1 < pieces_[r].size() ? pieces_[r][i + 1].lo : blocks_;
+  }
+  // Index of the piece holding block b.
+  std::size_t find(RankId r, BlockId b) const {
+    const auto& v = pieces_[r];
+    auto it = std::upper_bound(v.begin(), v.end(), b,
+                               [](BlockId x, const Piece& p) { return x < p.lo; });
+    return static_cast<std::size_t>(it - v.begin()) - 1;
+  }
+  // Make b the start of a piece; returns its index (size() when b == blocks).
+  std::size_t split(RankId r, BlockId b) {
+    auto& v = pieces_[r];
+    if (b >= blocks_) return v.size();
+    const std::size_t i = find(r, b);
+    if (v[i].lo == b) return i;
+    v.insert(v.begin() + static_cast<std::ptrdiff_t>(i) + 1, Piece{b, v[i].state});
+    return i + 1;
+  }
+  // Merge equal neighbours among pieces [first, last].
+  void coalesce(RankId r, std::size_t first, std::size_t last) {
+    auto& v = pieces_[r];
+    if (first > 0) --first;
+    last = std::min(last + 1, v.size());
+    std::size_t out = first;
+    for (std::size_t i = first + 1; i < last; ++i) {
+      if (v[i].state == v[out].state) continue;
+      v[++out] = v[i];
+    }
+    v.erase(v.begin() + static_cast<std::ptrdiff_t>(out) + 1,
+            v.begin() + static_cast<std::ptrdiff_t>(last));
+  }
+
+ private:
+  BlockId blocks_ = 0;
+  std::vector<std::vector<Piece>> pieces_;
+};
+
+struct Record {
+  TransferId writer;   // -1 for the initial value
+  std::int32_t set;    // contribution set after the write
+  std::int32_t prev;   // the record this write replaced (-1 for initial values)
+};
+
+struct Segment {
+  BlockId lo;
+  BlockId hi;
+  std::int32_t set;
+};
+
+std::string cell(RankId r, BlockId b) {
+  return "block " + std::to_string(b) + " of rank " + std::to_string(r);
+}
+
+class Verifier {
+ public:
+  explicit Verifier(const Schedule& s)
+      : s_(s), order_(topological_order(s)), hb_(s, order_) {}
+
+  VerifyReport run() {
+    init_state();
+    for (TransferId t : order_) forward(t);
+    reverse_pass();
+    check_postcondition();
+    VerifyReport rep;
+    rep.transfers = s_.num_transfers();
+    rep.steps = schedule_steps();
+    rep.pieces_written = pieces_written_;
+    rep.reachability_queries = hb_.queries;
+    return rep;
+  }
+
+ private:
+  std::int32_t schedule_steps() const {
+    std::vector<std::int32_t> step(s_.num_transfers(), 0);
+    std::int32_t steps = 0;
+    for (TransferId t : order_) {
+      for (const TransferId* d = s_.deps_begin(t); d != s_.deps_end(t); ++d)
+        step[t] = std::max(step[t], step[*d] + 1);
+      steps = std::max(steps, step[t] + 1);
+    }
+    return steps;
+  }
+
+  std::int32_t initial_record(std::int32_t set) {
+    records_.push_back(Record{-1, set, -1});
+    return static_cast<std::int32_t>(records_.size()) - 1;
+  }
+
+  void init_state() {
+    const RankId p = s_.num_ranks();
+    const BlockId nb = s_.num_blocks();
+    const Collective& c = s_.collective();
+    cells_.init(p, nb);
+    const std::int32_t empty = initial_record(0);
+    std::vector<Interval> part;
+    for (RankId r = 0; r < p; ++r) {
+      if (!s_.participates(r)) continue;
+      if (!part.empty() && part.back().hi == r) {
+        part.back().hi = r + 1;
+      } else {
+        part.push_back(Interval{r, r + 1});
+      }
+    }
+    full_ = sets_.intern(part);
+    for (RankId r = 0; r < p; ++r) {
+      const bool holds = s_.participates(r) &&
+                         (c.kind == CollectiveKind::reduce ||
+                          c.kind == CollectiveKind::allreduce ||
+                          c.kind == CollectiveKind::reduce_scatter ||
+                          (c.kind == CollectiveKind::broadcast && r == c.root));
+      cells_.of(r).push_back(Piece{0, holds ? initial_record(sets_.singleton(r)) : empty});
+    }
+    if (c.kind == CollectiveKind::allgather) {
+      // Owners hold their own blocks: one piece per run of equal owners.
+      for (BlockId b = 0; b < nb;) {
+        BlockId e = b;
+        while (e < nb && c.owners[e] == c.owners[b]) ++e;
+        const RankId o = c.owners[b];
+        auto& v = cells_.of(o);
+        if (v.back().lo == b) v.pop_back();
+        v.push_back(Piece{b, initial_record(sets_.singleton(o))});
+        if (e < nb) v.push_back(Piece{e, empty});
+        b = e;
+      }
+    }
+  }
+
+  // The record holding the value that transfer t reads from a cell whose
+  // latest record is `rec`, after checking that no concurrent write to the
+  // cell can land before t starts.
+  std::int32_t visible(std::int32_t rec, TransferId t, RankId rank, BlockId block) {
+    TransferId first_concurrent = -1;
+    while (records_[rec].writer >= 0 && !hb_.reaches(records_[rec].writer, t)) {
+      first_concurrent = records_[rec].writer;
+      rec = records_[rec].prev;
+    }
+    if (first_concurrent >= 0) {
+      for (const TransferId* d = s_.deps_begin(t); d != s_.deps_end(t); ++d) {
+        if (!hb_.reaches(*d, first_concurrent))
+          throw ScheduleError(
+              "race",
+              "race: transfer " + std::to_string(t) + " reads " + cell(rank, block) +
+                  ", which transfer " + std::to_string(first_concurrent) +
+                  " writes concurrently and may complete before transfer " +
+                  std::to_string(t) + " starts (its dependency " + std::to_string(*d) +
+                  " does not happen before transfer " + std::to_string(first_concurrent) + ")",
+              t, rank, block);
+      }
+    }
+    return rec;
+  }
+
+  void forward(TransferId t) {
+    const RankId src = s_.src(t);
+    segs_.clear();
+    for (const BlockRange* r = s_.ranges_begin(t); r != s_.ranges_end(t); ++r) {
+      const auto& pieces = cells_.of(src);
+      for (std::size_t i = cells_.find(src, r->lo); i < pieces.size() && pieces[i].lo < r->hi;
+           ++i) {
+        const BlockId lo = std::max(pieces[i].lo, r->lo);
+        const BlockId hi = std::min(cells_.hi(src, i), r->hi);
+        const std::int32_t set = records_[visible(pieces[i].state, t, src, lo)].set;
+        if (set == 0)
+          throw ScheduleError("empty_read",
+                              "transfer " + std::to_string(t) + " sends " + cell(src, lo) +
+                                  ", which holds no data once the transfer's dependencies "
+                                  "are complete (it is sent before it has arrived)",
+                              t, src, lo);
+        if (!segs_.empty() && segs_.back().hi == lo && segs_.back().set == set) {
+          segs_.back().hi = hi;
+        } else {
+          segs_.push_back(Segment{lo, hi, set});
+        }
+      }
+    }
+    const bool reduce = s_.op(t) == Op::reduce;
+    for (const RankId* dp = s_.dsts_begin(t); dp != s_.dsts_end(t); ++dp) {
+      const RankId d = *dp;
+      TransferId ordered_writer = -1;  // last writer already checked against t
+      for (const Segment& seg : segs_) {
+        const std::size_t first = cells_.split(d, seg.lo);
+        const std::size_t end = cells_.split(d, seg.hi);
+        auto& pieces = cells_.of(d);
+        std::int32_t last_old = -1;
+        std::int32_t last_new = -1;
+        for (std::size_t i = first; i < end; ++i) {
+          const std::int32_t old = pieces[i].state;
+          const TransferId w = records_[old].writer;
+          if (w >= 0 && w != ordered_writer) {
+            if (!hb_.reaches(w, t))
+              throw ScheduleError(
+                  "race", "race: transfers " + std::to_string(w) + " and " +
+                              std::to_string(t) + " both write " + cell(d, pieces[i].lo) +
+                              " and neither depends on the other",
+                  t, d, pieces[i].lo);
+            ordered_writer = w;
+          }
+          if (old == last_old) {
+            pieces[i].state = last_new;
+            continue;
+          }
+          std::int32_t set = seg.set;
+          if (reduce) {
+            RankId shared = -1;
+            set = sets_.disjoint_union(records_[old].set, seg.set, shared);
+            if (set < 0)
+              throw ScheduleError(
+                  "double_count",
+                  "transfer " + std::to_string(t) + " reduces into " + cell(d, pieces[i].lo) +
+                      " data that already holds the contribution of rank " +
+                      std::to_string(shared) + " (it would be counted twice)",
+                  t, d, pieces[i].lo);
+          }
+          records_.push_back(Record{t, set, old});
+          last_old = old;
+          last_new = static_cast<std::int32_t>(records_.size()) - 1;
+          pieces[i].state = last_new;
+          ++pieces_written_;
+        }
+        cells_.coalesce(d, first, end == 0 ? 0 : end - 1);
+      }
+    }
+  }
+
+  // Reads against later writes: walking the transfers backwards, each cell
+  // remembers the next transfer that writes it.
+  void reverse_pass() {
+    next_write_.init(s_.num_ranks(), s_.num_blocks());
+    for (RankId r = 0; r < s_.num_ranks(); ++r) next_write_.of(r).push_back(Piece{0, -1});
+    TransferId bad = -1;
+    RankId bad_rank = -1;
+    BlockId bad_block = -1;
+    TransferId bad_writer = -1;
+    for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
+      const TransferId t = *it;
+      const RankId src = s_.src(t);
+      TransferId checked = -1;
+      for (const BlockRange* r = s_.ranges_begin(t); r != s_.ranges_end(t); ++r) {
+        const auto& pieces = next_write_.of(src);
+        for (std::size_t i = next_write_.find(src, r->lo);
+             i < pieces.size() && pieces[i].lo < r->hi; ++i) {
+          const TransferId w = pieces[i].state;
+          if (w < 0 || w == checked || hb_.reaches(t, w)) continue;
+          for (const TransferId* d = s_.deps_begin(t); d != s_.deps_end(t); ++d) {
+            if (!hb_.reaches(*d, w)) {
+              bad = t;
+              bad_rank = src;
+              bad_block = std::max(pieces[i].lo, r->lo);
+              bad_writer = w;
+              break;
+            }
+          }
+          checked = w;
+        }
+      }
+      for (const RankId* dp = s_.dsts_begin(t); dp != s_.dsts_end(t); ++dp) {
+        for (const BlockRange* r = s_.ranges_begin(t); r != s_.ranges_end(t); ++r) {
+          const std::size_t first = next_write_.split(*dp, r->lo);
+          const std::size_t end = next_write_.split(*dp, r->hi);
+          auto& pieces = next_write_.of(*dp);
+          for (std::size_t i = first; i < end; ++i) pieces[i].state = t;
+          next_write_.coalesce(*dp, first, end - 1);
+        }
+      }
+    }
+    if (bad >= 0)
+      throw ScheduleError(
+          "race", "race: transfer " + std::to_string(bad) + " reads " +
+                      cell(bad_rank, bad_block) + ", which transfer " +
+                      std::to_string(bad_writer) +
+                      " overwrites without waiting for the read (add a dependency)",
+          bad, bad_rank, bad_block);
+  }
+
+  void expect(RankId r, BlockId lo, BlockId hi, std::int32_t want) {
+    const auto& pieces = cells_.of(r);
+    for (std::size_t i = cells_.find(r, lo); i < pieces.size() && pieces[i].lo < hi; ++i) {
+      const Record& rec = records_[pieces[i].state];
+      if (rec.set == want) continue;
+      const BlockId b = std::max(lo, pieces[i].lo);
+      const std::string last =
+          rec.writer >= 0 ? " (last written by transfer " + std::to_string(rec.writer) + ")"
+                          : " (never written)";
+      const RankId missing = sets_.first_difference(want, rec.set);
+      if (missing >= 0)
+        throw ScheduleError("missing",
+                            cell(r, b) + " ends without the contribution of rank " +
+                                std::to_string(missing) + ": it holds " +
+                                std::to_string(sets_.size(rec.set)) + " of the " +
+                                std::to_string(sets_.size(want)) + " required" + last,
+                            rec.writer, r, b);
+      const RankId extra = sets_.first_difference(rec.set, want);
+      throw ScheduleError("unexpected",
+                          cell(r, b) + " ends holding the contribution of rank " +
+                              std::to_string(extra) + ", which the " +
+                              to_string(s_.collective().kind) + " does not put there" + last,
+                          rec.writer, r, b);
+    }
+  }
+
+  void check_postcondition() {
+    const Collective& c = s_.collective();
+    const RankId p = s_.num_ranks();
+    const BlockId nb = s_.num_blocks();
+    switch (c.kind) {
+      case CollectiveKind::reduce:
+        expect(c.root, 0, nb, full_);
+        break;
+      case CollectiveKind::allreduce:
+        for (RankId r = 0; r < p; ++r)
+          if (s_.participates(r)) expect(r, 0, nb, full_);
+        break;
+      case CollectiveKind::broadcast: {
+        const std::int32_t root = sets_.singleton(c.root);
+        for (RankId r = 0; r < p; ++r)
+          if (s_.participates(r)) expect(r, 0, nb, root);
+        break;
+      }
+      case CollectiveKind::reduce_scatter:
+      case CollectiveKind::allgather: {
+        std::vector<std::int32_t> single(p, -1);
+        for (BlockId b = 0; b < nb;) {
+          BlockId e = b;
+          while (e < nb && c.owners[e] == c.owners[b]) ++e;
+          const RankId o = c.owners[b];
+          if (c.kind == CollectiveKind::reduce_scatter) {
+            expect(o, b, e, full_);
+          } else {
+            if (single[o] < 0) single[o] = sets_.singleton(o);
+            for (RankId r = 0; r < p; ++r)
+              if (s_.participates(r)) expect(r, b, e, single[o]);
+          }
+          b = e;
+        }
+        break;
+      }
+    }
+  }
+
+  const Schedule& s_;
+  std::vector<TransferId> order_;
+  HappensBefore hb_;
+  SetPool sets_;
+  std::vector<Record> records_;
+  PieceMap cells_;
+  PieceMap next_write_;
+  std::vector<Segment> segs_;
+  std::int32_t full_ = 0;
+  std::int64_t pieces_written_ = 0;
+};
+
+}  // namespace
+
+VerifyReport verify(const Schedule& schedule) { return Verifier(schedule).run(); }
+
+}  // namespace wafercoll

@@ -1,0 +1,374 @@
+#include "wafercoll/schedule/schedule.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <queue>
+#include <stdexcept>
+#include <string>
+
+#include "wafercoll/errors.hpp"
+
+namespace wafercoll {
+
+namespace {
+
+std::string at(std::int64_t index) { return "transfer " + std::to_string(index); }
+
+}  // namespace
+
+const char* to_string(Op op) { return op == Op::copy ? "copy" : "reduce"; }
+
+const char* to_string(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::reduce: return "reduce";
+    case CollectiveKind::allreduce: return "allreduce";
+    case CollectiveKind::reduce_scatter: return "reduce_scatter";
+    case CollectiveKind::allgather: return "allgather";
+    case CollectiveKind::broadcast: return "broadcast";
+  }
+  return "?";
+}
+
+Op op_from_string(const std::string& name) {
+  if (name == "copy") return Op::copy;
+  if (name == "reduce") return Op::reduce;
+  throw std::invalid_argument("op must be 'copy' or 'reduce', got '" + name + "'");
+}
+
+CollectiveKind collective_from_string(const std::string& name) {
+  for (auto k : {CollectiveKind::reduce, CollectiveKind::allreduce,
+                 CollectiveKind::reduce_scatter, CollectiveKind::allgather,
+                 CollectiveKind::broadcast}) {
+    if (name == to_string(k)) return k;
+  }
+  throw std::invalid_argument(
+      "collective must be one of 'reduce', 'allreduce', 'reduce_scatter', "
+      "'allgather', 'broadcast'; got '" + name + "'");
+}
+
+Schedule::Schedule(RankId num_ranks, std::vector<Bytes> block_bytes,
+                   Collective collective)
+    : num_ranks_(num_ranks), block_bytes_(std::move(block_bytes)),
+      collective_(std::move(collective)) {
+  if (num_ranks < 1 || num_ranks > kMaxRanks)
+    throw std::invalid_argument("ranks must be in [1, " + std::to_string(kMaxRanks) +
+                                "], got " + std::to_string(num_ranks));
+  if (block_bytes_.empty() || static_cast<std::int64_t>(block_bytes_.size()) > kMaxBlocks)
+    throw std::invalid_argument("number of blocks must be in [1, " +
+                                std::to_string(kMaxBlocks) + "], got " +
+                                std::to_string(block_bytes_.size()));
+  block_prefix_.assign(block_bytes_.size() + 1, 0);
+  for (std::size_t b = 0; b < block_bytes_.size(); ++b) {
+    if (block_bytes_[b] < 0)
+      throw std::invalid_argument("block_bytes[" + std::to_string(b) +
+                                  "] must be >= 0, got " + std::to_string(block_bytes_[b]));
+    if (block_prefix_[b] > std::numeric_limits<Bytes>::max() - block_bytes_[b])
+      throw std::invalid_argument("block_bytes: total size overflows 64 bits");
+    block_prefix_[b + 1] = block_prefix_[b] + block_bytes_[b];
+  }
+  auto& c = collective_;
+  const bool rooted = c.kind == CollectiveKind::reduce || c.kind == CollectiveKind::broadcast;
+  const bool owned =
+      c.kind == CollectiveKind::reduce_scatter || c.kind == CollectiveKind::allgather;
+  if (!c.participants.empty() && static_cast<RankId>(c.participants.size()) != num_ranks)
+    throw std::invalid_argument("participants must have one entry per rank (" +
+                                std::to_string(num_ranks) + "), got " +
+                                std::to_string(c.participants.size()));
+  if (rooted) {
+    if (c.root < 0 || c.root >= num_ranks)
+      throw std::invalid_argument(std::string("root of a ") + to_string(c.kind) +
+                                  " must be in [0, " + std::to_string(num_ranks - 1) +
+                                  "], got " + std::to_string(c.root));
+    if (!participates(c.root))
+      throw std::invalid_argument("root " + std::to_string(c.root) + " must participate");
+  } else {
+    c.root = -1;
+  }
+  if (owned) {
+    if (c.owners.size() != block_bytes_.size())
+      throw std::invalid_argument(std::string("owners of a ") + to_string(c.kind) +
+                                  " must have one entry per block (" +
+                                  std::to_string(block_bytes_.size()) + "), got " +
+                                  std::to_string(c.owners.size()));
+    for (std::size_t b = 0; b < c.owners.size(); ++b) {
+      if (c.owners[b] < 0 || c.owners[b] >= num_ranks)
+        throw std::invalid_argument("owners[" + std::to_string(b) + "] must be in [0, " +
+                                    std::to_string(num_ranks - 1) + "], got " +
+                                    std::to_string(c.owners[b]));
+      if (!participates(c.owners[b]))
+        throw std::invalid_argument("owners[" + std::to_string(b) + "] = rank " +
+                                    std::to_string(c.owners[b]) + " must participate");
+    }
+  } else {
+    c.owners.clear();
+  }
+}
+
+void Schedule::reserve(std::int64_t transfers, std::int64_t ranges_per_transfer) {
+  src_.reserve(transfers);
+  op_.reserve(transfers);
+  dst_off_.reserve(transfers + 1);
+  dst_.reserve(transfers);
+  range_off_.reserve(transfers + 1);
+  ranges_.reserve(transfers * ranges_per_transfer);
+  dep_off_.reserve(transfers + 1);
+  dep_.reserve(transfers * 2);
+}
+
+void Schedule::check_transfer_fields(std::int64_t index, RankId src, const RankId* dbegin,
+                                     const RankId* dend) const {
+  if (src < 0 || src >= num_ranks_)
+    throw ScheduleError("field", at(index) + ": field 'src' must be a rank in [0, " +
+                                     std::to_string(num_ranks_ - 1) + "], got " +
+                                     std::to_string(src), index, src);
+  if (dbegin == dend)
+    throw ScheduleError("field", at(index) + ": field 'dst' must list at least one rank",
+                        index, src);
+  for (const RankId* d = dbegin; d != dend; ++d) {
+    if (*d < 0 || *d >= num_ranks_)
+      throw ScheduleError("field", at(index) + ": field 'dst' holds rank " +
+                                       std::to_string(*d) + ", outside [0, " +
+                                       std::to_string(num_ranks_ - 1) + "]", index, *d);
+    if (*d == src)
+      throw ScheduleError("field", at(index) + ": field 'dst' contains the source rank " +
+                                       std::to_string(src), index, src);
+    for (const RankId* e = dbegin; e != d; ++e)
+      if (*e == *d)
+        throw ScheduleError("field", at(index) + ": field 'dst' lists rank " +
+                                         std::to_string(*d) + " twice", index, *d);
+  }
+}
+
+void Schedule::append_ranges(std::int64_t index, std::vector<BlockRange>& ranges) {
+  if (ranges.empty())
+    throw ScheduleError("field", at(index) + ": field 'blocks' must not be empty", index);
+  const BlockId nb = num_blocks();
+  for (const auto& r : ranges) {
+    if (r.lo < 0 || r.hi > nb || r.lo >= r.hi)
+      throw ScheduleError("field", at(index) + ": field 'blocks' holds range [" +
+                                       std::to_string(r.lo) + ", " + std::to_string(r.hi) +
+                                       "), which is empty or outside [0, " +
+                                       std::to_string(nb) + ")", index, -1, r.lo);
+  }
+  if (ranges.size() > 1)
+    std::sort(ranges.begin(), ranges.end(),
+              [](const BlockRange& a, const BlockRange& b) { return a.lo < b.lo; });
+  const std::size_t first = ranges_.size();
+  for (const auto& r : ranges) {
+    if (ranges_.size() > first) {
+      BlockRange& last = ranges_.back();
+      if (r.lo < last.hi)
+        throw ScheduleError("field", at(index) + ": field 'blocks' names block " +
+                                         std::to_string(r.lo) + " twice", index, -1, r.lo);
+      if (r.lo == last.hi) {
+        last.hi = r.hi;
+        continue;
+      }
+    }
+    ranges_.push_back(r);
+  }
+  range_off_.push_back(static_cast<std::int64_t>(ranges_.size()));
+}
+
+TransferId Schedule::add_transfer(RankId src, const std::vector<RankId>& dsts,
+                                  std::vector<BlockRange> ranges, Op op,
+                                  const std::vector<TransferId>& deps) {
+  const std::int64_t index = num_transfers();
+  if (index >= kMaxTransfers)
+    throw std::length_error("a schedule holds at most " + std::to_string(kMaxTransfers) +
+                            " transfers");
+  check_transfer_fields(index, src, dsts.data(), dsts.data() + dsts.size());
+  if (op != Op::copy && op != Op::reduce)
+    throw ScheduleError("field", at(index) + ": field 'op' must be copy or reduce", index);
+  for (std::size_t i = 0; i < deps.size(); ++i) {
+    if (deps[i] < 0 || deps[i] >= index)
+      throw ScheduleError("dependency", at(index) + ": field 'deps' holds " +
+                                            std::to_string(deps[i]) +
+                                            "; a dependency must be an earlier transfer in [0, " +
+                                            std::to_string(index - 1) + "]", index);
+    for (std::size_t j = 0; j < i; ++j)
+      if (deps[j] == deps[i])
+        throw ScheduleError("dependency", at(index) + ": field 'deps' lists transfer " +
+                                              std::to_string(deps[i]) + " twice", index);
+  }
+  const std::size_t ranges_before = ranges_.size();
+  try {
+    append_ranges(index, ranges);
+  } catch (...) {
+    ranges_.resize(ranges_before);
+    throw;
+  }
+  src_.push_back(src);
+  op_.push_back(static_cast<std::uint8_t>(op));
+  dst_.insert(dst_.end(), dsts.begin(), dsts.end());
+  dst_off_.push_back(static_cast<std::int64_t>(dst_.size()));
+  dep_.insert(dep_.end(), deps.begin(), deps.end());
+  dep_off_.push_back(static_cast<std::int64_t>(dep_.size()));
+  return static_cast<TransferId>(index);
+}
+
+TransferId Schedule::add(RankId src, RankId dst, BlockId lo, BlockId hi, Op op,
+                         std::initializer_list<TransferId> deps) {
+  std::vector<TransferId> d;
+  d.reserve(deps.size());
+  for (TransferId x : deps)
+    if (x >= 0 && std::find(d.begin(), d.end(), x) == d.end()) d.push_back(x);
+  return add_transfer(src, {dst}, {BlockRange{lo, hi}}, op, d);
+}
+
+Schedule Schedule::from_arrays(RankId num_ranks, std::vector<Bytes> block_bytes,
+                               Collective collective, const std::vector<RankId>& src,
+                               const std::vector<std::uint8_t>& op,
+                               const std::vector<std::int64_t>& dst_offsets,
+                               const std::vector<RankId>& dsts,
+                               const std::vector<std::int64_t>& range_offsets,
+                               const std::vector<BlockId>& range_lo,
+                               const std::vector<BlockId>& range_hi,
+                               const std::vector<std::int64_t>& dep_offsets,
+                               const std::vector<TransferId>& deps) {
+  Schedule s(num_ranks, std::move(block_bytes), std::move(collective));
+  const std::int64_t n = static_cast<std::int64_t>(src.size());
+  if (n > kMaxTransfers)
+    throw std::invalid_argument("a schedule holds at most " + std::to_string(kMaxTransfers) +
+                                " transfers");
+  auto check_offsets = [n](const std::vector<std::int64_t>& off, std::size_t len,
+                           const char* what) {
+    if (static_cast<std::int64_t>(off.size()) != n + 1 || off.front() != 0 ||
+        off.back() != static_cast<std::int64_t>(len))
+      throw std::invalid_argument(std::string("malformed ") + what + " offsets");
+    for (std::int64_t i = 0; i < n; ++i)
+      if (off[i + 1] < off[i])
+        throw std::invalid_argument(std::string("malformed ") + what + " offsets at " +
+                                    std::to_string(i));
+  };
+  if (static_cast<std::int64_t>(op.size()) != n || range_lo.size() != range_hi.size())
+    throw std::invalid_argument("transfer arrays have different lengths");
+  check_offsets(dst_offsets, dsts.size(), "dst");
+  check_offsets(range_offsets, range_lo.size(), "blocks");
+  check_offsets(dep_offsets, deps.size(), "deps");
+  s.reserve(n);
+  std::vector<BlockRange> ranges;
+  for (std::int64_t t = 0; t < n; ++t) {
+    s.check_transfer_fields(t, src[t], dsts.data() + dst_offsets[t],
+                            dsts.data() + dst_offsets[t + 1]);
+    if (op[t] > 1)
+      throw ScheduleError("field", at(t) + ": field 'op' must be 'copy' or 'reduce'", t);
+    for (std::int64_t i = dep_offsets[t]; i < dep_offsets[t + 1]; ++i) {
+      const TransferId d = deps[i];
+      if (d < 0 || d >= n)
+        throw ScheduleError("dependency", at(t) + ": field 'deps' holds " +
+                                              std::to_string(d) + ", outside [0, " +
+                                              std::to_string(n - 1) + "]", t);
+      if (d == t)
+        throw ScheduleError("cycle", at(t) + ": field 'deps' lists the transfer itself", t);
+      for (std::int64_t j = dep_offsets[t]; j < i; ++j)
+        if (deps[j] == d)
+          throw ScheduleError("dependency", at(t) + ": field 'deps' lists transfer " +
+                                                std::to_string(d) + " twice", t);
+      if (d > t) s.backward_deps_ = false;
+    }
+    ranges.clear();
+    for (std::int64_t i = range_offsets[t]; i < range_offsets[t + 1]; ++i)
+      ranges.push_back(BlockRange{range_lo[i], range_hi[i]});
+    s.append_ranges(t, ranges);
+    s.src_.push_back(src[t]);
+    s.op_.push_back(op[t]);
+    s.dst_.insert(s.dst_.end(), dsts.begin() + dst_offsets[t],
+                  dsts.begin() + dst_offsets[t + 1]);
+    s.dst_off_.push_back(static_cast<std::int64_t>(s.dst_.size()));
+    s.dep_.insert(s.dep_.end(), deps.begin() + dep_offsets[t],
+                  deps.begin() + dep_offsets[t + 1]);
+    s.dep_off_.push_back(static_cast<std::int64_t>(s.dep_.size()));
+  }
+  return s;
+}
+
+Bytes Schedule::transfer_bytes(TransferId t) const {
+  Bytes total = 0;
+  for (const BlockRange* r = ranges_begin(t); r != ranges_end(t); ++r)
+    total += range_bytes(r->lo, r->hi);
+  return total;
+}
+
+std::int64_t Schedule::transfer_blocks(TransferId t) const {
+  std::int64_t total = 0;
+  for (const BlockRange* r = ranges_begin(t); r != ranges_end(t); ++r) total += r->hi - r->lo;
+  return total;
+}
+
+std::vector<TransferId> topological_order(const Schedule& s) {
+  const TransferId n = s.num_transfers();
+  std::vector<TransferId> order;
+  order.reserve(n);
+  if (s.deps_point_backward()) {
+    for (TransferId t = 0; t < n; ++t) order.push_back(t);
+    return order;
+  }
+  // Kahn's algorithm over the successor lists, smallest ready index first.
+  std::vector<std::int32_t> indegree(n, 0);
+  std::vector<std::int64_t> succ_off(static_cast<std::size_t>(n) + 1, 0);
+  for (TransferId t = 0; t < n; ++t) {
+    indegree[t] = static_cast<std::int32_t>(s.num_deps(t));
+    for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d) ++succ_off[*d + 1];
+  }
+  for (TransferId t = 0; t < n; ++t) succ_off[t + 1] += succ_off[t];
+  std::vector<TransferId> succ(succ_off.back());
+  std::vector<std::int64_t> fill(succ_off.begin(), succ_off.end() - 1);
+  for (TransferId t = 0; t < n; ++t)
+    for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d) succ[fill[*d]++] = t;
+  std::priority_queue<TransferId, std::vector<TransferId>, std::greater<TransferId>> ready;
+  for (TransferId t = 0; t < n; ++t)
+    if (indegree[t] == 0) ready.push(t);
+  while (!ready.empty()) {
+    const TransferId t = ready.top();
+    ready.pop();
+    order.push_back(t);
+    for (std::int64_t i = succ_off[t]; i < succ_off[t + 1]; ++i)
+      if (--indegree[succ[i]] == 0) ready.push(succ[i]);
+  }
+  if (static_cast<TransferId>(order.size()) != n) {
+    TransferId first = -1;
+    for (TransferId t = 0; t < n && first < 0; ++t)
+      if (indegree[t] > 0) first = t;
+    throw ScheduleError("cycle", "transfer " + std::to_string(first) +
+                                     " is on a dependency cycle (or depends on one)", first);
+  }
+  return order;
+}
+
+ScheduleStats schedule_stats(const Schedule& s) {
+  ScheduleStats st;
+  const TransferId n = s.num_transfers();
+  const RankId p = s.num_ranks();
+  st.step.assign(n, 0);
+  st.messages_sent.assign(p, 0);
+  st.messages_received.assign(p, 0);
+  st.bytes_sent.assign(p, 0);
+  st.bytes_received.assign(p, 0);
+  for (TransferId t : topological_order(s)) {
+    std::int32_t step = 0;
+    for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d)
+      step = std::max(step, st.step[*d] + 1);
+    st.step[t] = step;
+    st.num_steps = std::max(st.num_steps, step + 1);
+    const Bytes bytes = s.transfer_bytes(t);
+    st.messages_sent[s.src(t)] += 1;
+    st.bytes_sent[s.src(t)] += bytes;
+    for (const RankId* d = s.dsts_begin(t); d != s.dsts_end(t); ++d) {
+      st.messages_received[*d] += 1;
+      st.bytes_received[*d] += bytes;
+    }
+  }
+  return st;
+}
+
+std::vector<Bytes> even_blocks(Bytes total_bytes, std::int64_t n) {
+  if (total_bytes < 0)
+    throw std::invalid_argument("size_bytes must be >= 0, got " + std::to_string(total_bytes));
+  if (n < 1) throw std::invalid_argument("number of blocks must be >= 1");
+  std::vector<Bytes> blocks(static_cast<std::size_t>(n), total_bytes / n);
+  for (std::int64_t b = 0; b < total_bytes % n; ++b) blocks[b] += 1;
+  return blocks;
+}
+
+}  // namespace wafercoll

@@ -1,0 +1,48 @@
+"""wafercoll: build, verify, model, bound, simulate and run collective algorithms.
+
+The central object is the :class:`Schedule` (a DAG of block transfers between
+ranks). Builders in the registry (:func:`algorithms`, :func:`build`) produce
+schedules; analyses consume any schedule: :func:`verify` proves it computes its
+collective, :func:`execute` runs it on NumPy arrays. Topologies
+(:func:`line`, :func:`ring`, :func:`mesh`, :func:`torus`, :func:`custom`)
+describe the machines schedules run on.
+"""
+
+from __future__ import annotations
+
+try:
+    from . import _core
+except ImportError as exc:  # pragma: no cover - only without a compiled build
+    raise ImportError(
+        "wafercoll's compiled core (wafercoll._core) is missing: the package was not "
+        "built. Install it with `pip install .` from the source tree."
+    ) from exc
+
+from ._errors import ScheduleError, WafercollWarning
+from .algorithms import AlgorithmInfo, algorithms, build, register
+from .analysis import VerifyReport, execute, verify
+from .schedule import COLLECTIVES, Schedule
+from .topology import Topology, custom, line, mesh, ring, torus
+
+__version__: str = _core.__version__
+
+__all__ = [
+    "COLLECTIVES",
+    "AlgorithmInfo",
+    "Schedule",
+    "ScheduleError",
+    "Topology",
+    "VerifyReport",
+    "WafercollWarning",
+    "__version__",
+    "algorithms",
+    "build",
+    "custom",
+    "execute",
+    "line",
+    "mesh",
+    "register",
+    "ring",
+    "torus",
+    "verify",
+]

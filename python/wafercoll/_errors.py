@@ -1,0 +1,43 @@
+"""Exceptions and warnings of wafercoll."""
+
+from __future__ import annotations
+
+__all__ = ["ScheduleError", "WafercollWarning"]
+
+
+class ScheduleError(ValueError):
+    """A schedule is malformed or does not compute its collective.
+
+    Raised by :meth:`wafercoll.Schedule.from_json` and :func:`wafercoll.verify`.
+
+    Attributes
+    ----------
+    kind : str
+        What went wrong: ``"field"`` (a malformed transfer), ``"dependency"``,
+        ``"cycle"``, ``"race"`` (two transfers touch a block without an order
+        that makes the result independent of timing), ``"empty_read"`` (a
+        block is sent before anything arrived in it), ``"double_count"``,
+        ``"missing"`` or ``"unexpected"`` (the postcondition fails).
+    transfer, rank, block : int or None
+        The first offending transfer (in dependency order), rank and block,
+        where they apply.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: str = "field",
+        transfer: int | None = None,
+        rank: int | None = None,
+        block: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.transfer = None if transfer is None or transfer < 0 else int(transfer)
+        self.rank = None if rank is None or rank < 0 else int(rank)
+        self.block = None if block is None or block < 0 else int(block)
+
+
+class WafercollWarning(UserWarning):
+    """Base class of the warnings wafercoll emits."""

@@ -1,0 +1,135 @@
+"""Analyses that need no topology: verification and execution on NumPy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import _core
+from .schedule import Schedule
+
+__all__ = ["VerifyReport", "execute", "verify"]
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """What :func:`verify` established about a schedule.
+
+    Attributes
+    ----------
+    collective : str
+        The collective the schedule was proved to compute.
+    ranks, transfers, steps : int
+        Size of the schedule; ``steps`` is the length of the longest
+        dependency chain.
+    pieces_written : int
+        Work of the symbolic execution (runs of blocks updated).
+    reachability_queries : int
+        Happens-before questions that needed a graph search.
+    """
+
+    collective: str
+    ranks: int
+    transfers: int
+    steps: int
+    pieces_written: int
+    reachability_queries: int
+
+    @property
+    def ok(self) -> bool:
+        """Always True: a failed verification raises instead."""
+        return True
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as a plain dict."""
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def _schedule(schedule: Any) -> Schedule:
+    if not isinstance(schedule, Schedule):
+        raise TypeError(f"schedule must be a wafercoll.Schedule, got {type(schedule).__name__}")
+    return schedule
+
+
+def verify(schedule: Schedule) -> VerifyReport:
+    """Prove that ``schedule`` computes its collective in every allowed order.
+
+    The symbolic execution tracks, for every rank and block, the set of ranks
+    whose contributions the block holds, under the data semantics described in
+    :mod:`wafercoll.schedule`. It checks dependencies (range, cycles), races
+    (unordered writes to one block; a write that may land before a concurrent
+    read), blocks sent before anything arrived in them, contributions counted
+    twice, and the collective's postcondition.
+
+    Parameters
+    ----------
+    schedule : Schedule
+
+    Returns
+    -------
+    VerifyReport
+
+    Raises
+    ------
+    ScheduleError
+        Naming the first offending transfer (in dependency order), rank and
+        block, and the kind of defect.
+    """
+    s = _schedule(schedule)
+    rep = _core.verify(s._core)
+    return VerifyReport(collective=s.collective, ranks=s.num_ranks, **rep)
+
+
+_EXECUTORS = {
+    np.dtype(np.float64): _core.execute_f64,
+    np.dtype(np.float32): _core.execute_f32,
+    np.dtype(np.int64): _core.execute_i64,
+    np.dtype(np.int32): _core.execute_i32,
+}
+
+
+def execute(schedule: Schedule, inputs: Any, *, check: bool = True) -> np.ndarray:
+    """Run ``schedule`` on real numbers.
+
+    Parameters
+    ----------
+    schedule : Schedule
+    inputs : array_like, shape (ranks, elements)
+        Row ``r`` is rank ``r``'s input vector (float64, float32, int64 or
+        int32; other numeric types are converted to float64 or int64). The
+        elements are mapped to blocks in proportion to the blocks' byte sizes.
+    check : bool
+        Verify the schedule first (default True), so that a defective schedule
+        raises :class:`ScheduleError` instead of returning one arbitrary
+        outcome.
+
+    Returns
+    -------
+    numpy.ndarray, shape (ranks, elements)
+        Every rank's buffer after the schedule ran. Cells that hold no input
+        (non-root ranks of a broadcast, non-owned blocks of an allgather,
+        non-participants) start at zero.
+    """
+    s = _schedule(schedule)
+    arr = np.asarray(inputs)
+    if arr.ndim != 2 or arr.shape[0] != s.num_ranks:
+        raise ValueError(
+            f"inputs must have shape (ranks, elements) = ({s.num_ranks}, n), got {arr.shape}"
+        )
+    if arr.dtype not in _EXECUTORS:
+        if np.issubdtype(arr.dtype, np.integer) or arr.dtype == np.bool_:
+            arr = arr.astype(np.int64)
+        elif np.issubdtype(arr.dtype, np.floating):
+            arr = arr.astype(np.float64)
+        else:
+            raise TypeError(f"inputs must be numeric, got dtype {arr.dtype}")
+    if check:
+        verify(s)
+    return _EXECUTORS[arr.dtype](s._core, np.ascontiguousarray(arr))
+
+
+def block_element_offsets(schedule: Schedule, elements: int) -> np.ndarray:
+    """Element offsets of the blocks when a vector has ``elements`` elements."""
+    return _core.block_element_offsets(_schedule(schedule)._core, int(elements))

@@ -1,0 +1,548 @@
+"""Schedules: the plain data every analysis of wafercoll consumes.
+
+A :class:`Schedule` has ``ranks`` ranks, each holding a vector cut into the same
+blocks (sizes in bytes), and a list of *transfers*. A transfer moves a set of
+blocks from one source rank to one or more destination ranks, either copying
+them (``op="copy"``) or adding them into the destination's blocks
+(``op="reduce"``), and it depends on earlier transfers.
+
+Data semantics
+--------------
+The verifier, the executors and the simulator all follow these rules:
+
+* a transfer starts once all its dependencies have completed and reads its
+  source blocks as they stand at that moment, i.e. exactly the result of the
+  transfers that happen before it (its transitive dependencies); it writes its
+  destinations when it completes;
+* two writes to the same block of the same rank must be ordered by
+  dependencies;
+* a transfer may write a block that another transfer reads concurrently only
+  if every dependency of the reader happens before the writer, so the write
+  cannot land before the read starts. A pairwise exchange in one step (both
+  sides with the same dependencies) is the typical case and is well defined.
+
+A schedule that :func:`wafercoll.verify` accepts computes its collective in
+every execution order the dependencies allow.
+
+Collectives
+-----------
+``reduce`` (``root`` ends with the sum of all participants' vectors),
+``allreduce`` (every participant ends with the sum), ``reduce_scatter`` (the
+owner of each block ends with that block's sum), ``allgather`` (every
+participant ends with each block of its owner) and ``broadcast`` (every
+participant ends with the root's vector). ``participants`` lists the ranks that
+hold input and need output (default: all); other ranks only relay data. Cells
+that hold no input start at zero.
+
+JSON
+----
+:meth:`Schedule.to_json` writes an object with the keys ``format``,
+``version``, ``name``, ``ranks``, ``block_bytes``, ``collective`` (``kind``,
+``root``, ``owners``, ``participants``) and ``transfers``: a list of objects
+``{"src": 0, "dst": [1], "blocks": [[0, 4], 7], "op": "reduce", "deps": [2]}``
+where a block entry is a block index or a half-open ``[lo, hi]`` range.
+:meth:`Schedule.from_json` validates everything and names the transfer index and
+field of the first problem.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from . import _core
+from ._errors import ScheduleError
+from ._util import as_int
+
+__all__ = ["COLLECTIVES", "Schedule"]
+
+COLLECTIVES = ("reduce", "allreduce", "reduce_scatter", "allgather", "broadcast")
+_FORMAT = "wafercoll.schedule"
+_VERSION = 1
+_OPS = {"copy": 0, "reduce": 1}
+_TRANSFER_KEYS = {"src", "dst", "blocks", "op", "deps"}
+_MAX_JSON_TRANSFERS = 1 << 26
+
+
+def _check_collective(kind: Any, ranks: int, blocks: int, root: Any, owners: Any,
+                      participants: Any) -> tuple[str, int, list[int], list[int]]:
+    if not isinstance(kind, str) or kind not in COLLECTIVES:
+        raise ValueError(f"collective must be one of {', '.join(COLLECTIVES)}; got {kind!r}")
+    root_i = -1
+    if kind in ("reduce", "broadcast"):
+        root_i = as_int(0 if root is None else root, "root", 0, ranks - 1)
+    elif root is not None:
+        raise ValueError(f"root applies only to reduce and broadcast, not {kind}")
+    owners_l: list[int] = []
+    if kind in ("reduce_scatter", "allgather"):
+        if owners is None:
+            if blocks != ranks:
+                raise ValueError(
+                    f"owners is required for a {kind} with {blocks} blocks and "
+                    f"{ranks} ranks (the default, block b owned by rank b, needs "
+                    "one block per rank)"
+                )
+            owners_l = list(range(ranks))
+        else:
+            owners_l = [as_int(o, f"owners[{i}]", 0, ranks - 1) for i, o in enumerate(owners)]
+            if len(owners_l) != blocks:
+                raise ValueError(f"owners must have one entry per block ({blocks}), got {len(owners_l)}")
+    elif owners is not None:
+        raise ValueError(f"owners apply only to reduce_scatter and allgather, not {kind}")
+    part_l: list[int] = []
+    if participants is not None:
+        part_set = sorted({as_int(r, "participants", 0, ranks - 1) for r in participants})
+        if not part_set:
+            raise ValueError("participants must name at least one rank")
+        mask = [0] * ranks
+        for r in part_set:
+            mask[r] = 1
+        part_l = mask
+    return kind, root_i, owners_l, part_l
+
+
+class Schedule:
+    """A collective-communication schedule (see the module docstring).
+
+    Parameters
+    ----------
+    ranks : int
+        Number of ranks, >= 1.
+    block_bytes : sequence of int
+        Sizes of the blocks of every rank's vector, in bytes (>= 0 each).
+    collective : str
+        One of ``reduce``, ``allreduce``, ``reduce_scatter``, ``allgather``,
+        ``broadcast``.
+    root : int, optional
+        Root of a ``reduce`` or ``broadcast`` (default 0).
+    owners : sequence of int, optional
+        Owner rank of every block, for ``reduce_scatter`` and ``allgather``
+        (default: block ``b`` is owned by rank ``b``; needs one block per rank).
+    participants : iterable of int, optional
+        Ranks that hold input and need the output (default: all).
+    name : str
+        A label.
+
+    Examples
+    --------
+    A pairwise exchange that sums two vectors:
+
+    >>> import wafercoll as wc
+    >>> s = wc.Schedule(2, [8], "allreduce")
+    >>> s.add_transfer(0, 1, [0], op="reduce")
+    0
+    >>> s.add_transfer(1, 0, [0], op="reduce")
+    1
+    >>> wc.verify(s).steps
+    1
+    """
+
+    __slots__ = ("_core",)
+
+    def __init__(
+        self,
+        ranks: int,
+        block_bytes: Sequence[int] | np.ndarray,
+        collective: str = "allreduce",
+        *,
+        root: int | None = None,
+        owners: Sequence[int] | None = None,
+        participants: Iterable[int] | None = None,
+        name: str = "",
+    ) -> None:
+        p = as_int(ranks, "ranks", 1, int(_core_limit("ranks")))
+        sizes = _block_sizes(block_bytes)
+        kind, root_i, owners_l, part_l = _check_collective(
+            collective, p, len(sizes), root, owners, participants
+        )
+        self._core = _core.Schedule(p, sizes, kind, root_i, owners_l, part_l)
+        self._core.name = str(name)
+
+    @classmethod
+    def _wrap(cls, core: Any) -> Schedule:
+        obj = cls.__new__(cls)
+        obj._core = core
+        return obj
+
+    # -- construction -------------------------------------------------------
+    def add_transfer(
+        self,
+        src: int,
+        dst: int | Sequence[int],
+        blocks: int | Sequence[int | Sequence[int]],
+        *,
+        op: str = "copy",
+        deps: Iterable[int] = (),
+    ) -> int:
+        """Append a transfer and return its index.
+
+        Parameters
+        ----------
+        src : int
+            Source rank.
+        dst : int or sequence of int
+            Destination rank(s); several make a multicast.
+        blocks : int or sequence
+            Blocks moved: a block index, or a list of block indices and
+            half-open ``(lo, hi)`` ranges.
+        op : {"copy", "reduce"}
+            Copy over the destination's blocks or add into them.
+        deps : iterable of int
+            Earlier transfers this one waits for.
+        """
+        i = self.num_transfers
+        src_i = as_int(src, "src", 0, self.num_ranks - 1)
+        dsts = _rank_list(dst, "dst", self.num_ranks)
+        ranges = _block_ranges(blocks, self.num_blocks, f"transfer {i}: field 'blocks'")
+        if op not in _OPS:
+            raise ValueError(f"op must be 'copy' or 'reduce', got {op!r}")
+        dep_l = [as_int(d, "deps", 0, max(i - 1, 0)) for d in deps]
+        if i == 0 and dep_l:
+            raise ValueError("deps: the first transfer cannot depend on anything")
+        return int(self._core.add_transfer(src_i, dsts, ranges, op, dep_l))
+
+    # -- basic properties ---------------------------------------------------
+    @property
+    def num_ranks(self) -> int:
+        """Number of ranks."""
+        return int(self._core.num_ranks)
+
+    @property
+    def num_blocks(self) -> int:
+        """Number of blocks of each rank's vector."""
+        return int(self._core.num_blocks)
+
+    @property
+    def num_transfers(self) -> int:
+        """Number of transfers."""
+        return int(self._core.num_transfers)
+
+    def __len__(self) -> int:
+        return self.num_transfers
+
+    @property
+    def block_bytes(self) -> np.ndarray:
+        """Size of every block in bytes (int64 array)."""
+        return self._core.block_bytes
+
+    @property
+    def size_bytes(self) -> int:
+        """Size of one rank's whole vector in bytes."""
+        return int(self._core.total_bytes)
+
+    @property
+    def collective(self) -> str:
+        """The collective the schedule implements."""
+        return str(self._core.kind)
+
+    @property
+    def root(self) -> int | None:
+        """Root rank (reduce, broadcast) or None."""
+        r = int(self._core.root)
+        return None if r < 0 else r
+
+    @property
+    def owners(self) -> np.ndarray | None:
+        """Owner rank of every block (reduce_scatter, allgather) or None."""
+        o = self._core.owners
+        return o if len(o) else None
+
+    @property
+    def participants(self) -> np.ndarray:
+        """Boolean mask of participating ranks."""
+        return self._core.participants.astype(bool)
+
+    @property
+    def name(self) -> str:
+        """A free-form label (builders put their name and parameters here)."""
+        return str(self._core.name)
+
+    @name.setter
+    def name(self, value: str) -> None:
+        self._core.name = str(value)
+
+    # -- transfers as arrays ------------------------------------------------
+    @property
+    def src(self) -> np.ndarray:
+        """Source rank of every transfer."""
+        return self._core.src
+
+    @property
+    def op(self) -> np.ndarray:
+        """Operation of every transfer: 0 = copy, 1 = reduce (uint8)."""
+        return self._core.op
+
+    def transfer_bytes(self) -> np.ndarray:
+        """Payload of every transfer in bytes (int64 array)."""
+        return self._core.transfer_bytes()
+
+    def transfer(self, index: int) -> dict[str, Any]:
+        """Return transfer ``index`` as a dict with the JSON field names."""
+        i = as_int(index, "index", 0, self.num_transfers - 1) if self.num_transfers else None
+        if i is None:
+            raise IndexError("the schedule has no transfers")
+        return self._transfers(i, i + 1)[0]
+
+    def _transfers(self, start: int, stop: int) -> list[dict[str, Any]]:
+        c = self._core
+        src, op = c.src.tolist(), c.op.tolist()
+        doff, dsts = c.dst_offsets.tolist(), c.dsts.tolist()
+        roff, lo, hi = c.range_offsets.tolist(), c.range_lo.tolist(), c.range_hi.tolist()
+        eoff, deps = c.dep_offsets.tolist(), c.deps.tolist()
+        out = []
+        for t in range(start, stop):
+            blocks: list[Any] = [
+                lo[k] if hi[k] - lo[k] == 1 else [lo[k], hi[k]]
+                for k in range(roff[t], roff[t + 1])
+            ]
+            out.append(
+                {
+                    "src": src[t],
+                    "dst": dsts[doff[t] : doff[t + 1]],
+                    "blocks": blocks,
+                    "op": "reduce" if op[t] else "copy",
+                    "deps": deps[eoff[t] : eoff[t + 1]],
+                }
+            )
+        return out
+
+    # -- derived views ------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        """Steps and per-rank counts.
+
+        Returns
+        -------
+        dict
+            ``step`` (per transfer: length of the longest dependency chain
+            before it), ``num_steps``, and per rank ``messages_sent``,
+            ``messages_received``, ``bytes_sent``, ``bytes_received`` (a
+            multicast counts once for its sender and once per destination).
+        """
+        return dict(self._core.stats())
+
+    def steps(self) -> np.ndarray:
+        """Step (round) of every transfer: the longest dependency chain before it."""
+        return self._core.stats()["step"]
+
+    @property
+    def num_steps(self) -> int:
+        """Number of rounds: 1 + the largest step (0 without transfers)."""
+        return int(self._core.stats()["num_steps"])
+
+    def topological_order(self) -> np.ndarray:
+        """A deterministic order of the transfers that respects dependencies."""
+        return self._core.topological_order()
+
+    def to_pandas(self) -> Any:
+        """Transfers as a pandas DataFrame (one row per transfer)."""
+        try:
+            import pandas as pd
+        except ImportError as exc:  # pragma: no cover - depends on environment
+            raise ImportError("Schedule.to_pandas() needs pandas: pip install pandas") from exc
+        rows = self._transfers(0, self.num_transfers)
+        df = pd.DataFrame(rows, columns=["src", "dst", "blocks", "op", "deps"])
+        df["bytes"] = self.transfer_bytes()
+        df["step"] = self.steps()
+        df.index.name = "transfer"
+        return df
+
+    # -- JSON ---------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """The schedule as plain Python data (the JSON document)."""
+        owners = self.owners
+        part = self.participants
+        return {
+            "format": _FORMAT,
+            "version": _VERSION,
+            "name": self.name,
+            "ranks": self.num_ranks,
+            "block_bytes": self.block_bytes.tolist(),
+            "collective": {
+                "kind": self.collective,
+                "root": self.root,
+                "owners": None if owners is None else owners.tolist(),
+                "participants": None if part.all() else np.flatnonzero(part).tolist(),
+            },
+            "transfers": self._transfers(0, self.num_transfers),
+        }
+
+    def to_json(self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None) -> str:
+        """Serialise to JSON; also write it to ``path`` when given."""
+        text = json.dumps(self.to_dict(), indent=indent)
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        return text
+
+    @classmethod
+    def from_json(cls, source: str | os.PathLike[str]) -> Schedule:
+        """Read a schedule from JSON text or from a file path.
+
+        Raises
+        ------
+        ScheduleError
+            If the document is not valid JSON or not a valid schedule; the
+            message names the transfer index and field.
+        """
+        text = os.fspath(source)
+        if not text.lstrip().startswith("{") and os.path.exists(text):
+            with open(text, encoding="utf-8") as fh:
+                text = fh.read()
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ScheduleError(f"malformed JSON: {exc}", kind="json") from exc
+        return cls.from_dict(doc)
+
+    @classmethod
+    def from_dict(cls, doc: Any) -> Schedule:
+        """Build a schedule from the plain data of :meth:`to_dict`."""
+        if not isinstance(doc, dict):
+            raise ScheduleError("a schedule document must be a JSON object")
+        if doc.get("format", _FORMAT) != _FORMAT:
+            raise ScheduleError(f"field 'format' must be {_FORMAT!r}, got {doc.get('format')!r}")
+        if doc.get("version", _VERSION) != _VERSION:
+            raise ScheduleError(f"field 'version' must be {_VERSION}, got {doc.get('version')!r}")
+        for key in ("ranks", "block_bytes", "collective", "transfers"):
+            if key not in doc:
+                raise ScheduleError(f"missing field {key!r}")
+        coll = doc["collective"]
+        if isinstance(coll, str):
+            coll = {"kind": coll}
+        if not isinstance(coll, dict) or "kind" not in coll:
+            raise ScheduleError("field 'collective' must be an object with a 'kind'")
+        transfers = doc["transfers"]
+        if not isinstance(transfers, list):
+            raise ScheduleError("field 'transfers' must be a list of objects")
+        if len(transfers) > _MAX_JSON_TRANSFERS:
+            raise ScheduleError(f"field 'transfers' holds more than {_MAX_JSON_TRANSFERS} transfers")
+        try:
+            p = as_int(doc["ranks"], "ranks", 1, int(_core_limit("ranks")))
+            sizes = _block_sizes(doc["block_bytes"], "block_bytes")
+            kind, root, owners, part = _check_collective(
+                coll["kind"], p, len(sizes), coll.get("root"), coll.get("owners"),
+                coll.get("participants"),
+            )
+        except (TypeError, ValueError) as exc:
+            raise ScheduleError(str(exc)) from exc
+        nb = len(sizes)
+        src: list[int] = []
+        ops: list[int] = []
+        doff, dsts = [0], []
+        roff, rlo, rhi = [0], [], []
+        eoff, deps = [0], []
+        for i, t in enumerate(transfers):
+            where = f"transfer {i}"
+            if not isinstance(t, dict):
+                raise ScheduleError(f"{where}: must be an object", transfer=i)
+            unknown = set(t) - _TRANSFER_KEYS
+            if unknown:
+                raise ScheduleError(f"{where}: unknown field {sorted(unknown)[0]!r}", transfer=i)
+            for key in ("src", "dst", "blocks"):
+                if key not in t:
+                    raise ScheduleError(f"{where}: missing field {key!r}", transfer=i)
+            try:
+                src.append(as_int(t["src"], f"{where}: field 'src'", 0, p - 1))
+                dsts.extend(_rank_list(t["dst"], f"{where}: field 'dst'", p))
+                doff.append(len(dsts))
+                for lo, hi in _block_ranges(t["blocks"], nb, f"{where}: field 'blocks'"):
+                    rlo.append(lo)
+                    rhi.append(hi)
+                roff.append(len(rlo))
+                op = t.get("op", "copy")
+                if op not in _OPS:
+                    raise ValueError(f"{where}: field 'op' must be 'copy' or 'reduce', got {op!r}")
+                ops.append(_OPS[op])
+                d = t.get("deps", [])
+                if not isinstance(d, list):
+                    raise TypeError(f"{where}: field 'deps' must be a list of transfer indices")
+                deps.extend(as_int(x, f"{where}: field 'deps'", 0, len(transfers) - 1) for x in d)
+                eoff.append(len(deps))
+            except ScheduleError:
+                raise
+            except (TypeError, ValueError) as exc:
+                raise ScheduleError(str(exc), transfer=i) from exc
+        core = _core.Schedule.from_arrays(
+            p, sizes, kind, root, owners, part,
+            np.asarray(src, np.int32), np.asarray(ops, np.uint8),
+            np.asarray(doff, np.int64), np.asarray(dsts, np.int32),
+            np.asarray(roff, np.int64), np.asarray(rlo, np.int32), np.asarray(rhi, np.int32),
+            np.asarray(eoff, np.int64), np.asarray(deps, np.int32),
+        )
+        core.name = str(doc.get("name", ""))
+        return cls._wrap(core)
+
+    # -- display ------------------------------------------------------------
+    def _summary(self) -> list[tuple[str, str]]:
+        st = self.stats()
+        rows = [
+            ("collective", self.collective + ("" if self.root is None else f" (root {self.root})")),
+            ("ranks", str(self.num_ranks)),
+            ("blocks", f"{self.num_blocks} ({self.size_bytes} bytes per rank)"),
+            ("transfers", str(self.num_transfers)),
+            ("steps", str(st["num_steps"])),
+            ("max bytes sent by a rank", str(int(st["bytes_sent"].max()))),
+        ]
+        return rows
+
+    def __repr__(self) -> str:
+        label = f" {self.name!r}" if self.name else ""
+        return (
+            f"<Schedule{label}: {self.collective}, {self.num_ranks} ranks, "
+            f"{self.num_blocks} blocks, {self.num_transfers} transfers>"
+        )
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
+            for k, v in self._summary()
+        )
+        title = html.escape(self.name or "Schedule")
+        return f"<table><caption>{title}</caption>{rows}</table>"
+
+
+def _core_limit(what: str) -> int:
+    return {"ranks": 1 << 24, "blocks": 1 << 26}[what]
+
+
+def _block_sizes(block_bytes: Any, name: str = "block_bytes") -> list[int]:
+    if isinstance(block_bytes, (str, bytes)) or not hasattr(block_bytes, "__iter__"):
+        raise TypeError(f"{name} must be a sequence of block sizes in bytes")
+    sizes = [as_int(b, f"{name}[{i}]", 0) for i, b in enumerate(block_bytes)]
+    if not sizes:
+        raise ValueError(f"{name} must list at least one block")
+    if len(sizes) > _core_limit("blocks"):
+        raise ValueError(f"{name}: at most {_core_limit('blocks')} blocks")
+    return sizes
+
+
+def _rank_list(value: Any, name: str, ranks: int) -> list[int]:
+    if isinstance(value, (list, tuple, np.ndarray)):
+        out = [as_int(v, name, 0, ranks - 1) for v in value]
+        if not out:
+            raise ValueError(f"{name} must list at least one rank")
+        return out
+    return [as_int(value, name, 0, ranks - 1)]
+
+
+def _block_ranges(value: Any, blocks: int, name: str) -> list[tuple[int, int]]:
+    items = value if isinstance(value, (list, tuple, np.ndarray)) else [value]
+    out = []
+    for item in items:
+        if isinstance(item, (list, tuple, np.ndarray)):
+            if len(item) != 2:
+                raise ValueError(f"{name}: a range must be [lo, hi], got {list(item)!r}")
+            lo = as_int(item[0], name, 0, blocks - 1)
+            hi = as_int(item[1], name, lo + 1, blocks)
+        else:
+            lo = as_int(item, name, 0, blocks - 1)
+            hi = lo + 1
+        out.append((lo, hi))
+    if not out:
+        raise ValueError(f"{name} must not be empty")
+    return out

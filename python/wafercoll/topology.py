@@ -1,0 +1,626 @@
+"""Machines that schedules run on: endpoints, directed links and routing.
+
+A topology has ``num_nodes`` nodes. Nodes ``0 .. num_endpoints - 1`` are
+*endpoints* (PEs, cores, chiplets, processes): they hold data and are the ranks
+of a schedule. Any further nodes are *hidden routers* that forward traffic but
+hold none. Nodes are joined by directed links, each with a bandwidth in bytes
+per second and a latency in seconds; a bidirectional wire is two links.
+
+Routing is deterministic and oblivious: :meth:`Topology.route` returns the link
+ids a message from one endpoint to another travels over, always the same for
+the same pair.
+
+Families: :func:`line`, :func:`ring`, :func:`mesh`, :func:`torus` (node
+``r * cols + c`` at row ``r`` and column ``c``; routes go along the row first,
+then along the column, each the shorter way round a wrapped dimension with ties
+going the positive way) and :func:`custom` (arbitrary links, shortest paths).
+
+Examples
+--------
+>>> import wafercoll as wc
+>>> t = wc.torus(4, 4, bandwidth_Bps=4e9, latency_s=1e-9)
+>>> t.hops(0, 10)
+4
+>>> t.route(0, 2).tolist()
+[0, 1]
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import numbers
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import _core
+
+__all__ = ["Topology", "custom", "line", "mesh", "ring", "torus"]
+
+
+def _as_int(value: Any, name: str) -> int:
+    """Return ``value`` as a Python int; refuse bools, floats and strings."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    return operator.index(value)
+
+
+def _as_size(value: Any, name: str, minimum: int, maximum: int) -> int:
+    """Check an integer size against ``[minimum, maximum]``."""
+    v = _as_int(value, name)
+    if v < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {v}")
+    if v > maximum:
+        raise ValueError(f"{name} = {v} exceeds the limit of {maximum} nodes")
+    return v
+
+
+def _as_real(value: Any, name: str) -> float:
+    """Return ``value`` as a float; refuse bools, strings and complex numbers."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    return float(value)
+
+
+def _per_link(value: Any, name: str, num_links: int) -> np.ndarray:
+    """Broadcast a scalar or check a per-link array of link parameters."""
+    if np.ndim(value) == 0:
+        v = _as_real(value.item() if isinstance(value, np.ndarray) else value, name)
+        # The core checks per-link values; a scalar is checked here so that
+        # custom() without links still rejects it.
+        bw = name == "bandwidth_Bps"
+        if not ((v > 0 if bw else v >= 0) and math.isfinite(v)):
+            rule = "> 0" if bw else ">= 0"
+            raise ValueError(f"custom: {name} must be {rule} and finite, got {v}")
+        return np.full(num_links, v, dtype=np.float64)
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    if arr.shape != (num_links,):
+        raise ValueError(
+            f"{name} must be a scalar or have one entry per link ({num_links}), "
+            f"got shape {arr.shape}"
+        )
+    return np.ascontiguousarray(arr, dtype=np.float64)
+
+
+def _as_link_pairs(links: Any, num_nodes: int) -> np.ndarray:
+    """Convert ``links`` to a checked ``(L, 2)`` int32 array of node ids."""
+    try:
+        arr = np.asarray(links)
+    except ValueError as err:  # ragged nested sequences
+        raise ValueError(
+            "links must be a sequence of (src, dst) pairs or an (L, 2) array"
+        ) from err
+    if arr.size == 0:
+        return np.empty((0, 2), dtype=np.int32)
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        raise ValueError(
+            "links must be a sequence of (src, dst) pairs or an (L, 2) array, "
+            f"got shape {arr.shape}"
+        )
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"links must hold integer node ids, got dtype {arr.dtype}")
+    bad = (arr < 0) | (arr >= num_nodes)
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise ValueError(
+            f"custom: links[{i}].{('src', 'dst')[j]} = {arr[i, j]} is out of range "
+            f"[0, {num_nodes})"
+        )
+    return arr.astype(np.int32)
+
+
+def _read_only(arr: np.ndarray) -> np.ndarray:
+    arr.flags.writeable = False
+    return arr
+
+
+class Topology:
+    """A machine: endpoints, hidden routers, directed links and routing.
+
+    Create topologies with :func:`line`, :func:`ring`, :func:`mesh`,
+    :func:`torus` or :func:`custom`; the constructor only wraps an existing
+    compiled ``_core.Topology``. Topologies are immutable.
+
+    Parameters
+    ----------
+    core : wafercoll._core.Topology
+        The compiled topology to wrap (kept as the attribute ``_core``).
+
+    Notes
+    -----
+    Node ids ``0 .. num_endpoints - 1`` are endpoints, the rest hidden routers.
+    Link ids are ``0 .. num_links - 1``; see :attr:`links` for their ends and
+    parameters. On the grid families nothing per pair is tabulated, so routes
+    and hop counts of even a 1024 x 1024 torus cost ``O(hops)``.
+    """
+
+    def __init__(self, core: Any) -> None:
+        if not isinstance(core, _core.Topology):
+            raise TypeError(
+                "Topology wraps a compiled _core.Topology; create one with "
+                "wafercoll.line/ring/mesh/torus/custom"
+            )
+        self._core = core
+        self._links: dict[str, np.ndarray] | None = None
+
+    # ------------------------------------------------------------ description
+
+    @property
+    def kind(self) -> str:
+        """Family: ``"line"``, ``"ring"``, ``"mesh"``, ``"torus"`` or ``"custom"``."""
+        return self._core.kind()
+
+    @property
+    def name(self) -> str:
+        """Family and size, e.g. ``"mesh(4x5)"`` or ``"ring(8)"``."""
+        return self._core.name()
+
+    @property
+    def num_endpoints(self) -> int:
+        """Number of endpoints (nodes that hold data; ids ``0 .. E - 1``)."""
+        return self._core.num_endpoints()
+
+    @property
+    def num_nodes(self) -> int:
+        """Number of nodes, endpoints and hidden routers together."""
+        return self._core.num_nodes()
+
+    @property
+    def num_links(self) -> int:
+        """Number of directed links."""
+        return self._core.num_links()
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """Grid shape ``(rows, cols)``: ``(1, n)`` for line/ring, ``(0, 0)`` custom."""
+        return (self._core.rows(), self._core.cols())
+
+    @property
+    def links(self) -> dict[str, np.ndarray]:
+        """Per-link data as read-only NumPy arrays indexed by link id.
+
+        Returns
+        -------
+        dict of str to numpy.ndarray
+            ``src`` and ``dst`` (int32 node ids), ``bandwidth_Bps`` (float64,
+            bytes per second) and ``latency_s`` (float64, seconds).
+        """
+        if self._links is None:
+            c = self._core
+            self._links = {
+                "src": _read_only(c.link_src()),
+                "dst": _read_only(c.link_dst()),
+                "bandwidth_Bps": _read_only(c.link_bandwidth_Bps()),
+                "latency_s": _read_only(c.link_latency_s()),
+            }
+        return dict(self._links)
+
+    # ---------------------------------------------------------------- routing
+
+    def _id(self, value: Any, name: str, endpoint: bool = True) -> int:
+        """Check a node id (an endpoint id if ``endpoint``); IndexError if bad."""
+        v = _as_int(value, name)
+        upper = self.num_endpoints if endpoint else self.num_nodes
+        if not 0 <= v < upper:
+            what = "an endpoint" if endpoint else "a node"
+            raise IndexError(f"{name} = {v} is not {what} id in [0, {upper})")
+        return v
+
+    def route(self, src: int, dst: int) -> np.ndarray:
+        """Links a message from endpoint ``src`` to endpoint ``dst`` travels over.
+
+        Parameters
+        ----------
+        src, dst : int
+            Endpoint ids.
+
+        Returns
+        -------
+        numpy.ndarray
+            Link ids in travel order (int32); empty when ``src == dst``.
+
+        Raises
+        ------
+        IndexError
+            If ``src`` or ``dst`` is not an endpoint id.
+        ValueError
+            If ``dst`` cannot be reached from ``src`` (custom topologies only).
+        """
+        return self._core.route(self._id(src, "src"), self._id(dst, "dst"))
+
+    def hops(self, src: int, dst: int) -> int:
+        """Count the links on :meth:`route` ``(src, dst)`` without building it.
+
+        Parameters and errors are those of :meth:`route`.
+
+        Returns
+        -------
+        int
+            Hop count (0 when ``src == dst``).
+        """
+        return self._core.hops(self._id(src, "src"), self._id(dst, "dst"))
+
+    def hops_matrix(self) -> np.ndarray:
+        """Hop counts between all pairs of endpoints.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(E, E)`` int32 array with ``[a, b] == hops(a, b)``, and ``-1``
+            where ``b`` is unreachable from ``a``.
+
+        Raises
+        ------
+        ValueError
+            If there are more than 8192 endpoints (the matrix would exceed
+            256 MiB); use :meth:`hops` per pair instead.
+        """
+        return self._core.hops_matrix()
+
+    def link_id(self, u: int, v: int) -> int:
+        """Id of the link from node ``u`` to node ``v``, or ``-1`` if none.
+
+        Parameters
+        ----------
+        u, v : int
+            Node ids (endpoints or hidden routers).
+
+        Returns
+        -------
+        int
+            The link id, or ``-1`` when ``u`` and ``v`` are not joined (or equal).
+        """
+        return self._core.link_id(self._id(u, "u", False), self._id(v, "v", False))
+
+    def coords(self, node: int) -> tuple[int, int]:
+        """Grid position ``(row, col)`` of a node of a line, ring, mesh or torus.
+
+        Parameters
+        ----------
+        node : int
+            Node id; ``node == row * cols + col``.
+
+        Returns
+        -------
+        tuple of int
+            ``(row, col)``.
+
+        Raises
+        ------
+        ValueError
+            On a custom topology, which has no grid.
+        """
+        if self.kind == "custom":
+            raise ValueError("coords: a custom topology has no grid coordinates")
+        return tuple(self._core.coords(self._id(node, "node", False)))
+
+    def node_at(self, row: int, col: int) -> int:
+        """Node id at grid position ``(row, col)``; the inverse of :meth:`coords`.
+
+        Parameters
+        ----------
+        row, col : int
+            Grid position, ``0 <= row < rows`` and ``0 <= col < cols``.
+
+        Returns
+        -------
+        int
+            ``row * cols + col``.
+        """
+        r, c = _as_int(row, "row"), _as_int(col, "col")
+        rows, cols = self.shape
+        if self.kind != "custom" and not (0 <= r < rows and 0 <= c < cols):
+            raise IndexError(
+                f"(row, col) = ({r}, {c}) is outside the {rows}x{cols} grid"
+            )
+        return self._core.node_at(r, c)  # ValueError on custom topologies
+
+    # ------------------------------------------------------------ conversions
+
+    def to_pandas(self) -> Any:
+        """Links as a :class:`pandas.DataFrame`, one row per link.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Index ``link`` (link id); columns ``src``, ``dst``,
+            ``bandwidth_Bps`` and ``latency_s``.
+
+        Raises
+        ------
+        ImportError
+            If pandas is not installed.
+        """
+        try:
+            import pandas as pd
+        except ImportError as err:
+            raise ImportError(
+                "Topology.to_pandas() requires pandas: pip install pandas"
+            ) from err
+        df = pd.DataFrame(self.links)
+        df.index.name = "link"
+        return df
+
+    def to_networkx(self) -> Any:
+        """Convert the topology to a :class:`networkx.DiGraph`.
+
+        Returns
+        -------
+        networkx.DiGraph
+            Nodes ``0 .. num_nodes - 1`` with attribute ``endpoint`` (bool) and,
+            on grid families, ``row`` and ``col``; one edge per link with
+            attributes ``link`` (id), ``bandwidth_Bps`` and ``latency_s``. The
+            graph attributes ``name`` and ``kind`` describe the topology.
+
+        Raises
+        ------
+        ImportError
+            If networkx is not installed.
+        """
+        try:
+            import networkx as nx
+        except ImportError as err:
+            raise ImportError(
+                "Topology.to_networkx() requires networkx: pip install networkx"
+            ) from err
+        g = nx.DiGraph(name=self.name, kind=self.kind)
+        e = self.num_endpoints
+        rows, cols = self.shape
+        for v in range(self.num_nodes):
+            attrs: dict[str, Any] = {"endpoint": v < e}
+            if cols:
+                attrs["row"], attrs["col"] = divmod(v, cols)
+            g.add_node(v, **attrs)
+        lk = {k: v.tolist() for k, v in self.links.items()}
+        keys = ("src", "dst", "bandwidth_Bps", "latency_s")
+        columns = zip(*(lk[k] for k in keys), strict=True)
+        g.add_edges_from(
+            (s, d, {"link": i, "bandwidth_Bps": b, "latency_s": t})
+            for i, (s, d, b, t) in enumerate(columns)
+        )
+        return g
+
+    # ---------------------------------------------------------------- display
+
+    def _param_range(self, key: str) -> tuple[float, float] | None:
+        if self.num_links == 0:
+            return None
+        if self.kind != "custom":  # grid families: one value for every link
+            v = self._core.link(0)[2 if key == "bandwidth_Bps" else 3]
+            return (v, v)
+        arr = self.links[key]
+        return (float(arr.min()), float(arr.max()))
+
+    def _summary(self) -> list[tuple[str, str]]:
+        rows = [("kind", self.kind)]
+        if self.kind != "custom":
+            rows.append(("shape", "{} x {}".format(*self.shape)))
+        rows += [
+            ("endpoints", str(self.num_endpoints)),
+            ("hidden routers", str(self.num_nodes - self.num_endpoints)),
+            ("links", str(self.num_links)),
+        ]
+        for key, unit in (("bandwidth_Bps", "B/s"), ("latency_s", "s")):
+            rng = self._param_range(key)
+            if rng is not None:
+                lo, hi = rng
+                text = f"{lo:.6g} {unit}" if lo == hi else f"{lo:.6g} - {hi:.6g} {unit}"
+                rows.append((key, text))
+        return rows
+
+    def __repr__(self) -> str:
+        if self.kind == "custom":  # the name already gives the counts
+            return f"<Topology {self.name}>"
+        return (
+            f"<Topology {self.name}: {self.num_endpoints} endpoints, "
+            f"{self.num_links} links>"
+        )
+
+    def _repr_html_(self) -> str:
+        cells = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
+            f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
+            for k, v in self._summary()
+        )
+        return (
+            f"<table><caption>Topology {html.escape(self.name)}</caption>"
+            f"{cells}</table>"
+        )
+
+
+# -------------------------------------------------------------------- families
+
+_MAX_GRID = int(_core.Topology.MAX_GRID_NODES)
+_MAX_CUSTOM = int(_core.Topology.MAX_CUSTOM_NODES)
+
+
+def _grid(factory: Any, sizes: dict[str, Any], bw: Any, lat: Any) -> Topology:
+    """Check the arguments of a grid family and build it with ``factory``."""
+    args = [_as_size(v, k, 1, _MAX_GRID) for k, v in sizes.items()]
+    return Topology(
+        factory(*args, _as_real(bw, "bandwidth_Bps"), _as_real(lat, "latency_s"))
+    )
+
+
+def line(n: int, *, bandwidth_Bps: float = 1e9, latency_s: float = 0.0) -> Topology:
+    """Build a line of nodes ``0 .. n - 1``, linked both ways to their neighbours.
+
+    Parameters
+    ----------
+    n : int
+        Number of nodes, >= 1.
+    bandwidth_Bps : float, optional
+        Bandwidth of every link in bytes per second; > 0 and finite.
+    latency_s : float, optional
+        Latency of every link in seconds; >= 0 and finite.
+
+    Returns
+    -------
+    Topology
+        ``2 * (n - 1)`` links; routes go straight, ``hops(a, b) == abs(a - b)``.
+
+    Raises
+    ------
+    TypeError
+        If ``n`` is not an integer or a link parameter not a real number.
+    ValueError
+        If a value is out of range (the message names the parameter).
+    """
+    return _grid(_core.Topology.line, {"n": n}, bandwidth_Bps, latency_s)
+
+
+def ring(n: int, *, bandwidth_Bps: float = 1e9, latency_s: float = 0.0) -> Topology:
+    """Build a ring: a line whose ends ``n - 1`` and ``0`` are also linked.
+
+    Parameters
+    ----------
+    n : int
+        Number of nodes, >= 1. ``ring(2)`` has one link each way.
+    bandwidth_Bps, latency_s : float, optional
+        As for :func:`line`.
+
+    Returns
+    -------
+    Topology
+        Routes take the shorter way round; a tie (``n`` even, distance
+        ``n / 2``) goes the positive way, ``a -> a + 1``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As for :func:`line`.
+    """
+    return _grid(_core.Topology.ring, {"n": n}, bandwidth_Bps, latency_s)
+
+
+def mesh(
+    rows: int, cols: int, *, bandwidth_Bps: float = 1e9, latency_s: float = 0.0
+) -> Topology:
+    """Build a 2D mesh; node ``r * cols + c`` is linked both ways to its neighbours.
+
+    Parameters
+    ----------
+    rows, cols : int
+        Grid size, each >= 1, with ``rows * cols`` at most 2**22.
+    bandwidth_Bps, latency_s : float, optional
+        As for :func:`line`.
+
+    Returns
+    -------
+    Topology
+        ``2 * (rows * (cols - 1) + cols * (rows - 1))`` links. Routes are
+        dimension-ordered: along the row (X) first, then along the column (Y),
+        so ``hops`` is the Manhattan distance.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As for :func:`line`.
+    """
+    sizes = {"rows": rows, "cols": cols}
+    return _grid(_core.Topology.mesh, sizes, bandwidth_Bps, latency_s)
+
+
+def torus(
+    rows: int, cols: int, *, bandwidth_Bps: float = 1e9, latency_s: float = 0.0
+) -> Topology:
+    """Build a torus: a mesh with wrap-around links in both dimensions.
+
+    Parameters
+    ----------
+    rows, cols : int
+        Grid size, each >= 1, with ``rows * cols`` at most 2**22. A dimension
+        of size 2 has one link each way (no duplicate wrap link), one of size
+        1 none.
+    bandwidth_Bps, latency_s : float, optional
+        As for :func:`line`.
+
+    Returns
+    -------
+    Topology
+        ``4 * rows * cols`` links when both sizes are >= 3. Routes go X then
+        Y, each the shorter way round; ties go the positive way.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As for :func:`line`.
+    """
+    sizes = {"rows": rows, "cols": cols}
+    return _grid(_core.Topology.torus, sizes, bandwidth_Bps, latency_s)
+
+
+def custom(
+    num_endpoints: int,
+    links: Sequence[tuple[int, int]] | np.ndarray,
+    *,
+    num_hidden_routers: int = 0,
+    bandwidth_Bps: float | Sequence[float] | np.ndarray = 1e9,
+    latency_s: float | Sequence[float] | np.ndarray = 0.0,
+) -> Topology:
+    """Build a topology from arbitrary directed links, routed along shortest paths.
+
+    Parameters
+    ----------
+    num_endpoints : int
+        Number of endpoints (ids ``0 .. num_endpoints - 1``), >= 1.
+    links : sequence of (int, int) or array_like of shape (L, 2)
+        ``(src, dst)`` node ids; ``links[i]`` becomes link ``i``. No
+        self-loops and no duplicate pairs; add both directions for a
+        bidirectional wire.
+    num_hidden_routers : int, optional
+        Number of routers (ids ``num_endpoints ..``), >= 0. Nodes in total are
+        limited to 20000.
+    bandwidth_Bps : float or array_like of shape (L,), optional
+        Bandwidth in bytes per second, for all links or per link; > 0, finite.
+    latency_s : float or array_like of shape (L,), optional
+        Latency in seconds, for all links or per link; >= 0, finite.
+
+    Returns
+    -------
+    Topology
+        Routes are shortest by hop count through any nodes; among equally short
+        paths the lexicographically smallest sequence of link ids wins.
+
+    Raises
+    ------
+    TypeError
+        If sizes or node ids are not integers, or link parameters not reals.
+    ValueError
+        If a value is out of range, a link is a self-loop or a duplicate, or
+        shapes do not match (the message names the parameter).
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> star = wc.custom(3, [(0, 3), (3, 0), (1, 3), (3, 1), (2, 3), (3, 2)],
+    ...                  num_hidden_routers=1)
+    >>> star.route(0, 2).tolist()
+    [0, 5]
+    """
+    e = _as_size(num_endpoints, "num_endpoints", 1, _MAX_CUSTOM)
+    h = _as_size(num_hidden_routers, "num_hidden_routers", 0, _MAX_CUSTOM)
+    if e + h > _MAX_CUSTOM:
+        raise ValueError(
+            f"num_endpoints + num_hidden_routers = {e + h} exceeds the limit of "
+            f"{_MAX_CUSTOM} nodes for custom topologies"
+        )
+    pairs = _as_link_pairs(links, e + h)
+    n = pairs.shape[0]
+    bw = _per_link(bandwidth_Bps, "bandwidth_Bps", n)
+    lat = _per_link(latency_s, "latency_s", n)
+    return Topology(
+        _core.Topology.custom(
+            e,
+            h,
+            np.ascontiguousarray(pairs[:, 0]),
+            np.ascontiguousarray(pairs[:, 1]),
+            bw,
+            lat,
+        )
+    )
