@@ -9,7 +9,9 @@ from typing import Any
 import numpy as np
 
 
-def as_int(value: Any, name: str, minimum: int | None = None, maximum: int | None = None) -> int:
+def as_int(
+    value: Any, name: str, minimum: int | None = None, maximum: int | None = None
+) -> int:
     """Return ``value`` as an int within ``[minimum, maximum]``.
 
     Raises

@@ -83,7 +83,11 @@ def register(info: AlgorithmInfo) -> AlgorithmInfo:
 
 def algorithms(collective: str | None = None) -> list[AlgorithmInfo]:
     """All registered algorithms, optionally only those of one collective."""
-    return [a for a in _REGISTRY.values() if collective is None or a.collective == collective]
+    return [
+        a
+        for a in _REGISTRY.values()
+        if collective is None or a.collective == collective
+    ]
 
 
 def build(
@@ -135,7 +139,8 @@ def build(
     p = as_int(ranks, "ranks", 1, info.max_ranks)
     if topology is not None and p > topology.num_endpoints:
         raise ValueError(
-            f"ranks = {p} exceeds the {topology.num_endpoints} endpoints of {topology.name}"
+            f"ranks = {p} exceeds the {topology.num_endpoints} endpoints "
+            f"of {topology.name}"
         )
     if size_bytes is None:
         raise ValueError("size_bytes is required")
@@ -143,7 +148,9 @@ def build(
     unknown = set(options) - set(info.parameters)
     if unknown:
         accepted = ", ".join(info.parameters) or "none"
-        raise TypeError(f"{name}: unexpected option {sorted(unknown)[0]!r} (accepted: {accepted})")
+        raise TypeError(
+            f"{name}: unexpected option {sorted(unknown)[0]!r} (accepted: {accepted})"
+        )
     opts = {**info.parameters, **options}
     core = info.builder(p, size, topology=topology, **opts)
     return core if isinstance(core, Schedule) else Schedule._wrap(core)
@@ -164,28 +171,56 @@ def _plain(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 _GENERIC = "classic MPI collectives (Thakur, Rabenseifner, Gropp 2005)"
-register(AlgorithmInfo(
-    "ring", "allreduce", (ANY,), _GENERIC + "; ring allreduce",
-    "unidirectional ring: reduce-scatter then allgather, 2(p-1) steps of size/p",
-    _plain(_core.ring_allreduce), max_ranks=16384,
-))
-register(AlgorithmInfo(
-    "recursive_doubling", "allreduce", (ANY,), _GENERIC + "; recursive doubling",
-    "full-vector pairwise exchanges at distance 1, 2, 4, ...; extra ranks folded",
-    _plain(_core.recursive_doubling_allreduce),
-))
-register(AlgorithmInfo(
-    "rabenseifner", "allreduce", (ANY,), _GENERIC + "; Rabenseifner's algorithm",
-    "reduce-scatter by recursive halving, allgather by recursive doubling",
-    _plain(_core.rabenseifner_allreduce),
-))
-register(AlgorithmInfo(
-    "binomial_reduce", "reduce", (ANY,), _GENERIC + "; binomial tree",
-    "binomial tree towards the root, ceil(log2 p) steps",
-    _rooted(_core.binomial_reduce), {"root": 0},
-))
-register(AlgorithmInfo(
-    "binomial_broadcast", "broadcast", (ANY,), _GENERIC + "; binomial tree",
-    "binomial tree from the root, one message at a time per rank",
-    _rooted(_core.binomial_broadcast), {"root": 0},
-))
+register(
+    AlgorithmInfo(
+        "ring",
+        "allreduce",
+        (ANY,),
+        _GENERIC + "; ring allreduce",
+        "unidirectional ring: reduce-scatter then allgather, 2(p-1) steps of size/p",
+        _plain(_core.ring_allreduce),
+        max_ranks=16384,
+    )
+)
+register(
+    AlgorithmInfo(
+        "recursive_doubling",
+        "allreduce",
+        (ANY,),
+        _GENERIC + "; recursive doubling",
+        "full-vector pairwise exchanges at distance 1, 2, 4, ...; extra ranks folded",
+        _plain(_core.recursive_doubling_allreduce),
+    )
+)
+register(
+    AlgorithmInfo(
+        "rabenseifner",
+        "allreduce",
+        (ANY,),
+        _GENERIC + "; Rabenseifner's algorithm",
+        "reduce-scatter by recursive halving, allgather by recursive doubling",
+        _plain(_core.rabenseifner_allreduce),
+    )
+)
+register(
+    AlgorithmInfo(
+        "binomial_reduce",
+        "reduce",
+        (ANY,),
+        _GENERIC + "; binomial tree",
+        "binomial tree towards the root, ceil(log2 p) steps",
+        _rooted(_core.binomial_reduce),
+        {"root": 0},
+    )
+)
+register(
+    AlgorithmInfo(
+        "binomial_broadcast",
+        "broadcast",
+        (ANY,),
+        _GENERIC + "; binomial tree",
+        "binomial tree from the root, one message at a time per rank",
+        _rooted(_core.binomial_broadcast),
+        {"root": 0},
+    )
+)

@@ -49,7 +49,9 @@ class VerifyReport:
 
 def _schedule(schedule: Any) -> Schedule:
     if not isinstance(schedule, Schedule):
-        raise TypeError(f"schedule must be a wafercoll.Schedule, got {type(schedule).__name__}")
+        raise TypeError(
+            f"schedule must be a wafercoll.Schedule, got {type(schedule).__name__}"
+        )
     return schedule
 
 
@@ -116,7 +118,8 @@ def execute(schedule: Schedule, inputs: Any, *, check: bool = True) -> np.ndarra
     arr = np.asarray(inputs)
     if arr.ndim != 2 or arr.shape[0] != s.num_ranks:
         raise ValueError(
-            f"inputs must have shape (ranks, elements) = ({s.num_ranks}, n), got {arr.shape}"
+            f"inputs must have shape (ranks, elements) = ({s.num_ranks}, n), "
+            f"got {arr.shape}"
         )
     if arr.dtype not in _EXECUTORS:
         if np.issubdtype(arr.dtype, np.integer) or arr.dtype == np.bool_:

@@ -69,10 +69,13 @@ _TRANSFER_KEYS = {"src", "dst", "blocks", "op", "deps"}
 _MAX_JSON_TRANSFERS = 1 << 26
 
 
-def _check_collective(kind: Any, ranks: int, blocks: int, root: Any, owners: Any,
-                      participants: Any) -> tuple[str, int, list[int], list[int]]:
+def _check_collective(
+    kind: Any, ranks: int, blocks: int, root: Any, owners: Any, participants: Any
+) -> tuple[str, int, list[int], list[int]]:
     if not isinstance(kind, str) or kind not in COLLECTIVES:
-        raise ValueError(f"collective must be one of {', '.join(COLLECTIVES)}; got {kind!r}")
+        raise ValueError(
+            f"collective must be one of {', '.join(COLLECTIVES)}; got {kind!r}"
+        )
     root_i = -1
     if kind in ("reduce", "broadcast"):
         root_i = as_int(0 if root is None else root, "root", 0, ranks - 1)
@@ -89,14 +92,23 @@ def _check_collective(kind: Any, ranks: int, blocks: int, root: Any, owners: Any
                 )
             owners_l = list(range(ranks))
         else:
-            owners_l = [as_int(o, f"owners[{i}]", 0, ranks - 1) for i, o in enumerate(owners)]
+            owners_l = [
+                as_int(o, f"owners[{i}]", 0, ranks - 1) for i, o in enumerate(owners)
+            ]
             if len(owners_l) != blocks:
-                raise ValueError(f"owners must have one entry per block ({blocks}), got {len(owners_l)}")
+                raise ValueError(
+                    f"owners must have one entry per block ({blocks}), "
+                    f"got {len(owners_l)}"
+                )
     elif owners is not None:
-        raise ValueError(f"owners apply only to reduce_scatter and allgather, not {kind}")
+        raise ValueError(
+            f"owners apply only to reduce_scatter and allgather, not {kind}"
+        )
     part_l: list[int] = []
     if participants is not None:
-        part_set = sorted({as_int(r, "participants", 0, ranks - 1) for r in participants})
+        part_set = sorted(
+            {as_int(r, "participants", 0, ranks - 1) for r in participants}
+        )
         if not part_set:
             raise ValueError("participants must name at least one rank")
         mask = [0] * ranks
@@ -283,7 +295,11 @@ class Schedule:
 
     def transfer(self, index: int) -> dict[str, Any]:
         """Return transfer ``index`` as a dict with the JSON field names."""
-        i = as_int(index, "index", 0, self.num_transfers - 1) if self.num_transfers else None
+        i = (
+            as_int(index, "index", 0, self.num_transfers - 1)
+            if self.num_transfers
+            else None
+        )
         if i is None:
             raise IndexError("the schedule has no transfers")
         return self._transfers(i, i + 1)[0]
@@ -292,7 +308,11 @@ class Schedule:
         c = self._core
         src, op = c.src.tolist(), c.op.tolist()
         doff, dsts = c.dst_offsets.tolist(), c.dsts.tolist()
-        roff, lo, hi = c.range_offsets.tolist(), c.range_lo.tolist(), c.range_hi.tolist()
+        roff, lo, hi = (
+            c.range_offsets.tolist(),
+            c.range_lo.tolist(),
+            c.range_hi.tolist(),
+        )
         eoff, deps = c.dep_offsets.tolist(), c.deps.tolist()
         out = []
         for t in range(start, stop):
@@ -343,7 +363,9 @@ class Schedule:
         try:
             import pandas as pd
         except ImportError as exc:  # pragma: no cover - depends on environment
-            raise ImportError("Schedule.to_pandas() needs pandas: pip install pandas") from exc
+            raise ImportError(
+                "Schedule.to_pandas() needs pandas: pip install pandas"
+            ) from exc
         rows = self._transfers(0, self.num_transfers)
         df = pd.DataFrame(rows, columns=["src", "dst", "blocks", "op", "deps"])
         df["bytes"] = self.transfer_bytes()
@@ -371,7 +393,9 @@ class Schedule:
             "transfers": self._transfers(0, self.num_transfers),
         }
 
-    def to_json(self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None) -> str:
+    def to_json(
+        self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
+    ) -> str:
         """Serialise to JSON; also write it to ``path`` when given."""
         text = json.dumps(self.to_dict(), indent=indent)
         if path is not None:
@@ -405,9 +429,13 @@ class Schedule:
         if not isinstance(doc, dict):
             raise ScheduleError("a schedule document must be a JSON object")
         if doc.get("format", _FORMAT) != _FORMAT:
-            raise ScheduleError(f"field 'format' must be {_FORMAT!r}, got {doc.get('format')!r}")
+            raise ScheduleError(
+                f"field 'format' must be {_FORMAT!r}, got {doc.get('format')!r}"
+            )
         if doc.get("version", _VERSION) != _VERSION:
-            raise ScheduleError(f"field 'version' must be {_VERSION}, got {doc.get('version')!r}")
+            raise ScheduleError(
+                f"field 'version' must be {_VERSION}, got {doc.get('version')!r}"
+            )
         for key in ("ranks", "block_bytes", "collective", "transfers"):
             if key not in doc:
                 raise ScheduleError(f"missing field {key!r}")
@@ -420,12 +448,18 @@ class Schedule:
         if not isinstance(transfers, list):
             raise ScheduleError("field 'transfers' must be a list of objects")
         if len(transfers) > _MAX_JSON_TRANSFERS:
-            raise ScheduleError(f"field 'transfers' holds more than {_MAX_JSON_TRANSFERS} transfers")
+            raise ScheduleError(
+                f"field 'transfers' holds more than {_MAX_JSON_TRANSFERS} transfers"
+            )
         try:
             p = as_int(doc["ranks"], "ranks", 1, int(_core_limit("ranks")))
             sizes = _block_sizes(doc["block_bytes"], "block_bytes")
             kind, root, owners, part = _check_collective(
-                coll["kind"], p, len(sizes), coll.get("root"), coll.get("owners"),
+                coll["kind"],
+                p,
+                len(sizes),
+                coll.get("root"),
+                coll.get("owners"),
                 coll.get("participants"),
             )
         except (TypeError, ValueError) as exc:
@@ -442,7 +476,9 @@ class Schedule:
                 raise ScheduleError(f"{where}: must be an object", transfer=i)
             unknown = set(t) - _TRANSFER_KEYS
             if unknown:
-                raise ScheduleError(f"{where}: unknown field {sorted(unknown)[0]!r}", transfer=i)
+                raise ScheduleError(
+                    f"{where}: unknown field {sorted(unknown)[0]!r}", transfer=i
+                )
             for key in ("src", "dst", "blocks"):
                 if key not in t:
                     raise ScheduleError(f"{where}: missing field {key!r}", transfer=i)
@@ -450,29 +486,48 @@ class Schedule:
                 src.append(as_int(t["src"], f"{where}: field 'src'", 0, p - 1))
                 dsts.extend(_rank_list(t["dst"], f"{where}: field 'dst'", p))
                 doff.append(len(dsts))
-                for lo, hi in _block_ranges(t["blocks"], nb, f"{where}: field 'blocks'"):
+                for lo, hi in _block_ranges(
+                    t["blocks"], nb, f"{where}: field 'blocks'"
+                ):
                     rlo.append(lo)
                     rhi.append(hi)
                 roff.append(len(rlo))
                 op = t.get("op", "copy")
                 if op not in _OPS:
-                    raise ValueError(f"{where}: field 'op' must be 'copy' or 'reduce', got {op!r}")
+                    raise ValueError(
+                        f"{where}: field 'op' must be 'copy' or 'reduce', got {op!r}"
+                    )
                 ops.append(_OPS[op])
                 d = t.get("deps", [])
                 if not isinstance(d, list):
-                    raise TypeError(f"{where}: field 'deps' must be a list of transfer indices")
-                deps.extend(as_int(x, f"{where}: field 'deps'", 0, len(transfers) - 1) for x in d)
+                    raise TypeError(
+                        f"{where}: field 'deps' must be a list of transfer indices"
+                    )
+                deps.extend(
+                    as_int(x, f"{where}: field 'deps'", 0, len(transfers) - 1)
+                    for x in d
+                )
                 eoff.append(len(deps))
             except ScheduleError:
                 raise
             except (TypeError, ValueError) as exc:
                 raise ScheduleError(str(exc), transfer=i) from exc
         core = _core.Schedule.from_arrays(
-            p, sizes, kind, root, owners, part,
-            np.asarray(src, np.int32), np.asarray(ops, np.uint8),
-            np.asarray(doff, np.int64), np.asarray(dsts, np.int32),
-            np.asarray(roff, np.int64), np.asarray(rlo, np.int32), np.asarray(rhi, np.int32),
-            np.asarray(eoff, np.int64), np.asarray(deps, np.int32),
+            p,
+            sizes,
+            kind,
+            root,
+            owners,
+            part,
+            np.asarray(src, np.int32),
+            np.asarray(ops, np.uint8),
+            np.asarray(doff, np.int64),
+            np.asarray(dsts, np.int32),
+            np.asarray(roff, np.int64),
+            np.asarray(rlo, np.int32),
+            np.asarray(rhi, np.int32),
+            np.asarray(eoff, np.int64),
+            np.asarray(deps, np.int32),
         )
         core.name = str(doc.get("name", ""))
         return cls._wrap(core)
@@ -481,7 +536,10 @@ class Schedule:
     def _summary(self) -> list[tuple[str, str]]:
         st = self.stats()
         rows = [
-            ("collective", self.collective + ("" if self.root is None else f" (root {self.root})")),
+            (
+                "collective",
+                self.collective + ("" if self.root is None else f" (root {self.root})"),
+            ),
             ("ranks", str(self.num_ranks)),
             ("blocks", f"{self.num_blocks} ({self.size_bytes} bytes per rank)"),
             ("transfers", str(self.num_transfers)),
@@ -499,7 +557,8 @@ class Schedule:
 
     def _repr_html_(self) -> str:
         rows = "".join(
-            f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
+            f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
+            f"<td>{html.escape(v)}</td></tr>"
             for k, v in self._summary()
         )
         title = html.escape(self.name or "Schedule")
@@ -536,7 +595,9 @@ def _block_ranges(value: Any, blocks: int, name: str) -> list[tuple[int, int]]:
     for item in items:
         if isinstance(item, (list, tuple, np.ndarray)):
             if len(item) != 2:
-                raise ValueError(f"{name}: a range must be [lo, hi], got {list(item)!r}")
+                raise ValueError(
+                    f"{name}: a range must be [lo, hi], got {list(item)!r}"
+                )
             lo = as_int(item[0], name, 0, blocks - 1)
             hi = as_int(item[1], name, lo + 1, blocks)
         else:

@@ -1,0 +1,181 @@
+"""Schedule construction, derived views and JSON round trips."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import wafercoll as wc
+
+BUILDERS = [
+    "ring",
+    "recursive_doubling",
+    "rabenseifner",
+    "binomial_reduce",
+    "binomial_broadcast",
+]
+
+
+def test_add_transfer_and_views():
+    s = wc.Schedule(3, [4, 4, 8], "allreduce", name="hand")
+    t0 = s.add_transfer(0, [1, 2], [(0, 2)], op="reduce")
+    t1 = s.add_transfer(1, 2, [2], op="copy", deps=[t0])
+    assert (t0, t1) == (0, 1)
+    assert len(s) == 2 and s.num_blocks == 3 and s.size_bytes == 16
+    assert s.transfer_bytes().tolist() == [8, 8]
+    assert s.steps().tolist() == [0, 1]
+    st = s.stats()
+    # a multicast counts once for the sender, once per destination
+    assert st["messages_sent"].tolist() == [1, 1, 0]
+    assert st["bytes_received"].tolist() == [0, 8, 16]
+    assert s.transfer(0) == {
+        "src": 0,
+        "dst": [1, 2],
+        "blocks": [[0, 2]],
+        "op": "reduce",
+        "deps": [],
+    }
+    assert "hand" in repr(s) and "<table>" in s._repr_html_()
+
+
+def test_adjacent_ranges_are_merged_and_overlaps_refused():
+    s = wc.Schedule(2, [1] * 6, "allreduce")
+    s.add_transfer(0, 1, [(3, 5), (0, 2), 2], op="copy")
+    assert s.transfer(0)["blocks"] == [[0, 5]]
+    with pytest.raises(wc.ScheduleError, match="block 1 twice"):
+        s.add_transfer(0, 1, [(0, 2), 1])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match", "exc"),
+    [
+        ({"ranks": 0, "block_bytes": [1]}, "ranks must be >= 1", ValueError),
+        ({"ranks": 2.0, "block_bytes": [1]}, "ranks must be an integer", TypeError),
+        (
+            {"ranks": 2, "block_bytes": [-1]},
+            r"block_bytes\[0\] must be >= 0",
+            ValueError,
+        ),
+        ({"ranks": 2, "block_bytes": []}, "at least one block", ValueError),
+        (
+            {"ranks": 2, "block_bytes": [1], "collective": "gather"},
+            "collective must be",
+            ValueError,
+        ),
+        (
+            {"ranks": 2, "block_bytes": [1], "collective": "reduce", "root": 2},
+            "root must be <= 1",
+            ValueError,
+        ),
+        (
+            {"ranks": 2, "block_bytes": [1], "collective": "allgather"},
+            "owners is required",
+            ValueError,
+        ),
+    ],
+)
+def test_bad_schedule_arguments(kwargs, match, exc):
+    with pytest.raises(exc, match=match):
+        wc.Schedule(**kwargs)
+
+
+def test_bad_transfers():
+    s = wc.Schedule(3, [1, 1], "allreduce")
+    with pytest.raises(ValueError, match="src must be <= 2"):
+        s.add_transfer(3, 1, [0])
+    with pytest.raises(ValueError, match="contains the source"):
+        s.add_transfer(1, [2, 1], [0])
+    with pytest.raises(ValueError, match="blocks"):
+        s.add_transfer(0, 1, [2])
+    with pytest.raises(ValueError, match="op must be"):
+        s.add_transfer(0, 1, [0], op="sum")
+    with pytest.raises(ValueError, match="first transfer cannot depend"):
+        s.add_transfer(0, 1, [0], deps=[0])
+    assert len(s) == 0  # nothing half-added
+
+
+@pytest.mark.parametrize("name", BUILDERS)
+@pytest.mark.parametrize("p", [1, 2, 5, 8, 13])
+def test_json_round_trip(name, p, rng):
+    s = wc.build(name, ranks=p, size_bytes=1000)
+    text = s.to_json()
+    doc = json.loads(text)
+    assert (
+        isinstance(doc["transfers"], list) and len(doc["transfers"]) == s.num_transfers
+    )
+    t = wc.Schedule.from_json(text)
+    assert t.to_dict() == s.to_dict()
+    wc.verify(t)
+    x = rng.integers(-1000, 1000, size=(p, 31))
+    np.testing.assert_array_equal(wc.execute(t, x), wc.execute(s, x))
+
+
+def test_json_file_round_trip(tmp_path):
+    s = wc.build("rabenseifner", ranks=6, size_bytes=64)
+    path = tmp_path / "s.json"
+    s.to_json(path, indent=1)
+    assert wc.Schedule.from_json(path).to_dict() == s.to_dict()
+    assert wc.Schedule.from_json(str(path)).name == s.name
+
+
+def _doc():
+    return wc.build("ring", ranks=3, size_bytes=30).to_dict()
+
+
+@pytest.mark.parametrize(
+    ("mutate", "match"),
+    [
+        (lambda d: d.pop("transfers"), "missing field 'transfers'"),
+        (lambda d: d.update(ranks="3"), "ranks must be an integer"),
+        (
+            lambda d: d["transfers"][4].update(src=7),
+            r"transfer 4: field 'src' must be <= 2",
+        ),
+        (
+            lambda d: d["transfers"][2].update(dst=[]),
+            "transfer 2: field 'dst' must list",
+        ),
+        (
+            lambda d: d["transfers"][1].update(blocks=[[2, 1]]),
+            "transfer 1: field 'blocks'",
+        ),
+        (lambda d: d["transfers"][3].update(op="max"), "transfer 3: field 'op'"),
+        (
+            lambda d: d["transfers"][5].update(deps=[99]),
+            "transfer 5: field 'deps' must be <= 11",
+        ),
+        (
+            lambda d: d["transfers"][5].update(deps=[5]),
+            "transfer 5: field 'deps' lists the transfer itself",
+        ),
+        (
+            lambda d: d["transfers"][0].update(colour=1),
+            "transfer 0: unknown field 'colour'",
+        ),
+        (lambda d: d["transfers"][0].pop("src"), "transfer 0: missing field 'src'"),
+        (lambda d: d["collective"].update(kind="scan"), "collective must be one of"),
+        (lambda d: d.update(transfers={}), "must be a list"),
+    ],
+)
+def test_malformed_documents_name_field_and_index(mutate, match):
+    doc = _doc()
+    mutate(doc)
+    with pytest.raises(wc.ScheduleError, match=match):
+        wc.Schedule.from_dict(doc)
+
+
+def test_malformed_json_text():
+    with pytest.raises(wc.ScheduleError, match="malformed JSON"):
+        wc.Schedule.from_json('{"ranks": 2, ')
+    with pytest.raises(wc.ScheduleError, match="JSON object"):
+        wc.Schedule.from_json("[1, 2]")
+
+
+def test_to_pandas():
+    pd = pytest.importorskip("pandas")
+    df = wc.build("binomial_reduce", ranks=5, size_bytes=8).to_pandas()
+    assert isinstance(df, pd.DataFrame)
+    assert list(df.columns) == ["src", "dst", "blocks", "op", "deps", "bytes", "step"]
+    assert len(df) == 4 and (df["op"] == "reduce").all()
