@@ -60,7 +60,7 @@ def test_build_with_topology_defaults_ranks():
             ("ring",),
             {"ranks": 100000, "size_bytes": 4},
             ValueError,
-            "ranks must be <= 16384",
+            "ranks must be <= 4096",
         ),
         (
             ("ring",),

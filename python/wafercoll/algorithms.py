@@ -179,7 +179,7 @@ register(
         _GENERIC + "; ring allreduce",
         "unidirectional ring: reduce-scatter then allgather, 2(p-1) steps of size/p",
         _plain(_core.ring_allreduce),
-        max_ranks=16384,
+        max_ranks=4096,
     )
 )
 register(
@@ -190,6 +190,7 @@ register(
         _GENERIC + "; recursive doubling",
         "full-vector pairwise exchanges at distance 1, 2, 4, ...; extra ranks folded",
         _plain(_core.recursive_doubling_allreduce),
+        max_ranks=1 << 20,
     )
 )
 register(
@@ -200,6 +201,7 @@ register(
         _GENERIC + "; Rabenseifner's algorithm",
         "reduce-scatter by recursive halving, allgather by recursive doubling",
         _plain(_core.rabenseifner_allreduce),
+        max_ranks=1 << 20,
     )
 )
 register(

@@ -10,8 +10,11 @@ namespace wafercoll {
 
 namespace {
 
-// Generic builders refuse sizes whose schedules would not fit in memory.
-constexpr std::int64_t kMaxRingRanks = 16384;  // ring: 2p(p-1) transfers
+// Builders refuse sizes whose schedules would not fit in memory (a transfer
+// takes about 60 bytes): the ring has 2p(p-1) transfers (33.5 M at p = 4096),
+// recursive doubling and Rabenseifner about 2p log2 p (42 M at p = 2^20).
+constexpr std::int64_t kMaxRingRanks = 4096;
+constexpr std::int64_t kMaxLogRanks = std::int64_t{1} << 20;
 
 void check_common(RankId p, Bytes size_bytes, std::int64_t max_ranks) {
   if (p < 1 || p > max_ranks)
@@ -121,7 +124,7 @@ void fold_out(Schedule& s, Progress& pr, const Fold& f, BlockId blocks) {
 }  // namespace
 
 Schedule recursive_doubling_allreduce(RankId p, Bytes size_bytes) {
-  check_common(p, size_bytes, Schedule::kMaxRanks);
+  check_common(p, size_bytes, kMaxLogRanks);
   Schedule s(p, {size_bytes}, make(CollectiveKind::allreduce));
   s.name = "recursive_doubling(p=" + std::to_string(p) + ")";
   const Fold f(p);
@@ -134,7 +137,7 @@ Schedule recursive_doubling_allreduce(RankId p, Bytes size_bytes) {
 }
 
 Schedule rabenseifner_allreduce(RankId p, Bytes size_bytes) {
-  check_common(p, size_bytes, Schedule::kMaxRanks);
+  check_common(p, size_bytes, kMaxLogRanks);
   const Fold f(p);
   Schedule s(p, even_blocks(size_bytes, f.q), make(CollectiveKind::allreduce));
   s.name = "rabenseifner(p=" + std::to_string(p) + ")";

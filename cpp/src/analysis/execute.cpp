@@ -7,18 +7,19 @@
 
 namespace wafercoll {
 
+// 128-bit products: elements * bytes can exceed 64 bits for huge inputs.
+__extension__ typedef __int128 Wide;
+
 std::vector<std::int64_t> block_element_offsets(const Schedule& s, std::int64_t elements) {
   if (elements < 0) throw std::invalid_argument("elements must be >= 0");
   const BlockId nb = s.num_blocks();
   std::vector<std::int64_t> off(static_cast<std::size_t>(nb) + 1, 0);
   const Bytes total = s.total_bytes();
   for (BlockId b = 0; b <= nb; ++b) {
-    // 128-bit product: elements * bytes can exceed 64 bits for huge inputs.
     if (total > 0) {
-      const __int128 num = static_cast<__int128>(elements) * s.range_bytes(0, b);
-      off[b] = static_cast<std::int64_t>(num / total);
+      off[b] = static_cast<std::int64_t>(Wide{elements} * s.range_bytes(0, b) / total);
     } else {
-      off[b] = static_cast<std::int64_t>(static_cast<__int128>(elements) * b / nb);
+      off[b] = static_cast<std::int64_t>(Wide{elements} * b / nb);
     }
   }
   return off;

@@ -55,9 +55,9 @@ _STEP_FORMULAS = {
 
 _VOLUME_FORMULAS = {
     "ring": "2p(p-1) transfers; 2(p-1)S in all; 2(p-1)S/p busiest",
-    "recursive_doubling": "q log2 q + 2(p-q) transfers of S; (log2 q + e)S busiest",
+    "recursive_doubling": "q log2 q + 2(p-q) transfers of S; (log2 q + [p != q])S busiest",
     "rabenseifner": "2q log2 q + 2(p-q) transfers; 2(q-1+p-q)S in all; "
-    "(2(1-1/q) + e)S busiest",
+    "(2(1-1/q) + [p != q])S busiest",
     "binomial_reduce": "p-1 transfers of S; S busiest",
     "binomial_broadcast": "p-1 transfers of S; ceil(log2 p)S busiest (root)",
 }
@@ -258,7 +258,8 @@ def plot_counts(data: dict[str, list[Any]], ax: Any = None) -> Any:
             p,
             [data["steps"][k] for k in rows],
             marker=markers[i % len(markers)],
-            markersize=3,
+            markersize=4,
+            markerfacecolor="none",
             linewidth=1,
             label=name,
         )[0]
@@ -272,7 +273,14 @@ def plot_counts(data: dict[str, list[Any]], ax: Any = None) -> Any:
     ax.set_xlabel("ranks p")
     ax.set_ylabel("steps (longest dependency chain)")
     ax.set_xscale("log", base=2)
-    ax.set_yscale("symlog", linthresh=8)
+    # Linear up to 4 steps, logarithmic beyond: the ring's 2(p-1) and the
+    # logarithmic algorithms fit on one readable axis.
+    ax.set_yscale("symlog", linthresh=4, linscale=0.6)
+    ticks = [0, 1, 2, 4, 8, 16, 32, 64, 128]
+    ax.set_yticks(ticks, labels=[str(t) for t in ticks])
+    ax.set_ylim(0, max(ticks[-1], max(data["steps"], default=0)) * 1.1)
+    ticks_p = [1, 2, 4, 8, 16, 32, 64]
+    ax.set_xticks(ticks_p, labels=[str(t) for t in ticks_p])
     ax.set_title("Steps of the foundation builders (dotted: closed forms)")
     ax.grid(True, alpha=0.3)
     ax.legend(title="algorithm", fontsize="small")
@@ -288,8 +296,9 @@ register_experiment(
             "Thakur, Rabenseifner and Gropp (2005): the ring allreduce takes "
             "2(p-1) steps of S/p bytes; recursive doubling log2 p steps of S; "
             "Rabenseifner's allreduce 2 log2 p steps moving 2(p-1)/p S per rank; "
-            "binomial trees ceil(log2 p) steps; non-powers of two add one "
-            "step before and after."
+            "binomial trees ceil(log2 p) steps. For p not a power of two, the "
+            "p - q extra ranks (q = 2^floor(log2 p)) fold onto the first q, "
+            "adding one step before and one after."
         ),
         run=run_counts,
         plot=plot_counts,

@@ -71,7 +71,7 @@ class Schedule {
   // Hard limits that keep a malformed request from exhausting memory.
   static constexpr std::int64_t kMaxRanks = std::int64_t{1} << 24;
   static constexpr std::int64_t kMaxBlocks = std::int64_t{1} << 26;
-  static constexpr std::int64_t kMaxTransfers = std::int64_t{1} << 28;
+  static constexpr std::int64_t kMaxTransfers = std::int64_t{1} << 26;
 
   Schedule(RankId num_ranks, std::vector<Bytes> block_bytes, Collective collective);
 

@@ -1,0 +1,356 @@
+"""The ``wafercoll`` command line.
+
+Subcommands::
+
+    wafercoll list [--json]
+    wafercoll build NAME --ranks P --size-bytes S [--root R] [--option K=V ...] -o FILE
+    wafercoll verify FILE | NAME --ranks P --size-bytes S [--root R] [--option K=V ...]
+    wafercoll reproduce [--out DIR] [--only NAME ...] [--quick]
+
+Exit codes: 0 on success, 1 when a schedule is defective (or a file cannot be
+written, or an experiment fails), 2 for errors in the arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["main"]
+
+_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
+
+
+class UsageError(Exception):
+    """An error in the arguments: reported without traceback, exit code 2."""
+
+
+def _size(text: str) -> int:
+    """Parse a byte count: ``1048576``, ``64KiB``, ``1MiB``, ``2G`` (binary units)."""
+    m = _SIZE_RE.match(text)
+    if not m:
+        raise argparse.ArgumentTypeError(
+            f"invalid size {text!r} (an integer with an optional KiB/MiB/GiB suffix)"
+        )
+    return int(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
+
+
+def _option(text: str) -> tuple[str, Any]:
+    """Parse ``key=value``; the value is read as JSON when it parses, else a string."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
+    try:
+        parsed: Any = json.loads(value)
+    except json.JSONDecodeError:
+        parsed = value
+    return key.strip().replace("-", "_"), parsed
+
+
+def _add_build_args(p: argparse.ArgumentParser, required: bool) -> None:
+    p.add_argument("--ranks", "-p", type=int, required=required, metavar="P")
+    p.add_argument(
+        "--size-bytes", "-s", type=_size, required=required, metavar="S",
+        help="vector size per rank in bytes (suffixes KiB, MiB, GiB accepted)",
+    )
+    p.add_argument("--root", type=int, metavar="R", help="root rank (rooted algorithms)")
+    p.add_argument(
+        "--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
+        help="algorithm option, repeatable; VALUE is parsed as JSON when possible",
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="wafercoll",
+        description="Build, verify and reproduce collective-communication schedules.",
+    )
+    parser.add_argument("--version", action="version", version=f"wafercoll {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("list", help="list the registered algorithms")
+    p.add_argument("--json", action="store_true", help="print the registry as JSON")
+
+    p = sub.add_parser("build", help="build and verify a schedule, write it as JSON")
+    p.add_argument("name", metavar="NAME", help="a registered algorithm (see `list`)")
+    _add_build_args(p, required=True)
+    p.add_argument(
+        "--json", "-o", dest="output", required=True, metavar="FILE",
+        help="where to write the schedule",
+    )
+    p.add_argument("--indent", type=int, default=None, help="JSON indentation")
+
+    p = sub.add_parser("verify", help="verify a schedule file or a built algorithm")
+    p.add_argument("target", metavar="FILE|NAME", help="a schedule JSON file or an algorithm")
+    _add_build_args(p, required=False)
+
+    p = sub.add_parser("reproduce", help="run the experiments, write figures and REPORT.md")
+    p.add_argument("--out", default="figures", metavar="DIR", help="output directory")
+    p.add_argument(
+        "--only", nargs="+", action="extend", default=[], metavar="NAME",
+        help="run only these experiments (repeatable)",
+    )
+    p.add_argument("--quick", action="store_true", help="reduced sweeps (for smoke tests)")
+    return parser
+
+
+def _build(args: argparse.Namespace) -> Any:
+    """Build the schedule named by ``args``; UsageError for bad arguments."""
+    import wafercoll as wc
+
+    options = dict(args.option)
+    if args.root is not None:
+        options["root"] = args.root
+    try:
+        return wc.build(args.name, ranks=args.ranks, size_bytes=args.size_bytes, **options)
+    except wc.ScheduleError:
+        raise
+    except (ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _summary(s: Any, rep: Any) -> str:
+    return (
+        f"{s.name or 'schedule'}: {rep.collective}, {rep.ranks} ranks, "
+        f"{s.size_bytes} B per rank, {rep.transfers} transfers, {rep.steps} steps, "
+        f"{int(s.transfer_bytes().sum())} B moved"
+    )
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    import wafercoll as wc
+
+    infos = wc.algorithms()
+    if args.json:
+        print(json.dumps([a.to_dict() for a in infos], indent=2))
+        return 0
+    rows = [("NAME", "COLLECTIVE", "FAMILIES", "PARAMETERS", "SOURCE")]
+    for a in infos:
+        params = ", ".join(f"{k}={v}" for k, v in a.parameters.items()) or "-"
+        rows.append((a.name, a.collective, ",".join(a.families), params, a.source))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    for r in rows:
+        cells = [c.ljust(w) for c, w in zip(r, widths, strict=False)]
+        print("  ".join([*cells, r[-1]]))
+    return 0
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    import wafercoll as wc
+
+    s = _build(args)
+    rep = wc.verify(s)
+    try:
+        s.to_json(args.output, indent=args.indent)
+    except OSError as exc:
+        print(f"error: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    print(f"wrote {args.output}: {_summary(s, rep)} (verified)")
+    return 0
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    import wafercoll as wc
+
+    if os.path.isfile(args.target):
+        given = [
+            flag
+            for flag, value in (
+                ("--ranks", args.ranks),
+                ("--size-bytes", args.size_bytes),
+                ("--root", args.root),
+                ("--option", args.option or None),
+            )
+            if value is not None
+        ]
+        if given:
+            raise UsageError(
+                f"{', '.join(given)} cannot be used with a schedule file "
+                f"({args.target}); they describe an algorithm to build"
+            )
+        try:
+            with open(args.target, encoding="utf-8") as fh:
+                text = fh.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            print(f"error: cannot read {args.target}: {exc}", file=sys.stderr)
+            return 1
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise wc.ScheduleError(f"{args.target}: malformed JSON: {exc}") from None
+        try:
+            s = wc.Schedule.from_dict(doc)
+        except wc.ScheduleError:
+            raise
+        except (ValueError, TypeError) as exc:
+            raise wc.ScheduleError(f"{args.target}: {exc}") from None
+        where = args.target
+    else:
+        known = {a.name for a in wc.algorithms()}
+        if args.target not in known:
+            raise UsageError(
+                f"{args.target!r} is neither a file nor a registered algorithm "
+                f"(algorithms: {', '.join(sorted(known))})"
+            )
+        missing = [
+            flag
+            for flag, value in (("--ranks", args.ranks), ("--size-bytes", args.size_bytes))
+            if value is None
+        ]
+        if missing:
+            raise UsageError(f"verify {args.target} needs {' and '.join(missing)}")
+        args.name = args.target
+        s = _build(args)
+        where = args.target
+    rep = wc.verify(s)
+    print(f"ok {where}: {_summary(s, rep)}")
+    return 0
+
+
+def _md(value: Any) -> str:
+    """One Markdown table cell."""
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _report(out: str, records: list[dict[str, Any]], quick: bool) -> str:
+    """Write REPORT.md into ``out``; return its path."""
+    from . import __version__
+
+    lines = [
+        "# wafercoll: reproduced experiments",
+        "",
+        f"wafercoll {__version__}" + (", quick mode (reduced sweeps)" if quick else ""),
+        "",
+        "| experiment | title | files | seconds |",
+        "|---|---|---|---:|",
+    ]
+    for r in records:
+        files = ", ".join(f"[{os.path.basename(f)}]({os.path.basename(f)})" for f in r["files"])
+        status = f"{r['seconds']:.2f}" if "error" not in r else "failed"
+        lines.append(f"| {_md(r['name'])} | {_md(r['title'])} | {files} | {status} |")
+    for r in records:
+        lines += ["", f"## {r['name']}: {r['title']}", "", f"Paper: {r['paper']}.", ""]
+        lines += [f"Claim: {r['claim']}", ""]
+        if "error" in r:
+            lines += [f"**Failed:** `{_md(r['error'])}`"]
+            continue
+        png = [f for f in r["files"] if f.endswith(".png")]
+        if png:
+            lines += [f"![{r['name']}]({os.path.basename(png[0])})", ""]
+        if r["findings"]:
+            lines += ["| quantity | paper | ours | note |", "|---|---|---|---|"]
+            lines += [
+                "| " + " | ".join(_md(f[k]) for k in ("quantity", "paper", "ours", "note"))
+                + " |"
+                for f in r["findings"]
+            ]
+        else:
+            lines.append("No findings recorded.")
+    path = os.path.join(out, "REPORT.md")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")
+    return path
+
+
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display: figures are only written to files
+    from . import experiments as wx
+
+    registered = wx.experiments()
+    if args.only:
+        known = {e.name: e for e in registered}
+        unknown = [n for n in args.only if n not in known]
+        if unknown:
+            raise UsageError(
+                f"unknown experiment(s) {', '.join(unknown)}; "
+                f"known: {', '.join(known) or 'none'}"
+            )
+        selected = [known[n] for n in dict.fromkeys(args.only)]
+    else:
+        selected = registered
+    try:
+        os.makedirs(args.out, exist_ok=True)
+    except OSError as exc:
+        print(f"error: cannot create {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    records, failed, start = [], 0, time.perf_counter()
+    for i, exp in enumerate(selected, 1):
+        print(f"[{i}/{len(selected)}] {exp.name} ...", end="", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
+        try:
+            records.append(wx.run_experiment(exp, args.out, quick=args.quick))
+            print(f" done in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
+        except Exception as exc:  # one failing experiment must not hide the others
+            failed += 1
+            message = f"{type(exc).__name__}: {exc}"
+            print(f" FAILED after {time.perf_counter() - t0:.2f} s: {message}",
+                  file=sys.stderr)
+            records.append({**exp.to_dict(), "files": [], "findings": [], "error": message})
+    path = _report(args.out, records, args.quick)
+    print(
+        f"wrote {path}: {len(records) - failed} of {len(records)} experiments in "
+        f"{time.perf_counter() - start:.1f} s",
+        file=sys.stderr,
+    )
+    return 1 if failed else 0
+
+
+_COMMANDS = {
+    "list": _cmd_list,
+    "build": _cmd_build,
+    "verify": _cmd_verify,
+    "reproduce": _cmd_reproduce,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        Arguments without the program name (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit code: 0 success, 1 defective schedule or failed experiment,
+        2 invalid arguments.
+    """
+    parser = _parser()
+    try:
+        args = parser.parse_args(None if argv is None else list(argv))
+    except SystemExit as exc:  # argparse exits on --help, --version and errors
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    import wafercoll as wc
+
+    try:
+        return _COMMANDS[args.command](args)
+    except UsageError as exc:
+        print(f"wafercoll {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except wc.ScheduleError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # e.g. `wafercoll list --json | head`
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
