@@ -57,12 +57,22 @@ def _option(text: str) -> tuple[str, Any]:
 def _add_build_args(p: argparse.ArgumentParser, required: bool) -> None:
     p.add_argument("--ranks", "-p", type=int, required=required, metavar="P")
     p.add_argument(
-        "--size-bytes", "-s", type=_size, required=required, metavar="S",
+        "--size-bytes",
+        "-s",
+        type=_size,
+        required=required,
+        metavar="S",
         help="vector size per rank in bytes (suffixes KiB, MiB, GiB accepted)",
     )
-    p.add_argument("--root", type=int, metavar="R", help="root rank (rooted algorithms)")
     p.add_argument(
-        "--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
+        "--root", type=int, metavar="R", help="root rank (rooted algorithms)"
+    )
+    p.add_argument(
+        "--option",
+        type=_option,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         help="algorithm option, repeatable; VALUE is parsed as JSON when possible",
     )
 
@@ -74,7 +84,9 @@ def _parser() -> argparse.ArgumentParser:
         prog="wafercoll",
         description="Build, verify and reproduce collective-communication schedules.",
     )
-    parser.add_argument("--version", action="version", version=f"wafercoll {__version__}")
+    parser.add_argument(
+        "--version", action="version", version=f"wafercoll {__version__}"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("list", help="list the registered algorithms")
@@ -84,22 +96,36 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("name", metavar="NAME", help="a registered algorithm (see `list`)")
     _add_build_args(p, required=True)
     p.add_argument(
-        "--json", "-o", dest="output", required=True, metavar="FILE",
+        "--json",
+        "-o",
+        dest="output",
+        required=True,
+        metavar="FILE",
         help="where to write the schedule",
     )
     p.add_argument("--indent", type=int, default=None, help="JSON indentation")
 
     p = sub.add_parser("verify", help="verify a schedule file or a built algorithm")
-    p.add_argument("target", metavar="FILE|NAME", help="a schedule JSON file or an algorithm")
+    p.add_argument(
+        "target", metavar="FILE|NAME", help="a schedule JSON file or an algorithm"
+    )
     _add_build_args(p, required=False)
 
-    p = sub.add_parser("reproduce", help="run the experiments, write figures and REPORT.md")
+    p = sub.add_parser(
+        "reproduce", help="run the experiments, write figures and REPORT.md"
+    )
     p.add_argument("--out", default="figures", metavar="DIR", help="output directory")
     p.add_argument(
-        "--only", nargs="+", action="extend", default=[], metavar="NAME",
+        "--only",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="NAME",
         help="run only these experiments (repeatable)",
     )
-    p.add_argument("--quick", action="store_true", help="reduced sweeps (for smoke tests)")
+    p.add_argument(
+        "--quick", action="store_true", help="reduced sweeps (for smoke tests)"
+    )
     return parser
 
 
@@ -111,7 +137,9 @@ def _build(args: argparse.Namespace) -> Any:
     if args.root is not None:
         options["root"] = args.root
     try:
-        return wc.build(args.name, ranks=args.ranks, size_bytes=args.size_bytes, **options)
+        return wc.build(
+            args.name, ranks=args.ranks, size_bytes=args.size_bytes, **options
+        )
     except wc.ScheduleError:
         raise
     except (ValueError, TypeError) as exc:
@@ -152,7 +180,9 @@ def _cmd_build(args: argparse.Namespace) -> int:
     try:
         s.to_json(args.output, indent=args.indent)
     except OSError as exc:
-        print(f"error: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+        print(
+            f"error: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr
+        )
         return 1
     print(f"wrote {args.output}: {_summary(s, rep)} (verified)")
     return 0
@@ -203,7 +233,10 @@ def _cmd_verify(args: argparse.Namespace) -> int:
             )
         missing = [
             flag
-            for flag, value in (("--ranks", args.ranks), ("--size-bytes", args.size_bytes))
+            for flag, value in (
+                ("--ranks", args.ranks),
+                ("--size-bytes", args.size_bytes),
+            )
             if value is None
         ]
         if missing:
@@ -234,7 +267,9 @@ def _report(out: str, records: list[dict[str, Any]], quick: bool) -> str:
         "|---|---|---|---:|",
     ]
     for r in records:
-        files = ", ".join(f"[{os.path.basename(f)}]({os.path.basename(f)})" for f in r["files"])
+        files = ", ".join(
+            f"[{os.path.basename(f)}]({os.path.basename(f)})" for f in r["files"]
+        )
         status = f"{r['seconds']:.2f}" if "error" not in r else "failed"
         lines.append(f"| {_md(r['name'])} | {_md(r['title'])} | {files} | {status} |")
     for r in records:
@@ -249,7 +284,8 @@ def _report(out: str, records: list[dict[str, Any]], quick: bool) -> str:
         if r["findings"]:
             lines += ["| quantity | paper | ours | note |", "|---|---|---|---|"]
             lines += [
-                "| " + " | ".join(_md(f[k]) for k in ("quantity", "paper", "ours", "note"))
+                "| "
+                + " | ".join(_md(f[k]) for k in ("quantity", "paper", "ours", "note"))
                 + " |"
                 for f in r["findings"]
             ]
@@ -282,11 +318,15 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     try:
         os.makedirs(args.out, exist_ok=True)
     except OSError as exc:
-        print(f"error: cannot create {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        print(
+            f"error: cannot create {args.out}: {exc.strerror or exc}", file=sys.stderr
+        )
         return 1
     records, failed, start = [], 0, time.perf_counter()
     for i, exp in enumerate(selected, 1):
-        print(f"[{i}/{len(selected)}] {exp.name} ...", end="", file=sys.stderr, flush=True)
+        print(
+            f"[{i}/{len(selected)}] {exp.name} ...", end="", file=sys.stderr, flush=True
+        )
         t0 = time.perf_counter()
         try:
             records.append(wx.run_experiment(exp, args.out, quick=args.quick))
@@ -294,9 +334,13 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         except Exception as exc:  # one failing experiment must not hide the others
             failed += 1
             message = f"{type(exc).__name__}: {exc}"
-            print(f" FAILED after {time.perf_counter() - t0:.2f} s: {message}",
-                  file=sys.stderr)
-            records.append({**exp.to_dict(), "files": [], "findings": [], "error": message})
+            print(
+                f" FAILED after {time.perf_counter() - t0:.2f} s: {message}",
+                file=sys.stderr,
+            )
+            records.append(
+                {**exp.to_dict(), "files": [], "findings": [], "error": message}
+            )
     path = _report(args.out, records, args.quick)
     print(
         f"wrote {path}: {len(records) - failed} of {len(records)} experiments in "

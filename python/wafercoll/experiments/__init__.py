@@ -188,7 +188,9 @@ def _column(values: Any, what: str) -> list[Any]:
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
         raise TypeError(f"{what} must be a list or a 1-D array")
     out = [v.item() if isinstance(v, np.generic) else v for v in values]
-    if any(isinstance(v, (Sequence, np.ndarray)) and not isinstance(v, str) for v in out):
+    if any(
+        isinstance(v, (Sequence, np.ndarray)) and not isinstance(v, str) for v in out
+    ):
         raise ValueError(f"{what} must hold scalars, not sequences")
     return out
 
@@ -225,7 +227,9 @@ def _is_nan(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def _save_figure(exp: Experiment, columns: Mapping[str, list[Any]], stem: str) -> list[str]:
+def _save_figure(
+    exp: Experiment, columns: Mapping[str, list[Any]], stem: str
+) -> list[str]:
     """Draw the experiment on a fresh Agg figure; write PNG and SVG."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -249,8 +253,10 @@ def run_experiment(
 ) -> dict[str, Any]:
     """Run an experiment and write its data and figure into ``out_dir``.
 
-    Writes ``<name>.csv`` (one row per observation, a header of column names),
-    ``<name>.png`` and ``<name>.svg``.
+    Writes ``<name>.csv`` (a header of column names, then one row per
+    observation; None and NaN become empty cells), ``<name>.png`` and
+    ``<name>.svg``. The figure is a :class:`matplotlib.figure.Figure` on an
+    Agg canvas, so pyplot's global state is never touched.
 
     Parameters
     ----------

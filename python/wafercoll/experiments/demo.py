@@ -7,15 +7,15 @@ Rabenseifner's allreduce, binomial reduce and broadcast) and every rank count
 forms of Thakur, Rabenseifner and Gropp (2005). With ``q = 2**floor(log2 p)``
 and ``e = [p != q]`` (the non-power-of-two ranks folded onto the first ``q``):
 
-===================  =====================  ======================  ====================
-algorithm            steps                  transfers               bytes sent (total)
-===================  =====================  ======================  ====================
-ring                 ``2(p-1)``             ``2p(p-1)``             ``2(p-1) S``
-recursive doubling   ``log2 q + 2e``        ``q log2 q + 2(p-q)``   ``q log2 q S + 2(p-q) S``
-Rabenseifner         ``2 log2 q + 2e``      ``2q log2 q + 2(p-q)``  ``2(q-1) S + 2(p-q) S``
-binomial reduce      ``ceil(log2 p)``       ``p - 1``               ``(p-1) S``
-binomial broadcast   ``ceil(log2 p)``       ``p - 1``               ``(p-1) S``
-===================  =====================  ======================  ====================
+==================  ================  ======================  =================
+algorithm           steps             transfers               bytes sent (all)
+==================  ================  ======================  =================
+ring                ``2(p-1)``        ``2p(p-1)``             ``2(p-1) S``
+recursive doubling  ``log2 q + 2e``   ``q log2 q + 2(p-q)``   transfers × ``S``
+Rabenseifner        ``2log2 q + 2e``  ``2q log2 q + 2(p-q)``  ``2(q-1+p-q) S``
+binomial reduce     ``ceil(log2 p)``  ``p - 1``               ``(p-1) S``
+binomial broadcast  ``ceil(log2 p)``  ``p - 1``               ``(p-1) S``
+==================  ================  ======================  =================
 
 The busiest rank sends ``2(p-1) S/p`` (ring), ``(log2 q + e) S`` (recursive
 doubling), ``(2(1 - 1/q) + e) S`` (Rabenseifner), ``S`` (binomial reduce) and
@@ -55,7 +55,8 @@ _STEP_FORMULAS = {
 
 _VOLUME_FORMULAS = {
     "ring": "2p(p-1) transfers; 2(p-1)S in all; 2(p-1)S/p busiest",
-    "recursive_doubling": "q log2 q + 2(p-q) transfers of S; (log2 q + [p != q])S busiest",
+    "recursive_doubling": "q log2 q + 2(p-q) transfers of S; "
+    "(log2 q + [p != q])S busiest",
     "rabenseifner": "2q log2 q + 2(p-q) transfers; 2(q-1+p-q)S in all; "
     "(2(1-1/q) + [p != q])S busiest",
     "binomial_reduce": "p-1 transfers of S; S busiest",
@@ -127,7 +128,9 @@ def closed_forms(algorithm: str, p: int, size: int) -> dict[str, float]:
     raise ValueError(f"no closed form for {algorithm!r}")
 
 
-def run_counts(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict[str, Any]]]:
+def run_counts(
+    quick: bool = False,
+) -> tuple[dict[str, list[Any]], list[dict[str, Any]]]:
     """Build and verify every builder for p = 1 .. 64 and compare the counts.
 
     Parameters

@@ -1,0 +1,185 @@
+"""The command line, run in-process through wafercoll.cli.main."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import wafercoll as wc
+from wafercoll.cli import main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_version(capsys):
+    code, out, _ = run(capsys, "--version")
+    assert code == 0
+    assert out.strip() == f"wafercoll {wc.__version__}"
+
+
+def test_version_subprocess():
+    proc = subprocess.run(
+        [sys.executable, "-m", "wafercoll.cli", "--version"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"wafercoll {wc.__version__}"
+
+
+def test_python_dash_m_package(capsys):
+    proc = subprocess.run(
+        [sys.executable, "-m", "wafercoll", "list", "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert {a["name"] for a in json.loads(proc.stdout)} >= {"ring", "rabenseifner"}
+
+
+def test_no_command_is_a_usage_error(capsys):
+    code, out, err = run(capsys)
+    assert code == 2
+    assert out == ""
+    assert "usage:" in err
+
+
+def test_list_table_is_aligned(capsys):
+    code, out, _ = run(capsys, "list")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split()[:4] == ["NAME", "COLLECTIVE", "FAMILIES", "PARAMETERS"]
+    infos = wc.algorithms()
+    assert len(lines) == 1 + len(infos)
+    col = lines[0].index("COLLECTIVE")
+    for line, info in zip(lines[1:], infos, strict=True):
+        assert line.startswith(info.name + " ")
+        assert line[col:].startswith(info.collective)
+        assert line.endswith(info.source)
+    broadcast = next(ln for ln in lines if ln.startswith("binomial_broadcast"))
+    assert "root=0" in broadcast
+
+
+def test_list_json_matches_registry(capsys):
+    code, out, _ = run(capsys, "list", "--json")
+    assert code == 0
+    assert json.loads(out) == [a.to_dict() for a in wc.algorithms()]
+
+
+@pytest.mark.parametrize("flag", ["--json", "-o"])
+def test_build_writes_a_verified_round_trip(capsys, tmp_path, flag):
+    path = tmp_path / "ring.json"
+    code, out, err = run(
+        capsys, "build", "ring", "--ranks", "6", "--size-bytes", "1MiB", flag, str(path)
+    )
+    assert code == 0, err
+    assert out.count("\n") == 1 and str(path) in out
+    loaded = wc.Schedule.from_json(path)
+    expected = wc.build("ring", ranks=6, size_bytes=1 << 20)
+    assert loaded.to_dict()["transfers"] == expected.to_dict()["transfers"]
+    assert loaded.size_bytes == 1 << 20
+    assert wc.verify(loaded).steps == 2 * (6 - 1)
+    assert "60 transfers" in out and "10 steps" in out
+
+
+def test_build_root_and_option(capsys, tmp_path):
+    path = tmp_path / "b.json"
+    argv = "build binomial_broadcast -p 5 -s 64 --root 3 -o".split()
+    code, _, err = run(capsys, *argv, str(path))
+    assert code == 0, err
+    assert wc.Schedule.from_json(path).root == 3
+    argv = "build binomial_reduce -p 5 -s 64 --option root=4 -o".split()
+    code, _, err = run(capsys, *argv, str(path))
+    assert code == 0, err
+    assert wc.Schedule.from_json(path).root == 4
+
+
+def test_verify_file_and_name(capsys, tmp_path):
+    path = tmp_path / "r.json"
+    wc.build("rabenseifner", ranks=12, size_bytes=4096).to_json(path)
+    code, out, err = run(capsys, "verify", str(path))
+    assert code == 0, err
+    assert out.startswith("ok ") and "12 ranks" in out and "allreduce" in out
+    code, out, err = run(capsys, "verify", "recursive_doubling", "-p", "5", "-s", "8")
+    assert code == 0, err
+    # log2(4) + 2 folding steps
+    assert "4 steps" in out
+
+
+def _defective_schedule(tmp_path):
+    s = wc.Schedule(ranks=2, block_bytes=[8], collective="allreduce")
+    s.add_transfer(0, [1], [0], op="reduce")  # rank 0 never receives rank 1's data
+    path = tmp_path / "bad.json"
+    s.to_json(path)
+    return path
+
+
+def test_verify_defective_schedule_exits_1(capsys, tmp_path):
+    path = _defective_schedule(tmp_path)
+    code, out, err = run(capsys, "verify", str(path))
+    assert code == 1
+    assert out == ""
+    assert err.startswith("error: ")
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("text", ["{not json", '{"ranks": 2}', "[]"])
+def test_verify_malformed_file_exits_1(capsys, tmp_path, text):
+    path = tmp_path / "m.json"
+    path.write_text(text)
+    code, _, err = run(capsys, "verify", str(path))
+    assert code == 1
+    assert err.startswith("error: ")
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        ("build ring --ranks x --size-bytes 8 -o f", "invalid int"),
+        ("build ring --ranks 4 --size-bytes 8", "--json"),
+        ("build ring --size-bytes 8 -o f", "--ranks"),
+        ("build nope --ranks 4 --size-bytes 8 -o f", "nope"),
+        ("build ring --ranks 0 --size-bytes 8 -o f", "ranks"),
+        ("build ring -p 4 -s 8 --root 1 -o f", "root"),
+        ("build ring -p 4 -s 1XB -o f", "invalid size"),
+        ("build ring -p 4 -s 8 --option x -o f", "key=value"),
+        ("verify no_such_thing", "neither a file"),
+        ("verify ring", "--ranks"),
+        ("reproduce --only no_such_experiment --out f", "foundation_counts"),
+        ("frobnicate", "invalid choice"),
+    ],
+)
+def test_argument_errors_exit_2_without_traceback(capsys, tmp_path, argv, needle):
+    argv = [str(tmp_path / a) if a == "f" else a for a in argv.split()]
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert needle in err
+    assert "Traceback" not in err
+    assert not any(tmp_path.iterdir()), "nothing may be written on a usage error"
+
+
+def test_verify_file_refuses_build_options(capsys, tmp_path):
+    path = tmp_path / "r.json"
+    wc.build("ring", ranks=3, size_bytes=12).to_json(path)
+    code, _, err = run(capsys, "verify", str(path), "--ranks", "3")
+    assert code == 2
+    assert "--ranks" in err
+
+
+def test_build_unwritable_output_exits_1(capsys, tmp_path):
+    code, _, err = run(
+        capsys, "build", "ring", "-p", "3", "-s", "12", "-o", str(tmp_path / "no" / "x")
+    )
+    assert code == 1
+    assert err.startswith("error: cannot write")

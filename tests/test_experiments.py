@@ -1,0 +1,164 @@
+"""The experiment registry, the foundation experiment and `wafercoll reproduce`."""
+
+from __future__ import annotations
+
+import csv
+import math
+
+import numpy as np
+import pytest
+
+import wafercoll as wc
+import wafercoll.experiments as wx
+from wafercoll.cli import main
+from wafercoll.experiments import demo
+
+ALGOS = list(demo.ALGORITHMS)
+
+
+@pytest.fixture(scope="module")
+def quick_record(tmp_path_factory):
+    out = tmp_path_factory.mktemp("quick")
+    return wx.run_experiment("foundation_counts", out, quick=True)
+
+
+def test_registry_has_the_demo():
+    names = [e.name for e in wx.experiments()]
+    assert "foundation_counts" in names
+    exp = wx.get_experiment("foundation_counts")
+    assert exp.paper == "foundation"
+    assert exp in wx.experiments(paper="foundation")
+    assert exp not in wx.experiments(paper="no-such-paper")
+    assert exp.claim and exp.title
+
+
+def test_registry_rejects_duplicates_and_unknown_names():
+    with pytest.raises(ValueError, match="already registered"):
+        wx.register_experiment(wx.get_experiment("foundation_counts"))
+    with pytest.raises(KeyError, match="foundation_counts"):
+        wx.get_experiment("no_such_experiment")
+    with pytest.raises(ValueError, match="name"):
+        wx.Experiment("bad name", "t", "p", "c", run=dict, plot=dict)
+
+
+def test_quick_run_writes_csv_png_svg(quick_record):
+    files = quick_record["files"]
+    assert [f.rsplit(".", 1)[1] for f in files] == ["csv", "png", "svg"]
+    with open(files[0], newline="") as fh:
+        rows = list(csv.reader(fh))
+    header = rows[0]
+    for col in (
+        "algorithm",
+        "p",
+        "steps",
+        "steps_closed_form",
+        "transfers",
+        "bytes_sent_max",
+        "bytes_sent_total",
+    ):
+        assert col in header
+    assert len(rows) - 1 == len(ALGOS) * demo.MAX_RANKS_QUICK == quick_record["rows"]
+    with open(files[1], "rb") as fh:
+        assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
+    with open(files[2], encoding="utf-8") as fh:
+        assert "<svg" in fh.read()
+    assert quick_record["seconds"] > 0
+
+
+def test_findings_say_closed_forms_matched(quick_record):
+    findings = quick_record["findings"]
+    assert len(findings) == 2 * len(ALGOS)
+    for f in findings:
+        assert set(f) >= {"quantity", "paper", "ours", "note"}
+        assert f["ok"] is True, f
+        assert f["note"].startswith("matches")
+    assert {a for a in ALGOS if any(a in f["quantity"] for f in findings)} == set(ALGOS)
+
+
+def test_csv_columns_agree_with_a_fresh_build(quick_record):
+    with open(quick_record["files"][0], newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    row = next(r for r in rows if r["algorithm"] == "rabenseifner" and r["p"] == "12")
+    s = wc.build("rabenseifner", ranks=12, size_bytes=demo.SIZE_BYTES)
+    assert int(row["steps"]) == wc.verify(s).steps == 2 * 3 + 2
+    assert int(row["transfers"]) == s.num_transfers
+    assert int(row["bytes_sent_max"]) == int(s.stats()["bytes_sent"].max())
+
+
+@pytest.mark.parametrize("p", [1, 2, 3, 7, 8, 12, 33, 64])
+def test_closed_forms_by_hand(p):
+    size = 1 << 20
+    q = 2 ** math.floor(math.log2(p))
+    assert demo.closed_forms("ring", p, size)["steps"] == 2 * (p - 1)
+    assert demo.closed_forms("recursive_doubling", p, size)["steps"] == (
+        round(math.log2(q)) + (2 if p != q else 0)
+    )
+    assert demo.closed_forms("binomial_reduce", p, size)["steps"] == math.ceil(
+        math.log2(p)
+    )
+    assert (
+        demo.closed_forms("rabenseifner", p, size)["bytes_total"] == 2 * (p - 1) * size
+    )
+
+
+def test_closed_form_unknown_algorithm():
+    with pytest.raises(ValueError, match="no closed form"):
+        demo.closed_forms("nope", 4, 8)
+
+
+def test_plot_on_given_axes():
+    from matplotlib.figure import Figure
+
+    cols, _ = wx.split_result(demo.run_counts(quick=True))
+    fig = Figure()
+    ax = fig.add_subplot()
+    assert demo.plot_counts(cols, ax=ax) is ax
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ALGOS
+    assert ax.get_xlabel() and ax.get_ylabel()
+    ring_line = ax.get_lines()[0]
+    assert list(ring_line.get_ydata()) == [2 * (p - 1) for p in range(1, 17)]
+
+
+def test_split_result_validates():
+    cols, findings = wx.split_result({"a": np.arange(3), "b": ["x", "y", "z"]})
+    assert cols == {"a": [0, 1, 2], "b": ["x", "y", "z"]}
+    assert findings == []
+    assert isinstance(cols["a"][0], int)
+    with pytest.raises(ValueError, match="differ in length"):
+        wx.split_result({"a": [1, 2], "b": [1]})
+    with pytest.raises(ValueError, match="1-D"):
+        wx.split_result({"a": np.zeros((2, 2))})
+    with pytest.raises(ValueError, match="lacks"):
+        wx.split_result(({"a": [1]}, [{"quantity": "q"}]))
+    with pytest.raises(TypeError):
+        wx.split_result([1, 2, 3])
+
+
+def test_reproduce_quick_writes_report(tmp_path, capsys):
+    code = main(["reproduce", "--quick", "--out", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "foundation_counts" in err and " s" in err
+    report = (tmp_path / "REPORT.md").read_text()
+    assert report.startswith("# ")
+    assert wc.__version__ in report
+    assert "| foundation_counts |" in report
+    assert wx.get_experiment("foundation_counts").claim in report
+    assert "| quantity | paper | ours | note |" in report
+    assert "MISMATCH" not in report
+    for ext in ("csv", "png", "svg"):
+        assert (tmp_path / f"foundation_counts.{ext}").stat().st_size > 0
+
+
+def test_reproduce_reports_a_failing_experiment(tmp_path, capsys, monkeypatch):
+    def broken(quick=False):
+        raise RuntimeError("boom")
+
+    bad = wx.Experiment("broken_demo", "Broken", "test", "none", run=broken, plot=dict)
+    monkeypatch.setitem(wx._REGISTRY, bad.name, bad)
+    code = main(["reproduce", "--quick", "--out", str(tmp_path), "--only", bad.name])
+    _, err = capsys.readouterr()
+    assert code == 1
+    assert "boom" in err
+    report = (tmp_path / "REPORT.md").read_text()
+    assert "broken_demo" in report and "boom" in report
