@@ -30,29 +30,20 @@ from __future__ import annotations
 import html
 import math
 import numbers
-import operator
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from . import _core
+from ._util import as_int
 
 __all__ = ["Topology", "custom", "line", "mesh", "ring", "torus"]
 
 
-def _as_int(value: Any, name: str) -> int:
-    """Return ``value`` as a Python int; refuse bools, floats and strings."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
-    return operator.index(value)
-
-
 def _as_size(value: Any, name: str, minimum: int, maximum: int) -> int:
     """Check an integer size against ``[minimum, maximum]``."""
-    v = _as_int(value, name)
-    if v < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {v}")
+    v = as_int(value, name, minimum)
     if v > maximum:
         raise ValueError(f"{name} = {v} exceeds the limit of {maximum} nodes")
     return v
@@ -204,7 +195,7 @@ class Topology:
 
     def _id(self, value: Any, name: str, endpoint: bool = True) -> int:
         """Check a node id (an endpoint id if ``endpoint``); IndexError if bad."""
-        v = _as_int(value, name)
+        v = as_int(value, name)
         upper = self.num_endpoints if endpoint else self.num_nodes
         if not 0 <= v < upper:
             what = "an endpoint" if endpoint else "a node"
@@ -312,7 +303,7 @@ class Topology:
         int
             ``row * cols + col``.
         """
-        r, c = _as_int(row, "row"), _as_int(col, "col")
+        r, c = as_int(row, "row"), as_int(col, "col")
         rows, cols = self.shape
         if self.kind != "custom" and not (0 <= r < rows and 0 <= c < cols):
             raise IndexError(

@@ -25,20 +25,6 @@ std::vector<std::int64_t> block_element_offsets(const Schedule& s, std::int64_t 
   return off;
 }
 
-namespace {
-
-bool initially_holds(const Schedule& s, RankId r, BlockId b) {
-  if (!s.participates(r)) return false;
-  const Collective& c = s.collective();
-  switch (c.kind) {
-    case CollectiveKind::broadcast: return r == c.root;
-    case CollectiveKind::allgather: return c.owners[b] == r;
-    default: return true;
-  }
-}
-
-}  // namespace
-
 template <typename T>
 void execute(const Schedule& s, const T* inputs, T* outputs, std::int64_t elements) {
   const RankId p = s.num_ranks();
@@ -49,27 +35,16 @@ void execute(const Schedule& s, const T* inputs, T* outputs, std::int64_t elemen
     for (BlockId b = 0; b < nb; ++b) {
       const std::int64_t lo = r * elements + off[b];
       const std::int64_t hi = r * elements + off[b + 1];
-      if (initially_holds(s, r, b)) {
+      if (s.holds_input(r, b)) {
         std::copy(inputs + lo, inputs + hi, outputs + lo);
       } else {
         std::fill(outputs + lo, outputs + hi, T(0));
       }
     }
   }
-  // Successor lists and in-degrees.
-  std::vector<std::int32_t> indegree(n, 0);
-  std::vector<std::int64_t> succ_off(static_cast<std::size_t>(n) + 1, 0);
-  for (TransferId t = 0; t < n; ++t) {
-    indegree[t] = static_cast<std::int32_t>(s.num_deps(t));
-    for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d) ++succ_off[*d + 1];
-  }
-  for (TransferId t = 0; t < n; ++t) succ_off[t + 1] += succ_off[t];
-  std::vector<TransferId> succ(succ_off.back());
-  {
-    std::vector<std::int64_t> fill(succ_off.begin(), succ_off.end() - 1);
-    for (TransferId t = 0; t < n; ++t)
-      for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d) succ[fill[*d]++] = t;
-  }
+  const Successors succ = successors(s);
+  std::vector<std::int32_t> indegree(n);
+  for (TransferId t = 0; t < n; ++t) indegree[t] = static_cast<std::int32_t>(s.num_deps(t));
   // Snapshots of the source blocks of ready transfers.
   std::vector<std::vector<T>> staged(n);
   auto snapshot = [&](TransferId t) {
@@ -105,8 +80,8 @@ void execute(const Schedule& s, const T* inputs, T* outputs, std::int64_t elemen
     }
     std::vector<T>().swap(staged[t]);
     ++done;
-    for (std::int64_t i = succ_off[t]; i < succ_off[t + 1]; ++i) {
-      const TransferId u = succ[i];
+    for (std::int64_t i = succ.offsets[t]; i < succ.offsets[t + 1]; ++i) {
+      const TransferId u = succ.list[i];
       if (--indegree[u] == 0) {
         snapshot(u);
         ready.push_back(u);

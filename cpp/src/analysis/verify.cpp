@@ -151,7 +151,12 @@ class HappensBefore {
     }
   }
 
-  std::int32_t pos(TransferId t) const { return pos_[t]; }
+  // Number of steps: 1 + the largest level (0 without transfers).
+  std::int32_t steps() const {
+    std::int32_t steps = 0;
+    for (std::int32_t l : level_) steps = std::max(steps, l + 1);
+    return steps;
+  }
 
   bool direct(TransferId a, TransferId b) const {
     for (const TransferId* d = s_.deps_begin(b); d != s_.deps_end(b); ++d)
@@ -319,24 +324,13 @@ class Verifier {
     check_postcondition();
     VerifyReport rep;
     rep.transfers = s_.num_transfers();
-    rep.steps = schedule_steps();
+    rep.steps = hb_.steps();
     rep.pieces_written = pieces_written_;
     rep.reachability_queries = hb_.queries;
     return rep;
   }
 
  private:
-  std::int32_t schedule_steps() const {
-    std::vector<std::int32_t> step(s_.num_transfers(), 0);
-    std::int32_t steps = 0;
-    for (TransferId t : order_) {
-      for (const TransferId* d = s_.deps_begin(t); d != s_.deps_end(t); ++d)
-        step[t] = std::max(step[t], step[*d] + 1);
-      steps = std::max(steps, step[t] + 1);
-    }
-    return steps;
-  }
-
   std::int32_t initial_record(std::int32_t set) {
     records_.push_back(Record{-1, set, -1});
     return static_cast<std::int32_t>(records_.size()) - 1;
@@ -359,11 +353,8 @@ class Verifier {
     }
     full_ = sets_.intern(part);
     for (RankId r = 0; r < p; ++r) {
-      const bool holds = s_.participates(r) &&
-                         (c.kind == CollectiveKind::reduce ||
-                          c.kind == CollectiveKind::allreduce ||
-                          c.kind == CollectiveKind::reduce_scatter ||
-                          (c.kind == CollectiveKind::broadcast && r == c.root));
+      // Allgather owners are set per block run below.
+      const bool holds = c.kind != CollectiveKind::allgather && s_.holds_input(r, 0);
       cells_.of(r).push_back(Piece{0, holds ? initial_record(sets_.singleton(r)) : empty});
     }
     if (c.kind == CollectiveKind::allgather) {

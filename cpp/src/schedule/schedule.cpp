@@ -296,6 +296,29 @@ std::int64_t Schedule::transfer_blocks(TransferId t) const {
   return total;
 }
 
+bool Schedule::holds_input(RankId r, BlockId b) const {
+  if (!participates(r)) return false;
+  switch (collective_.kind) {
+    case CollectiveKind::broadcast: return r == collective_.root;
+    case CollectiveKind::allgather: return collective_.owners[b] == r;
+    default: return true;
+  }
+}
+
+Successors successors(const Schedule& s) {
+  const TransferId n = s.num_transfers();
+  Successors out;
+  out.offsets.assign(static_cast<std::size_t>(n) + 1, 0);
+  for (TransferId t = 0; t < n; ++t)
+    for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d) ++out.offsets[*d + 1];
+  for (TransferId t = 0; t < n; ++t) out.offsets[t + 1] += out.offsets[t];
+  out.list.resize(out.offsets.back());
+  std::vector<std::int64_t> fill(out.offsets.begin(), out.offsets.end() - 1);
+  for (TransferId t = 0; t < n; ++t)
+    for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d) out.list[fill[*d]++] = t;
+  return out;
+}
+
 std::vector<TransferId> topological_order(const Schedule& s) {
   const TransferId n = s.num_transfers();
   std::vector<TransferId> order;
@@ -305,17 +328,9 @@ std::vector<TransferId> topological_order(const Schedule& s) {
     return order;
   }
   // Kahn's algorithm over the successor lists, smallest ready index first.
-  std::vector<std::int32_t> indegree(n, 0);
-  std::vector<std::int64_t> succ_off(static_cast<std::size_t>(n) + 1, 0);
-  for (TransferId t = 0; t < n; ++t) {
-    indegree[t] = static_cast<std::int32_t>(s.num_deps(t));
-    for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d) ++succ_off[*d + 1];
-  }
-  for (TransferId t = 0; t < n; ++t) succ_off[t + 1] += succ_off[t];
-  std::vector<TransferId> succ(succ_off.back());
-  std::vector<std::int64_t> fill(succ_off.begin(), succ_off.end() - 1);
-  for (TransferId t = 0; t < n; ++t)
-    for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d) succ[fill[*d]++] = t;
+  const Successors succ = successors(s);
+  std::vector<std::int32_t> indegree(n);
+  for (TransferId t = 0; t < n; ++t) indegree[t] = static_cast<std::int32_t>(s.num_deps(t));
   std::priority_queue<TransferId, std::vector<TransferId>, std::greater<TransferId>> ready;
   for (TransferId t = 0; t < n; ++t)
     if (indegree[t] == 0) ready.push(t);
@@ -323,8 +338,8 @@ std::vector<TransferId> topological_order(const Schedule& s) {
     const TransferId t = ready.top();
     ready.pop();
     order.push_back(t);
-    for (std::int64_t i = succ_off[t]; i < succ_off[t + 1]; ++i)
-      if (--indegree[succ[i]] == 0) ready.push(succ[i]);
+    for (std::int64_t i = succ.offsets[t]; i < succ.offsets[t + 1]; ++i)
+      if (--indegree[succ.list[i]] == 0) ready.push(succ.list[i]);
   }
   if (static_cast<TransferId>(order.size()) != n) {
     TransferId first = -1;

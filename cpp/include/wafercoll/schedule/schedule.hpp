@@ -114,6 +114,10 @@ class Schedule {
   bool participates(RankId r) const {
     return collective_.participants.empty() || collective_.participants[r] != 0;
   }
+  // Whether cell (r, b) starts with rank r's input (else it starts empty/0):
+  // participants hold every block of a reduce / allreduce / reduce_scatter,
+  // the root holds a broadcast, owners hold their allgather blocks.
+  bool holds_input(RankId r, BlockId b) const;
   std::string name;  // free-form label (builder name and parameters)
 
   RankId src(TransferId t) const { return src_[t]; }
@@ -178,6 +182,14 @@ struct ScheduleStats {
   std::vector<Bytes> bytes_sent;               // per rank (a multicast counts once)
   std::vector<Bytes> bytes_received;           // per rank
 };
+
+// Successor lists of the dependency DAG in CSR form: the transfers that
+// depend on t are list[offsets[t] .. offsets[t+1]).
+struct Successors {
+  std::vector<std::int64_t> offsets;
+  std::vector<TransferId> list;
+};
+Successors successors(const Schedule& s);
 
 // Topological order of the transfers (deterministic: Kahn's algorithm taking
 // the smallest ready index first). Throws ScheduleError("cycle") naming a
