@@ -13,4 +13,5 @@ PYBIND11_MODULE(_core, m) {
   bind_schedule(m);
   bind_analysis(m);
   bind_algorithms(m);
+  bind_simulate(m);
 }

@@ -23,3 +23,4 @@ void bind_topology(py::module_& m);
 void bind_schedule(py::module_& m);
 void bind_analysis(py::module_& m);
 void bind_algorithms(py::module_& m);
+void bind_simulate(py::module_& m);

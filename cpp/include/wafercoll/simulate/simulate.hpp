@@ -1,0 +1,122 @@
+// Discrete-event network simulation of a schedule on a topology.
+//
+// The simulator knows nothing about algorithms: it moves the schedule's
+// transfers, as streams of packets, along the topology's routes and charges
+// the network model's costs. Every quantity below is in seconds and bytes.
+//
+// Model (also the docstring of wafercoll.simulate; the tests derive their
+// closed forms from exactly these rules):
+//
+//  * Rank r runs on endpoint placement[r] (identity by default; distinct
+//    endpoints). A transfer is *ready* when all its dependencies have
+//    completed (time 0 without dependencies). Its first packet reaches its
+//    first stage at ready + alpha_s (alpha is a start-up delay; it occupies no
+//    resource).
+//  * A message of S bytes is cut into packets of packet_bytes (the last one
+//    shorter; one packet when packet_bytes == 0). With flit_bytes > 0 a
+//    packet occupies a whole number of flits on the wire.
+//  * Stages. A packet crosses, in order: the source's injection port (only
+//    when ports > 0), the links of route(src, dst), the destination's
+//    ejection port (only when ports > 0). Every stage is a server that sends
+//    one packet at a time at its bandwidth: a packet of w wire bytes occupies
+//    it for w / bandwidth. Link stage bandwidth is the model's bandwidth_Bps
+//    (or the link's own when that is 0), latency the link's own plus
+//    hop_latency_s. Port stages have port_bandwidth_Bps (0: the model's
+//    bandwidth, or the fastest link at that endpoint) and port_latency_s.
+//    An endpoint has `ports` injection and `ports` ejection channels; a
+//    transfer takes the injection channel that frees up first when its first
+//    packet arrives, and each destination's ejection channel likewise.
+//  * Arbitration: a stage serves packets first come, first served by the
+//    time they reach it; simultaneous arrivals go by packet index, then by a
+//    canonical order of transfers (source, first destination, first block,
+//    last block, op, bytes), so results do not depend on the order in which
+//    transfers were added. A source presents packet k+1 of a message when
+//    packet k has left its first stage, so messages that share a first stage
+//    interleave packet by packet (fair sharing).
+//  * Switching. Store-and-forward: a packet reaches the next stage at
+//    (its finish on this stage) + latency. Cut-through: its head reaches the
+//    next stage at (its start here) + latency (+ one flit time with flits),
+//    and it cannot finish there before finish here + latency, i.e. it
+//    arrives at max(start + latency [+ flit/bw], finish + latency - w/bw_next).
+//    Routers buffer without limit (no back-pressure).
+//  * A packet is delivered at its finish on the last stage + that stage's
+//    latency. For a reducing transfer with gamma_s_per_byte > 0 the
+//    destination's one compute unit then reduces it, first come first
+//    served, taking gamma * bytes. A destination is done with a transfer
+//    when its last packet is delivered (and reduced); the transfer completes
+//    when every destination is done.
+//  * Multicast: one stream follows the union of the routes (a tree built as
+//    a prefix tree of the stage sequences); each packet crosses each stage of
+//    the tree once and is copied where the routes part.
+//  * Results: makespan = latest completion; a rank finishes when the last
+//    packet it sent leaves its first stage and the last transfer it receives
+//    is done. busy time of a stage = sum of w/bw over the packets it sent.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "wafercoll/schedule/schedule.hpp"
+#include "wafercoll/topology/topology.hpp"
+#include "wafercoll/units.hpp"
+
+namespace wafercoll {
+
+enum class Switching : std::uint8_t { cut_through = 0, store_and_forward = 1 };
+
+const char* to_string(Switching s);
+Switching switching_from_string(const std::string& name);
+
+struct NetworkModel {
+  BytesPerSecond bandwidth_Bps = 0.0;  // > 0: every link; 0: each link's own
+  Seconds hop_latency_s = 0.0;         // added to every link's own latency
+  Seconds alpha_s = 0.0;               // per-message start-up delay
+  Bytes packet_bytes = 0;              // 0: a message is one packet
+  Bytes flit_bytes = 0;                // 0: no flit rounding / head flit
+  Switching switching = Switching::cut_through;
+  double gamma_s_per_byte = 0.0;       // reduction cost at the destination
+  std::int32_t ports = 0;              // injection and ejection channels; 0: none
+  BytesPerSecond port_bandwidth_Bps = 0.0;
+  Seconds port_latency_s = 0.0;
+  double clock_Hz = 0.0;               // 0: no clock (no cycle counts)
+
+  // Throws std::invalid_argument naming the field and the accepted range.
+  void validate() const;
+};
+
+struct SimOptions {
+  std::vector<NodeId> placement;   // rank -> endpoint; empty = identity
+  bool record_transfers = false;   // per-transfer ready / finish times
+  bool record_timeline = false;    // busy-link step function
+  std::int64_t max_events = std::int64_t{1} << 32;  // refuse larger runs up front
+};
+
+struct SimResult {
+  Seconds time_s = 0.0;
+  std::vector<Seconds> rank_finish_s;    // per rank
+  std::vector<Seconds> link_busy_s;      // per topology link
+  std::vector<Bytes> link_bytes;         // per topology link (payload bytes)
+  std::vector<Seconds> injection_busy_s; // per endpoint, summed over its channels
+  std::vector<Seconds> ejection_busy_s;
+  std::vector<Seconds> compute_busy_s;   // per endpoint (reductions)
+  std::int64_t events = 0;               // packet-stage services
+  std::int64_t packets = 0;              // packets injected
+  // record_transfers:
+  std::vector<Seconds> transfer_ready_s;
+  std::vector<Seconds> transfer_finish_s;
+  // record_timeline: from timeline_t[i] to timeline_t[i+1], timeline_busy[i]
+  // links are busy (the last entry is 0 at the makespan).
+  std::vector<Seconds> timeline_t;
+  std::vector<std::int32_t> timeline_busy;
+};
+
+// Number of packet-stage services the simulation will perform (what
+// max_events bounds); validates the inputs like simulate().
+std::int64_t simulation_events(const Schedule& s, const Topology& topo,
+                               const NetworkModel& net, const SimOptions& opt = {});
+
+SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& net,
+                   const SimOptions& opt = {});
+
+}  // namespace wafercoll

@@ -1,0 +1,558 @@
+// Discrete-event simulation: see simulate.hpp for the model.
+//
+// Implementation notes.
+//  * Every transfer is a stream over a prefix tree ("trie") of stages: the
+//    union of its destinations' stage sequences. A unicast is a path.
+//  * Stages are FCFS servers. Events are processed in time order, so when a
+//    packet reaches a stage every packet that reached it earlier has already
+//    been given its slot: the arriving packet's start is simply
+//    max(arrival, stage free time). One event per packet per stage.
+//  * Event ties are broken by (packet index, canonical transfer rank, local
+//    trie node, kind): never by transfer index, so that renumbering the
+//    transfers does not change any result.
+#include "wafercoll/simulate/simulate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "wafercoll/errors.hpp"
+
+namespace wafercoll {
+
+const char* to_string(Switching s) {
+  return s == Switching::cut_through ? "cut_through" : "store_and_forward";
+}
+
+Switching switching_from_string(const std::string& name) {
+  if (name == "cut_through") return Switching::cut_through;
+  if (name == "store_and_forward") return Switching::store_and_forward;
+  throw std::invalid_argument("switching must be 'cut_through' or 'store_and_forward', got '" +
+                              name + "'");
+}
+
+namespace {
+
+bool finite_nonneg(double x) { return std::isfinite(x) && x >= 0.0; }
+
+void require(bool ok, const std::string& msg) {
+  if (!ok) throw std::invalid_argument(msg);
+}
+
+}  // namespace
+
+void NetworkModel::validate() const {
+  require(std::isfinite(bandwidth_Bps) && bandwidth_Bps >= 0.0,
+          "bandwidth_Bps must be a finite number >= 0 (bytes per second; 0: each link's own)");
+  require(finite_nonneg(hop_latency_s), "hop_latency_s must be a finite number >= 0 (seconds)");
+  require(finite_nonneg(alpha_s), "alpha_s must be a finite number >= 0 (seconds)");
+  require(packet_bytes >= 0, "packet_bytes must be >= 1 (or None for one packet per message)");
+  require(flit_bytes >= 0, "flit_bytes must be >= 1 (or None for no flits)");
+  require(flit_bytes == 0 || packet_bytes == 0 || flit_bytes <= packet_bytes,
+          "flit_bytes must not exceed packet_bytes");
+  require(finite_nonneg(gamma_s_per_byte),
+          "gamma_s_per_byte must be a finite number >= 0 (seconds per byte)");
+  require(ports >= 0 && ports <= 1024, "ports must be in [1, 1024] (or None for unlimited)");
+  require(std::isfinite(port_bandwidth_Bps) && port_bandwidth_Bps >= 0.0,
+          "port_bandwidth_Bps must be a finite number >= 0 (bytes per second; 0: default)");
+  require(finite_nonneg(port_latency_s), "port_latency_s must be a finite number >= 0 (seconds)");
+  require(std::isfinite(clock_Hz) && clock_Hz >= 0.0, "clock_Hz must be a finite number > 0");
+}
+
+namespace {
+
+constexpr std::int32_t kInjPort = -2;  // stage resolved to the source's injection channel
+constexpr std::int32_t kEjPort = -3;   // stage resolved to the destination's ejection channel
+
+struct Node {
+  std::int32_t resource;      // link id, kInjPort or kEjPort
+  std::int32_t first_child;   // -1: none
+  std::int32_t next_sibling;  // -1: none
+  std::int32_t term;          // destination slot ending here, or -1
+  std::int32_t top;           // 1 for a first stage of the stream
+};
+
+enum : std::uint32_t { kArrive = 0, kDeliver = 1 };
+
+struct Event {
+  Seconds t;
+  std::uint64_t k1;  // packet << 32 | canonical transfer rank
+  std::uint32_t k2;  // local node << 1 | kind
+  TransferId transfer;
+  std::int32_t node;
+};
+
+inline bool before(const Event& a, const Event& b) {
+  if (a.t != b.t) return a.t < b.t;
+  if (a.k1 != b.k1) return a.k1 < b.k1;
+  return a.k2 < b.k2;
+}
+
+// Binary min-heap with replace_top: most events schedule a follow-up, which
+// then costs one sift-down instead of a pop and a push.
+class EventQueue {
+ public:
+  bool empty() const { return h_.empty(); }
+  const Event& top() const { return h_[0]; }
+  void push(const Event& e) {
+    std::size_t i = h_.size();
+    h_.push_back(e);
+    while (i > 0) {
+      const std::size_t parent = (i - 1) / 2;
+      if (!before(e, h_[parent])) break;
+      h_[i] = h_[parent];
+      i = parent;
+    }
+    h_[i] = e;
+  }
+  void pop() {
+    const Event last = h_.back();
+    h_.pop_back();
+    if (!h_.empty()) sift_down(last);
+  }
+  void replace_top(const Event& e) { sift_down(e); }
+
+ private:
+  void sift_down(const Event& e) {
+    const std::size_t n = h_.size();
+    std::size_t i = 0;
+    for (;;) {
+      std::size_t c = 2 * i + 1;
+      if (c >= n) break;
+      if (c + 1 < n && before(h_[c + 1], h_[c])) ++c;
+      if (!before(h_[c], e)) break;
+      h_[i] = h_[c];
+      i = c;
+    }
+    h_[i] = e;
+  }
+  std::vector<Event> h_;
+};
+
+// Everything the run needs that does not change while it runs.
+struct Prepared {
+  std::vector<NodeId> place;             // rank -> endpoint
+  std::vector<Node> nodes;               // all tries
+  std::vector<std::int64_t> base;        // per transfer: first node; size T+1
+  std::vector<std::int64_t> npackets;    // per transfer
+  std::vector<Bytes> last_bytes;         // per transfer: size of its last packet
+  std::vector<std::uint32_t> canon;      // per transfer
+  std::int64_t events = 0;
+};
+
+constexpr std::int64_t kMaxNodes = std::int64_t{1} << 27;
+
+Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& net,
+                 const SimOptions& opt) {
+  net.validate();
+  Prepared p;
+  const RankId P = s.num_ranks();
+  const NodeId E = topo.num_endpoints();
+  if (opt.placement.empty()) {
+    require(P <= E, "the schedule has " + std::to_string(P) + " ranks but topology " +
+                        topo.name() + " has only " + std::to_string(E) +
+                        " endpoints (pass placement= to map ranks to endpoints)");
+    p.place.resize(P);
+    std::iota(p.place.begin(), p.place.end(), 0);
+  } else {
+    require(static_cast<std::int64_t>(opt.placement.size()) == P,
+            "placement must list one endpoint per rank (" + std::to_string(P) + "), got " +
+                std::to_string(opt.placement.size()));
+    std::vector<std::uint8_t> used(E, 0);
+    for (RankId r = 0; r < P; ++r) {
+      const NodeId e = opt.placement[r];
+      require(e >= 0 && e < E, "placement[" + std::to_string(r) + "] = " + std::to_string(e) +
+                                   " is not an endpoint of " + topo.name() + " (in [0, " +
+                                   std::to_string(E) + "))");
+      require(!used[e], "placement maps two ranks to endpoint " + std::to_string(e) +
+                            "; ranks must run on distinct endpoints");
+      used[e] = 1;
+    }
+    p.place = opt.placement;
+  }
+  if (!s.deps_point_backward()) topological_order(s);  // throws on a cycle
+
+  const TransferId T = s.num_transfers();
+  const std::int64_t slots = static_cast<std::int64_t>(s.dst_array().size());
+  require(slots < std::numeric_limits<std::int32_t>::max(),
+          "the schedule has too many destinations to simulate");
+  const std::int64_t port_stages = net.ports > 0 ? 2 : 0;
+
+  // Bound the trie size before building it.
+  std::int64_t bound = 0;
+  for (TransferId t = 0; t < T; ++t) {
+    const NodeId a = p.place[s.src(t)];
+    for (const RankId* d = s.dsts_begin(t); d != s.dsts_end(t); ++d) {
+      const std::int32_t h = topo.hops(a, p.place[*d]);
+      if (h < 0)
+        throw std::invalid_argument("transfer " + std::to_string(t) + ": no route from rank " +
+                                    std::to_string(s.src(t)) + " (endpoint " +
+                                    std::to_string(a) + ") to rank " + std::to_string(*d) +
+                                    " (endpoint " + std::to_string(p.place[*d]) + ") in " +
+                                    topo.name());
+      bound += h + port_stages;
+    }
+    if (bound > kMaxNodes)
+      throw std::invalid_argument(
+          "the schedule's routes have more than " + std::to_string(kMaxNodes) +
+          " stages in all; simulating it would need too much memory");
+  }
+
+  p.nodes.reserve(static_cast<std::size_t>(bound));
+  p.base.resize(static_cast<std::size_t>(T) + 1);
+  p.npackets.resize(T);
+  p.last_bytes.resize(T);
+  std::vector<std::int32_t> seq;
+  std::vector<LinkId> route;
+  const Bytes M = net.packet_bytes;
+  for (TransferId t = 0; t < T; ++t) {
+    const std::int64_t b0 = static_cast<std::int64_t>(p.nodes.size());
+    p.base[t] = b0;
+    const Bytes S = s.transfer_bytes(t);
+    const std::int64_t n = (M == 0 || S == 0) ? 1 : (S + M - 1) / M;
+    if (n >= (std::int64_t{1} << 32))
+      throw std::invalid_argument("transfer " + std::to_string(t) + " would be cut into " +
+                                  std::to_string(n) +
+                                  " packets; use a larger packet_bytes");
+    p.npackets[t] = n;
+    p.last_bytes[t] = (M == 0 || S == 0) ? S : S - (n - 1) * M;
+    const NodeId a = p.place[s.src(t)];
+    std::int64_t slot = s.dst_offsets()[t];
+    for (const RankId* d = s.dsts_begin(t); d != s.dsts_end(t); ++d, ++slot) {
+      seq.clear();
+      if (net.ports > 0) seq.push_back(kInjPort);
+      route.clear();
+      topo.append_route(a, p.place[*d], route);
+      seq.insert(seq.end(), route.begin(), route.end());
+      if (net.ports > 0) seq.push_back(kEjPort);
+      // Walk the trie, creating what is missing. Children are searched by
+      // resource; the ejection stage is never shared (one per destination).
+      std::int32_t parent = -1;
+      for (std::size_t i = 0; i < seq.size(); ++i) {
+        const std::int32_t res = seq[i];
+        std::int32_t c = -1;
+        if (res != kEjPort) {
+          c = parent < 0 ? (p.nodes.size() > static_cast<std::size_t>(b0)
+                                ? static_cast<std::int32_t>(b0)
+                                : -1)
+                         : p.nodes[parent].first_child;
+          while (c >= 0 && p.nodes[c].resource != res) c = p.nodes[c].next_sibling;
+        }
+        if (c < 0) {
+          if (p.nodes.size() >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
+            throw std::invalid_argument("too many stages to simulate");
+          c = static_cast<std::int32_t>(p.nodes.size());
+          Node nd{res, -1, -1, -1, parent < 0 ? 1 : 0};
+          if (parent < 0) {
+            // Top-level siblings chain from the stream's first node.
+            if (c != b0) {
+              std::int32_t x = static_cast<std::int32_t>(b0);
+              while (p.nodes[x].next_sibling >= 0) x = p.nodes[x].next_sibling;
+              p.nodes.push_back(nd);
+              p.nodes[x].next_sibling = c;
+            } else {
+              p.nodes.push_back(nd);
+            }
+          } else {
+            nd.next_sibling = p.nodes[parent].first_child;
+            p.nodes.push_back(nd);
+            p.nodes[parent].first_child = c;
+          }
+        }
+        parent = c;
+      }
+      p.nodes[parent].term = static_cast<std::int32_t>(slot);
+    }
+    p.events += n * (static_cast<std::int64_t>(p.nodes.size()) - b0);
+  }
+  p.base[T] = static_cast<std::int64_t>(p.nodes.size());
+  if (p.events > opt.max_events)
+    throw std::invalid_argument(
+        "the simulation would take " + std::to_string(p.events) +
+        " packet-stage events, more than max_events = " + std::to_string(opt.max_events) +
+        "; use a larger packet_bytes (or raise max_events)");
+
+  // Canonical order of the transfers, independent of their indices.
+  std::vector<TransferId> order(T);
+  std::iota(order.begin(), order.end(), 0);
+  auto key = [&](TransferId t) {
+    const BlockRange* r0 = s.ranges_begin(t);
+    const BlockRange* r1 = s.ranges_end(t) - 1;
+    return std::make_tuple(s.src(t), *s.dsts_begin(t), s.num_dsts(t), r0->lo, r1->hi,
+                           static_cast<int>(s.op(t)), s.transfer_bytes(t));
+  };
+  std::sort(order.begin(), order.end(), [&](TransferId x, TransferId y) {
+    const auto kx = key(x), ky = key(y);
+    if (kx != ky) return kx < ky;
+    return x < y;
+  });
+  p.canon.resize(T);
+  for (TransferId i = 0; i < T; ++i) p.canon[order[i]] = static_cast<std::uint32_t>(i);
+  return p;
+}
+
+}  // namespace
+
+std::int64_t simulation_events(const Schedule& s, const Topology& topo,
+                               const NetworkModel& net, const SimOptions& opt) {
+  return prepare(s, topo, net, opt).events;
+}
+
+SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& net,
+                   const SimOptions& opt) {
+  const Prepared p = prepare(s, topo, net, opt);
+  const TransferId T = s.num_transfers();
+  const RankId P = s.num_ranks();
+  const NodeId E = topo.num_endpoints();
+  const LinkId L = topo.num_links();
+  const std::int32_t K = net.ports;
+
+  // Resources: links, then E*K injection channels, then E*K ejection channels.
+  const std::int64_t R = static_cast<std::int64_t>(L) + 2 * static_cast<std::int64_t>(E) * K;
+  std::vector<double> inv_bw(R), lat(R), free_at(R, 0.0), busy(R, 0.0);
+  std::vector<Bytes> bytes(R, 0);
+  std::vector<double> fastest_out, fastest_in;
+  if (K > 0 && net.port_bandwidth_Bps == 0.0 && net.bandwidth_Bps == 0.0) {
+    fastest_out.assign(E, 0.0);
+    fastest_in.assign(E, 0.0);
+  }
+  for (LinkId l = 0; l < L; ++l) {
+    const Link lk = topo.link(l);
+    const double bw = net.bandwidth_Bps > 0.0 ? net.bandwidth_Bps : lk.bandwidth_Bps;
+    inv_bw[l] = 1.0 / bw;
+    lat[l] = lk.latency_s + net.hop_latency_s;
+    if (!fastest_out.empty()) {
+      if (topo.is_endpoint(lk.src)) fastest_out[lk.src] = std::max(fastest_out[lk.src], bw);
+      if (topo.is_endpoint(lk.dst)) fastest_in[lk.dst] = std::max(fastest_in[lk.dst], bw);
+    }
+  }
+  std::vector<double> ej_inv_bw;  // per endpoint
+  if (K > 0) {
+    ej_inv_bw.assign(E, 0.0);
+    for (NodeId e = 0; e < E; ++e) {
+      double bin = net.port_bandwidth_Bps > 0.0 ? net.port_bandwidth_Bps : net.bandwidth_Bps;
+      double bout = bin;
+      if (bin == 0.0) {
+        bout = fastest_out[e] > 0.0 ? fastest_out[e] : 1.0;
+        bin = fastest_in[e] > 0.0 ? fastest_in[e] : 1.0;
+      }
+      ej_inv_bw[e] = 1.0 / bin;
+      for (std::int32_t c = 0; c < K; ++c) {
+        const std::int64_t ri = L + static_cast<std::int64_t>(e) * K + c;
+        const std::int64_t re = L + static_cast<std::int64_t>(E) * K + ri - L;
+        inv_bw[ri] = 1.0 / bout;
+        inv_bw[re] = 1.0 / bin;
+        lat[ri] = lat[re] = net.port_latency_s;
+      }
+    }
+  }
+
+  const bool saf = net.switching == Switching::store_and_forward;
+  const Bytes M = net.packet_bytes;
+  const Bytes F = net.flit_bytes;
+  const double gamma = net.gamma_s_per_byte;
+
+  // Per transfer / per destination slot state.
+  std::vector<std::int64_t> pending(T);
+  std::vector<Seconds> ready(T, 0.0), finish(T, 0.0);
+  std::vector<std::int64_t> dst_left(T);
+  std::vector<std::int64_t> inj_res(T, -1);
+  const std::int64_t S_slots = static_cast<std::int64_t>(s.dst_array().size());
+  std::vector<std::int64_t> slot_left(S_slots);
+  std::vector<std::int64_t> ej_res(S_slots, -1);
+  const std::vector<RankId>& slot_transfer_dst = s.dst_array();
+  for (TransferId t = 0; t < T; ++t) {
+    pending[t] = s.num_deps(t);
+    dst_left[t] = s.num_dsts(t);
+    for (std::int64_t i = s.dst_offsets()[t]; i < s.dst_offsets()[t + 1]; ++i)
+      slot_left[i] = p.npackets[t];
+  }
+  const Successors succ = successors(s);
+
+  SimResult res;
+  res.rank_finish_s.assign(P, 0.0);
+  std::vector<double> cfree(gamma > 0.0 ? E : 0, 0.0);
+  res.compute_busy_s.assign(E, 0.0);
+
+  // Timeline: per link the open busy interval, closed ones in a list.
+  std::vector<double> open_a, open_b;
+  std::vector<std::pair<double, double>> closed;
+  if (opt.record_timeline) {
+    open_a.assign(L, -1.0);
+    open_b.assign(L, -1.0);
+  }
+
+  EventQueue queue;
+  bool top_consumed = true;  // whether the event being processed left the queue
+  auto push = [&](Seconds t, std::int64_t packet, TransferId tr, std::int32_t node,
+                  std::uint32_t kind) {
+    const Event e{t, (static_cast<std::uint64_t>(packet) << 32) | p.canon[tr],
+                  (static_cast<std::uint32_t>(node - p.base[tr]) << 1) | kind, tr, node};
+    if (!top_consumed) {
+      queue.replace_top(e);
+      top_consumed = true;
+    } else {
+      queue.push(e);
+    }
+  };
+  auto start = [&](TransferId t) {
+    const Seconds a = ready[t] + net.alpha_s;
+    for (std::int32_t c = static_cast<std::int32_t>(p.base[t]); c >= 0; c = p.nodes[c].next_sibling)
+      push(a, 0, t, c, kArrive);
+    res.packets += p.npackets[t];
+  };
+  TransferId completed = 0;
+  auto complete = [&](TransferId t) {
+    ++completed;
+    res.time_s = std::max(res.time_s, finish[t]);
+    for (std::int64_t i = succ.offsets[t]; i < succ.offsets[t + 1]; ++i) {
+      const TransferId x = succ.list[i];
+      ready[x] = std::max(ready[x], finish[t]);
+      if (--pending[x] == 0) start(x);
+    }
+  };
+  auto packet_done = [&](TransferId t, std::int64_t slot, Seconds when) {
+    if (--slot_left[slot] != 0) return;
+    const RankId d = slot_transfer_dst[slot];
+    res.rank_finish_s[d] = std::max(res.rank_finish_s[d], when);
+    finish[t] = std::max(finish[t], when);
+    if (--dst_left[t] == 0) complete(t);
+  };
+  auto pick_channel = [&](std::int64_t first) {
+    std::int64_t best = first;
+    for (std::int32_t c = 1; c < K; ++c)
+      if (free_at[first + c] < free_at[best]) best = first + c;
+    return best;
+  };
+
+  for (TransferId t = 0; t < T; ++t)
+    if (pending[t] == 0) start(t);
+
+  while (!queue.empty()) {
+    if (!top_consumed) queue.pop();  // the previous event scheduled nothing
+    if (queue.empty()) break;
+    const Event ev = queue.top();
+    top_consumed = false;
+    const TransferId t = ev.transfer;
+    const std::int64_t k = static_cast<std::int64_t>(ev.k1 >> 32);
+    const Node& nd = p.nodes[ev.node];
+    const Bytes m = (k == p.npackets[t] - 1) ? p.last_bytes[t] : M;
+    if ((ev.k2 & 1u) == kDeliver) {
+      const NodeId e = p.place[slot_transfer_dst[nd.term]];
+      const Seconds cs = std::max(ev.t, cfree[e]);
+      const Seconds dur = gamma * static_cast<double>(m);
+      cfree[e] = cs + dur;
+      res.compute_busy_s[e] += dur;
+      packet_done(t, nd.term, cs + dur);
+      continue;
+    }
+    std::int64_t r = nd.resource;
+    if (r == kInjPort) {
+      if (inj_res[t] < 0)
+        inj_res[t] = pick_channel(L + static_cast<std::int64_t>(p.place[s.src(t)]) * K);
+      r = inj_res[t];
+    } else if (r == kEjPort) {
+      if (ej_res[nd.term] < 0)
+        ej_res[nd.term] = pick_channel(L + static_cast<std::int64_t>(E) * K +
+                                       static_cast<std::int64_t>(p.place[slot_transfer_dst[nd.term]]) * K);
+      r = ej_res[nd.term];
+    }
+    const Bytes w = F > 0 ? (m + F - 1) / F * F : m;
+    const double ib = inv_bw[r];
+    const Seconds st = std::max(ev.t, free_at[r]);
+    const Seconds dur = static_cast<double>(w) * ib;
+    const Seconds fin = st + dur;
+    free_at[r] = fin;
+    busy[r] += dur;
+    bytes[r] += m;
+    ++res.events;
+    if (opt.record_timeline && r < L && dur > 0.0) {
+      if (open_b[r] == st) {
+        open_b[r] = fin;
+      } else {
+        if (open_b[r] > open_a[r]) closed.emplace_back(open_a[r], open_b[r]);
+        open_a[r] = st;
+        open_b[r] = fin;
+      }
+    }
+    if (nd.top) {
+      if (k + 1 < p.npackets[t]) {
+        push(fin, k + 1, t, ev.node, kArrive);
+      } else {
+        const RankId src = s.src(t);
+        res.rank_finish_s[src] = std::max(res.rank_finish_s[src], fin);
+      }
+    }
+    const Seconds l = lat[r];
+    for (std::int32_t c = nd.first_child; c >= 0; c = p.nodes[c].next_sibling) {
+      Seconds a;
+      if (saf) {
+        a = fin + l;
+      } else {
+        const std::int32_t cr = p.nodes[c].resource;
+        const double ibn =
+            cr >= 0 ? inv_bw[cr] : ej_inv_bw[p.place[slot_transfer_dst[p.nodes[c].term]]];
+        const Seconds head = st + l + (F > 0 ? static_cast<double>(F) * ib : 0.0);
+        a = std::max(head, fin + l - static_cast<double>(w) * ibn);
+      }
+      push(a, k, t, c, kArrive);
+    }
+    if (nd.term >= 0) {
+      const Seconds d = fin + l;
+      if (gamma > 0.0 && s.op(t) == Op::reduce)
+        push(d, k, t, ev.node, kDeliver);
+      else
+        packet_done(t, nd.term, d);
+    }
+  }
+  if (completed != T)
+    throw std::logic_error("simulation ended with unfinished transfers");
+
+  res.link_busy_s.assign(busy.begin(), busy.begin() + L);
+  res.link_bytes.assign(bytes.begin(), bytes.begin() + L);
+  res.injection_busy_s.assign(E, 0.0);
+  res.ejection_busy_s.assign(E, 0.0);
+  for (NodeId e = 0; e < E && K > 0; ++e)
+    for (std::int32_t c = 0; c < K; ++c) {
+      res.injection_busy_s[e] += busy[L + static_cast<std::int64_t>(e) * K + c];
+      res.ejection_busy_s[e] += busy[L + static_cast<std::int64_t>(E + e) * K + c];
+    }
+  if (opt.record_transfers) {
+    res.transfer_ready_s = std::move(ready);
+    res.transfer_finish_s = std::move(finish);
+  }
+  if (opt.record_timeline) {
+    for (LinkId l = 0; l < L; ++l)
+      if (open_b[l] > open_a[l]) closed.emplace_back(open_a[l], open_b[l]);
+    std::vector<std::pair<double, int>> marks;
+    marks.reserve(2 * closed.size());
+    for (const auto& [a, b] : closed) {
+      marks.emplace_back(a, +1);
+      marks.emplace_back(b, -1);
+    }
+    std::sort(marks.begin(), marks.end());
+    res.timeline_t.push_back(0.0);
+    res.timeline_busy.push_back(0);
+    std::int32_t cur = 0;
+    for (const auto& [x, dlt] : marks) {
+      cur += dlt;
+      if (x == res.timeline_t.back()) {
+        res.timeline_busy.back() = cur;
+      } else {
+        res.timeline_t.push_back(x);
+        res.timeline_busy.push_back(cur);
+      }
+    }
+    if (res.timeline_t.back() < res.time_s) {
+      res.timeline_t.push_back(res.time_s);
+      res.timeline_busy.push_back(0);
+    }
+  }
+  return res;
+}
+
+}  // namespace wafercoll
