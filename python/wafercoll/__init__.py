@@ -5,7 +5,8 @@ ranks). Builders in the registry (:func:`algorithms`, :func:`build`) produce
 schedules; analyses consume any schedule: :func:`verify` proves it computes its
 collective, :func:`execute` runs it on NumPy arrays. Topologies
 (:func:`line`, :func:`ring`, :func:`mesh`, :func:`torus`, :func:`custom`)
-describe the machines schedules run on.
+describe the machines schedules run on; :func:`simulate` runs a schedule on
+one under a :class:`NetworkModel`, and :mod:`wafercoll.plot` draws the result.
 """
 
 from __future__ import annotations
@@ -22,6 +23,13 @@ from ._errors import ScheduleError, WafercollWarning
 from .algorithms import AlgorithmInfo, algorithms, build, register
 from .analysis import VerifyReport, execute, verify
 from .schedule import COLLECTIVES, Schedule
+from .simulate import (
+    NetworkModel,
+    SimResult,
+    network_presets,
+    simulate,
+    simulation_events,
+)
 from .topology import Topology, custom, line, mesh, ring, torus
 
 __version__: str = _core.__version__
@@ -29,8 +37,10 @@ __version__: str = _core.__version__
 __all__ = [
     "COLLECTIVES",
     "AlgorithmInfo",
+    "NetworkModel",
     "Schedule",
     "ScheduleError",
+    "SimResult",
     "Topology",
     "VerifyReport",
     "WafercollWarning",
@@ -41,8 +51,11 @@ __all__ = [
     "execute",
     "line",
     "mesh",
+    "network_presets",
     "register",
     "ring",
+    "simulate",
+    "simulation_events",
     "torus",
     "verify",
 ]

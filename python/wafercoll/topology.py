@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import html
 import math
-import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,6 +36,7 @@ import numpy as np
 
 from . import _core
 from ._util import as_int
+from ._util import as_real as _as_real
 
 __all__ = ["Topology", "custom", "line", "mesh", "ring", "torus"]
 
@@ -47,13 +47,6 @@ def _as_size(value: Any, name: str, minimum: int, maximum: int) -> int:
     if v > maximum:
         raise ValueError(f"{name} = {v} exceeds the limit of {maximum} nodes")
     return v
-
-
-def _as_real(value: Any, name: str) -> float:
-    """Return ``value`` as a float; refuse bools, strings and complex numbers."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    return float(value)
 
 
 def _per_link(value: Any, name: str, num_links: int) -> np.ndarray:

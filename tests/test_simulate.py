@@ -1,0 +1,636 @@
+"""The network simulator against closed forms derived here from its model.
+
+Every expected time below is computed in the test from the model's rules
+(see :mod:`wafercoll.simulate`), never copied from a run of the simulator.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import wafercoll as wc
+
+REL = 1e-12
+
+
+def close(a: float, b: float, rel: float = REL) -> bool:
+    return math.isclose(a, b, rel_tol=rel, abs_tol=1e-18)
+
+
+def one_transfer(
+    p: int, src: int, dst: int, size: int, op: str = "copy"
+) -> wc.Schedule:
+    s = wc.Schedule(p, [size], "allgather", owners=[src])
+    s.add_transfer(src, dst, [0], op=op)
+    return s
+
+
+# -- single transfers ------------------------------------------------------------
+@pytest.mark.parametrize("hops", [1, 2, 5, 9])
+@pytest.mark.parametrize("size", [1, 4096, 10_000, 65_536])
+@pytest.mark.parametrize("packet", [None, 512, 4096])
+def test_single_transfer_cut_through(hops: int, size: int, packet: int | None) -> None:
+    bw, lat, alpha = 2.5e9, 7e-8, 3e-6
+    net = wc.NetworkModel(bw, hop_latency_s=lat, alpha_s=alpha, packet_bytes=packet)
+    s = one_transfer(hops + 1, 0, hops, size)
+    r = wc.simulate(s, wc.line(hops + 1), net)
+    assert close(r.time_s, alpha + hops * lat + size / bw)
+    assert r.packets == (1 if packet is None else -(-size // packet))
+    assert r.events == r.packets * hops
+
+
+@pytest.mark.parametrize("hops", [1, 2, 3, 8])
+@pytest.mark.parametrize("packets", [1, 2, 7, 32])
+def test_single_transfer_store_and_forward(hops: int, packets: int) -> None:
+    bw, lat, alpha, m = 1e9, 5e-8, 1e-6, 2048
+    size = packets * m
+    net = wc.NetworkModel(
+        bw,
+        hop_latency_s=lat,
+        alpha_s=alpha,
+        packet_bytes=m,
+        switching="store_and_forward",
+    )
+    r = wc.simulate(one_transfer(hops + 1, hops, 0, size), wc.line(hops + 1), net)
+    assert close(r.time_s, alpha + hops * (lat + m / bw) + (size - m) / bw)
+
+
+@pytest.mark.parametrize("size", [100, 2048, 5000, 70_001])
+def test_store_and_forward_partial_last_packet(size: int) -> None:
+    # Flow shop of identical stages: sum of packet times + (h - 1) * largest.
+    bw, lat, m, hops = 1e9, 2e-8, 2048, 4
+    net = wc.NetworkModel(
+        bw, hop_latency_s=lat, packet_bytes=m, switching="store_and_forward"
+    )
+    r = wc.simulate(one_transfer(hops + 1, 0, hops, size), wc.line(hops + 1), net)
+    assert close(r.time_s, hops * lat + size / bw + (hops - 1) * min(m, size) / bw)
+
+
+def test_cut_through_with_flits() -> None:
+    bw, lat, f, hops, size = 1e9, 1e-8, 256, 5, 8192
+    net = wc.NetworkModel(bw, hop_latency_s=lat, packet_bytes=2048, flit_bytes=f)
+    r = wc.simulate(one_transfer(hops + 1, 0, hops, size), wc.line(hops + 1), net)
+    assert close(r.time_s, hops * lat + (hops - 1) * f / bw + size / bw)
+
+
+def test_flits_round_packets_up_on_the_wire() -> None:
+    bw, f = 1e9, 64
+    net = wc.NetworkModel(bw, packet_bytes=1024, flit_bytes=f)
+    r = wc.simulate(one_transfer(2, 0, 1, 1000), wc.line(2), net)
+    assert close(r.time_s, 1024 / bw)
+    assert r.link_bytes.sum() == 1000  # payload, not padding
+
+
+def test_topology_latency_adds_to_hop_latency_and_bandwidth_can_come_from_it() -> None:
+    hops, size = 3, 1000
+    topo = wc.line(hops + 1, bandwidth_Bps=4e8, latency_s=1e-6)
+    s = one_transfer(hops + 1, 0, hops, size)
+    r = wc.simulate(s, topo, wc.NetworkModel(None, hop_latency_s=5e-7))
+    assert close(r.time_s, hops * (1e-6 + 5e-7) + size / 4e8)
+    r = wc.simulate(s, topo, wc.NetworkModel(1e9))  # model bandwidth overrides
+    assert close(r.time_s, hops * 1e-6 + size / 1e9)
+
+
+def test_per_link_bandwidths_of_a_custom_topology() -> None:
+    # 0 -> 1 at 1 GB/s, 1 -> 2 at 0.5 GB/s. Cut-through: the slow link starts
+    # each packet as its head arrives and sets the pace, S / slow; store-and-
+    # forward first needs one packet on the fast link.
+    topo = wc.custom(3, [(0, 1), (1, 2)], bandwidth_Bps=[1e9, 5e8])
+    s = one_transfer(3, 0, 2, 4000)
+    r = wc.simulate(s, topo, wc.NetworkModel(None, packet_bytes=1000))
+    assert close(r.time_s, 4000 / 5e8)
+    net = wc.NetworkModel(None, packet_bytes=1000, switching="store_and_forward")
+    r = wc.simulate(s, topo, net)
+    assert close(r.time_s, 1000 / 1e9 + 4000 / 5e8)
+
+
+# -- sharing -------------------------------------------------------------------
+def test_shared_link_serves_whole_messages_first_come_first_served() -> None:
+    bw, size = 1e9, 10_000
+    # 0 -> 2 and 1 -> 2 on a line of 3 meet on link 1 -> 2 at time 0.
+    s = wc.Schedule(3, [size, size], "allgather", owners=[0, 1])
+    s.add_transfer(0, 2, [0])
+    s.add_transfer(1, 2, [1])
+    r = wc.simulate(s, wc.line(3), wc.NetworkModel(bw), transfers=True)
+    assert sorted(r.transfer_finish_s) == pytest.approx(
+        [size / bw, 2 * size / bw], rel=REL
+    )
+    # Ties go by the canonical order (lower source first), not by index.
+    assert close(r.transfer_finish_s[0], size / bw)
+
+
+def test_shared_link_with_packets_is_fair() -> None:
+    bw, size, m = 1e9, 64 * 1024, 1024
+    s = wc.Schedule(2, [size, size], "allgather", owners=[0, 0])
+    s.add_transfer(0, 1, [0])
+    s.add_transfer(0, 1, [1])
+    r = wc.simulate(s, wc.line(2), wc.NetworkModel(bw, packet_bytes=m), transfers=True)
+    fin = np.sort(r.transfer_finish_s)
+    # Packets alternate: one message ends a packet before the other.
+    assert close(fin[1], 2 * size / bw)
+    assert close(fin[0], (2 * size - m) / bw)
+
+
+def test_disjoint_links_do_not_interfere() -> None:
+    bw, size = 1e9, 10_000
+    s = wc.Schedule(3, [size, size], "allgather", owners=[0, 2])
+    s.add_transfer(0, 1, [0])
+    s.add_transfer(2, 1, [1])
+    r = wc.simulate(
+        s, wc.line(3), wc.NetworkModel(bw, packet_bytes=1000), transfers=True
+    )
+    assert r.transfer_finish_s == pytest.approx([size / bw] * 2, rel=REL)
+
+
+# -- ring allreduce ------------------------------------------------------------
+RING_PS = [2, 3, 4, 7, 8, 16]
+
+
+def ring_time(
+    p: int,
+    block: int,
+    alpha: float,
+    lat: float,
+    bw: float,
+    gamma: float,
+    packet: int | None,
+) -> float:
+    """Ring allreduce on neighbour links: p - 1 reducing then p - 1 copying steps.
+
+    A step moves one block of ``block`` bytes one hop. Its packets (``n`` of
+    ``m`` bytes) arrive at ``alpha + lat + (k + 1) m / bw``; a reducing step
+    ends when the destination has reduced the last one, first come first
+    served at ``gamma`` per byte, i.e. at
+    ``alpha + lat + max_k ((k + 1) m / bw + (n - k) gamma m)``.
+    """
+    m = block if packet is None else packet
+    assert block % m == 0
+    n = block // m
+    copy_step = alpha + lat + block / bw
+    reduce_step = (
+        alpha + lat + max((k + 1) * m / bw + (n - k) * gamma * m for k in range(n))
+    )
+    return (p - 1) * (copy_step + reduce_step)
+
+
+@pytest.mark.parametrize("p", RING_PS)
+def test_ring_allreduce_cut_through(p: int) -> None:
+    bw, lat, alpha, block = 1e9, 1e-7, 2e-6, 3000
+    s = wc.build("ring", p, p * block)
+    net = wc.NetworkModel(bw, hop_latency_s=lat, alpha_s=alpha)
+    r = wc.simulate(s, wc.ring(p), net)
+    assert close(r.time_s, 2 * (p - 1) * (alpha + lat + block / bw))
+    assert close(r.time_s, ring_time(p, block, alpha, lat, bw, 0.0, None))
+
+
+@pytest.mark.parametrize("p", RING_PS)
+@pytest.mark.parametrize("switching", ["cut_through", "store_and_forward"])
+def test_ring_allreduce_with_packets(p: int, switching: str) -> None:
+    # On one hop, store-and-forward and cut-through coincide:
+    # h (lat + M / bw) + (S - M) / bw = lat + S / bw for h = 1.
+    bw, lat, alpha, m = 1e9, 1e-7, 2e-6, 1024
+    block = 6 * m
+    s = wc.build("ring", p, p * block)
+    net = wc.NetworkModel(
+        bw, hop_latency_s=lat, alpha_s=alpha, packet_bytes=m, switching=switching
+    )
+    r = wc.simulate(s, wc.ring(p), net)
+    assert close(r.time_s, 2 * (p - 1) * (alpha + lat + block / bw))
+
+
+@pytest.mark.parametrize("p", RING_PS)
+@pytest.mark.parametrize("gamma", [2e-10, 3e-9])  # slower and faster than the link
+@pytest.mark.parametrize("packet", [None, 512])
+def test_ring_allreduce_with_reduction_cost(
+    p: int, gamma: float, packet: int | None
+) -> None:
+    bw, lat, alpha, block = 1e9, 5e-8, 1e-6, 4096
+    s = wc.build("ring", p, p * block)
+    net = wc.NetworkModel(
+        bw,
+        hop_latency_s=lat,
+        alpha_s=alpha,
+        gamma_s_per_byte=gamma,
+        packet_bytes=packet,
+    )
+    r = wc.simulate(s, wc.ring(p), net)
+    assert close(r.time_s, ring_time(p, block, alpha, lat, bw, gamma, packet))
+    if packet is None:  # the docstring's form
+        expected = 2 * (p - 1) * (alpha + lat + block / bw) + (p - 1) * gamma * block
+        assert close(r.time_s, expected)
+    assert close(r.compute_busy_s.sum(), p * (p - 1) * gamma * block)
+
+
+@pytest.mark.parametrize("p", [3, 4, 8])
+def test_ring_allreduce_utilization(p: int) -> None:
+    block = 1000
+    s = wc.build("ring", p, p * block)
+    r = wc.simulate(s, wc.ring(p), wc.NetworkModel(1e9), timeline=True)
+    # Exactly the p forward links work, all the time; the p backward links idle.
+    assert r.links_used == p
+    assert r.link_utilization_used == pytest.approx(1.0, rel=1e-12)
+    assert r.link_utilization == pytest.approx(0.5, rel=1e-12)
+    assert np.all(r.link_bytes[r.link_bytes > 0] == 2 * (p - 1) * block)
+    busy_integral = float(np.sum(np.diff(r.timeline_t) * r.timeline_busy[:-1]))
+    assert busy_integral == pytest.approx(r.link_busy_s.sum(), rel=1e-12)
+    centres, mean = r.busy_links(10)
+    assert mean == pytest.approx(np.full(10, p), rel=1e-9)
+
+
+# -- recursive doubling on a line --------------------------------------------------
+def rd_with_barriers(p: int, size: int) -> wc.Schedule:
+    """Recursive doubling allreduce; every step waits for the whole previous one."""
+    s = wc.Schedule(p, [size], "allreduce", name=f"rd-barrier({p})")
+    prev: list[int] = []
+    d = 1
+    while d < p:
+        prev = [s.add_transfer(r, r ^ d, [0], op="reduce", deps=prev) for r in range(p)]
+        d *= 2
+    return s
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 5])
+def test_recursive_doubling_on_a_line_follows_link_load(k: int) -> None:
+    p, size, bw, alpha = 2**k, 5000, 1e9, 1e-6
+    s = rd_with_barriers(p, size)
+    wc.verify(s)
+    topo = wc.line(p)
+    expected = 0.0
+    d = 1
+    while d < p:
+        load = np.zeros(topo.num_links, dtype=int)
+        for r in range(p):
+            load[topo.route(r, r ^ d)] += 1
+        # lat = 0: the busiest link serializes its messages after alpha, and
+        # the first message on a link also leads on every later link.
+        expected += alpha + load.max() * size / bw
+        d *= 2
+    r = wc.simulate(s, topo, wc.NetworkModel(bw, alpha_s=alpha))
+    assert close(r.time_s, expected)
+    assert r.time_s >= r.link_busy_s.max()
+
+
+# -- pipelines -------------------------------------------------------------------
+def reduce_chain(p: int, nb: int, in_order: bool) -> wc.Schedule:
+    """Chain reduce to rank 0 on a line, block by block.
+
+    Block i goes j+1 -> j after it arrived at j+1 (from j+2); with
+    ``in_order`` also after block i-1 left j+1.
+    """
+    s = wc.Schedule(p, [1000] * nb, "reduce", root=0)
+    last: dict[tuple[int, int], int] = {}
+    for j in range(p - 2, -1, -1):
+        for i in range(nb):
+            deps = []
+            if (j + 1, i) in last:
+                deps.append(last[(j + 1, i)])
+            if in_order and i > 0:
+                deps.append(last[(j, i - 1)])
+            last[(j, i)] = s.add_transfer(j + 1, j, [i], op="reduce", deps=deps)
+    return s
+
+
+@pytest.mark.parametrize("p", [2, 3, 6, 9])
+@pytest.mark.parametrize("nb", [1, 2, 5, 16])
+def test_pipelined_chain(p: int, nb: int) -> None:
+    bw, lat, alpha, b = 1e9, 3e-7, 1e-6, 1000
+    net = wc.NetworkModel(bw, hop_latency_s=lat, alpha_s=alpha)
+    topo = wc.line(p)
+    # Each transfer also waits for the previous block on its link: every
+    # stage costs the same, (p - 1) + (nb - 1) stages in a row.
+    s = reduce_chain(p, nb, in_order=True)
+    wc.verify(s)
+    stage = alpha + lat + b / bw
+    assert close(
+        wc.simulate(s, topo, net).time_s, (p - 1) * stage + (nb - 1) * stage, rel=1e-9
+    )
+    # Data dependencies only: blocks stream back to back at the link rate.
+    s = reduce_chain(p, nb, in_order=False)
+    wc.verify(s)
+    expected = (p - 1) * (alpha + lat + b / bw) + (nb - 1) * b / bw
+    assert close(wc.simulate(s, topo, net).time_s, expected, rel=1e-9)
+
+
+def test_unit_timestep_counts_pieces_and_hops() -> None:
+    piece, k, hops = 100, 6, 4
+    s = one_transfer(hops + 1, 0, hops, k * piece)
+    r = wc.simulate(s, wc.line(hops + 1), wc.NetworkModel.unit_timestep(piece))
+    assert r.cycles == pytest.approx(hops * k)
+    net = wc.NetworkModel.unit_timestep(piece).replace(packet_bytes=piece)
+    r = wc.simulate(s, wc.line(hops + 1), net)
+    assert r.cycles == pytest.approx(hops + k - 1)
+
+
+# -- multicast, ports, reduction ---------------------------------------------------
+def test_multicast_crosses_each_link_once() -> None:
+    bw, lat, size = 1e9, 1e-7, 8000
+    s = wc.Schedule(4, [size], "broadcast", root=0)
+    s.add_transfer(0, [1, 2, 3], [0])
+    wc.verify(s)
+    net = wc.NetworkModel(bw, hop_latency_s=lat, packet_bytes=1000)
+    r = wc.simulate(s, wc.line(4), net)
+    assert close(r.time_s, 3 * lat + size / bw)
+    assert r.link_bytes.sum() == 3 * size
+    assert r.rank_finish_s[1:] == pytest.approx(
+        [h * lat + size / bw for h in (1, 2, 3)], rel=REL
+    )
+    # Three unicasts instead load the first link three times.
+    u = wc.Schedule(4, [size], "broadcast", root=0)
+    for d in (1, 2, 3):
+        u.add_transfer(0, d, [0])
+    ru = wc.simulate(u, wc.line(4), net)
+    assert ru.link_bytes.max() == 3 * size
+    assert ru.time_s > 2.9 * size / bw
+
+
+def test_multicast_on_a_mesh_forms_a_tree() -> None:
+    size = 4096
+    topo = wc.mesh(3, 3)
+    s = wc.Schedule(9, [size], "broadcast", root=4)
+    s.add_transfer(4, [0, 1, 2, 3, 5, 6, 7, 8], [0])
+    r = wc.simulate(s, topo, wc.NetworkModel(1e9, hop_latency_s=1e-8))
+    # Union of X-then-Y routes from the centre: 2 row links + 6 column links.
+    used = set()
+    for d in range(9):
+        if d != 4:
+            used.update(topo.route(4, d).tolist())
+    assert r.links_used == len(used) == 8
+    assert np.all(r.link_bytes[list(used)] == size)
+    assert close(r.time_s, 2 * 1e-8 + size / 1e9)
+
+
+@pytest.mark.parametrize("ports", [1, 2])
+def test_ports_limit_concurrent_injection(ports: int) -> None:
+    bw, size, plat = 1e9, 10_000, 2e-7
+    s = wc.Schedule(3, [size, size], "allgather", owners=[1, 1])
+    s.add_transfer(1, 0, [0])
+    s.add_transfer(1, 2, [1])
+    net = wc.NetworkModel(bw, ports=ports, port_latency_s=plat)
+    r = wc.simulate(s, wc.line(3), net, transfers=True)
+    one = 2 * plat + size / bw  # injection port, one link, ejection port
+    if ports == 1:
+        assert sorted(r.transfer_finish_s) == pytest.approx(
+            [one, one + size / bw], rel=REL
+        )
+    else:
+        assert r.transfer_finish_s == pytest.approx([one, one], rel=REL)
+    assert close(r.injection_busy_s[1], 2 * size / bw)
+    assert r.link_busy_s.sum() == pytest.approx(2 * size / bw, rel=REL)
+    free = wc.simulate(s, wc.line(3), wc.NetworkModel(bw), transfers=True)
+    assert free.transfer_finish_s == pytest.approx([size / bw] * 2, rel=REL)
+
+
+def test_port_bandwidth_can_be_lower_than_links() -> None:
+    size, m, slow, fast = 10_000, 1000, 5e8, 1e9
+    s = one_transfer(3, 0, 2, size)
+    net = wc.NetworkModel(fast, ports=1, port_bandwidth_Bps=slow, packet_bytes=m)
+    r = wc.simulate(s, wc.line(3), net)
+    # Cut-through, no latency: packet k leaves the slow injection port at
+    # (k + 1) m / slow; the fast links start it m / fast before that so as
+    # not to overtake it; the slow ejection port starts it then too and needs
+    # m / slow. The last packet is done at S / slow - m / fast + m / slow.
+    assert close(r.time_s, size / slow - m / fast + m / slow)
+    assert close(r.injection_busy_s[0], size / slow)
+    assert close(r.ejection_busy_s[2], size / slow)
+
+
+def test_reduction_cost_applies_to_reducing_transfers_only() -> None:
+    bw, gamma, size = 1e9, 1e-9, 5000
+    net = wc.NetworkModel(bw, gamma_s_per_byte=gamma)
+    copy = wc.simulate(one_transfer(2, 0, 1, size, "copy"), wc.line(2), net)
+    red = wc.simulate(one_transfer(2, 0, 1, size, "reduce"), wc.line(2), net)
+    assert close(copy.time_s, size / bw)
+    assert close(red.time_s, size / bw + gamma * size)
+
+
+def test_rank_finish_times_and_cycles() -> None:
+    bw, lat, size, clock = 1e9, 1e-6, 1000, 1.25e9
+    net = wc.NetworkModel(bw, hop_latency_s=lat, clock_Hz=clock)
+    r = wc.simulate(one_transfer(3, 0, 2, size), wc.line(3), net)
+    # The source is done when its last byte left the first link.
+    assert close(r.rank_finish_s[0], size / bw)
+    assert r.rank_finish_s[1] == 0.0
+    assert close(r.rank_finish_s[2], 2 * lat + size / bw)
+    assert close(r.cycles, r.time_s * clock)
+    assert (
+        wc.simulate(one_transfer(2, 0, 1, 8), wc.line(2), wc.NetworkModel(1e9)).cycles
+        is None
+    )
+
+
+def test_placement_maps_ranks_to_endpoints() -> None:
+    size, bw = 1000, 1e9
+    s = one_transfer(2, 0, 1, size)
+    r = wc.simulate(
+        s, wc.line(6), wc.NetworkModel(bw, hop_latency_s=1e-6), placement=[5, 1]
+    )
+    assert close(r.time_s, 4e-6 + size / bw)
+
+
+# -- general properties ------------------------------------------------------------
+@pytest.mark.parametrize(
+    "name",
+    [
+        "ring",
+        "recursive_doubling",
+        "rabenseifner",
+        "binomial_reduce",
+        "binomial_broadcast",
+    ],
+)
+@pytest.mark.parametrize("p", [3, 5, 12])
+def test_transfers_never_beat_their_uncontended_time(name: str, p: int) -> None:
+    bw, lat, alpha = 1e9, 1e-7, 1e-6
+    s = wc.build(name, p, 60_000)
+    topo = wc.mesh(3, 4)
+    net = wc.NetworkModel(bw, hop_latency_s=lat, alpha_s=alpha, packet_bytes=4096)
+    r = wc.simulate(s, topo, net, transfers=True)
+    sizes = s.transfer_bytes()
+    for t in range(s.num_transfers):
+        tr = s.transfer(t)
+        h = max(topo.hops(tr["src"], d) for d in tr["dst"])
+        assert r.transfer_finish_s[t] - r.transfer_ready_s[t] >= (
+            alpha + h * lat + sizes[t] / bw
+        ) * (1 - 1e-12)
+        for d in tr["deps"]:
+            assert r.transfer_ready_s[t] >= r.transfer_finish_s[d]
+    assert r.time_s == pytest.approx(r.transfer_finish_s.max(), rel=0)
+    assert r.time_s >= r.link_busy_s.max()
+    assert np.all(r.link_busy_s <= r.time_s)
+
+
+def permuted(
+    s: wc.Schedule, rng: np.random.Generator
+) -> tuple[wc.Schedule, np.ndarray]:
+    """The same schedule with transfers renumbered in a random topological order."""
+    doc = s.to_dict()
+    ts = doc["transfers"]
+    n = len(ts)
+    indeg = [len(t["deps"]) for t in ts]
+    succ: list[list[int]] = [[] for _ in range(n)]
+    for i, t in enumerate(ts):
+        for d in t["deps"]:
+            succ[d].append(i)
+    ready = [i for i in range(n) if indeg[i] == 0]
+    order = []
+    while ready:
+        i = ready.pop(int(rng.integers(len(ready))))
+        order.append(i)
+        for j in succ[i]:
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                ready.append(j)
+    new_of = np.empty(n, dtype=int)
+    new_of[order] = np.arange(n)
+    doc["transfers"] = [
+        dict(ts[i], deps=sorted(int(new_of[d]) for d in ts[i]["deps"])) for i in order
+    ]
+    return wc.Schedule.from_dict(doc), new_of
+
+
+@pytest.mark.parametrize("name", ["ring", "recursive_doubling", "rabenseifner"])
+def test_deterministic_and_independent_of_transfer_order(
+    name: str, rng: np.random.Generator
+) -> None:
+    s = wc.build(name, 11, 90_000)
+    topo = wc.torus(3, 4)
+    net = wc.NetworkModel(
+        1e9, hop_latency_s=2e-7, packet_bytes=2048, ports=2, gamma_s_per_byte=1e-10
+    )
+    a = wc.simulate(s, topo, net, transfers=True, timeline=True)
+    b = wc.simulate(s, topo, net, transfers=True, timeline=True)
+    for field in (
+        "rank_finish_s",
+        "link_busy_s",
+        "link_bytes",
+        "transfer_finish_s",
+        "timeline_t",
+        "timeline_busy",
+    ):
+        assert np.array_equal(getattr(a, field), getattr(b, field)), field
+    assert a.time_s == b.time_s
+    for _ in range(3):
+        q, new_of = permuted(s, rng)
+        c = wc.simulate(q, topo, net, transfers=True)
+        assert c.time_s == a.time_s
+        assert np.array_equal(c.link_busy_s, a.link_busy_s)
+        assert np.array_equal(c.rank_finish_s, a.rank_finish_s)
+        assert np.array_equal(c.transfer_finish_s[new_of], a.transfer_finish_s)
+
+
+def test_results_export() -> None:
+    pd = pytest.importorskip("pandas")
+    s = wc.build("ring", 4, 4000)
+    r = wc.simulate(s, wc.ring(4), wc.NetworkModel(1e9), transfers=True, timeline=True)
+    links = r.to_pandas()
+    assert isinstance(links, pd.DataFrame) and len(links) == wc.ring(4).num_links
+    assert list(r.to_pandas("ranks")["finish_s"]) == list(r.rank_finish_s)
+    assert len(r.to_pandas("transfers")) == s.num_transfers
+    assert len(r.to_pandas("timeline")) == len(r.timeline_t)
+    assert r.summary()["time_s"] == r.time_s
+    assert "SimResult" in repr(r) and "<table>" in r._repr_html_()
+    with pytest.raises(ValueError, match="what must be"):
+        r.to_pandas("nope")
+    bare = wc.simulate(s, wc.ring(4), wc.NetworkModel(1e9))
+    with pytest.raises(ValueError, match="transfers=True"):
+        bare.to_pandas("transfers")
+    with pytest.raises(ValueError, match="timeline=True"):
+        bare.busy_links()
+
+
+def test_empty_schedule() -> None:
+    s = wc.Schedule(3, [10], "allreduce")
+    with pytest.raises(wc.ScheduleError):
+        wc.verify(s)  # nothing is reduced; the simulator still runs it
+    r = wc.simulate(s, wc.line(3), wc.NetworkModel(1e9))
+    assert r.time_s == 0.0 and r.link_utilization == 0.0
+
+
+def test_network_presets() -> None:
+    presets = wc.network_presets()
+    assert {"ideal", "hockney", "unit_timestep"} <= set(presets)
+    h = wc.NetworkModel.hockney(1e-6, 2e9)
+    assert (h.alpha_s, h.bandwidth_Bps, h.name) == (1e-6, 2e9, "hockney")
+    assert h.replace(alpha_s=0.0).alpha_s == 0.0
+    assert wc.NetworkModel.ideal().to_dict()["bandwidth_Bps"] == 1e9
+
+
+# -- bad input -----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"bandwidth_Bps": 0}, "bandwidth_Bps must be > 0"),
+        ({"bandwidth_Bps": -1.0}, "bandwidth_Bps must be > 0"),
+        ({"bandwidth_Bps": math.inf}, "bandwidth_Bps must be a finite"),
+        ({"bandwidth_Bps": 1e9, "hop_latency_s": -1e-9}, "hop_latency_s must be >= 0"),
+        ({"bandwidth_Bps": 1e9, "alpha_s": -1.0}, "alpha_s must be >= 0"),
+        ({"bandwidth_Bps": 1e9, "packet_bytes": 0}, "packet_bytes must be >= 1"),
+        ({"bandwidth_Bps": 1e9, "switching": "wormhole"}, "switching must be"),
+        ({"bandwidth_Bps": 1e9, "gamma_s_per_byte": -1.0}, "gamma_s_per_byte"),
+        ({"bandwidth_Bps": 1e9, "ports": 0}, "ports must be >= 1"),
+        ({"bandwidth_Bps": 1e9, "packet_bytes": 64, "flit_bytes": 128}, "flit_bytes"),
+        ({"bandwidth_Bps": 1e9, "clock_Hz": 0.0}, "clock_Hz must be > 0"),
+    ],
+)
+def test_bad_network_models(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        wc.NetworkModel(**kwargs)
+
+
+def test_bad_network_model_types() -> None:
+    with pytest.raises(TypeError, match="bandwidth_Bps"):
+        wc.NetworkModel("fast")
+    with pytest.raises(TypeError, match="packet_bytes"):
+        wc.NetworkModel(1e9, packet_bytes=1.5)
+
+
+def test_more_ranks_than_endpoints() -> None:
+    s = wc.build("ring", 8, 800)
+    with pytest.raises(ValueError, match="8 ranks but topology ring\\(4\\) has only 4"):
+        wc.simulate(s, wc.ring(4), wc.NetworkModel(1e9))
+
+
+def test_route_through_a_missing_link() -> None:
+    topo = wc.custom(3, [(0, 1), (1, 0), (1, 2)])  # nothing leads back from 2
+    s = one_transfer(3, 2, 0, 100)
+    with pytest.raises(ValueError, match="no route"):
+        wc.simulate(s, topo, wc.NetworkModel(1e9))
+
+
+def test_bad_placements_and_arguments() -> None:
+    s = one_transfer(2, 0, 1, 100)
+    net = wc.NetworkModel(1e9)
+    with pytest.raises(ValueError, match="distinct endpoints"):
+        wc.simulate(s, wc.line(4), net, placement=[2, 2])
+    with pytest.raises(ValueError, match="not an endpoint"):
+        wc.simulate(s, wc.line(4), net, placement=[0, 9])
+    with pytest.raises(ValueError, match="one endpoint per rank"):
+        wc.simulate(s, wc.line(4), net, placement=[0])
+    with pytest.raises(TypeError, match="schedule"):
+        wc.simulate("s", wc.line(4), net)
+    with pytest.raises(TypeError, match="topology"):
+        wc.simulate(s, "line", net)
+    with pytest.raises(TypeError, match="network"):
+        wc.simulate(s, wc.line(4), 1e9)
+
+
+def test_too_large_runs_are_refused_up_front() -> None:
+    s = wc.build("ring", 16, 1 << 30)
+    net = wc.NetworkModel(1e9, packet_bytes=64)
+    assert wc.simulation_events(s, wc.ring(16), net) > 10**8
+    with pytest.raises(ValueError, match="max_events"):
+        wc.simulate(s, wc.ring(16), net, max_events=10**8)
+
+
+def test_dependency_cycle_is_refused() -> None:
+    doc = one_transfer(2, 0, 1, 10).to_dict()
+    doc["transfers"].append(
+        {"src": 1, "dst": [0], "blocks": [0], "op": "copy", "deps": [0]}
+    )
+    doc["transfers"][0]["deps"] = [1]
+    s = wc.Schedule.from_dict(doc)
+    with pytest.raises(ValueError, match="cycle"):
+        wc.simulate(s, wc.line(2), wc.NetworkModel(1e9))
