@@ -15,14 +15,11 @@ verify of Rabenseifner's allreduce for p = 4096 and 64 MiB, with a target of
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from _common import best_of, print_header, print_table, write_json
 
 import wafercoll as wc
 
@@ -32,16 +29,6 @@ TARGET_S = 0.5
 
 # (label, timed function, untimed check of its result returning the transfers)
 Case = tuple[str, Callable[[], Any], Callable[[Any], int]]
-
-
-def best_of(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    """Best wall time of ``repeat`` calls and the last result."""
-    best, result = float("inf"), None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, result
 
 
 def build_verify(name: str, p: int, size: int) -> Case:
@@ -80,10 +67,7 @@ def main() -> int:
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     args = parser.parse_args()
 
-    print(
-        f"wafercoll {wc.__version__}, Python {platform.python_version()}, "
-        f"{platform.machine()}, {os.cpu_count()} CPUs, best of {args.repeat}"
-    )
+    print_header(args.repeat)
     cases = [
         build_verify("rabenseifner", 4096, 64 * MiB),
         build_verify("ring", 256, 64 * MiB),
@@ -95,19 +79,12 @@ def main() -> int:
     for label, fn, check in cases:
         seconds, result = best_of(fn, args.repeat)
         rows.append({"case": label, "transfers": check(result), "best_s": seconds})
-    width = max(len(r["case"]) for r in rows)
-    print(f"{'case':<{width}}  {'transfers':>9}  {'best (s)':>8}")
-    print(f"{'-' * width}  {'-' * 9}  {'-' * 8}")
-    for r in rows:
-        print(f"{r['case']:<{width}}  {r['transfers']:>9}  {r['best_s']:>8.4f}")
+    print_table(rows, [("case", ""), ("transfers", "d"), ("best_s", ".4f")])
     head = rows[0]["best_s"]
     verdict = "meets" if head < TARGET_S else "MISSES"
     print(f"\nheadline: {rows[0]['case']}: {head:.3f} s")
     print(f"({verdict} the target of {TARGET_S} s)")
-    if args.json:
-        doc = {"version": wc.__version__, "repeat": args.repeat, "rows": rows}
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, indent=2)
+    write_json(args.json, args.repeat, rows)
     return 0
 
 

@@ -52,6 +52,23 @@ Closed forms that follow (``h`` hops, bandwidth ``bw``, latency ``lat``,
 * cut-through with flits ``F``: ``alpha + h lat + (h - 1) F / bw + S / bw``;
 * store-and-forward: ``alpha + h lat + S / bw + (h - 1) min(M, S) / bw``, i.e.
   ``alpha + h (lat + M / bw) + (S - M) / bw`` when ``M`` divides ``S``.
+
+Unidirectional ring allreduce of ``S`` bytes on a ring of ``p`` endpoints
+(``wc.build("ring", p, S)`` on ``wc.ring(p)``, neighbour links, no ports,
+``B = S / p`` bytes per step, cut into ``n`` packets of ``m = B / n``):
+
+* ``gamma = 0``, cut-through: ``2 (p - 1) (alpha + lat + B / bw)``.
+  Store-and-forward gives the same: over one hop
+  ``lat + m / bw + (B - m) / bw = lat + B / bw``.
+* ``gamma > 0`` (either mode): the ``p - 1`` copying steps cost as above; a
+  reducing step ends when the destination has reduced the last packet, whose
+  packets arrive at ``alpha + lat + (k + 1) m / bw``, so it costs
+  ``alpha + lat + max_k ((k + 1) m / bw + (n - k) gamma m)``, which is
+  ``alpha + lat + B / bw + gamma m`` when ``gamma <= 1 / bw`` (the link is the
+  bottleneck) and ``alpha + lat + m / bw + gamma B`` otherwise. In total
+  ``(p - 1) (alpha + lat + B / bw) + (p - 1) (alpha + lat + max_k (...))``;
+  with one packet per message, ``2 (p - 1) (alpha + lat + B / bw) +
+  (p - 1) gamma B``.
 """
 
 from __future__ import annotations

@@ -1,0 +1,97 @@
+// Simulator tests on the C++ core: closed forms derived from the model in
+// simulate.hpp, and the input checks.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "wafercoll/algorithms/generic.hpp"
+#include "wafercoll/simulate/simulate.hpp"
+
+using namespace wafercoll;
+
+namespace {
+
+Schedule one_transfer(RankId p, RankId src, RankId dst, Bytes size) {
+  Collective c;
+  c.kind = CollectiveKind::allgather;
+  c.owners = {src};
+  Schedule s(p, {size}, c);
+  s.add(src, dst, 0, 1, Op::copy, {});
+  return s;
+}
+
+NetworkModel model(double bw, double lat, double alpha, Bytes packet, Switching sw) {
+  NetworkModel n;
+  n.bandwidth_Bps = bw;
+  n.hop_latency_s = lat;
+  n.alpha_s = alpha;
+  n.packet_bytes = packet;
+  n.switching = sw;
+  return n;
+}
+
+}  // namespace
+
+TEST(Simulate, SingleTransferCutThroughAndStoreAndForward) {
+  const double bw = 1e9, lat = 1e-7, alpha = 1e-6;
+  const Bytes m = 1000;
+  for (int h : {1, 2, 7}) {
+    for (Bytes S : {m, 5 * m, 32 * m}) {
+      const Schedule s = one_transfer(h + 1, 0, h, S);
+      const Topology t = Topology::line(h + 1);
+      const SimResult ct = simulate(s, t, model(bw, lat, alpha, m, Switching::cut_through));
+      EXPECT_NEAR(ct.time_s, alpha + h * lat + S / bw, 1e-12 * ct.time_s);
+      const SimResult sf =
+          simulate(s, t, model(bw, lat, alpha, m, Switching::store_and_forward));
+      EXPECT_NEAR(sf.time_s, alpha + h * (lat + m / bw) + (S - m) / bw, 1e-12 * sf.time_s);
+      EXPECT_EQ(sf.events, (S / m) * h);
+    }
+  }
+}
+
+TEST(Simulate, RingAllreduceOnARing) {
+  const double bw = 1e9, lat = 5e-8, alpha = 2e-6;
+  for (RankId p : {2, 3, 4, 7, 8, 16}) {
+    const Bytes block = 2048;
+    const Schedule s = ring_allreduce(p, p * block);
+    const SimResult r =
+        simulate(s, Topology::ring(p), model(bw, lat, alpha, 0, Switching::cut_through));
+    EXPECT_NEAR(r.time_s, 2.0 * (p - 1) * (alpha + lat + block / bw), 1e-15) << p;
+  }
+}
+
+TEST(Simulate, MulticastChargesEachLinkOnce) {
+  Collective c;
+  c.kind = CollectiveKind::broadcast;
+  c.root = 0;
+  Schedule s(5, {4000}, c);
+  s.add_transfer(0, {1, 2, 3, 4}, {{0, 1}}, Op::copy, {});
+  const SimResult r =
+      simulate(s, Topology::line(5), model(1e9, 0.0, 0.0, 500, Switching::cut_through));
+  EXPECT_NEAR(r.time_s, 4000 / 1e9, 1e-12 * r.time_s);
+  Bytes total = 0;
+  for (Bytes b : r.link_bytes) total += b;
+  EXPECT_EQ(total, 4 * 4000);
+}
+
+TEST(Simulate, RejectsBadInput) {
+  const Schedule s = one_transfer(4, 0, 3, 100);
+  NetworkModel bad = model(-1.0, 0.0, 0.0, 0, Switching::cut_through);
+  EXPECT_THROW(simulate(s, Topology::line(4), bad), std::invalid_argument);
+  bad = model(1e9, -1.0, 0.0, 0, Switching::cut_through);
+  EXPECT_THROW(simulate(s, Topology::line(4), bad), std::invalid_argument);
+  const NetworkModel ok = model(1e9, 0.0, 0.0, 0, Switching::cut_through);
+  EXPECT_THROW(simulate(s, Topology::line(3), ok), std::invalid_argument);  // 4 ranks
+  SimOptions opt;
+  opt.placement = {0, 1, 1, 2};
+  EXPECT_THROW(simulate(s, Topology::line(4), ok, opt), std::invalid_argument);
+  opt.placement = {};
+  opt.max_events = 0;
+  EXPECT_THROW(simulate(s, Topology::line(4), ok, opt), std::invalid_argument);
+  // Unreachable destination in a custom topology.
+  const Topology one_way = Topology::custom(4, 0, {{0, 1, 1e9, 0.0}, {1, 2, 1e9, 0.0},
+                                                   {2, 3, 1e9, 0.0}});
+  const Schedule back = one_transfer(4, 3, 0, 100);
+  EXPECT_THROW(simulate(back, one_way, ok), std::invalid_argument);
+}
