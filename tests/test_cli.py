@@ -183,3 +183,83 @@ def test_build_unwritable_output_exits_1(capsys, tmp_path):
     )
     assert code == 1
     assert err.startswith("error: cannot write")
+
+
+def test_simulate_text_reports_the_closed_form(capsys):
+    # Ring allreduce on a ring: 2 (p - 1) steps of alpha + lat + S / p / bw.
+    p, size = 8, 1 << 20
+    argv = f"simulate ring -p {p} -s 1MiB --latency 1e-6 --alpha 2e-6".split()
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    rows = dict(line.split(None, 1) for line in out.splitlines())
+    assert rows["schedule"] == "ring(p=8)" and rows["topology"] == "ring(8)"
+    expected = 2 * (p - 1) * (2e-6 + 1e-6 + size / p / 1e9)
+    assert float(rows["time_s"]) == pytest.approx(expected, rel=1e-5)
+    assert rows["cycles"] == "-"
+    assert int(rows["links_used"]) == p and int(rows["links"]) == 2 * p
+
+
+@pytest.mark.parametrize(
+    ("extra", "topology", "kwargs"),
+    [
+        ([], wc.ring(6), {}),
+        (
+            "-t mesh:2x3 --packet 4KiB --switching store_and_forward".split(),
+            wc.mesh(2, 3),
+            {"packet_bytes": 4096, "switching": "store_and_forward"},
+        ),
+        (
+            "--topology torus:2x3 --bandwidth 2e9 --gamma 1e-10 --ports 1".split(),
+            wc.torus(2, 3),
+            {"bandwidth_Bps": 2e9, "gamma_s_per_byte": 1e-10, "ports": 1},
+        ),
+        ("-t line".split(), wc.line(6), {}),
+    ],
+)
+def test_simulate_json_matches_simulate(capsys, extra, topology, kwargs):
+    argv = ["simulate", "rabenseifner", "-p", "6", "-s", "96KiB", "--json", *extra]
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    got = json.loads(out)
+    net = wc.NetworkModel(kwargs.pop("bandwidth_Bps", 1e9), **kwargs)
+    direct = wc.simulate(wc.build("rabenseifner", 6, 96 * 1024), topology, net)
+    assert got == direct.summary()
+    assert got["time_s"] == direct.time_s
+
+
+def test_simulate_schedule_file(capsys, tmp_path):
+    path = tmp_path / "b.json"
+    s = wc.build("binomial_broadcast", ranks=5, size_bytes=4096, root=2)
+    s.to_json(path)
+    code, out, err = run(capsys, "simulate", "--schedule", str(path), "--json")
+    assert code == 0, err
+    net = wc.NetworkModel(1e9)
+    assert json.loads(out)["time_s"] == wc.simulate(s, wc.ring(5), net).time_s
+    code, _, err = run(capsys, "simulate", "--schedule", str(path), "-p", "5")
+    assert code == 2 and "--ranks" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        ("simulate ring -p 4 -s 8 --topology hex:4", "invalid topology 'hex:4'"),
+        ("simulate ring -p 4 -s 8 --topology mesh:4", "mesh:RxC"),
+        ("simulate ring -p 4 -s 8 --topology torus:2x", "invalid topology"),
+        ("simulate ring -p 4 -s 8 --topology ring:-3", "invalid topology"),
+        ("simulate ring -p 4 -s 8 --topology mesh", "invalid topology"),
+        ("simulate ring -p 4 -s 8 --topology mesh:0x4", "rows"),
+        ("simulate ring -p 8 -s 8 --topology mesh:2x3", "endpoints"),
+        ("simulate ring -p 4 -s 8 --bandwidth 0", "bandwidth"),
+        ("simulate ring -p 4 -s 8 --packet 1XB", "invalid size"),
+        ("simulate ring -p 4 -s 8 --switching wormhole", "invalid choice"),
+        ("simulate ring -p 4 -s 8 --ports 0", "ports"),
+        ("simulate", "NAME"),
+        ("simulate ring -s 8", "--ranks"),
+    ],
+)
+def test_simulate_argument_errors_exit_2(capsys, argv, needle):
+    code, out, err = run(capsys, *argv.split())
+    assert code == 2
+    assert out == ""
+    assert needle in err
+    assert "Traceback" not in err

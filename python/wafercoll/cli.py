@@ -5,6 +5,10 @@ Subcommands::
     wafercoll list [--json]
     wafercoll build NAME --ranks P --size-bytes S [--root R] [--option K=V ...] -o FILE
     wafercoll verify FILE | NAME --ranks P --size-bytes S [--root R] [--option K=V ...]
+    wafercoll simulate NAME --ranks P --size-bytes S [build options] | --schedule FILE
+                       [--topology SPEC] [--bandwidth BPS] [--latency S] [--alpha S]
+                       [--packet BYTES] [--switching MODE] [--gamma S_PER_B]
+                       [--ports N] [--json]
     wafercoll reproduce [--out DIR] [--only NAME ...] [--quick]
 
 Exit codes: 0 on success, 1 when a schedule is defective (or a file cannot be
@@ -26,6 +30,9 @@ __all__ = ["main"]
 
 _SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 _SIZE_RE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
+#: Topology families of ``--topology``: the number of sizes each takes.
+_TOPOLOGY_DIMS = {"line": 1, "ring": 1, "mesh": 2, "torus": 2}
+_TOPOLOGY_HELP = "line:N, ring:N, mesh:RxC or torus:RxC"
 
 
 class UsageError(Exception):
@@ -40,6 +47,25 @@ def _size(text: str) -> int:
             f"invalid size {text!r} (an integer with an optional KiB/MiB/GiB suffix)"
         )
     return int(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
+
+
+def _topology_spec(text: str) -> tuple[str, tuple[int, ...]]:
+    """Parse ``ring:8``, ``line:16``, ``mesh:4x4`` or ``torus:8x8`` to (kind, sizes).
+
+    ``ring`` or ``line`` alone give no sizes: a ring or line of all the ranks.
+    """
+    kind, sep, sizes = text.strip().lower().partition(":")
+    dims = _TOPOLOGY_DIMS.get(kind)
+    parts = [p.strip() for p in sizes.split("x")] if sep else []
+    ok = dims is not None and (
+        (not sep and dims == 1)
+        or (len(parts) == dims and all(re.fullmatch(r"[0-9]+", p) for p in parts))
+    )
+    if not ok:
+        raise argparse.ArgumentTypeError(
+            f"invalid topology {text!r} (expected {_TOPOLOGY_HELP})"
+        )
+    return kind, tuple(int(p) for p in parts)
 
 
 def _option(text: str) -> tuple[str, Any]:
@@ -112,6 +138,77 @@ def _parser() -> argparse.ArgumentParser:
     _add_build_args(p, required=False)
 
     p = sub.add_parser(
+        "simulate",
+        help="simulate a schedule on a topology, print time and link utilization",
+        description="Simulate a built algorithm (NAME with --ranks and "
+        "--size-bytes) or a schedule file (--schedule) on a topology under a "
+        "network model; see wafercoll.simulate for the model.",
+    )
+    p.add_argument(
+        "name", nargs="?", metavar="NAME", help="a registered algorithm (see `list`)"
+    )
+    p.add_argument(
+        "--schedule", metavar="FILE", help="a schedule JSON file instead of NAME"
+    )
+    _add_build_args(p, required=False)
+    p.add_argument(
+        "--topology",
+        "-t",
+        type=_topology_spec,
+        metavar="SPEC",
+        help=f"{_TOPOLOGY_HELP} (default: a ring of the schedule's ranks)",
+    )
+    p.add_argument(
+        "--bandwidth",
+        type=float,
+        default=1e9,
+        metavar="BPS",
+        help="link bandwidth in bytes/s (default: 1e9)",
+    )
+    p.add_argument(
+        "--latency",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="latency per hop in seconds (default: 0)",
+    )
+    p.add_argument(
+        "--alpha",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="start-up delay per message in seconds (default: 0)",
+    )
+    p.add_argument(
+        "--packet",
+        type=_size,
+        metavar="BYTES",
+        help="packet size, suffixes KiB, MiB accepted (default: a message is one)",
+    )
+    p.add_argument(
+        "--switching",
+        choices=("cut_through", "store_and_forward"),
+        default="cut_through",
+        help="switching of packets (default: cut_through)",
+    )
+    p.add_argument(
+        "--gamma",
+        type=float,
+        default=0.0,
+        metavar="S_PER_B",
+        help="reduction cost in seconds per byte (default: 0)",
+    )
+    p.add_argument(
+        "--ports",
+        type=int,
+        metavar="N",
+        help="injection and ejection channels per endpoint (default: unlimited)",
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print the result summary as JSON"
+    )
+
+    p = sub.add_parser(
         "reproduce", help="run the experiments, write figures and REPORT.md"
     )
     p.add_argument("--out", default="figures", metavar="DIR", help="output directory")
@@ -144,6 +241,24 @@ def _build(args: argparse.Namespace) -> Any:
         raise
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from None
+
+
+def _read_schedule(path: str) -> Any:
+    """Load a schedule file: ScheduleError for bad content, OSError if unreadable."""
+    import wafercoll as wc
+
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise wc.ScheduleError(f"{path}: malformed JSON: {exc}") from None
+    try:
+        return wc.Schedule.from_dict(doc)
+    except wc.ScheduleError:
+        raise
+    except (ValueError, TypeError) as exc:
+        raise wc.ScheduleError(f"{path}: {exc}") from None
 
 
 def _summary(s: Any, rep: Any) -> str:
@@ -208,21 +323,10 @@ def _cmd_verify(args: argparse.Namespace) -> int:
                 f"({args.target}); they describe an algorithm to build"
             )
         try:
-            with open(args.target, encoding="utf-8") as fh:
-                text = fh.read()
+            s = _read_schedule(args.target)
         except (OSError, UnicodeDecodeError) as exc:
             print(f"error: cannot read {args.target}: {exc}", file=sys.stderr)
             return 1
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise wc.ScheduleError(f"{args.target}: malformed JSON: {exc}") from None
-        try:
-            s = wc.Schedule.from_dict(doc)
-        except wc.ScheduleError:
-            raise
-        except (ValueError, TypeError) as exc:
-            raise wc.ScheduleError(f"{args.target}: {exc}") from None
         where = args.target
     else:
         known = {a.name for a in wc.algorithms()}
@@ -246,6 +350,84 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         where = args.target
     rep = wc.verify(s)
     print(f"ok {where}: {_summary(s, rep)}")
+    return 0
+
+
+def _make_topology(spec: tuple[str, tuple[int, ...]] | None, ranks: int) -> Any:
+    """The topology of ``--topology`` (default: a ring of ``ranks``)."""
+    import wafercoll as wc
+
+    kind, sizes = spec if spec is not None else ("ring", ())
+    factory = {"line": wc.line, "ring": wc.ring, "mesh": wc.mesh, "torus": wc.torus}
+    try:
+        return factory[kind](*(sizes or (ranks,)))
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"--topology: {exc}") from None
+
+
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    import wafercoll as wc
+
+    if args.schedule is not None:
+        given = [
+            flag
+            for flag, value in (
+                ("NAME", args.name),
+                ("--ranks", args.ranks),
+                ("--size-bytes", args.size_bytes),
+                ("--root", args.root),
+                ("--option", args.option or None),
+            )
+            if value is not None
+        ]
+        if given:
+            raise UsageError(
+                f"{', '.join(given)} cannot be used with --schedule "
+                f"({args.schedule}); they describe an algorithm to build"
+            )
+        try:
+            s = _read_schedule(args.schedule)
+        except (OSError, UnicodeDecodeError) as exc:
+            print(f"error: cannot read {args.schedule}: {exc}", file=sys.stderr)
+            return 1
+    else:
+        if args.name is None:
+            raise UsageError(
+                "simulate needs NAME (with --ranks and --size-bytes) or --schedule FILE"
+            )
+        missing = [
+            flag
+            for flag, value in (
+                ("--ranks", args.ranks),
+                ("--size-bytes", args.size_bytes),
+            )
+            if value is None
+        ]
+        if missing:
+            raise UsageError(f"simulate needs {' and '.join(missing)}")
+        s = _build(args)
+    topology = _make_topology(args.topology, s.num_ranks)
+    try:
+        network = wc.NetworkModel(
+            args.bandwidth,
+            hop_latency_s=args.latency,
+            alpha_s=args.alpha,
+            packet_bytes=args.packet,
+            switching=args.switching,
+            gamma_s_per_byte=args.gamma,
+            ports=args.ports,
+        )
+        result = wc.simulate(s, topology, network)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from None
+    summary = result.summary()
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    width = max(len(k) for k in summary)
+    for key, value in summary.items():
+        text = f"{value:.6g}" if isinstance(value, float) else str(value)
+        print(f"{key.ljust(width)}  {'-' if value is None else text}")
     return 0
 
 
@@ -354,6 +536,7 @@ _COMMANDS = {
     "list": _cmd_list,
     "build": _cmd_build,
     "verify": _cmd_verify,
+    "simulate": _cmd_simulate,
     "reproduce": _cmd_reproduce,
 }
 

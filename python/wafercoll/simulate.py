@@ -26,11 +26,14 @@ The model
   simultaneous arrivals go by packet index, then by a canonical order of the
   transfers (source, first destination, first block, last block, op, bytes),
   never by transfer index, so renumbering transfers changes nothing. A source
-  presents packet ``k + 1`` when packet ``k`` has left its first stage, so
-  two messages that share a link interleave packet by packet (**fair
-  sharing**: two equal messages that start together on one link both finish
-  near ``2 S / bw``, the first one packet earlier; as one packet each, they
-  finish at ``S / bw`` and ``2 S / bw``).
+  presents packet ``k + 1`` when packet ``k`` has left its first stage. Two
+  equal messages that start together on the same first link therefore
+  interleave packet by packet and both finish near ``2 S / bw`` (the first
+  one packet earlier); as one packet each, they finish at ``S / bw`` and
+  ``2 S / bw``. The rule is first come, first served, not round robin between
+  inputs: traffic that has queued up at a router (say, a through stream that
+  met contention earlier) is served before packets that arrive there later,
+  such as those a local source injects one at a time.
 * **Store-and-forward**: a packet reaches the next stage at its finish here +
   latency. **Cut-through**: its head reaches the next stage at its start
   here + latency (+ one flit time when ``flit_bytes`` is set), and it cannot

@@ -155,7 +155,7 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
   if (opt.placement.empty()) {
     require(P <= E, "the schedule has " + std::to_string(P) + " ranks but topology " +
                         topo.name() + " has only " + std::to_string(E) +
-                        " endpoints (pass placement= to map ranks to endpoints)");
+                        " endpoints; use a topology with at least as many endpoints");
     p.place.resize(P);
     std::iota(p.place.begin(), p.place.end(), 0);
   } else {
