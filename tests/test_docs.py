@@ -1,4 +1,4 @@
-"""The examples in the public docstrings run and print what they claim."""
+"""The examples in the public docstrings and the README run as documented."""
 
 from __future__ import annotations
 
@@ -23,3 +23,22 @@ def test_docstring_examples(name: str) -> None:
     flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
     result = doctest.testmod(module, optionflags=flags, verbose=False)
     assert result.failed == 0
+
+
+def test_readme_python_examples_run() -> None:
+    import pathlib
+    import re
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    readme = pathlib.Path(__file__).resolve().parents[1] / "README.md"
+    blocks = re.findall(r"```python\n(.*?)```", readme.read_text(), re.S)
+    assert blocks
+    try:
+        for i, block in enumerate(blocks):
+            exec(compile(block, f"README.md python block {i}", "exec"), {})
+    finally:
+        plt.close("all")
