@@ -98,6 +98,7 @@ class EventQueue {
  public:
   bool empty() const { return h_.empty(); }
   const Event& top() const { return h_[0]; }
+  std::size_t size() const { return h_.size(); }
   void push(const Event& e) {
     std::size_t i = h_.size();
     h_.push_back(e);
@@ -145,6 +146,10 @@ struct Prepared {
 };
 
 constexpr std::int64_t kMaxNodes = std::int64_t{1} << 27;
+// Memory guards for what grows while the simulation runs (32 bytes per
+// queued event; 16 per timeline interval, twice more to sort them).
+constexpr std::size_t kMaxQueued = std::size_t{1} << 26;
+constexpr std::size_t kMaxTimelineIntervals = std::size_t{1} << 26;
 
 Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& net,
                  const SimOptions& opt) {
@@ -396,6 +401,11 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
       queue.replace_top(e);
       top_consumed = true;
     } else {
+      if (queue.size() >= kMaxQueued)
+        throw std::invalid_argument(
+            "more than " + std::to_string(kMaxQueued) +
+            " packets are queued in the network at once (2 GiB of events); "
+            "use a larger packet_bytes");
       queue.push(e);
     }
   };
@@ -474,7 +484,15 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
       if (open_b[r] == st) {
         open_b[r] = fin;
       } else {
-        if (open_b[r] > open_a[r]) closed.emplace_back(open_a[r], open_b[r]);
+        if (open_b[r] > open_a[r]) {
+          if (closed.size() >= kMaxTimelineIntervals)
+            throw std::invalid_argument(
+                "the busy-link timeline has more than " +
+                std::to_string(kMaxTimelineIntervals) +
+                " separate intervals; simulate without timeline=True or with a "
+                "larger packet_bytes");
+          closed.emplace_back(open_a[r], open_b[r]);
+        }
         open_a[r] = st;
         open_b[r] = fin;
       }
