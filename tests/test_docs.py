@@ -14,6 +14,7 @@ MODULES = [
     "wafercoll.schedule",
     "wafercoll.simulate",
     "wafercoll.topology",
+    "wafercoll.wafer.model",
 ]
 
 

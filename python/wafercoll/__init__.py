@@ -19,6 +19,7 @@ except ImportError as exc:  # pragma: no cover - only without a compiled build
         "built. Install it with `pip install .` from the source tree."
     ) from exc
 
+from . import wafer
 from ._errors import ScheduleError, WafercollWarning
 from .algorithms import AlgorithmInfo, algorithms, build, register
 from .analysis import VerifyReport, execute, verify
@@ -58,4 +59,5 @@ __all__ = [
     "simulation_events",
     "torus",
     "verify",
+    "wafer",
 ]

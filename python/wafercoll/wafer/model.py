@@ -1,0 +1,300 @@
+"""The wafer-scale spatial cost model and the 1D closed forms.
+
+Source: Luczynski, Gianinazzi et al., *Near-Optimal Wafer-Scale Reduce*,
+HPDC 2024 (the paper), Sections 3 to 5. Units: cycles and wavelets (32-bit
+words). A row of ``P`` PEs is numbered ``0 .. P-1`` from the left; the root
+of a Reduce is PE 0, the leftmost.
+
+Equation (1) of the paper estimates the cycles of a communication pattern
+from its spatial metrics::
+
+    T = max(C, E / N + L) + (2 T_R + 1) D
+
+with energy ``E`` (wavelet-hops in all), distance ``L`` (largest number of
+hops of a wavelet), depth ``D`` (longest chain of dependent operations),
+contention ``C`` (most wavelets a PE sends or receives), ``N`` links used and
+ramp latency ``T_R`` (2 cycles on the WSE-2, by the paper's inspection of the
+cycle-accurate simulator).
+
+A 1D Reduce to the leftmost PE in which every PE sends its partial sum once,
+to a PE on its left, along non-crossing edges is a *pre-order tree*: a
+parent array with ``parent[0] == -1`` and ``parent[v] < v``, in which every
+subtree is a contiguous range of PEs. :func:`tree_metrics` derives its
+metrics for a vector of one wavelet (energy and contention scale with ``B``)
+and :func:`tree_cycles` evaluates equation (1) on them, with ``N = P - 1``
+(all messages travel towards the root) and ``L = P - 1``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._util import as_int, as_real
+
+__all__ = [
+    "TreeMetrics",
+    "binary_tree",
+    "broadcast_time",
+    "chain_time",
+    "chain_tree",
+    "eq1_cycles",
+    "message_time",
+    "star_lemma_time",
+    "star_time",
+    "star_tree",
+    "tree_cycles",
+    "tree_lemma_time",
+    "tree_metrics",
+    "tree_time",
+    "two_phase_group_size",
+    "two_phase_lemma_time",
+    "two_phase_time",
+    "two_phase_tree",
+]
+
+#: Ramp latency of the WSE-2 in cycles (the paper, Section 2.2: found by
+#: inspection of the cycle-accurate simulator; Tramm et al. report about 7).
+T_R_DEFAULT = 2
+#: Largest row length accepted by the closed forms and tree builders.
+MAX_P = 1 << 22
+
+
+def _check(P: Any, B: Any, T_R: Any) -> tuple[int, int, float]:
+    return (
+        as_int(P, "P", 1, MAX_P),
+        as_int(B, "B", 1),
+        as_real(T_R, "T_R", 0.0),
+    )
+
+
+def eq1_cycles(
+    E: float, L: float, D: float, C: float, N: float, T_R: float = 2
+) -> float:
+    """Equation (1): ``max(C, E / N + L) + (2 T_R + 1) D`` (``E / N`` is 0 if N = 0)."""
+    t_r = as_real(T_R, "T_R", 0.0)
+    flow = E / N if N > 0 else 0.0
+    return max(C, flow + L) + (2 * t_r + 1) * D
+
+
+# -- closed forms, as the paper states them -----------------------------------
+def message_time(P: int, B: int, T_R: float = T_R_DEFAULT) -> float:
+    """Section 4.1: a message of B wavelets across P PEs, ``B + P + 2 T_R``."""
+    P, B, T_R = _check(P, B, T_R)
+    return B + P + 2 * T_R
+
+
+def broadcast_time(P: int, B: int, T_R: float = T_R_DEFAULT) -> float:
+    """Lemma 4.1: flooding broadcast with router multicast, ``B + P + 2 T_R``."""
+    return message_time(P, B, T_R)
+
+
+def star_lemma_time(P: int, B: int, T_R: float = T_R_DEFAULT) -> float:
+    """Lemma 5.1 (the model's bound): ``max(B(P-1), P B / 2 + P - 1) + 2 T_R + 1``."""
+    P, B, T_R = _check(P, B, T_R)
+    return max(B * (P - 1), P * B / 2 + P - 1) + 2 * T_R + 1
+
+
+def star_time(P: int, B: int, T_R: float = T_R_DEFAULT) -> float:
+    """Refined Star (Section 5.1, pipelined): ``B (P - 1) + 2 T_R + 1``.
+
+    The paper argues that the wavelets reach the root as a perfect pipeline,
+    so the contention at the root alone sets the pace. At ``B = 1`` this is
+    ``P + 2 T_R``, below the distance-and-energy term of equation (1).
+    """
+    P, B, T_R = _check(P, B, T_R)
+    return B * (P - 1) + 2 * T_R + 1
+
+
+def chain_time(P: int, B: int, T_R: float = T_R_DEFAULT) -> float:
+    """Lemma 5.2: ``B + (2 T_R + 2)(P - 1)``."""
+    P, B, T_R = _check(P, B, T_R)
+    return B + (2 * T_R + 2) * (P - 1)
+
+
+def tree_lemma_time(P: int, B: int, T_R: float = T_R_DEFAULT) -> float:
+    """Lemma 5.3 for P a power of two.
+
+    ``max(B log2 P, B P log2 P / (2 (P - 1)) + P - 1) + (2 T_R + 1) log2 P``.
+    """
+    P, B, T_R = _check(P, B, T_R)
+    if P & (P - 1):
+        raise ValueError(f"P must be a power of two for Lemma 5.3, got {P}")
+    if P == 1:
+        return 0.0
+    lg = P.bit_length() - 1
+    return max(B * lg, B * P * lg / (2 * (P - 1)) + P - 1) + (2 * T_R + 1) * lg
+
+
+def tree_time(P: int, B: int, T_R: float = T_R_DEFAULT) -> float:
+    """Tree Reduce for any P: equation (1) on :func:`binary_tree` (Lemma 5.3 at 2^k)."""
+    P, B, T_R = _check(P, B, T_R)
+    return tree_cycles(binary_tree(P), B, T_R)
+
+
+def two_phase_group_size(P: int) -> int:
+    """Group size of Two-Phase: ``floor(sqrt(P))`` (``sqrt(P)`` when P is a square)."""
+    P = as_int(P, "P", 1, MAX_P)
+    return max(1, math.isqrt(P))
+
+
+def two_phase_lemma_time(P: int, B: int, T_R: float = T_R_DEFAULT) -> float:
+    """Lemma 5.4 for ``P = S^2``.
+
+    ``max(2B, 2B - 2B / sqrt(P) + P) + (2 sqrt(P) - 2)(2 T_R + 1)``: the
+    paper bounds the links by ``P`` and the distance by ``P``.
+    """
+    P, B, T_R = _check(P, B, T_R)
+    s = math.isqrt(P)
+    if s * s != P:
+        raise ValueError(f"P must be a perfect square for Lemma 5.4, got {P}")
+    return max(2 * B, 2 * B - 2 * B / s + P) + (2 * s - 2) * (2 * T_R + 1)
+
+
+def two_phase_time(P: int, B: int, T_R: float = T_R_DEFAULT) -> float:
+    """Two-Phase for any P: equation (1) on :func:`two_phase_tree`.
+
+    Uses the exact metrics of the tree with ``N = L = P - 1``. For ``P = S^2``
+    the metrics are those of Lemma 5.4's proof, but the lemma's statement
+    takes ``N = L = P``. With ``E = 2 B (P - sqrt P)`` the flow term
+    ``E / N + L`` is then smaller by ``2 B / (P + sqrt P) - 1``, so for
+    ``B > (P + sqrt P) / 2`` the lemma's value lies slightly *below* equation
+    (1) on the same tree (when the flow term is the maximum).
+    """
+    P, B, T_R = _check(P, B, T_R)
+    return tree_cycles(two_phase_tree(P), B, T_R)
+
+
+# -- reduction trees ---------------------------------------------------------
+def star_tree(P: int) -> np.ndarray:
+    """Every PE sends to the root."""
+    P = as_int(P, "P", 1, MAX_P)
+    parent = np.zeros(P, dtype=np.int64)
+    parent[0] = -1
+    return parent
+
+
+def chain_tree(P: int) -> np.ndarray:
+    """Every PE sends to its left neighbour."""
+    P = as_int(P, "P", 1, MAX_P)
+    return np.arange(-1, P - 1, dtype=np.int64)
+
+
+def binary_tree(P: int) -> np.ndarray:
+    """Tree Reduce: in round r, active PEs at odd multiples of 2^(r-1) send left.
+
+    For P not a power of two the rounds are those of the next power of two,
+    with the PEs beyond ``P - 1`` absent: PE ``v > 0`` sends to
+    ``v - 2^t`` where ``2^t`` is the lowest set bit of ``v``.
+    """
+    P = as_int(P, "P", 1, MAX_P)
+    v = np.arange(P, dtype=np.int64)
+    parent = v - (v & -v)
+    parent[0] = -1
+    return parent
+
+
+def two_phase_tree(P: int, S: int | None = None) -> np.ndarray:
+    """Two-Phase: chains in groups of S from the far end, then a chain of leaders.
+
+    Groups are ``[P - S, P - 1]``, ``[P - 2S, P - S - 1]``, ... and a first
+    group that holds PE 0 and the ``P mod S`` (or S) PEs left over. Inside a
+    group every PE sends to its left neighbour; each group's leftmost PE (its
+    leader) then sends to the next leader to the left, PE 0 last.
+    """
+    P = as_int(P, "P", 1, MAX_P)
+    S = two_phase_group_size(P) if S is None else as_int(S, "S", 1, P)
+    parent = np.arange(-1, P - 1, dtype=np.int64)  # chains everywhere ...
+    leaders = np.arange(P - S, 0, -S, dtype=np.int64)  # leftmost PEs of full groups
+    first = P - S * len(leaders)  # size of PE 0's group, in [1, S]
+    # ... except the leaders: each sends to the next leader on its left, the
+    # leftmost one to PE 0.
+    parent[leaders] = np.where(leaders - S >= first, leaders - S, 0)
+    return parent
+
+
+# -- metrics and equation (1) on trees ------------------------------------------------
+@dataclass(frozen=True)
+class TreeMetrics:
+    """Spatial metrics of a 1D reduction tree for B = 1 (E and C scale with B).
+
+    Attributes
+    ----------
+    energy : int
+        Wavelet-hops for one wavelet per PE: the sum of edge lengths.
+    distance : int
+        ``P - 1``: the wavelet of the last PE travels to the root.
+    depth : int
+        Height of the tree (edges on the longest root path).
+    contention : int
+        Most messages a PE receives (at least 1 when P > 1: every non-root
+        PE sends one).
+    links : int
+        ``P - 1`` links towards the root.
+    """
+
+    energy: int
+    distance: int
+    depth: int
+    contention: int
+    links: int
+
+    def cycles(self, B: int, T_R: float = T_R_DEFAULT) -> float:
+        """Equation (1) for a vector of B wavelets."""
+        b = as_int(B, "B", 1)
+        return eq1_cycles(
+            b * self.energy,
+            self.distance,
+            self.depth,
+            b * self.contention,
+            self.links,
+            T_R,
+        )
+
+
+def _check_tree(parent: Any) -> np.ndarray:
+    p = np.asarray(parent)
+    if p.ndim != 1 or p.size == 0 or not np.issubdtype(p.dtype, np.integer):
+        raise TypeError("parent must be a non-empty 1-D integer array")
+    p = p.astype(np.int64)
+    if p[0] != -1:
+        raise ValueError(f"parent[0] must be -1 (PE 0 is the root), got {p[0]}")
+    v = np.arange(p.size)
+    bad = np.flatnonzero((p[1:] < 0) | (p[1:] >= v[1:]))
+    if bad.size:
+        i = int(bad[0]) + 1
+        raise ValueError(f"parent[{i}] = {p[i]} must be in [0, {i}) (send to the left)")
+    return p
+
+
+def tree_metrics(parent: Any) -> TreeMetrics:
+    """E, L, D, C, N of a reduction tree towards PE 0 (for B = 1)."""
+    p = _check_tree(parent)
+    n = p.size
+    if n == 1:
+        return TreeMetrics(0, 0, 0, 0, 0)
+    energy = int(np.sum(np.arange(1, n) - p[1:]))
+    children = np.bincount(p[1:], minlength=n)
+    # Depth by pointer jumping: O(P log D) without a Python loop over PEs.
+    # dist[v] = edges from v up to anc[v]; each round doubles the jump.
+    dist = (p >= 0).astype(np.int64)
+    anc = p.copy()
+    while True:
+        up = np.flatnonzero(anc >= 0)
+        if up.size == 0:
+            break
+        a = anc[up]
+        new_dist, new_anc = dist[up] + dist[a], anc[a]
+        dist[up], anc[up] = new_dist, new_anc
+    depth = dist
+    return TreeMetrics(
+        energy, n - 1, int(depth.max()), max(1, int(children.max())), n - 1
+    )
+
+
+def tree_cycles(parent: Any, B: int, T_R: float = T_R_DEFAULT) -> float:
+    """Equation (1) on a reduction tree for a vector of B wavelets."""
+    return tree_metrics(parent).cycles(B, T_R)
