@@ -104,6 +104,15 @@ def test_binary_tree_for_any_P() -> None:
     assert (m.depth, m.contention) == (2, 3)
 
 
+def test_contention_counts_receives_in_sequence() -> None:
+    # PE 1 takes PE 2 and PE 3 before PE 0 can take PE 4: three in a row,
+    # although no PE receives more than two messages.
+    m = wafer.tree_metrics([-1, 0, 1, 1, 0])
+    assert m.contention == 3
+    assert wafer.tree_metrics([-1, 0, 0, 2, 2]).contention == 2  # last child: pipelined
+    assert wafer.tree_metrics([-1, 0, 1, 2, 3]).contention == 1
+
+
 def test_two_phase_groups_from_the_far_end() -> None:
     # P = 10, S = 3: groups [7..9], [4..6], [1..3] and PE 0 alone.
     assert wafer.two_phase_group_size(10) == 3

@@ -14,4 +14,5 @@ PYBIND11_MODULE(_core, m) {
   bind_analysis(m);
   bind_algorithms(m);
   bind_simulate(m);
+  bind_wafer(m);
 }

@@ -24,3 +24,4 @@ void bind_schedule(py::module_& m);
 void bind_analysis(py::module_& m);
 void bind_algorithms(py::module_& m);
 void bind_simulate(py::module_& m);
+void bind_wafer(py::module_& m);

@@ -4,7 +4,9 @@ The model is that of *Near-Optimal Wafer-Scale Reduce* (Luczynski,
 Gianinazzi et al., HPDC 2024).
 
 See :mod:`wafercoll.wafer.model` for the model, the closed forms exactly as
-the paper states them, and the reduction trees of the fixed patterns.
+the paper states them, and the reduction trees of the fixed patterns, and
+:mod:`wafercoll.wafer.reduce1d` for Auto-Gen, the lower bound and the
+optimality ratios of Figure 1.
 """
 
 from __future__ import annotations
@@ -30,8 +32,30 @@ from .model import (
     two_phase_time,
     two_phase_tree,
 )
+from .reduce1d import (
+    REDUCE_ALGORITHMS,
+    AutogenTree,
+    autogen,
+    autogen_cycles,
+    lower_bound,
+    lower_bound_cycles,
+    optimality_ratios,
+    reduce_time,
+    routing_plan,
+    routing_plan_json,
+)
 
 __all__ = [
+    "REDUCE_ALGORITHMS",
+    "AutogenTree",
+    "autogen",
+    "autogen_cycles",
+    "lower_bound",
+    "lower_bound_cycles",
+    "optimality_ratios",
+    "reduce_time",
+    "routing_plan",
+    "routing_plan_json",
     "T_R_DEFAULT",
     "TreeMetrics",
     "binary_tree",

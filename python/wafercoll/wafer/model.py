@@ -230,8 +230,8 @@ class TreeMetrics:
     depth : int
         Height of the tree (edges on the longest root path).
     contention : int
-        Most messages a PE receives (at least 1 when P > 1: every non-root
-        PE sends one).
+        Messages of B wavelets received one after another on the critical
+        sequence (see :func:`tree_metrics`); at least 1 when P > 1.
     links : int
         ``P - 1`` links towards the root.
     """
@@ -271,13 +271,41 @@ def _check_tree(parent: Any) -> np.ndarray:
 
 
 def tree_metrics(parent: Any) -> TreeMetrics:
-    """E, L, D, C, N of a reduction tree towards PE 0 (for B = 1)."""
+    """E, L, D, C, N of a reduction tree towards PE 0 (for B = 1).
+
+    Contention counts the messages of B wavelets that must be received one
+    after another. A PE receives its ``m`` children's streams in order and
+    forwards the last one as it arrives, so the stream of its ``j``-th child
+    can only start once that child's own receiving is done, and ``m - j``
+    streams follow it::
+
+        C(v) = max(m, max_j C(child_j) + m - j)
+
+    This is the contention of the Auto-Gen recurrence of Section 5.5, which
+    gives the part before the root's last child the bound ``C - 1``. It is
+    at least the most children of any PE, and equals it for Star
+    (``P - 1``), Chain (1), Tree (``ceil(log2 P)``) and Two-Phase (2), the
+    values of Lemmas 5.1 to 5.4. It exceeds it when an early child has
+    children of its own: in ``[-1, 0, 1, 1, 0]`` PE 0 and PE 1 each receive
+    two messages, but PE 0 can only take PE 4's after PE 1 has taken both
+    of its own, so C = 3.
+    """
     p = _check_tree(parent)
     n = p.size
     if n == 1:
         return TreeMetrics(0, 0, 0, 0, 0)
     energy = int(np.sum(np.arange(1, n) - p[1:]))
-    children = np.bincount(p[1:], minlength=n)
+    # Right to left, seen[q] counts the children of q after v.
+    par = p.tolist()
+    need = [0] * n
+    seen = [0] * n
+    for v in range(n - 1, 0, -1):
+        nv = need[v] if need[v] > seen[v] else seen[v]
+        q = par[v]
+        if nv + seen[q] > need[q]:
+            need[q] = nv + seen[q]
+        seen[q] += 1
+    contention = max(1, need[0], seen[0])
     # Depth by pointer jumping: O(P log D) without a Python loop over PEs.
     # dist[v] = edges from v up to anc[v]; each round doubles the jump.
     dist = (p >= 0).astype(np.int64)
@@ -290,9 +318,7 @@ def tree_metrics(parent: Any) -> TreeMetrics:
         new_dist, new_anc = dist[up] + dist[a], anc[a]
         dist[up], anc[up] = new_dist, new_anc
     depth = dist
-    return TreeMetrics(
-        energy, n - 1, int(depth.max()), max(1, int(children.max())), n - 1
-    )
+    return TreeMetrics(energy, n - 1, int(depth.max()), contention, n - 1)
 
 
 def tree_cycles(parent: Any, B: int, T_R: float = T_R_DEFAULT) -> float:

@@ -1,0 +1,354 @@
+"""1D wafer Reduce: Auto-Gen, the lower bound, and optimality ratios.
+
+Sections 5.5 to 5.7 of *Near-Optimal Wafer-Scale Reduce*. The dynamic
+programs run in the compiled core; the recurrences and why they are fast are
+in ``cpp/include/wafercoll/wafer/reduce1d.hpp``:
+
+* **Auto-Gen** minimises equation (1) over all pre-order, non-crossing
+  reduction trees: ``E(n, d, c) = min_i E(i, d, c-1) + E(n-i, d-1, c) + i``
+  is the least energy of a tree on ``n`` PEs with height at most ``d`` and at
+  most ``c`` children per PE, and
+  ``T(P, B) = min_{d,c} max(B c, B E(P, d, c) / (P-1) + P - 1) + (2 T_R + 1) d``.
+* **Lower bound** (Lemma 5.5):
+  ``E*(n, D) = min_i E*(i, D) + E*(n-i, D-1) + min(i, n-i+1)`` and
+  ``T*(P, B) >= min_D B E*(P, D) / (P-1) + P - 1 + (2 T_R + 1) D``.
+
+Examples
+--------
+>>> from wafercoll import wafer
+>>> t = wafer.autogen(16, 4)
+>>> t.cycles <= min(wafer.reduce_time(a, 16, 4) for a in ("chain", "tree", "two_phase"))
+True
+>>> int(t.parent[0])
+-1
+>>> wafer.lower_bound(16, 4) <= t.cycles
+True
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .. import _core
+from .._util import as_int, as_real
+from .model import (
+    T_R_DEFAULT,
+    chain_time,
+    star_lemma_time,
+    star_time,
+    tree_metrics,
+    tree_time,
+    two_phase_time,
+)
+
+__all__ = [
+    "REDUCE_ALGORITHMS",
+    "AutogenTree",
+    "autogen",
+    "autogen_cycles",
+    "lower_bound",
+    "lower_bound_cycles",
+    "optimality_ratios",
+    "reduce_time",
+    "routing_plan",
+    "routing_plan_json",
+]
+
+#: The 1D Reduce patterns of Section 5 (``star`` is the refined, pipelined form).
+REDUCE_ALGORITHMS = ("star", "chain", "tree", "two_phase", "autogen")
+#: Largest row the dynamic programs accept (the tables grow with P).
+MAX_DP_P = 1 << 16
+
+
+def _args(P: Any, B: Any, T_R: Any) -> tuple[int, int, float]:
+    return (
+        as_int(P, "P", 1, MAX_DP_P),
+        as_int(B, "B", 1, 1 << 40),
+        as_real(T_R, "T_R", 0.0),
+    )
+
+
+@dataclass(frozen=True)
+class AutogenTree:
+    """The optimal Auto-Gen reduction tree for one (P, B).
+
+    Attributes
+    ----------
+    P, B : int
+        Row length and vector length in wavelets.
+    T_R : float
+        Ramp latency in cycles.
+    cycles : float
+        Equation (1) of the tree: the DP optimum.
+    depth, contention : int
+        Height of the tree and most children of a PE (messages received).
+    energy : int
+        Sum of the edge lengths (energy for one wavelet; ``B`` times that in all).
+    parent : ndarray of int
+        ``parent[v]`` is the PE that ``v`` sends its partial sum to;
+        ``parent[0] == -1``.
+    depth_bound, contention_bound : int
+        The DP's optimal (d, c), of which (depth, contention) is a tree.
+    """
+
+    P: int
+    B: int
+    T_R: float
+    cycles: float
+    depth: int
+    contention: int
+    energy: int
+    parent: np.ndarray = field(repr=False)
+    depth_bound: int = 0
+    contention_bound: int = 0
+
+    def children(self) -> list[list[int]]:
+        """Children of each PE in the order it receives them (left to right)."""
+        out: list[list[int]] = [[] for _ in range(self.P)]
+        for v in range(1, self.P):
+            out[int(self.parent[v])].append(v)
+        return out
+
+    def routing_plan(self) -> dict[str, Any]:
+        """The per-PE router configurations of this tree (see :func:`routing_plan`)."""
+        return routing_plan(self.parent)
+
+
+def autogen(P: int, B: int, T_R: float = T_R_DEFAULT) -> AutogenTree:
+    """The optimal Auto-Gen tree for ``P`` PEs and ``B`` wavelets.
+
+    Raises
+    ------
+    ValueError
+        For ``P`` outside ``[1, 65536]``, ``B < 1``, ``T_R < 0``, or a table
+        larger than a few GiB (the message names the size).
+    """
+    P, B, T_R = _args(P, B, T_R)
+    r = _core.wafer_autogen(P, B, T_R)
+    parent = np.asarray(r["parent"], dtype=np.int64)
+    return AutogenTree(
+        P=P,
+        B=B,
+        T_R=T_R,
+        cycles=float(r["cycles"]),
+        depth=int(r["depth"]),
+        contention=int(r["contention"]),
+        energy=int(r["energy"]),
+        parent=parent,
+        depth_bound=int(r["depth_bound"]),
+        contention_bound=int(r["contention_bound"]),
+    )
+
+
+def autogen_cycles(P: int, B: int, T_R: float = T_R_DEFAULT) -> np.ndarray:
+    """Auto-Gen's optimum for every row length ``n = 1 .. P`` (entry ``n - 1``)."""
+    P, B, T_R = _args(P, B, T_R)
+    return np.asarray(_core.wafer_autogen_cycles(P, B, T_R))
+
+
+def lower_bound_cycles(P: int, B: int, T_R: float = T_R_DEFAULT) -> np.ndarray:
+    """Lemma 5.5's bound ``T*(n, B)`` for every ``n = 1 .. P`` (entry ``n - 1``)."""
+    P, B, T_R = _args(P, B, T_R)
+    return np.asarray(_core.wafer_lower_bound_cycles(P, B, T_R))
+
+
+def lower_bound(P: int, B: int, T_R: float = T_R_DEFAULT) -> float:
+    """Lemma 5.5: ``min_D B E*(P, 1, D) / (P - 1) + P - 1 + D (2 T_R + 1)``."""
+    return float(lower_bound_cycles(P, B, T_R)[-1])
+
+
+def reduce_time(algorithm: str, P: int, B: int, T_R: float = T_R_DEFAULT) -> float:
+    """Predicted cycles of a 1D Reduce pattern.
+
+    Parameters
+    ----------
+    algorithm : {"star", "chain", "tree", "two_phase", "autogen"}
+        ``star`` is the refined, pipelined Star ``B (P - 1) + 2 T_R + 1``
+        (Section 5.1; :func:`wafercoll.wafer.star_lemma_time` is Lemma 5.1's
+        equation-(1) bound); ``chain`` is Lemma 5.2; ``tree`` and
+        ``two_phase`` are equation (1) on their trees for any P (Lemma 5.3 at
+        powers of two; Lemma 5.4's metrics at squares, with N = L = P - 1);
+        ``autogen`` is the DP optimum.
+    P, B : int
+        PEs in the row and vector length in wavelets.
+    T_R : float
+        Ramp latency in cycles.
+    """
+    P, B, T_R = _args(P, B, T_R)
+    forms = {
+        "star": star_time,
+        "star_lemma": star_lemma_time,
+        "chain": chain_time,
+        "tree": tree_time,
+        "two_phase": two_phase_time,
+    }
+    if algorithm == "autogen":
+        return autogen(P, B, T_R).cycles
+    if algorithm not in forms:
+        raise ValueError(
+            f"algorithm must be one of {', '.join(REDUCE_ALGORITHMS)} (or star_lemma), "
+            f"got {algorithm!r}"
+        )
+    return float(forms[algorithm](P, B, T_R))
+
+
+def optimality_ratios(
+    Ps: Iterable[int], Bs: Iterable[int], T_R: float = T_R_DEFAULT
+) -> dict[str, np.ndarray]:
+    """``T_alg / T*`` for every pattern, row length and vector length.
+
+    Returns a tidy table as a dict of equal-length NumPy columns: ``P``,
+    ``B``, ``algorithm``, ``cycles``, ``lower_bound`` and ``ratio``.
+    Auto-Gen and the bound come from one DP per ``B`` for all ``P`` up to the
+    largest requested.
+    """
+    p_list = sorted({as_int(p, "Ps[i]", 2, MAX_DP_P) for p in Ps})
+    b_list = sorted({as_int(b, "Bs[i]", 1, 1 << 40) for b in Bs})
+    t_r = as_real(T_R, "T_R", 0.0)
+    if not p_list or not b_list:
+        raise ValueError("Ps and Bs must each list at least one value")
+    pmax = p_list[-1]
+    cols: dict[str, list[Any]] = {k: [] for k in ("P", "B", "algorithm", "cycles")}
+    bounds: list[float] = []
+    for b in b_list:
+        auto = autogen_cycles(pmax, b, t_r)
+        lb = lower_bound_cycles(pmax, b, t_r)
+        for p in p_list:
+            values = {
+                "star": star_time(p, b, t_r),
+                "chain": chain_time(p, b, t_r),
+                "tree": tree_time(p, b, t_r),
+                "two_phase": two_phase_time(p, b, t_r),
+                "autogen": float(auto[p - 1]),
+            }
+            for name, value in values.items():
+                cols["P"].append(p)
+                cols["B"].append(b)
+                cols["algorithm"].append(name)
+                cols["cycles"].append(float(value))
+                bounds.append(float(lb[p - 1]))
+    out = {k: np.asarray(v) for k, v in cols.items()}
+    out["lower_bound"] = np.asarray(bounds)
+    out["ratio"] = out["cycles"] / out["lower_bound"]
+    return out
+
+
+# -- routing plan -----------------------------------------------------------------
+def routing_plan(parent: Any) -> dict[str, Any]:
+    """Router configurations that run a 1D reduction tree on the wafer.
+
+    The model of the plan (the paper's Section 5.5 and Figures 5 and 6, made
+    explicit here):
+
+    * The stream of PE ``v`` to its parent travels west on colour
+      ``depth(v) mod 2``. A PE forwards the running sum of its last child as
+      it arrives, so it receives (its last child's colour) while it sends (its
+      own colour): the two colours differ, and two colours suffice.
+    * Every router takes part in *events* in time order: ``receive`` the
+      stream of each child in turn (``east -> ramp``), ``send`` its own
+      (``ramp -> west``), then ``forward`` the streams of later PEs that pass
+      over it (``east -> west``), in the order their receivers take them.
+      Each event is one configuration of the router on the stream's colour.
+    * A stream ends with a control wavelet when some router on its path has a
+      further configuration on that colour, so that the router advances to it.
+
+    Returns a JSON-ready dict: ``colours`` used, per PE its ``parent``,
+    ``colour``, ``control_wavelet`` and the ordered ``configurations``
+    (``colour``, ``rx``, ``tx``, ``stream`` = the sending PE), and
+    ``max_configurations_per_colour`` (the WSE holds four per colour;
+    beyond that a teardown is needed).
+    """
+    p = np.asarray(parent)
+    metrics = tree_metrics(p)  # validates
+    n = p.size
+    depth = np.zeros(n, dtype=np.int64)
+    for v in range(1, n):
+        depth[v] = depth[p[v]] + 1
+    colour = (depth % 2).astype(int)
+    children: list[list[int]] = [[] for _ in range(n)]
+    for v in range(1, n):
+        children[int(p[v])].append(v)
+    configs: list[list[dict[str, Any]]] = [[] for _ in range(n)]
+    # Pre-order walk gives the time order of streams at every router: the
+    # receiver takes its children left to right, and a forwarded stream
+    # passes after everything inside the subtrees it jumps over.
+    for v in range(n):
+        for c in children[v]:
+            configs[v].append(
+                {
+                    "event": "receive",
+                    "colour": int(colour[c]),
+                    "rx": "east",
+                    "tx": "ramp",
+                    "stream": c,
+                }
+            )
+        if v > 0:
+            configs[v].append(
+                {
+                    "event": "send",
+                    "colour": int(colour[v]),
+                    "rx": "ramp",
+                    "tx": "west",
+                    "stream": v,
+                }
+            )
+    forwards: list[list[int]] = [[] for _ in range(n)]
+    for x in sorted(range(1, n)):
+        for u in range(int(p[x]) + 1, x):
+            forwards[u].append(x)
+    for u in range(n):
+        for x in forwards[u]:
+            configs[u].append(
+                {
+                    "event": "forward",
+                    "colour": int(colour[x]),
+                    "rx": "east",
+                    "tx": "west",
+                    "stream": x,
+                }
+            )
+    # Control wavelets: does any router on x's path have a later
+    # configuration on x's colour?
+    control = [False] * n
+    for u in range(n):
+        seen_last: dict[int, int] = {}
+        for i, cfg in enumerate(configs[u]):
+            seen_last[cfg["colour"]] = i
+        for i, cfg in enumerate(configs[u]):
+            if i < seen_last[cfg["colour"]]:
+                control[cfg["stream"]] = True
+    per_colour = [
+        max((sum(1 for c in cfgs if c["colour"] == k) for k in (0, 1)), default=0)
+        for cfgs in configs
+    ]
+    pes = [
+        {
+            "pe": v,
+            "parent": int(p[v]),
+            "colour": int(colour[v]) if v else None,
+            "control_wavelet": bool(control[v]),
+            "configurations": configs[v],
+        }
+        for v in range(n)
+    ]
+    used = sorted({int(colour[v]) for v in range(1, n)})
+    return {
+        "format": "wafercoll-wafer-routing",
+        "version": 1,
+        "P": n,
+        "depth": metrics.depth,
+        "colours": used,
+        "max_configurations_per_colour": max(per_colour, default=0),
+        "pes": pes,
+    }
+
+
+def routing_plan_json(parent: Any, indent: int | None = 1) -> str:
+    """:func:`routing_plan` as JSON text."""
+    return json.dumps(routing_plan(parent), indent=indent)
