@@ -634,3 +634,68 @@ def test_dependency_cycle_is_refused() -> None:
     s = wc.Schedule.from_dict(doc)
     with pytest.raises(ValueError, match="cycle"):
         wc.simulate(s, wc.line(2), wc.NetworkModel(1e9))
+
+
+# -- copy cost and dataflow dependencies ---------------------------------------------
+def test_copy_cost_applies_to_copying_transfers() -> None:
+    bw, c, g, size = 1e9, 2e-9, 5e-9, 4000
+    net = wc.NetworkModel(bw, copy_s_per_byte=c, gamma_s_per_byte=g)
+    copy = wc.simulate(one_transfer(2, 0, 1, size, "copy"), wc.line(2), net)
+    red = wc.simulate(one_transfer(2, 0, 1, size, "reduce"), wc.line(2), net)
+    assert close(copy.time_s, size / bw + c * size)
+    assert close(red.time_s, size / bw + g * size)
+
+
+def forward_pair(op: str = "reduce") -> wc.Schedule:
+    """Rank 2 sends to 1, which forwards (data dependency) to 0."""
+    s = wc.Schedule(3, [1000], "reduce", root=0)
+    a = s.add_transfer(2, 1, [0], op=op)
+    s.add_transfer(1, 0, [0], op=op, deps=[a])
+    return s
+
+
+def test_dataflow_forwards_before_the_reduction_finishes() -> None:
+    bw, g, size = 1e9, 1e-9, 1000
+    net = wc.NetworkModel(bw, gamma_s_per_byte=g)
+    s = forward_pair()
+    complete = wc.simulate(s, wc.line(3), net, transfers=True)
+    # Program order: the forward waits for the reduction at rank 1.
+    assert close(complete.time_s, 2 * (size / bw + g * size))
+    flow = wc.simulate(
+        s, wc.line(3), net.replace(dependencies="dataflow"), transfers=True
+    )
+    # Dataflow: it leaves once the data is delivered; only the last
+    # reduction (at rank 0) is on the critical path.
+    assert close(flow.transfer_ready_s[1], size / bw)
+    assert close(flow.time_s, 2 * size / bw + g * size)
+    assert close(flow.transfer_finish_s[0], size / bw + g * size)
+
+
+def test_dataflow_keeps_writes_to_a_destination_in_order() -> None:
+    # Ranks 1 and 2 both reduce into rank 0; the second write is ordered
+    # after the first by a dependency that carries no data. With dataflow the
+    # second stream travels at once but enters each shared link only after
+    # the first stream's last packet: with packets of 1/4 of the message the
+    # link 1 -> 0 stays busy and the total equals two messages back to back.
+    bw, size, m = 1e9, 4000, 1000
+    s = wc.Schedule(3, [size], "reduce", root=0)
+    first = s.add_transfer(2, 0, [0], op="reduce")
+    s.add_transfer(1, 0, [0], op="reduce", deps=[first])
+    wc.verify(s)
+    net = wc.NetworkModel(bw, packet_bytes=m, dependencies="dataflow")
+    r = wc.simulate(s, wc.line(3), net, transfers=True)
+    assert close(r.transfer_ready_s[1], 0.0)  # no waiting to start
+    assert close(r.transfer_finish_s[0], size / bw)
+    assert close(r.transfer_finish_s[1], 2 * size / bw)
+    # In program order the second starts only when the first is done.
+    done = wc.simulate(
+        s, wc.line(3), net.replace(dependencies="complete"), transfers=True
+    )
+    assert close(done.transfer_ready_s[1], size / bw)
+
+
+def test_dataflow_rejects_unknown_modes() -> None:
+    with pytest.raises(ValueError, match="dependencies must be"):
+        wc.NetworkModel(1e9, dependencies="eager")
+    with pytest.raises(ValueError, match="copy_s_per_byte"):
+        wc.NetworkModel(1e9, copy_s_per_byte=-1.0)

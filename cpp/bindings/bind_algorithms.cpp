@@ -2,6 +2,7 @@
 // released while large schedules are built.
 #include "pybind.hpp"
 #include "wafercoll/algorithms/generic.hpp"
+#include "wafercoll/algorithms/wafer.hpp"
 
 using namespace wafercoll;
 
@@ -16,4 +17,6 @@ void bind_algorithms(py::module_& m) {
         py::arg("root"), py::call_guard<py::gil_scoped_release>());
   m.def("binomial_broadcast", &binomial_broadcast, py::arg("p"), py::arg("size_bytes"),
         py::arg("root"), py::call_guard<py::gil_scoped_release>());
+  m.def("tree_reduce", &tree_reduce, py::arg("parent"), py::arg("size_bytes"),
+        py::arg("block_bytes"), py::call_guard<py::gil_scoped_release>());
 }

@@ -1,6 +1,7 @@
 // Bindings of the analyses that need no topology: verify and execute.
 #include "pybind.hpp"
 #include "wafercoll/analysis/execute.hpp"
+#include "wafercoll/analysis/metrics.hpp"
 #include "wafercoll/analysis/verify.hpp"
 
 using namespace wafercoll;
@@ -49,4 +50,22 @@ void bind_analysis(py::module_& m) {
           return to_numpy(block_element_offsets(s, elements));
         },
         py::arg("schedule"), py::arg("elements"));
+  m.def(
+      "spatial_metrics",
+      [](const Schedule& s, const Topology& topo, Bytes word_bytes,
+         const std::vector<NodeId>& placement) {
+        SpatialMetrics r;
+        {
+          py::gil_scoped_release release;
+          r = spatial_metrics(s, topo, word_bytes, placement);
+        }
+        py::dict d;
+        d["energy"] = r.energy;
+        d["distance"] = r.distance;
+        d["depth"] = r.depth;
+        d["contention"] = r.contention;
+        d["links"] = r.links;
+        return d;
+      },
+      py::arg("schedule"), py::arg("topology"), py::arg("word_bytes"), py::arg("placement"));
 }

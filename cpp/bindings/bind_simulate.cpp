@@ -19,6 +19,8 @@ NetworkModel make_model(const py::dict& d) {
   n.flit_bytes = d["flit_bytes"].cast<Bytes>();
   n.switching = switching_from_string(d["switching"].cast<std::string>());
   n.gamma_s_per_byte = d["gamma_s_per_byte"].cast<double>();
+  n.copy_s_per_byte = d["copy_s_per_byte"].cast<double>();
+  n.dependencies = dependencies_from_string(d["dependencies"].cast<std::string>());
   n.ports = d["ports"].cast<std::int32_t>();
   n.port_bandwidth_Bps = d["port_bandwidth_Bps"].cast<double>();
   n.port_latency_s = d["port_latency_s"].cast<double>();

@@ -22,7 +22,7 @@ except ImportError as exc:  # pragma: no cover - only without a compiled build
 from . import wafer
 from ._errors import ScheduleError, WafercollWarning
 from .algorithms import AlgorithmInfo, algorithms, build, register
-from .analysis import VerifyReport, execute, verify
+from .analysis import SpatialMetrics, VerifyReport, execute, metrics, verify
 from .schedule import COLLECTIVES, Schedule
 from .simulate import (
     NetworkModel,
@@ -42,6 +42,7 @@ __all__ = [
     "Schedule",
     "ScheduleError",
     "SimResult",
+    "SpatialMetrics",
     "Topology",
     "VerifyReport",
     "WafercollWarning",
@@ -52,6 +53,7 @@ __all__ = [
     "execute",
     "line",
     "mesh",
+    "metrics",
     "network_presets",
     "register",
     "ring",

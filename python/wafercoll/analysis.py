@@ -10,7 +10,7 @@ import numpy as np
 from . import _core
 from .schedule import Schedule
 
-__all__ = ["VerifyReport", "execute", "verify"]
+__all__ = ["SpatialMetrics", "VerifyReport", "execute", "metrics", "verify"]
 
 
 @dataclass(frozen=True)
@@ -136,3 +136,85 @@ def execute(schedule: Schedule, inputs: Any, *, check: bool = True) -> np.ndarra
 def block_element_offsets(schedule: Schedule, elements: int) -> np.ndarray:
     """Element offsets of the blocks when a vector has ``elements`` elements."""
     return _core.block_element_offsets(_schedule(schedule)._core, int(elements))
+
+
+@dataclass(frozen=True)
+class SpatialMetrics:
+    """The spatial cost metrics of a schedule on a topology.
+
+    Definitions (all counts in words of ``word_bytes``; for a dependency ``d``
+    of ``t``, *data* when ``t`` sends from a rank ``d`` delivered to, *serial*
+    when they share a source or a destination):
+
+    Attributes
+    ----------
+    energy : int
+        Sum over transfers of words times links crossed (a multicast counts
+        each link of its tree once).
+    distance : int
+        Longest chain of data dependencies, counted in hops.
+    depth : int
+        Longest chain of data dependencies, counted in transfers.
+    contention : int
+        Most words a PE sends or receives one after another: along serial
+        dependencies words add up; forwarding (a data dependency) overlaps
+        with the stream it forwards.
+    links : int
+        Links used by any transfer.
+    """
+
+    energy: int
+    distance: int
+    depth: int
+    contention: int
+    links: int
+
+    def cycles(self, T_R: float = 2) -> float:
+        """Equation (1) of the wafer model: ``max(C, E/N + L) + (2 T_R + 1) D``."""
+        from .wafer.model import eq1_cycles
+
+        return eq1_cycles(
+            self.energy, self.distance, self.depth, self.contention, self.links, T_R
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The metrics as a plain dict."""
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def metrics(
+    schedule: Schedule,
+    topology: Any,
+    *,
+    word_bytes: int = 4,
+    placement: Any = None,
+) -> SpatialMetrics:
+    """Energy, distance, depth, contention and links of any schedule.
+
+    The spatial cost model of *Near-Optimal Wafer-Scale Reduce* (Section 3)
+    derived from the schedule's transfers, routes and dependencies; see
+    :class:`SpatialMetrics` for the definitions. For the wafer's 1D reduction
+    trees the values are those of Lemmas 5.1 to 5.4 and of the Auto-Gen
+    recurrence.
+
+    Parameters
+    ----------
+    schedule : Schedule
+    topology : Topology
+    word_bytes : int
+        Size of a word (a wavelet: 4 bytes).
+    placement : sequence of int, optional
+        Endpoint of each rank; default: rank ``r`` on endpoint ``r``.
+    """
+    from ._util import as_int
+    from .topology import Topology
+
+    s = _schedule(schedule)
+    if not isinstance(topology, Topology):
+        raise TypeError(
+            f"topology must be a wafercoll.Topology, got {type(topology).__name__}"
+        )
+    w = as_int(word_bytes, "word_bytes", 1)
+    pl = [] if placement is None else [as_int(x, "placement[i]", 0) for x in placement]
+    d = _core.spatial_metrics(s._core, topology._core, w, pl)
+    return SpatialMetrics(**{k: int(v) for k, v in d.items()})

@@ -134,6 +134,18 @@ class NetworkModel:
         Latency of a port channel (e.g. the wafer's ramp).
     clock_Hz : float or None
         Clock of the machine; when set, results also report cycles.
+    copy_s_per_byte : float
+        Cost at the destination of storing a copied byte (the counterpart of
+        ``gamma_s_per_byte`` for copying transfers).
+    dependencies : {"complete", "dataflow"}
+        ``"complete"``: a transfer starts when its dependencies have completed
+        (program order, as in MPI). ``"dataflow"``: a dependency that
+        delivered data to the transfer's source lets it start once that data
+        is delivered (processing overlaps with forwarding); a dependency that
+        only shares a destination lets it travel at once but enter its last
+        stage into that destination after the earlier transfer's last packet
+        (writes stay ordered); other dependencies wait for completion. This
+        is how a spatial dataflow machine such as the wafer streams.
     name : str
         Label of the model (presets set it).
 
@@ -156,6 +168,8 @@ class NetworkModel:
     port_bandwidth_Bps: float | None = None
     port_latency_s: float = 0.0
     clock_Hz: float | None = None
+    copy_s_per_byte: float = 0.0
+    dependencies: str = "complete"
     name: str = "custom"
 
     def __post_init__(self) -> None:
@@ -194,6 +208,12 @@ class NetworkModel:
         fix("port_latency_s", as_real(self.port_latency_s, "port_latency_s", 0.0))
         if self.clock_Hz is not None:
             fix("clock_Hz", as_real(self.clock_Hz, "clock_Hz", positive=True))
+        fix("copy_s_per_byte", as_real(self.copy_s_per_byte, "copy_s_per_byte", 0.0))
+        if self.dependencies not in ("complete", "dataflow"):
+            raise ValueError(
+                "dependencies must be 'complete' or 'dataflow', "
+                f"got {self.dependencies!r}"
+            )
         if not isinstance(self.name, str):
             raise TypeError(f"name must be a string, got {type(self.name).__name__}")
 
@@ -227,6 +247,36 @@ class NetworkModel:
             float(p), switching="store_and_forward", clock_Hz=1.0, name="unit_timestep"
         )
 
+    @classmethod
+    def wafer(cls, T_R: float = 2, clock_Hz: float = 850e6) -> NetworkModel:
+        """The Cerebras CS-2 wafer as modelled in *Near-Optimal Wafer-Scale Reduce*.
+
+        Sources (the paper, Sections 2.2 and 8.1): links carry one 32-bit
+        wavelet per cycle in each direction and a wavelet crosses a link in
+        one cycle; one ramp per PE, ``T_R`` cycles each way (2 on the WSE-2);
+        routers multicast at no cost; a PE stores or adds a wavelet in one
+        cycle; the CS-2 runs at 850 MHz. Packets are wavelets, switching is
+        cut-through, and dependencies follow the dataflow reading (a PE adds
+        and forwards a wavelet in the same instruction, and routers hold a
+        stream until the receiver takes it). ``result.cycles`` gives cycles.
+        """
+        t_r = as_real(T_R, "T_R", 0.0)
+        clock = as_real(clock_Hz, "clock_Hz", positive=True)
+        cycle = 1.0 / clock
+        return cls(
+            4.0 * clock,
+            hop_latency_s=cycle,
+            packet_bytes=4,
+            switching="cut_through",
+            gamma_s_per_byte=cycle / 4.0,
+            copy_s_per_byte=cycle / 4.0,
+            ports=1,
+            port_latency_s=t_r * cycle,
+            clock_Hz=clock,
+            dependencies="dataflow",
+            name="wafer",
+        )
+
     def replace(self, **changes: Any) -> NetworkModel:
         """A copy with some fields changed (every field is overridable)."""
         return dataclasses.replace(self, **changes)
@@ -248,6 +298,8 @@ class NetworkModel:
             "port_bandwidth_Bps": self.port_bandwidth_Bps or 0.0,
             "port_latency_s": self.port_latency_s,
             "clock_Hz": self.clock_Hz or 0.0,
+            "copy_s_per_byte": self.copy_s_per_byte,
+            "dependencies": self.dependencies,
         }
 
 
@@ -255,6 +307,7 @@ _PRESETS: dict[str, Callable[..., NetworkModel]] = {
     "ideal": NetworkModel.ideal,
     "hockney": NetworkModel.hockney,
     "unit_timestep": NetworkModel.unit_timestep,
+    "wafer": NetworkModel.wafer,
 }
 
 

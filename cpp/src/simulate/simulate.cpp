@@ -18,6 +18,8 @@
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <unordered_map>
 #include <utility>
 
 #include "wafercoll/errors.hpp"
@@ -33,6 +35,17 @@ Switching switching_from_string(const std::string& name) {
   if (name == "store_and_forward") return Switching::store_and_forward;
   throw std::invalid_argument("switching must be 'cut_through' or 'store_and_forward', got '" +
                               name + "'");
+}
+
+const char* to_string(Dependencies d) {
+  return d == Dependencies::complete ? "complete" : "dataflow";
+}
+
+Dependencies dependencies_from_string(const std::string& name) {
+  if (name == "complete") return Dependencies::complete;
+  if (name == "dataflow") return Dependencies::dataflow;
+  throw std::invalid_argument("dependencies must be 'complete' or 'dataflow', got '" + name +
+                              "'");
 }
 
 namespace {
@@ -56,6 +69,8 @@ void NetworkModel::validate() const {
           "flit_bytes must not exceed packet_bytes");
   require(finite_nonneg(gamma_s_per_byte),
           "gamma_s_per_byte must be a finite number >= 0 (seconds per byte)");
+  require(finite_nonneg(copy_s_per_byte),
+          "copy_s_per_byte must be a finite number >= 0 (seconds per byte)");
   require(ports >= 0 && ports <= 1024, "ports must be in [1, 1024] (or None for unlimited)");
   require(std::isfinite(port_bandwidth_Bps) && port_bandwidth_Bps >= 0.0,
           "port_bandwidth_Bps must be a finite number >= 0 (bytes per second; 0: default)");
@@ -281,20 +296,28 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
         " packet-stage events, more than max_events = " + std::to_string(opt.max_events) +
         "; use a larger packet_bytes (or raise max_events)");
 
-  // Canonical order of the transfers, independent of their indices.
-  std::vector<TransferId> order(T);
-  std::iota(order.begin(), order.end(), 0);
-  auto key = [&](TransferId t) {
-    const BlockRange* r0 = s.ranges_begin(t);
-    const BlockRange* r1 = s.ranges_end(t) - 1;
-    return std::make_tuple(s.src(t), *s.dsts_begin(t), s.num_dsts(t), r0->lo, r1->hi,
-                           static_cast<int>(s.op(t)), s.transfer_bytes(t));
+  // Canonical order of the transfers, independent of their indices: keys
+  // computed once, then sorted (ties, exact duplicates, by index).
+  struct Key {
+    RankId src, dst0;
+    std::int64_t ndst;
+    BlockId lo, hi;
+    int op;
+    Bytes bytes;
+    TransferId index;
+    bool operator<(const Key& o) const {
+      return std::tie(src, dst0, ndst, lo, hi, op, bytes, index) <
+             std::tie(o.src, o.dst0, o.ndst, o.lo, o.hi, o.op, o.bytes, o.index);
+    }
   };
-  std::sort(order.begin(), order.end(), [&](TransferId x, TransferId y) {
-    const auto kx = key(x), ky = key(y);
-    if (kx != ky) return kx < ky;
-    return x < y;
-  });
+  std::vector<Key> keys(T);
+  for (TransferId t = 0; t < T; ++t)
+    keys[t] = Key{s.src(t), *s.dsts_begin(t), s.num_dsts(t), s.ranges_begin(t)->lo,
+                  (s.ranges_end(t) - 1)->hi, static_cast<int>(s.op(t)),
+                  s.transfer_bytes(t), t};
+  std::sort(keys.begin(), keys.end());
+  std::vector<TransferId> order(T);
+  for (TransferId i = 0; i < T; ++i) order[i] = keys[i].index;
   p.canon.resize(T);
   for (TransferId i = 0; i < T; ++i) p.canon[order[i]] = static_cast<std::uint32_t>(i);
   return p;
@@ -370,17 +393,95 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   std::vector<std::int64_t> slot_left(S_slots);
   std::vector<std::int64_t> ej_res(S_slots, -1);
   const std::vector<RankId>& slot_transfer_dst = s.dst_array();
+  std::vector<std::int64_t> deliv_left(S_slots);
   for (TransferId t = 0; t < T; ++t) {
     pending[t] = s.num_deps(t);
     dst_left[t] = s.num_dsts(t);
     for (std::int64_t i = s.dst_offsets()[t]; i < s.dst_offsets()[t + 1]; ++i)
-      slot_left[i] = p.npackets[t];
+      slot_left[i] = deliv_left[i] = p.npackets[t];
   }
   const Successors succ = successors(s);
+  const double copy_cost = net.copy_s_per_byte;
+  const bool dataflow = net.dependencies == Dependencies::dataflow;
+
+  // Dataflow mode: classify every dependency edge d -> t (see simulate.hpp).
+  // complete edges release t when d completes; data edges when d's slot for
+  // src(t) is delivered; order edges (a shared destination, no data) gate
+  // t's stages: a packet of t enters a stage that d also uses only after
+  // d's last packet has entered it (routers keep the streams in order). When
+  // d and t share source and destinations they follow the same path, and
+  // gating the first stage keeps them in order all the way.
+  auto slot_of = [&](TransferId t, RankId r) -> std::int64_t {
+    for (std::int64_t i = s.dst_offsets()[t]; i < s.dst_offsets()[t + 1]; ++i)
+      if (s.dst_array()[i] == r) return i;
+    return -1;
+  };
+  auto resource_key = [&](TransferId t, std::int64_t node) -> std::int64_t {
+    const Node& nd = p.nodes[node];
+    if (nd.resource >= 0) return nd.resource;
+    if (nd.resource == kInjPort) return -2 - 2 * std::int64_t{p.place[s.src(t)]};
+    return -3 - 2 * std::int64_t{p.place[s.dst_array()[nd.term]]};
+  };
+  std::vector<std::int64_t> comp_off, data_off, gate_off;
+  std::vector<TransferId> comp_list, data_list;
+  std::vector<std::int64_t> gate_list;
+  std::vector<std::int32_t> gate_count;
+  std::unordered_map<std::int64_t, std::vector<Event>> parked;  // by node
+  if (dataflow) {
+    std::vector<std::pair<TransferId, TransferId>> comp_e;      // (d, t)
+    std::vector<std::pair<std::int64_t, TransferId>> data_e;    // (d slot, t)
+    std::vector<std::pair<std::int64_t, std::int64_t>> gate_e;  // (d node, t node)
+    gate_count.assign(p.nodes.size(), 0);
+    std::unordered_map<std::int64_t, std::int64_t> d_nodes;     // key -> node of d
+    for (TransferId t = 0; t < T; ++t) {
+      std::int64_t start_gates = 0;
+      for (const TransferId* dp = s.deps_begin(t); dp != s.deps_end(t); ++dp) {
+        const TransferId d = *dp;
+        if (slot_of(d, s.src(t)) >= 0) {  // d delivered data to t's source
+          data_e.emplace_back(slot_of(d, s.src(t)), t);
+          ++start_gates;
+          continue;
+        }
+        bool shared = false;
+        for (const RankId* x = s.dsts_begin(t); !shared && x != s.dsts_end(t); ++x)
+          shared = slot_of(d, *x) >= 0;
+        if (!shared) {
+          comp_e.emplace_back(d, t);
+          ++start_gates;
+          continue;
+        }
+        const bool same_channel =
+            s.src(d) == s.src(t) && s.num_dsts(d) == s.num_dsts(t) &&
+            std::equal(s.dsts_begin(d), s.dsts_end(d), s.dsts_begin(t));
+        d_nodes.clear();
+        for (std::int64_t n = p.base[d]; n < p.base[d + 1]; ++n)
+          if (!same_channel || p.nodes[n].top) d_nodes.emplace(resource_key(d, n), n);
+        for (std::int64_t n = p.base[t]; n < p.base[t + 1]; ++n) {
+          if (same_channel && !p.nodes[n].top) continue;
+          auto it = d_nodes.find(resource_key(t, n));
+          if (it == d_nodes.end()) continue;
+          gate_e.emplace_back(it->second, n);
+          ++gate_count[n];
+        }
+      }
+      pending[t] = start_gates;
+    }
+    auto csr = [](auto& edges, std::int64_t n, std::vector<std::int64_t>& off, auto& list) {
+      std::sort(edges.begin(), edges.end());
+      off.assign(static_cast<std::size_t>(n) + 1, 0);
+      list.resize(edges.size());
+      for (const auto& e : edges) ++off[e.first + 1];
+      for (std::int64_t i = 0; i < n; ++i) off[i + 1] += off[i];
+      for (std::size_t i = 0; i < edges.size(); ++i) list[i] = edges[i].second;
+    };
+    csr(comp_e, T, comp_off, comp_list);
+    csr(data_e, S_slots, data_off, data_list);
+    csr(gate_e, static_cast<std::int64_t>(p.nodes.size()), gate_off, gate_list);
+  }
 
   SimResult res;
   res.rank_finish_s.assign(P, 0.0);
-  std::vector<double> cfree(gamma > 0.0 ? E : 0, 0.0);
+  std::vector<double> cfree(gamma > 0.0 || copy_cost > 0.0 ? E : 0, 0.0);
   res.compute_busy_s.assign(E, 0.0);
 
   // Timeline: per link the open busy interval, closed ones in a list.
@@ -416,13 +517,35 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     res.packets += p.npackets[t];
   };
   TransferId completed = 0;
+  auto release = [&](TransferId x, Seconds when) {
+    ready[x] = std::max(ready[x], when);
+    if (--pending[x] == 0) start(x);
+  };
   auto complete = [&](TransferId t) {
     ++completed;
     res.time_s = std::max(res.time_s, finish[t]);
-    for (std::int64_t i = succ.offsets[t]; i < succ.offsets[t + 1]; ++i) {
-      const TransferId x = succ.list[i];
-      ready[x] = std::max(ready[x], finish[t]);
-      if (--pending[x] == 0) start(x);
+    if (dataflow) {
+      for (std::int64_t i = comp_off[t]; i < comp_off[t + 1]; ++i) release(comp_list[i], finish[t]);
+    } else {
+      for (std::int64_t i = succ.offsets[t]; i < succ.offsets[t + 1]; ++i)
+        release(succ.list[i], finish[t]);
+    }
+  };
+  auto delivered = [&](std::int64_t slot, Seconds when) {  // dataflow only
+    if (--deliv_left[slot] != 0) return;
+    for (std::int64_t i = data_off[slot]; i < data_off[slot + 1]; ++i)
+      release(data_list[i], when);
+  };
+  auto open_gates = [&](std::int64_t node, Seconds when) {  // dataflow only
+    for (std::int64_t i = gate_off[node]; i < gate_off[node + 1]; ++i) {
+      const std::int64_t u = gate_list[i];
+      if (--gate_count[u] != 0) continue;
+      auto it = parked.find(u);
+      if (it == parked.end()) continue;
+      for (const Event& e : it->second)
+        push(std::max(e.t, when), static_cast<std::int64_t>(e.k1 >> 32), e.transfer, e.node,
+             kArrive);
+      parked.erase(it);
     }
   };
   auto packet_done = [&](TransferId t, std::int64_t slot, Seconds when) {
@@ -454,10 +577,15 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     if ((ev.k2 & 1u) == kDeliver) {
       const NodeId e = p.place[slot_transfer_dst[nd.term]];
       const Seconds cs = std::max(ev.t, cfree[e]);
-      const Seconds dur = gamma * static_cast<double>(m);
+      const Seconds dur =
+          (s.op(t) == Op::reduce ? gamma : copy_cost) * static_cast<double>(m);
       cfree[e] = cs + dur;
       res.compute_busy_s[e] += dur;
       packet_done(t, nd.term, cs + dur);
+      continue;
+    }
+    if (dataflow && gate_count[ev.node] > 0) {
+      parked[ev.node].push_back(ev);  // waits for an earlier stream on this stage
       continue;
     }
     std::int64_t r = nd.resource;
@@ -497,6 +625,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
         open_b[r] = fin;
       }
     }
+    if (dataflow && k == p.npackets[t] - 1) open_gates(ev.node, st);
     if (nd.top) {
       if (k + 1 < p.npackets[t]) {
         push(fin, k + 1, t, ev.node, kArrive);
@@ -521,7 +650,9 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     }
     if (nd.term >= 0) {
       const Seconds d = fin + l;
-      if (gamma > 0.0 && s.op(t) == Op::reduce)
+      if (dataflow) delivered(nd.term, d);
+      const double cost = s.op(t) == Op::reduce ? gamma : copy_cost;
+      if (cost > 0.0)
         push(d, k, t, ev.node, kDeliver);
       else
         packet_done(t, nd.term, d);

@@ -11,6 +11,7 @@ optimality ratios of Figure 1.
 
 from __future__ import annotations
 
+from .builders import CS2_CLOCK_HZ, WAVELET_BYTES, tree_schedule, wafer_row
 from .model import (
     T_R_DEFAULT,
     TreeMetrics,
@@ -46,6 +47,10 @@ from .reduce1d import (
 )
 
 __all__ = [
+    "CS2_CLOCK_HZ",
+    "WAVELET_BYTES",
+    "tree_schedule",
+    "wafer_row",
     "REDUCE_ALGORITHMS",
     "AutogenTree",
     "autogen",

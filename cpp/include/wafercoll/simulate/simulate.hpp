@@ -40,11 +40,12 @@
 //    arrives at max(start + latency [+ flit/bw], finish + latency - w/bw_next).
 //    Routers buffer without limit (no back-pressure).
 //  * A packet is delivered at its finish on the last stage + that stage's
-//    latency. For a reducing transfer with gamma_s_per_byte > 0 the
-//    destination's one compute unit then reduces it, first come first
-//    served, taking gamma * bytes. A destination is done with a transfer
-//    when its last packet is delivered (and reduced); the transfer completes
-//    when every destination is done.
+//    latency. The destination's one compute unit then processes it, first
+//    come first served: gamma * bytes for a reducing transfer, copy_cost *
+//    bytes for a copying one (nothing when the cost is 0). A destination is
+//    done with a transfer when its last packet is delivered and processed;
+//    the transfer completes when every destination is done.
+//  * Dependencies: see Dependencies below (default: wait for completion).
 //  * Multicast: one stream follows the union of the routes (a tree built as
 //    a prefix tree of the stage sequences); each packet crosses each stage of
 //    the tree once and is copied where the routes part.
@@ -68,6 +69,24 @@ enum class Switching : std::uint8_t { cut_through = 0, store_and_forward = 1 };
 const char* to_string(Switching s);
 Switching switching_from_string(const std::string& name);
 
+// How the simulator honours a dependency d of a transfer t.
+//  * complete: t starts when d has completed (every destination done,
+//    reductions included). The program-order reading of a schedule (MPI).
+//  * dataflow: the reading of a spatial dataflow machine (the wafer's PEs
+//    add and forward wavelets as they arrive, routers stall streams until
+//    their configuration lets them in):
+//     - d is a *data* dependency when src(t) is a destination of d: t starts
+//       once d's packets have all been delivered at src(t); reducing or
+//       storing them there overlaps with t;
+//     - otherwise, for every destination x that t and d share, t travels
+//       freely but its packets enter the last stage into x only after d's
+//       last packet has entered its last stage into x (writes stay ordered);
+//     - any other dependency waits for d's completion.
+enum class Dependencies : std::uint8_t { complete = 0, dataflow = 1 };
+
+const char* to_string(Dependencies d);
+Dependencies dependencies_from_string(const std::string& name);
+
 struct NetworkModel {
   BytesPerSecond bandwidth_Bps = 0.0;  // > 0: every link; 0: each link's own
   Seconds hop_latency_s = 0.0;         // added to every link's own latency
@@ -76,6 +95,8 @@ struct NetworkModel {
   Bytes flit_bytes = 0;                // 0: no flit rounding / head flit
   Switching switching = Switching::cut_through;
   double gamma_s_per_byte = 0.0;       // reduction cost at the destination
+  double copy_s_per_byte = 0.0;        // cost of storing a copied byte there
+  Dependencies dependencies = Dependencies::complete;
   std::int32_t ports = 0;              // injection and ejection channels; 0: none
   BytesPerSecond port_bandwidth_Bps = 0.0;
   Seconds port_latency_s = 0.0;

@@ -1,0 +1,142 @@
+"""Schedules of the 1D wafer Reduce patterns, registered with :func:`wafercoll.build`.
+
+Every pattern is a reduction tree (:mod:`wafercoll.wafer.model`) turned into
+a schedule by the core's ``tree_reduce``: the vector of ``B = size_bytes / 4``
+wavelets is cut into blocks of ``wavelets_per_block`` wavelets (one by
+default, which keeps the wavelet stream), and every PE sends each block to
+its parent as soon as its children's copies of that block have arrived. A PE
+takes its children's streams one at a time, left to right. With the
+:meth:`~wafercoll.NetworkModel.wafer` network model the simulator then runs
+them as the wafer streams them; :func:`wafercoll.metrics` derives their
+energy, distance, depth and contention.
+
+Examples
+--------
+>>> import wafercoll as wc
+>>> s = wc.build("wafer_chain", 8, 4 * 16)      # 8 PEs, 16 wavelets
+>>> m = wc.metrics(s, wc.wafer.wafer_row(8))
+>>> (m.depth, m.contention, m.cycles(T_R=2)) == (7, 16, wc.wafer.chain_time(8, 16))
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .. import _core
+from .._util import as_int, as_real
+from ..algorithms import AlgorithmInfo, register
+from ..topology import Topology, line
+from .model import T_R_DEFAULT, binary_tree, chain_tree, star_tree, two_phase_tree
+from .reduce1d import autogen
+
+__all__ = ["CS2_CLOCK_HZ", "WAVELET_BYTES", "tree_schedule", "wafer_row"]
+
+#: Bytes per wavelet: the WSE moves 32-bit packets (the paper, Section 2.2).
+WAVELET_BYTES = 4
+#: Clock of the CS-2 in the paper's experiments (Section 8.1: 850 MHz).
+CS2_CLOCK_HZ = 850e6
+
+
+def wafer_row(P: int, clock_Hz: float = CS2_CLOCK_HZ) -> Topology:
+    """A row of P PEs: a line whose links carry one wavelet per cycle.
+
+    Links have ``4 * clock_Hz`` bytes per second (the paper, Section 2.2).
+    Their own latency is 0: the cycle a wavelet takes per hop is the
+    ``hop_latency_s`` of :meth:`wafercoll.NetworkModel.wafer`, the model to
+    simulate with.
+    """
+    p = as_int(P, "P", 1)
+    clock = as_real(clock_Hz, "clock_Hz", positive=True)
+    return line(p, bandwidth_Bps=WAVELET_BYTES * clock, latency_s=0.0)
+
+
+def tree_schedule(parent: Any, size_bytes: int, wavelets_per_block: int = 1) -> Any:
+    """The Reduce schedule of a reduction tree (a parent array, PE 0 the root)."""
+    size = as_int(size_bytes, "size_bytes", WAVELET_BYTES)
+    if size % WAVELET_BYTES:
+        raise ValueError(
+            f"size_bytes must be a multiple of {WAVELET_BYTES} (32-bit wavelets), "
+            f"got {size}"
+        )
+    w = as_int(wavelets_per_block, "wavelets_per_block", 1)
+    par = np.asarray(parent)
+    if par.ndim != 1 or not np.issubdtype(par.dtype, np.integer):
+        raise TypeError("parent must be a 1-D integer array")
+    from ..schedule import Schedule
+
+    core = _core.tree_reduce(par.astype(np.int32).tolist(), size, w * WAVELET_BYTES)
+    return Schedule._wrap(core)
+
+
+def _pattern(name: str, tree: Callable[[int], np.ndarray]) -> Callable[..., Any]:
+    def builder(
+        p: int, size: int, *, topology: Any = None, wavelets_per_block: int = 1
+    ) -> Any:
+        s = tree_schedule(tree(p), size, wavelets_per_block)
+        s.name = f"{name}(P={p}, B={size // WAVELET_BYTES})"
+        return s
+
+    return builder
+
+
+def _autogen_builder(
+    p: int,
+    size: int,
+    *,
+    topology: Any = None,
+    wavelets_per_block: int = 1,
+    T_R: float = T_R_DEFAULT,
+) -> Any:
+    B = max(1, as_int(size, "size_bytes", WAVELET_BYTES) // WAVELET_BYTES)
+    t = autogen(p, B, T_R)
+    s = tree_schedule(t.parent, size, wavelets_per_block)
+    s.name = f"wafer_autogen(P={p}, B={B}, T_R={T_R:g})"
+    return s
+
+
+_SOURCE = "Luczynski, Gianinazzi et al., Near-Optimal Wafer-Scale Reduce, HPDC 2024"
+_MAX = 1 << 16
+for _name, _tree, _sec, _summary in (
+    ("wafer_star", star_tree, "5.1", "every PE streams its vector to the root"),
+    (
+        "wafer_chain",
+        chain_tree,
+        "5.2",
+        "every PE adds and forwards to its left neighbour",
+    ),
+    ("wafer_tree", binary_tree, "5.3", "binary tree: halve the active PEs every round"),
+    (
+        "wafer_two_phase",
+        two_phase_tree,
+        "5.4",
+        "chains in groups of floor(sqrt P) from the far end, then a chain of leaders",
+    ),
+):
+    register(
+        AlgorithmInfo(
+            _name,
+            "reduce",
+            ("line",),
+            f"{_SOURCE}, Section {_sec}",
+            _summary,
+            _pattern(_name, _tree),
+            {"wavelets_per_block": 1},
+            max_ranks=_MAX,
+        )
+    )
+register(
+    AlgorithmInfo(
+        "wafer_autogen",
+        "reduce",
+        ("line",),
+        f"{_SOURCE}, Section 5.5",
+        "the reduction tree that minimises the cost model (Auto-Gen DP) for this B",
+        _autogen_builder,
+        {"wavelets_per_block": 1, "T_R": T_R_DEFAULT},
+        max_ranks=_MAX,
+    )
+)
