@@ -7,6 +7,31 @@ See :mod:`wafercoll.wafer.model` for the model, the closed forms exactly as
 the paper states them, and the reduction trees of the fixed patterns, and
 :mod:`wafercoll.wafer.reduce1d` for Auto-Gen, the lower bound and the
 optimality ratios of Figure 1.
+
+Where the paper's closed forms and the metrics derived from schedules differ
+----------------------------------------------------------------------------
+:func:`wafercoll.metrics` on a pattern's schedule and :func:`tree_metrics` on
+its tree give the same E, L, D, C, N; equation (1) on them is what
+:func:`reduce_time` returns, except:
+
+* **Star**: :func:`star_time` is the paper's refined, pipelined form
+  ``B (P - 1) + 2 T_R + 1``; equation (1) gives Lemma 5.1's
+  ``max(B (P - 1), P B / 2 + P - 1) + 2 T_R + 1`` (:func:`star_lemma_time`),
+  larger when ``B (P - 2) < 2 (P - 1)``. The refined form falls below the
+  Lemma 5.5 bound at B = 1 (the bound adds the energy term to the distance,
+  the pipeline overlaps them), and the simulator puts Star one cycle above it
+  (the refined form omits the hop of the nearest PE).
+* **Tree** for P not a power of two: Lemma 5.3 needs ``P = 2^k``; for other
+  P :func:`binary_tree` keeps the rounds of the next power of two (PE ``v``
+  sends to ``v`` minus its lowest set bit) and :func:`tree_time` is equation
+  (1) on it.
+* **Two-Phase**: Lemma 5.4 (P a square) bounds N and L by P; the metrics have
+  ``N = L = P - 1``, which is larger for ``B > (P + sqrt P) / 2``. For other P
+  the group size is ``floor(sqrt P)`` with groups from the far end.
+* **Contention** is counted as receives in sequence (the Auto-Gen
+  recurrence's notion, see :func:`tree_metrics`); it equals "the most
+  messages a PE receives" for the four fixed patterns, so the lemmas'
+  values hold, and exceeds it for trees whose early children have children.
 """
 
 from __future__ import annotations

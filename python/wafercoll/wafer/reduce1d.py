@@ -257,6 +257,10 @@ def routing_plan(parent: Any) -> dict[str, Any]:
     * A stream ends with a control wavelet when some router on its path has a
       further configuration on that colour, so that the router advances to it.
 
+    The paper's implementations use up to three colours in 1D; under this
+    model two suffice, because a PE only ever sends on one colour while it
+    receives on the other.
+
     Returns a JSON-ready dict: ``colours`` used, per PE its ``parent``,
     ``colour``, ``control_wavelet`` and the ordered ``configurations``
     (``colour``, ``rx``, ``tx``, ``stream`` = the sending PE), and
