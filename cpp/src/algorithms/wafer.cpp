@@ -14,28 +14,37 @@ Schedule tree_reduce(const std::vector<std::int32_t>& parent, Bytes size_bytes,
     throw std::invalid_argument("parent must list between 1 and 2^24 PEs");
   if (size_bytes < 1) throw std::invalid_argument("size_bytes must be >= 1");
   if (block_bytes < 1) throw std::invalid_argument("block_bytes must be >= 1");
-  if (parent[0] != -1) throw std::invalid_argument("parent[0] must be -1 (PE 0 is the root)");
+  // One root (parent -1); every other rank names a rank; no cycles (every
+  // rank is reached from the root). Children are taken in increasing rank.
   std::vector<std::vector<std::int32_t>> kids(P);
-  for (std::int64_t v = 1; v < P; ++v) {
-    if (parent[v] < 0 || parent[v] >= v)
+  std::int32_t root = -1;
+  for (std::int64_t v = 0; v < P; ++v) {
+    if (parent[v] == -1) {
+      if (root >= 0)
+        throw std::invalid_argument("parent has two roots (ranks " + std::to_string(root) +
+                                    " and " + std::to_string(v) + " have parent -1)");
+      root = static_cast<std::int32_t>(v);
+    } else if (parent[v] < 0 || parent[v] >= P || parent[v] == v) {
       throw std::invalid_argument("parent[" + std::to_string(v) + "] = " +
-                                  std::to_string(parent[v]) + " must be in [0, " +
-                                  std::to_string(v) + ")");
-    kids[parent[v]].push_back(static_cast<std::int32_t>(v));
-  }
-  // Pre-order, non-crossing: the subtree of v is [v, end(v)) and its
-  // children start exactly where the previous child's subtree ends.
-  std::vector<std::int64_t> end(P);
-  for (std::int64_t v = P - 1; v >= 0; --v) {
-    std::int64_t e = v + 1;
-    for (std::int32_t c : kids[v]) {
-      if (c != e)
-        throw std::invalid_argument("parent is not a pre-order non-crossing tree: PE " +
-                                    std::to_string(c) + " should start at PE " +
-                                    std::to_string(e));
-      e = end[c];
+                                  std::to_string(parent[v]) + " must be -1 or another rank in [0, " +
+                                  std::to_string(P) + ")");
+    } else {
+      kids[parent[v]].push_back(static_cast<std::int32_t>(v));
     }
-    end[v] = e;
+  }
+  if (root < 0) throw std::invalid_argument("parent has no root (no rank with parent -1)");
+  {
+    std::int64_t reached = 0;
+    std::vector<std::int32_t> todo{root};
+    while (!todo.empty()) {
+      const std::int32_t v = todo.back();
+      todo.pop_back();
+      ++reached;
+      for (std::int32_t c : kids[v]) todo.push_back(c);
+    }
+    if (reached != P)
+      throw std::invalid_argument("parent is not a tree: " + std::to_string(P - reached) +
+                                  " ranks are on a cycle that does not reach the root");
   }
   const std::int64_t nb = (size_bytes + block_bytes - 1) / block_bytes;
   if (nb > Schedule::kMaxBlocks || (P - 1) * nb > Schedule::kMaxTransfers)
@@ -47,14 +56,14 @@ Schedule tree_reduce(const std::vector<std::int32_t>& parent, Bytes size_bytes,
   sizes.back() = size_bytes - (nb - 1) * block_bytes;
   Collective c;
   c.kind = CollectiveKind::reduce;
-  c.root = 0;
+  c.root = root;
   Schedule s(static_cast<RankId>(P), std::move(sizes), c);
   s.reserve((P - 1) * nb);
   // Post-order (children left to right, then the PE) creates every transfer
   // after the ones it depends on. first[v]: id of v's block 0 transfer.
   std::vector<TransferId> first(P, -1);
   std::vector<TransferId> deps;
-  std::vector<std::pair<std::int32_t, std::size_t>> stack{{0, 0}};
+  std::vector<std::pair<std::int32_t, std::size_t>> stack{{root, 0}};
   while (!stack.empty()) {
     auto& [v, next] = stack.back();
     if (next < kids[v].size()) {
@@ -64,7 +73,7 @@ Schedule tree_reduce(const std::vector<std::int32_t>& parent, Bytes size_bytes,
     }
     const std::int32_t u = v;
     stack.pop_back();
-    if (u == 0) break;
+    if (u == root) break;
     const std::int32_t p = parent[u];
     // Previous sibling of u under p, whose whole stream p takes first.
     TransferId sibling_last = -1;

@@ -7,13 +7,14 @@
 //    packet reaches a stage every packet that reached it earlier has already
 //    been given its slot: the arriving packet's start is simply
 //    max(arrival, stage free time). One event per packet per stage.
-//  * Event ties are broken by (packet index, canonical transfer rank, local
-//    trie node, kind): never by transfer index, so that renumbering the
-//    transfers does not change any result.
+//  * Event ties are broken by (position of the packet's data in the vector,
+//    canonical transfer rank, local trie node, kind): never by transfer
+//    index, so that renumbering the transfers does not change any result.
 #include "wafercoll/simulate/simulate.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
@@ -95,8 +96,9 @@ enum : std::uint32_t { kArrive = 0, kDeliver = 1 };
 
 struct Event {
   Seconds t;
-  std::uint64_t k1;  // packet << 32 | canonical transfer rank
-  std::uint32_t k2;  // local node << 1 | kind
+  std::uint64_t k1;     // position of the packet's data in the vector (packets)
+  std::uint32_t canon;  // canonical rank of the transfer
+  std::uint32_t k2;     // local node << 1 | kind
   TransferId transfer;
   std::int32_t node;
 };
@@ -104,6 +106,7 @@ struct Event {
 inline bool before(const Event& a, const Event& b) {
   if (a.t != b.t) return a.t < b.t;
   if (a.k1 != b.k1) return a.k1 < b.k1;
+  if (a.canon != b.canon) return a.canon < b.canon;
   return a.k2 < b.k2;
 }
 
@@ -157,6 +160,12 @@ struct Prepared {
   std::vector<std::int64_t> npackets;    // per transfer
   std::vector<Bytes> last_bytes;         // per transfer: size of its last packet
   std::vector<std::uint32_t> canon;      // per transfer
+  // Per transfer: position of its first packet's data in the vector, in
+  // packets (bytes when messages are not cut). Ties between packets that
+  // reach a stage at the same time go by this position (plus the packet
+  // index), so the same data cut into more or fewer transfers is served in
+  // the same order.
+  std::vector<std::uint64_t> key0;
   std::int64_t events = 0;
 };
 
@@ -318,6 +327,15 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
   std::sort(keys.begin(), keys.end());
   std::vector<TransferId> order(T);
   for (TransferId i = 0; i < T; ++i) order[i] = keys[i].index;
+  p.key0.resize(T);
+  {
+    std::vector<Bytes> prefix(static_cast<std::size_t>(s.num_blocks()) + 1, 0);
+    for (BlockId b = 0; b < s.num_blocks(); ++b) prefix[b + 1] = prefix[b] + s.block_bytes()[b];
+    for (TransferId t = 0; t < T; ++t) {
+      const Bytes at = prefix[s.ranges_begin(t)->lo];
+      p.key0[t] = static_cast<std::uint64_t>(M > 0 ? at / M : at);
+    }
+  }
   p.canon.resize(T);
   for (TransferId i = 0; i < T; ++i) p.canon[order[i]] = static_cast<std::uint32_t>(i);
   return p;
@@ -408,9 +426,8 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   // complete edges release t when d completes; data edges when d's slot for
   // src(t) is delivered; order edges (a shared destination, no data) gate
   // t's stages: a packet of t enters a stage that d also uses only after
-  // d's last packet has entered it (routers keep the streams in order). When
-  // d and t share source and destinations they follow the same path, and
-  // gating the first stage keeps them in order all the way.
+  // d's last packet has entered it (routers keep the streams in order; a
+  // stream held at one router holds everything behind it).
   auto slot_of = [&](TransferId t, RankId r) -> std::int64_t {
     for (std::int64_t i = s.dst_offsets()[t]; i < s.dst_offsets()[t + 1]; ++i)
       if (s.dst_array()[i] == r) return i;
@@ -422,6 +439,20 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     if (nd.resource == kInjPort) return -2 - 2 * std::int64_t{p.place[s.src(t)]};
     return -3 - 2 * std::int64_t{p.place[s.dst_array()[nd.term]]};
   };
+  // Stream forwarding (dataflow): t forwards d's packets one by one when it
+  // sends exactly the blocks d delivered to its source, in as many packets,
+  // from a single first stage. Per such t: the delivery times of d's packets
+  // not yet matched by every stream dependency, and the packets ready to go.
+  struct StreamState {
+    std::vector<std::deque<Seconds>> queues;  // per stream dependency
+    std::deque<Seconds> ready;                // packet k can go from this time
+    std::int64_t next = -1;                   // packet to inject; -1 not started
+    Seconds pace = 0.0;                       // first stage free again
+  };
+  std::vector<std::int32_t> stream_id(dataflow ? T : 0, -1);
+  std::vector<StreamState> streams;
+  std::vector<std::int64_t> stream_off;                   // by d slot
+  std::vector<std::pair<TransferId, std::int32_t>> stream_list;  // (t, queue)
   std::vector<std::int64_t> comp_off, data_off, gate_off;
   std::vector<TransferId> comp_list, data_list;
   std::vector<std::int64_t> gate_list;
@@ -431,6 +462,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     std::vector<std::pair<TransferId, TransferId>> comp_e;      // (d, t)
     std::vector<std::pair<std::int64_t, TransferId>> data_e;    // (d slot, t)
     std::vector<std::pair<std::int64_t, std::int64_t>> gate_e;  // (d node, t node)
+    std::vector<std::pair<std::int64_t, std::pair<TransferId, std::int32_t>>> stream_e;
     gate_count.assign(p.nodes.size(), 0);
     std::unordered_map<std::int64_t, std::int64_t> d_nodes;     // key -> node of d
     for (TransferId t = 0; t < T; ++t) {
@@ -438,6 +470,25 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
       for (const TransferId* dp = s.deps_begin(t); dp != s.deps_end(t); ++dp) {
         const TransferId d = *dp;
         if (slot_of(d, s.src(t)) >= 0) {  // d delivered data to t's source
+          const bool same_blocks =
+              s.ranges_end(d) - s.ranges_begin(d) == s.ranges_end(t) - s.ranges_begin(t) &&
+              std::equal(s.ranges_begin(d), s.ranges_end(d), s.ranges_begin(t),
+                         [](const BlockRange& a, const BlockRange& b) {
+                           return a.lo == b.lo && a.hi == b.hi;
+                         });
+          const bool one_top = p.nodes[p.base[t]].next_sibling < 0;
+          if (same_blocks && one_top && p.npackets[d] == p.npackets[t] &&
+              p.npackets[t] > 1) {
+            if (stream_id[t] < 0) {
+              stream_id[t] = static_cast<std::int32_t>(streams.size());
+              streams.emplace_back();
+            }
+            StreamState& st = streams[stream_id[t]];
+            stream_e.emplace_back(slot_of(d, s.src(t)),
+                                  std::make_pair(t, static_cast<std::int32_t>(st.queues.size())));
+            st.queues.emplace_back();
+            continue;
+          }
           data_e.emplace_back(slot_of(d, s.src(t)), t);
           ++start_gates;
           continue;
@@ -450,14 +501,10 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
           ++start_gates;
           continue;
         }
-        const bool same_channel =
-            s.src(d) == s.src(t) && s.num_dsts(d) == s.num_dsts(t) &&
-            std::equal(s.dsts_begin(d), s.dsts_end(d), s.dsts_begin(t));
         d_nodes.clear();
         for (std::int64_t n = p.base[d]; n < p.base[d + 1]; ++n)
-          if (!same_channel || p.nodes[n].top) d_nodes.emplace(resource_key(d, n), n);
+          d_nodes.emplace(resource_key(d, n), n);
         for (std::int64_t n = p.base[t]; n < p.base[t + 1]; ++n) {
-          if (same_channel && !p.nodes[n].top) continue;
           auto it = d_nodes.find(resource_key(t, n));
           if (it == d_nodes.end()) continue;
           gate_e.emplace_back(it->second, n);
@@ -476,6 +523,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     };
     csr(comp_e, T, comp_off, comp_list);
     csr(data_e, S_slots, data_off, data_list);
+    csr(stream_e, S_slots, stream_off, stream_list);
     csr(gate_e, static_cast<std::int64_t>(p.nodes.size()), gate_off, gate_list);
   }
 
@@ -496,7 +544,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   bool top_consumed = true;  // whether the event being processed left the queue
   auto push = [&](Seconds t, std::int64_t packet, TransferId tr, std::int32_t node,
                   std::uint32_t kind) {
-    const Event e{t, (static_cast<std::uint64_t>(packet) << 32) | p.canon[tr],
+    const Event e{t, p.key0[tr] + static_cast<std::uint64_t>(packet), p.canon[tr],
                   (static_cast<std::uint32_t>(node - p.base[tr]) << 1) | kind, tr, node};
     if (!top_consumed) {
       queue.replace_top(e);
@@ -510,11 +558,45 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
       queue.push(e);
     }
   };
+  // Inject the next packet of a forwarding transfer once it is started, its
+  // first stage has let the previous packet go, and the packet has arrived.
+  auto try_inject = [&](TransferId t) {
+    StreamState& st = streams[stream_id[t]];
+    if (st.next < 0 || st.next >= p.npackets[t] || st.ready.empty()) return;
+    push(std::max(st.pace, st.ready.front()), st.next, t,
+         static_cast<std::int32_t>(p.base[t]), kArrive);
+    st.ready.pop_front();
+    st.next = -2;  // in flight until it leaves the first stage
+  };
   auto start = [&](TransferId t) {
     const Seconds a = ready[t] + net.alpha_s;
+    res.packets += p.npackets[t];
+    if (dataflow && stream_id[t] >= 0) {
+      StreamState& st = streams[stream_id[t]];
+      st.next = 0;
+      st.pace = a;
+      try_inject(t);
+      return;
+    }
     for (std::int32_t c = static_cast<std::int32_t>(p.base[t]); c >= 0; c = p.nodes[c].next_sibling)
       push(a, 0, t, c, kArrive);
-    res.packets += p.npackets[t];
+  };
+  auto stream_delivered = [&](std::int64_t slot, Seconds when) {
+    for (std::int64_t i = stream_off[slot]; i < stream_off[slot + 1]; ++i) {
+      const auto [t, q] = stream_list[i];
+      StreamState& st = streams[stream_id[t]];
+      st.queues[q].push_back(when);
+      bool all = true;
+      for (const auto& dq : st.queues) all = all && !dq.empty();
+      if (!all) continue;
+      Seconds latest = 0.0;
+      for (auto& dq : st.queues) {
+        latest = std::max(latest, dq.front());
+        dq.pop_front();
+      }
+      st.ready.push_back(latest);
+      if (st.next >= 0) try_inject(t);
+    }
   };
   TransferId completed = 0;
   auto release = [&](TransferId x, Seconds when) {
@@ -543,7 +625,8 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
       auto it = parked.find(u);
       if (it == parked.end()) continue;
       for (const Event& e : it->second)
-        push(std::max(e.t, when), static_cast<std::int64_t>(e.k1 >> 32), e.transfer, e.node,
+        push(std::max(e.t, when), static_cast<std::int64_t>(e.k1 - p.key0[e.transfer]),
+             e.transfer, e.node,
              kArrive);
       parked.erase(it);
     }
@@ -571,7 +654,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     const Event ev = queue.top();
     top_consumed = false;
     const TransferId t = ev.transfer;
-    const std::int64_t k = static_cast<std::int64_t>(ev.k1 >> 32);
+    const std::int64_t k = static_cast<std::int64_t>(ev.k1 - p.key0[t]);
     const Node& nd = p.nodes[ev.node];
     const Bytes m = (k == p.npackets[t] - 1) ? p.last_bytes[t] : M;
     if ((ev.k2 & 1u) == kDeliver) {
@@ -627,8 +710,14 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     }
     if (dataflow && k == p.npackets[t] - 1) open_gates(ev.node, st);
     if (nd.top) {
+      if (dataflow && stream_id[t] >= 0) {
+        StreamState& sst = streams[stream_id[t]];
+        sst.pace = fin;
+        sst.next = k + 1;
+        try_inject(t);
+      }
       if (k + 1 < p.npackets[t]) {
-        push(fin, k + 1, t, ev.node, kArrive);
+        if (!(dataflow && stream_id[t] >= 0)) push(fin, k + 1, t, ev.node, kArrive);
       } else {
         const RankId src = s.src(t);
         res.rank_finish_s[src] = std::max(res.rank_finish_s[src], fin);
@@ -650,7 +739,10 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     }
     if (nd.term >= 0) {
       const Seconds d = fin + l;
-      if (dataflow) delivered(nd.term, d);
+      if (dataflow) {
+        stream_delivered(nd.term, d);
+        delivered(nd.term, d);
+      }
       const double cost = s.op(t) == Op::reduce ? gamma : copy_cost;
       if (cost > 0.0)
         push(d, k, t, ev.node, kDeliver);

@@ -2,13 +2,14 @@
 
 Every pattern is a reduction tree (:mod:`wafercoll.wafer.model`) turned into
 a schedule by the core's ``tree_reduce``: the vector of ``B = size_bytes / 4``
-wavelets is cut into blocks of ``wavelets_per_block`` wavelets (one by
-default, which keeps the wavelet stream), and every PE sends each block to
-its parent as soon as its children's copies of that block have arrived. A PE
-takes its children's streams one at a time, left to right. With the
-:meth:`~wafercoll.NetworkModel.wafer` network model the simulator then runs
-them as the wafer streams them; :func:`wafercoll.metrics` derives their
-energy, distance, depth and contention.
+wavelets is sent along every tree edge, in blocks of ``wavelets_per_block``
+wavelets (by default one block: a single transfer per edge), each block as
+soon as the children's copies of it have arrived. A PE takes its children's
+streams one at a time, left to right. With the
+:meth:`~wafercoll.NetworkModel.wafer` network model the simulator forwards
+each stream wavelet by wavelet, as the wafer does, whatever the block size;
+:func:`wafercoll.metrics` derives their energy, distance, depth and
+contention (also independent of the block size).
 
 Examples
 --------
@@ -54,18 +55,76 @@ def wafer_row(P: int, clock_Hz: float = CS2_CLOCK_HZ) -> Topology:
     return line(p, bandwidth_Bps=WAVELET_BYTES * clock, latency_s=0.0)
 
 
-def tree_schedule(parent: Any, size_bytes: int, wavelets_per_block: int = 1) -> Any:
-    """The Reduce schedule of a reduction tree (a parent array, PE 0 the root)."""
+def _check_row_tree(par: np.ndarray) -> None:
+    """A pre-order, non-crossing tree on a row rooted at PE 0 (Section 5.5)."""
+    n = par.size
+    if n == 0 or par[0] != -1:
+        raise ValueError("parent[0] must be -1 (PE 0 is the root)")
+    kids: list[list[int]] = [[] for _ in range(n)]
+    for v in range(1, n):
+        p = int(par[v])
+        if not 0 <= p < v:
+            raise ValueError(
+                f"parent[{v}] = {p} must be in [0, {v}) (send to the left)"
+            )
+        kids[p].append(v)
+    end = [0] * n
+    for v in range(n - 1, -1, -1):
+        e = v + 1
+        for c in kids[v]:
+            if c != e:
+                raise ValueError(
+                    f"parent is not a pre-order non-crossing tree: PE {c} should "
+                    f"start at PE {e}"
+                )
+            e = end[c]
+        end[v] = e
+
+
+def tree_schedule(
+    parent: Any,
+    size_bytes: int,
+    wavelets_per_block: int | None = None,
+    *,
+    row: bool = True,
+) -> Any:
+    """The Reduce schedule of a reduction tree.
+
+    Parameters
+    ----------
+    parent : array of int
+        ``parent[r]`` is the rank ``r`` sends to; the root has -1.
+    size_bytes : int
+        Vector size, a multiple of 4 (32-bit wavelets).
+    wavelets_per_block : int, optional
+        Block size in wavelets. The default, the whole vector, makes one
+        transfer per stream: the verifier and executor see one message per
+        tree edge, and the simulator's dataflow mode (the wafer preset)
+        forwards it packet by packet, so the wavelet pipeline is kept. With
+        1, every wavelet is its own transfer (the same times, many more
+        transfers).
+    row : bool
+        Require a row tree of Section 5.5: rooted at PE 0, pre-order,
+        non-crossing. With ``row=False`` any rooted tree over the ranks is
+        accepted (a rank takes its children in increasing rank order).
+    """
     size = as_int(size_bytes, "size_bytes", WAVELET_BYTES)
     if size % WAVELET_BYTES:
         raise ValueError(
             f"size_bytes must be a multiple of {WAVELET_BYTES} (32-bit wavelets), "
             f"got {size}"
         )
-    w = as_int(wavelets_per_block, "wavelets_per_block", 1)
+    B = size // WAVELET_BYTES
+    w = (
+        B
+        if wavelets_per_block is None
+        else as_int(wavelets_per_block, "wavelets_per_block", 1)
+    )
     par = np.asarray(parent)
     if par.ndim != 1 or not np.issubdtype(par.dtype, np.integer):
         raise TypeError("parent must be a 1-D integer array")
+    if row:
+        _check_row_tree(par)
     from ..schedule import Schedule
 
     core = _core.tree_reduce(par.astype(np.int32).tolist(), size, w * WAVELET_BYTES)
@@ -74,7 +133,11 @@ def tree_schedule(parent: Any, size_bytes: int, wavelets_per_block: int = 1) -> 
 
 def _pattern(name: str, tree: Callable[[int], np.ndarray]) -> Callable[..., Any]:
     def builder(
-        p: int, size: int, *, topology: Any = None, wavelets_per_block: int = 1
+        p: int,
+        size: int,
+        *,
+        topology: Any = None,
+        wavelets_per_block: int | None = None,
     ) -> Any:
         s = tree_schedule(tree(p), size, wavelets_per_block)
         s.name = f"{name}(P={p}, B={size // WAVELET_BYTES})"
@@ -88,7 +151,7 @@ def _autogen_builder(
     size: int,
     *,
     topology: Any = None,
-    wavelets_per_block: int = 1,
+    wavelets_per_block: int | None = None,
     T_R: float = T_R_DEFAULT,
 ) -> Any:
     B = max(1, as_int(size, "size_bytes", WAVELET_BYTES) // WAVELET_BYTES)
@@ -124,7 +187,7 @@ for _name, _tree, _sec, _summary in (
             f"{_SOURCE}, Section {_sec}",
             _summary,
             _pattern(_name, _tree),
-            {"wavelets_per_block": 1},
+            {"wavelets_per_block": None},
             max_ranks=_MAX,
         )
     )
@@ -136,7 +199,7 @@ register(
         f"{_SOURCE}, Section 5.5",
         "the reduction tree that minimises the cost model (Auto-Gen DP) for this B",
         _autogen_builder,
-        {"wavelets_per_block": 1, "T_R": T_R_DEFAULT},
+        {"wavelets_per_block": None, "T_R": T_R_DEFAULT},
         max_ranks=_MAX,
     )
 )

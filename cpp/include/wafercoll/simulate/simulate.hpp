@@ -27,8 +27,8 @@
 //    transfer takes the injection channel that frees up first when its first
 //    packet arrives, and each destination's ejection channel likewise.
 //  * Arbitration: a stage serves packets first come, first served by the
-//    time they reach it; simultaneous arrivals go by packet index, then by a
-//    canonical order of transfers (source, first destination, first block,
+//    time they reach it; simultaneous arrivals go by the position of the
+//    packet's data in the vector, then by a canonical order of transfers (source, first destination, first block,
 //    last block, op, bytes), so results do not depend on the order in which
 //    transfers were added. A source presents packet k+1 of a message when
 //    packet k has left its first stage, so messages that share a first stage
