@@ -94,11 +94,13 @@ struct Node {
 
 enum : std::uint32_t { kArrive = 0, kDeliver = 1 };
 
+constexpr int kCanonBits = 26;  // transfers < 2^26 (Schedule::kMaxTransfers)
+constexpr std::uint64_t kMaxPos = (std::uint64_t{1} << (64 - kCanonBits)) - 1;
+
 struct Event {
   Seconds t;
-  std::uint64_t k1;     // position of the packet's data in the vector (packets)
-  std::uint32_t canon;  // canonical rank of the transfer
-  std::uint32_t k2;     // local node << 1 | kind
+  std::uint64_t k1;  // (position of the packet's data) << 26 | canonical transfer rank
+  std::uint32_t k2;  // local node << 1 | kind
   TransferId transfer;
   std::int32_t node;
 };
@@ -106,7 +108,6 @@ struct Event {
 inline bool before(const Event& a, const Event& b) {
   if (a.t != b.t) return a.t < b.t;
   if (a.k1 != b.k1) return a.k1 < b.k1;
-  if (a.canon != b.canon) return a.canon < b.canon;
   return a.k2 < b.k2;
 }
 
@@ -333,7 +334,8 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
     for (BlockId b = 0; b < s.num_blocks(); ++b) prefix[b + 1] = prefix[b] + s.block_bytes()[b];
     for (TransferId t = 0; t < T; ++t) {
       const Bytes at = prefix[s.ranges_begin(t)->lo];
-      p.key0[t] = static_cast<std::uint64_t>(M > 0 ? at / M : at);
+      // Packets when messages are cut; blocks otherwise (one packet each).
+      p.key0[t] = static_cast<std::uint64_t>(M > 0 ? at / M : s.ranges_begin(t)->lo);
     }
   }
   p.canon.resize(T);
@@ -540,11 +542,18 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     open_b.assign(L, -1.0);
   }
 
+  // The packet index of an event: its data position minus its transfer's
+  // first (positions saturate only beyond 2^38 packets, which max_events
+  // refuses long before).
+  auto packet_of = [&](const Event& e) {
+    return static_cast<std::int64_t>((e.k1 >> kCanonBits) - p.key0[e.transfer]);
+  };
   EventQueue queue;
   bool top_consumed = true;  // whether the event being processed left the queue
   auto push = [&](Seconds t, std::int64_t packet, TransferId tr, std::int32_t node,
                   std::uint32_t kind) {
-    const Event e{t, p.key0[tr] + static_cast<std::uint64_t>(packet), p.canon[tr],
+    const std::uint64_t pos = std::min(p.key0[tr] + static_cast<std::uint64_t>(packet), kMaxPos);
+    const Event e{t, (pos << kCanonBits) | p.canon[tr],
                   (static_cast<std::uint32_t>(node - p.base[tr]) << 1) | kind, tr, node};
     if (!top_consumed) {
       queue.replace_top(e);
@@ -625,8 +634,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
       auto it = parked.find(u);
       if (it == parked.end()) continue;
       for (const Event& e : it->second)
-        push(std::max(e.t, when), static_cast<std::int64_t>(e.k1 - p.key0[e.transfer]),
-             e.transfer, e.node,
+        push(std::max(e.t, when), packet_of(e), e.transfer, e.node,
              kArrive);
       parked.erase(it);
     }
@@ -654,7 +662,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     const Event ev = queue.top();
     top_consumed = false;
     const TransferId t = ev.transfer;
-    const std::int64_t k = static_cast<std::int64_t>(ev.k1 - p.key0[t]);
+    const std::int64_t k = packet_of(ev);
     const Node& nd = p.nodes[ev.node];
     const Bytes m = (k == p.npackets[t] - 1) ? p.last_bytes[t] : M;
     if ((ev.k2 & 1u) == kDeliver) {
