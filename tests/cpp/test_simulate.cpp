@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "wafercoll/algorithms/generic.hpp"
+#include "wafercoll/algorithms/wafer.hpp"
 #include "wafercoll/simulate/simulate.hpp"
 
 using namespace wafercoll;
@@ -94,4 +95,33 @@ TEST(Simulate, RejectsBadInput) {
                                                    {2, 3, 1e9, 0.0}});
   const Schedule back = one_transfer(4, 3, 0, 100);
   EXPECT_THROW(simulate(back, one_way, ok), std::invalid_argument);
+}
+
+TEST(Simulate, DataflowForwardsChainStreamsLikeTheWafer) {
+  // One wavelet (4 B) per cycle per link, one cycle per hop, one ramp each
+  // way of T_R cycles, one cycle to add or store; time unit: one cycle.
+  const double T_R = 2.0;
+  NetworkModel n;
+  n.bandwidth_Bps = 4.0;
+  n.hop_latency_s = 1.0;
+  n.packet_bytes = 4;
+  n.ports = 1;
+  n.port_latency_s = T_R;
+  n.gamma_s_per_byte = 0.25;
+  n.copy_s_per_byte = 0.25;
+  n.dependencies = Dependencies::dataflow;
+  for (std::int32_t P : {2, 3, 9}) {
+    for (Bytes B : {1, 5, 40}) {
+      std::vector<std::int32_t> chain(P);
+      for (std::int32_t v = 0; v < P; ++v) chain[v] = v - 1;
+      const Schedule s = tree_reduce(chain, 4 * B, 4 * B);  // one transfer per edge
+      const SimResult r = simulate(s, Topology::line(P), n);
+      // Per PE: T_R up, 1 hop, 1 through the receiving ramp, T_R down; the
+      // last wavelet B - 1 cycles after the first; one cycle to add it.
+      EXPECT_NEAR(r.time_s, (P - 1) * (2 * T_R + 2) + (B - 1) + 1, 1e-9) << P << " " << B;
+      n.dependencies = Dependencies::complete;  // whole messages: no pipelining
+      EXPECT_GT(simulate(s, Topology::line(P), n).time_s, r.time_s - 1e-9);
+      n.dependencies = Dependencies::dataflow;
+    }
+  }
 }
