@@ -15,6 +15,10 @@ MODULES = [
     "wafercoll.simulate",
     "wafercoll.topology",
     "wafercoll.wafer.model",
+    "wafercoll.wafer.allreduce2d",
+    "wafercoll.wafer.reduce1d",
+    "wafercoll.wafer.builders",
+    "wafercoll.wafer.builders2d",
 ]
 
 

@@ -24,8 +24,10 @@ The model
   ``port_latency_s``; a message takes the channel that frees up first.
 * **Arbitration** is first come, first served by arrival time at the stage;
   simultaneous arrivals go by the position of the packet's data in the
-  vector, then by a canonical order of the transfers (source, first destination, first block, last block, op, bytes),
-  never by transfer index, so renumbering transfers changes nothing. A source
+  vector, then by a canonical order of the transfers (source, first
+  destination, first block, last block, op, bytes), never by transfer index,
+  so renumbering transfers, or cutting a stream into more or fewer
+  transfers, changes nothing. A source
   presents packet ``k + 1`` when packet ``k`` has left its first stage. Two
   equal messages that start together on the same first link therefore
   interleave packet by packet and both finish near ``2 S / bw`` (the first

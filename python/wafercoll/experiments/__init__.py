@@ -295,4 +295,4 @@ def run_experiment(
 
 
 # Experiments register themselves on import; keep these imports at the end.
-from . import demo, wafer_reduce_1d, wafer_sim_1d  # noqa: E402, F401
+from . import demo, wafer_allreduce, wafer_reduce_1d, wafer_sim_1d  # noqa: E402, F401

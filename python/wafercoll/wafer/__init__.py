@@ -36,7 +36,26 @@ its tree give the same E, L, D, C, N; equation (1) on them is what
 
 from __future__ import annotations
 
+from .allreduce2d import (
+    ALLREDUCE_2D_ALGORITHMS,
+    ALLREDUCE_ALGORITHMS,
+    HEATMAP_KINDS,
+    REDUCE_2D_ALGORITHMS,
+    allreduce_2d_time,
+    allreduce_time,
+    best_root,
+    broadcast_2d_time,
+    lower_bound_2d,
+    reduce_2d_time,
+    ring_time,
+    rooted_broadcast_time,
+    rooted_reduce_time,
+    rooted_reduce_tree,
+    rooted_tree_metrics,
+    speedup_heatmap,
+)
 from .builders import CS2_CLOCK_HZ, WAVELET_BYTES, tree_schedule, wafer_row
+from .builders2d import wafer_grid
 from .model import (
     T_R_DEFAULT,
     TreeMetrics,
@@ -72,10 +91,27 @@ from .reduce1d import (
 )
 
 __all__ = [
+    "ALLREDUCE_2D_ALGORITHMS",
+    "ALLREDUCE_ALGORITHMS",
+    "HEATMAP_KINDS",
+    "REDUCE_2D_ALGORITHMS",
+    "allreduce_2d_time",
+    "allreduce_time",
+    "best_root",
+    "broadcast_2d_time",
+    "lower_bound_2d",
+    "reduce_2d_time",
+    "ring_time",
+    "rooted_broadcast_time",
+    "rooted_reduce_time",
+    "rooted_reduce_tree",
+    "rooted_tree_metrics",
+    "speedup_heatmap",
     "CS2_CLOCK_HZ",
     "WAVELET_BYTES",
     "tree_schedule",
     "wafer_row",
+    "wafer_grid",
     "REDUCE_ALGORITHMS",
     "AutogenTree",
     "autogen",
