@@ -699,3 +699,59 @@ def test_dataflow_rejects_unknown_modes() -> None:
         wc.NetworkModel(1e9, dependencies="eager")
     with pytest.raises(ValueError, match="copy_s_per_byte"):
         wc.NetworkModel(1e9, copy_s_per_byte=-1.0)
+
+
+@pytest.mark.parametrize(
+    ("name", "topo", "net"),
+    [
+        (
+            "rabenseifner",
+            wc.torus(3, 4),
+            wc.NetworkModel(1e9, packet_bytes=512, ports=2),
+        ),
+        (
+            "ring",
+            wc.mesh(3, 4),
+            wc.NetworkModel.unit_timestep(1000).replace(packet_bytes=250),
+        ),
+        (
+            "recursive_doubling",
+            wc.line(12),
+            wc.NetworkModel(
+                1e9,
+                hop_latency_s=1e-8,
+                gamma_s_per_byte=1e-10,
+                dependencies="dataflow",
+                packet_bytes=1000,
+            ),
+        ),
+    ],
+)
+def test_event_queues_give_identical_results(name: str, topo, net) -> None:
+    s = wc.build(name, 12, 48_000)
+    runs = [
+        wc.simulate(s, topo, net, transfers=True, event_queue=q)
+        for q in ("heap", "buckets", "auto")
+    ]
+    for r in runs[1:]:
+        assert r.time_s == runs[0].time_s
+        assert np.array_equal(r.link_busy_s, runs[0].link_busy_s)
+        assert np.array_equal(r.transfer_finish_s, runs[0].transfer_finish_s)
+        assert np.array_equal(r.rank_finish_s, runs[0].rank_finish_s)
+    with pytest.raises(ValueError, match="event_queue must be"):
+        wc.simulate(s, topo, net, event_queue="fast")
+
+
+def test_event_queues_agree_on_the_wafer() -> None:
+    s = wc.build(
+        "wafer_xy_reduce", 36, 4 * 16, wc.wafer.wafer_grid(6, 6), pattern="tree"
+    )
+    net = wc.NetworkModel.wafer()
+    a = wc.simulate(
+        s, wc.wafer.wafer_grid(6, 6), net, event_queue="heap", transfers=True
+    )
+    b = wc.simulate(
+        s, wc.wafer.wafer_grid(6, 6), net, event_queue="buckets", transfers=True
+    )
+    assert a.time_s == b.time_s
+    assert np.array_equal(a.transfer_finish_s, b.transfer_finish_s)

@@ -29,8 +29,17 @@ NetworkModel make_model(const py::dict& d) {
 }
 
 SimOptions make_options(const std::vector<NodeId>& placement, bool transfers, bool timeline,
-                        std::int64_t max_events) {
+                        std::int64_t max_events, const std::string& queue = "auto") {
   SimOptions o;
+  if (queue == "auto")
+    o.queue = EventQueueKind::automatic;
+  else if (queue == "heap")
+    o.queue = EventQueueKind::heap;
+  else if (queue == "buckets")
+    o.queue = EventQueueKind::buckets;
+  else
+    throw std::invalid_argument("event_queue must be 'auto', 'heap' or 'buckets', got '" +
+                                queue + "'");
   o.placement = placement;
   o.record_transfers = transfers;
   o.record_timeline = timeline;
@@ -45,9 +54,9 @@ void bind_simulate(py::module_& m) {
       "simulate",
       [](const Schedule& s, const Topology& topo, const py::dict& model,
          const std::vector<NodeId>& placement, bool transfers, bool timeline,
-         std::int64_t max_events) {
+         std::int64_t max_events, const std::string& queue) {
         const NetworkModel net = make_model(model);
-        const SimOptions opt = make_options(placement, transfers, timeline, max_events);
+        const SimOptions opt = make_options(placement, transfers, timeline, max_events, queue);
         SimResult r;
         {
           py::gil_scoped_release release;  // pure C++ from here to the end of the run
@@ -74,7 +83,8 @@ void bind_simulate(py::module_& m) {
         return d;
       },
       py::arg("schedule"), py::arg("topology"), py::arg("model"), py::arg("placement"),
-      py::arg("transfers"), py::arg("timeline"), py::arg("max_events"));
+      py::arg("transfers"), py::arg("timeline"), py::arg("max_events"),
+      py::arg("queue") = "auto");
   m.def(
       "simulation_events",
       [](const Schedule& s, const Topology& topo, const py::dict& model,

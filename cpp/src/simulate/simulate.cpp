@@ -14,7 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
@@ -113,7 +113,7 @@ inline bool before(const Event& a, const Event& b) {
 
 // Binary min-heap with replace_top: most events schedule a follow-up, which
 // then costs one sift-down instead of a pop and a push.
-class EventQueue {
+class HeapQueue {
  public:
   bool empty() const { return h_.empty(); }
   const Event& top() const { return h_[0]; }
@@ -151,6 +151,124 @@ class EventQueue {
     h_[i] = e;
   }
   std::vector<Event> h_;
+};
+
+// Events grouped by their exact time: a min-heap of the distinct pending
+// times, one vector of events per time, sorted by the tie key when its time
+// comes. Same order as HeapQueue, but when many events share a time (a
+// machine whose costs are whole cycles, with many streams in lockstep) the
+// heap holds a few times instead of every packet in flight.
+class TimeBucketQueue {
+ public:
+  bool empty() const { return pos_ >= cur_.size() && extra_.empty() && times_.empty(); }
+  std::size_t size() const { return (cur_.size() - pos_) + extra_.size() + pending_; }
+  const Event& top() {
+    ensure();
+    return from_extra() ? extra_.front() : cur_[pos_];
+  }
+  void pop() {
+    ensure();
+    if (from_extra()) {
+      std::pop_heap(extra_.begin(), extra_.end(), later_key);
+      extra_.pop_back();
+    } else {
+      ++pos_;
+    }
+  }
+  void replace_top(const Event& e) {
+    pop();
+    push(e);
+  }
+  void push(const Event& e) {
+    if (active_ && e.t <= now_) {  // the time being drained (never earlier)
+      extra_.push_back(e);
+      std::push_heap(extra_.begin(), extra_.end(), later_key);
+      return;
+    }
+    // Most pushes go to one of a few times (the next hop, the next ramp): a
+    // small direct-mapped cache of time -> bucket spares the hash lookup.
+    const std::size_t slot = std::hash<Seconds>{}(e.t) & (kCache - 1);
+    if (cache_t_[slot] == e.t && cache_b_[slot] != kNone) {
+      buckets_[cache_b_[slot]].push_back(e);
+      ++pending_;
+      return;
+    }
+    auto [it, fresh] = index_.try_emplace(e.t, 0u);
+    if (fresh) {
+      if (free_.empty()) {
+        it->second = static_cast<std::uint32_t>(buckets_.size());
+        buckets_.emplace_back();
+      } else {
+        it->second = free_.back();
+        free_.pop_back();
+      }
+      times_.push_back(e.t);
+      std::push_heap(times_.begin(), times_.end(), std::greater<Seconds>());
+    }
+    buckets_[it->second].push_back(e);
+    cache_t_[slot] = e.t;
+    cache_b_[slot] = it->second;
+    ++pending_;
+  }
+
+ private:
+  static constexpr std::size_t kCache = 16;
+  static constexpr std::uint32_t kNone = 0xffffffffu;
+  static bool key_less(const Event& a, const Event& b) {
+    return a.k1 != b.k1 ? a.k1 < b.k1 : a.k2 < b.k2;
+  }
+  static bool later_key(const Event& a, const Event& b) { return key_less(b, a); }
+  bool from_extra() const {
+    return !extra_.empty() && (pos_ >= cur_.size() || key_less(extra_.front(), cur_[pos_]));
+  }
+  void ensure() {
+    if (pos_ < cur_.size() || !extra_.empty()) return;
+    std::pop_heap(times_.begin(), times_.end(), std::greater<Seconds>());
+    now_ = times_.back();
+    times_.pop_back();
+    const auto it = index_.find(now_);
+    const std::uint32_t b = it->second;
+    index_.erase(it);
+    const std::size_t slot = std::hash<Seconds>{}(now_) & (kCache - 1);
+    if (cache_t_[slot] == now_) cache_b_[slot] = kNone;  // the bucket is reused
+    cur_.swap(buckets_[b]);
+    buckets_[b].clear();
+    free_.push_back(b);
+    pending_ -= cur_.size();
+    pos_ = 0;
+    active_ = true;
+    if (!std::is_sorted(cur_.begin(), cur_.end(), key_less))
+      std::sort(cur_.begin(), cur_.end(), key_less);
+  }
+  std::vector<Seconds> times_;
+  std::unordered_map<Seconds, std::uint32_t> index_;
+  std::vector<std::vector<Event>> buckets_;
+  std::vector<std::uint32_t> free_;
+  std::vector<Event> cur_, extra_;
+  Seconds cache_t_[kCache] = {};
+  std::uint32_t cache_b_[kCache] = {kNone, kNone, kNone, kNone, kNone, kNone, kNone, kNone,
+                                     kNone, kNone, kNone, kNone, kNone, kNone, kNone, kNone};
+  std::size_t pos_ = 0, pending_ = 0;
+  Seconds now_ = 0.0;
+  bool active_ = false;
+};
+
+// The simulator's event queue: one of the two above (same order, different
+// speed), chosen per run.
+class EventQueue {
+ public:
+  explicit EventQueue(bool buckets) : buckets_(buckets) {}
+  bool empty() const { return buckets_ ? tb_.empty() : heap_.empty(); }
+  std::size_t size() const { return buckets_ ? tb_.size() : heap_.size(); }
+  const Event& top() { return buckets_ ? tb_.top() : heap_.top(); }
+  void push(const Event& e) { buckets_ ? tb_.push(e) : heap_.push(e); }
+  void pop() { buckets_ ? tb_.pop() : heap_.pop(); }
+  void replace_top(const Event& e) { buckets_ ? tb_.replace_top(e) : heap_.replace_top(e); }
+
+ private:
+  bool buckets_;
+  HeapQueue heap_;
+  TimeBucketQueue tb_;
 };
 
 // Everything the run needs that does not change while it runs.
@@ -445,9 +563,24 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   // sends exactly the blocks d delivered to its source, in as many packets,
   // from a single first stage. Per such t: the delivery times of d's packets
   // not yet matched by every stream dependency, and the packets ready to go.
+  // A first-in first-out list of times that reuses its storage once drained
+  // (std::deque would allocate a 512-byte block per stream).
+  struct Fifo {
+    std::vector<Seconds> v;
+    std::size_t head = 0;
+    bool empty() const { return head == v.size(); }
+    Seconds front() const { return v[head]; }
+    void push_back(Seconds x) { v.push_back(x); }
+    void pop_front() {
+      if (++head == v.size()) {
+        v.clear();
+        head = 0;
+      }
+    }
+  };
   struct StreamState {
-    std::vector<std::deque<Seconds>> queues;  // per stream dependency
-    std::deque<Seconds> ready;                // packet k can go from this time
+    std::vector<Fifo> queues;  // per stream dependency
+    Fifo ready;                // packet k can go from this time
     std::int64_t next = -1;                   // packet to inject; -1 not started
     Seconds pace = 0.0;                       // first stage free again
   };
@@ -548,7 +681,9 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   auto packet_of = [&](const Event& e) {
     return static_cast<std::int64_t>((e.k1 >> kCanonBits) - p.key0[e.transfer]);
   };
-  EventQueue queue;
+  const bool bucketed = opt.queue == EventQueueKind::buckets ||
+                        (opt.queue == EventQueueKind::automatic && net.clock_Hz > 0.0);
+  EventQueue queue(bucketed);
   bool top_consumed = true;  // whether the event being processed left the queue
   auto push = [&](Seconds t, std::int64_t packet, TransferId tr, std::int32_t node,
                   std::uint32_t kind) {
@@ -752,10 +887,20 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
         delivered(nd.term, d);
       }
       const double cost = s.op(t) == Op::reduce ? gamma : copy_cost;
-      if (cost > 0.0)
+      if (cost > 0.0 && K == 1) {
+        // One ejection channel: packets reach this endpoint in the order
+        // they are processed here, so its compute unit can be booked now.
+        const NodeId e = p.place[slot_transfer_dst[nd.term]];
+        const Seconds cs = std::max(d, cfree[e]);
+        const Seconds dur = cost * static_cast<double>(m);
+        cfree[e] = cs + dur;
+        res.compute_busy_s[e] += dur;
+        packet_done(t, nd.term, cs + dur);
+      } else if (cost > 0.0) {
         push(d, k, t, ev.node, kDeliver);
-      else
+      } else {
         packet_done(t, nd.term, d);
+      }
     }
   }
   if (completed != T)

@@ -106,11 +106,19 @@ struct NetworkModel {
   void validate() const;
 };
 
+// The event queue: a binary heap of events, or events grouped by time (a
+// heap of distinct times). Both process events in the same order, so the
+// results are identical; grouping is much faster when many events share a
+// time, as on a machine whose costs are whole clock cycles. automatic:
+// group when the network model has a clock.
+enum class EventQueueKind : std::uint8_t { automatic = 0, heap = 1, buckets = 2 };
+
 struct SimOptions {
   std::vector<NodeId> placement;   // rank -> endpoint; empty = identity
   bool record_transfers = false;   // per-transfer ready / finish times
   bool record_timeline = false;    // busy-link step function
   std::int64_t max_events = std::int64_t{1} << 32;  // refuse larger runs up front
+  EventQueueKind queue = EventQueueKind::automatic;
 };
 
 struct SimResult {
