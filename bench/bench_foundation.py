@@ -15,20 +15,15 @@ verify of Rabenseifner's allreduce for p = 4096 and 64 MiB, with a target of
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from _common import best_of, print_header, print_table, write_json
+from _common import Case, main, print_table, time_cases, verdict
 
 import wafercoll as wc
 
 MiB = 1 << 20
 TARGET_S = 0.5
-
-
-# (label, timed function, untimed check of its result returning the transfers)
-Case = tuple[str, Callable[[], Any], Callable[[Any], int]]
 
 
 def build_verify(name: str, p: int, size: int) -> Case:
@@ -61,13 +56,7 @@ def execute_case(p: int, n: int) -> Case:
     return f"execute rabenseifner p={p} on ({p}, {n}) float64", fn, check
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5, help="timings per case")
-    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
-    args = parser.parse_args()
-
-    print_header(args.repeat)
+def report(args: argparse.Namespace) -> list[dict[str, Any]]:
     cases = [
         build_verify("rabenseifner", 4096, 64 * MiB),
         build_verify("ring", 256, 64 * MiB),
@@ -75,18 +64,16 @@ def main() -> int:
         build_verify("recursive_doubling", 4096, 64 * MiB),
         execute_case(1024, 4096),
     ]
-    rows = []
-    for label, fn, check in cases:
-        seconds, result = best_of(fn, args.repeat)
-        rows.append({"case": label, "transfers": check(result), "best_s": seconds})
+    rows = [
+        {"case": label, "transfers": transfers, "best_s": seconds}
+        for label, seconds, _, transfers in time_cases(cases, args.repeat)
+    ]
     print_table(rows, [("case", ""), ("transfers", "d"), ("best_s", ".4f")])
     head = rows[0]["best_s"]
-    verdict = "meets" if head < TARGET_S else "MISSES"
     print(f"\nheadline: {rows[0]['case']}: {head:.3f} s")
-    print(f"({verdict} the target of {TARGET_S} s)")
-    write_json(args.json, args.repeat, rows)
-    return 0
+    print(verdict(head < TARGET_S, f"target of {TARGET_S} s"))
+    return rows
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(__doc__, report))

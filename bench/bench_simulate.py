@@ -24,7 +24,14 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from _common import best_of, print_header, print_table, write_json
+from _common import (
+    event_columns,
+    event_stats,
+    main,
+    print_table,
+    time_cases,
+    verdict,
+)
 
 import wafercoll as wc
 
@@ -56,13 +63,7 @@ def case(
     return label, fn, check
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5, help="timings per case")
-    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
-    args = parser.parse_args()
-    print_header(args.repeat)
-
+def report(args: argparse.Namespace) -> list[dict[str, Any]]:
     bw = 25e9
     net = wc.NetworkModel(bw, hop_latency_s=0.0, packet_bytes=8 * KiB)
     cases = [
@@ -87,28 +88,21 @@ def main() -> int:
             lambda s: 6 * 64 * MiB / bw,
         ),
     ]
-    rows = []
-    for label, fn, check in cases:
-        seconds, result = best_of(fn, args.repeat)
-        bound = check(result)
-        rows.append(
-            {
-                "case": label,
-                "events": result.events,
-                "best_s": seconds,
-                "Mevents_per_s": result.events / seconds / 1e6,
-                "sim_time_ms": result.time_s * 1e3,
-                "bound_ms": bound * 1e3,
-                "link_util": result.link_utilization,
-            }
-        )
+    rows = [
+        {
+            "case": label,
+            **event_stats(result.events, seconds),
+            "sim_time_ms": result.time_s * 1e3,
+            "bound_ms": bound * 1e3,
+            "link_util": result.link_utilization,
+        }
+        for label, seconds, result, bound in time_cases(cases, args.repeat)
+    ]
     print_table(
         rows,
         [
             ("case", ""),
-            ("events", ",d"),
-            ("best_s", ".3f"),
-            ("Mevents_per_s", ".1f"),
+            *event_columns(".3f", ".1f"),
             ("sim_time_ms", ".3f"),
             ("bound_ms", ".3f"),
             ("link_util", ".3f"),
@@ -117,13 +111,10 @@ def main() -> int:
     a = rows[0]
     ok = a["Mevents_per_s"] * 1e6 >= TARGET_EVENTS_PER_S and a["best_s"] < TARGET_S
     print(f"\nheadline (a): {a['Mevents_per_s']:.1f} M events/s, {a['best_s']:.3f} s")
-    print(
-        f"({'meets' if ok else 'MISSES'} the targets of "
-        f"{TARGET_EVENTS_PER_S / 1e6:.0f} M events/s and {TARGET_S} s)"
-    )
-    write_json(args.json, args.repeat, rows)
-    return 0
+    targets = f"{TARGET_EVENTS_PER_S / 1e6:.0f} M events/s and {TARGET_S} s"
+    print(verdict(ok, f"targets of {targets}"))
+    return rows
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(__doc__, report))

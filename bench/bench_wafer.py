@@ -27,11 +27,10 @@ from __future__ import annotations
 
 import argparse
 import functools
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from _common import best_of, print_header, print_table, write_json
+from _common import TargetCase, main, missed, run_targets, verdict
 
 from wafercoll import wafer
 
@@ -89,14 +88,8 @@ def check_bound(lb: float) -> str:
     return f"{lb:.1f} cycles (Auto-Gen {auto:.0f})"
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5, help="timings per case")
-    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
-    args = parser.parse_args()
-    print_header(args.repeat)
-
-    cases: list[tuple[str, Callable[[], Any], Callable[[Any], str], float | None]] = [
+def report(args: argparse.Namespace) -> list[dict[str, Any]]:
+    cases: list[TargetCase] = [
         (
             f"(a) Figure 1 sweep P={P_FIGURE}, {len(BS_FIGURE)} B, 5 patterns",
             lambda: wafer.optimality_ratios([P_FIGURE], BS_FIGURE, T_R),
@@ -121,23 +114,8 @@ def main() -> int:
             None,
         )
     )
-    rows = []
-    for label, fn, check, target in cases:
-        seconds, result = best_of(fn, args.repeat)
-        rows.append(
-            {
-                "case": label,
-                "best_s": seconds,
-                "target_s": "-" if target is None else f"< {target:g}",
-                "result": check(result),
-                "ok": target is None or seconds < target,
-            }
-        )
-    print_table(
-        rows,
-        [("case", ""), ("best_s", ".3f"), ("target_s", ">"), ("result", "")],
-    )
-    missed = [r["case"].split()[0] for r in rows if not r["ok"]]
+    rows = run_targets(cases, args.repeat)
+    late = missed(rows)
     a = rows[0]
     slowest = max(r["best_s"] for r in rows if r["case"].startswith("(b)"))
     print(
@@ -145,14 +123,15 @@ def main() -> int:
         f"(b) slowest Auto-Gen at P = {P_LONG} in {slowest:.3f} s"
     )
     print(
-        f"({'meets' if not missed else 'MISSES'} the targets of "
-        f"{TARGET_FIGURE_S:g} s for (a) and {TARGET_AUTOGEN_S:g} s for each of (b)"
-        + (f"; missed: {', '.join(missed)}" if missed else "")
-        + ")"
+        verdict(
+            not late,
+            f"targets of {TARGET_FIGURE_S:g} s for (a) and "
+            f"{TARGET_AUTOGEN_S:g} s for each of (b)",
+            late,
+        )
     )
-    write_json(args.json, args.repeat, rows)
-    return 0
+    return rows
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(__doc__, report))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from _common import best_of, print_header, print_table, write_json
+from _common import best_of, event_columns, event_stats, main, print_table, verdict
 
 import wafercoll as wc
 from wafercoll import wafer
@@ -59,24 +59,14 @@ def run(n: int, repeat: int) -> dict[str, Any]:
     return {
         "grid": f"{n}x{n}",
         "PEs": n * n,
-        "events": result.events,
-        "best_s": seconds,
-        "Mevents_per_s": result.events / seconds / 1e6,
+        **event_stats(result.events, seconds),
         "sim_cycles": cycles,
         "xy_chain_form": form,
         "diff": cycles - form,
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--sizes", type=int, nargs="+", default=[64, 256, 512], help="grid sides N"
-    )
-    parser.add_argument("--repeat", type=int, default=1, help="timings per size")
-    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
-    args = parser.parse_args()
-    print_header(args.repeat)
+def report(args: argparse.Namespace) -> list[dict[str, Any]]:
     print(f"X-Y Chain Reduce, B = {B} wavelets, NetworkModel.wafer(T_R={T_R})")
     rows = []
     for n in args.sizes:
@@ -89,9 +79,7 @@ def main() -> int:
         [
             ("grid", ""),
             ("PEs", ",d"),
-            ("events", ",d"),
-            ("best_s", ".2f"),
-            ("Mevents_per_s", ".2f"),
+            *event_columns(".2f", ".2f"),
             ("sim_cycles", ".0f"),
             ("xy_chain_form", ".0f"),
             ("diff", "+.0f"),
@@ -102,11 +90,16 @@ def main() -> int:
         ok = head[0]["best_s"] < TARGET_S
         print(
             f"\nheadline {TARGET_N}x{TARGET_N}: {head[0]['best_s']:.1f} s "
-            f"({'meets' if ok else 'MISSES'} the target of {TARGET_S:.0f} s)"
+            + verdict(ok, f"target of {TARGET_S:.0f} s")
         )
-    write_json(args.json, args.repeat, rows)
-    return 0
+    return rows
+
+
+def sizes_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--sizes", type=int, nargs="+", default=[64, 256, 512], help="grid sides N"
+    )
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(__doc__, report, repeat=1, per="size", options=sizes_option))

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from _common import best_of, print_header, print_table, write_json
+from _common import TargetCase, main, missed, run_targets, verdict
 
 from wafercoll import wafer
 from wafercoll.wafer import allreduce2d
@@ -97,14 +97,9 @@ def check_roots(result: list[tuple[int, float]]) -> str:
     return ", ".join(parts)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5, help="timings per case")
-    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
-    args = parser.parse_args()
-    print_header(args.repeat)
+def report(args: argparse.Namespace) -> list[dict[str, Any]]:
     cells = f"{len(PS)} x {len(BS)} cells"
-    cases: list[tuple[str, Callable[[], Any], Callable[[Any], str], float | None]] = [
+    cases: list[TargetCase] = [
         (
             f"(a) Figure 8, 1D AllReduce, {cells}",
             lambda: wafer.speedup_heatmap("1d_allreduce", PS, BS, T_R),
@@ -124,36 +119,21 @@ def main() -> int:
             None,
         ),
     ]
-    rows = []
-    for label, fn, check, target in cases:
-        seconds, result = best_of(fn, args.repeat)
-        rows.append(
-            {
-                "case": label,
-                "best_s": seconds,
-                "target_s": "-" if target is None else f"< {target:g}",
-                "result": check(result),
-                "ok": target is None or seconds < target,
-            }
-        )
-    print_table(
-        rows,
-        [("case", ""), ("best_s", ".3f"), ("target_s", ">"), ("result", "")],
-    )
-    missed = [r["case"].split()[0] for r in rows if not r["ok"]]
+    rows = run_targets(cases, args.repeat)
+    late = missed(rows)
     print(
         f"\nheadline: Figure 8 in {rows[0]['best_s']:.3f} s, Figure 10 in "
         f"{rows[1]['best_s']:.3f} s"
     )
     print(
-        f"({'meets' if not missed else 'MISSES'} the targets of {TARGET_FIG8_S:g} s "
-        f"for (a) and {TARGET_FIG10_S:g} s for (b)"
-        + (f"; missed: {', '.join(missed)}" if missed else "")
-        + ")"
+        verdict(
+            not late,
+            f"targets of {TARGET_FIG8_S:g} s for (a) and {TARGET_FIG10_S:g} s for (b)",
+            late,
+        )
     )
-    write_json(args.json, args.repeat, rows)
-    return 0
+    return rows
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(__doc__, report))

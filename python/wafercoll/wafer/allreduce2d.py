@@ -51,6 +51,7 @@ from .model import (
     MAX_P,
     T_R_DEFAULT,
     TreeMetrics,
+    _contention_depth,
     binary_tree,
     broadcast_time,
     chain_time,
@@ -260,27 +261,8 @@ def rooted_tree_metrics(parent: Any) -> TreeMetrics:
     # farthest from the root first; at equal distance the right one first.
     dist = np.abs(v - r)
     order = np.lexsort((-v, -dist))[:-1]  # the root (distance 0) comes last
-    par = p.tolist()
-    need = [0] * n
-    seen = [0] * n  # children of q after the current one in receive order
-    for u in order.tolist():
-        nu = need[u] if need[u] > seen[u] else seen[u]
-        q = par[u]
-        if nu + seen[q] > need[q]:
-            need[q] = nu + seen[q]
-        seen[q] += 1
-    contention = max(1, need[r], seen[r])
-    # Depth by pointer jumping (as in tree_metrics).
-    hops = (p >= 0).astype(np.int64)
-    anc = p.copy()
-    while True:
-        up = np.flatnonzero(anc >= 0)
-        if up.size == 0:
-            break
-        a = anc[up]
-        new_hops, new_anc = hops[up] + hops[a], anc[a]
-        hops[up], anc[up] = new_hops, new_anc
-    return TreeMetrics(energy, max(r, n - 1 - r), int(hops.max()), contention, n - 1)
+    contention, depth = _contention_depth(p, r, order.tolist())
+    return TreeMetrics(energy, max(r, n - 1 - r), depth, contention, n - 1)
 
 
 def _pattern_tree(pattern: str, n: int, B: int, T_R: float) -> np.ndarray:
@@ -545,9 +527,13 @@ def broadcast_2d_time(M: int, N: int, B: int, T_R: float = T_R_DEFAULT) -> float
     return B + M + N - 2 + 2 * T_R + 1
 
 
-def _axis(n: int, fn: Callable[[], float]) -> float:
-    """An axis of one PE has nothing to reduce or broadcast: 0 cycles."""
-    return 0.0 if n == 1 else float(fn())
+def _xy(M: int, N: int, fn: Callable[[int], float]) -> float:
+    """``fn`` along a row of ``N`` PEs plus along a column of ``M`` PEs.
+
+    An axis of one PE has nothing to reduce or broadcast: 0 cycles.
+    """
+    x = 0.0 if N == 1 else float(fn(N))
+    return x + (0.0 if M == 1 else float(fn(M)))
 
 
 def reduce_2d_time(
@@ -582,10 +568,7 @@ def reduce_2d_time(
     M, N, B, T_R = _grid(M, N, B, T_R)
     if algorithm == "snake":
         return float(chain_time(M * N, B, T_R))
-    p = algorithm[3:]
-    return _axis(N, lambda: reduce_time(p, N, B, T_R)) + _axis(
-        M, lambda: reduce_time(p, M, B, T_R)
-    )
+    return _xy(M, N, lambda n: reduce_time(algorithm[3:], n, B, T_R))
 
 
 def allreduce_2d_time(
@@ -604,17 +587,8 @@ def allreduce_2d_time(
         (``xy_star+bcast2d`` ... ``xy_autogen+bcast2d``, ``snake+bcast2d``):
         ``T_2D_REDUCE + T_2D_BROADCAST``, :func:`reduce_2d_time` then
         :func:`broadcast_2d_time`.
-    M, N : int
-        Rows and columns (see the module docstring), ``M * N >= 2``.
-    B : int
-        Vector length in wavelets.
-    T_R : float
-        Ramp latency in cycles.
-
-    Raises
-    ------
-    TypeError, ValueError
-        As for :func:`reduce_2d_time`.
+    M, N, B, T_R
+        As for :func:`reduce_2d_time`, which also lists the errors raised.
     """
     algorithm = _choice(algorithm, "algorithm", ALLREDUCE_2D_ALGORITHMS)
     M, N, B, T_R = _grid(M, N, B, T_R)
@@ -622,9 +596,7 @@ def allreduce_2d_time(
         reduce = algorithm[: -len("+bcast2d")]
         return reduce_2d_time(reduce, M, N, B, T_R) + broadcast_2d_time(M, N, B, T_R)
     one_d = "ring" if algorithm == "xy_ring" else f"{algorithm[3:]}+bcast"
-    return _axis(N, lambda: allreduce_time(one_d, N, B, T_R)) + _axis(
-        M, lambda: allreduce_time(one_d, M, B, T_R)
-    )
+    return _xy(M, N, lambda n: allreduce_time(one_d, n, B, T_R))
 
 
 def lower_bound_2d(M: int, N: int, B: int, T_R: float = T_R_DEFAULT) -> float:
@@ -657,12 +629,16 @@ def _values(values: Any, name: str, lo: int, hi: int) -> np.ndarray:
     )
 
 
+def _axes(Ps: np.ndarray, Bs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``Ps`` as a column and ``Bs`` as a row, as floats (to broadcast a grid)."""
+    return Ps[:, None].astype(np.float64), Bs[None, :].astype(np.float64)
+
+
 def _reduce_1d_grid(
     Ps: np.ndarray, Bs: np.ndarray, T_R: float
 ) -> dict[str, np.ndarray]:
     """Reduce cycles of every pattern (root 0) as ``len(Ps) x len(Bs)`` arrays."""
-    P = Ps[:, None].astype(np.float64)
-    B = Bs[None, :].astype(np.float64)
+    P, B = _axes(Ps, Bs)
     out = {
         "star": B * (P - 1) + 2 * T_R + 1,
         "chain": B + (2 * T_R + 2) * (P - 1),
@@ -685,8 +661,7 @@ def _reduce_1d_grid(
 def _allreduce_1d_grid(
     Ps: np.ndarray, Bs: np.ndarray, T_R: float
 ) -> dict[str, np.ndarray]:
-    P = Ps[:, None].astype(np.float64)
-    B = Bs[None, :].astype(np.float64)
+    P, B = _axes(Ps, Bs)
     bcast = B + P + 2 * T_R
     red = _reduce_1d_grid(Ps, Bs, T_R)
     out = {f"{p}+bcast": red[p] + bcast for p in PATTERNS}
@@ -697,8 +672,7 @@ def _allreduce_1d_grid(
 def _reduce_2d_grid(
     ns: np.ndarray, Bs: np.ndarray, T_R: float
 ) -> dict[str, np.ndarray]:
-    n = ns[:, None].astype(np.float64)
-    B = Bs[None, :].astype(np.float64)
+    n, B = _axes(ns, Bs)
     red = _reduce_1d_grid(ns, Bs, T_R)
     out = {f"xy_{p}": red[p] + red[p] for p in PATTERNS}
     out["snake"] = B + (2 * T_R + 2) * (n * n - 1)
@@ -708,8 +682,7 @@ def _reduce_2d_grid(
 def _allreduce_2d_grid(
     ns: np.ndarray, Bs: np.ndarray, T_R: float
 ) -> dict[str, np.ndarray]:
-    n = ns[:, None].astype(np.float64)
-    B = Bs[None, :].astype(np.float64)
+    n, B = _axes(ns, Bs)
     one = _allreduce_1d_grid(ns, Bs, T_R)
     out = {f"xy_{p}": one[f"{p}+bcast"] + one[f"{p}+bcast"] for p in PATTERNS}
     out["xy_ring"] = one["ring"] + one["ring"]

@@ -55,6 +55,17 @@ def wafer_row(P: int, clock_Hz: float = CS2_CLOCK_HZ) -> Topology:
     return line(p, bandwidth_Bps=WAVELET_BYTES * clock, latency_s=0.0)
 
 
+def _size_wavelets(size_bytes: Any) -> tuple[int, int]:
+    """The checked vector size in bytes (a positive multiple of 4) and in wavelets."""
+    size = as_int(size_bytes, "size_bytes", WAVELET_BYTES)
+    if size % WAVELET_BYTES:
+        raise ValueError(
+            f"size_bytes must be a multiple of {WAVELET_BYTES} (32-bit wavelets), "
+            f"got {size}"
+        )
+    return size, size // WAVELET_BYTES
+
+
 def _check_row_tree(par: np.ndarray) -> None:
     """A pre-order, non-crossing tree on a row rooted at PE 0 (Section 5.5)."""
     n = par.size
@@ -108,13 +119,7 @@ def tree_schedule(
         non-crossing. With ``row=False`` any rooted tree over the ranks is
         accepted (a rank takes its children in increasing rank order).
     """
-    size = as_int(size_bytes, "size_bytes", WAVELET_BYTES)
-    if size % WAVELET_BYTES:
-        raise ValueError(
-            f"size_bytes must be a multiple of {WAVELET_BYTES} (32-bit wavelets), "
-            f"got {size}"
-        )
-    B = size // WAVELET_BYTES
+    size, B = _size_wavelets(size_bytes)
     w = (
         B
         if wavelets_per_block is None

@@ -85,7 +85,8 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -95,7 +96,7 @@ from .._util import as_int, as_real
 from ..algorithms import AlgorithmInfo, register
 from ..schedule import Schedule
 from ..topology import Topology, mesh
-from .builders import CS2_CLOCK_HZ, WAVELET_BYTES, tree_schedule
+from .builders import CS2_CLOCK_HZ, WAVELET_BYTES, _size_wavelets, tree_schedule
 from .model import T_R_DEFAULT, binary_tree, chain_tree, star_tree, two_phase_tree
 from .reduce1d import MAX_DP_P, REDUCE_ALGORITHMS, autogen
 
@@ -291,7 +292,31 @@ class _Transfers:
         return Schedule._wrap(core)
 
 
-def _add_tree(
+def _add_bcast(
+    tl: _Transfers,
+    ranks: Sequence[int],
+    kids: list[list[int]],
+    root: int,
+    first: list[int],
+    nb: int,
+) -> int:
+    """Multicast every block from the tree's root to the other ranks.
+
+    Block ``b`` depends on the root's incoming transfers of block ``b`` (the
+    reduction is done there). Returns the id of block 0's multicast (-1 when
+    there is nobody to send to).
+    """
+    dsts = [r for i, r in enumerate(ranks) if i != root]
+    if not dsts:
+        return -1
+    ids = [
+        tl.add(ranks[root], dsts, b, _COPY, [first[c] + b for c in kids[root]])
+        for b in range(nb)
+    ]
+    return ids[0]
+
+
+def _add_allreduce(
     tl: _Transfers,
     ranks: Sequence[int],
     kids: list[list[int]],
@@ -299,10 +324,11 @@ def _add_tree(
     nb: int,
     ready: Any = None,
     before_write: Any = None,
-) -> list[int]:
-    """Add a reduction tree over ``ranks`` (local indices in ``kids``, ``root``).
+) -> tuple[list[int], int]:
+    """Add Reduce-then-Broadcast over ``ranks`` (local indices in ``kids``, ``root``).
 
-    The transfers and dependencies are those of ``tree_schedule`` (post-order,
+    A reduction tree, then the multicast of its sum (:func:`_add_bcast`). The
+    tree's transfers and dependencies are those of ``tree_schedule`` (post-order,
     a PE's block ``b`` after its block ``b - 1`` -- or, for block 0, after the
     previous sibling's last block -- and after its children's block ``b``),
     with the children taken in the order of ``kids``; block 0 also follows
@@ -311,8 +337,8 @@ def _add_tree(
     dependencies:
     ``ready(v, b)`` before ``v`` sends block ``b`` (the data it holds) and
     ``before_write(v, b)`` before anything is added into ``v``'s block ``b``.
-    Returns, per local index, the id of its block-0 transfer (-1 for the root);
-    block ``b`` is that id + ``b``.
+    Returns, per local index, the id of its block-0 transfer (-1 for the root;
+    block ``b`` is that id + ``b``), and the id of the broadcast's block 0.
     """
     first = [-1] * len(ranks)
     stack = [(root, 0)]
@@ -343,7 +369,7 @@ def _add_tree(
             t = tl.add(ranks[v], [ranks[par]], b, _REDUCE, deps)
             if b == 0:
                 first[v] = t
-    return first
+    return first, _add_bcast(tl, ranks, kids, root, first, nb)
 
 
 def _kids(parent: np.ndarray, key: Any = None) -> tuple[list[list[int]], int]:
@@ -361,39 +387,9 @@ def _kids(parent: np.ndarray, key: Any = None) -> tuple[list[list[int]], int]:
     return kids, root
 
 
-def _add_bcast(
-    tl: _Transfers,
-    ranks: Sequence[int],
-    kids: list[list[int]],
-    root: int,
-    first: list[int],
-    nb: int,
-) -> int:
-    """Multicast every block from the tree's root to the other ranks.
-
-    Block ``b`` depends on the root's incoming transfers of block ``b`` (the
-    reduction is done there). Returns the id of block 0's multicast (-1 when
-    there is nobody to send to).
-    """
-    dsts = [r for i, r in enumerate(ranks) if i != root]
-    if not dsts:
-        return -1
-    ids = [
-        tl.add(ranks[root], dsts, b, _COPY, [first[c] + b for c in kids[root]])
-        for b in range(nb)
-    ]
-    return ids[0]
-
-
 def _blocks(size: Any, wavelets_per_block: Any) -> tuple[int, list[int]]:
     """Vector length in wavelets and the block sizes in bytes."""
-    s = as_int(size, "size_bytes", WAVELET_BYTES)
-    if s % WAVELET_BYTES:
-        raise ValueError(
-            f"size_bytes must be a multiple of {WAVELET_BYTES} (32-bit wavelets), "
-            f"got {s}"
-        )
-    B = s // WAVELET_BYTES
+    s, B = _size_wavelets(size)
     w = (
         B
         if wavelets_per_block is None
@@ -451,21 +447,14 @@ def _reduce_bcast(pattern: str) -> Any:
         # its mirror right to left); at the root, the left one first on a tie.
         kids, _ = _kids(parent, key=lambda v, c: (abs(c - v), c))
         tl = _Transfers()
-        first = _add_tree(tl, range(p), kids, r, len(sizes))
-        _add_bcast(tl, range(p), kids, r, first, len(sizes))
+        _add_allreduce(tl, range(p), kids, r, len(sizes))
         return tl.schedule(p, sizes, f"wafer_{pattern}_bcast(P={p}, B={B}, root={r})")
 
     return builder
 
 
 def _ring(p: int, size: int, *, topology: Any = None, mapping: str = "a") -> Schedule:
-    s = as_int(size, "size_bytes", WAVELET_BYTES)
-    if s % WAVELET_BYTES:
-        raise ValueError(
-            f"size_bytes must be a multiple of {WAVELET_BYTES} (32-bit wavelets), "
-            f"got {s}"
-        )
-    B = s // WAVELET_BYTES
+    _, B = _size_wavelets(size)
     order = ring_order(p, mapping).tolist()
     # P blocks of floor(B/P) or ceil(B/P) wavelets, the larger ones first.
     sizes = [WAVELET_BYTES * (B // p + (1 if b < B % p else 0)) for b in range(p)]
@@ -489,102 +478,107 @@ def _ring(p: int, size: int, *, topology: Any = None, mapping: str = "a") -> Sch
 
 
 # -- 2D ---------------------------------------------------------------------------
-def _broadcast_2d(
-    p: int, size: int, *, topology: Any = None, shape: Any = None
-) -> Schedule:
-    M, N = _grid_shape("wafer_2d_broadcast", p, topology, shape)
-    B, sizes = _blocks(size, None)
-    s = Schedule(
-        p, sizes, "broadcast", root=0, name=f"wafer_2d_broadcast(M={M}, N={N}, B={B})"
-    )
+@dataclass(frozen=True)
+class _Grid:
+    """The checked options of a 2D builder."""
+
+    name: str
+    M: int
+    N: int
+    B: int
+    sizes: list[int]
+    wavelets_per_block: int | None
+    pattern: str  # "" for the builders without one
+    T_R: float
+
+    def label(self) -> str:
+        """The schedule's name: the builder's and its options."""
+        pat = f", pattern={self.pattern}" if self.pattern else ""
+        return f"{self.name}(M={self.M}, N={self.N}, B={self.B}{pat})"
+
+
+def _grid_builder(
+    name: str, patterns: Sequence[str] = ()
+) -> Callable[[Callable[[int, int, _Grid], Any]], Callable[..., Any]]:
+    """The registered form of ``make(p, size, grid)``: the options, checked.
+
+    The builder takes ``topology``, ``shape``, ``pattern`` (one of
+    ``patterns``, or ignored without them), ``wavelets_per_block`` and
+    ``T_R`` and checks them in that order.
+    """
+
+    def wrap(make: Callable[[int, int, _Grid], Any]) -> Callable[..., Any]:
+        def builder(
+            p: int,
+            size: int,
+            *,
+            topology: Any = None,
+            shape: Any = None,
+            pattern: str = "chain",
+            wavelets_per_block: int | None = None,
+            T_R: float = T_R_DEFAULT,
+        ) -> Any:
+            M, N = _grid_shape(name, p, topology, shape)
+            pat = _check_pattern(pattern, patterns) if patterns else ""
+            B, sizes = _blocks(size, wavelets_per_block)
+            t_r = as_real(T_R, "T_R", 0.0)
+            grid = _Grid(name, M, N, B, sizes, wavelets_per_block, pat, t_r)
+            return make(p, size, grid)
+
+        return builder
+
+    return wrap
+
+
+def _grid_reduce(parent: np.ndarray, size: int, g: _Grid) -> Any:
+    """The Reduce schedule of a tree over the grid's ranks."""
+    s = tree_schedule(parent, size, g.wavelets_per_block, row=False)
+    s.name = g.label()
+    return s
+
+
+@_grid_builder("wafer_2d_broadcast")
+def _broadcast_2d(p: int, size: int, g: _Grid) -> Schedule:
+    s = Schedule(p, g.sizes, "broadcast", root=0, name=g.label())
     if p > 1:
         s.add_transfer(0, list(range(1, p)), 0)
     return s
 
 
-def _xy_reduce(
-    p: int,
-    size: int,
-    *,
-    topology: Any = None,
-    shape: Any = None,
-    pattern: str = "chain",
-    wavelets_per_block: int | None = None,
-    T_R: float = T_R_DEFAULT,
-) -> Any:
-    M, N = _grid_shape("wafer_xy_reduce", p, topology, shape)
-    pat = _check_pattern(pattern, REDUCE_ALGORITHMS)
-    B, _ = _blocks(size, wavelets_per_block)
-    parent = xy_tree(pat, M, N, B, as_real(T_R, "T_R", 0.0))
-    s = tree_schedule(parent, size, wavelets_per_block, row=False)
-    s.name = f"wafer_xy_reduce(M={M}, N={N}, B={B}, pattern={pat})"
-    return s
+@_grid_builder("wafer_xy_reduce", REDUCE_ALGORITHMS)
+def _xy_reduce(p: int, size: int, g: _Grid) -> Any:
+    return _grid_reduce(xy_tree(g.pattern, g.M, g.N, g.B, g.T_R), size, g)
 
 
-def _snake_reduce(
-    p: int,
-    size: int,
-    *,
-    topology: Any = None,
-    shape: Any = None,
-    wavelets_per_block: int | None = None,
-) -> Any:
-    M, N = _grid_shape("wafer_snake_reduce", p, topology, shape)
-    B, _ = _blocks(size, wavelets_per_block)
-    s = tree_schedule(snake_tree(M, N), size, wavelets_per_block, row=False)
-    s.name = f"wafer_snake_reduce(M={M}, N={N}, B={B})"
-    return s
+@_grid_builder("wafer_snake_reduce")
+def _snake_reduce(p: int, size: int, g: _Grid) -> Any:
+    return _grid_reduce(snake_tree(g.M, g.N), size, g)
 
 
-def _allreduce_2d(
-    p: int,
-    size: int,
-    *,
-    topology: Any = None,
-    shape: Any = None,
-    pattern: str = "chain",
-    wavelets_per_block: int | None = None,
-    T_R: float = T_R_DEFAULT,
-) -> Schedule:
-    M, N = _grid_shape("wafer_2d_allreduce", p, topology, shape)
-    pat = _check_pattern(pattern, PATTERNS_2D)
-    B, sizes = _blocks(size, wavelets_per_block)
-    t_r = as_real(T_R, "T_R", 0.0)
-    parent = snake_tree(M, N) if pat == "snake" else xy_tree(pat, M, N, B, t_r)
+@_grid_builder("wafer_2d_allreduce", PATTERNS_2D)
+def _allreduce_2d(p: int, size: int, g: _Grid) -> Schedule:
+    if g.pattern == "snake":
+        parent = snake_tree(g.M, g.N)
+    else:
+        parent = xy_tree(g.pattern, g.M, g.N, g.B, g.T_R)
     kids, root = _kids(parent)
     tl = _Transfers()
-    first = _add_tree(tl, range(p), kids, root, len(sizes))
-    _add_bcast(tl, range(p), kids, root, first, len(sizes))
-    return tl.schedule(
-        p, sizes, f"wafer_2d_allreduce(M={M}, N={N}, B={B}, pattern={pat})"
-    )
+    _add_allreduce(tl, range(p), kids, root, len(g.sizes))
+    return tl.schedule(p, g.sizes, g.label())
 
 
-def _xy_allreduce(
-    p: int,
-    size: int,
-    *,
-    topology: Any = None,
-    shape: Any = None,
-    pattern: str = "chain",
-    wavelets_per_block: int | None = None,
-    T_R: float = T_R_DEFAULT,
-) -> Schedule:
-    M, N = _grid_shape("wafer_xy_allreduce", p, topology, shape)
-    pat = _check_pattern(pattern, REDUCE_ALGORITHMS)
-    B, sizes = _blocks(size, wavelets_per_block)
-    nb = len(sizes)
-    t_r = as_real(T_R, "T_R", 0.0)
-    row_kids, _ = _kids(np.asarray(pattern_tree(pat, N, B, t_r)))
-    col_kids, _ = _kids(np.asarray(pattern_tree(pat, M, B, t_r)))
+@_grid_builder("wafer_xy_allreduce", REDUCE_ALGORITHMS)
+def _xy_allreduce(p: int, size: int, g: _Grid) -> Schedule:
+    M, N, nb = g.M, g.N, len(g.sizes)
+    row_kids, _ = _kids(np.asarray(pattern_tree(g.pattern, N, g.B, g.T_R)))
+    col_kids, _ = _kids(np.asarray(pattern_tree(g.pattern, M, g.B, g.T_R)))
     tl = _Transfers()
     # Rows: Reduce-then-Broadcast to and from column 0, all rows at once.
     row_first, row_bcast = [], []
     for r in range(M):
-        ranks = range(r * N, (r + 1) * N)
-        f = _add_tree(tl, ranks, row_kids, 0, nb)
+        f, bc = _add_allreduce(tl, range(r * N, (r + 1) * N), row_kids, 0, nb)
         row_first.append(f)
-        row_bcast.append(_add_bcast(tl, ranks, row_kids, 0, f, nb))
+        row_bcast.append(bc)
 
     def row_done(r: int, c: int, b: int) -> list[int]:
         # The transfers that leave (r, c) holding the row's sum of block b:
@@ -598,20 +592,16 @@ def _xy_allreduce(
     # only after the row phase has written it (the broadcast or the row's
     # reduce).
     for c in range(N):
-        ranks = range(c, M * N, N)
-        f = _add_tree(
+        _add_allreduce(
             tl,
-            ranks,
+            range(c, M * N, N),
             col_kids,
             0,
             nb,
             ready=lambda v, b, c=c: row_done(v, c, b),
             before_write=lambda v, b, c=c: row_done(v, c, b),
         )
-        _add_bcast(tl, ranks, col_kids, 0, f, nb)
-    return tl.schedule(
-        p, sizes, f"wafer_xy_allreduce(M={M}, N={N}, B={B}, pattern={pat})"
-    )
+    return tl.schedule(p, g.sizes, g.label())
 
 
 # -- registration ------------------------------------------------------------------

@@ -28,6 +28,7 @@ and :func:`tree_cycles` evaluates equation (1) on them, with ``N = P - 1``
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -270,6 +271,43 @@ def _check_tree(parent: Any) -> np.ndarray:
     return p
 
 
+def _contention_depth(
+    p: np.ndarray, root: int, order: Iterable[int]
+) -> tuple[int, int]:
+    """Contention and depth of a rooted tree whose PEs take their children in order.
+
+    ``p`` is the int64 parent array (``p[root] == -1``); ``order`` lists every
+    other PE, children before their parents and each PE's children in
+    reverse receive order (the last received first). The contention is
+    ``max(1, C(root))`` with ``C(v) = max(m, max_j C(child_j) + m - j)`` for
+    the ``m`` children of ``v`` (see :func:`tree_metrics`); the depth is the
+    height of the tree.
+    """
+    n = p.size
+    par = p.tolist()
+    need = [0] * n
+    seen = [0] * n  # children of q after the current one in receive order
+    for v in order:
+        nv = need[v] if need[v] > seen[v] else seen[v]
+        q = par[v]
+        if nv + seen[q] > need[q]:
+            need[q] = nv + seen[q]
+        seen[q] += 1
+    contention = max(1, need[root], seen[root])
+    # Depth by pointer jumping: O(P log D) without a Python loop over PEs.
+    # dist[v] = edges from v up to anc[v]; each round doubles the jump.
+    dist = (p >= 0).astype(np.int64)
+    anc = p.copy()
+    while True:
+        up = np.flatnonzero(anc >= 0)
+        if up.size == 0:
+            break
+        a = anc[up]
+        new_dist, new_anc = dist[up] + dist[a], anc[a]
+        dist[up], anc[up] = new_dist, new_anc
+    return contention, int(dist.max())
+
+
 def tree_metrics(parent: Any) -> TreeMetrics:
     """E, L, D, C, N of a reduction tree towards PE 0 (for B = 1).
 
@@ -295,30 +333,9 @@ def tree_metrics(parent: Any) -> TreeMetrics:
     if n == 1:
         return TreeMetrics(0, 0, 0, 0, 0)
     energy = int(np.sum(np.arange(1, n) - p[1:]))
-    # Right to left, seen[q] counts the children of q after v.
-    par = p.tolist()
-    need = [0] * n
-    seen = [0] * n
-    for v in range(n - 1, 0, -1):
-        nv = need[v] if need[v] > seen[v] else seen[v]
-        q = par[v]
-        if nv + seen[q] > need[q]:
-            need[q] = nv + seen[q]
-        seen[q] += 1
-    contention = max(1, need[0], seen[0])
-    # Depth by pointer jumping: O(P log D) without a Python loop over PEs.
-    # dist[v] = edges from v up to anc[v]; each round doubles the jump.
-    dist = (p >= 0).astype(np.int64)
-    anc = p.copy()
-    while True:
-        up = np.flatnonzero(anc >= 0)
-        if up.size == 0:
-            break
-        a = anc[up]
-        new_dist, new_anc = dist[up] + dist[a], anc[a]
-        dist[up], anc[up] = new_dist, new_anc
-    depth = dist
-    return TreeMetrics(energy, n - 1, int(depth.max()), contention, n - 1)
+    # Right to left: a PE's children in reverse receive order.
+    contention, depth = _contention_depth(p, 0, range(n - 1, 0, -1))
+    return TreeMetrics(energy, n - 1, depth, contention, n - 1)
 
 
 def tree_cycles(parent: Any, B: int, T_R: float = T_R_DEFAULT) -> float:
