@@ -755,3 +755,23 @@ def test_event_queues_agree_on_the_wafer() -> None:
     )
     assert a.time_s == b.time_s
     assert np.array_equal(a.transfer_finish_s, b.transfer_finish_s)
+
+
+def test_trace_records_every_stage_service() -> None:
+    s = wc.build("rabenseifner", 6, 6000)
+    net = wc.NetworkModel(1e9, packet_bytes=500, ports=1, port_latency_s=1e-8)
+    r = wc.simulate(s, wc.mesh(2, 3), net, trace=True)
+    tr = r.trace()
+    assert len(tr["transfer"]) == r.events
+    links = tr["kind"] == 0
+    busy = np.bincount(
+        tr["link"][links],
+        weights=(tr["finish_s"] - tr["start_s"])[links],
+        minlength=wc.mesh(2, 3).num_links,
+    )
+    assert busy == pytest.approx(r.link_busy_s, rel=1e-12)
+    inj = tr["kind"] == 1
+    assert np.array_equal(np.unique(tr["endpoint"][inj]), np.unique(s.src))
+    assert np.all(tr["finish_s"] >= tr["start_s"])
+    with pytest.raises(ValueError, match="trace=True"):
+        wc.simulate(s, wc.mesh(2, 3), net).trace()

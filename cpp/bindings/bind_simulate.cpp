@@ -29,8 +29,10 @@ NetworkModel make_model(const py::dict& d) {
 }
 
 SimOptions make_options(const std::vector<NodeId>& placement, bool transfers, bool timeline,
-                        std::int64_t max_events, const std::string& queue = "auto") {
+                        std::int64_t max_events, const std::string& queue = "auto",
+                        bool trace = false) {
   SimOptions o;
+  o.record_trace = trace;
   if (queue == "auto")
     o.queue = EventQueueKind::automatic;
   else if (queue == "heap")
@@ -54,9 +56,10 @@ void bind_simulate(py::module_& m) {
       "simulate",
       [](const Schedule& s, const Topology& topo, const py::dict& model,
          const std::vector<NodeId>& placement, bool transfers, bool timeline,
-         std::int64_t max_events, const std::string& queue) {
+         std::int64_t max_events, const std::string& queue, bool trace) {
         const NetworkModel net = make_model(model);
-        const SimOptions opt = make_options(placement, transfers, timeline, max_events, queue);
+        const SimOptions opt =
+            make_options(placement, transfers, timeline, max_events, queue, trace);
         SimResult r;
         {
           py::gil_scoped_release release;  // pure C++ from here to the end of the run
@@ -80,11 +83,18 @@ void bind_simulate(py::module_& m) {
           d["timeline_t"] = to_numpy(r.timeline_t);
           d["timeline_busy"] = to_numpy(r.timeline_busy);
         }
+        if (trace) {
+          d["trace_transfer"] = to_numpy(r.trace_transfer);
+          d["trace_packet"] = to_numpy(r.trace_packet);
+          d["trace_stage"] = to_numpy(r.trace_stage);
+          d["trace_start_s"] = to_numpy(r.trace_start_s);
+          d["trace_finish_s"] = to_numpy(r.trace_finish_s);
+        }
         return d;
       },
       py::arg("schedule"), py::arg("topology"), py::arg("model"), py::arg("placement"),
       py::arg("transfers"), py::arg("timeline"), py::arg("max_events"),
-      py::arg("queue") = "auto");
+      py::arg("queue") = "auto", py::arg("trace") = false);
   m.def(
       "simulation_events",
       [](const Schedule& s, const Topology& topo, const py::dict& model,

@@ -373,6 +373,9 @@ class SimResult:
         self.transfer_finish_s: np.ndarray | None = raw.get("transfer_finish_s")
         self.timeline_t: np.ndarray | None = raw.get("timeline_t")
         self.timeline_busy: np.ndarray | None = raw.get("timeline_busy")
+        self._trace = {k: raw[k] for k in raw if k.startswith("trace_")} or None
+        self._ports = network.ports or 0
+        self._endpoints = topology.num_endpoints
         self.network = network
         self.placement = placement
         self.schedule_name = schedule.name
@@ -439,6 +442,33 @@ class SimResult:
         with np.errstate(invalid="ignore", divide="ignore"):
             mean = np.where(width > 0, np.diff(at_edges) / width, 0.0)
         return (edges[:-1] + edges[1:]) / 2, mean
+
+    def trace(self) -> dict[str, np.ndarray]:
+        """Every packet-stage service, in processing order (needs ``trace=True``).
+
+        Returns columns ``transfer``, ``packet``, ``kind`` (0 link, 1 injection
+        port, 2 ejection port), ``link`` (the link id, or -1), ``endpoint``
+        (for a port, its endpoint, else -1), ``start_s`` and ``finish_s``.
+        """
+        if self._trace is None:
+            raise ValueError("trace() needs simulate(..., trace=True)")
+        stage = self._trace["trace_stage"]
+        L, K, E = self.num_links, max(self._ports, 1), self._endpoints
+        kind = np.where(stage < L, 0, np.where(stage < L + E * K, 1, 2))
+        endpoint = np.where(
+            kind == 1,
+            (stage - L) // K,
+            np.where(kind == 2, (stage - L - E * K) // K, -1),
+        )
+        return {
+            "transfer": self._trace["trace_transfer"],
+            "packet": self._trace["trace_packet"],
+            "kind": kind,
+            "link": np.where(kind == 0, stage, -1),
+            "endpoint": endpoint,
+            "start_s": self._trace["trace_start_s"],
+            "finish_s": self._trace["trace_finish_s"],
+        }
 
     # -- export ---------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
@@ -569,6 +599,7 @@ def simulate(
     timeline: bool = False,
     max_events: int = DEFAULT_MAX_EVENTS,
     event_queue: str = "auto",
+    trace: bool = False,
 ) -> SimResult:
     """Simulate ``schedule`` on ``topology`` under ``network``.
 
@@ -597,6 +628,9 @@ def simulate(
         are identical; grouping is much faster when many events share a time
         (a clocked machine with many streams in lockstep). ``"auto"`` groups
         when the network model has a clock.
+    trace : bool
+        Also record every packet-stage service (``result.trace()``): for
+        detailed checks of small runs (at most 2^25 services).
 
     Returns
     -------
@@ -638,6 +672,7 @@ def simulate(
         bool(timeline),
         cap,
         event_queue,
+        bool(trace),
     )
     place = (
         np.asarray(pl, dtype=np.int32) if pl else np.arange(s.num_ranks, dtype=np.int32)

@@ -292,6 +292,7 @@ constexpr std::int64_t kMaxNodes = std::int64_t{1} << 27;
 // Memory guards for what grows while the simulation runs (32 bytes per
 // queued event; 16 per timeline interval, twice more to sort them).
 constexpr std::size_t kMaxQueued = std::size_t{1} << 26;
+constexpr std::int64_t kMaxTraceEvents = std::int64_t{1} << 25;  // 36 bytes each
 constexpr std::size_t kMaxTimelineIntervals = std::size_t{1} << 26;
 
 Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& net,
@@ -471,6 +472,11 @@ std::int64_t simulation_events(const Schedule& s, const Topology& topo,
 SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& net,
                    const SimOptions& opt) {
   const Prepared p = prepare(s, topo, net, opt);
+  if (opt.record_trace && p.events > kMaxTraceEvents)
+    throw std::invalid_argument("a trace of " + std::to_string(p.events) +
+                                " packet-stage events is too large (limit " +
+                                std::to_string(kMaxTraceEvents) +
+                                "); trace a smaller run");
   const TransferId T = s.num_transfers();
   const RankId P = s.num_ranks();
   const NodeId E = topo.num_endpoints();
@@ -834,6 +840,13 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     busy[r] += dur;
     bytes[r] += m;
     ++res.events;
+    if (opt.record_trace) {
+      res.trace_transfer.push_back(t);
+      res.trace_packet.push_back(k);
+      res.trace_stage.push_back(r);
+      res.trace_start_s.push_back(st);
+      res.trace_finish_s.push_back(fin);
+    }
     if (opt.record_timeline && r < L && dur > 0.0) {
       if (open_b[r] == st) {
         open_b[r] = fin;

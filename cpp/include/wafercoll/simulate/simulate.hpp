@@ -119,6 +119,7 @@ struct SimOptions {
   bool record_timeline = false;    // busy-link step function
   std::int64_t max_events = std::int64_t{1} << 32;  // refuse larger runs up front
   EventQueueKind queue = EventQueueKind::automatic;
+  bool record_trace = false;       // every packet-stage service (small runs only)
 };
 
 struct SimResult {
@@ -138,6 +139,14 @@ struct SimResult {
   // links are busy (the last entry is 0 at the makespan).
   std::vector<Seconds> timeline_t;
   std::vector<std::int32_t> timeline_busy;
+  // record_trace: one entry per packet-stage service, in processing order.
+  // Stage: a link id in [0, L); L + e*K + c is injection channel c of
+  // endpoint e; L + E*K + e*K + c is its ejection channel c.
+  std::vector<TransferId> trace_transfer;
+  std::vector<std::int64_t> trace_packet;
+  std::vector<std::int64_t> trace_stage;
+  std::vector<Seconds> trace_start_s;
+  std::vector<Seconds> trace_finish_s;
 };
 
 // Number of packet-stage services the simulation will perform (what
