@@ -89,6 +89,14 @@ from .reduce1d import (
     routing_plan,
     routing_plan_json,
 )
+from .routing2d import (
+    COLOURS_AVAILABLE,
+    CONFIGURATIONS_PER_COLOUR,
+    check_colour_collisions,
+    colour_of_transfers,
+    routing_plan_2d,
+    routing_plan_2d_json,
+)
 
 __all__ = [
     "ALLREDUCE_2D_ALGORITHMS",
@@ -122,6 +130,12 @@ __all__ = [
     "reduce_time",
     "routing_plan",
     "routing_plan_json",
+    "COLOURS_AVAILABLE",
+    "CONFIGURATIONS_PER_COLOUR",
+    "check_colour_collisions",
+    "colour_of_transfers",
+    "routing_plan_2d",
+    "routing_plan_2d_json",
     "T_R_DEFAULT",
     "TreeMetrics",
     "binary_tree",
