@@ -295,4 +295,10 @@ def run_experiment(
 
 
 # Experiments register themselves on import; keep these imports at the end.
-from . import demo, wafer_allreduce, wafer_reduce_1d, wafer_sim_1d  # noqa: E402, F401
+from . import (  # noqa: E402, F401
+    demo,
+    wafer_allreduce,
+    wafer_curves,
+    wafer_reduce_1d,
+    wafer_sim_1d,
+)
