@@ -485,8 +485,13 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
 
   // Resources: links, then E*K injection channels, then E*K ejection channels.
   const std::int64_t R = static_cast<std::int64_t>(L) + 2 * static_cast<std::int64_t>(E) * K;
-  std::vector<double> inv_bw(R), lat(R), free_at(R, 0.0), busy(R, 0.0);
-  std::vector<Bytes> bytes(R, 0);
+  // Everything the event loop reads or writes about a stage, in one place
+  // (one cache line per service instead of five arrays).
+  struct StageState {
+    double inv_bw = 0.0, lat = 0.0, free_at = 0.0, busy = 0.0;
+    Bytes bytes = 0;
+  };
+  std::vector<StageState> stage(R);
   std::vector<double> fastest_out, fastest_in;
   if (K > 0 && net.port_bandwidth_Bps == 0.0 && net.bandwidth_Bps == 0.0) {
     fastest_out.assign(E, 0.0);
@@ -495,8 +500,8 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   for (LinkId l = 0; l < L; ++l) {
     const Link lk = topo.link(l);
     const double bw = net.bandwidth_Bps > 0.0 ? net.bandwidth_Bps : lk.bandwidth_Bps;
-    inv_bw[l] = 1.0 / bw;
-    lat[l] = lk.latency_s + net.hop_latency_s;
+    stage[l].inv_bw = 1.0 / bw;
+    stage[l].lat = lk.latency_s + net.hop_latency_s;
     if (!fastest_out.empty()) {
       if (topo.is_endpoint(lk.src)) fastest_out[lk.src] = std::max(fastest_out[lk.src], bw);
       if (topo.is_endpoint(lk.dst)) fastest_in[lk.dst] = std::max(fastest_in[lk.dst], bw);
@@ -516,9 +521,9 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
       for (std::int32_t c = 0; c < K; ++c) {
         const std::int64_t ri = L + static_cast<std::int64_t>(e) * K + c;
         const std::int64_t re = L + static_cast<std::int64_t>(E) * K + ri - L;
-        inv_bw[ri] = 1.0 / bout;
-        inv_bw[re] = 1.0 / bin;
-        lat[ri] = lat[re] = net.port_latency_s;
+        stage[ri].inv_bw = 1.0 / bout;
+        stage[re].inv_bw = 1.0 / bin;
+        stage[ri].lat = stage[re].lat = net.port_latency_s;
       }
     }
   }
@@ -532,7 +537,17 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   std::vector<std::int64_t> pending(T);
   std::vector<Seconds> ready(T, 0.0), finish(T, 0.0);
   std::vector<std::int64_t> dst_left(T);
-  std::vector<std::int64_t> inj_res(T, -1);
+  // Per transfer, what the event loop touches for every packet, together.
+  struct TransferHot {
+    std::int64_t npackets, last_bytes, base, inj_res;
+    std::uint64_t key0;
+    std::uint32_t canon;
+    std::int32_t stream_id;
+  };
+  std::vector<TransferHot> hot(T);
+  for (TransferId t = 0; t < T; ++t)
+    hot[t] = TransferHot{p.npackets[t], p.last_bytes[t], p.base[t], -1, p.key0[t],
+                         p.canon[t], -1};
   const std::int64_t S_slots = static_cast<std::int64_t>(s.dst_array().size());
   std::vector<std::int64_t> slot_left(S_slots);
   std::vector<std::int64_t> ej_res(S_slots, -1);
@@ -542,7 +557,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     pending[t] = s.num_deps(t);
     dst_left[t] = s.num_dsts(t);
     for (std::int64_t i = s.dst_offsets()[t]; i < s.dst_offsets()[t + 1]; ++i)
-      slot_left[i] = deliv_left[i] = p.npackets[t];
+      slot_left[i] = deliv_left[i] = hot[t].npackets;
   }
   const Successors succ = successors(s);
   const double copy_cost = net.copy_s_per_byte;
@@ -590,7 +605,6 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     std::int64_t next = -1;                   // packet to inject; -1 not started
     Seconds pace = 0.0;                       // first stage free again
   };
-  std::vector<std::int32_t> stream_id(dataflow ? T : 0, -1);
   std::vector<StreamState> streams;
   std::vector<std::int64_t> stream_off;                   // by d slot
   std::vector<std::pair<TransferId, std::int32_t>> stream_list;  // (t, queue)
@@ -618,13 +632,13 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
                            return a.lo == b.lo && a.hi == b.hi;
                          });
           const bool one_top = p.nodes[p.base[t]].next_sibling < 0;
-          if (same_blocks && one_top && p.npackets[d] == p.npackets[t] &&
-              p.npackets[t] > 1) {
-            if (stream_id[t] < 0) {
-              stream_id[t] = static_cast<std::int32_t>(streams.size());
+          if (same_blocks && one_top && hot[d].npackets == hot[t].npackets &&
+              hot[t].npackets > 1) {
+            if (hot[t].stream_id < 0) {
+              hot[t].stream_id = static_cast<std::int32_t>(streams.size());
               streams.emplace_back();
             }
-            StreamState& st = streams[stream_id[t]];
+            StreamState& st = streams[hot[t].stream_id];
             stream_e.emplace_back(slot_of(d, s.src(t)),
                                   std::make_pair(t, static_cast<std::int32_t>(st.queues.size())));
             st.queues.emplace_back();
@@ -685,7 +699,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   // first (positions saturate only beyond 2^38 packets, which max_events
   // refuses long before).
   auto packet_of = [&](const Event& e) {
-    return static_cast<std::int64_t>((e.k1 >> kCanonBits) - p.key0[e.transfer]);
+    return static_cast<std::int64_t>((e.k1 >> kCanonBits) - hot[e.transfer].key0);
   };
   const bool bucketed = opt.queue == EventQueueKind::buckets ||
                         (opt.queue == EventQueueKind::automatic && net.clock_Hz > 0.0);
@@ -693,9 +707,9 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   bool top_consumed = true;  // whether the event being processed left the queue
   auto push = [&](Seconds t, std::int64_t packet, TransferId tr, std::int32_t node,
                   std::uint32_t kind) {
-    const std::uint64_t pos = std::min(p.key0[tr] + static_cast<std::uint64_t>(packet), kMaxPos);
-    const Event e{t, (pos << kCanonBits) | p.canon[tr],
-                  (static_cast<std::uint32_t>(node - p.base[tr]) << 1) | kind, tr, node};
+    const std::uint64_t pos = std::min(hot[tr].key0 + static_cast<std::uint64_t>(packet), kMaxPos);
+    const Event e{t, (pos << kCanonBits) | hot[tr].canon,
+                  (static_cast<std::uint32_t>(node - hot[tr].base) << 1) | kind, tr, node};
     if (!top_consumed) {
       queue.replace_top(e);
       top_consumed = true;
@@ -711,18 +725,18 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   // Inject the next packet of a forwarding transfer once it is started, its
   // first stage has let the previous packet go, and the packet has arrived.
   auto try_inject = [&](TransferId t) {
-    StreamState& st = streams[stream_id[t]];
-    if (st.next < 0 || st.next >= p.npackets[t] || st.ready.empty()) return;
+    StreamState& st = streams[hot[t].stream_id];
+    if (st.next < 0 || st.next >= hot[t].npackets || st.ready.empty()) return;
     push(std::max(st.pace, st.ready.front()), st.next, t,
-         static_cast<std::int32_t>(p.base[t]), kArrive);
+         static_cast<std::int32_t>(hot[t].base), kArrive);
     st.ready.pop_front();
     st.next = -2;  // in flight until it leaves the first stage
   };
   auto start = [&](TransferId t) {
     const Seconds a = ready[t] + net.alpha_s;
-    res.packets += p.npackets[t];
-    if (dataflow && stream_id[t] >= 0) {
-      StreamState& st = streams[stream_id[t]];
+    res.packets += hot[t].npackets;
+    if (dataflow && hot[t].stream_id >= 0) {
+      StreamState& st = streams[hot[t].stream_id];
       st.next = 0;
       st.pace = a;
       try_inject(t);
@@ -734,7 +748,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   auto stream_delivered = [&](std::int64_t slot, Seconds when) {
     for (std::int64_t i = stream_off[slot]; i < stream_off[slot + 1]; ++i) {
       const auto [t, q] = stream_list[i];
-      StreamState& st = streams[stream_id[t]];
+      StreamState& st = streams[hot[t].stream_id];
       st.queues[q].push_back(when);
       bool all = true;
       for (const auto& dq : st.queues) all = all && !dq.empty();
@@ -790,7 +804,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   auto pick_channel = [&](std::int64_t first) {
     std::int64_t best = first;
     for (std::int32_t c = 1; c < K; ++c)
-      if (free_at[first + c] < free_at[best]) best = first + c;
+      if (stage[first + c].free_at < stage[best].free_at) best = first + c;
     return best;
   };
 
@@ -805,7 +819,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     const TransferId t = ev.transfer;
     const std::int64_t k = packet_of(ev);
     const Node& nd = p.nodes[ev.node];
-    const Bytes m = (k == p.npackets[t] - 1) ? p.last_bytes[t] : M;
+    const Bytes m = (k == hot[t].npackets - 1) ? hot[t].last_bytes : M;
     if ((ev.k2 & 1u) == kDeliver) {
       const NodeId e = p.place[slot_transfer_dst[nd.term]];
       const Seconds cs = std::max(ev.t, cfree[e]);
@@ -822,9 +836,9 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     }
     std::int64_t r = nd.resource;
     if (r == kInjPort) {
-      if (inj_res[t] < 0)
-        inj_res[t] = pick_channel(L + static_cast<std::int64_t>(p.place[s.src(t)]) * K);
-      r = inj_res[t];
+      if (hot[t].inj_res < 0)
+        hot[t].inj_res = pick_channel(L + static_cast<std::int64_t>(p.place[s.src(t)]) * K);
+      r = hot[t].inj_res;
     } else if (r == kEjPort) {
       if (ej_res[nd.term] < 0)
         ej_res[nd.term] = pick_channel(L + static_cast<std::int64_t>(E) * K +
@@ -832,13 +846,13 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
       r = ej_res[nd.term];
     }
     const Bytes w = F > 0 ? (m + F - 1) / F * F : m;
-    const double ib = inv_bw[r];
-    const Seconds st = std::max(ev.t, free_at[r]);
+    const double ib = stage[r].inv_bw;
+    const Seconds st = std::max(ev.t, stage[r].free_at);
     const Seconds dur = static_cast<double>(w) * ib;
     const Seconds fin = st + dur;
-    free_at[r] = fin;
-    busy[r] += dur;
-    bytes[r] += m;
+    stage[r].free_at = fin;
+    stage[r].busy += dur;
+    stage[r].bytes += m;
     ++res.events;
     if (opt.record_trace) {
       res.trace_transfer.push_back(t);
@@ -864,22 +878,22 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
         open_b[r] = fin;
       }
     }
-    if (dataflow && k == p.npackets[t] - 1) open_gates(ev.node, st);
+    if (dataflow && k == hot[t].npackets - 1) open_gates(ev.node, st);
     if (nd.top) {
-      if (dataflow && stream_id[t] >= 0) {
-        StreamState& sst = streams[stream_id[t]];
+      if (dataflow && hot[t].stream_id >= 0) {
+        StreamState& sst = streams[hot[t].stream_id];
         sst.pace = fin;
         sst.next = k + 1;
         try_inject(t);
       }
-      if (k + 1 < p.npackets[t]) {
-        if (!(dataflow && stream_id[t] >= 0)) push(fin, k + 1, t, ev.node, kArrive);
+      if (k + 1 < hot[t].npackets) {
+        if (!(dataflow && hot[t].stream_id >= 0)) push(fin, k + 1, t, ev.node, kArrive);
       } else {
         const RankId src = s.src(t);
         res.rank_finish_s[src] = std::max(res.rank_finish_s[src], fin);
       }
     }
-    const Seconds l = lat[r];
+    const Seconds l = stage[r].lat;
     for (std::int32_t c = nd.first_child; c >= 0; c = p.nodes[c].next_sibling) {
       Seconds a;
       if (saf) {
@@ -887,7 +901,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
       } else {
         const std::int32_t cr = p.nodes[c].resource;
         const double ibn =
-            cr >= 0 ? inv_bw[cr] : ej_inv_bw[p.place[slot_transfer_dst[p.nodes[c].term]]];
+            cr >= 0 ? stage[cr].inv_bw : ej_inv_bw[p.place[slot_transfer_dst[p.nodes[c].term]]];
         const Seconds head = st + l + (F > 0 ? static_cast<double>(F) * ib : 0.0);
         a = std::max(head, fin + l - static_cast<double>(w) * ibn);
       }
@@ -919,14 +933,18 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   if (completed != T)
     throw std::logic_error("simulation ended with unfinished transfers");
 
-  res.link_busy_s.assign(busy.begin(), busy.begin() + L);
-  res.link_bytes.assign(bytes.begin(), bytes.begin() + L);
+  res.link_busy_s.resize(L);
+  res.link_bytes.resize(L);
+  for (LinkId l = 0; l < L; ++l) {
+    res.link_busy_s[l] = stage[l].busy;
+    res.link_bytes[l] = stage[l].bytes;
+  }
   res.injection_busy_s.assign(E, 0.0);
   res.ejection_busy_s.assign(E, 0.0);
   for (NodeId e = 0; e < E && K > 0; ++e)
     for (std::int32_t c = 0; c < K; ++c) {
-      res.injection_busy_s[e] += busy[L + static_cast<std::int64_t>(e) * K + c];
-      res.ejection_busy_s[e] += busy[L + static_cast<std::int64_t>(E + e) * K + c];
+      res.injection_busy_s[e] += stage[L + static_cast<std::int64_t>(e) * K + c].busy;
+      res.ejection_busy_s[e] += stage[L + static_cast<std::int64_t>(E + e) * K + c].busy;
     }
   if (opt.record_transfers) {
     res.transfer_ready_s = std::move(ready);
