@@ -303,29 +303,47 @@ def _cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _build_flags(args: argparse.Namespace, *, name: bool = False) -> list[str]:
+    """The options given that describe an algorithm to build."""
+    pairs = [
+        ("--ranks", args.ranks),
+        ("--size-bytes", args.size_bytes),
+        ("--root", args.root),
+        ("--option", args.option or None),
+    ]
+    if name:
+        pairs.insert(0, ("NAME", args.name))
+    return [flag for flag, value in pairs if value is not None]
+
+
+def _missing_sizes(args: argparse.Namespace) -> list[str]:
+    """The size options a build needs that were not given."""
+    pairs = (("--ranks", args.ranks), ("--size-bytes", args.size_bytes))
+    return [flag for flag, value in pairs if value is None]
+
+
+def _schedule_file(path: str, given: list[str], where: str) -> Any:
+    """Read a schedule file; None (after a message) when it cannot be read."""
+    if given:
+        raise UsageError(
+            f"{', '.join(given)} cannot be used with {where}; "
+            "they describe an algorithm to build"
+        )
+    try:
+        return _read_schedule(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"error: cannot read {path}: {exc}", file=sys.stderr)
+        return None
+
+
 def _cmd_verify(args: argparse.Namespace) -> int:
     import wafercoll as wc
 
     if os.path.isfile(args.target):
-        given = [
-            flag
-            for flag, value in (
-                ("--ranks", args.ranks),
-                ("--size-bytes", args.size_bytes),
-                ("--root", args.root),
-                ("--option", args.option or None),
-            )
-            if value is not None
-        ]
-        if given:
-            raise UsageError(
-                f"{', '.join(given)} cannot be used with a schedule file "
-                f"({args.target}); they describe an algorithm to build"
-            )
-        try:
-            s = _read_schedule(args.target)
-        except (OSError, UnicodeDecodeError) as exc:
-            print(f"error: cannot read {args.target}: {exc}", file=sys.stderr)
+        s = _schedule_file(
+            args.target, _build_flags(args), f"a schedule file ({args.target})"
+        )
+        if s is None:
             return 1
         where = args.target
     else:
@@ -335,14 +353,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
                 f"{args.target!r} is neither a file nor a registered algorithm "
                 f"(algorithms: {', '.join(sorted(known))})"
             )
-        missing = [
-            flag
-            for flag, value in (
-                ("--ranks", args.ranks),
-                ("--size-bytes", args.size_bytes),
-            )
-            if value is None
-        ]
+        missing = _missing_sizes(args)
         if missing:
             raise UsageError(f"verify {args.target} needs {' and '.join(missing)}")
         args.name = args.target
@@ -369,40 +380,19 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     import wafercoll as wc
 
     if args.schedule is not None:
-        given = [
-            flag
-            for flag, value in (
-                ("NAME", args.name),
-                ("--ranks", args.ranks),
-                ("--size-bytes", args.size_bytes),
-                ("--root", args.root),
-                ("--option", args.option or None),
-            )
-            if value is not None
-        ]
-        if given:
-            raise UsageError(
-                f"{', '.join(given)} cannot be used with --schedule "
-                f"({args.schedule}); they describe an algorithm to build"
-            )
-        try:
-            s = _read_schedule(args.schedule)
-        except (OSError, UnicodeDecodeError) as exc:
-            print(f"error: cannot read {args.schedule}: {exc}", file=sys.stderr)
+        s = _schedule_file(
+            args.schedule,
+            _build_flags(args, name=True),
+            f"--schedule ({args.schedule})",
+        )
+        if s is None:
             return 1
     else:
         if args.name is None:
             raise UsageError(
                 "simulate needs NAME (with --ranks and --size-bytes) or --schedule FILE"
             )
-        missing = [
-            flag
-            for flag, value in (
-                ("--ranks", args.ranks),
-                ("--size-bytes", args.size_bytes),
-            )
-            if value is None
-        ]
+        missing = _missing_sizes(args)
         if missing:
             raise UsageError(f"simulate needs {' and '.join(missing)}")
         s = _build(args)

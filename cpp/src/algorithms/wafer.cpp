@@ -75,11 +75,11 @@ Schedule tree_reduce(const std::vector<std::int32_t>& parent, Bytes size_bytes,
     stack.pop_back();
     if (u == root) break;
     const std::int32_t p = parent[u];
-    // Previous sibling of u under p, whose whole stream p takes first.
-    TransferId sibling_last = -1;
-    const auto& sib = kids[p];
-    for (std::size_t i = 1; i < sib.size(); ++i)
-      if (sib[i] == u) sibling_last = first[sib[i - 1]] + static_cast<TransferId>(nb - 1);
+    // Previous sibling of u under p, whose whole stream p takes first: the
+    // parent's frame, now on top, has just moved past u.
+    const std::size_t pos = stack.back().second - 1;
+    const TransferId sibling_last =
+        pos > 0 ? first[kids[p][pos - 1]] + static_cast<TransferId>(nb - 1) : -1;
     for (std::int64_t b = 0; b < nb; ++b) {
       deps.clear();
       if (b > 0) deps.push_back(first[u] + static_cast<TransferId>(b - 1));

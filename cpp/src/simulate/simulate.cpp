@@ -507,9 +507,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
       if (topo.is_endpoint(lk.dst)) fastest_in[lk.dst] = std::max(fastest_in[lk.dst], bw);
     }
   }
-  std::vector<double> ej_inv_bw;  // per endpoint
   if (K > 0) {
-    ej_inv_bw.assign(E, 0.0);
     for (NodeId e = 0; e < E; ++e) {
       double bin = net.port_bandwidth_Bps > 0.0 ? net.port_bandwidth_Bps : net.bandwidth_Bps;
       double bout = bin;
@@ -517,7 +515,6 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
         bout = fastest_out[e] > 0.0 ? fastest_out[e] : 1.0;
         bin = fastest_in[e] > 0.0 ? fastest_in[e] : 1.0;
       }
-      ej_inv_bw[e] = 1.0 / bin;
       for (std::int32_t c = 0; c < K; ++c) {
         const std::int64_t ri = L + static_cast<std::int64_t>(e) * K + c;
         const std::int64_t re = L + static_cast<std::int64_t>(E) * K + ri - L;
@@ -624,7 +621,8 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
       std::int64_t start_gates = 0;
       for (const TransferId* dp = s.deps_begin(t); dp != s.deps_end(t); ++dp) {
         const TransferId d = *dp;
-        if (slot_of(d, s.src(t)) >= 0) {  // d delivered data to t's source
+        const std::int64_t data_slot = slot_of(d, s.src(t));
+        if (data_slot >= 0) {  // d delivered data to t's source
           const bool same_blocks =
               s.ranges_end(d) - s.ranges_begin(d) == s.ranges_end(t) - s.ranges_begin(t) &&
               std::equal(s.ranges_begin(d), s.ranges_end(d), s.ranges_begin(t),
@@ -639,12 +637,12 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
               streams.emplace_back();
             }
             StreamState& st = streams[hot[t].stream_id];
-            stream_e.emplace_back(slot_of(d, s.src(t)),
+            stream_e.emplace_back(data_slot,
                                   std::make_pair(t, static_cast<std::int32_t>(st.queues.size())));
             st.queues.emplace_back();
             continue;
           }
-          data_e.emplace_back(slot_of(d, s.src(t)), t);
+          data_e.emplace_back(data_slot, t);
           ++start_gates;
           continue;
         }
@@ -901,7 +899,9 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
       } else {
         const std::int32_t cr = p.nodes[c].resource;
         const double ibn =
-            cr >= 0 ? stage[cr].inv_bw : ej_inv_bw[p.place[slot_transfer_dst[p.nodes[c].term]]];
+            cr >= 0 ? stage[cr].inv_bw  // else an ejection channel, all alike per endpoint
+                    : stage[L + (static_cast<std::int64_t>(E) +
+                                 p.place[slot_transfer_dst[p.nodes[c].term]]) * K].inv_bw;
         const Seconds head = st + l + (F > 0 ? static_cast<double>(F) * ib : 0.0);
         a = std::max(head, fin + l - static_cast<double>(w) * ibn);
       }

@@ -109,6 +109,22 @@ void check_table(double bytes, const char* what, std::int32_t P, std::int64_t B)
                                 "); use a smaller P");
 }
 
+// One layer of Lemma 5.5's recurrence: cur[n-1] = E*(n, D) from the same
+// layer's smaller n and prev[.] = E*(., D-1); -1 stands for infinity.
+void lower_bound_layer(const std::int64_t* prev, std::int64_t* cur, std::int32_t P) {
+  cur[0] = 0;  // n = 1
+  for (std::int64_t n = 2; n <= P; ++n) {
+    std::int64_t best = -1;
+    for (std::int64_t i = 1; i < n; ++i) {
+      const std::int64_t x = cur[i - 1], y = prev[n - i - 1];
+      if (x < 0 || y < 0) continue;
+      const std::int64_t v = x + y + std::min(i, n - i + 1);
+      if (best < 0 || v < best) best = v;
+    }
+    cur[n - 1] = best;
+  }
+}
+
 }  // namespace
 
 std::vector<double> best_fixed_pattern_cycles(std::int32_t P, std::int64_t B, double T_R) {
@@ -262,21 +278,10 @@ std::vector<std::int64_t> lower_bound_energy(std::int32_t P, std::int32_t max_de
   check_table(static_cast<double>(max_depth + 1) * P * sizeof(std::int64_t),
               "the lower-bound table", P, 1);
   std::vector<std::int64_t> e(static_cast<std::size_t>(max_depth + 1) * P, -1);
-  for (std::int32_t D = 0; D <= max_depth; ++D) {
+  e[0] = 0;  // D = 0: only n = 1 is possible
+  for (std::int32_t D = 1; D <= max_depth; ++D) {
     std::int64_t* cur = e.data() + static_cast<std::int64_t>(D) * P;
-    cur[0] = 0;  // n = 1
-    if (D == 0) continue;
-    const std::int64_t* prev = cur - P;
-    for (std::int64_t n = 2; n <= P; ++n) {
-      std::int64_t best = -1;
-      for (std::int64_t i = 1; i < n; ++i) {
-        const std::int64_t x = cur[i - 1], y = prev[n - i - 1];
-        if (x < 0 || y < 0) continue;
-        const std::int64_t v = x + y + std::min(i, n - i + 1);
-        if (best < 0 || v < best) best = v;
-      }
-      cur[n - 1] = best;
-    }
+    lower_bound_layer(cur - P, cur, P);
   }
   return e;
 }
@@ -293,17 +298,7 @@ std::vector<double> lower_bound_cycles(std::int32_t P, std::int64_t B, double T_
   prev[0] = 0;
   const double Bd = static_cast<double>(B);
   for (std::int32_t D = 1; D < P; ++D) {
-    cur[0] = 0;
-    for (std::int64_t n = 2; n <= P; ++n) {
-      std::int64_t m = -1;
-      for (std::int64_t i = 1; i < n; ++i) {
-        const std::int64_t x = cur[i - 1], y = prev[n - i - 1];
-        if (x < 0 || y < 0) continue;
-        const std::int64_t v = x + y + std::min(i, n - i + 1);
-        if (m < 0 || v < m) m = v;
-      }
-      cur[n - 1] = m;
-    }
+    lower_bound_layer(prev.data(), cur.data(), P);
     bool more = false;
     for (std::int64_t n = 2; n <= P; ++n) {
       const double nd = static_cast<double>(n - 1);

@@ -285,6 +285,7 @@ def _contention_depth(
     """
     n = p.size
     par = p.tolist()
+    order = list(order)
     need = [0] * n
     seen = [0] * n  # children of q after the current one in receive order
     for v in order:
@@ -294,18 +295,10 @@ def _contention_depth(
             need[q] = nv + seen[q]
         seen[q] += 1
     contention = max(1, need[root], seen[root])
-    # Depth by pointer jumping: O(P log D) without a Python loop over PEs.
-    # dist[v] = edges from v up to anc[v]; each round doubles the jump.
-    dist = (p >= 0).astype(np.int64)
-    anc = p.copy()
-    while True:
-        up = np.flatnonzero(anc >= 0)
-        if up.size == 0:
-            break
-        a = anc[up]
-        new_dist, new_anc = dist[up] + dist[a], anc[a]
-        dist[up], anc[up] = new_dist, new_anc
-    return contention, int(dist.max())
+    depth = [0] * n
+    for v in reversed(order):  # parents before their children
+        depth[v] = depth[par[v]] + 1
+    return contention, max(depth)
 
 
 def tree_metrics(parent: Any) -> TreeMetrics:

@@ -38,12 +38,14 @@ from .. import _core
 from .._util import as_int, as_real
 from .model import (
     T_R_DEFAULT,
+    binary_tree,
     chain_time,
     star_lemma_time,
     star_time,
     tree_metrics,
     tree_time,
     two_phase_time,
+    two_phase_tree,
 )
 
 __all__ = [
@@ -197,6 +199,23 @@ def reduce_time(algorithm: str, P: int, B: int, T_R: float = T_R_DEFAULT) -> flo
     return float(forms[algorithm](P, B, T_R))
 
 
+#: Largest row for which optimality_ratios keeps Lemma 5.5's whole energy
+#: table (8 P^2 bytes: 128 MiB at 4096) instead of solving it again per B.
+_LB_TABLE_MAX_P = 4096
+
+
+def _lower_bound_from_table(energy: np.ndarray, B: int, T_R: float) -> np.ndarray:
+    """``T*(n, B)`` for every n from the table ``energy[D, n - 1] = E*(n, D)``."""
+    depths, P = energy.shape
+    n1 = np.arange(P, dtype=float)  # n - 1
+    D = np.arange(depths, dtype=float)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = float(B) * energy / n1 + n1 + (2.0 * T_R + 1.0) * D
+    out = terms[1:].min(axis=0)
+    out[0] = 0.0
+    return out
+
+
 def optimality_ratios(
     Ps: Iterable[int], Bs: Iterable[int], T_R: float = T_R_DEFAULT
 ) -> dict[str, np.ndarray]:
@@ -204,8 +223,8 @@ def optimality_ratios(
 
     Returns a tidy table as a dict of equal-length NumPy columns: ``P``,
     ``B``, ``algorithm``, ``cycles``, ``lower_bound`` and ``ratio``.
-    Auto-Gen and the bound come from one DP per ``B`` for all ``P`` up to the
-    largest requested.
+    Auto-Gen comes from one DP per ``B`` for all ``P`` up to the largest
+    requested, the bound from one energy table for all ``B``.
     """
     p_list = sorted({as_int(p, "Ps[i]", 2, MAX_DP_P) for p in Ps})
     b_list = sorted({as_int(b, "Bs[i]", 1, 1 << 40) for b in Bs})
@@ -213,17 +232,30 @@ def optimality_ratios(
     if not p_list or not b_list:
         raise ValueError("Ps and Bs must each list at least one value")
     pmax = p_list[-1]
+    # The trees' metrics do not depend on B; nor does Lemma 5.5's energy table.
+    trees = {
+        "tree": {p: tree_metrics(binary_tree(p)) for p in p_list},
+        "two_phase": {p: tree_metrics(two_phase_tree(p)) for p in p_list},
+    }
+    energy = None
+    if pmax <= _LB_TABLE_MAX_P:
+        energy = np.asarray(_core.wafer_lower_bound_energy(pmax, pmax - 1), dtype=float)
+        energy[energy < 0] = np.inf
     cols: dict[str, list[Any]] = {k: [] for k in ("P", "B", "algorithm", "cycles")}
     bounds: list[float] = []
     for b in b_list:
         auto = autogen_cycles(pmax, b, t_r)
-        lb = lower_bound_cycles(pmax, b, t_r)
+        lb = (
+            lower_bound_cycles(pmax, b, t_r)
+            if energy is None
+            else _lower_bound_from_table(energy, b, t_r)
+        )
         for p in p_list:
             values = {
                 "star": star_time(p, b, t_r),
                 "chain": chain_time(p, b, t_r),
-                "tree": tree_time(p, b, t_r),
-                "two_phase": two_phase_time(p, b, t_r),
+                "tree": trees["tree"][p].cycles(b, t_r),
+                "two_phase": trees["two_phase"][p].cycles(b, t_r),
                 "autogen": float(auto[p - 1]),
             }
             for name, value in values.items():
@@ -278,45 +310,33 @@ def routing_plan(parent: Any) -> dict[str, Any]:
     for v in range(1, n):
         children[int(p[v])].append(v)
     configs: list[list[dict[str, Any]]] = [[] for _ in range(n)]
+
+    def add(u: int, event: str, rx: str, tx: str, stream: int) -> None:
+        configs[u].append(
+            {
+                "event": event,
+                "colour": int(colour[stream]),
+                "rx": rx,
+                "tx": tx,
+                "stream": stream,
+            }
+        )
+
     # Pre-order walk gives the time order of streams at every router: the
     # receiver takes its children left to right, and a forwarded stream
     # passes after everything inside the subtrees it jumps over.
     for v in range(n):
         for c in children[v]:
-            configs[v].append(
-                {
-                    "event": "receive",
-                    "colour": int(colour[c]),
-                    "rx": "east",
-                    "tx": "ramp",
-                    "stream": c,
-                }
-            )
+            add(v, "receive", "east", "ramp", c)
         if v > 0:
-            configs[v].append(
-                {
-                    "event": "send",
-                    "colour": int(colour[v]),
-                    "rx": "ramp",
-                    "tx": "west",
-                    "stream": v,
-                }
-            )
+            add(v, "send", "ramp", "west", v)
     forwards: list[list[int]] = [[] for _ in range(n)]
-    for x in sorted(range(1, n)):
+    for x in range(1, n):
         for u in range(int(p[x]) + 1, x):
             forwards[u].append(x)
     for u in range(n):
         for x in forwards[u]:
-            configs[u].append(
-                {
-                    "event": "forward",
-                    "colour": int(colour[x]),
-                    "rx": "east",
-                    "tx": "west",
-                    "stream": x,
-                }
-            )
+            add(u, "forward", "east", "west", x)
     # Control wavelets: does any router on x's path have a later
     # configuration on x's colour?
     control = [False] * n
