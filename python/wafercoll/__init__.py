@@ -19,7 +19,9 @@ except ImportError as exc:  # pragma: no cover - only without a compiled build
         "built. Install it with `pip install .` from the source tree."
     ) from exc
 
-from . import wafer
+# Packages of algorithms per machine family; ``mesh`` and ``torus`` are also
+# callable as the topology constructors (wc.torus(8, 8)).
+from . import cluster, mesh, topology, torus, wafer
 from ._errors import ScheduleError, WafercollWarning
 from .algorithms import AlgorithmInfo, algorithms, build, register
 from .analysis import SpatialMetrics, VerifyReport, execute, metrics, verify
@@ -31,7 +33,7 @@ from .simulate import (
     simulate,
     simulation_events,
 )
-from .topology import Topology, custom, line, mesh, ring, torus
+from .topology import Topology, custom, line, ring
 
 __version__: str = _core.__version__
 
@@ -49,6 +51,7 @@ __all__ = [
     "__version__",
     "algorithms",
     "build",
+    "cluster",
     "custom",
     "execute",
     "line",
@@ -59,6 +62,7 @@ __all__ = [
     "ring",
     "simulate",
     "simulation_events",
+    "topology",
     "torus",
     "verify",
     "wafer",
