@@ -179,3 +179,50 @@ def test_to_pandas():
     assert isinstance(df, pd.DataFrame)
     assert list(df.columns) == ["src", "dst", "blocks", "op", "deps", "bytes", "step"]
     assert len(df) == 4 and (df["op"] == "reduce").all()
+
+
+def test_from_arrays_matches_add_transfer():
+    rng = np.random.default_rng(3)
+    p = 7
+    ref = wc.build("ring", ranks=p, size_bytes=7 * 64)
+    rows = [ref.transfer(i) for i in range(ref.num_transfers)]
+    src = [r["src"] for r in rows]
+    dst = [d for r in rows for d in r["dst"]]
+    doff = np.cumsum([0] + [len(r["dst"]) for r in rows])
+    blocks = [
+        b if isinstance(b, list) else [b, b + 1] for r in rows for b in r["blocks"]
+    ]
+    boff = np.cumsum([0] + [len(r["blocks"]) for r in rows])
+    deps = [d for r in rows for d in r["deps"]]
+    eoff = np.cumsum([0] + [len(r["deps"]) for r in rows])
+    ops = [1 if r["op"] == "reduce" else 0 for r in rows]
+    s = wc.Schedule.from_arrays(
+        p,
+        ref.block_bytes,
+        "allreduce",
+        src=src,
+        dst=dst,
+        dst_offsets=doff,
+        block_lo=[b[0] for b in blocks],
+        block_hi=[b[1] for b in blocks],
+        block_offsets=boff,
+        op=ops,
+        deps=deps,
+        dep_offsets=eoff,
+    )
+    assert s.to_dict()["transfers"] == ref.to_dict()["transfers"]
+    x = rng.standard_normal((p, ref.num_blocks))
+    out = wc.execute(s, x)
+    assert np.allclose(out, x.sum(axis=0))
+
+
+def test_from_arrays_rejects_bad_arrays():
+    kw = dict(src=[0], dst=[1], block_lo=[0], block_hi=[1], block_offsets=[0, 1])
+    with pytest.raises(ValueError, match="dst_offsets"):
+        wc.Schedule.from_arrays(2, [8], "allreduce", dst_offsets=[0], **kw)
+    with pytest.raises(wc.ScheduleError, match="dst"):
+        wc.Schedule.from_arrays(
+            2, [8], "allreduce", dst_offsets=[0, 1], **{**kw, "dst": [9]}
+        )
+    with pytest.raises(ValueError, match="op"):
+        wc.Schedule.from_arrays(2, [8], "allreduce", dst_offsets=[0, 1], op="sum", **kw)
