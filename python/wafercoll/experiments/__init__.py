@@ -297,6 +297,9 @@ def run_experiment(
 # Experiments register themselves on import; keep these imports at the end.
 from . import (  # noqa: E402, F401
     demo,
+    mesh_mcm,
+    node_aware,
+    torus_swing,
     wafer_allreduce,
     wafer_curves,
     wafer_reduce_1d,
