@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 
+import wafercoll as wc
 from wafercoll import _core
 from wafercoll.topology import Topology, custom, line, mesh, ring, torus
 
@@ -411,3 +412,132 @@ def test_topology_wraps_only_core_objects():
         Topology("mesh")
     t = Topology(_core.Topology.mesh(2, 2, 1e9, 0.0))
     assert t.num_links == 8
+
+
+# ------------------------------------------------------------ explicit routes
+
+
+def _tri_links():
+    # 0 -> 1 -> 2 -> 0 one way, plus 1 -> 0.
+    return [(0, 1), (1, 2), (2, 0), (1, 0)]
+
+
+def test_custom_routes_override_shortest_paths():
+    links = _tri_links()
+    # Route 1 -> 0 the long way round (1 -> 2 -> 0) although link 3 is direct.
+    table = {(0, 1): [0], (0, 2): [0, 1], (1, 2): [1], (2, 0): [2]}
+    table[(2, 1)] = [2, 0]
+    table[(1, 0)] = [1, 2]
+    t = wc.custom(3, links, routes=table, kind="tri", name="tri(3)")
+    assert t.kind == "tri" and t.name == "tri(3)"
+    assert t.route(1, 0).tolist() == [1, 2]
+    assert wc.custom(3, links).route(1, 0).tolist() == [3]
+    hm = t.hops_matrix()
+    for a in range(3):
+        for b in range(3):
+            assert hm[a, b] == len(t.route(a, b)) == t.hops(a, b)
+
+
+def test_custom_routes_callable_and_missing_pairs():
+    links = _tri_links()
+    t = wc.custom(3, links, routes=lambda a, b: [0] if (a, b) == (0, 1) else None)
+    assert t.route(0, 1).tolist() == [0]
+    with pytest.raises(ValueError, match="no route from 1 to 0"):
+        t.route(1, 0)
+    assert t.hops_matrix()[1, 0] == -1
+
+
+@pytest.mark.parametrize(
+    ("routes", "match"),
+    [
+        ({(0, 2): [1]}, "not a chain"),
+        ({(0, 2): [0]}, "ends at node 1"),
+        ({(0, 2): [9]}, r"outside \[0, 4\)"),
+        ({(0, 5): [0]}, "not a pair of endpoints"),
+        ({0: [0]}, "keys must be"),
+        (42, "callable"),
+    ],
+)
+def test_custom_routes_are_checked(routes, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        wc.custom(3, _tri_links(), routes=routes)
+
+
+def test_routed_custom_simulates_along_its_routes():
+    links = _tri_links()
+    t = wc.custom(3, links, routes={(1, 0): [1, 2]}, bandwidth_Bps=1e9)
+    s = wc.Schedule(3, [1000], "broadcast", root=1, participants=[0, 1])
+    s.add_transfer(1, 0, [0])
+    r = wc.simulate(s, t, wc.NetworkModel(bandwidth_Bps=None), timeline=False)
+    # Two links of 1 GB/s, store-and-forward of one packet or cut-through:
+    # either way the bytes cross links 1 and 2 and never the direct link 3.
+    assert r.link_bytes[1] == r.link_bytes[2] == 1000
+    assert r.link_bytes[3] == 0
+
+
+# ------------------------------------------------------------------- cluster
+
+
+@pytest.mark.parametrize(
+    ("nodes", "ppn", "sockets"), [(1, 1, 1), (3, 4, 1), (3, 4, 2), (5, 6, 3)]
+)
+def test_cluster_routes_follow_locality(nodes, ppn, sockets):
+    c = wc.topology.cluster(nodes, ppn, sockets)
+    p = nodes * ppn
+    assert c.kind == "cluster" and c.num_endpoints == p
+    assert (c.cluster_nodes, c.ppn, c.sockets) == (nodes, ppn, sockets)
+    assert c.node_of.tolist() == [r // ppn for r in range(p)]
+    per = ppn // sockets
+    assert c.socket_of.tolist() == [
+        (r // ppn) * sockets + (r % ppn) // per for r in range(p)
+    ]
+    src, dst = c.links["src"], c.links["dst"]
+    loc = c.locality_matrix()
+    expect_hops = {0: 2, 1: 4, 2: 6 if sockets > 1 else 4}
+    nic_up = set(np.flatnonzero(dst == c.num_nodes - 1).tolist())
+    for a in range(p):
+        for b in range(p):
+            route = c.route(a, b).tolist()
+            if a == b:
+                assert route == [] and loc[a, b] == 0
+                continue
+            assert loc[a, b] == c.locality(a, b)
+            assert len(route) == expect_hops[loc[a, b]] == c.hops(a, b)
+            # A chain from a to b.
+            assert src[route[0]] == a and dst[route[-1]] == b
+            assert all(dst[x] == src[y] for x, y in zip(route, route[1:]))
+            # Off-node traffic leaves through the source node's NIC.
+            assert (len(nic_up.intersection(route)) == 1) == (loc[a, b] == 2)
+
+
+def test_cluster_rank_to_node_and_errors():
+    c = wc.topology.cluster(2, 2, rank_to_node=[1, 0, 0, 1])
+    assert c.node_of.tolist() == [1, 0, 0, 1]
+    assert c.locality(0, 3) == 0 and c.locality(0, 1) == 2
+    with pytest.raises(ValueError, match="sockets = 3 must divide ppn = 4"):
+        wc.topology.cluster(2, 4, 3)
+    with pytest.raises(ValueError, match="node 0 3 ranks"):
+        wc.topology.cluster(2, 2, rank_to_node=[0, 0, 0, 1])
+    with pytest.raises(ValueError, match="entries"):
+        wc.topology.cluster(2, 2, rank_to_node=[0, 1])
+    with pytest.raises(ValueError, match="nic_Bps"):
+        wc.topology.cluster(2, 2, nic_Bps=0)
+    with pytest.raises(ValueError, match="exceeds the limit"):
+        wc.topology.cluster(1 << 12, 1 << 12)
+    with pytest.raises(ValueError, match="not a cluster"):
+        wc.mesh(2, 2).locality(0, 1)
+    with pytest.raises(ValueError, match="no grid coordinates"):
+        c.coords(0)
+
+
+def test_cluster_nic_is_shared_by_a_node():
+    # k processes of node 0 each send s bytes to node 1: with R_b = k * R_N the
+    # NIC is the bottleneck and the last byte arrives after k * s / R_N.
+    k, s, r_n = 4, 4000, 1e9
+    c = wc.topology.cluster(2, k, process_Bps=k * r_n, nic_Bps=r_n)
+    sched = wc.Schedule(2 * k, [s] * k, "allgather", owners=list(range(k)))
+    for i in range(k):
+        sched.add_transfer(i, k + i, [i])
+    net = wc.NetworkModel(bandwidth_Bps=None, packet_bytes=100)
+    r = wc.simulate(sched, c, net)
+    assert r.time_s == pytest.approx(k * s / r_n, rel=0.05)

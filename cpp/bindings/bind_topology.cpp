@@ -1,5 +1,6 @@
 // Bindings of the topology area: _core.Topology mirrors wafercoll::Topology,
 // with per-link data and routes returned as NumPy arrays.
+#include <array>
 #include <string>
 
 #include "pybind.hpp"
@@ -40,6 +41,21 @@ Topology make_custom(NodeId num_endpoints, NodeId num_hidden_routers,
   return Topology::custom(num_endpoints, num_hidden_routers, std::move(links));
 }
 
+Topology make_custom_routed(NodeId num_endpoints, NodeId num_hidden_routers,
+                           const Array<NodeId>& src, const Array<NodeId>& dst,
+                           const Array<double>& bandwidth_Bps,
+                           const Array<double>& latency_s,
+                           const Array<std::int64_t>& route_offsets,
+                           const Array<LinkId>& route_links) {
+  Topology base =
+      make_custom(num_endpoints, num_hidden_routers, src, dst, bandwidth_Bps, latency_s);
+  std::vector<std::int64_t> off(route_offsets.data(),
+                                route_offsets.data() + route_offsets.size());
+  std::vector<LinkId> ids(route_links.data(), route_links.data() + route_links.size());
+  return Topology::custom_routed(num_endpoints, num_hidden_routers, base.links(),
+                                 std::move(off), std::move(ids));
+}
+
 template <typename T, typename Get>
 py::array_t<T> per_link(const Topology& t, Get get) {
   py::array_t<T> out(static_cast<py::ssize_t>(t.num_links()));
@@ -77,6 +93,8 @@ void bind_topology(py::module_& m) {
   py::class_<Topology> cls(m, "Topology");
   cls.attr("MAX_GRID_NODES") = Topology::kMaxGridNodes;
   cls.attr("MAX_CUSTOM_NODES") = Topology::kMaxCustomNodes;
+  cls.attr("MAX_ROUTED_ENDPOINTS") = Topology::kMaxRoutedEndpoints;
+  cls.attr("MAX_CLUSTER_RANKS") = Topology::kMaxClusterRanks;
   cls.attr("MAX_HOPS_MATRIX_ENDPOINTS") = kMaxHopsMatrixEndpoints;
   cls.def_static("line", &Topology::line, py::arg("n"), py::arg("bandwidth_Bps") = 1e9,
                  py::arg("latency_s") = 0.0)
@@ -90,6 +108,29 @@ void bind_topology(py::module_& m) {
                   py::arg("num_hidden_routers"), py::arg("src"), py::arg("dst"),
                   py::arg("bandwidth_Bps"), py::arg("latency_s"),
                   "Links src[i] -> dst[i] with per-link bandwidth and latency.")
+      .def_static("custom_routed", &make_custom_routed, py::arg("num_endpoints"),
+                  py::arg("num_hidden_routers"), py::arg("src"), py::arg("dst"),
+                  py::arg("bandwidth_Bps"), py::arg("latency_s"),
+                  py::arg("route_offsets"), py::arg("route_links"),
+                  "custom() with an explicit route table in CSR form (E*E+1 offsets).")
+      .def_static(
+          "cluster",
+          [](NodeId nodes, NodeId ppn, NodeId sockets, std::vector<NodeId> rank_node,
+             std::array<double, 3> bandwidth_Bps, std::array<double, 3> latency_s) {
+            return Topology::cluster(nodes, ppn, sockets, std::move(rank_node),
+                                     bandwidth_Bps, latency_s);
+          },
+          py::arg("nodes"), py::arg("ppn"), py::arg("sockets"), py::arg("rank_node"),
+          py::arg("bandwidth_Bps"), py::arg("latency_s"),
+          "Processes, socket switches, node routers and a fabric switch; "
+          "bandwidth and latency per link class (process, socket, nic).")
+      .def("with_labels", &Topology::with_labels, py::arg("family"), py::arg("display"))
+      .def("cluster_nodes", &Topology::cluster_nodes)
+      .def("ppn", &Topology::ppn)
+      .def("sockets", &Topology::sockets)
+      .def("rank_node", [](const Topology& t) { return to_numpy(t.rank_node()); })
+      .def("rank_socket", [](const Topology& t) { return to_numpy(t.rank_socket()); })
+      .def("locality", &Topology::locality, py::arg("a"), py::arg("b"))
       .def("kind", &Topology::kind)
       .def("name", &Topology::name)
       .def("num_endpoints", &Topology::num_endpoints)

@@ -13,7 +13,9 @@ the same pair.
 Families: :func:`line`, :func:`ring`, :func:`mesh`, :func:`torus` (node
 ``r * cols + c`` at row ``r`` and column ``c``; routes go along the row first,
 then along the column, each the shorter way round a wrapped dimension with ties
-going the positive way) and :func:`custom` (arbitrary links, shortest paths).
+going the positive way), :func:`cluster` (processes, sockets, nodes and NICs),
+:func:`wormhole_n150` and :func:`custom` (arbitrary links; shortest paths or
+explicit routes).
 
 Examples
 --------
@@ -38,7 +40,16 @@ from . import _core
 from ._util import as_int
 from ._util import as_real as _as_real
 
-__all__ = ["Topology", "custom", "line", "mesh", "ring", "torus"]
+__all__ = [
+    "Topology",
+    "cluster",
+    "custom",
+    "line",
+    "mesh",
+    "ring",
+    "torus",
+    "wormhole_n150",
+]
 
 
 def _as_size(value: Any, name: str, minimum: int, maximum: int) -> int:
@@ -136,7 +147,10 @@ class Topology:
 
     @property
     def kind(self) -> str:
-        """Family: ``"line"``, ``"ring"``, ``"mesh"``, ``"torus"`` or ``"custom"``."""
+        """Family: ``"line"``, ``"ring"``, ``"mesh"``, ``"torus"`` or ``"cluster"``.
+
+        Custom topologies report ``"custom"`` or the label given to :func:`custom`.
+        """
         return self._core.kind()
 
     @property
@@ -161,8 +175,74 @@ class Topology:
 
     @property
     def shape(self) -> tuple[int, int]:
-        """Grid shape ``(rows, cols)``: ``(1, n)`` for line/ring, ``(0, 0)`` custom."""
+        """Grid shape ``(rows, cols)``: ``(1, n)`` for line/ring, else ``(0, 0)``."""
         return (self._core.rows(), self._core.cols())
+
+    @property
+    def _is_grid(self) -> bool:
+        return self._core.rows() > 0
+
+    # ---------------------------------------------------------------- clusters
+
+    def _cluster_only(self, what: str) -> None:
+        if self.kind != "cluster":
+            raise ValueError(f"{what}: {self.name} is not a cluster topology")
+
+    @property
+    def cluster_nodes(self) -> int:
+        """Number of compute nodes of a cluster (see :func:`cluster`)."""
+        self._cluster_only("cluster_nodes")
+        return self._core.cluster_nodes()
+
+    @property
+    def ppn(self) -> int:
+        """Processes per node of a cluster."""
+        self._cluster_only("ppn")
+        return self._core.ppn()
+
+    @property
+    def sockets(self) -> int:
+        """Sockets per node of a cluster."""
+        self._cluster_only("sockets")
+        return self._core.sockets()
+
+    @property
+    def node_of(self) -> np.ndarray:
+        """Node of every rank of a cluster (read-only int32 array)."""
+        self._cluster_only("node_of")
+        return _read_only(self._core.rank_node())
+
+    @property
+    def socket_of(self) -> np.ndarray:
+        """Global socket index ``node * sockets + socket`` of every rank."""
+        self._cluster_only("socket_of")
+        return _read_only(self._core.rank_socket())
+
+    def locality(self, a: int, b: int) -> int:
+        """Locality class of two ranks of a cluster.
+
+        Returns
+        -------
+        int
+            0 for the same socket (or ``a == b``), 1 for the same node on
+            another socket, 2 for different nodes.
+        """
+        self._cluster_only("locality")
+        return self._core.locality(self._id(a, "a"), self._id(b, "b"))
+
+    def locality_matrix(self) -> np.ndarray:
+        """:meth:`locality` of every pair as a ``(p, p)`` int8 array (p <= 4096)."""
+        self._cluster_only("locality_matrix")
+        p = self.num_endpoints
+        if p > _MAX_LOCALITY_MATRIX:
+            raise ValueError(
+                f"locality_matrix: {p} ranks exceed the limit of "
+                f"{_MAX_LOCALITY_MATRIX} (use node_of and socket_of instead)"
+            )
+        node, sock = self.node_of, self.socket_of
+        same_node = node[:, None] == node[None, :]
+        same_sock = sock[:, None] == sock[None, :]
+        return np.where(same_node, np.where(same_sock, 0, 1), 2).astype(np.int8)
 
     @property
     def links(self) -> dict[str, np.ndarray]:
@@ -279,8 +359,8 @@ class Topology:
         ValueError
             On a custom topology, which has no grid.
         """
-        if self.kind == "custom":
-            raise ValueError("coords: a custom topology has no grid coordinates")
+        if not self._is_grid:
+            raise ValueError(f"coords: a {self.kind} topology has no grid coordinates")
         return tuple(self._core.coords(self._id(node, "node", False)))
 
     def node_at(self, row: int, col: int) -> int:
@@ -374,7 +454,7 @@ class Topology:
     def _param_range(self, key: str) -> tuple[float, float] | None:
         if self.num_links == 0:
             return None
-        if self.kind != "custom":  # grid families: one value for every link
+        if self._is_grid:  # grid families: one value for every link
             v = self._core.link(0)[2 if key == "bandwidth_Bps" else 3]
             return (v, v)
         arr = self.links[key]
@@ -382,8 +462,11 @@ class Topology:
 
     def _summary(self) -> list[tuple[str, str]]:
         rows = [("kind", self.kind)]
-        if self.kind != "custom":
+        if self._is_grid:
             rows.append(("shape", "{} x {}".format(*self.shape)))
+        if self.kind == "cluster":
+            rows.append(("nodes x ppn", f"{self.cluster_nodes} x {self.ppn}"))
+            rows.append(("sockets per node", str(self.sockets)))
         rows += [
             ("endpoints", str(self.num_endpoints)),
             ("hidden routers", str(self.num_nodes - self.num_endpoints)),
@@ -398,7 +481,7 @@ class Topology:
         return rows
 
     def __repr__(self) -> str:
-        if self.kind == "custom":  # the name already gives the counts
+        if not self._is_grid:  # the name already gives the counts
             return f"<Topology {self.name}>"
         return (
             f"<Topology {self.name}: {self.num_endpoints} endpoints, "
@@ -421,6 +504,9 @@ class Topology:
 
 _MAX_GRID = int(_core.Topology.MAX_GRID_NODES)
 _MAX_CUSTOM = int(_core.Topology.MAX_CUSTOM_NODES)
+_MAX_ROUTED = int(_core.Topology.MAX_ROUTED_ENDPOINTS)
+_MAX_CLUSTER = int(_core.Topology.MAX_CLUSTER_RANKS)
+_MAX_LOCALITY_MATRIX = 4096
 
 
 def _grid(factory: Any, sizes: dict[str, Any], bw: Any, lat: Any) -> Topology:
@@ -546,8 +632,14 @@ def custom(
     num_hidden_routers: int = 0,
     bandwidth_Bps: float | Sequence[float] | np.ndarray = 1e9,
     latency_s: float | Sequence[float] | np.ndarray = 0.0,
+    routes: Any = None,
+    kind: str | None = None,
+    name: str | None = None,
 ) -> Topology:
-    """Build a topology from arbitrary directed links, routed along shortest paths.
+    """Build a topology from arbitrary directed links.
+
+    Routes are shortest paths unless ``routes`` gives every route explicitly
+    (dimension-ordered routes on a NoC, say).
 
     Parameters
     ----------
@@ -564,12 +656,25 @@ def custom(
         Bandwidth in bytes per second, for all links or per link; > 0, finite.
     latency_s : float or array_like of shape (L,), optional
         Latency in seconds, for all links or per link; >= 0, finite.
+    routes : callable or mapping, optional
+        Explicit routes, for at most 4096 endpoints: ``routes(src, dst)``
+        returning the sequence of link ids from ``src`` to ``dst`` (called for
+        every ordered pair of distinct endpoints; ``None`` or an empty sequence
+        means no route), or a mapping ``{(src, dst): link ids}`` (missing pairs
+        have no route). Each route must be a chain of links from ``src`` to
+        ``dst``; it need not be shortest.
+    kind : str, optional
+        Family label returned by :attr:`Topology.kind` instead of ``"custom"``
+        (what the builder registry's ``families`` match).
+    name : str, optional
+        Display name returned by :attr:`Topology.name`.
 
     Returns
     -------
     Topology
-        Routes are shortest by hop count through any nodes; among equally short
-        paths the lexicographically smallest sequence of link ids wins.
+        Without ``routes``, routes are shortest by hop count through any nodes;
+        among equally short paths the lexicographically smallest sequence of
+        link ids wins.
 
     Raises
     ------
@@ -598,13 +703,182 @@ def custom(
     n = pairs.shape[0]
     bw = _per_link(bandwidth_Bps, "bandwidth_Bps", n)
     lat = _per_link(latency_s, "latency_s", n)
-    return Topology(
-        _core.Topology.custom(
-            e,
-            h,
-            np.ascontiguousarray(pairs[:, 0]),
-            np.ascontiguousarray(pairs[:, 1]),
-            bw,
-            lat,
+    src, dst = np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1])
+    if routes is None:
+        core = _core.Topology.custom(e, h, src, dst, bw, lat)
+    else:
+        offsets, ids = _route_table(routes, e, n)
+        core = _core.Topology.custom_routed(e, h, src, dst, bw, lat, offsets, ids)
+    for label, value in (("kind", kind), ("name", name)):
+        if value is not None and (not isinstance(value, str) or not value):
+            raise TypeError(f"{label} must be a non-empty string, got {value!r}")
+    if kind is not None or name is not None:
+        core = core.with_labels(kind or "", name or "")
+    return Topology(core)
+
+
+def _route_table(routes: Any, e: int, num_links: int) -> tuple[np.ndarray, np.ndarray]:
+    """CSR route table (``e * e + 1`` offsets, link ids) from a callable or mapping."""
+    if e > _MAX_ROUTED:
+        raise ValueError(
+            f"routes: an explicit route table holds at most {_MAX_ROUTED} "
+            f"endpoints, got num_endpoints = {e}"
         )
-    )
+    if callable(routes):
+        get = routes
+    elif hasattr(routes, "get"):
+        for key in routes:
+            if (
+                not isinstance(key, tuple)
+                or len(key) != 2
+                or not all(isinstance(k, (int, np.integer)) for k in key)
+            ):
+                raise TypeError(f"routes: keys must be (src, dst) pairs, got {key!r}")
+            if not (0 <= key[0] < e and 0 <= key[1] < e):
+                raise ValueError(f"routes: pair {key!r} is not a pair of endpoints")
+
+        def get(a: int, b: int) -> Any:
+            return routes.get((a, b))
+    else:
+        raise TypeError("routes must be a callable (src, dst) -> link ids or a mapping")
+    counts = np.zeros(e * e, dtype=np.int64)
+    parts: list[np.ndarray] = []
+    for a in range(e):
+        for b in range(e):
+            if a == b:
+                continue
+            r = get(a, b)
+            if r is None:
+                continue
+            arr = np.asarray(r).ravel()
+            if arr.size == 0:
+                continue
+            if not np.issubdtype(arr.dtype, np.integer):
+                raise TypeError(f"routes: route {a} -> {b} must hold link ids (ints)")
+            if arr.min() < 0 or arr.max() >= num_links:
+                raise ValueError(
+                    f"routes: route {a} -> {b} names a link outside [0, {num_links})"
+                )
+            counts[a * e + b] = arr.size
+            parts.append(arr.astype(np.int32))
+    offsets = np.zeros(e * e + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+    return offsets, ids
+
+
+def cluster(
+    nodes: int,
+    ppn: int,
+    sockets: int = 1,
+    *,
+    rank_to_node: Sequence[int] | np.ndarray | None = None,
+    process_Bps: float = 1e10,
+    socket_Bps: float = 1e10,
+    nic_Bps: float = 1e10,
+    process_latency_s: float = 0.0,
+    socket_latency_s: float = 0.0,
+    nic_latency_s: float = 0.0,
+) -> Topology:
+    """Build a cluster of ``nodes`` multi-core nodes with ``ppn`` processes each.
+
+    The endpoints are the ``nodes * ppn`` processes (ranks). Each process has
+    a link to and from its socket's switch (``process_Bps``: the per-process
+    rate ``R_b`` of the max-rate model); with ``sockets > 1`` each socket
+    switch has a link to and from its node's router (``socket_Bps``), and each
+    node router a link to and from one fabric switch (``nic_Bps``: the NIC's
+    injection rate ``R_N``, shared by all off-node traffic of the node). Routes
+    are unique: 2 links within a socket, 4 within a node, and 4 (one socket) or
+    6 between nodes. The fabric has full bisection, so only NICs and process
+    links are contended. Link ids and node ids are listed in
+    ``cpp/include/wafercoll/topology/topology.hpp``.
+
+    Parameters
+    ----------
+    nodes : int
+        Number of compute nodes, >= 1.
+    ppn : int
+        Processes per node, >= 1; ``nodes * ppn`` is at most 2**21.
+    sockets : int, optional
+        Sockets per node, dividing ``ppn``; a node's ranks fill its sockets in
+        increasing rank order, ``ppn // sockets`` each.
+    rank_to_node : array_like of int, optional
+        Node of every rank (length ``nodes * ppn``, each node exactly ``ppn``
+        times). Default: SMP (node-major) order, rank ``r`` on node
+        ``r // ppn``.
+    process_Bps, socket_Bps, nic_Bps : float, optional
+        Bandwidth of each link class in bytes per second; > 0, finite.
+    process_latency_s, socket_latency_s, nic_latency_s : float, optional
+        Latency of each link class in seconds; >= 0, finite.
+
+    Returns
+    -------
+    Topology
+        Of kind ``"cluster"``, with :attr:`Topology.node_of`,
+        :attr:`Topology.socket_of` and :meth:`Topology.locality`.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For non-integer or out-of-range sizes, a ``sockets`` that does not
+        divide ``ppn``, or a ``rank_to_node`` of the wrong length or with a node
+        that does not get exactly ``ppn`` ranks.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> c = wc.topology.cluster(2, 4)
+    >>> c.locality(0, 3), c.locality(0, 4), c.hops(0, 4)
+    (0, 2, 4)
+    """
+    n = _as_size(nodes, "nodes", 1, _MAX_CLUSTER)
+    q = _as_size(ppn, "ppn", 1, _MAX_CLUSTER)
+    k = _as_size(sockets, "sockets", 1, q)
+    if n * q > _MAX_CLUSTER:
+        raise ValueError(
+            f"nodes * ppn = {n * q} exceeds the limit of {_MAX_CLUSTER} processes"
+        )
+    if q % k:
+        raise ValueError(f"sockets = {k} must divide ppn = {q}")
+    if rank_to_node is None:
+        rank_node: list[int] | np.ndarray = []
+    else:
+        rank_node = np.asarray(rank_to_node).ravel()
+        if rank_node.size and not np.issubdtype(rank_node.dtype, np.integer):
+            raise TypeError("rank_to_node must hold integer node ids")
+        if rank_node.size != n * q:
+            raise ValueError(
+                f"rank_to_node must have nodes * ppn = {n * q} entries, "
+                f"got {rank_node.size}"
+            )
+        if rank_node.min() < 0 or rank_node.max() >= n:
+            raise ValueError(f"rank_to_node holds node ids outside [0, {n})")
+        per = np.bincount(rank_node, minlength=n)
+        if (per != q).any():
+            bad = int(np.flatnonzero(per != q)[0])
+            raise ValueError(
+                f"rank_to_node gives node {bad} {per[bad]} ranks; every node needs "
+                f"exactly ppn = {q}"
+            )
+        rank_node = rank_node.astype(np.int32)
+    bws, lats = [], []
+    for cls, bw, lat in (
+        ("process", process_Bps, process_latency_s),
+        ("socket", socket_Bps, socket_latency_s),
+        ("nic", nic_Bps, nic_latency_s),
+    ):
+        b, t = _as_real(bw, f"{cls}_Bps"), _as_real(lat, f"{cls}_latency_s")
+        if not (b > 0 and math.isfinite(b)):
+            raise ValueError(f"{cls}_Bps must be > 0 and finite, got {b}")
+        if not (t >= 0 and math.isfinite(t)):
+            raise ValueError(f"{cls}_latency_s must be >= 0 and finite, got {t}")
+        bws.append(b)
+        lats.append(t)
+    return Topology(_core.Topology.cluster(n, q, k, rank_node, bws, lats))
+
+
+def wormhole_n150(*args: Any, **kwargs: Any) -> Topology:
+    """The Tenstorrent Wormhole n150: see :func:`wafercoll.torus.n150.wormhole_n150`."""
+    from .torus.n150 import wormhole_n150 as build
+
+    return build(*args, **kwargs)

@@ -382,3 +382,46 @@ TEST(Topology, OutOfRangeIdsThrow) {
   EXPECT_THROW(c.route(4, 3), std::out_of_range);
   EXPECT_EQ(c.link_id(4, 3), 3);
 }
+
+TEST(Topology, RoutedCustomFollowsItsTable) {
+  // 0 -> 1 -> 2 -> 0 and 1 -> 0; the table sends 1 -> 0 the long way.
+  std::vector<Link> links = {{0, 1, 1e9, 0}, {1, 2, 1e9, 0}, {2, 0, 1e9, 0}, {1, 0, 1e9, 0}};
+  // Pairs in row-major order: (0,0) (0,1) (0,2) (1,0) (1,1) (1,2) (2,0) (2,1) (2,2).
+  std::vector<std::int64_t> off = {0, 0, 1, 3, 5, 5, 6, 7, 9, 9};
+  std::vector<LinkId> ids = {0, 0, 1, 1, 2, 1, 2, 2, 0};
+  Topology t = Topology::custom_routed(3, 0, links, off, ids).with_labels("tri", "tri(3)");
+  EXPECT_EQ(t.kind(), "tri");
+  EXPECT_EQ(t.name(), "tri(3)");
+  EXPECT_EQ(t.route(1, 0), (std::vector<LinkId>{1, 2}));
+  EXPECT_EQ(t.hops(2, 1), 2);
+  EXPECT_EQ(t.hops_to(0), (std::vector<std::int32_t>{0, 2, 1}));
+  ids[0] = 1;  // route 0 -> 1 no longer leaves node 0
+  EXPECT_THROW(Topology::custom_routed(3, 0, links, off, ids), std::invalid_argument);
+}
+
+TEST(Topology, ClusterRoutesByLocality) {
+  const Topology c = Topology::cluster(3, 4, 2, {}, {1e9, 2e9, 3e9}, {0, 0, 0});
+  EXPECT_EQ(c.kind(), "cluster");
+  EXPECT_EQ(c.num_endpoints(), 12);
+  EXPECT_EQ(c.num_nodes(), 12 + 6 + 3 + 1);
+  EXPECT_EQ(c.num_links(), 2 * (12 + 6 + 3));
+  EXPECT_EQ(c.locality(0, 1), 0);
+  EXPECT_EQ(c.locality(0, 2), 1);
+  EXPECT_EQ(c.locality(0, 4), 2);
+  for (NodeId a = 0; a < 12; ++a) {
+    for (NodeId b = 0; b < 12; ++b) {
+      const auto r = c.route(a, b);
+      ASSERT_EQ(static_cast<std::int32_t>(r.size()), c.hops(a, b));
+      if (a == b) continue;
+      EXPECT_EQ(c.link(r.front()).src, a);
+      EXPECT_EQ(c.link(r.back()).dst, b);
+      for (std::size_t k = 1; k < r.size(); ++k) {
+        EXPECT_EQ(c.link(r[k - 1]).dst, c.link(r[k]).src);
+      }
+    }
+  }
+  EXPECT_EQ(c.link(c.route(0, 4)[2]).bandwidth_Bps, 3e9);  // the NIC
+  EXPECT_THROW(Topology::cluster(2, 4, 3, {}, {1, 1, 1}, {0, 0, 0}), std::invalid_argument);
+  EXPECT_THROW(Topology::cluster(2, 2, 1, {0, 0, 0, 1}, {1, 1, 1}, {0, 0, 0}),
+               std::invalid_argument);
+}

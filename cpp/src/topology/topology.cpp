@@ -58,6 +58,7 @@ const char* to_string(TopologyKind kind) {
     case TopologyKind::mesh: return "mesh";
     case TopologyKind::torus: return "torus";
     case TopologyKind::custom: return "custom";
+    case TopologyKind::cluster: return "cluster";
   }
   return "unknown";
 }
@@ -76,6 +77,15 @@ struct Topology::CustomData {
   // modified afterwards, so a reference to it stays valid without the lock.
   std::mutex mutex;
   std::vector<std::vector<std::uint16_t>> dist_to;
+
+  // Explicit route table (custom_routed): empty when routes are shortest paths.
+  std::vector<std::int64_t> route_offsets;
+  std::vector<LinkId> route_links;
+};
+
+struct Topology::ClusterData {
+  NodeId nodes = 0, ppn = 0, sockets = 0;
+  std::vector<NodeId> rank_node, rank_socket;  // socket: global index
 };
 
 // ---------------------------------------------------------------- families
@@ -137,28 +147,18 @@ Topology Topology::torus(NodeId rows, NodeId cols, BytesPerSecond bandwidth_Bps,
   return grid(TopologyKind::torus, rows, cols, bandwidth_Bps, latency_s);
 }
 
-Topology Topology::custom(NodeId num_endpoints, NodeId num_hidden_routers,
-                          std::vector<Link> links) {
-  const char* fn = "custom";
-  check_size(fn, "num_endpoints", num_endpoints);
-  if (num_hidden_routers < 0) {
-    throw std::invalid_argument(
-        cat(fn, ": num_hidden_routers must be >= 0, got ", num_hidden_routers));
-  }
-  const std::int64_t nodes = std::int64_t{num_endpoints} + num_hidden_routers;
-  if (nodes > kMaxCustomNodes) {
-    throw std::invalid_argument(cat(
-        fn, ": num_endpoints + num_hidden_routers = ", nodes, " exceeds the limit of ",
-        kMaxCustomNodes, " nodes for custom topologies (their shortest-path routing "
-        "tables grow with nodes x endpoints; use a grid family for larger machines)"));
-  }
+namespace {
+
+// Checks links and indexes them: by (src, dst) pair and CSR adjacency (with
+// `adjacency`), each node's lists in increasing id order.
+template <typename Data>
+void index_links(const char* fn, NodeId n, std::vector<Link>& links, Data& data,
+                 bool adjacency) {
   if (links.size() > static_cast<std::size_t>(std::numeric_limits<LinkId>::max())) {
     throw std::invalid_argument(cat(fn, ": too many links (", links.size(), ")"));
   }
-  const auto n = static_cast<NodeId>(nodes);
   const auto num_links = static_cast<LinkId>(links.size());
-  auto data = std::make_shared<CustomData>();
-  data->by_pair.reserve(links.size());
+  data.by_pair.reserve(links.size());
   for (LinkId i = 0; i < num_links; ++i) {
     const Link& l = links[i];
     const std::string where = cat("links[", i, "].");
@@ -176,18 +176,18 @@ Topology Topology::custom(NodeId num_endpoints, NodeId num_hidden_routers,
     }
     check_bandwidth(fn, where, l.bandwidth_Bps);
     check_latency(fn, where, l.latency_s);
-    data->by_pair.emplace_back(pair_key(l.src, l.dst), i);
+    data.by_pair.emplace_back(pair_key(l.src, l.dst), i);
   }
-  std::sort(data->by_pair.begin(), data->by_pair.end());
-  for (std::size_t k = 1; k < data->by_pair.size(); ++k) {
-    if (data->by_pair[k].first == data->by_pair[k - 1].first) {
-      const LinkId dup = data->by_pair[k].second, first = data->by_pair[k - 1].second;
+  std::sort(data.by_pair.begin(), data.by_pair.end());
+  for (std::size_t k = 1; k < data.by_pair.size(); ++k) {
+    if (data.by_pair[k].first == data.by_pair[k - 1].first) {
+      const LinkId dup = data.by_pair[k].second, first = data.by_pair[k - 1].second;
       const Link& l = links[dup];
       throw std::invalid_argument(cat(fn, ": links[", dup, "] duplicates links[", first,
                                       "] (", l.src, " -> ", l.dst, ")"));
     }
   }
-
+  if (!adjacency) return;
   // CSR by counting sort; filling in id order keeps each node's list sorted.
   auto build_csr = [&](bool by_src, std::vector<LinkId>& off,
                        std::vector<LinkId>& ids) {
@@ -200,23 +200,238 @@ Topology Topology::custom(NodeId num_endpoints, NodeId num_hidden_routers,
       ids[next[by_src ? links[i].src : links[i].dst]++] = i;
     }
   };
-  build_csr(true, data->out_offsets, data->out_links);
-  build_csr(false, data->in_offsets, data->in_links);
-  data->dist_to.resize(static_cast<std::size_t>(num_endpoints));
-  data->links = std::move(links);
+  build_csr(true, data.out_offsets, data.out_links);
+  build_csr(false, data.in_offsets, data.in_links);
+}
 
+}  // namespace
+
+Topology Topology::custom(NodeId num_endpoints, NodeId num_hidden_routers,
+                          std::vector<Link> links) {
+  const char* fn = "custom";
+  check_size(fn, "num_endpoints", num_endpoints);
+  if (num_hidden_routers < 0) {
+    throw std::invalid_argument(
+        cat(fn, ": num_hidden_routers must be >= 0, got ", num_hidden_routers));
+  }
+  const std::int64_t nodes = std::int64_t{num_endpoints} + num_hidden_routers;
+  if (nodes > kMaxCustomNodes) {
+    throw std::invalid_argument(cat(
+        fn, ": num_endpoints + num_hidden_routers = ", nodes, " exceeds the limit of ",
+        kMaxCustomNodes, " nodes for custom topologies (their shortest-path routing "
+        "tables grow with nodes x endpoints; use a grid family for larger machines)"));
+  }
+  const auto n = static_cast<NodeId>(nodes);
+  auto data = std::make_shared<CustomData>();
+  index_links(fn, n, links, *data, true);
+  data->dist_to.resize(static_cast<std::size_t>(num_endpoints));
   Topology t;
   t.kind_ = TopologyKind::custom;
   t.num_endpoints_ = num_endpoints;
   t.num_nodes_ = n;
-  t.num_links_ = num_links;
+  t.num_links_ = static_cast<LinkId>(links.size());
+  data->links = std::move(links);
   t.custom_ = std::move(data);
   return t;
+}
+
+Topology Topology::custom_routed(NodeId num_endpoints, NodeId num_hidden_routers,
+                                 std::vector<Link> links,
+                                 std::vector<std::int64_t> route_offsets,
+                                 std::vector<LinkId> route_links) {
+  const char* fn = "custom";
+  if (num_endpoints > kMaxRoutedEndpoints) {
+    throw std::invalid_argument(cat(fn, ": an explicit route table holds at most ",
+                                    kMaxRoutedEndpoints, " endpoints, got ",
+                                    num_endpoints));
+  }
+  Topology t = custom(num_endpoints, num_hidden_routers, std::move(links));
+  const std::int64_t e = num_endpoints;
+  if (static_cast<std::int64_t>(route_offsets.size()) != e * e + 1) {
+    throw std::invalid_argument(cat(fn, ": routes need ", e * e + 1,
+                                    " offsets (endpoints^2 + 1), got ",
+                                    route_offsets.size()));
+  }
+  if (static_cast<std::int64_t>(route_links.size()) > kMaxRouteTableLinks) {
+    throw std::invalid_argument(cat(fn, ": the route table holds ", route_links.size(),
+                                    " links, more than the limit of ",
+                                    kMaxRouteTableLinks));
+  }
+  if (route_offsets.front() != 0 ||
+      route_offsets.back() != static_cast<std::int64_t>(route_links.size())) {
+    throw std::invalid_argument(
+        cat(fn, ": route offsets must start at 0 and end at the number of route links"));
+  }
+  const CustomData& d = *t.custom_;
+  for (NodeId a = 0; a < num_endpoints; ++a) {
+    for (NodeId b = 0; b < num_endpoints; ++b) {
+      const std::int64_t k = std::int64_t{a} * e + b;
+      const std::int64_t lo = route_offsets[k], hi = route_offsets[k + 1];
+      if (hi < lo) {
+        throw std::invalid_argument(cat(fn, ": route offsets decrease at pair (", a,
+                                        ", ", b, ")"));
+      }
+      if (a == b && hi > lo) {
+        throw std::invalid_argument(
+            cat(fn, ": the route from ", a, " to itself must be empty"));
+      }
+      NodeId at = a;
+      for (std::int64_t j = lo; j < hi; ++j) {
+        const LinkId id = route_links[j];
+        if (id < 0 || id >= t.num_links_) {
+          throw std::invalid_argument(cat(fn, ": route ", a, " -> ", b,
+                                          " names link ", id, ", outside [0, ",
+                                          t.num_links_, ")"));
+        }
+        if (d.links[id].src != at) {
+          throw std::invalid_argument(
+              cat(fn, ": route ", a, " -> ", b, " is not a chain: link ", id, " (",
+                  d.links[id].src, " -> ", d.links[id].dst, ") does not leave node ",
+                  at));
+        }
+        at = d.links[id].dst;
+      }
+      if (hi > lo && at != b) {
+        throw std::invalid_argument(
+            cat(fn, ": route ", a, " -> ", b, " ends at node ", at, ", not ", b));
+      }
+    }
+  }
+  t.custom_->route_offsets = std::move(route_offsets);
+  t.custom_->route_links = std::move(route_links);
+  t.custom_->dist_to.clear();  // not used with an explicit table
+  return t;
+}
+
+Topology Topology::cluster(NodeId nodes, NodeId ppn, NodeId sockets,
+                           std::vector<NodeId> rank_node,
+                           const std::array<BytesPerSecond, 3>& bandwidth_Bps,
+                           const std::array<Seconds, 3>& latency_s) {
+  const char* fn = "cluster";
+  check_size(fn, "nodes", nodes);
+  check_size(fn, "ppn", ppn);
+  check_size(fn, "sockets", sockets);
+  const std::int64_t p = std::int64_t{nodes} * ppn;
+  if (p > kMaxClusterRanks) {
+    throw std::invalid_argument(cat(fn, ": nodes * ppn = ", p, " exceeds the limit of ",
+                                    kMaxClusterRanks, " processes"));
+  }
+  if (ppn % sockets != 0) {
+    throw std::invalid_argument(cat(fn, ": sockets = ", sockets,
+                                    " must divide ppn = ", ppn));
+  }
+  static const char* kClass[3] = {"process_", "socket_", "nic_"};
+  for (int c = 0; c < 3; ++c) {
+    check_bandwidth(fn, kClass[c], bandwidth_Bps[c]);
+    check_latency(fn, kClass[c], latency_s[c]);
+  }
+  auto data = std::make_shared<ClusterData>();
+  data->nodes = nodes;
+  data->ppn = ppn;
+  data->sockets = sockets;
+  if (rank_node.empty()) {
+    rank_node.resize(static_cast<std::size_t>(p));
+    for (std::int64_t r = 0; r < p; ++r) rank_node[r] = static_cast<NodeId>(r / ppn);
+  } else if (static_cast<std::int64_t>(rank_node.size()) != p) {
+    throw std::invalid_argument(cat(fn, ": rank_to_node must have nodes * ppn = ", p,
+                                    " entries, got ", rank_node.size()));
+  }
+  std::vector<NodeId> fill(static_cast<std::size_t>(nodes), 0);
+  data->rank_socket.resize(static_cast<std::size_t>(p));
+  const NodeId per_socket = ppn / sockets;
+  for (std::int64_t r = 0; r < p; ++r) {
+    const NodeId n = rank_node[r];
+    if (n < 0 || n >= nodes) {
+      throw std::invalid_argument(cat(fn, ": rank_to_node[", r, "] = ", n,
+                                      " is out of range [0, ", nodes, ")"));
+    }
+    if (fill[n] == ppn) {
+      throw std::invalid_argument(cat(fn, ": rank_to_node puts more than ppn = ", ppn,
+                                      " ranks on node ", n));
+    }
+    data->rank_socket[r] = n * sockets + fill[n]++ / per_socket;
+  }
+  data->rank_node = std::move(rank_node);
+
+  const auto P = static_cast<NodeId>(p);
+  const NodeId S = sockets > 1 ? nodes * sockets : 0;
+  const NodeId N = nodes;
+  const NodeId router0 = P + S, fabric = P + S + N;
+  std::vector<Link> links;
+  links.reserve(static_cast<std::size_t>(2 * (p + S + N)));
+  auto sw = [&](NodeId r) {
+    return sockets > 1 ? P + data->rank_socket[r] : router0 + data->rank_node[r];
+  };
+  const auto proc = static_cast<int>(ClusterLinkClass::process);
+  const auto sock = static_cast<int>(ClusterLinkClass::socket);
+  const auto nic = static_cast<int>(ClusterLinkClass::nic);
+  for (NodeId r = 0; r < P; ++r) {
+    links.push_back({r, sw(r), bandwidth_Bps[proc], latency_s[proc]});
+  }
+  for (NodeId r = 0; r < P; ++r) {
+    links.push_back({sw(r), r, bandwidth_Bps[proc], latency_s[proc]});
+  }
+  for (NodeId s = 0; s < S; ++s) {
+    links.push_back({P + s, router0 + s / sockets, bandwidth_Bps[sock], latency_s[sock]});
+  }
+  for (NodeId s = 0; s < S; ++s) {
+    links.push_back({router0 + s / sockets, P + s, bandwidth_Bps[sock], latency_s[sock]});
+  }
+  for (NodeId n = 0; n < N; ++n) {
+    links.push_back({router0 + n, fabric, bandwidth_Bps[nic], latency_s[nic]});
+  }
+  for (NodeId n = 0; n < N; ++n) {
+    links.push_back({fabric, router0 + n, bandwidth_Bps[nic], latency_s[nic]});
+  }
+  auto store = std::make_shared<CustomData>();
+  index_links(fn, fabric + 1, links, *store, false);
+  Topology t;
+  t.kind_ = TopologyKind::cluster;
+  t.num_endpoints_ = P;
+  t.num_nodes_ = fabric + 1;
+  t.num_links_ = static_cast<LinkId>(links.size());
+  store->links = std::move(links);
+  t.custom_ = std::move(store);
+  t.cluster_ = std::move(data);
+  return t;
+}
+
+Topology Topology::with_labels(std::string family, std::string display) const {
+  if (kind_ != TopologyKind::custom) {
+    throw std::invalid_argument("with_labels: only custom topologies take labels");
+  }
+  Topology t = *this;
+  t.family_ = std::move(family);
+  t.display_ = std::move(display);
+  return t;
+}
+
+NodeId Topology::cluster_nodes() const { return cluster_ ? cluster_->nodes : 0; }
+NodeId Topology::ppn() const { return cluster_ ? cluster_->ppn : 0; }
+NodeId Topology::sockets() const { return cluster_ ? cluster_->sockets : 0; }
+
+const std::vector<NodeId>& Topology::rank_node() const {
+  static const std::vector<NodeId> none;
+  return cluster_ ? cluster_->rank_node : none;
+}
+
+const std::vector<NodeId>& Topology::rank_socket() const {
+  static const std::vector<NodeId> none;
+  return cluster_ ? cluster_->rank_socket : none;
+}
+
+int Topology::locality(NodeId a, NodeId b) const {
+  if (!cluster_) throw std::invalid_argument("locality: not a cluster topology");
+  check_endpoint(a, "locality", "a");
+  check_endpoint(b, "locality", "b");
+  if (cluster_->rank_node[a] != cluster_->rank_node[b]) return 2;
+  return cluster_->rank_socket[a] == cluster_->rank_socket[b] ? 0 : 1;
 }
 
 // ---------------------------------------------------------------- queries
 
 std::string Topology::name() const {
+  if (!display_.empty()) return display_;
   switch (kind_) {
     case TopologyKind::line:
     case TopologyKind::ring: return cat(to_string(kind_), "(", cols_, ")");
@@ -224,6 +439,10 @@ std::string Topology::name() const {
     case TopologyKind::torus:
       return cat(to_string(kind_), "(", rows_, "x", cols_, ")");
     case TopologyKind::custom: break;
+    case TopologyKind::cluster:
+      return sockets() > 1 ? cat("cluster(", cluster_nodes(), " nodes x ", sockets(),
+                                 " sockets x ", ppn() / sockets(), ")")
+                           : cat("cluster(", cluster_nodes(), " nodes x ", ppn(), ")");
   }
   auto count = [](std::int64_t n, const char* noun) {
     return cat(n, " ", noun, n == 1 ? "" : "s");
@@ -249,16 +468,16 @@ void Topology::check_node(NodeId node, const char* fn, const char* arg) const {
 }
 
 std::pair<NodeId, NodeId> Topology::coords(NodeId node) const {
-  if (kind_ == TopologyKind::custom) {
-    throw std::invalid_argument("coords: a custom topology has no grid coordinates");
+  if (stores_links()) {
+    throw std::invalid_argument(cat("coords: a ", kind(), " topology has no grid coordinates"));
   }
   check_node(node, "coords", "node");
   return {node / cols_, node % cols_};
 }
 
 NodeId Topology::node_at(NodeId row, NodeId col) const {
-  if (kind_ == TopologyKind::custom) {
-    throw std::invalid_argument("node_at: a custom topology has no grid coordinates");
+  if (stores_links()) {
+    throw std::invalid_argument(cat("node_at: a ", kind(), " topology has no grid coordinates"));
   }
   if (row < 0 || row >= rows_) {
     throw std::out_of_range(
@@ -293,7 +512,7 @@ Link Topology::link(LinkId id) const {
     throw std::out_of_range(
         cat("link: id = ", id, " is out of range [0, ", num_links_, ")"));
   }
-  if (kind_ == TopologyKind::custom) return custom_->links[id];
+  if (stores_links()) return custom_->links[id];
   const LinkId per_x = rows_ * east_per_row_;  // east links = west links
   const LinkId per_y = south_per_col_ * cols_;
   NodeId r0, c0, r1, c1;  // the edge: start and end
@@ -318,7 +537,7 @@ Link Topology::link(LinkId id) const {
 }
 
 std::vector<Link> Topology::links() const {
-  if (kind_ == TopologyKind::custom) return custom_->links;
+  if (stores_links()) return custom_->links;
   std::vector<Link> out;
   out.reserve(static_cast<std::size_t>(num_links_));
   for (LinkId i = 0; i < num_links_; ++i) out.push_back(link(i));
@@ -329,7 +548,7 @@ LinkId Topology::link_id(NodeId u, NodeId v) const {
   check_node(u, "link_id", "u");
   check_node(v, "link_id", "v");
   if (u == v) return -1;
-  if (kind_ == TopologyKind::custom) {
+  if (stores_links()) {
     const auto& bp = custom_->by_pair;
     const std::int64_t key = pair_key(u, v);
     auto it = std::lower_bound(bp.begin(), bp.end(), std::make_pair(key, LinkId{0}));
@@ -365,6 +584,16 @@ void Topology::append_route(NodeId src, NodeId dst, std::vector<LinkId>& out) co
   check_endpoint(src, "route", "src");
   check_endpoint(dst, "route", "dst");
   if (src == dst) return;
+  if (kind_ == TopologyKind::cluster) {
+    cluster_route(src, dst, out);
+    return;
+  }
+  std::int64_t count = 0;
+  if (const LinkId* first = routed(src, dst, &count)) {
+    if (count == 0) throw std::invalid_argument(cat("no route from ", src, " to ", dst));
+    out.insert(out.end(), first, first + count);
+    return;
+  }
   if (kind_ == TopologyKind::custom) {
     const auto& dist = dist_to(dst);
     if (dist[src] == kUnreached) {
@@ -411,7 +640,7 @@ void Topology::append_route(NodeId src, NodeId dst, std::vector<LinkId>& out) co
 
 std::vector<LinkId> Topology::route(NodeId src, NodeId dst) const {
   std::vector<LinkId> out;
-  if (kind_ != TopologyKind::custom) {
+  if (!stores_links()) {
     // Reserve the exact length; the extra validation is cheap and the error
     // messages are the same as append_route's.
     check_endpoint(src, "route", "src");
@@ -425,8 +654,17 @@ std::vector<LinkId> Topology::route(NodeId src, NodeId dst) const {
 std::int32_t Topology::hops(NodeId src, NodeId dst) const {
   check_endpoint(src, "hops", "src");
   check_endpoint(dst, "hops", "dst");
-  if (kind_ == TopologyKind::custom) {
+  if (stores_links()) {
     if (src == dst) return 0;
+    if (kind_ == TopologyKind::cluster) {
+      const int loc = locality(src, dst);
+      return loc == 0 ? 2 : loc == 1 ? 4 : (sockets() > 1 ? 6 : 4);
+    }
+    std::int64_t count = 0;
+    if (routed(src, dst, &count)) {
+      if (count == 0) throw std::invalid_argument(cat("no route from ", src, " to ", dst));
+      return static_cast<std::int32_t>(count);
+    }
     const std::uint16_t d = dist_to(dst)[src];
     if (d == kUnreached) {
       throw std::invalid_argument(cat("no route from ", src, " to ", dst));
@@ -440,7 +678,15 @@ std::int32_t Topology::hops(NodeId src, NodeId dst) const {
 std::vector<std::int32_t> Topology::hops_to(NodeId dst) const {
   check_endpoint(dst, "hops_to", "dst");
   std::vector<std::int32_t> out(static_cast<std::size_t>(num_endpoints_));
-  if (kind_ == TopologyKind::custom) {
+  if (kind_ == TopologyKind::cluster) {
+    for (NodeId a = 0; a < num_endpoints_; ++a) out[a] = hops(a, dst);
+  } else if (custom_ && !custom_->route_offsets.empty()) {
+    for (NodeId a = 0; a < num_endpoints_; ++a) {
+      std::int64_t count = 0;
+      routed(a, dst, &count);
+      out[a] = a == dst ? 0 : count == 0 ? -1 : static_cast<std::int32_t>(count);
+    }
+  } else if (kind_ == TopologyKind::custom) {
     const auto& dist = dist_to(dst);
     for (NodeId a = 0; a < num_endpoints_; ++a) {
       out[a] = dist[a] == kUnreached ? -1 : std::int32_t{dist[a]};
@@ -485,6 +731,36 @@ const std::vector<std::uint16_t>& Topology::dist_to(NodeId dst) const {
   }
   dist = std::move(fresh);
   return dist;
+}
+
+const LinkId* Topology::routed(NodeId a, NodeId b, std::int64_t* count) const {
+  if (!custom_ || custom_->route_offsets.empty()) return nullptr;
+  const std::int64_t k = std::int64_t{a} * num_endpoints_ + b;
+  const std::int64_t lo = custom_->route_offsets[k];
+  *count = custom_->route_offsets[k + 1] - lo;
+  return custom_->route_links.data() + lo;
+}
+
+// The link ids of the header comment, from each rank's node and socket.
+void Topology::cluster_route(NodeId a, NodeId b, std::vector<LinkId>& out) const {
+  const ClusterData& c = *cluster_;
+  const NodeId P = num_endpoints_;
+  const NodeId S = c.sockets > 1 ? c.nodes * c.sockets : 0;
+  const NodeId N = c.nodes;
+  const NodeId na = c.rank_node[a], nb = c.rank_node[b];
+  const NodeId sa = c.rank_socket[a], sb = c.rank_socket[b];
+  out.push_back(a);  // process up
+  if (na == nb && sa == sb) {
+    out.push_back(P + b);
+    return;
+  }
+  if (S > 0) out.push_back(2 * P + sa);  // socket up
+  if (na != nb) {
+    out.push_back(2 * P + 2 * S + na);      // NIC up
+    out.push_back(2 * P + 2 * S + N + nb);  // NIC down
+  }
+  if (S > 0) out.push_back(2 * P + S + sb);  // socket down
+  out.push_back(P + b);                      // process down
 }
 
 }  // namespace wafercoll

@@ -1,3 +1,3 @@
-"""Experiments of paper 002 (Swing and recursive doubling on tori and the Wormhole n150)."""
+"""Experiments of paper 002 (Swing and recursive doubling on tori, Wormhole n150)."""
 
 from __future__ import annotations

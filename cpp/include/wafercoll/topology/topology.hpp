@@ -65,8 +65,36 @@
 // distance tables are built on first use and cached (2 bytes per node and
 // destination), which is why custom topologies are limited to
 // kMaxCustomNodes nodes.
+//
+// A custom topology may instead carry an explicit route table: the route of
+// every ordered pair of endpoints, given by the caller (dimension-ordered
+// routes of the Wormhole n150's two NoCs, say). Each route is checked to be a
+// chain of links from its source to its destination; an empty route for
+// a != b means "no route". A family label and a display name may replace
+// "custom" in kind() and name() (with_labels).
+//
+// Clusters. cluster(nodes, ppn, sockets, rank_node) holds nodes * ppn
+// processes (the endpoints), in node-major order unless rank_node says
+// otherwise (each node gets exactly ppn ranks; a node's ranks fill its
+// sockets in increasing rank order, ppn / sockets each). Hidden routers: one
+// switch per socket (only when sockets > 1), one router per node, one fabric
+// switch. With P processes, S = nodes * sockets socket switches (0 when
+// sockets == 1) and N = nodes, node ids are processes [0, P), socket switches
+// [P, P + S), node routers [P + S, P + S + N) and the fabric P + S + N. Links:
+//   process up   i: i -> its switch          id i            (class process)
+//   process down i: its switch -> i          id P + i        (class process)
+//   socket up    s: s -> its node router     id 2P + s       (class socket)
+//   socket down  s: node router -> s         id 2P + S + s   (class socket)
+//   NIC up       n: node router n -> fabric  id 2P + 2S + n  (class nic)
+//   NIC down     n: fabric -> node router n  id 2P + 2S + N + n
+// where a process's switch is its socket switch, or its node router when
+// sockets == 1. Routes: same socket [up a, down b]; same node [up a, socket up,
+// socket down, down b]; other node [up a, (socket up), NIC up, NIC down,
+// (socket down), down b]. All off-node traffic of a node therefore shares its
+// NIC links: the injection limit R_N of the max-rate model.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -84,7 +112,10 @@ struct Link {
   Seconds latency_s;
 };
 
-enum class TopologyKind : std::uint8_t { line, ring, mesh, torus, custom };
+enum class TopologyKind : std::uint8_t { line, ring, mesh, torus, custom, cluster };
+
+// Link classes of a cluster (bandwidth and latency are given per class).
+enum class ClusterLinkClass : std::uint8_t { process = 0, socket = 1, nic = 2 };
 
 const char* to_string(TopologyKind kind);
 
@@ -93,6 +124,10 @@ class Topology {
   // Hard limits that keep a malformed request from exhausting memory.
   static constexpr std::int64_t kMaxGridNodes = std::int64_t{1} << 22;
   static constexpr std::int64_t kMaxCustomNodes = 20000;
+  // Explicit route tables hold endpoints^2 routes.
+  static constexpr std::int64_t kMaxRoutedEndpoints = 4096;
+  static constexpr std::int64_t kMaxRouteTableLinks = std::int64_t{1} << 26;
+  static constexpr std::int64_t kMaxClusterRanks = std::int64_t{1} << 21;
 
   // Families. Every link gets bandwidth_Bps (> 0, finite) and latency_s
   // (>= 0, finite); sizes are >= 1. Invalid arguments throw
@@ -109,9 +144,25 @@ class Topology {
   // duplicate (src, dst), per-link bandwidth and latency as above.
   static Topology custom(NodeId num_endpoints, NodeId num_hidden_routers,
                          std::vector<Link> links);
+  // The same with an explicit route table: the route from a to b is
+  // route_links[route_offsets[a * E + b] .. route_offsets[a * E + b + 1]),
+  // with E * E + 1 offsets. Checked as described in the header comment.
+  static Topology custom_routed(NodeId num_endpoints, NodeId num_hidden_routers,
+                                std::vector<Link> links,
+                                std::vector<std::int64_t> route_offsets,
+                                std::vector<LinkId> route_links);
+  // nodes * ppn processes; rank_node empty = node-major order. bandwidth_Bps
+  // and latency_s per ClusterLinkClass (process, socket, nic).
+  static Topology cluster(NodeId nodes, NodeId ppn, NodeId sockets,
+                          std::vector<NodeId> rank_node,
+                          const std::array<BytesPerSecond, 3>& bandwidth_Bps,
+                          const std::array<Seconds, 3>& latency_s);
+  // A copy whose kind() and name() read `family` and `display` (custom
+  // topologies only; empty strings keep the defaults).
+  Topology with_labels(std::string family, std::string display) const;
 
   TopologyKind kind_enum() const { return kind_; }
-  std::string kind() const { return to_string(kind_); }
+  std::string kind() const { return family_.empty() ? to_string(kind_) : family_; }
   // "line(8)", "ring(8)", "mesh(4x5)", "torus(4x5)",
   // "custom(6 endpoints, 2 routers, 14 links)" (no routers: not mentioned).
   std::string name() const;
@@ -121,7 +172,17 @@ class Topology {
   LinkId num_links() const { return num_links_; }
   bool is_endpoint(NodeId node) const { return node >= 0 && node < num_endpoints_; }
 
-  // Grid shape: 1 x n for line and ring, 0 x 0 for custom.
+  // Cluster shape (0 for other families) and each rank's node and global
+  // socket index (node * sockets + socket); empty for other families.
+  NodeId cluster_nodes() const;
+  NodeId ppn() const;
+  NodeId sockets() const;
+  const std::vector<NodeId>& rank_node() const;
+  const std::vector<NodeId>& rank_socket() const;
+  // 0 = same socket (or a == b), 1 = same node, 2 = other node (clusters only).
+  int locality(NodeId a, NodeId b) const;
+
+  // Grid shape: 1 x n for line and ring, 0 x 0 for custom and cluster.
   NodeId rows() const { return rows_; }
   NodeId cols() const { return cols_; }
   // (row, col) of a node of a grid family; throws std::invalid_argument on a
@@ -150,6 +211,7 @@ class Topology {
 
  private:
   struct CustomData;  // links, adjacency and the lazy routing tables
+  struct ClusterData;  // rank placement of a cluster
 
   Topology() = default;
   static Topology grid(TopologyKind kind, NodeId rows, NodeId cols,
@@ -169,6 +231,13 @@ class Topology {
 
   // Custom helper: hop distances from every node to endpoint dst (cached).
   const std::vector<std::uint16_t>& dist_to(NodeId dst) const;
+  // Explicit route a -> b of a routed custom topology: [first, last) into
+  // its route_links, or nullptr when the table is absent.
+  const LinkId* routed(NodeId a, NodeId b, std::int64_t* count) const;
+  void cluster_route(NodeId a, NodeId b, std::vector<LinkId>& out) const;
+  bool stores_links() const {
+    return kind_ == TopologyKind::custom || kind_ == TopologyKind::cluster;
+  }
 
   TopologyKind kind_ = TopologyKind::custom;
   NodeId num_endpoints_ = 0;
@@ -186,6 +255,8 @@ class Topology {
   // Custom family. Shared between copies: the graph is immutable and the
   // cache only ever gains tables, so sharing it is safe (it has its own lock).
   std::shared_ptr<CustomData> custom_;
+  std::shared_ptr<const ClusterData> cluster_;
+  std::string family_, display_;  // with_labels()
 };
 
 }  // namespace wafercoll
