@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <numeric>
@@ -153,6 +154,17 @@ class HeapQueue {
   std::vector<Event> h_;
 };
 
+// Hash of a time by its bits (std::hash<double> goes through a byte-wise
+// hash; times here are exact values, so equal times have equal bits, and
+// -0.0 never occurs).
+struct TimeHash {
+  std::size_t operator()(Seconds t) const {
+    std::uint64_t b;
+    std::memcpy(&b, &t, sizeof b);
+    return static_cast<std::size_t>((b * 0x9E3779B97F4A7C15ull) >> 32);
+  }
+};
+
 // Events grouped by their exact time: a min-heap of the distinct pending
 // times, one vector of events per time, sorted by the tie key when its time
 // comes. Same order as HeapQueue, but when many events share a time (a
@@ -187,7 +199,7 @@ class TimeBucketQueue {
     }
     // Most pushes go to one of a few times (the next hop, the next ramp): a
     // small direct-mapped cache of time -> bucket spares the hash lookup.
-    const std::size_t slot = std::hash<Seconds>{}(e.t) & (kCache - 1);
+    const std::size_t slot = TimeHash{}(e.t) & (kCache - 1);
     if (cache_t_[slot] == e.t && cache_b_[slot] != kNone) {
       buckets_[cache_b_[slot]].push_back(e);
       ++pending_;
@@ -229,7 +241,7 @@ class TimeBucketQueue {
     const auto it = index_.find(now_);
     const std::uint32_t b = it->second;
     index_.erase(it);
-    const std::size_t slot = std::hash<Seconds>{}(now_) & (kCache - 1);
+    const std::size_t slot = TimeHash{}(now_) & (kCache - 1);
     if (cache_t_[slot] == now_) cache_b_[slot] = kNone;  // the bucket is reused
     cur_.swap(buckets_[b]);
     buckets_[b].clear();
@@ -241,7 +253,7 @@ class TimeBucketQueue {
       std::sort(cur_.begin(), cur_.end(), key_less);
   }
   std::vector<Seconds> times_;
-  std::unordered_map<Seconds, std::uint32_t> index_;
+  std::unordered_map<Seconds, std::uint32_t, TimeHash> index_;
   std::vector<std::vector<Event>> buckets_;
   std::vector<std::uint32_t> free_;
   std::vector<Event> cur_, extra_;
@@ -583,24 +595,43 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   // not yet matched by every stream dependency, and the packets ready to go.
   // A first-in first-out list of times that reuses its storage once drained
   // (std::deque would allocate a 512-byte block per stream).
+  // A FIFO of times that lives inside its owner while it holds at most
+  // kInline entries (the usual case: a stream rarely runs more than a few
+  // packets ahead), so a stream's state is one contiguous record.
   struct Fifo {
-    std::vector<Seconds> v;
-    std::size_t head = 0;
-    bool empty() const { return head == v.size(); }
-    Seconds front() const { return v[head]; }
-    void push_back(Seconds x) { v.push_back(x); }
+    enum : std::uint32_t { kInline = 4 };
+    Seconds buf[kInline];
+    std::uint32_t head = 0, count = 0;  // ring over buf
+    std::vector<Seconds> spill;         // entries after the inline ones
+    std::size_t spill_head = 0;
+    bool empty() const { return count == 0; }
+    Seconds front() const { return buf[head]; }
+    void push_back(Seconds x) {
+      if (count < kInline && spill_head == spill.size()) {
+        buf[(head + count++) % kInline] = x;
+      } else {
+        spill.push_back(x);
+      }
+    }
     void pop_front() {
-      if (++head == v.size()) {
-        v.clear();
-        head = 0;
+      head = (head + 1) % kInline;
+      --count;
+      if (spill_head < spill.size()) {  // refill in order
+        buf[(head + count++) % kInline] = spill[spill_head++];
+        if (spill_head == spill.size()) {
+          spill.clear();
+          spill_head = 0;
+        }
       }
     }
   };
   struct StreamState {
-    std::vector<Fifo> queues;  // per stream dependency
-    Fifo ready;                // packet k can go from this time
-    std::int64_t next = -1;                   // packet to inject; -1 not started
-    Seconds pace = 0.0;                       // first stage free again
+    Fifo ready;                 // packet k can go from this time
+    std::int32_t nq = 0;        // stream dependencies
+    std::vector<Fifo> queues;   // one per dependency when nq > 1 (else unused:
+                                // a single dependency's times are ready times)
+    std::int64_t next = -1;     // packet to inject; -1 not started
+    Seconds pace = 0.0;         // first stage free again
   };
   std::vector<StreamState> streams;
   std::vector<std::int64_t> stream_off;                   // by d slot
@@ -637,9 +668,8 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
               streams.emplace_back();
             }
             StreamState& st = streams[hot[t].stream_id];
-            stream_e.emplace_back(data_slot,
-                                  std::make_pair(t, static_cast<std::int32_t>(st.queues.size())));
-            st.queues.emplace_back();
+            stream_e.emplace_back(data_slot, std::make_pair(t, st.nq++));
+            if (st.nq > 1) st.queues.resize(static_cast<std::size_t>(st.nq));
             continue;
           }
           data_e.emplace_back(data_slot, t);
@@ -747,6 +777,11 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     for (std::int64_t i = stream_off[slot]; i < stream_off[slot + 1]; ++i) {
       const auto [t, q] = stream_list[i];
       StreamState& st = streams[hot[t].stream_id];
+      if (st.nq == 1) {
+        st.ready.push_back(when);
+        if (st.next >= 0) try_inject(t);
+        continue;
+      }
       st.queues[q].push_back(when);
       bool all = true;
       for (const auto& dq : st.queues) all = all && !dq.empty();
