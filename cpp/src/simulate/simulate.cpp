@@ -193,6 +193,13 @@ class TimeBucketQueue {
   }
   void push(const Event& e) {
     if (active_ && e.t <= now_) {  // the time being drained (never earlier)
+      // Usually the follow-up of the event just taken (same packet, next
+      // stage) and so the new minimum: it goes back into the slot that event
+      // left, keeping cur_ sorted from pos_.
+      if (pos_ > 0 && (pos_ == cur_.size() || key_less(e, cur_[pos_]))) {
+        cur_[--pos_] = e;
+        return;
+      }
       extra_.push_back(e);
       std::push_heap(extra_.begin(), extra_.end(), later_key);
       return;
