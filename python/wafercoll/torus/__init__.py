@@ -2,13 +2,47 @@
 
 Calling the module builds a torus topology: ``wc.torus(rows, cols)`` is
 :func:`wafercoll.topology.torus`.
+
+Modules: :mod:`~wafercoll.torus.swing` (peers and the block rule),
+:mod:`~wafercoll.torus.builders` (``swing_lo``, ``swing_bo``, ``rd_lo``,
+``rd_bo``, ``shared_memory``, ``ring_bidir`` for :func:`wafercoll.build`),
+:mod:`~wafercoll.torus.n150` (the Wormhole n150 topology and its network
+preset ``"wormhole_n150"``), :mod:`~wafercoll.torus.hops` (per-step hop
+tables) and :mod:`~wafercoll.torus.roofline` (the thesis's runtime model).
 """
 
 from __future__ import annotations
 
 from .._callable_module import make_callable
 from ..topology import torus as _torus
+from . import builders, n150, swing
+from .builders import TORUS_ALGORITHMS, hamiltonian_ring
+from .hops import HopTable, hop_table
+from .n150 import WormholeN150, n150_network, wormhole_n150
+from .roofline import THESIS, RooflineParams, roofline, thesis_time
+from .swing import peer_table, rd_peer, rho, send_blocks, step_plan, swing_peer
 
-__all__: list[str] = []
+__all__: list[str] = [
+    "THESIS",
+    "TORUS_ALGORITHMS",
+    "RooflineParams",
+    "roofline",
+    "thesis_time",
+    "HopTable",
+    "hop_table",
+    "WormholeN150",
+    "builders",
+    "n150",
+    "n150_network",
+    "wormhole_n150",
+    "hamiltonian_ring",
+    "peer_table",
+    "rd_peer",
+    "rho",
+    "send_blocks",
+    "step_plan",
+    "swing",
+    "swing_peer",
+]
 
 make_callable(__name__, _torus)

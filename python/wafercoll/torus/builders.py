@@ -1,0 +1,519 @@
+"""Allreduce schedules on tori, registered with :func:`wafercoll.build`.
+
+The algorithms of the thesis ``002`` (Chapter 5) on a ``rows x cols`` torus
+of ranks (row-major, see :mod:`wafercoll.torus.swing`), a ring of ``p``
+(``dims = (1, p)``) or the 8 x 8 compute grid of the Wormhole n150:
+
+``swing_lo``, ``rd_lo``
+    Latency-optimal: at every step each rank exchanges its whole vector with
+    its peer and adds what it receives (``log2 p`` steps).
+``swing_bo``, ``rd_bo``
+    Bandwidth-optimal: a reduce-scatter by the block rule of
+    :func:`wafercoll.torus.swing.send_mask` (the vector is cut into one block
+    per rank; block ``b`` ends at rank ``b``), then an allgather that runs the
+    steps backwards with sends and receives swapped (``2 log2 p`` steps).
+``shared_memory``
+    Every core writes its vector to DRAM, reads slice ``r`` of every other
+    vector and adds it, writes its reduced slice back, and every core reads
+    the whole result (thesis Section 2.3.3.1 and Listing A.7).
+``ring_bidir``
+    Hamiltonian-ring allreduce in both directions at once: one half of the
+    vector goes round one way, the other half the other way (the thesis's
+    future work, Section 7.3).
+
+Sizes that are not powers of two (recovered details, Section 5.4): Swing BO
+keeps every even side as it is (the latest-step block rule is exact there);
+every other side ``d`` that is not a power of two is shrunk to
+``d' = 2^floor(log2 d)``: coordinates ``c >= d'`` first add their whole
+vector into ``c - (d - d')`` and wait, the power-of-two torus runs the
+algorithm, and the results are copied back (dimensions shrunk first to last,
+restored last to first). Recursive doubling and the latency-optimal variants
+shrink every side that is not a power of two (a full-vector exchange on an
+even non-power-of-two ring would count some ranks twice).
+
+Every step is a synchronisation point, as in the thesis's kernels: a transfer
+waits for the previous step's transfers of both its ranks.
+
+Examples
+--------
+>>> import numpy as np, wafercoll as wc
+>>> s = wc.build("swing_bo", topology=wc.torus(4, 4), size_bytes=16 * 8)
+>>> x = np.arange(16 * 16).reshape(16, 16)
+>>> bool((wc.execute(s, x) == x.sum(axis=0)).all())
+True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._util import as_int
+from ..algorithms import AlgorithmInfo, register
+from ..schedule import Schedule
+from . import swing as _sw
+
+__all__ = [
+    "TORUS_ALGORITHMS",
+    "allreduce_schedule",
+    "grid_of",
+    "hamiltonian_ring",
+    "ring_bidir_schedule",
+    "shared_memory_schedule",
+]
+
+#: Algorithms of this module, in the order the experiments show them.
+TORUS_ALGORITHMS = ("swing_lo", "swing_bo", "rd_lo", "rd_bo", "shared_memory")
+_FAMILIES = ("torus", "ring", "wormhole_n150")
+_COPY, _REDUCE = 0, 1
+#: Largest ring of :func:`ring_bidir_schedule` (it has ``4 p (p - 1)`` transfers).
+RING_BIDIR_MAX_RANKS = 256
+
+
+def grid_of(p: int | None, topology: Any = None, dims: Any = None) -> tuple[int, int]:
+    """The ``(rows, cols)`` grid of ranks a torus builder works on.
+
+    Parameters
+    ----------
+    p : int or None
+        Number of ranks asked for.
+    topology : Topology, optional
+        A torus gives its shape, a ring ``(1, n)``; a topology with a
+        ``compute_shape`` (the Wormhole n150) gives that.
+    dims : (int, int), optional
+        An explicit grid, used without a topology.
+
+    Returns
+    -------
+    tuple of int
+        ``(rows, cols)`` with ``rows * cols`` ranks.
+
+    Raises
+    ------
+    ValueError
+        If ``p`` does not match the grid (the default ``p`` of
+        :func:`wafercoll.build`, the topology's endpoint count, is accepted).
+    """
+    grid: tuple[int, int] | None = None
+    if dims is not None:
+        grid = _sw._check_dims(dims)
+    elif topology is not None:
+        shape = getattr(topology, "compute_shape", None)
+        if shape is not None:
+            grid = tuple(shape)  # type: ignore[assignment]
+        elif topology.kind in ("torus", "mesh", "ring", "line"):
+            grid = tuple(topology.shape)  # type: ignore[assignment]
+        else:
+            raise ValueError(f"no grid of ranks on a {topology.kind} topology")
+    if grid is None:
+        if p is None:
+            raise ValueError("ranks is required without a topology or dims")
+        grid = (1, as_int(p, "ranks", 1))
+    rows, cols = _sw._check_dims(grid)
+    n = rows * cols
+    if p is not None and p != n:
+        default = topology is not None and p == topology.num_endpoints
+        if not default:
+            raise ValueError(
+                f"ranks = {p} does not match the {rows}x{cols} grid ({n} ranks)"
+            )
+    return rows, cols
+
+
+def _block_sizes(size_bytes: int, blocks: int) -> list[int]:
+    """Cut ``size_bytes`` into ``blocks`` near-equal blocks (larger ones first)."""
+    q, rem = divmod(size_bytes, blocks)
+    return [q + 1] * rem + [q] * (blocks - rem)
+
+
+def _runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Half-open ``[lo, hi)`` runs of True in a 1-D bool array."""
+    padded = np.concatenate(([0], mask.astype(np.int8), [0]))
+    edges = np.flatnonzero(np.diff(padded))
+    return edges[0::2], edges[1::2]
+
+
+class _Emitter:
+    """Collects step-synchronous transfers into CSR arrays.
+
+    A transfer of a step depends on the transfers of the latest earlier step
+    that involved its source or its destination, so an exchange in one step
+    (both directions with the same dependencies) is well defined and a rank
+    never reads or writes a block before the previous step on it is done.
+    """
+
+    def __init__(self, ranks: int) -> None:
+        self.touch: list[list[int]] = [[] for _ in range(ranks)]
+        self.src: list[int] = []
+        self.dst: list[int] = []
+        self.op: list[int] = []
+        self.lo: list[int] = []
+        self.hi: list[int] = []
+        self.boff = [0]
+        self.deps: list[int] = []
+        self.doff = [0]
+
+    def step(self, transfers: list[tuple[int, int, Any, Any, int]]) -> None:
+        """Add one step of ``(src, dst, lo, hi, op)`` transfers."""
+        new: dict[int, list[int]] = {}
+        for src, dst, lo, hi, op in transfers:
+            t = len(self.src)
+            self.src.append(src)
+            self.dst.append(dst)
+            self.op.append(op)
+            if isinstance(lo, int):
+                self.lo.append(lo)
+                self.hi.append(hi)
+            else:
+                self.lo.extend(lo.tolist())
+                self.hi.extend(hi.tolist())
+            self.boff.append(len(self.lo))
+            before = self.touch[src] + self.touch[dst]
+            self.deps.extend(sorted(set(before)) if self.touch[dst] else before)
+            self.doff.append(len(self.deps))
+            new.setdefault(src, []).append(t)
+            new.setdefault(dst, []).append(t)
+        for r, ts in new.items():
+            self.touch[r] = ts
+
+    def schedule(
+        self, ranks: int, block_bytes: list[int], name: str, **kw: Any
+    ) -> Schedule:
+        n = len(self.src)
+        return Schedule.from_arrays(
+            ranks,
+            block_bytes,
+            "allreduce",
+            src=np.asarray(self.src, dtype=np.int64),
+            dst=np.asarray(self.dst, dtype=np.int64),
+            dst_offsets=np.arange(n + 1, dtype=np.int64),
+            block_lo=np.asarray(self.lo, dtype=np.int64),
+            block_hi=np.asarray(self.hi, dtype=np.int64),
+            block_offsets=np.asarray(self.boff, dtype=np.int64),
+            op=np.asarray(self.op, dtype=np.uint8),
+            deps=np.asarray(self.deps, dtype=np.int64),
+            dep_offsets=np.asarray(self.doff, dtype=np.int64),
+            name=name,
+            **kw,
+        )
+
+
+def _virtual_side(d: int, keep_even: bool) -> int:
+    """Side after shrinking: ``d`` if a power of two (or even and kept)."""
+    if d & (d - 1) == 0 or (keep_even and d % 2 == 0):
+        return d
+    return 1 << (d.bit_length() - 1)
+
+
+def allreduce_schedule(
+    algorithm: str,
+    variant: str,
+    dims: Any,
+    size_bytes: int,
+    first: str = "x",
+) -> Schedule:
+    """Swing or recursive-doubling allreduce on a ``rows x cols`` torus of ranks.
+
+    Parameters
+    ----------
+    algorithm : {"swing", "rd"}
+        Peer rule (:mod:`wafercoll.torus.swing`).
+    variant : {"lo", "bo"}
+        Latency-optimal (whole vector each step) or bandwidth-optimal
+        (reduce-scatter by the block rule, then the mirrored allgather).
+    dims : int or (int, int)
+        ``(rows, cols)`` or a ring size; any sizes (see the module docstring
+        for sizes that are not powers of two).
+    size_bytes : int
+        Vector size per rank, ``>= 0``.
+    first : {"x", "y"}
+        Dimension of the first step.
+
+    Returns
+    -------
+    Schedule
+        An allreduce over all ``rows * cols`` ranks.
+    """
+    if algorithm not in _sw.ALGORITHMS:
+        raise ValueError(f"algorithm must be 'swing' or 'rd', got {algorithm!r}")
+    if variant not in ("lo", "bo"):
+        raise ValueError(f"variant must be 'lo' or 'bo', got {variant!r}")
+    rows, cols = _sw._check_dims(dims)
+    _sw._check_first(first)
+    size = as_int(size_bytes, "size_bytes", 0, 1 << 62)
+    p = rows * cols
+    keep_even = algorithm == "swing" and variant == "bo"
+    vdims = (_virtual_side(rows, keep_even), _virtual_side(cols, keep_even))
+    pv = vdims[0] * vdims[1]
+    em = _Emitter(p)
+    nblocks = pv if variant == "bo" else 1
+    whole = (0, nblocks)
+
+    def rank(y: int, x: int) -> int:
+        return y * cols + x
+
+    # Shrink: dimension 0 (rows), then dimension 1 (columns) of the rows kept.
+    folds = []
+    e0, e1 = rows - vdims[0], cols - vdims[1]
+    if e0:
+        folds.append(
+            [
+                (rank(y, x), rank(y - e0, x), *whole, _REDUCE)
+                for y in range(vdims[0], rows)
+                for x in range(cols)
+            ]
+        )
+    if e1:
+        folds.append(
+            [
+                (rank(y, x), rank(y, x - e1), *whole, _REDUCE)
+                for y in range(vdims[0])
+                for x in range(vdims[1], cols)
+            ]
+        )
+    for step in folds:
+        em.step(step)
+
+    # The power-of-two (or even) torus: virtual rank v -> real rank.
+    vy, vx = np.divmod(np.arange(pv), vdims[1])
+    real = (vy * cols + vx).tolist()
+    if pv > 1:
+        peers = _sw.peer_table(algorithm, vdims, first)
+        if variant == "lo":
+            for s in range(peers.shape[0]):
+                em.step(
+                    [
+                        (real[v], real[int(peers[s, v])], *whole, _REDUCE)
+                        for v in range(pv)
+                    ]
+                )
+        else:
+            mask = _sw.send_mask(peers)
+            runs = [
+                [_runs(mask[s, v]) for v in range(pv)] for s in range(peers.shape[0])
+            ]
+            for s in range(peers.shape[0]):  # reduce-scatter
+                em.step(
+                    [
+                        (real[v], real[int(peers[s, v])], *runs[s][v], _REDUCE)
+                        for v in range(pv)
+                        if runs[s][v][0].size
+                    ]
+                )
+            for s in range(peers.shape[0] - 1, -1, -1):  # mirrored allgather
+                step = []
+                for v in range(pv):
+                    q = int(peers[s, v])
+                    if runs[s][q][0].size:  # v got these blocks from q
+                        step.append((real[v], real[q], *runs[s][q], _COPY))
+                em.step(step)
+
+    # Restore: the results go back, last shrunk dimension first.
+    for step in reversed(folds):
+        em.step([(dst, src, *whole, _COPY) for src, dst, *_ in step])
+    name = f"{algorithm}_{variant}({rows}x{cols}, {size} B)"
+    return em.schedule(p, _block_sizes(size, nblocks), name)
+
+
+def hamiltonian_ring(dims: Any) -> list[int]:
+    """A cycle through every rank of a ``rows x cols`` torus, as a rank order.
+
+    With an even number of rows (or columns) it is a snake whose every hop is
+    a neighbour: along row 0, back and forth over columns ``1 .. cols-1`` of
+    the other rows, and home up column 0. With both odd, every row is walked
+    rightwards (wrapping) starting below the previous row's last rank; only
+    the closing hop is longer than one link. A ring of ``p`` is ``0 .. p-1``.
+    """
+    rows, cols = _sw._check_dims(dims)
+    if rows == 1 or cols == 1:
+        return list(range(rows * cols))
+    if rows % 2 and cols % 2 == 0:
+        order = hamiltonian_ring((cols, rows))
+        return [(r % rows) * cols + r // rows for r in order]
+    if rows % 2 == 0:
+        order = list(range(cols))
+        for y in range(1, rows):
+            xs = range(1, cols) if y % 2 == 0 else range(cols - 1, 0, -1)
+            order += [y * cols + x for x in xs]
+        order += [y * cols for y in range(rows - 1, 0, -1)]
+        return order
+    order = []
+    start = 0
+    for y in range(rows):
+        order += [y * cols + (start + i) % cols for i in range(cols)]
+        start = (start + cols - 1) % cols
+    return order
+
+
+def ring_bidir_schedule(dims: Any, size_bytes: int) -> Schedule:
+    """Bidirectional Hamiltonian-ring allreduce on a ``rows x cols`` torus.
+
+    The vector is cut in two halves, each into ``p`` blocks. Half 0 runs the
+    ring reduce-scatter and allgather along :func:`hamiltonian_ring`, half 1
+    along the same ring reversed, in the same ``2 (p - 1)`` steps; each rank
+    sends ``2 (p - 1) / p`` of its vector in total.
+    """
+    rows, cols = _sw._check_dims(dims)
+    size = as_int(size_bytes, "size_bytes", 0, 1 << 62)
+    p = rows * cols
+    if p > RING_BIDIR_MAX_RANKS:
+        raise ValueError(
+            f"ring_bidir: rows * cols = {p} exceeds the limit of "
+            f"{RING_BIDIR_MAX_RANKS} ranks"
+        )
+    order = hamiltonian_ring((rows, cols))
+    halves = (_block_sizes(size - size // 2, p), _block_sizes(size // 2, p))
+    em = _Emitter(p)
+    for phase, op in ((0, _REDUCE), (1, _COPY)):
+        for t in range(p - 1):
+            step = []
+            for i in range(p):
+                for half, sign in ((0, 1), (1, -1)):
+                    # Position i sends the block of position i - t (reduce-
+                    # scatter) or i + 1 - t (allgather), counted along its way.
+                    j = (i - sign * (t - phase)) % p
+                    b = half * p + order[j]
+                    dst = order[(i + sign) % p]
+                    step.append((order[i], dst, b, b + 1, op))
+            em.step(step)
+    return em.schedule(p, halves[0] + halves[1], f"ring_bidir({rows}x{cols}, {size} B)")
+
+
+def shared_memory_schedule(p: int, size_bytes: int) -> Schedule:
+    """Shared-memory allreduce of ``p`` cores through DRAM.
+
+    Ranks ``0 .. p-1`` are the cores; ranks ``p + q`` (``q < p``) are the DRAM
+    region that holds core ``q``'s vector and rank ``2 p`` the region of the
+    result. The DRAM ranks hold no input (they are not participants); on a
+    topology they are the endpoints behind the DRAM port (see
+    :func:`wafercoll.torus.with_dram` and the Wormhole n150).
+
+    Steps (thesis Section 5.2.2): every core copies its vector to its region;
+    core ``r`` reads slice ``r`` of every other region and adds it; it writes
+    its reduced slice to the result region; every core reads the whole
+    result. The vector is cut into ``p`` slices.
+    """
+    n = as_int(p, "p", 1, _sw.MAX_GRID_RANKS)
+    size = as_int(size_bytes, "size_bytes", 0, 1 << 62)
+    em = _Emitter(2 * n + 1)
+    em.step([(q, n + q, 0, n, _COPY) for q in range(n)])
+    # The reads of one core from the regions are sequential (one NoC reader).
+    for k in range(1, n):
+        em.step([(n + (r + k) % n, r, r, r + 1, _REDUCE) for r in range(n)])
+    em.step([(r, 2 * n, r, r + 1, _COPY) for r in range(n)])
+    em.step([(2 * n, r, 0, n, _COPY) for r in range(n)])
+    return em.schedule(
+        2 * n + 1,
+        _block_sizes(size, n),
+        f"shared_memory({n} cores, {size} B)",
+        participants=range(n),
+    )
+
+
+# ---------------------------------------------------------------- registry
+
+
+def _cores(p: int, topology: Any) -> int:
+    """Core count: a DRAM-backed topology's ``num_cores`` for the default ranks."""
+    cores = getattr(topology, "num_cores", None)
+    if cores is not None and p == topology.num_endpoints:
+        return int(cores)
+    return p
+
+
+def _grid_builder(algorithm: str, variant: str) -> Any:
+    def builder(
+        p: int,
+        size: int,
+        *,
+        topology: Any = None,
+        first: str = "x",
+        dims: Any = None,
+    ) -> Schedule:
+        grid = grid_of(_cores(p, topology), topology, dims)
+        return allreduce_schedule(algorithm, variant, grid, size, first)
+
+    return builder
+
+
+def _ring_bidir_builder(
+    p: int, size: int, *, topology: Any = None, dims: Any = None
+) -> Schedule:
+    return ring_bidir_schedule(grid_of(_cores(p, topology), topology, dims), size)
+
+
+def _shared_memory_builder(
+    p: int, size: int, *, topology: Any = None, dims: Any = None
+) -> Schedule:
+    cores = _cores(p, topology)
+    if topology is not None or dims is not None:
+        rows, cols = grid_of(cores, topology, dims)
+        cores = rows * cols
+    return shared_memory_schedule(cores, size)
+
+
+_THESIS = "Allreduce on the Tenstorrent Wormhole n150 (thesis 002)"
+_SWING = "De Sensi et al., Swing, NSDI 2024; " + _THESIS
+for _alg, _var, _src, _summary in (
+    (
+        "swing",
+        "lo",
+        _SWING + ", Section 3.2.1",
+        "Swing peers (+-1, 3, 5, 11, ... per dimension), whole vector every step",
+    ),
+    (
+        "swing",
+        "bo",
+        _SWING + ", Section 3.2.1, Listing 3.1",
+        "Swing reduce-scatter by the reach block rule, then mirrored allgather",
+    ),
+    (
+        "rd",
+        "lo",
+        _THESIS + ", Section 2.3.3.3",
+        "recursive doubling per dimension (XOR 2^k), whole vector every step",
+    ),
+    (
+        "rd",
+        "bo",
+        _THESIS + ", Section 2.3.3.3",
+        "recursive-doubling reduce-scatter by the block rule, then allgather",
+    ),
+):
+    register(
+        AlgorithmInfo(
+            f"{_alg}_{_var}",
+            "allreduce",
+            _FAMILIES,
+            _src,
+            _summary,
+            _grid_builder(_alg, _var),
+            {"first": "x", "dims": None},
+            max_ranks=_sw.MAX_GRID_RANKS,
+        )
+    )
+register(
+    AlgorithmInfo(
+        "shared_memory",
+        "allreduce",
+        (*_FAMILIES, "torus_dram"),
+        _THESIS + ", Sections 2.3.3.1 and 5.2.2",
+        "vectors to DRAM, each core reduces its slice, writes it, all read the result",
+        _shared_memory_builder,
+        {"dims": None},
+        max_ranks=_sw.MAX_GRID_RANKS * 2 + 1,
+    )
+)
+register(
+    AlgorithmInfo(
+        "ring_bidir",
+        "allreduce",
+        _FAMILIES,
+        _THESIS + ", Section 7.3 (future work); Patarasuk and Yuan 2009",
+        "Hamiltonian-ring allreduce, half the vector each way round",
+        _ring_bidir_builder,
+        {"dims": None},
+        max_ranks=RING_BIDIR_MAX_RANKS,
+    )
+)

@@ -1,0 +1,125 @@
+"""Hop counts of Swing and recursive doubling on a topology (thesis Section 6.3.2).
+
+For every step of the algorithm, each rank's hops to its peer are the link
+count of ``topology.route(rank, peer)``: on :func:`wafercoll.torus` the
+ring distance in the step's dimension, on the Wormhole n150 the hops on the
+chosen NoC across the physical 10 x 12 grid, hidden rows and columns
+included (recovered details, Section 4.5). The thesis's "worst case" of a
+step is the largest of these; a node's total is the sum over its steps.
+
+The bandwidth-optimal variants use the same peers (their allgather repeats
+the steps backwards), so one table covers ``swing_lo`` and ``swing_bo``.
+
+Examples
+--------
+>>> import wafercoll as wc
+>>> t = wc.torus.hop_table("rd", wc.torus.wormhole_n150(harvested_row=10))
+>>> t.per_step_worst.tolist(), t.worst_total
+([1, 2, 2, 3, 5, 5], 18)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import swing as _sw
+from .builders import grid_of
+
+__all__ = ["HopTable", "hop_table"]
+
+
+@dataclass(frozen=True)
+class HopTable:
+    """Hops of every rank at every step.
+
+    Attributes
+    ----------
+    algorithm : str
+        ``"swing"`` or ``"rd"``.
+    topology : str
+        Name of the topology.
+    steps : list of str
+        Step labels, e.g. ``"x0"``, ``"y0"``, ``"x1"``.
+    peers : numpy.ndarray
+        ``(steps, ranks)`` peer of every rank.
+    hops : numpy.ndarray
+        ``(steps, ranks)`` hops from every rank to its peer.
+    """
+
+    algorithm: str
+    topology: str
+    steps: list[str]
+    peers: np.ndarray
+    hops: np.ndarray
+
+    @property
+    def per_step_worst(self) -> np.ndarray:
+        """Most hops of any rank in each step."""
+        return self.hops.max(axis=1)
+
+    @property
+    def worst_total(self) -> int:
+        """Sum of :attr:`per_step_worst` (the thesis's 1 + 2 + 2 + 3 + 5 + 5)."""
+        return int(self.per_step_worst.sum())
+
+    @property
+    def node_totals(self) -> np.ndarray:
+        """Each rank's hops summed over the steps."""
+        return self.hops.sum(axis=0)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data: labels, per-step worst, per-node totals."""
+        return {
+            "algorithm": self.algorithm,
+            "topology": self.topology,
+            "steps": list(self.steps),
+            "per_step_worst": self.per_step_worst.tolist(),
+            "worst_total": self.worst_total,
+            "node_totals": self.node_totals.tolist(),
+        }
+
+
+def hop_table(algorithm: str, topology: Any, first: str = "x") -> HopTable:
+    """Per-step hops of Swing or recursive doubling on a topology.
+
+    Parameters
+    ----------
+    algorithm : str
+        ``"swing"`` or ``"rd"``, or a builder name (``"swing_lo"``,
+        ``"swing_bo"``, ``"rd_lo"``, ``"rd_bo"``).
+    topology : Topology
+        A torus, a ring or the Wormhole n150 (its compute grid).
+    first : {"x", "y"}
+        Dimension of the first step (the thesis: ``"x"``, horizontal).
+
+    Returns
+    -------
+    HopTable
+
+    Raises
+    ------
+    ValueError
+        For an unknown algorithm, or recursive doubling on sides that are
+        not powers of two.
+    """
+    if not isinstance(algorithm, str):
+        raise TypeError(f"algorithm must be a string, got {type(algorithm).__name__}")
+    alg = algorithm.removesuffix("_lo").removesuffix("_bo")
+    if alg not in _sw.ALGORITHMS:
+        raise ValueError(
+            "algorithm must be 'swing', 'rd', 'swing_lo', 'swing_bo', 'rd_lo' or "
+            f"'rd_bo', got {algorithm!r}"
+        )
+    if getattr(topology, "kind", None) is None:
+        raise TypeError("topology must be a wafercoll.Topology")
+    dims = grid_of(None, topology)
+    peers = _sw.peer_table(alg, dims, first)
+    hops = np.empty_like(peers)
+    for s in range(peers.shape[0]):
+        for r in range(peers.shape[1]):
+            hops[s, r] = topology.hops(r, int(peers[s, r]))
+    labels = [f"{d}{k}" for d, k in _sw.step_plan(dims, first)]
+    return HopTable(alg, topology.name, labels, peers, hops)

@@ -1,0 +1,230 @@
+"""Swing and recursive doubling on tori: peers, block rules and the schedules.
+
+Expected values come from the definitions, recomputed here by other means
+(sums instead of the closed form, set recursion instead of the bitmask rule,
+byte counts from the vector size).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import wafercoll as wc
+from wafercoll.torus import builders, swing
+
+GRID_BUILDERS = ["swing_lo", "swing_bo", "rd_lo", "rd_bo"]
+ALL_BUILDERS = [*GRID_BUILDERS, "ring_bidir", "shared_memory"]
+
+
+def rho_by_sum(s):
+    return sum((-2) ** i for i in range(s + 1))
+
+
+def test_swing_peer_is_the_papers_formula():
+    for p in range(1, 40):
+        for s in range(8):
+            for r in range(p):
+                d = rho_by_sum(s)
+                want = (r + d) % p if r % 2 == 0 else (r - d) % p
+                assert wc.torus.swing_peer(r, s, p) == want
+    assert [wc.torus.rho(s) for s in range(8)] == [rho_by_sum(s) for s in range(8)]
+
+
+@pytest.mark.parametrize("p", range(2, 65, 2))
+def test_swing_peer_is_an_involution_for_even_p(p):
+    for s in range(8):
+        for r in range(p):
+            q = wc.torus.swing_peer(r, s, p)
+            assert q != r and wc.torus.swing_peer(q, s, p) == r
+            assert (q - r) % 2 == 1  # even ranks pair with odd ranks
+
+
+def test_rd_peer_and_bad_input():
+    assert [wc.torus.rd_peer(5, s, 8) for s in range(3)] == [4, 7, 1]
+    with pytest.raises(ValueError, match="power of two"):
+        wc.torus.rd_peer(0, 0, 6)
+    with pytest.raises(ValueError, match="r must be"):
+        wc.torus.swing_peer(8, 0, 8)
+    with pytest.raises(ValueError, match="p must be"):
+        wc.torus.swing_peer(0, 0, 0)
+    with pytest.raises(TypeError):
+        wc.torus.swing_peer(0.5, 0, 8)
+    with pytest.raises(ValueError, match="first"):
+        wc.torus.step_plan((8, 8), first="z")
+    with pytest.raises(ValueError, match="limit"):
+        wc.torus.peer_table("swing", (64, 64))
+
+
+def reach_sets(peers):
+    """Reach(q, s) by the recursion of the thesis's Listing 3.1, as Python sets."""
+    steps, p = peers.shape
+    memo = {}
+
+    def reach(q, s):
+        if s == steps:
+            return {q}
+        if (q, s) not in memo:
+            memo[q, s] = reach(q, s + 1) | reach(int(peers[s, q]), s + 1)
+        return memo[q, s]
+
+    return reach
+
+
+def test_block_sets_of_the_paper_example():
+    blocks = wc.torus.send_blocks("swing", 8)
+    assert [set(b) for b in blocks[0]] == [{1, 2, 5, 6}, {4, 7}, {3}]
+    assert [set(b) for b in blocks[1]] == [{0, 3, 4, 7}, {2, 5}, {6}]
+
+
+@pytest.mark.parametrize(
+    "alg,dims", [("swing", 8), ("swing", (4, 4)), ("rd", 16), ("rd", (4, 8))]
+)
+def test_block_sets_are_the_reach_sets_for_powers_of_two(alg, dims):
+    peers = wc.torus.peer_table(alg, dims)
+    reach = reach_sets(peers)
+    blocks = wc.torus.send_blocks(alg, dims)
+    for r, per_step in enumerate(blocks):
+        for s, b in enumerate(per_step):
+            assert set(b) == reach(int(peers[s, r]), s + 1)
+
+
+def test_step_plan_alternates_and_skips():
+    assert wc.torus.step_plan((8, 8)) == [
+        ("x", 0),
+        ("y", 0),
+        ("x", 1),
+        ("y", 1),
+        ("x", 2),
+        ("y", 2),
+    ]
+    assert wc.torus.step_plan((2, 8), first="y") == [
+        ("y", 0),
+        ("x", 0),
+        ("x", 1),
+        ("x", 2),
+    ]
+
+
+def run(name, dims, size, rng):
+    p = dims[0] * dims[1]
+    topo = wc.ring(p) if dims[0] == 1 else wc.torus(*dims)
+    s = wc.build(name, size_bytes=size, topology=topo)
+    wc.verify(s)
+    x = rng.integers(-1000, 1000, size=(s.num_ranks, 2 * p + 1))
+    out = wc.execute(s, x)
+    want = x[:p].sum(axis=0)
+    assert (out[:p] == want).all(), (name, dims)
+    return s
+
+
+@pytest.mark.parametrize("name", ALL_BUILDERS)
+def test_builders_on_rings(name, rng):
+    for p in range(2, 34):
+        for size in (8 * p, 8 * p + 5):
+            run(name, (1, p), size, rng)
+
+
+@pytest.mark.parametrize("name", ALL_BUILDERS)
+def test_builders_on_2d_tori(name, rng):
+    for r in range(1, 9):
+        for c in range(1, 9):
+            if r > 1:
+                run(name, (r, c), 8 * r * c + 3, rng)
+
+
+def rs_bytes(s):
+    """Bytes each rank sends in reducing transfers (the reduce-scatter)."""
+    red = s.op == 1
+    return np.bincount(s.src[red], s.transfer_bytes()[red], s.num_ranks)
+
+
+@pytest.mark.parametrize(
+    "dims", [(1, p) for p in range(2, 34, 2)] + [(2, 6), (4, 6), (6, 6), (8, 6), (8, 8)]
+)
+def test_swing_bo_sends_the_minimum_for_even_sides(dims):
+    p = dims[0] * dims[1]
+    size = 64 * p
+    s = wc.build("swing_bo", p, size, dims=dims)
+    assert np.array_equal(rs_bytes(s), np.full(p, (p - 1) * size // p))
+    sent = s.stats()["bytes_sent"]
+    assert np.array_equal(sent, np.full(p, 2 * (p - 1) * size // p))
+
+
+@pytest.mark.parametrize("dims", [(1, 2), (1, 16), (4, 4), (2, 8), (8, 8)])
+def test_rd_bo_sends_the_minimum_for_powers_of_two(dims):
+    p = dims[0] * dims[1]
+    s = wc.build("rd_bo", p, 64 * p, dims=dims)
+    assert np.array_equal(rs_bytes(s), np.full(p, (p - 1) * 64))
+
+
+def test_non_power_of_two_shrinks():
+    # rd_bo on 6 ranks: ranks 4, 5 add their vector into 2, 3 and wait; the 4
+    # others run recursive doubling on 4 blocks; 2 and 3 copy the result back.
+    size = 4 * 100
+    s = wc.build("rd_bo", 6, size)
+    sent = s.stats()["bytes_sent"]
+    assert sent.tolist() == [
+        2 * 3 * 100,
+        2 * 3 * 100,
+        2 * 3 * 100 + size,
+        2 * 3 * 100 + size,
+        size,
+        size,
+    ]
+    lo = wc.build("swing_lo", 6, size)
+    assert lo.num_steps == 1 + 2 + 1
+
+
+def test_lo_sends_the_whole_vector_every_step():
+    s = wc.build("swing_lo", 64, 1000, dims=(8, 8))
+    assert s.num_steps == 6
+    assert (s.stats()["bytes_sent"] == 6 * 1000).all()
+
+
+def test_hamiltonian_ring_uses_neighbour_links():
+    for dims in [(2, 3), (4, 4), (3, 4), (8, 8), (6, 5)]:
+        order = wc.torus.hamiltonian_ring(dims)
+        assert sorted(order) == list(range(dims[0] * dims[1]))
+        t = wc.torus(*dims)
+        hops = [t.hops(a, b) for a, b in zip(order, order[1:] + order[:1])]
+        assert hops == [1] * len(order)
+    order = wc.torus.hamiltonian_ring((3, 5))
+    t = wc.torus(3, 5)
+    hops = [t.hops(a, b) for a, b in zip(order, order[1:] + order[:1])]
+    assert sorted(order) == list(range(15)) and hops[:-1] == [1] * 14
+
+
+def test_ring_bidir_bytes():
+    p, size = 16, 16 * 2 * 10
+    s = wc.build("ring_bidir", topology=wc.torus(4, 4), size_bytes=size)
+    assert (s.stats()["bytes_sent"] == 2 * (p - 1) * size // p).all()
+    assert s.num_steps == 2 * (p - 1)
+
+
+def test_shared_memory_shape():
+    s = wc.build("shared_memory", 4, 400)
+    assert s.num_ranks == 9
+    assert s.participants.tolist() == [True] * 4 + [False] * 5
+    # write 400, read 3 slices of 100, write 100 (cores); the DRAM sends.
+    assert s.stats()["bytes_sent"][:4].tolist() == [500] * 4
+
+
+def test_build_rejects_bad_input():
+    with pytest.raises(ValueError, match="does not match"):
+        wc.build("swing_bo", ranks=12, size_bytes=64, topology=wc.torus(4, 4))
+    with pytest.raises(ValueError, match="applies to"):
+        wc.build("swing_bo", size_bytes=64, topology=wc.mesh(4, 4))
+    with pytest.raises(ValueError, match="first"):
+        wc.build("swing_lo", 8, 64, first="diagonal")
+    with pytest.raises(ValueError, match="ranks"):
+        wc.build("swing_lo", 1 << 20, 64)
+    with pytest.raises(ValueError, match="limit"):
+        builders.ring_bidir_schedule((32, 32), 64)
+    with pytest.raises(ValueError, match="variant"):
+        builders.allreduce_schedule("swing", "xo", 8, 64)
+
+
+def test_send_mask_rejects_a_non_involution():
+    with pytest.raises(ValueError, match="involution"):
+        swing.send_mask(np.array([[1, 2, 0]]))
