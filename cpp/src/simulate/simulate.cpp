@@ -565,15 +565,19 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     hot[t] = TransferHot{p.npackets[t], p.last_bytes[t], p.base[t], -1, p.key0[t],
                          p.canon[t], -1};
   const std::int64_t S_slots = static_cast<std::int64_t>(s.dst_array().size());
-  std::vector<std::int64_t> slot_left(S_slots);
-  std::vector<std::int64_t> ej_res(S_slots, -1);
+  // Per destination slot, what every delivered packet touches, together:
+  // packets still to be processed (left) and delivered (deliv), and the
+  // ejection channel once chosen.
+  struct SlotState {
+    std::int64_t left, deliv, ej_res;
+  };
+  std::vector<SlotState> slot(S_slots);
   const std::vector<RankId>& slot_transfer_dst = s.dst_array();
-  std::vector<std::int64_t> deliv_left(S_slots);
   for (TransferId t = 0; t < T; ++t) {
     pending[t] = s.num_deps(t);
     dst_left[t] = s.num_dsts(t);
     for (std::int64_t i = s.dst_offsets()[t]; i < s.dst_offsets()[t + 1]; ++i)
-      slot_left[i] = deliv_left[i] = hot[t].npackets;
+      slot[i] = SlotState{hot[t].npackets, hot[t].npackets, -1};
   }
   const Successors succ = successors(s);
   const double copy_cost = net.copy_s_per_byte;
@@ -780,8 +784,8 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     for (std::int32_t c = static_cast<std::int32_t>(p.base[t]); c >= 0; c = p.nodes[c].next_sibling)
       push(a, 0, t, c, kArrive);
   };
-  auto stream_delivered = [&](std::int64_t slot, Seconds when) {
-    for (std::int64_t i = stream_off[slot]; i < stream_off[slot + 1]; ++i) {
+  auto stream_delivered = [&](std::int64_t sl, Seconds when) {
+    for (std::int64_t i = stream_off[sl]; i < stream_off[sl + 1]; ++i) {
       const auto [t, q] = stream_list[i];
       StreamState& st = streams[hot[t].stream_id];
       if (st.nq == 1) {
@@ -817,9 +821,9 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
         release(succ.list[i], finish[t]);
     }
   };
-  auto delivered = [&](std::int64_t slot, Seconds when) {  // dataflow only
-    if (--deliv_left[slot] != 0) return;
-    for (std::int64_t i = data_off[slot]; i < data_off[slot + 1]; ++i)
+  auto delivered = [&](std::int64_t sl, Seconds when) {  // dataflow only
+    if (--slot[sl].deliv != 0) return;
+    for (std::int64_t i = data_off[sl]; i < data_off[sl + 1]; ++i)
       release(data_list[i], when);
   };
   auto open_gates = [&](std::int64_t node, Seconds when) {  // dataflow only
@@ -834,9 +838,9 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
       parked.erase(it);
     }
   };
-  auto packet_done = [&](TransferId t, std::int64_t slot, Seconds when) {
-    if (--slot_left[slot] != 0) return;
-    const RankId d = slot_transfer_dst[slot];
+  auto packet_done = [&](TransferId t, std::int64_t sl, Seconds when) {
+    if (--slot[sl].left != 0) return;
+    const RankId d = slot_transfer_dst[sl];
     res.rank_finish_s[d] = std::max(res.rank_finish_s[d], when);
     finish[t] = std::max(finish[t], when);
     if (--dst_left[t] == 0) complete(t);
@@ -880,10 +884,11 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
         hot[t].inj_res = pick_channel(L + static_cast<std::int64_t>(p.place[s.src(t)]) * K);
       r = hot[t].inj_res;
     } else if (r == kEjPort) {
-      if (ej_res[nd.term] < 0)
-        ej_res[nd.term] = pick_channel(L + static_cast<std::int64_t>(E) * K +
+      std::int64_t& ej = slot[nd.term].ej_res;
+      if (ej < 0)
+        ej = pick_channel(L + static_cast<std::int64_t>(E) * K +
                                        static_cast<std::int64_t>(p.place[slot_transfer_dst[nd.term]]) * K);
-      r = ej_res[nd.term];
+      r = ej;
     }
     const Bytes w = F > 0 ? (m + F - 1) / F * F : m;
     const double ib = stage[r].inv_bw;
