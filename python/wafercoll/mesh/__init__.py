@@ -1,14 +1,64 @@
 """Collectives on meshes of chiplets: rings, trees, MultiTree and TTO.
 
+The algorithms of *Enhancing Collective Communication in MCM Accelerators for
+Deep Learning Training* (Laskar, Majhi et al., HPCA 2024) and its baselines,
+as verified schedules on :func:`wafercoll.topology.mesh`:
+:mod:`~wafercoll.mesh.builders` registers ``mesh_ring``, ``mesh_ring_bi``,
+``mesh_ring_bi_odd``, ``mesh_ring_2d``, ``mesh_dbtree``, ``mesh_multitree`` and
+``mesh_tto`` with :func:`wafercoll.build`; :mod:`~wafercoll.mesh.presets` holds
+the network models ``TABLE_II`` and ``UNIT_TIMESTEP``;
+:mod:`~wafercoll.mesh.hamiltonian` the cycles; :mod:`~wafercoll.mesh.trees`
+the trees; :mod:`~wafercoll.mesh.training` the training-time model of
+Section VIII-B.
+
 Calling the module builds a mesh topology: ``wc.mesh(rows, cols)`` is
 :func:`wafercoll.topology.mesh`.
+
+Examples
+--------
+>>> import wafercoll as wc
+>>> s = wc.build("mesh_tto", topology=wc.mesh(3, 3), size_bytes=45, chunk_bytes=9,
+...              phase="reduce_scatter")
+>>> wc.simulate(s, wc.mesh(3, 3), wc.mesh.UNIT_TIMESTEP).cycles  # Fig. 7: 24
+24.0
 """
 
 from __future__ import annotations
 
 from .._callable_module import make_callable
 from ..topology import mesh as _mesh
+from . import training
+from .builders import MESH_ALGORITHMS, mesh_shape, split_bytes
+from .hamiltonian import excluded_node, hamiltonian_cycle, hamiltonian_path
+from .presets import TABLE_II, TTO_CHUNK_BYTES, UNIT_TIMESTEP, table_ii, unit_timestep
+from .trees import (
+    MultiTree,
+    TTOTrees,
+    double_binary_tree,
+    multitree,
+    tree_depths,
+    tto_trees,
+)
 
-__all__: list[str] = []
+__all__: list[str] = [
+    "MESH_ALGORITHMS",
+    "TABLE_II",
+    "TTO_CHUNK_BYTES",
+    "UNIT_TIMESTEP",
+    "MultiTree",
+    "TTOTrees",
+    "double_binary_tree",
+    "excluded_node",
+    "hamiltonian_cycle",
+    "hamiltonian_path",
+    "mesh_shape",
+    "multitree",
+    "split_bytes",
+    "table_ii",
+    "training",
+    "tree_depths",
+    "tto_trees",
+    "unit_timestep",
+]
 
 make_callable(__name__, _mesh)

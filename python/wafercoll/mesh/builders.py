@@ -1,0 +1,662 @@
+"""AllReduce schedules on meshes of chiplets, registered with :func:`wafercoll.build`.
+
+Every builder takes ``topology=wc.topology.mesh(rows, cols)`` and uses all its
+nodes as ranks (rank = node id ``row * cols + col``); transfers between
+non-neighbours are routed by the mesh (X then Y). Names carry a ``mesh_``
+prefix (``ring`` is the generic ring of the registry):
+
+==================  ===========================================================
+name                algorithm (source)
+==================  ===========================================================
+mesh_ring           unidirectional ring over a Hamiltonian cycle (even-sized
+                    mesh) or the boustrophedon path (odd-sized mesh, a line),
+                    whose last rank reaches the first over several hops
+mesh_ring_bi        two rings in opposite directions, half the data each
+                    (even-sized meshes with both sides >= 2)
+mesh_ring_bi_odd    RingBiOdd (paper, Section IV, Algorithm 1): two opposite
+                    rings over the ``N - 1`` nodes of a cycle without one node;
+                    the excluded node sends its parts to a ring neighbour (one
+                    per direction) and gets the result back from it
+mesh_ring_2d        hierarchical ring (Section II-B): half the data rows then
+                    columns, the other half columns then rows
+mesh_dbtree         NCCL's double binary tree over the row-major ranks,
+                    chunks pipelined (recovered details 2.5, 2.6)
+mesh_multitree      MultiTree's greedy trees (recovered details 2.3, 2.4)
+mesh_tto            TTO: three edge-disjoint trees at three corners, chunks
+                    pipelined (Section V, Algorithm 2)
+==================  ===========================================================
+
+Dependencies come from a program order of single-block transfers (see
+:mod:`wafercoll.mesh._emit`): data, write order, anti-dependences and stream
+order on a link. Reductions of two children into one buffer are ordered, as
+the schedule semantics require; the simulator's ``"dataflow"`` reading
+(both presets of :mod:`wafercoll.mesh.presets`) still lets them overlap.
+
+Excluded nodes
+--------------
+``mesh_tto`` leaves the bottom-left corner out of the training (Section V-B):
+it holds no input and needs no output (``participants`` omits it), but relays
+data in the trees rooted at the top-left and bottom-right corners.
+``mesh_ring_bi_odd`` excludes a node from the *rings* only: the node still
+holds input and receives the result.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._util import as_int
+from ..algorithms import AlgorithmInfo, register
+from ..schedule import Schedule
+from . import _emit
+from .hamiltonian import excluded_node, hamiltonian_cycle, hamiltonian_path
+from .presets import TTO_CHUNK_BYTES
+from .trees import double_binary_tree, multitree, tree_depths, tto_trees
+
+__all__ = ["MESH_ALGORITHMS", "mesh_shape", "split_bytes"]
+
+#: Registered names of the mesh AllReduce builders.
+MESH_ALGORITHMS = (
+    "mesh_ring",
+    "mesh_ring_bi",
+    "mesh_ring_bi_odd",
+    "mesh_ring_2d",
+    "mesh_dbtree",
+    "mesh_multitree",
+    "mesh_tto",
+)
+_MAX_CHUNKS = 1 << 21
+_MAX_SIZE = 1 << 40
+_PHASES = ("allreduce", "reduce_scatter", "allgather")
+
+
+def mesh_shape(name: str, p: int, topology: Any) -> tuple[int, int]:
+    """``(rows, cols)`` of the mesh a builder runs on, checked."""
+    if topology is None or getattr(topology, "kind", None) != "mesh":
+        raise ValueError(f"{name} needs topology=wafercoll.topology.mesh(rows, cols)")
+    m, n = topology.shape
+    if p != m * n:
+        raise ValueError(
+            f"{name} uses every node of the {m}x{n} mesh: ranks must be {m * n}, "
+            f"got {p}"
+        )
+    if m * n < 2:
+        raise ValueError(
+            f"{name}: a 1x1 mesh holds one chiplet; no mesh algorithm applies "
+            "(an allreduce of one rank moves nothing)"
+        )
+    return m, n
+
+
+def split_bytes(total: int, parts: int, name: str = "size_bytes") -> np.ndarray:
+    """``parts`` near-equal block sizes (the first ``total % parts`` one larger)."""
+    if total < parts:
+        raise ValueError(
+            f"{name} = {total} is too small: the schedule cuts it into {parts} "
+            f"blocks, so it must be >= {parts}"
+        )
+    if total > _MAX_SIZE:
+        raise ValueError(f"{name} = {total} exceeds {_MAX_SIZE} (1 TiB)")
+    sizes = np.full(parts, total // parts, dtype=np.int64)
+    sizes[: total % parts] += 1
+    return sizes
+
+
+def _phase(name: str, phase: Any) -> str:
+    if phase not in _PHASES:
+        raise ValueError(
+            f"{name}: phase must be one of {', '.join(_PHASES)}; got {phase!r}"
+        )
+    return str(phase)
+
+
+def _chunks(name: str, size: int, chunk_bytes: Any, default: int | None) -> int:
+    """Number of chunks for ``chunk_bytes`` (``None``: ``default`` bytes)."""
+    if chunk_bytes is None:
+        if default is None:
+            return 1
+        k = min(default, max(size, 1))
+    else:
+        k = as_int(chunk_bytes, "chunk_bytes", 1)
+        if k > size:
+            raise ValueError(
+                f"{name}: chunk_bytes = {k} exceeds size_bytes = {size}; use "
+                f"chunk_bytes <= {size} (or mesh_multitree, which does not "
+                "chunk the data)"
+            )
+    c = -(-size // k)
+    if c > _MAX_CHUNKS:
+        raise ValueError(
+            f"{name}: chunk_bytes = {k} makes {c} chunks of {size} bytes; at most "
+            f"{_MAX_CHUNKS} are allowed (chunk_bytes >= {-(-size // _MAX_CHUNKS)})"
+        )
+    return c
+
+
+# ---------------------------------------------------------------- rings
+
+
+def _ring_program(
+    prog: _emit.Program, order: np.ndarray, base: int, stream: int, phase: str
+) -> None:
+    """Reduce-scatter then allgather of one ring over ``order`` (K blocks)."""
+    K = order.size
+    nxt = np.roll(order, -1)
+    if phase in ("allreduce", "reduce_scatter"):
+        for s in range(K - 1):
+            for i in range(K):
+                prog.add(int(order[i]), int(nxt[i]), base + (i - s) % K, 1, stream)
+    if phase in ("allreduce", "allgather"):
+        for s in range(K - 1):
+            for i in range(K):
+                prog.add(
+                    int(order[i]), int(nxt[i]), base + (i + 1 - s) % K, 0, stream + 1
+                )
+
+
+def _ring_owners(order: np.ndarray, base: int, owners: np.ndarray) -> None:
+    K = order.size
+    for i in range(K):
+        owners[base + (i + 1) % K] = order[i]
+
+
+def _ring_order(m: int, n: int) -> np.ndarray:
+    if m >= 2 and n >= 2 and (m * n) % 2 == 0:
+        return hamiltonian_cycle(m, n)
+    return hamiltonian_path(m, n)
+
+
+def _finish(
+    name: str,
+    p: int,
+    sizes: np.ndarray,
+    prog: _emit.Program,
+    phase: str,
+    owners: np.ndarray,
+    participants: Any = None,
+    extra: Any = None,
+) -> Schedule:
+    a = prog.arrays()
+    coll = "allreduce" if phase == "allreduce" else phase
+    return _emit.schedule_from_program(
+        p,
+        sizes,
+        coll,
+        src=a["src"],
+        dst=a["dst"],
+        block=a["block"],
+        op=a["op"],
+        stream=a["stream"],
+        extra_deps=extra,
+        owners=None if phase == "allreduce" else owners.tolist(),
+        participants=participants,
+        name=name,
+    )
+
+
+def _ring(
+    p: int, size: int, *, topology: Any = None, phase: str = "allreduce"
+) -> Schedule:
+    m, n = mesh_shape("mesh_ring", p, topology)
+    ph = _phase("mesh_ring", phase)
+    order = _ring_order(m, n)
+    sizes = split_bytes(size, p)
+    prog = _emit.Program()
+    _ring_program(prog, order, 0, 0, ph)
+    owners = np.zeros(p, np.int64)
+    _ring_owners(order, 0, owners)
+    return _finish(f"mesh_ring({m}x{n}, {size} B)", p, sizes, prog, ph, owners)
+
+
+def _ring_bi(
+    p: int, size: int, *, topology: Any = None, phase: str = "allreduce"
+) -> Schedule:
+    m, n = mesh_shape("mesh_ring_bi", p, topology)
+    ph = _phase("mesh_ring_bi", phase)
+    if m < 2 or n < 2:
+        raise ValueError(
+            f"mesh_ring_bi needs a Hamiltonian cycle, which a {m}x{n} line lacks; "
+            "use mesh_ring (or mesh_tto, two trees from the ends)"
+        )
+    if (m * n) % 2:
+        raise ValueError(
+            f"mesh_ring_bi needs a Hamiltonian cycle, which the odd-sized {m}x{n} "
+            "mesh lacks; use mesh_ring_bi_odd (RingBiOdd) or mesh_ring"
+        )
+    cyc = hamiltonian_cycle(m, n)
+    sizes = split_bytes(size, 2 * p)
+    prog = _emit.Program()
+    _ring_program(prog, cyc, 0, 0, ph)
+    _ring_program(prog, cyc[::-1].copy(), p, 2, ph)
+    owners = np.zeros(2 * p, np.int64)
+    _ring_owners(cyc, 0, owners)
+    _ring_owners(cyc[::-1].copy(), p, owners)
+    return _finish(f"mesh_ring_bi({m}x{n}, {size} B)", p, sizes, prog, ph, owners)
+
+
+def _ring_bi_odd(
+    p: int,
+    size: int,
+    *,
+    topology: Any = None,
+    exclude: Any = "corner",
+    phase: str = "allreduce",
+) -> Schedule:
+    m, n = mesh_shape("mesh_ring_bi_odd", p, topology)
+    ph = _phase("mesh_ring_bi_odd", phase)
+    if m < 3 or n < 3 or (m * n) % 2 == 0:
+        raise ValueError(
+            f"mesh_ring_bi_odd is for odd-sized meshes (both sides odd, >= 3); the "
+            f"{m}x{n} mesh "
+            + (
+                "has a Hamiltonian cycle: use mesh_ring_bi"
+                if m >= 2 and n >= 2 and (m * n) % 2 == 0
+                else "is a line: use mesh_ring"
+            )
+        )
+    E = excluded_node(m, n, exclude)
+    cyc = hamiltonian_cycle(m, n, E)
+    K = cyc.size
+    er, ec = divmod(E, n)
+    cand = [
+        v
+        for v, ok in (
+            (E - 1, ec > 0),
+            (E + 1, ec < n - 1),
+            (E - n, er > 0),
+            (E + n, er < m - 1),
+        )
+        if ok
+    ]
+    merge = cand[:2]  # west/east first (the centre's left and right), else north
+    orders = [cyc, cyc[::-1].copy()]
+    mpos = [int(np.flatnonzero(orders[d] == merge[d])[0]) for d in (0, 1)]
+    nxt = [np.roll(o, -1) for o in orders]
+    sizes = split_bytes(size, 2 * K)
+    prog = _emit.Program()
+    rs = ph in ("allreduce", "reduce_scatter")
+    ag = ph in ("allreduce", "allgather")
+
+    def ring_step(d: int, s: int, reduce: bool) -> None:
+        o, x = orders[d], nxt[d]
+        for i in range(K):
+            b = (i - s) % K if reduce else (i + 1 - s) % K
+            prog.add(
+                int(o[i]), int(x[i]), d * K + b, int(reduce), 2 * d + int(not reduce)
+            )
+
+    if rs:
+        for d in (0, 1):  # timestep 1: one part to each merge node
+            prog.add(E, merge[d], d * K + mpos[d], 1, 4 + d)
+        for s in range(K - 1):
+            for d in (0, 1):
+                ring_step(d, s, True)
+            for d in (0, 1):  # the part the merge node forwards next (or keeps)
+                prog.add(E, merge[d], d * K + (mpos[d] - s - 1) % K, 1, 4 + d)
+    if ag:
+        for d in (0, 1):  # the merge node's own result first
+            prog.add(merge[d], E, d * K + (mpos[d] + 1) % K, 0, 6 + d)
+        for s in range(K - 1):
+            for d in (0, 1):
+                ring_step(d, s, False)
+            for d in (0, 1):
+                prog.add(merge[d], E, d * K + (mpos[d] - s) % K, 0, 6 + d)
+    owners = np.zeros(2 * K, np.int64)
+    for d in (0, 1):
+        _ring_owners(orders[d], d * K, owners)
+    return _finish(
+        f"mesh_ring_bi_odd({m}x{n}, {size} B, exclude={E})",
+        p,
+        sizes,
+        prog,
+        ph,
+        owners,
+    )
+
+
+def _ring_2d(p: int, size: int, *, topology: Any = None) -> Schedule:
+    m, n = mesh_shape("mesh_ring_2d", p, topology)
+    N = m * n
+    sizes = split_bytes(size, 2 * N)
+    src: list[int] = []
+    dst: list[int] = []
+    lo: list[int] = []
+    hi: list[int] = []
+    op: list[int] = []
+    st: list[int] = []
+
+    def add(a: int, b: int, blo: int, bhi: int, reduce: int, stream: int) -> None:
+        src.append(a)
+        dst.append(b)
+        lo.append(blo)
+        hi.append(bhi)
+        op.append(reduce)
+        st.append(stream)
+
+    # Half A (blocks 0 .. N-1): block k * m + l is sub-block l (over the
+    # column ring) of row-block k (over the row ring). Half B (N .. 2N-1):
+    # block N + k * n + l is sub-block l (row ring) of column-block k.
+    def rows_of(i: int) -> list[int]:
+        return [i * n + j for j in range(n)]
+
+    def cols_of(j: int) -> list[int]:
+        return [i * n + j for i in range(m)]
+
+    def ring(group: list[int], blocks: Any, reduce: bool, stream: int) -> None:
+        K = len(group)
+        for s in range(K - 1):
+            for i in range(K):
+                k = (i - s) % K if reduce else (i + 1 - s) % K
+                b0, b1 = blocks(group[i], k)
+                add(group[i], group[(i + 1) % K], b0, b1, int(reduce), stream)
+
+    A, B = 0, N
+    # first dimension: whole row-blocks (A) / column-blocks (B)
+    row_blk = lambda v, k: (A + k * m, A + (k + 1) * m)  # noqa: E731
+    col_blk = lambda v, k: (B + k * n, B + (k + 1) * n)  # noqa: E731
+    # second dimension: the sub-blocks of the block the node owns
+    a_sub = lambda v, k: (A + ((v % n + 1) % n) * m + k,) * 2  # noqa: E731
+    b_sub = lambda v, k: (B + ((v // n + 1) % m) * n + k,) * 2  # noqa: E731
+
+    def sub(f: Any) -> Any:
+        return lambda v, k: (f(v, k)[0], f(v, k)[0] + 1)
+
+    for i in range(m):
+        ring(rows_of(i), row_blk, True, 0)
+    for j in range(n):
+        ring(cols_of(j), col_blk, True, 4)
+    for j in range(n):
+        ring(cols_of(j), sub(a_sub), True, 1)
+    for i in range(m):
+        ring(rows_of(i), sub(b_sub), True, 5)
+    for j in range(n):
+        ring(cols_of(j), sub(a_sub), False, 2)
+    for i in range(m):
+        ring(rows_of(i), sub(b_sub), False, 6)
+    for i in range(m):
+        ring(rows_of(i), row_blk, False, 3)
+    for j in range(n):
+        ring(cols_of(j), col_blk, False, 7)
+    arr = {k: np.asarray(v, np.int64) for k, v in (("lo", lo), ("hi", hi))}
+    return _emit.schedule_from_program(
+        p,
+        sizes,
+        "allreduce",
+        src=np.asarray(src),
+        dst=np.asarray(dst),
+        block=(arr["lo"], arr["hi"]),
+        op=np.asarray(op),
+        stream=np.asarray(st),
+        name=f"mesh_ring_2d({m}x{n}, {size} B)",
+    )
+
+
+# ---------------------------------------------------------------- trees
+
+
+def _tree_template(parents: np.ndarray, phase: str) -> dict[str, np.ndarray]:
+    """One chunk's transfers over trees ``k`` (block ``k``), in program order.
+
+    Reduce-scatter: children before parents (deepest first); allgather:
+    parents before children. Stream ``2 k`` (reduce) and ``2 k + 1`` (gather).
+    """
+    rows = []
+    for k, par in enumerate(parents):
+        depth = tree_depths(par)
+        for v in np.flatnonzero(par >= 0):
+            rows.append((int(depth[v]), k, int(v), int(par[v])))
+    rs = sorted(rows, key=lambda r: (-r[0], r[1], r[2]))
+    ag = sorted(rows, key=lambda r: (r[0], r[1], r[2]))
+    out: dict[str, list[int]] = {k: [] for k in ("src", "dst", "block", "op", "stream")}
+    if phase in ("allreduce", "reduce_scatter"):
+        for _, k, v, q in rs:
+            for key, val in zip(out, (v, q, k, 1, 2 * k), strict=True):
+                out[key].append(val)
+    if phase in ("allreduce", "allgather"):
+        for _, k, v, q in ag:
+            for key, val in zip(out, (q, v, k, 0, 2 * k + 1), strict=True):
+                out[key].append(val)
+    return {k: np.asarray(v, np.int64) for k, v in out.items()}
+
+
+def _tree_schedule(
+    name: str,
+    p: int,
+    size: int,
+    parents: np.ndarray,
+    roots: list[int],
+    chunks: int,
+    phase: str,
+    participants: Any,
+) -> Schedule:
+    K = len(parents)
+    sizes = split_bytes(size, chunks * K)
+    t = _tree_template(parents, phase)
+    owners = np.tile(np.asarray(roots, np.int64), chunks)
+    return _emit.tiled_schedule(
+        p,
+        sizes,
+        phase,
+        chunks=chunks,
+        blocks_per_chunk=K,
+        src=t["src"],
+        dst=t["dst"],
+        block=t["block"],
+        op=t["op"],
+        stream=t["stream"],
+        owners=None if phase == "allreduce" else owners.tolist(),
+        participants=participants,
+        name=name,
+    )
+
+
+def _tto(
+    p: int,
+    size: int,
+    *,
+    topology: Any = None,
+    chunk_bytes: Any = None,
+    phase: str = "allreduce",
+) -> Schedule:
+    m, n = mesh_shape("mesh_tto", p, topology)
+    ph = _phase("mesh_tto", phase)
+    C = _chunks("mesh_tto", size, chunk_bytes, TTO_CHUNK_BYTES)
+    trees = tto_trees(m, n)
+    part = None
+    if trees.excluded is not None:
+        part = [v for v in range(p) if v != trees.excluded]
+    return _tree_schedule(
+        f"mesh_tto({m}x{n}, {size} B, {C} chunks)",
+        p,
+        size,
+        trees.parents,
+        list(trees.roots),
+        C,
+        ph,
+        part,
+    )
+
+
+def _dbtree(
+    p: int,
+    size: int,
+    *,
+    topology: Any = None,
+    chunk_bytes: Any = None,
+    phase: str = "allreduce",
+) -> Schedule:
+    m, n = mesh_shape("mesh_dbtree", p, topology)
+    ph = _phase("mesh_dbtree", phase)
+    t0, t1 = double_binary_tree(p)
+    if chunk_bytes is None:  # N flows, half on each tree (recovered details 2.6)
+        C = min(-(-p // 2), max(size // 2, 1))
+    else:
+        C = _chunks("mesh_dbtree", -(-size // 2), chunk_bytes, None)
+    roots = [int(np.flatnonzero(t < 0)[0]) for t in (t0, t1)]
+    return _tree_schedule(
+        f"mesh_dbtree({m}x{n}, {size} B, {C} chunks per tree)",
+        p,
+        size,
+        np.stack([t0, t1]),
+        roots,
+        C,
+        ph,
+        None,
+    )
+
+
+def _multitree(
+    p: int,
+    size: int,
+    *,
+    topology: Any = None,
+    chunk_bytes: Any = None,
+    sort: bool = True,
+    rule: str = "reference",
+    sync: str = "dataflow",
+    phase: str = "allreduce",
+) -> Schedule:
+    m, n = mesh_shape("mesh_multitree", p, topology)
+    ph = _phase("mesh_multitree", phase)
+    if sync not in ("dataflow", "step"):
+        raise ValueError(f"sync must be 'dataflow' or 'step', got {sync!r}")
+    C = _chunks("mesh_multitree", size, chunk_bytes, None)
+    mt = multitree(m, n, sort=sort, rule=rule)
+    T = mt.steps
+    sizes = split_bytes(size, C * p)
+    rr, vv = np.nonzero(mt.parents >= 0)
+    tt = mt.times[rr, vv]
+    qq = mt.parents[rr, vv]
+    rs = np.lexsort((rr, T - 1 - tt))  # reduce-scatter step T - 1 - t
+    ag = np.lexsort((rr, tt))  # allgather step t
+    parts = []  # (src, dst, tree, op, stream, step) per phase of one chunk
+    if ph in ("allreduce", "reduce_scatter"):
+        parts.append((vv[rs], qq[rs], rr[rs], 1, 0, T - 1 - tt[rs]))
+    if ph in ("allreduce", "allgather"):
+        off = T if ph == "allreduce" else 0
+        parts.append((qq[ag], vv[ag], rr[ag], 0, 1, off + tt[ag]))
+    one = {
+        "src": np.concatenate([a[0] for a in parts]),
+        "dst": np.concatenate([a[1] for a in parts]),
+        "tree": np.concatenate([a[2] for a in parts]),
+        "op": np.concatenate([np.full(a[0].size, a[3]) for a in parts]),
+        "stream": np.concatenate([np.full(a[0].size, a[4]) for a in parts]),
+        "step": np.concatenate([a[5] for a in parts]),
+    }
+    E = one["src"].size
+    per_chunk = T * len(parts)
+    src = np.tile(one["src"], C)
+    dst = np.tile(one["dst"], C)
+    blk = np.tile(one["tree"], C) + np.repeat(np.arange(C) * p, E)
+    op = np.tile(one["op"], C)
+    st = np.tile(one["stream"], C)
+    gstep = np.tile(one["step"], C) + np.repeat(np.arange(C) * per_chunk, E)
+    extra = None
+    if sync == "step":
+        extra = _barriers(gstep.astype(np.int64))
+    owners = np.tile(np.arange(p, dtype=np.int64), C)
+    return _emit.schedule_from_program(
+        p,
+        sizes,
+        ph,
+        src=src,
+        dst=dst,
+        block=blk,
+        op=op,
+        stream=st,
+        extra_deps=extra,
+        owners=None if ph == "allreduce" else owners.tolist(),
+        name=f"mesh_multitree({m}x{n}, {size} B, T={T}, {C} chunks, {sync})",
+    )
+
+
+def _barriers(step: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every transfer depends on all transfers of the previous (non-empty) step."""
+    T = step.size
+    uniq, start = np.unique(step, return_index=True)
+    end = np.append(start[1:], T)
+    which = np.searchsorted(uniq, step)  # index of the transfer's step
+    prev = which - 1
+    counts = np.where(prev >= 0, (end - start)[np.maximum(prev, 0)], 0)
+    off = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    first = np.where(prev >= 0, start[np.maximum(prev, 0)], 0)
+    base = np.repeat(first - off[:-1], counts)
+    vals = base + np.arange(off[-1], dtype=np.int64)
+    return vals, off
+
+
+_SRC = (
+    "Laskar, Majhi et al., Enhancing Collective Communication in MCM "
+    "Accelerators for Deep Learning Training, HPCA 2024"
+)
+for _name, _fn, _summary, _params, _where in (
+    (
+        "mesh_ring",
+        _ring,
+        "unidirectional ring over a Hamiltonian cycle, or the snake path",
+        {"phase": "allreduce"},
+        "Section II-B (Ring)",
+    ),
+    (
+        "mesh_ring_bi",
+        _ring_bi,
+        "two opposite rings over a Hamiltonian cycle, half the data each",
+        {"phase": "allreduce"},
+        "Section III-B (Bidirectional Ring, RingBiEven)",
+    ),
+    (
+        "mesh_ring_bi_odd",
+        _ring_bi_odd,
+        "RingBiOdd: opposite rings over N - 1 nodes, the excluded node merged",
+        {"exclude": "corner", "phase": "allreduce"},
+        "Section IV, Algorithm 1",
+    ),
+    (
+        "mesh_ring_2d",
+        _ring_2d,
+        "hierarchical ring: half rows then columns, half columns then rows",
+        {},
+        "Section II-B (Ring-2D)",
+    ),
+    (
+        "mesh_dbtree",
+        _dbtree,
+        "NCCL double binary tree over row-major ranks, chunks pipelined",
+        {"chunk_bytes": None, "phase": "allreduce"},
+        "Section II-B (DBTree); recovered details 2.5-2.6",
+    ),
+    (
+        "mesh_multitree",
+        _multitree,
+        "MultiTree: one greedy tree per node, link-conflict-free steps",
+        {
+            "chunk_bytes": None,
+            "sort": True,
+            "rule": "reference",
+            "sync": "dataflow",
+            "phase": "allreduce",
+        },
+        "Section II-B (MultiTree, ISCA 2021); recovered details 2.3-2.4",
+    ),
+    (
+        "mesh_tto",
+        _tto,
+        "TTO: three disjoint corner trees, chunks pipelined and overlapped",
+        {"chunk_bytes": None, "phase": "allreduce"},
+        "Section V, Algorithm 2",
+    ),
+):
+    register(
+        AlgorithmInfo(
+            _name,
+            "allreduce",
+            ("mesh",),
+            f"{_SRC}, {_where}",
+            _summary,
+            _fn,
+            _params,
+            max_ranks=1 << 16,
+        )
+    )
