@@ -17,6 +17,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -610,27 +611,28 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   // kInline entries (the usual case: a stream rarely runs more than a few
   // packets ahead), so a stream's state is one contiguous record.
   struct Fifo {
-    enum : std::uint32_t { kInline = 4 };
+    enum : std::uint32_t { kInline = 2 };
     Seconds buf[kInline];
     std::uint32_t head = 0, count = 0;  // ring over buf
-    std::vector<Seconds> spill;         // entries after the inline ones
-    std::size_t spill_head = 0;
+    std::uint32_t spill_head = 0;       // first unread entry of *spill
+    std::unique_ptr<std::vector<Seconds>> spill;  // entries after the inline ones
     bool empty() const { return count == 0; }
     Seconds front() const { return buf[head]; }
     void push_back(Seconds x) {
-      if (count < kInline && spill_head == spill.size()) {
+      if (count < kInline && !spill) {
         buf[(head + count++) % kInline] = x;
       } else {
-        spill.push_back(x);
+        if (!spill) spill = std::make_unique<std::vector<Seconds>>();
+        spill->push_back(x);
       }
     }
     void pop_front() {
       head = (head + 1) % kInline;
       --count;
-      if (spill_head < spill.size()) {  // refill in order
-        buf[(head + count++) % kInline] = spill[spill_head++];
-        if (spill_head == spill.size()) {
-          spill.clear();
+      if (spill) {  // refill in order
+        buf[(head + count++) % kInline] = (*spill)[spill_head++];
+        if (spill_head == spill->size()) {
+          spill.reset();
           spill_head = 0;
         }
       }
@@ -639,8 +641,9 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   struct StreamState {
     Fifo ready;                 // packet k can go from this time
     std::int32_t nq = 0;        // stream dependencies
-    std::vector<Fifo> queues;   // one per dependency when nq > 1 (else unused:
-                                // a single dependency's times are ready times)
+    std::unique_ptr<std::vector<Fifo>> queues;  // one per dependency when nq > 1
+                                // (else none: a single dependency's times are
+                                // its ready times)
     std::int64_t next = -1;     // packet to inject; -1 not started
     Seconds pace = 0.0;         // first stage free again
   };
@@ -650,15 +653,21 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   std::vector<std::int64_t> comp_off, data_off, gate_off;
   std::vector<TransferId> comp_list, data_list;
   std::vector<std::int64_t> gate_list;
-  std::vector<std::int32_t> gate_count;
-  std::unordered_map<std::int64_t, std::vector<Event>> parked;  // by node
+  // Per trie node: order gates still closed, and the list of packets parked
+  // there meanwhile (an index into parked, -1 for none).
+  struct Gate {
+    std::int32_t count = 0, park = -1;
+  };
+  std::vector<Gate> gate;
+  std::vector<std::vector<Event>> parked;
+  std::vector<std::int32_t> parked_free;
   if (dataflow) {
     std::vector<std::pair<TransferId, TransferId>> comp_e;      // (d, t)
     std::vector<std::pair<std::int64_t, TransferId>> data_e;    // (d slot, t)
     std::vector<std::pair<std::int64_t, std::int64_t>> gate_e;  // (d node, t node)
     std::vector<std::pair<std::int64_t, std::pair<TransferId, std::int32_t>>> stream_e;
-    gate_count.assign(p.nodes.size(), 0);
-    std::unordered_map<std::int64_t, std::int64_t> d_nodes;     // key -> node of d
+    gate.assign(p.nodes.size(), Gate{});
+    std::vector<std::pair<std::int64_t, std::int64_t>> d_nodes;  // (key, node of d)
     for (TransferId t = 0; t < T; ++t) {
       std::int64_t start_gates = 0;
       for (const TransferId* dp = s.deps_begin(t); dp != s.deps_end(t); ++dp) {
@@ -680,7 +689,10 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
             }
             StreamState& st = streams[hot[t].stream_id];
             stream_e.emplace_back(data_slot, std::make_pair(t, st.nq++));
-            if (st.nq > 1) st.queues.resize(static_cast<std::size_t>(st.nq));
+            if (st.nq > 1) {
+              if (!st.queues) st.queues = std::make_unique<std::vector<Fifo>>();
+              st.queues->resize(static_cast<std::size_t>(st.nq));
+            }
             continue;
           }
           data_e.emplace_back(data_slot, t);
@@ -697,12 +709,15 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
         }
         d_nodes.clear();
         for (std::int64_t n = p.base[d]; n < p.base[d + 1]; ++n)
-          d_nodes.emplace(resource_key(d, n), n);
+          d_nodes.emplace_back(resource_key(d, n), n);
+        std::sort(d_nodes.begin(), d_nodes.end());  // a route's stages are distinct
         for (std::int64_t n = p.base[t]; n < p.base[t + 1]; ++n) {
-          auto it = d_nodes.find(resource_key(t, n));
-          if (it == d_nodes.end()) continue;
+          const std::int64_t key = resource_key(t, n);
+          auto it = std::lower_bound(d_nodes.begin(), d_nodes.end(),
+                                     std::make_pair(key, std::int64_t{-1}));
+          if (it == d_nodes.end() || it->first != key) continue;
           gate_e.emplace_back(it->second, n);
-          ++gate_count[n];
+          ++gate[n].count;
         }
       }
       pending[t] = start_gates;
@@ -793,12 +808,13 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
         if (st.next >= 0) try_inject(t);
         continue;
       }
-      st.queues[q].push_back(when);
+      std::vector<Fifo>& queues = *st.queues;
+      queues[q].push_back(when);
       bool all = true;
-      for (const auto& dq : st.queues) all = all && !dq.empty();
+      for (const auto& dq : queues) all = all && !dq.empty();
       if (!all) continue;
       Seconds latest = 0.0;
-      for (auto& dq : st.queues) {
+      for (auto& dq : queues) {
         latest = std::max(latest, dq.front());
         dq.pop_front();
       }
@@ -829,13 +845,13 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   auto open_gates = [&](std::int64_t node, Seconds when) {  // dataflow only
     for (std::int64_t i = gate_off[node]; i < gate_off[node + 1]; ++i) {
       const std::int64_t u = gate_list[i];
-      if (--gate_count[u] != 0) continue;
-      auto it = parked.find(u);
-      if (it == parked.end()) continue;
-      for (const Event& e : it->second)
-        push(std::max(e.t, when), packet_of(e), e.transfer, e.node,
-             kArrive);
-      parked.erase(it);
+      Gate& g = gate[u];
+      if (--g.count != 0 || g.park < 0) continue;
+      for (const Event& e : parked[g.park])
+        push(std::max(e.t, when), packet_of(e), e.transfer, e.node, kArrive);
+      parked[g.park].clear();
+      parked_free.push_back(g.park);
+      g.park = -1;
     }
   };
   auto packet_done = [&](TransferId t, std::int64_t sl, Seconds when) {
@@ -874,8 +890,19 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
       packet_done(t, nd.term, cs + dur);
       continue;
     }
-    if (dataflow && gate_count[ev.node] > 0) {
-      parked[ev.node].push_back(ev);  // waits for an earlier stream on this stage
+    if (dataflow && gate[ev.node].count > 0) {
+      // Waits for an earlier stream on this stage.
+      Gate& g = gate[ev.node];
+      if (g.park < 0) {
+        if (parked_free.empty()) {
+          g.park = static_cast<std::int32_t>(parked.size());
+          parked.emplace_back();
+        } else {
+          g.park = parked_free.back();
+          parked_free.pop_back();
+        }
+      }
+      parked[g.park].push_back(ev);
       continue;
     }
     std::int64_t r = nd.resource;
