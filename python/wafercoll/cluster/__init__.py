@@ -1,5 +1,31 @@
-"""Node-aware collectives on clusters of multi-core nodes (RD, SMP, NAP)."""
+"""Node-aware collectives on clusters of multi-core nodes (paper 001).
+
+*Node-Aware Improvements to Allreduce* (Bienz, Olson, Gropp, ExaMPI@SC19):
+the performance models (:mod:`wafercoll.cluster.models`: postal, intra/inter
+split, max-rate, protocol regimes, Blue Waters parameters, ``fit_postal``),
+verified schedule builders (:mod:`wafercoll.cluster.builders`:
+``rd_allreduce``, ``smp_allreduce``, ``nap_allreduce``,
+``locality_dissemination``, registered with :func:`wafercoll.build`) and the
+analytic costs and step counts of the paper (:mod:`wafercoll.cluster.costs`).
+The topology is :func:`wafercoll.topology.cluster`.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from .builders import (
+    locality_dissemination,
+    nap_allreduce,
+    nap_plan,
+    rank_table,
+    rd_allreduce,
+    smp_allreduce,
+)
+
+__all__ = [
+    "locality_dissemination",
+    "nap_allreduce",
+    "nap_plan",
+    "rank_table",
+    "rd_allreduce",
+    "smp_allreduce",
+]

@@ -1,0 +1,639 @@
+"""Node-aware allreduce schedules of paper 001 (RD, SMP, NAP, dissemination).
+
+Every builder works on *(node, local rank)* coordinates: ``nodes = p / ppn``
+nodes of ``ppn`` processes each, rank ``node * ppn + local`` in SMP
+(node-major) order, or any ``rank_to_node`` map (the local rank of a process
+is then its position among its node's ranks in increasing rank order). The
+builders need no topology, so they run for ``p = 2**16`` and beyond; the
+transfers are emitted step by step as NumPy arrays and handed to
+:meth:`wafercoll.Schedule.from_arrays` at once.
+
+Data model
+----------
+Each rank holds one block: the whole vector (every algorithm here exchanges
+full vectors). A transfer from ``a`` to ``b`` waits for the previous send and
+receive of both ranks, as a send/receive pair posted in program order would
+(the same rule as the core's generic builders).
+
+NAP's step "exchange with a partner, allreduce the *received* buffers inside
+the node and add them to the running value" (recovered details §1.5) is
+written here without a separate receive buffer: the exchange *copies* the
+partner's value over the own one, and the process whose local rank equals
+its own step digit keeps the node's value. The node then holds each of the
+group's ``g`` subgroup sums exactly once, and an allreduce of the first ``g``
+local ranks, spread to the others, gives the group sum. This saves the
+``k`` additions of the authors' code (one per inter-node step) and sends the
+same messages.
+
+The locality-aware dissemination (§1.6) shifts values around a cycle of
+nodes. Without a receive buffer the schedule's data semantics allow the
+concurrent read and write of one process only when the reader's
+dependencies happen before the writer; for a cyclic shift that means every
+transfer of a cycle waits for the previous events of all processes of that
+cycle (about ``2 * cycle length`` dependencies per transfer). The builder
+refuses sizes where that exceeds :data:`MAX_DEPENDENCIES`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .._util import as_int
+from ..algorithms import AlgorithmInfo, register
+from ..schedule import Schedule
+
+__all__ = [
+    "MAX_DEPENDENCIES",
+    "MAX_RANKS",
+    "locality_dissemination",
+    "nap_allreduce",
+    "nap_plan",
+    "rank_table",
+    "rd_allreduce",
+    "smp_allreduce",
+]
+
+#: Largest rank count the builders accept (the cluster topology's limit).
+MAX_RANKS = 1 << 22
+#: Largest number of dependencies a dissemination schedule may hold.
+MAX_DEPENDENCIES = 1 << 26
+
+
+# --------------------------------------------------------------------------
+# arguments
+
+
+def rank_table(
+    ranks: int, ppn: int, rank_to_node: Sequence[int] | np.ndarray | None = None
+) -> np.ndarray:
+    """The rank of every (node, local rank) pair.
+
+    Parameters
+    ----------
+    ranks : int
+        Number of ranks ``p``, in ``[1, 2**22]``.
+    ppn : int
+        Processes per node; must divide ``ranks``.
+    rank_to_node : array_like of int, optional
+        Node of every rank (length ``ranks``, each node ``ppn`` times).
+        Default: SMP order, rank ``r`` on node ``r // ppn``.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (nodes, ppn)
+        ``table[m, l]`` is the rank of local rank ``l`` on node ``m``; local
+        ranks follow increasing rank order within a node.
+
+    Raises
+    ------
+    ValueError
+        If ``ppn`` does not divide ``ranks`` or ``rank_to_node`` is not a
+        valid map.
+    """
+    p = as_int(ranks, "ranks", 1, MAX_RANKS)
+    q = as_int(ppn, "ppn", 1, p)
+    if p % q:
+        raise ValueError(
+            f"ppn = {q} must divide the rank count {p} (nodes = ranks / ppn)"
+        )
+    n = p // q
+    if rank_to_node is None:
+        return np.arange(p, dtype=np.int64).reshape(n, q)
+    r2n = np.asarray(rank_to_node)
+    if r2n.shape != (p,) or (r2n.size and not np.issubdtype(r2n.dtype, np.integer)):
+        raise ValueError(
+            f"rank_to_node must be {p} integers (one node per rank), "
+            f"got shape {r2n.shape}"
+        )
+    if r2n.min() < 0 or r2n.max() >= n:
+        raise ValueError(f"rank_to_node entries must be in [0, {n - 1}]")
+    counts = np.bincount(r2n, minlength=n)
+    if (counts != q).any():
+        bad = int(np.flatnonzero(counts != q)[0])
+        raise ValueError(
+            f"rank_to_node gives node {bad} {int(counts[bad])} ranks; every node "
+            f"needs exactly ppn = {q}"
+        )
+    order = np.argsort(r2n, kind="stable")  # ranks grouped by node, increasing
+    return order.astype(np.int64).reshape(n, q)
+
+
+# --------------------------------------------------------------------------
+# schedule assembly
+
+
+class _Emitter:
+    """Collect the transfers of a schedule step by step, with their dependencies."""
+
+    def __init__(self, p: int) -> None:
+        self.p = p
+        self.last_in = np.full(p, -1, dtype=np.int64)
+        self.last_out = np.full(p, -1, dtype=np.int64)
+        self.count = 0
+        self.src: list[np.ndarray] = []
+        self.dst: list[np.ndarray] = []
+        self.op: list[np.ndarray] = []
+        self.dep_rows: list[np.ndarray] = []  # padded with -1
+        self.dep_lists: list[tuple[int, np.ndarray, np.ndarray]] = []
+
+    def step(self, src: Any, dst: Any, op: Any) -> None:
+        """Transfers ``src[i] -> dst[i]``; a rank sends and receives at most once."""
+        s = np.asarray(src, dtype=np.int64).ravel()
+        d = np.asarray(dst, dtype=np.int64).ravel()
+        if s.size == 0:
+            return
+        ids = self.count + np.arange(s.size, dtype=np.int64)
+        rows = np.stack(
+            [self.last_in[s], self.last_out[s], self.last_in[d], self.last_out[d]],
+            axis=1,
+        )
+        self._append(s, d, op, rows)
+        self.last_out[s] = ids
+        self.last_in[d] = ids
+
+    def step_shared(
+        self, src: np.ndarray, dst: np.ndarray, op: Any, group: np.ndarray
+    ) -> None:
+        """Transfers whose dependencies are shared by all transfers of a group.
+
+        Every transfer of group ``g`` waits for the previous events of every
+        rank that sends or receives in group ``g`` (used for cyclic shifts).
+        """
+        s = np.asarray(src, dtype=np.int64).ravel()
+        d = np.asarray(dst, dtype=np.int64).ravel()
+        if s.size == 0:
+            return
+        ids = self.count + np.arange(s.size, dtype=np.int64)
+        ev = np.concatenate(
+            [self.last_in[s], self.last_out[s], self.last_in[d], self.last_out[d]]
+        )
+        gr = np.concatenate([group] * 4)
+        keep = ev >= 0
+        pairs = np.unique(np.stack([gr[keep], ev[keep]], axis=1), axis=0)
+        ng = int(group.max()) + 1
+        off = np.searchsorted(pairs[:, 0], np.arange(ng + 1))
+        self._append(s, d, op, None)
+        spans = np.stack([off[group], off[group + 1]], axis=1)
+        self.dep_lists.append((len(self.src) - 1, pairs[:, 1], spans))
+        self.last_out[s] = ids
+        self.last_in[d] = ids
+
+    def _append(self, s: np.ndarray, d: np.ndarray, op: Any, rows: Any) -> None:
+        self.src.append(s)
+        self.dst.append(d)
+        self.op.append(np.broadcast_to(np.asarray(op, dtype=np.uint8), s.shape))
+        self.dep_rows.append(rows)
+        self.count += s.size
+
+    def schedule(self, size_bytes: int, name: str) -> Schedule:
+        """The schedule of all transfers emitted so far (one block per rank)."""
+        t = self.count
+        if t == 0:
+            return Schedule(self.p, [size_bytes], "allreduce", name=name)
+        counts, chunks = [], []
+        for i, rows in enumerate(self.dep_rows):
+            if rows is not None:
+                r = np.sort(rows, axis=1)
+                r[:, 1:][r[:, 1:] == r[:, :-1]] = -1
+                valid = r >= 0
+                counts.append(valid.sum(axis=1))
+                chunks.append(r[valid])
+            else:
+                _, flat, spans = next(x for x in self.dep_lists if x[0] == i)
+                lens = spans[:, 1] - spans[:, 0]
+                counts.append(lens)
+                idx = np.repeat(spans[:, 0] - np.cumsum(lens) + lens, lens)
+                idx = idx + np.arange(int(lens.sum()), dtype=np.int64)
+                chunks.append(flat[idx])
+        cnt = np.concatenate(counts)
+        deps = np.concatenate(chunks) if chunks else np.zeros(0, np.int64)
+        if deps.size > MAX_DEPENDENCIES:
+            raise ValueError(
+                f"{name}: {deps.size} dependencies exceed the limit of "
+                f"{MAX_DEPENDENCIES}; use fewer ranks"
+            )
+        dep_off = np.concatenate([[0], np.cumsum(cnt)])
+        one = np.arange(t + 1, dtype=np.int64)
+        return Schedule.from_arrays(
+            self.p,
+            [size_bytes],
+            "allreduce",
+            src=np.concatenate(self.src),
+            dst=np.concatenate(self.dst),
+            dst_offsets=one,
+            block_lo=np.zeros(t, dtype=np.int64),
+            block_hi=np.ones(t, dtype=np.int64),
+            block_offsets=one,
+            op=np.concatenate(self.op),
+            deps=deps,
+            dep_offsets=dep_off,
+            name=name,
+        )
+
+
+_COPY, _REDUCE = 0, 1
+
+
+def _tail_rd(em: _Emitter, table: np.ndarray, q: int) -> None:
+    """Allreduce among columns ``0 .. q-1`` of every row of ``table``.
+
+    Recursive doubling with the authors' fold (recovered details §1.3): with
+    ``q' = 2**floor(log2 q)``, column ``c >= q'`` first adds its value into
+    column ``c - q'`` and gets the result back at the end.
+    """
+    if q <= 1 or table.size == 0:
+        return
+    qp = 1 << (q.bit_length() - 1)
+    extra = q - qp
+    if extra:
+        cols = np.arange(qp, q)
+        em.step(table[:, cols], table[:, cols - qp], _REDUCE)
+    mask = 1
+    while mask < qp:
+        cols = np.arange(qp)
+        em.step(table[:, cols], table[:, cols ^ mask], _REDUCE)
+        mask *= 2
+    if extra:
+        cols = np.arange(extra)
+        em.step(table[:, cols], table[:, cols + qp], _COPY)
+
+
+def _spread(em: _Emitter, table: np.ndarray, q: int) -> None:
+    """Copy the value of columns ``0 .. q-1`` to the others, doubling the holders."""
+    width = table.shape[1]
+    h = max(q, 1)
+    while h < width:
+        cols = np.arange(h, min(2 * h, width))
+        em.step(table[:, cols - h], table[:, cols], _COPY)
+        h *= 2
+
+
+def _node_allreduce(em: _Emitter, table: np.ndarray, q: np.ndarray | int) -> None:
+    """Allreduce among local ranks ``0 .. q-1`` of each node, then spread."""
+    qs = np.broadcast_to(np.asarray(q), (table.shape[0],))
+    for v in np.unique(qs):
+        rows = table[qs == v]
+        _tail_rd(em, rows, int(v))
+        _spread(em, rows, int(v))
+
+
+# --------------------------------------------------------------------------
+# RD and SMP
+
+
+def rd_allreduce(
+    ranks: int,
+    size_bytes: int,
+    *,
+    ppn: int = 1,
+    rank_to_node: Sequence[int] | np.ndarray | None = None,
+) -> Schedule:
+    """Recursive doubling with the authors' fold (recovered details §1.3).
+
+    Partner ``rank XOR 2**i`` at step ``i``; for a non-power-of-two ``p`` the
+    ``e = p - 2**floor(log2 p)`` highest ranks first send their vector to
+    ``rank - 2**floor(log2 p)`` and get the result back at the end. The
+    generic ``recursive_doubling`` builder folds even ranks onto odd ones
+    (MPICH style) instead: for powers of two both are the same schedule.
+    The algorithm is node-agnostic; ``ppn`` and ``rank_to_node`` are only
+    checked, so that every cluster builder takes the same options.
+    """
+    rank_table(ranks, ppn, rank_to_node)
+    size = as_int(size_bytes, "size_bytes", 0)
+    em = _Emitter(ranks)
+    _tail_rd(em, np.arange(ranks, dtype=np.int64)[None, :], ranks)
+    return em.schedule(size, f"rd_allreduce(p={ranks})")
+
+
+def _binomial_reduce(em: _Emitter, table: np.ndarray) -> None:
+    width = table.shape[1]
+    split = 1
+    while split < width:
+        cols = np.arange(split, width, 2 * split)
+        em.step(table[:, cols], table[:, cols - split], _REDUCE)
+        split *= 2
+
+
+def _binomial_bcast(em: _Emitter, table: np.ndarray) -> None:
+    width = table.shape[1]
+    split = 1
+    while 2 * split < width:
+        split *= 2
+    while split >= 1:
+        cols = np.arange(0, width - split, 2 * split)
+        em.step(table[:, cols], table[:, cols + split], _COPY)
+        split //= 2
+
+
+def smp_allreduce(
+    ranks: int,
+    size_bytes: int,
+    *,
+    ppn: int,
+    rank_to_node: Sequence[int] | np.ndarray | None = None,
+) -> Schedule:
+    """SMP allreduce: a single master per node (recovered details §1.4).
+
+    A binomial reduce to local rank 0 (``ceil(log2 ppn)`` steps), recursive
+    doubling among the masters with the authors' fold, and a binomial
+    broadcast from local rank 0.
+    """
+    table = rank_table(ranks, ppn, rank_to_node)
+    size = as_int(size_bytes, "size_bytes", 0)
+    em = _Emitter(ranks)
+    _binomial_reduce(em, table)
+    _tail_rd(em, table[:, 0][None, :], table.shape[0])
+    _binomial_bcast(em, table)
+    return em.schedule(size, f"smp_allreduce(p={ranks}, ppn={ppn})")
+
+
+# --------------------------------------------------------------------------
+# NAP
+
+
+def _ceil_log(n: int, base: int) -> int:
+    k, v = 0, 1
+    while v < n:
+        v *= base
+        k += 1
+    return k
+
+
+def nap_plan(
+    nodes: int, ppn: int, steps: Sequence[int] | None = None
+) -> list[list[tuple[int, tuple[int, ...]]]]:
+    """The groups of NAP's inter-node steps.
+
+    Parameters
+    ----------
+    nodes : int
+        Number of nodes ``n``.
+    ppn : int
+        Processes per node (>= 2 when ``nodes > 1``).
+    steps : sequence of int, optional
+        Step sizes ``g_0, g_1, ...`` with ``2 <= g_i <= ppn`` and product
+        ``nodes`` (recovered details §1.5). Default: the fewest inter-node
+        steps, ``ceil(log_ppn n)``, for any ``n``: a group of ``s`` nodes
+        that needs ``h`` steps is cut into ``c = ceil(s / ppn**(h-1))``
+        consecutive blocks whose sizes differ by at most one (§1.7c, ragged
+        blocks). Where ``n = ppn**a * r`` with ``r <= ppn`` this is the
+        authors' list ``[ppn, ..., ppn, r]``.
+
+    Returns
+    -------
+    list
+        ``plan[i]`` lists the groups combined at inter-node step ``i`` as
+        ``(first node, block sizes)``, longer blocks first.
+
+    Raises
+    ------
+    ValueError
+        If a step size is outside ``[2, ppn]`` or the product is not ``nodes``.
+    """
+    n = as_int(nodes, "nodes", 1, MAX_RANKS)
+    q = as_int(ppn, "ppn", 1)
+    if steps is not None:
+        g = [as_int(x, f"steps[{i}]", 2) for i, x in enumerate(steps)]
+        for i, x in enumerate(g):
+            if x > q:
+                raise ValueError(
+                    f"steps[{i}] = {x} exceeds ppn = {q}: a node has only "
+                    f"ppn - 1 processes to exchange with other nodes"
+                )
+        if math.prod(g) != n:
+            raise ValueError(
+                f"the step sizes {g} multiply to {math.prod(g)}, not to the "
+                f"node count {n}"
+            )
+        plan: list[list[tuple[int, tuple[int, ...]]]] = []
+        b = 1
+        for x in g:
+            plan.append([(s, (b,) * x) for s in range(0, n, b * x)])
+            b *= x
+        return plan
+    if n > 1 and q < 2:
+        raise ValueError("NAP needs ppn >= 2 when there is more than one node")
+    if n == 1:
+        return []
+    k = _ceil_log(n, q)
+    plan = [[] for _ in range(k)]
+
+    def split(start: int, size: int) -> None:
+        h = _ceil_log(size, q)
+        if h == 0:
+            return
+        c = -(-size // q ** (h - 1))
+        base, long_ = divmod(size, c)
+        sizes = (base + 1,) * long_ + (base,) * (c - long_)
+        plan[h - 1].append((start, sizes))
+        s = start
+        for b in sizes:
+            split(s, b)
+            s += b
+
+    split(0, n)
+    return plan
+
+
+def _nap_exchange(
+    em: _Emitter, table: np.ndarray, groups: list[tuple[int, tuple[int, ...]]]
+) -> None:
+    """One inter-node step of NAP over the given groups, then the node allreduce."""
+    src: list[np.ndarray] = []
+    dst: list[np.ndarray] = []
+    nodes: list[np.ndarray] = []
+    width: list[np.ndarray] = []
+    for start, sizes in groups:
+        c = len(sizes)
+        starts = start + np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        short = min(sizes)
+        for G in range(c):
+            for H in range(c):
+                if G == H:
+                    continue
+                # (block G, position x, local H) <- (block H, position x, local G)
+                x = np.arange(min(sizes[G], sizes[H]))
+                dst.append(table[starts[G] + x, H])
+                src.append(table[starts[H] + x, G])
+                if sizes[G] > sizes[H]:
+                    # The extra node of a long block G receives from the
+                    # otherwise idle local rank H of node G of block H.
+                    dst.append(table[[starts[G] + short], H])
+                    src.append(table[[starts[H] + G % short], H])
+        total = sum(sizes)
+        nodes.append(np.arange(start, start + total))
+        width.append(np.full(total, c))
+    em.step(np.concatenate(src), np.concatenate(dst), _COPY)
+    nd = np.concatenate(nodes)
+    _node_allreduce(em, table[nd], np.concatenate(width))
+
+
+def nap_allreduce(
+    ranks: int,
+    size_bytes: int,
+    *,
+    ppn: int,
+    steps: Sequence[int] | None = None,
+    rank_to_node: Sequence[int] | np.ndarray | None = None,
+) -> Schedule:
+    """Node-aware parallel (NAP) allreduce (recovered details §1.5).
+
+    An allreduce inside every node, then per inter-node step ``i`` the process
+    of local rank ``l`` on node ``m`` exchanges with the node whose step digit
+    is ``l`` (:func:`nap_plan`), followed by an allreduce inside the node. With
+    ``ppn = 1`` no process can talk to two nodes at once and the schedule is
+    :func:`rd_allreduce`.
+
+    Parameters
+    ----------
+    ranks, size_bytes : int
+        Rank count and vector size.
+    ppn : int
+        Processes per node; divides ``ranks``.
+    steps : sequence of int, optional
+        Explicit step sizes (see :func:`nap_plan`).
+    rank_to_node : array_like of int, optional
+        Node of every rank (see :func:`rank_table`).
+    """
+    table = rank_table(ranks, ppn, rank_to_node)
+    size = as_int(size_bytes, "size_bytes", 0)
+    n, q = table.shape
+    if q == 1 and n > 1 and steps is None:
+        s = rd_allreduce(ranks, size, ppn=1, rank_to_node=rank_to_node)
+        s.name = f"nap_allreduce(p={ranks}, ppn=1)"
+        return s
+    plan = nap_plan(n, q, steps)
+    em = _Emitter(ranks)
+    _node_allreduce(em, table, q)
+    for groups in plan:
+        _nap_exchange(em, table, groups)
+    return em.schedule(size, f"nap_allreduce(p={ranks}, ppn={q})")
+
+
+# --------------------------------------------------------------------------
+# locality-aware dissemination
+
+
+def locality_dissemination(
+    ranks: int,
+    size_bytes: int,
+    *,
+    ppn: int,
+    rank_to_node: Sequence[int] | np.ndarray | None = None,
+) -> Schedule:
+    """Locality-aware dissemination allreduce, radix ``ppn + 1`` (§1.6).
+
+    An allreduce inside every node; the ``n - M`` nodes beyond
+    ``M = (n div P) P`` (``P`` the largest power of ``ppn + 1`` not above
+    ``n``) hand their value to nodes ``0 .. n-M-1``; then, for
+    ``S = 1, ppn+1, ... < M``, local rank ``l`` sends to node
+    ``(m - S (l+1)) mod M`` and receives from ``(m + S (l+1)) mod M`` (when
+    ``S (l+1) < M``), followed by an allreduce inside the node; the folded
+    nodes get the result back at the end. Local rank 0 adds what it receives
+    to the node's value, the others keep only what they receive.
+    """
+    table = rank_table(ranks, ppn, rank_to_node)
+    size = as_int(size_bytes, "size_bytes", 0)
+    n, q = table.shape
+    em = _Emitter(ranks)
+    _node_allreduce(em, table, q)
+    P = 1
+    while P * (q + 1) <= n:
+        P *= q + 1
+    M = (n // P) * P
+    extra = n - M
+    if extra:
+        em.step(table[M:], table[:extra], _REDUCE)
+    S = 1
+    while S < M:
+        active = min(q, -(-M // S) - 1)
+        src, dst, op, grp = [], [], [], []
+        m = np.arange(M)
+        for ell in range(active):
+            stride = S * (ell + 1)
+            gcd = math.gcd(M, stride)
+            src.append(table[m, ell])
+            dst.append(table[(m - stride) % M, ell])
+            op.append(np.full(M, _REDUCE if ell == 0 else _COPY))
+            grp.append(ell * M + m % gcd)
+        g = np.concatenate(grp)
+        _, g = np.unique(g, return_inverse=True)
+        em.step_shared(np.concatenate(src), np.concatenate(dst), np.concatenate(op), g)
+        _node_allreduce(em, table[:M], active)
+        S *= q + 1
+    if extra:
+        em.step(table[:extra], table[M:], _COPY)
+    return em.schedule(size, f"locality_dissemination(p={ranks}, ppn={q})")
+
+
+# --------------------------------------------------------------------------
+# registry
+
+
+def _wrap(fn: Any, needs_ppn: bool = True) -> Any:
+    def builder(p: int, size: int, *, topology: Any = None, **opts: Any) -> Schedule:
+        if topology is not None and getattr(topology, "kind", None) == "cluster":
+            if opts.get("ppn") is None:
+                opts["ppn"] = topology.ppn
+            if opts.get("rank_to_node") is None and p == topology.num_endpoints:
+                node_of = np.asarray(topology.node_of)
+                if (node_of != np.arange(p) // topology.ppn).any():
+                    opts["rank_to_node"] = node_of
+        if opts.get("ppn") is None:
+            if needs_ppn:
+                raise ValueError("ppn is required (or pass a cluster topology)")
+            opts["ppn"] = 1
+        return fn(p, size, **opts)
+
+    return builder
+
+
+_SRC = "Bienz, Olson, Gropp, Node-Aware Improvements to Allreduce, ExaMPI 2019"
+for _name, _fn, _sec, _summary, _params in (
+    (
+        "rd_allreduce",
+        rd_allreduce,
+        "§1.3",
+        "recursive doubling, the highest p - 2^floor(log2 p) ranks folded onto "
+        "the lowest (the authors' variant)",
+        {"ppn": None, "rank_to_node": None},
+    ),
+    (
+        "smp_allreduce",
+        smp_allreduce,
+        "§1.4",
+        "binomial reduce to a master per node, RD among masters, binomial bcast",
+        {"ppn": None, "rank_to_node": None},
+    ),
+    (
+        "nap_allreduce",
+        nap_allreduce,
+        "§1.5, §1.7c",
+        "node allreduce, then local rank l exchanges with the node whose step "
+        "digit is l; any node count",
+        {"ppn": None, "steps": None, "rank_to_node": None},
+    ),
+    (
+        "locality_dissemination",
+        locality_dissemination,
+        "§1.6 (MPI Advance, later variant)",
+        "node allreduce, then radix-(ppn+1) dissemination among nodes",
+        {"ppn": None, "rank_to_node": None},
+    ),
+):
+    register(
+        AlgorithmInfo(
+            _name,
+            "allreduce",
+            ("any", "cluster"),
+            f"{_SRC}; recovered details {_sec}",
+            _summary,
+            _wrap(_fn, _name != "rd_allreduce"),
+            _params,
+            max_ranks=MAX_RANKS,
+        )
+    )

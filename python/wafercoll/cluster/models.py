@@ -1,0 +1,414 @@
+"""Performance models of paper 001: postal, intra/inter split, max-rate, protocols.
+
+Formulas (recovered details §1.2):
+
+* postal with computation: ``T = alpha m + beta s + gamma f`` for ``m``
+  messages, ``s`` bytes and ``f`` bytes reduced on the critical path;
+* intra/inter split: ``T = alpha_l m_l + beta_l s_l + alpha m_g + beta s_g
+  + gamma f`` with on-node ``(alpha_l, beta_l)`` and network ``(alpha, beta)``;
+* max-rate (Gropp, Olson, Samfass, EuroMPI 2016): ``k`` processes of a node
+  each sending ``s`` bytes off-node at once take
+  ``T = alpha + k s / min(R_N, k R_b)``, ``R_b = 1 / beta`` the per-process
+  rate and ``R_N`` the NIC's injection rate; ``k = 1`` is the postal cost;
+* protocol regimes by message size: *short* below 500 B, *eager* below
+  8000 B, *rendezvous* otherwise (BlueWatersModel ``arch_model.py``).
+
+Parameter sets are :class:`ClusterParams` objects: one :class:`Postal` per
+locality class (``socket``, ``node``, ``network``) and protocol, the NIC rate
+per protocol (``None`` where the source gives none: that regime is postal)
+and ``gamma``. :data:`BLUE_WATERS` is the set of the paper's model figures
+with the source of every number; :func:`fit_postal` fits a user set from
+ping-pong data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .._util import as_int, as_real
+
+__all__ = [
+    "BLUE_WATERS",
+    "EAGER_MAX_BYTES",
+    "LOCALITIES",
+    "PROTOCOLS",
+    "RAPTOR_BENCHMARK",
+    "SHORT_MAX_BYTES",
+    "ClusterParams",
+    "Postal",
+    "fit_postal",
+    "max_rate_time",
+    "postal_time",
+    "protocol",
+    "split_time",
+]
+
+#: Messages below this size use the short protocol (arch_model.py, §1.2).
+SHORT_MAX_BYTES = 500
+#: Messages below this size (and at least SHORT_MAX_BYTES) are sent eagerly.
+EAGER_MAX_BYTES = 8000
+PROTOCOLS = ("short", "eager", "rendezvous")
+LOCALITIES = ("socket", "node", "network")
+
+
+def _arr(x: Any, name: str) -> np.ndarray:
+    a = np.asarray(x, dtype=np.float64)
+    if not np.isfinite(a).all() or (a < 0).any():
+        raise ValueError(f"{name} must be finite and >= 0")
+    return a
+
+
+def postal_time(
+    messages: Any,
+    size_bytes: Any,
+    flops: Any = 0.0,
+    *,
+    alpha_s: float,
+    beta_s_per_byte: float,
+    gamma_s_per_byte: float = 0.0,
+) -> Any:
+    """Postal model with computation: ``alpha m + beta s + gamma f``.
+
+    Parameters
+    ----------
+    messages, size_bytes, flops : array_like
+        Messages, bytes and bytes reduced on the critical path (>= 0).
+    alpha_s, beta_s_per_byte, gamma_s_per_byte : float
+        Latency per message, time per byte sent and per byte reduced.
+    """
+    a = as_real(alpha_s, "alpha_s", 0.0)
+    b = as_real(beta_s_per_byte, "beta_s_per_byte", 0.0)
+    g = as_real(gamma_s_per_byte, "gamma_s_per_byte", 0.0)
+    out = (
+        a * _arr(messages, "messages")
+        + b * _arr(size_bytes, "size_bytes")
+        + g * _arr(flops, "flops")
+    )
+    return out if out.ndim else float(out)
+
+
+def split_time(
+    local_messages: Any,
+    local_bytes: Any,
+    network_messages: Any,
+    network_bytes: Any,
+    flops: Any = 0.0,
+    *,
+    local: Postal,
+    network: Postal,
+    gamma_s_per_byte: float = 0.0,
+) -> Any:
+    """Intra/inter-node split of the postal model.
+
+    ``alpha_l m_l + beta_l s_l + alpha m_g + beta s_g + gamma f`` with
+    ``local = (alpha_l, beta_l)`` and ``network = (alpha, beta)``.
+    """
+    t = postal_time(
+        local_messages, local_bytes, flops, **local.kw(), gamma_s_per_byte=0.0
+    )
+    return t + postal_time(
+        network_messages,
+        network_bytes,
+        flops,
+        **network.kw(),
+        gamma_s_per_byte=gamma_s_per_byte,
+    )
+
+
+def max_rate_time(
+    senders: Any,
+    size_bytes: Any,
+    *,
+    alpha_s: float,
+    R_b_Bps: float,
+    R_N_Bps: float | None,
+) -> Any:
+    """Max-rate model: ``alpha + k s / min(R_N, k R_b)``.
+
+    Parameters
+    ----------
+    senders : array_like of int
+        ``k >= 1``, processes of one node sending off-node at the same time.
+    size_bytes : array_like
+        Bytes each of them sends.
+    alpha_s : float
+        Latency of a message.
+    R_b_Bps : float
+        Per-process rate (``1 / beta``).
+    R_N_Bps : float or None
+        NIC injection rate; ``None`` means unlimited (the postal model).
+    """
+    k = np.asarray(senders, dtype=np.float64)
+    if (k < 1).any() or not np.isfinite(k).all():
+        raise ValueError("senders must be >= 1")
+    a = as_real(alpha_s, "alpha_s", 0.0)
+    rb = as_real(R_b_Bps, "R_b_Bps", positive=True)
+    rate = k * rb
+    if R_N_Bps is not None:
+        rate = np.minimum(as_real(R_N_Bps, "R_N_Bps", positive=True), rate)
+    out = a + k * _arr(size_bytes, "size_bytes") / rate
+    return out if out.ndim else float(out)
+
+
+def protocol(
+    size_bytes: Any,
+    short_max: int = SHORT_MAX_BYTES,
+    eager_max: int = EAGER_MAX_BYTES,
+) -> Any:
+    """Protocol of a message: ``"short"``, ``"eager"`` or ``"rendezvous"``.
+
+    Short below ``short_max`` bytes, eager below ``eager_max``, rendezvous
+    otherwise (BlueWatersModel ``arch_model.py``; recovered details §1.2).
+    Returns a str for a scalar and an array of str otherwise.
+    """
+    s = _arr(size_bytes, "size_bytes")
+    lo = as_int(short_max, "short_max", 0)
+    hi = as_int(eager_max, "eager_max", lo)
+    idx = (s >= lo).astype(int) + (s >= hi).astype(int)
+    out = np.asarray(PROTOCOLS)[idx]
+    return str(out) if out.ndim == 0 else out
+
+
+@dataclasses.dataclass(frozen=True)
+class Postal:
+    """Latency and inverse bandwidth of one locality class and protocol.
+
+    Attributes
+    ----------
+    alpha_s : float
+        Latency per message in seconds.
+    beta_s_per_byte : float
+        Seconds per byte (``1 / R_b``).
+    """
+
+    alpha_s: float
+    beta_s_per_byte: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "alpha_s", as_real(self.alpha_s, "alpha_s", 0.0))
+        object.__setattr__(
+            self,
+            "beta_s_per_byte",
+            as_real(self.beta_s_per_byte, "beta_s_per_byte", positive=True),
+        )
+
+    def kw(self) -> dict[str, float]:
+        """The keyword arguments of :func:`postal_time`."""
+        return {"alpha_s": self.alpha_s, "beta_s_per_byte": self.beta_s_per_byte}
+
+    def time(self, size_bytes: Any) -> Any:
+        """``alpha + beta s``."""
+        return postal_time(1, size_bytes, **self.kw())
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterParams:
+    """A named parameter set of the cluster models.
+
+    Attributes
+    ----------
+    name : str
+    classes : mapping
+        ``classes[locality][protocol]`` is a :class:`Postal`, for the
+        localities ``socket``, ``node`` and ``network`` and the protocols
+        ``short``, ``eager`` and ``rendezvous``.
+    nic_Bps : mapping
+        NIC injection rate ``R_N`` per protocol, or ``None`` (postal).
+    gamma_s_per_byte : float
+        Reduction cost per byte.
+    ppn : int
+        Processes per node the set was measured with.
+    sources : mapping
+        Where each entry comes from.
+    """
+
+    name: str
+    classes: Mapping[str, Mapping[str, Postal]]
+    nic_Bps: Mapping[str, float | None]
+    gamma_s_per_byte: float
+    ppn: int
+    sources: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for loc in LOCALITIES:
+            for proto in PROTOCOLS:
+                if not isinstance(self.classes.get(loc, {}).get(proto), Postal):
+                    raise ValueError(f"classes[{loc!r}][{proto!r}] must be a Postal")
+        for proto in PROTOCOLS:
+            v = self.nic_Bps.get(proto)
+            if v is not None:
+                as_real(v, f"nic_Bps[{proto!r}]", positive=True)
+        as_real(self.gamma_s_per_byte, "gamma_s_per_byte", 0.0)
+        as_int(self.ppn, "ppn", 1)
+
+    def postal(self, locality: str, size_bytes: float) -> Postal:
+        """The :class:`Postal` of a locality class for a message size."""
+        if locality not in LOCALITIES:
+            raise ValueError(f"locality must be one of {LOCALITIES}, got {locality!r}")
+        return self.classes[locality][protocol(size_bytes)]
+
+    def local_time(self, size_bytes: float, locality: str = "node") -> float:
+        """``alpha_l + beta_l s`` of one on-node message (protocol by size)."""
+        return float(self.postal(locality, size_bytes).time(size_bytes))
+
+    def network_time(
+        self, size_bytes: float, senders: int = 1, model: str = "max_rate"
+    ) -> float:
+        """Cost of an off-node message while ``senders`` of its node send.
+
+        ``model="max_rate"``: ``alpha + k s / min(R_N, k R_b)`` with the
+        regime's ``R_N`` (postal where the regime has none);
+        ``model="postal"``: ``alpha + beta s`` whatever ``k``.
+        """
+        if model not in ("max_rate", "postal"):
+            raise ValueError(f"model must be 'max_rate' or 'postal', got {model!r}")
+        pp = self.postal("network", size_bytes)
+        rn = self.nic_Bps[protocol(size_bytes)] if model == "max_rate" else None
+        k = 1 if model == "postal" else max(int(senders), 1)
+        return float(
+            max_rate_time(
+                k,
+                size_bytes,
+                alpha_s=pp.alpha_s,
+                R_b_Bps=1.0 / pp.beta_s_per_byte,
+                R_N_Bps=rn,
+            )
+        )
+
+    def replace(self, **changes: Any) -> ClusterParams:
+        """A copy with some fields changed (a user-supplied set)."""
+        return dataclasses.replace(self, **changes)
+
+
+def _classes(table: Mapping[str, tuple[tuple[float, float], ...]]) -> dict:
+    return {
+        loc: {pr: Postal(a, b) for pr, (a, b) in zip(PROTOCOLS, rows, strict=True)}
+        for loc, rows in table.items()
+    }
+
+
+_BW_MODEL = "bienz2/BlueWatersModel"
+#: Blue Waters (Cray XE6, ppn 16) as used for the paper's model figures
+#: (recovered details §1.8, §1.7a).
+BLUE_WATERS = ClusterParams(
+    name="blue_waters",
+    classes=_classes(
+        {
+            # on-socket ping-pong, fitted (recovered details §1.8, [RUN])
+            "socket": ((4.42e-7, 4.56e-10), (5.32e-7, 3.11e-10), (1.67e-6, 1.60e-10)),
+            # on-node ping-pong, 16 ppn node, fitted (§1.8, [RUN])
+            "node": ((8.28e-7, 2.10e-9), (1.21e-6, 1.04e-9), (2.46e-6, 1.61e-10)),
+            # hard-coded "standard" max-rate model of nodecomm_model.py (§1.8)
+            "network": ((4.0e-6, 1.6e-9), (1.1e-5, 5.9e-10), (2.0e-5, 2.8e-10)),
+        }
+    ),
+    nic_Bps={"short": None, "eager": None, "rendezvous": 1.0 / 1.8e-10},
+    gamma_s_per_byte=0.115543 / 8.0e7,
+    ppn=16,
+    sources={
+        "socket": f"{_BW_MODEL}, fitted from on-socket ping-pong data (§1.8)",
+        "node": f"{_BW_MODEL}, fitted from on-node ping-pong data (§1.8)",
+        "network": f"{_BW_MODEL} nodecomm_model.py, standard max-rate model (§1.8)",
+        "nic_Bps": f"{_BW_MODEL} nodecomm_model.py: 1/R_N = 1.8e-10 s/B (§1.8)",
+        "gamma": f"{_BW_MODEL} plot_nap_collective_model.py: 0.115543 s / 8e7 B "
+        "(§1.7a)",
+        "cutoffs": f"{_BW_MODEL} arch_model.py: short < 500 B, eager < 8000 B (§1.2)",
+        "ppn": "Streamline allreduce benchmark default, 16 (§1.8)",
+    },
+)
+
+#: The set in raptor-library/raptor examples/benchmark_setup.cpp (§1.8; the
+#: machine is not named there). The network eager and rendezvous rows use
+#: the first of the two rates given.
+RAPTOR_BENCHMARK = ClusterParams(
+    name="raptor_benchmark",
+    classes=_classes(
+        {
+            "socket": (
+                (8.86e-7, 1 / 1.10e9),
+                (1.05e-6, 1 / 1.59e9),
+                (3.37e-6, 1 / 3.13e9),
+            ),
+            "node": (
+                (1.70e-6, 1 / 2.47e8),
+                (2.36e-6, 1 / 4.84e8),
+                (5.01e-6, 1 / 3.07e9),
+            ),
+            "network": (
+                (4.25e-6, 1 / 7.01e8),
+                (1.34e-5, 1 / 9.84e8),
+                (9.43e-6, 1 / 2.01e9),
+            ),
+        }
+    ),
+    nic_Bps={"short": None, "eager": None, "rendezvous": 6.25e9},
+    gamma_s_per_byte=0.115543 / 8.0e7,
+    ppn=16,
+    sources={
+        "all": "raptor-library/raptor examples/benchmark_setup.cpp (§1.8)",
+        "gamma": "as BLUE_WATERS (§1.7a)",
+    },
+)
+
+
+def fit_postal(
+    sizes: Any,
+    times: Any,
+    *,
+    round_trip: bool = False,
+    by_protocol: bool = False,
+) -> Postal | dict[str, Postal]:
+    """Fit ``alpha + beta s`` to measured message times by least squares.
+
+    Parameters
+    ----------
+    sizes : array_like
+        Message sizes in bytes.
+    times : array_like
+        Measured times in seconds, one per size.
+    round_trip : bool
+        The times are ping-pong round trips: fit ``t / 2`` (as the authors
+        did, recovered details §1.8).
+    by_protocol : bool
+        Fit each protocol regime (short, eager, rendezvous) separately and
+        return a dict; every regime then needs two distinct sizes.
+
+    Returns
+    -------
+    Postal or dict of str to Postal
+        Negative fitted values are clipped to 0 for alpha and to a tiny
+        positive value for beta.
+
+    Raises
+    ------
+    ValueError
+        For arrays of different lengths, fewer than two distinct sizes, or
+        negative or non-finite values.
+    """
+    s = _arr(sizes, "sizes").ravel()
+    t = _arr(times, "times").ravel()
+    if s.shape != t.shape:
+        raise ValueError(
+            f"sizes and times must have the same length, got {s.size} and {t.size}"
+        )
+    if round_trip:
+        t = t / 2.0
+
+    def fit(ss: np.ndarray, tt: np.ndarray, what: str) -> Postal:
+        if np.unique(ss).size < 2:
+            raise ValueError(f"{what} needs at least two distinct sizes")
+        A = np.stack([np.ones_like(ss), ss], axis=1)
+        (a, b), *_ = np.linalg.lstsq(A, tt, rcond=None)
+        return Postal(max(float(a), 0.0), max(float(b), 1e-300))
+
+    if not by_protocol:
+        return fit(s, t, "fit_postal")
+    proto = np.asarray(protocol(s)).reshape(s.shape)
+    return {
+        pr: fit(s[proto == pr], t[proto == pr], f"fit_postal ({pr} regime)")
+        for pr in PROTOCOLS
+    }

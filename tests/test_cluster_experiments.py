@@ -1,0 +1,57 @@
+"""Experiments of paper 001 in quick mode, and the simulator setup they use."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import wafercoll as wc
+import wafercoll.experiments as wx
+from wafercoll.cluster import costs
+from wafercoll.cluster.models import BLUE_WATERS
+from wafercoll.experiments import node_aware
+
+
+def test_experiments_are_registered() -> None:
+    names = {e.name for e in wx.experiments()}
+    assert {"node_aware_scale", "node_aware_size"} <= names
+
+
+def test_quick_sweeps_hold_the_claims() -> None:
+    cols, findings = node_aware.run_scale(quick=True)
+    assert all(f["ok"] for f in findings)
+    lens = {len(v) for v in cols.values()}
+    assert lens == {3 * 6}
+    cols, findings = node_aware.run_size(quick=True)
+    assert findings[2]["ok"]  # postal: SMP never overtakes NAP
+    # (the full-size crossover is checked in test_cluster_models.py)
+    smp = np.asarray(cols["model_s"])[np.asarray(cols["algorithm"]) == "smp"]
+    assert smp.size == 12 and np.isfinite(np.asarray(cols["sim_s"], float)).all()
+
+
+@pytest.mark.parametrize("size", [8, 2048])
+def test_simulated_on_node_smp_matches_its_closed_form(size: int) -> None:
+    # SMP inside one node of 16: every message goes alone, so the simulation
+    # is the postal sum along the critical path (derived here, not copied).
+    ppn = 16
+    topo, net = node_aware.simulation_setup(1, ppn, size)
+    s = wc.build("smp_allreduce", ppn, size, ppn=ppn)
+    got = wc.simulate(s, topo, net).time_s
+    loc = BLUE_WATERS.postal("node", size)
+    nw = BLUE_WATERS.postal("network", size)
+    on = loc.alpha_s + size * nw.beta_s_per_byte  # process links at R_b
+    g = BLUE_WATERS.gamma_s_per_byte * size
+    lg = int(math.log2(ppn))
+    assert got == pytest.approx(lg * (on + g) + lg * on, rel=1e-9)
+
+
+def test_model_and_simulation_agree_for_nap_at_8_bytes() -> None:
+    n, ppn = 256, 16
+    topo, net = node_aware.simulation_setup(n, ppn, 8)
+    s = wc.build("nap_allreduce", n * ppn, 8, ppn=ppn)
+    sim = wc.simulate(s, topo, net).time_s
+    model = costs.allreduce_time("nap", n, ppn, 8)
+    assert sim == pytest.approx(model, rel=0.02)
+    assert np.isfinite(sim)

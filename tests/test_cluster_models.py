@@ -1,0 +1,151 @@
+"""Cluster performance models and analytic costs (paper 001)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import wafercoll as wc
+from wafercoll.cluster import costs, models
+from wafercoll.cluster.models import BLUE_WATERS, Postal
+
+
+def test_postal_and_split_are_the_linear_forms() -> None:
+    t = models.postal_time(
+        3, 1000, 500, alpha_s=2e-6, beta_s_per_byte=1e-9, gamma_s_per_byte=4e-10
+    )
+    assert t == pytest.approx(3 * 2e-6 + 1000 * 1e-9 + 500 * 4e-10)
+    loc, net = Postal(1e-6, 2e-10), Postal(5e-6, 1e-9)
+    t = models.split_time(
+        4, 800, 2, 400, 100, local=loc, network=net, gamma_s_per_byte=1e-9
+    )
+    assert t == pytest.approx(4e-6 + 800 * 2e-10 + 2 * 5e-6 + 400e-9 + 100e-9)
+
+
+def test_max_rate_limits_k_senders_by_the_nic() -> None:
+    a, rb, rn = 1e-6, 1e9, 4e9
+    k = np.arange(1, 9)
+    t = models.max_rate_time(k, 1e6, alpha_s=a, R_b_Bps=rb, R_N_Bps=rn)
+    expect = [a + kk * 1e6 / min(rn, kk * rb) for kk in k]
+    np.testing.assert_allclose(t, expect)
+    # k = 1 is the postal cost; up to R_N / R_b senders run at full speed
+    assert t[0] == pytest.approx(
+        models.postal_time(1, 1e6, alpha_s=a, beta_s_per_byte=1 / rb)
+    )
+    np.testing.assert_allclose(t[:4], t[0])
+    assert t[7] == pytest.approx(a + 8e6 / rn)
+    with pytest.raises(ValueError, match="senders must be >= 1"):
+        models.max_rate_time(0, 1, alpha_s=0, R_b_Bps=1, R_N_Bps=1)
+
+
+def test_protocol_cutoffs() -> None:
+    assert models.protocol(499) == "short"
+    assert models.protocol(500) == "eager"
+    assert models.protocol(7999) == "eager"
+    assert models.protocol(8000) == "rendezvous"
+    assert list(models.protocol([0, 600, 9000])) == ["short", "eager", "rendezvous"]
+
+
+def test_fit_postal_recovers_known_parameters() -> None:
+    rng = np.random.default_rng(0)
+    sizes = np.repeat(2.0 ** np.arange(0, 20), 3)
+    alpha, beta = 3e-6, 4e-10
+    times = 2 * (alpha + beta * sizes) * (1 + 1e-4 * rng.standard_normal(sizes.size))
+    fit = models.fit_postal(sizes, times, round_trip=True)
+    assert fit.alpha_s == pytest.approx(alpha, rel=1e-2)
+    assert fit.beta_s_per_byte == pytest.approx(beta, rel=1e-3)
+    per = models.fit_postal(sizes, times / 2, by_protocol=True)
+    assert set(per) == set(models.PROTOCOLS)
+    assert per["rendezvous"].beta_s_per_byte == pytest.approx(beta, rel=1e-2)
+    with pytest.raises(ValueError, match="same length"):
+        models.fit_postal([1, 2], [1.0])
+    with pytest.raises(ValueError, match="two distinct sizes"):
+        models.fit_postal([8, 8], [1.0, 1.0])
+
+
+def test_blue_waters_set_has_sources_and_a_user_set_can_replace_it() -> None:
+    bw = BLUE_WATERS
+    assert bw.ppn == 16 and bw.nic_Bps["rendezvous"] == pytest.approx(1 / 1.8e-10)
+    assert bw.gamma_s_per_byte == pytest.approx(0.115543 / 8.0e7)
+    assert {"socket", "node", "network", "nic_Bps", "gamma"} <= set(bw.sources)
+    assert bw.network_time(100) == pytest.approx(4.0e-6 + 100 * 1.6e-9)
+    k16 = bw.network_time(1e5, 16)
+    assert k16 == pytest.approx(2.0e-5 + 16e5 * 1.8e-10)
+    assert bw.network_time(1e5, 16, "postal") == pytest.approx(2.0e-5 + 1e5 * 2.8e-10)
+    user = bw.replace(name="mine", gamma_s_per_byte=0.0)
+    assert user.gamma_s_per_byte == 0.0 and user.classes is bw.classes
+    with pytest.raises(ValueError, match="model must be"):
+        bw.network_time(8, 1, "hockney")
+    with pytest.raises(ValueError, match="must be a Postal"):
+        models.ClusterParams("x", {}, {}, 0.0, 1)
+
+
+@pytest.mark.parametrize(("n", "ppn"), [(16, 16), (256, 16), (64, 4)])
+@pytest.mark.parametrize("s", [8.0, 1024.0, 16384.0])
+def test_nap_equation_reduces_to_the_closed_form_for_powers_of_ppn(
+    n: int, ppn: int, s: float
+) -> None:
+    # recovered details §1.7b: with n = ppn**k, NAP costs
+    # log2(p) T_l + log_ppn(n) T_mr(ppn - 1) + (log2 p + log_ppn n) gamma s
+    k = round(math.log(n, ppn))
+    p = n * ppn
+    bw = BLUE_WATERS
+    want = (
+        math.log2(p) * bw.local_time(s)
+        + k * bw.network_time(s, ppn - 1)
+        + (math.log2(p) + k) * bw.gamma_s_per_byte * s
+    )
+    assert costs.allreduce_time("nap", n, ppn, s) == pytest.approx(want)
+
+
+def test_rd_and_smp_differ_only_in_senders_and_local_steps() -> None:
+    bw, n, ppn, s = BLUE_WATERS, 2048, 16, 16384.0
+    rd = costs.allreduce_time("rd", n, ppn, s)
+    smp = costs.allreduce_time("smp", n, ppn, s)
+    diff = math.log2(ppn) * bw.local_time(s) + 11 * (
+        bw.network_time(s, 1) - bw.network_time(s, ppn)
+    )
+    assert smp - rd == pytest.approx(diff)
+    post = costs.allreduce_time("rd", n, ppn, s, network="postal")
+    assert post < rd
+
+
+def test_acceptance_nap_wins_small_and_smp_overtakes_it() -> None:
+    # p = 32768, ppn 16, Blue Waters, max-rate (issue 6 acceptance)
+    n, ppn = 2048, 16
+    t = {a: costs.allreduce_time(a, n, ppn, 8) for a in ("rd", "smp", "nap")}
+    assert t["nap"] < t["rd"] and t["nap"] < t["smp"]
+    sizes = np.arange(8, 16385, 8)
+    x = costs.crossover_size(n, ppn, sizes)
+    assert x is not None and 8000 <= x <= 16384
+    smp = costs.allreduce_time("smp", n, ppn, sizes)
+    nap = costs.allreduce_time("nap", n, ppn, sizes)
+    assert (smp[sizes >= x] < nap[sizes >= x]).all()
+    assert costs.crossover_size(n, ppn, sizes, network="postal") is None
+
+
+def test_simulator_on_a_cluster_shows_the_max_rate_behaviour() -> None:
+    # k processes of node 0 each send s bytes to node 1 at once
+    rb, rn, s = 2e9, 5e9, 1 << 20
+    topo = wc.topology.cluster(2, 8, process_Bps=rb, nic_Bps=rn)
+    net = wc.NetworkModel(None, alpha_s=3e-6, packet_bytes=4096)
+    for k in (1, 2, 4, 8):
+        sched = wc.Schedule(16, [s], "allreduce")
+        for i in range(k):
+            sched.add_transfer(i, 8 + i, [0])
+        r = wc.simulate(sched, topo, net)
+        want = models.max_rate_time(k, s, alpha_s=3e-6, R_b_Bps=rb, R_N_Bps=rn)
+        assert r.time_s == pytest.approx(want, rel=0.01), k
+
+
+def test_cost_arguments_are_checked() -> None:
+    with pytest.raises(ValueError, match="algorithm must be one of"):
+        costs.allreduce_time("ring", 4, 4, 8)
+    with pytest.raises(ValueError, match="form must be"):
+        costs.allreduce_time("nap", 4, 4, 8, form="paper")
+    with pytest.raises(ValueError, match="size_bytes must be finite"):
+        costs.allreduce_time("nap", 4, 4, -1)
+    with pytest.raises(ValueError, match="nodes must be >= 1"):
+        costs.step_counts("nap", 0, 4)
