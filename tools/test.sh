@@ -35,7 +35,11 @@ echo "== MPI tests (8 processes)"
 if command -v mpirun >/dev/null 2>&1 && "$PY" -c "import mpi4py" 2>/dev/null; then
   MPIRUN=(mpirun --oversubscribe -n 8)
   if [ "$(id -u)" -eq 0 ]; then MPIRUN+=(--allow-run-as-root); fi
-  "${MPIRUN[@]}" "$PY" -m pytest -q -p no:cacheprovider tests/mpi
+  # One pytest per rank, each with its own temporary directory (a shared one
+  # would be cleaned up by eight processes at once).
+  mkdir -p build/mpi-tmp
+  "${MPIRUN[@]}" bash -c 'exec "$0" -m pytest -q -p no:cacheprovider \
+    --basetemp="build/mpi-tmp/rank${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}" tests/mpi' "$PY"
 elif [ "${CI:-}" = "true" ]; then
   echo "error: CI needs mpirun and mpi4py for the MPI tests" >&2
   exit 1
