@@ -388,11 +388,14 @@ def test_port_bandwidth_can_be_lower_than_links() -> None:
     s = one_transfer(3, 0, 2, size)
     net = wc.NetworkModel(fast, ports=1, port_bandwidth_Bps=slow, packet_bytes=m)
     r = wc.simulate(s, wc.line(3), net)
-    # Cut-through, no latency: packet k leaves the slow injection port at
-    # (k + 1) m / slow; the fast links start it m / fast before that so as
-    # not to overtake it; the slow ejection port starts it then too and needs
-    # m / slow. The last packet is done at S / slow - m / fast + m / slow.
-    assert close(r.time_s, size / slow - m / fast + m / slow)
+    # Cut-through, no latency: packet k's head leaves the slow injection port
+    # at k m / slow and its tail at (k + 1) m / slow. The fast links pass the
+    # head on at once and send the packet in m / fast just before its tail
+    # arrives; the slow ejection port takes the head at k m / slow too (the
+    # fast links do not hold it back) and needs m / slow, so it finishes with
+    # the tail: the last packet is done at S / slow, the rate of the slowest
+    # stage.
+    assert close(r.time_s, size / slow)
     assert close(r.injection_busy_s[0], size / slow)
     assert close(r.ejection_busy_s[2], size / slow)
 
@@ -775,3 +778,31 @@ def test_trace_records_every_stage_service() -> None:
     assert np.all(tr["finish_s"] >= tr["start_s"])
     with pytest.raises(ValueError, match="trace=True"):
         wc.simulate(s, wc.mesh(2, 3), net).trace()
+
+
+def test_cut_through_head_is_not_held_back_by_fast_links() -> None:
+    # slow, fast, fast, slow links on a line of 5 (one packet, no latency):
+    # the head crosses the fast links at once, so the last slow link starts
+    # with the first and the packet is done at S / slow (a store-and-forward
+    # reading of the fast links would give about 2 S / slow).
+    size, slow, fast = 2048, 1e9, 1e12
+    top = wc.custom(
+        5,
+        [(0, 1), (1, 2), (2, 3), (3, 4)],
+        bandwidth_Bps=[slow, fast, fast, slow],
+    )
+    r = wc.simulate(one_transfer(5, 0, 4, size), top, wc.NetworkModel(None))
+    assert close(r.time_s, size / slow)
+    # A slow middle link alone sets the time too: it takes the head at once
+    # and the fast links after it send the packet just before its tail.
+    top2 = wc.custom(
+        5,
+        [(0, 1), (1, 2), (2, 3), (3, 4)],
+        bandwidth_Bps=[fast, slow, fast, fast],
+    )
+    r2 = wc.simulate(one_transfer(5, 0, 4, size), top2, wc.NetworkModel(None))
+    assert close(r2.time_s, size / slow)
+    # Store-and-forward adds every link's time.
+    saf = wc.NetworkModel(None, switching="store_and_forward")
+    r3 = wc.simulate(one_transfer(5, 0, 4, size), top, saf)
+    assert close(r3.time_s, 2 * size / slow + 2 * size / fast)

@@ -37,10 +37,13 @@ The model
   met contention earlier) is served before packets that arrive there later,
   such as those a local source injects one at a time.
 * **Store-and-forward**: a packet reaches the next stage at its finish here +
-  latency. **Cut-through**: its head reaches the next stage at its start
-  here + latency (+ one flit time when ``flit_bytes`` is set), and it cannot
-  finish there before its finish here + latency. Routers buffer without limit
-  (no back-pressure, no deadlock).
+  latency. **Cut-through**: its head reaches the next stage when the head
+  passed this one + latency (+ one flit time when ``flit_bytes`` is set), and
+  it cannot finish there before its finish here + latency; a stage faster
+  than the one before it sends the packet in one burst just before its tail
+  arrives, without holding back the head for the stages after it (a packet
+  crossing slow, fast, fast, slow links takes S / slow, not 2 S / slow).
+  Routers buffer without limit (no back-pressure, no deadlock).
 * A packet is delivered at its finish on the last stage + that stage's
   latency. A *reducing* transfer is then reduced by the destination's single
   compute unit, first come first served, at ``gamma_s_per_byte`` per byte.

@@ -92,6 +92,7 @@ struct Node {
   std::int32_t next_sibling;  // -1: none
   std::int32_t term;          // destination slot ending here, or -1
   std::int32_t top;           // 1 for a first stage of the stream
+  TransferId transfer;        // the transfer whose trie holds this node
 };
 
 enum : std::uint32_t { kArrive = 0, kDeliver = 1 };
@@ -102,8 +103,12 @@ constexpr std::uint64_t kMaxPos = (std::uint64_t{1} << (64 - kCanonBits)) - 1;
 struct Event {
   Seconds t;
   std::uint64_t k1;  // (position of the packet's data) << 26 | canonical transfer rank
+  // Cut-through: when the packet's head reached this stage. The service may
+  // start later than the head (at t) so that it ends no earlier than the
+  // packet's tail arrives; the head still moves on from `head`, so a slow
+  // upstream link delays the tail, not the head, of every later stage.
+  Seconds head;
   std::uint32_t k2;  // local node << 1 | kind
-  TransferId transfer;
   std::int32_t node;
 };
 
@@ -415,7 +420,7 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
           if (p.nodes.size() >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
             throw std::invalid_argument("too many stages to simulate");
           c = static_cast<std::int32_t>(p.nodes.size());
-          Node nd{res, -1, -1, -1, parent < 0 ? 1 : 0};
+          Node nd{res, -1, -1, -1, parent < 0 ? 1 : 0, t};
           if (parent < 0) {
             // Top-level siblings chain from the stream's first node.
             if (c != b0) {
@@ -753,17 +758,18 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   // first (positions saturate only beyond 2^38 packets, which max_events
   // refuses long before).
   auto packet_of = [&](const Event& e) {
-    return static_cast<std::int64_t>((e.k1 >> kCanonBits) - hot[e.transfer].key0);
+    return static_cast<std::int64_t>((e.k1 >> kCanonBits) -
+                                     hot[p.nodes[e.node].transfer].key0);
   };
   const bool bucketed = opt.queue == EventQueueKind::buckets ||
                         (opt.queue == EventQueueKind::automatic && net.clock_Hz > 0.0);
   EventQueue queue(bucketed);
   bool top_consumed = true;  // whether the event being processed left the queue
   auto push = [&](Seconds t, std::int64_t packet, TransferId tr, std::int32_t node,
-                  std::uint32_t kind) {
+                  std::uint32_t kind, Seconds head) {
     const std::uint64_t pos = std::min(hot[tr].key0 + static_cast<std::uint64_t>(packet), kMaxPos);
-    const Event e{t, (pos << kCanonBits) | hot[tr].canon,
-                  (static_cast<std::uint32_t>(node - hot[tr].base) << 1) | kind, tr, node};
+    const Event e{t, (pos << kCanonBits) | hot[tr].canon, head,
+                  (static_cast<std::uint32_t>(node - hot[tr].base) << 1) | kind, node};
     if (!top_consumed) {
       queue.replace_top(e);
       top_consumed = true;
@@ -781,8 +787,8 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   auto try_inject = [&](TransferId t) {
     StreamState& st = streams[hot[t].stream_id];
     if (st.next < 0 || st.next >= hot[t].npackets || st.ready.empty()) return;
-    push(std::max(st.pace, st.ready.front()), st.next, t,
-         static_cast<std::int32_t>(hot[t].base), kArrive);
+    const Seconds go = std::max(st.pace, st.ready.front());
+    push(go, st.next, t, static_cast<std::int32_t>(hot[t].base), kArrive, go);
     st.ready.pop_front();
     st.next = -2;  // in flight until it leaves the first stage
   };
@@ -797,7 +803,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
       return;
     }
     for (std::int32_t c = static_cast<std::int32_t>(p.base[t]); c >= 0; c = p.nodes[c].next_sibling)
-      push(a, 0, t, c, kArrive);
+      push(a, 0, t, c, kArrive, a);
   };
   auto stream_delivered = [&](std::int64_t sl, Seconds when) {
     for (std::int64_t i = stream_off[sl]; i < stream_off[sl + 1]; ++i) {
@@ -848,7 +854,8 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
       Gate& g = gate[u];
       if (--g.count != 0 || g.park < 0) continue;
       for (const Event& e : parked[g.park])
-        push(std::max(e.t, when), packet_of(e), e.transfer, e.node, kArrive);
+        push(std::max(e.t, when), packet_of(e), p.nodes[e.node].transfer, e.node, kArrive,
+             std::max(e.head, when));
       parked[g.park].clear();
       parked_free.push_back(g.park);
       g.park = -1;
@@ -876,9 +883,9 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     if (queue.empty()) break;
     const Event ev = queue.top();
     top_consumed = false;
-    const TransferId t = ev.transfer;
-    const std::int64_t k = packet_of(ev);
     const Node& nd = p.nodes[ev.node];
+    const TransferId t = nd.transfer;
+    const std::int64_t k = packet_of(ev);
     const Bytes m = (k == hot[t].npackets - 1) ? hot[t].last_bytes : M;
     if ((ev.k2 & 1u) == kDeliver) {
       const NodeId e = p.place[slot_transfer_dst[nd.term]];
@@ -920,6 +927,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     const Bytes w = F > 0 ? (m + F - 1) / F * F : m;
     const double ib = stage[r].inv_bw;
     const Seconds st = std::max(ev.t, stage[r].free_at);
+    const Seconds hs = std::max(ev.head, stage[r].free_at);  // the head moves on
     const Seconds dur = static_cast<double>(w) * ib;
     const Seconds fin = st + dur;
     stage[r].free_at = fin;
@@ -959,7 +967,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
         try_inject(t);
       }
       if (k + 1 < hot[t].npackets) {
-        if (!(dataflow && hot[t].stream_id >= 0)) push(fin, k + 1, t, ev.node, kArrive);
+        if (!(dataflow && hot[t].stream_id >= 0)) push(fin, k + 1, t, ev.node, kArrive, fin);
       } else {
         const RankId src = s.src(t);
         res.rank_finish_s[src] = std::max(res.rank_finish_s[src], fin);
@@ -976,10 +984,12 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
             cr >= 0 ? stage[cr].inv_bw  // else an ejection channel, all alike per endpoint
                     : stage[L + (static_cast<std::int64_t>(E) +
                                  p.place[slot_transfer_dst[p.nodes[c].term]]) * K].inv_bw;
-        const Seconds head = st + l + (F > 0 ? static_cast<double>(F) * ib : 0.0);
+        const Seconds head = hs + l + (F > 0 ? static_cast<double>(F) * ib : 0.0);
         a = std::max(head, fin + l - static_cast<double>(w) * ibn);
+        push(a, k, t, c, kArrive, head);
+        continue;
       }
-      push(a, k, t, c, kArrive);
+      push(a, k, t, c, kArrive, a);
     }
     if (nd.term >= 0) {
       const Seconds d = fin + l;
@@ -998,7 +1008,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
         res.compute_busy_s[e] += dur;
         packet_done(t, nd.term, cs + dur);
       } else if (cost > 0.0) {
-        push(d, k, t, ev.node, kDeliver);
+        push(d, k, t, ev.node, kDeliver, d);
       } else {
         packet_done(t, nd.term, d);
       }

@@ -35,9 +35,11 @@
 //    interleave packet by packet (fair sharing).
 //  * Switching. Store-and-forward: a packet reaches the next stage at
 //    (its finish on this stage) + latency. Cut-through: its head reaches the
-//    next stage at (its start here) + latency (+ one flit time with flits),
-//    and it cannot finish there before finish here + latency, i.e. it
-//    arrives at max(start + latency [+ flit/bw], finish + latency - w/bw_next).
+//    next stage at (the time its head passed here) + latency (+ one flit time
+//    with flits), and it cannot finish there before finish here + latency, so
+//    its service there starts at max(head, finish + latency - w/bw_next). The
+//    head passes a stage at max(head arrival, stage free): a fast stage that
+//    waits for a slow tail does not delay the head for the stages after it.
 //    Routers buffer without limit (no back-pressure).
 //  * A packet is delivered at its finish on the last stage + that stage's
 //    latency. The destination's one compute unit then processes it, first
