@@ -12,8 +12,13 @@
 //    index, so that renumbering the transfers does not change any result.
 #include "wafercoll/simulate/simulate.hpp"
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -86,13 +91,58 @@ namespace {
 constexpr std::int32_t kInjPort = -2;  // stage resolved to the source's injection channel
 constexpr std::int32_t kEjPort = -3;   // stage resolved to the destination's ejection channel
 
+// Allocator for the large per-stage, per-node and per-transfer arrays that the
+// event loop reads in no particular order. Blocks of 2 MiB or more are
+// aligned to 2 MiB and, on Linux, offered to the kernel for transparent huge
+// pages: with hundreds of thousands of concurrent streams these arrays span
+// hundreds of MiB, and with 4 KiB pages nearly every access would also miss
+// the TLB. Smaller blocks come from operator new.
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+
+template <typename T>
+struct HugeAlloc {
+  using value_type = T;
+  HugeAlloc() = default;
+  template <typename U>
+  HugeAlloc(const HugeAlloc<U>&) {}
+  static std::size_t rounded(std::size_t n) {
+    return (n * sizeof(T) + kHugePage - 1) / kHugePage * kHugePage;
+  }
+  T* allocate(std::size_t n) {
+    if (n > std::numeric_limits<std::size_t>::max() / sizeof(T) / 2) throw std::bad_alloc();
+    if (n * sizeof(T) < kHugePage) return static_cast<T*>(::operator new(n * sizeof(T)));
+    void* p = std::aligned_alloc(kHugePage, rounded(n));
+    if (p == nullptr) throw std::bad_alloc();
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    madvise(p, rounded(n), MADV_HUGEPAGE);  // advice only: failure is harmless
+#endif
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, std::size_t n) noexcept {
+    if (n * sizeof(T) < kHugePage) {
+      ::operator delete(p);
+    } else {
+      std::free(p);
+    }
+  }
+  template <typename U>
+  bool operator==(const HugeAlloc<U>&) const { return true; }
+  template <typename U>
+  bool operator!=(const HugeAlloc<U>&) const { return false; }
+};
+
+template <typename T>
+using BigVector = std::vector<T, HugeAlloc<T>>;
+
 struct Node {
   std::int32_t resource;      // link id, kInjPort or kEjPort
   std::int32_t first_child;   // -1: none
   std::int32_t next_sibling;  // -1: none
   std::int32_t term;          // destination slot ending here, or -1
-  std::int32_t top;           // 1 for a first stage of the stream
-  TransferId transfer;        // the transfer whose trie holds this node
+  std::int32_t owner;         // transfer whose trie holds it << 1 | 1 for a
+                              // first stage of the stream (transfers < 2^26)
+  TransferId transfer() const { return owner >> 1; }
+  bool top() const { return (owner & 1) != 0; }
 };
 
 enum : std::uint32_t { kArrive = 0, kDeliver = 1 };
@@ -299,7 +349,7 @@ class EventQueue {
 // Everything the run needs that does not change while it runs.
 struct Prepared {
   std::vector<NodeId> place;             // rank -> endpoint
-  std::vector<Node> nodes;               // all tries
+  BigVector<Node> nodes;                 // all tries
   std::vector<std::int64_t> base;        // per transfer: first node; size T+1
   std::vector<std::int64_t> npackets;    // per transfer
   std::vector<Bytes> last_bytes;         // per transfer: size of its last packet
@@ -420,7 +470,7 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
           if (p.nodes.size() >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
             throw std::invalid_argument("too many stages to simulate");
           c = static_cast<std::int32_t>(p.nodes.size());
-          Node nd{res, -1, -1, -1, parent < 0 ? 1 : 0, t};
+          Node nd{res, -1, -1, -1, (t << 1) | (parent < 0 ? 1 : 0)};
           if (parent < 0) {
             // Top-level siblings chain from the stream's first node.
             if (c != b0) {
@@ -516,7 +566,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     double inv_bw = 0.0, lat = 0.0, free_at = 0.0, busy = 0.0;
     Bytes bytes = 0;
   };
-  std::vector<StageState> stage(R);
+  BigVector<StageState> stage(R);
   std::vector<double> fastest_out, fastest_in;
   if (K > 0 && net.port_bandwidth_Bps == 0.0 && net.bandwidth_Bps == 0.0) {
     fastest_out.assign(E, 0.0);
@@ -566,7 +616,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     std::uint32_t canon;
     std::int32_t stream_id;
   };
-  std::vector<TransferHot> hot(T);
+  BigVector<TransferHot> hot(T);
   for (TransferId t = 0; t < T; ++t)
     hot[t] = TransferHot{p.npackets[t], p.last_bytes[t], p.base[t], -1, p.key0[t],
                          p.canon[t], -1};
@@ -577,7 +627,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   struct SlotState {
     std::int64_t left, deliv, ej_res;
   };
-  std::vector<SlotState> slot(S_slots);
+  BigVector<SlotState> slot(S_slots);
   const std::vector<RankId>& slot_transfer_dst = s.dst_array();
   for (TransferId t = 0; t < T; ++t) {
     pending[t] = s.num_deps(t);
@@ -616,7 +666,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   // kInline entries (the usual case: a stream rarely runs more than a few
   // packets ahead), so a stream's state is one contiguous record.
   struct Fifo {
-    enum : std::uint32_t { kInline = 2 };
+    enum : std::uint32_t { kInline = 4 };
     Seconds buf[kInline];
     std::uint32_t head = 0, count = 0;  // ring over buf
     std::uint32_t spill_head = 0;       // first unread entry of *spill
@@ -652,7 +702,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     std::int64_t next = -1;     // packet to inject; -1 not started
     Seconds pace = 0.0;         // first stage free again
   };
-  std::vector<StreamState> streams;
+  BigVector<StreamState> streams;
   std::vector<std::int64_t> stream_off;                   // by d slot
   std::vector<std::pair<TransferId, std::int32_t>> stream_list;  // (t, queue)
   std::vector<std::int64_t> comp_off, data_off, gate_off;
@@ -660,10 +710,8 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   std::vector<std::int64_t> gate_list;
   // Per trie node: order gates still closed, and the list of packets parked
   // there meanwhile (an index into parked, -1 for none).
-  struct Gate {
-    std::int32_t count = 0, park = -1;
-  };
-  std::vector<Gate> gate;
+  BigVector<std::int32_t> gate_count;  // read for every packet
+  std::vector<std::int32_t> park_of;     // only when parking
   std::vector<std::vector<Event>> parked;
   std::vector<std::int32_t> parked_free;
   if (dataflow) {
@@ -671,7 +719,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     std::vector<std::pair<std::int64_t, TransferId>> data_e;    // (d slot, t)
     std::vector<std::pair<std::int64_t, std::int64_t>> gate_e;  // (d node, t node)
     std::vector<std::pair<std::int64_t, std::pair<TransferId, std::int32_t>>> stream_e;
-    gate.assign(p.nodes.size(), Gate{});
+    gate_count.assign(p.nodes.size(), 0);
     std::vector<std::pair<std::int64_t, std::int64_t>> d_nodes;  // (key, node of d)
     for (TransferId t = 0; t < T; ++t) {
       std::int64_t start_gates = 0;
@@ -722,7 +770,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
                                      std::make_pair(key, std::int64_t{-1}));
           if (it == d_nodes.end() || it->first != key) continue;
           gate_e.emplace_back(it->second, n);
-          ++gate[n].count;
+          ++gate_count[n];
         }
       }
       pending[t] = start_gates;
@@ -743,7 +791,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
 
   SimResult res;
   res.rank_finish_s.assign(P, 0.0);
-  std::vector<double> cfree(gamma > 0.0 || copy_cost > 0.0 ? E : 0, 0.0);
+  BigVector<double> cfree(gamma > 0.0 || copy_cost > 0.0 ? E : 0, 0.0);
   res.compute_busy_s.assign(E, 0.0);
 
   // Timeline: per link the open busy interval, closed ones in a list.
@@ -759,7 +807,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   // refuses long before).
   auto packet_of = [&](const Event& e) {
     return static_cast<std::int64_t>((e.k1 >> kCanonBits) -
-                                     hot[p.nodes[e.node].transfer].key0);
+                                     hot[p.nodes[e.node].transfer()].key0);
   };
   const bool bucketed = opt.queue == EventQueueKind::buckets ||
                         (opt.queue == EventQueueKind::automatic && net.clock_Hz > 0.0);
@@ -851,14 +899,14 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   auto open_gates = [&](std::int64_t node, Seconds when) {  // dataflow only
     for (std::int64_t i = gate_off[node]; i < gate_off[node + 1]; ++i) {
       const std::int64_t u = gate_list[i];
-      Gate& g = gate[u];
-      if (--g.count != 0 || g.park < 0) continue;
-      for (const Event& e : parked[g.park])
-        push(std::max(e.t, when), packet_of(e), p.nodes[e.node].transfer, e.node, kArrive,
+      if (--gate_count[u] != 0 || park_of.empty() || park_of[u] < 0) continue;
+      std::int32_t& park = park_of[u];
+      for (const Event& e : parked[park])
+        push(std::max(e.t, when), packet_of(e), p.nodes[e.node].transfer(), e.node, kArrive,
              std::max(e.head, when));
-      parked[g.park].clear();
-      parked_free.push_back(g.park);
-      g.park = -1;
+      parked[park].clear();
+      parked_free.push_back(park);
+      park = -1;
     }
   };
   auto packet_done = [&](TransferId t, std::int64_t sl, Seconds when) {
@@ -884,7 +932,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     const Event ev = queue.top();
     top_consumed = false;
     const Node& nd = p.nodes[ev.node];
-    const TransferId t = nd.transfer;
+    const TransferId t = nd.transfer();
     const std::int64_t k = packet_of(ev);
     const Bytes m = (k == hot[t].npackets - 1) ? hot[t].last_bytes : M;
     if ((ev.k2 & 1u) == kDeliver) {
@@ -897,19 +945,20 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
       packet_done(t, nd.term, cs + dur);
       continue;
     }
-    if (dataflow && gate[ev.node].count > 0) {
+    if (dataflow && gate_count[ev.node] > 0) {
       // Waits for an earlier stream on this stage.
-      Gate& g = gate[ev.node];
-      if (g.park < 0) {
+      if (park_of.empty()) park_of.assign(p.nodes.size(), -1);
+      std::int32_t& park = park_of[ev.node];
+      if (park < 0) {
         if (parked_free.empty()) {
-          g.park = static_cast<std::int32_t>(parked.size());
+          park = static_cast<std::int32_t>(parked.size());
           parked.emplace_back();
         } else {
-          g.park = parked_free.back();
+          park = parked_free.back();
           parked_free.pop_back();
         }
       }
-      parked[g.park].push_back(ev);
+      parked[park].push_back(ev);
       continue;
     }
     std::int64_t r = nd.resource;
@@ -959,7 +1008,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
       }
     }
     if (dataflow && k == hot[t].npackets - 1) open_gates(ev.node, st);
-    if (nd.top) {
+    if (nd.top()) {
       if (dataflow && hot[t].stream_id >= 0) {
         StreamState& sst = streams[hot[t].stream_id];
         sst.pace = fin;
