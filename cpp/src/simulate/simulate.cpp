@@ -135,7 +135,8 @@ template <typename T>
 using BigVector = std::vector<T, HugeAlloc<T>>;
 
 struct Node {
-  std::int32_t resource;      // link id, kInjPort or kEjPort
+  std::int32_t resource;      // stage (link id, or port stage with one channel
+                              // per port), kInjPort or kEjPort
   std::int32_t first_child;   // -1: none
   std::int32_t next_sibling;  // -1: none
   std::int32_t term;          // destination slot ending here, or -1
@@ -376,6 +377,7 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
   Prepared p;
   const RankId P = s.num_ranks();
   const NodeId E = topo.num_endpoints();
+  const LinkId L = topo.num_links();
   if (opt.placement.empty()) {
     require(P <= E, "the schedule has " + std::to_string(P) + " ranks but topology " +
                         topo.name() + " has only " + std::to_string(E) +
@@ -448,18 +450,23 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
     std::int64_t slot = s.dst_offsets()[t];
     for (const RankId* d = s.dsts_begin(t); d != s.dsts_end(t); ++d, ++slot) {
       seq.clear();
-      if (net.ports > 0) seq.push_back(kInjPort);
+      // With one channel per port the port stages are known now: stage
+      // L + a (injection at a) and L + E + b (ejection at b).
+      const bool fixed_ports = net.ports == 1;
+      if (net.ports > 0)
+        seq.push_back(fixed_ports ? static_cast<std::int32_t>(L + a) : kInjPort);
       route.clear();
       topo.append_route(a, p.place[*d], route);
       seq.insert(seq.end(), route.begin(), route.end());
-      if (net.ports > 0) seq.push_back(kEjPort);
+      if (net.ports > 0)
+        seq.push_back(fixed_ports ? static_cast<std::int32_t>(L + E + p.place[*d]) : kEjPort);
       // Walk the trie, creating what is missing. Children are searched by
       // resource; the ejection stage is never shared (one per destination).
       std::int32_t parent = -1;
       for (std::size_t i = 0; i < seq.size(); ++i) {
         const std::int32_t res = seq[i];
         std::int32_t c = -1;
-        if (res != kEjPort) {
+        if (res != kEjPort && !(fixed_ports && res >= L + E)) {
           c = parent < 0 ? (p.nodes.size() > static_cast<std::size_t>(b0)
                                 ? static_cast<std::int32_t>(b0)
                                 : -1)
@@ -626,6 +633,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   // ejection channel once chosen.
   struct SlotState {
     std::int64_t left, deliv, ej_res;
+    NodeId endpoint;  // of the destination
   };
   BigVector<SlotState> slot(S_slots);
   const std::vector<RankId>& slot_transfer_dst = s.dst_array();
@@ -633,7 +641,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     pending[t] = s.num_deps(t);
     dst_left[t] = s.num_dsts(t);
     for (std::int64_t i = s.dst_offsets()[t]; i < s.dst_offsets()[t + 1]; ++i)
-      slot[i] = SlotState{hot[t].npackets, hot[t].npackets, -1};
+      slot[i] = SlotState{hot[t].npackets, hot[t].npackets, -1, p.place[s.dst_array()[i]]};
   }
   const Successors succ = successors(s);
   const double copy_cost = net.copy_s_per_byte;
@@ -791,8 +799,11 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
 
   SimResult res;
   res.rank_finish_s.assign(P, 0.0);
-  BigVector<double> cfree(gamma > 0.0 || copy_cost > 0.0 ? E : 0, 0.0);
-  res.compute_busy_s.assign(E, 0.0);
+  // Per endpoint: when its compute unit is free again, and its busy time.
+  struct ComputeUnit {
+    Seconds free_at = 0.0, busy = 0.0;
+  };
+  BigVector<ComputeUnit> cu(gamma > 0.0 || copy_cost > 0.0 ? E : 0);
 
   // Timeline: per link the open busy interval, closed ones in a list.
   std::vector<double> open_a, open_b;
@@ -937,11 +948,11 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     const Bytes m = (k == hot[t].npackets - 1) ? hot[t].last_bytes : M;
     if ((ev.k2 & 1u) == kDeliver) {
       const NodeId e = p.place[slot_transfer_dst[nd.term]];
-      const Seconds cs = std::max(ev.t, cfree[e]);
+      const Seconds cs = std::max(ev.t, cu[e].free_at);
       const Seconds dur =
           (s.op(t) == Op::reduce ? gamma : copy_cost) * static_cast<double>(m);
-      cfree[e] = cs + dur;
-      res.compute_busy_s[e] += dur;
+      cu[e].free_at = cs + dur;
+      cu[e].busy += dur;
       packet_done(t, nd.term, cs + dur);
       continue;
     }
@@ -1050,11 +1061,11 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
       if (cost > 0.0 && K == 1) {
         // One ejection channel: packets reach this endpoint in the order
         // they are processed here, so its compute unit can be booked now.
-        const NodeId e = p.place[slot_transfer_dst[nd.term]];
-        const Seconds cs = std::max(d, cfree[e]);
+        const NodeId e = slot[nd.term].endpoint;
+        const Seconds cs = std::max(d, cu[e].free_at);
         const Seconds dur = cost * static_cast<double>(m);
-        cfree[e] = cs + dur;
-        res.compute_busy_s[e] += dur;
+        cu[e].free_at = cs + dur;
+        cu[e].busy += dur;
         packet_done(t, nd.term, cs + dur);
       } else if (cost > 0.0) {
         push(d, k, t, ev.node, kDeliver, d);
@@ -1066,6 +1077,8 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   if (completed != T)
     throw std::logic_error("simulation ended with unfinished transfers");
 
+  res.compute_busy_s.assign(E, 0.0);
+  for (NodeId e = 0; e < static_cast<NodeId>(cu.size()); ++e) res.compute_busy_s[e] = cu[e].busy;
   res.link_busy_s.resize(L);
   res.link_bytes.resize(L);
   for (LinkId l = 0; l < L; ++l) {
