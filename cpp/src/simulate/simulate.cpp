@@ -783,13 +783,18 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
       }
       pending[t] = start_gates;
     }
+    // Edges by their first element, by counting sort. Edges were generated
+    // in increasing order of their second element (the loop over t), so each
+    // list comes out sorted as a full sort would leave it.
     auto csr = [](auto& edges, std::int64_t n, std::vector<std::int64_t>& off, auto& list) {
-      std::sort(edges.begin(), edges.end());
       off.assign(static_cast<std::size_t>(n) + 1, 0);
       list.resize(edges.size());
       for (const auto& e : edges) ++off[e.first + 1];
       for (std::int64_t i = 0; i < n; ++i) off[i + 1] += off[i];
-      for (std::size_t i = 0; i < edges.size(); ++i) list[i] = edges[i].second;
+      std::vector<std::int64_t> next(off.begin(), off.end() - 1);
+      for (const auto& e : edges) list[next[e.first]++] = e.second;
+      edges.clear();
+      edges.shrink_to_fit();
     };
     csr(comp_e, T, comp_off, comp_list);
     csr(data_e, S_slots, data_off, data_list);
