@@ -681,10 +681,13 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     std::unique_ptr<std::vector<Seconds>> spill;  // entries after the inline ones
     bool empty() const { return count == 0; }
     Seconds front() const { return buf[head]; }
+    bool spilled() const { return spill && spill_head < spill->size(); }
     void push_back(Seconds x) {
-      if (count < kInline && !spill) {
+      if (count < kInline && !spilled()) {
         buf[(head + count++) % kInline] = x;
       } else {
+        // The spill keeps its storage once drained: a stream that ran ahead
+        // once tends to do so again.
         if (!spill) spill = std::make_unique<std::vector<Seconds>>();
         spill->push_back(x);
       }
@@ -692,10 +695,10 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     void pop_front() {
       head = (head + 1) % kInline;
       --count;
-      if (spill) {  // refill in order
+      if (spilled()) {  // refill in order
         buf[(head + count++) % kInline] = (*spill)[spill_head++];
         if (spill_head == spill->size()) {
-          spill.reset();
+          spill->clear();
           spill_head = 0;
         }
       }
