@@ -195,14 +195,16 @@ class MPIExecutor:
         if self.timeout_s is None:
             MPI.Request.Waitall(reqs)
             return
-        # Poll and yield the processor between polls, as MPI's own wait does
-        # on an oversubscribed node (a sleep, even sleep(0), would add the
-        # timer's slack to every round); look at the clock every 64 polls.
+        # Poll: a short spin first (most rounds complete within it), then
+        # yield the processor between polls, as MPI's own wait does on an
+        # oversubscribed node (a sleep, even sleep(0), would add the timer's
+        # slack to every round); look at the clock every 64 polls.
         deadline = time.monotonic() + self.timeout_s
         polls = 0
         while not MPI.Request.Testall(reqs):
             polls += 1
-            _yield()
+            if polls > 32:
+                _yield()
             if polls % 64 == 0 and time.monotonic() > deadline:
                 for q in reqs:
                     if q != MPI.REQUEST_NULL:
