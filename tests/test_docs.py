@@ -19,6 +19,20 @@ MODULES = [
     "wafercoll.wafer.reduce1d",
     "wafercoll.wafer.builders",
     "wafercoll.wafer.builders2d",
+    "wafercoll.cluster.builders",
+    "wafercoll.cluster.costs",
+    "wafercoll.cluster.models",
+    "wafercoll.mesh.builders",
+    "wafercoll.mesh.hamiltonian",
+    "wafercoll.mesh.presets",
+    "wafercoll.mesh.training",
+    "wafercoll.mesh.trees",
+    "wafercoll.torus.builders",
+    "wafercoll.torus.hops",
+    "wafercoll.torus.n150",
+    "wafercoll.torus.roofline",
+    "wafercoll.torus.swing",
+    "wafercoll.mpi.executor",
 ]
 
 

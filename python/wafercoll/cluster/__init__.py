@@ -12,6 +12,7 @@ The topology is :func:`wafercoll.topology.cluster`.
 
 from __future__ import annotations
 
+from . import costs, models
 from .builders import (
     locality_dissemination,
     nap_allreduce,
@@ -20,12 +21,36 @@ from .builders import (
     rd_allreduce,
     smp_allreduce,
 )
+from .costs import allreduce_time, crossover_size, step_counts
+from .models import (
+    BLUE_WATERS,
+    ClusterParams,
+    Postal,
+    fit_postal,
+    max_rate_time,
+    postal_time,
+    protocol,
+    split_time,
+)
 
 __all__ = [
+    "BLUE_WATERS",
+    "ClusterParams",
+    "Postal",
+    "allreduce_time",
+    "costs",
+    "crossover_size",
+    "fit_postal",
     "locality_dissemination",
+    "max_rate_time",
+    "models",
     "nap_allreduce",
     "nap_plan",
+    "postal_time",
+    "protocol",
     "rank_table",
     "rd_allreduce",
     "smp_allreduce",
+    "split_time",
+    "step_counts",
 ]
