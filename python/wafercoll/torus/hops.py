@@ -31,7 +31,7 @@ from .builders import grid_of
 __all__ = ["HopTable", "hop_table"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class HopTable:
     """Hops of every rank at every step.
 
@@ -69,6 +69,15 @@ class HopTable:
     def node_totals(self) -> np.ndarray:
         """Each rank's hops summed over the steps."""
         return self.hops.sum(axis=0)
+
+    def __repr__(self) -> str:
+        worst = " + ".join(str(int(h)) for h in self.per_step_worst)
+        totals = self.node_totals
+        return (
+            f"<HopTable {self.algorithm} on {self.topology}: worst per step "
+            f"{worst} = {self.worst_total}; per-node totals {int(totals.min())}"
+            f"..{int(totals.max())} over {totals.size} ranks>"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data: labels, per-step worst, per-node totals."""
