@@ -731,6 +731,10 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     std::vector<std::pair<std::int64_t, std::int64_t>> gate_e;  // (d node, t node)
     std::vector<std::pair<std::int64_t, std::pair<TransferId, std::int32_t>>> stream_e;
     gate_count.assign(p.nodes.size(), 0);
+    // At most one stream per transfer: reserving that much address space
+    // (touched only as streams are made) spares the copies and fresh pages
+    // of repeated growth.
+    streams.reserve(static_cast<std::size_t>(T));
     std::vector<std::pair<std::int64_t, std::int64_t>> d_nodes;  // (key, node of d)
     for (TransferId t = 0; t < T; ++t) {
       std::int64_t start_gates = 0;
