@@ -142,6 +142,8 @@ struct Node {
   std::int32_t term;          // destination slot ending here, or -1
   std::int32_t owner;         // transfer whose trie holds it << 1 | 1 for a
                               // first stage of the stream (transfers < 2^26)
+  // Filled by simulate(): order gates still closed on this node (dataflow).
+  std::int32_t gate = 0;
   TransferId transfer() const { return owner >> 1; }
   bool top() const { return (owner & 1) != 0; }
 };
@@ -553,7 +555,7 @@ std::int64_t simulation_events(const Schedule& s, const Topology& topo,
 
 SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& net,
                    const SimOptions& opt) {
-  const Prepared p = prepare(s, topo, net, opt);
+  Prepared p = prepare(s, topo, net, opt);
   if (opt.record_trace && p.events > kMaxTraceEvents)
     throw std::invalid_argument("a trace of " + std::to_string(p.events) +
                                 " packet-stage events is too large (limit " +
@@ -721,7 +723,6 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   std::vector<std::int64_t> gate_list;
   // Per trie node: order gates still closed, and the list of packets parked
   // there meanwhile (an index into parked, -1 for none).
-  BigVector<std::int32_t> gate_count;  // read for every packet
   std::vector<std::int32_t> park_of;     // only when parking
   std::vector<std::vector<Event>> parked;
   std::vector<std::int32_t> parked_free;
@@ -730,7 +731,6 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     std::vector<std::pair<std::int64_t, TransferId>> data_e;    // (d slot, t)
     std::vector<std::pair<std::int64_t, std::int64_t>> gate_e;  // (d node, t node)
     std::vector<std::pair<std::int64_t, std::pair<TransferId, std::int32_t>>> stream_e;
-    gate_count.assign(p.nodes.size(), 0);
     // At most one stream per transfer: reserving that much address space
     // (touched only as streams are made) spares the copies and fresh pages
     // of repeated growth.
@@ -785,7 +785,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
                                      std::make_pair(key, std::int64_t{-1}));
           if (it == d_nodes.end() || it->first != key) continue;
           gate_e.emplace_back(it->second, n);
-          ++gate_count[n];
+          ++p.nodes[n].gate;
         }
       }
       pending[t] = start_gates;
@@ -922,7 +922,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   auto open_gates = [&](std::int64_t node, Seconds when) {  // dataflow only
     for (std::int64_t i = gate_off[node]; i < gate_off[node + 1]; ++i) {
       const std::int64_t u = gate_list[i];
-      if (--gate_count[u] != 0 || park_of.empty() || park_of[u] < 0) continue;
+      if (--p.nodes[u].gate != 0 || park_of.empty() || park_of[u] < 0) continue;
       std::int32_t& park = park_of[u];
       for (const Event& e : parked[park])
         push(std::max(e.t, when), packet_of(e), p.nodes[e.node].transfer(), e.node, kArrive,
@@ -968,7 +968,7 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
       packet_done(t, nd.term, cs + dur);
       continue;
     }
-    if (dataflow && gate_count[ev.node] > 0) {
+    if (dataflow && nd.gate > 0) {
       // Waits for an earlier stream on this stage.
       if (park_of.empty()) park_of.assign(p.nodes.size(), -1);
       std::int32_t& park = park_of[ev.node];
