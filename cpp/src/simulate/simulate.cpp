@@ -610,6 +610,8 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   }
 
   const bool saf = net.switching == Switching::store_and_forward;
+  bool uniform_bw = true;  // every stage has the same bandwidth
+  for (const StageState& st : stage) uniform_bw = uniform_bw && st.inv_bw == stage.front().inv_bw;
   const Bytes M = net.packet_bytes;
   const Bytes F = net.flit_bytes;
   const double gamma = net.gamma_s_per_byte;
@@ -1051,11 +1053,13 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
       if (saf) {
         a = fin + l;
       } else {
-        const std::int32_t cr = p.nodes[c].resource;
-        const double ibn =
-            cr >= 0 ? stage[cr].inv_bw  // else an ejection channel, all alike per endpoint
-                    : stage[L + (static_cast<std::int64_t>(E) +
-                                 p.place[slot_transfer_dst[p.nodes[c].term]]) * K].inv_bw;
+        double ibn = ib;  // the next stage's, when stages differ
+        if (!uniform_bw) {
+          const std::int32_t cr = p.nodes[c].resource;
+          ibn = cr >= 0 ? stage[cr].inv_bw  // else an ejection channel, all alike per endpoint
+                        : stage[L + (static_cast<std::int64_t>(E) +
+                                     p.place[slot_transfer_dst[p.nodes[c].term]]) * K].inv_bw;
+        }
         const Seconds head = hs + l + (F > 0 ? static_cast<double>(F) * ib : 0.0);
         a = std::max(head, fin + l - static_cast<double>(w) * ibn);
         push(a, k, t, c, kArrive, head);
