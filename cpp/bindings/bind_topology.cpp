@@ -26,10 +26,9 @@ const T* data_1d(const Array<T>& a, const char* name, py::ssize_t size) {
   return a.data();
 }
 
-Topology make_custom(NodeId num_endpoints, NodeId num_hidden_routers,
-                     const Array<NodeId>& src, const Array<NodeId>& dst,
-                     const Array<double>& bandwidth_Bps,
-                     const Array<double>& latency_s) {
+std::vector<Link> make_links(const Array<NodeId>& src, const Array<NodeId>& dst,
+                             const Array<double>& bandwidth_Bps,
+                             const Array<double>& latency_s) {
   if (src.ndim() != 1) throw std::invalid_argument("custom: src must be a 1-D array");
   const py::ssize_t n = src.shape(0);
   const NodeId* s = src.data();
@@ -38,7 +37,15 @@ Topology make_custom(NodeId num_endpoints, NodeId num_hidden_routers,
   const double* lat = data_1d(latency_s, "latency_s", n);
   std::vector<Link> links(static_cast<std::size_t>(n));
   for (py::ssize_t i = 0; i < n; ++i) links[i] = Link{s[i], d[i], bw[i], lat[i]};
-  return Topology::custom(num_endpoints, num_hidden_routers, std::move(links));
+  return links;
+}
+
+Topology make_custom(NodeId num_endpoints, NodeId num_hidden_routers,
+                     const Array<NodeId>& src, const Array<NodeId>& dst,
+                     const Array<double>& bandwidth_Bps,
+                     const Array<double>& latency_s) {
+  return Topology::custom(num_endpoints, num_hidden_routers,
+                          make_links(src, dst, bandwidth_Bps, latency_s));
 }
 
 Topology make_custom_routed(NodeId num_endpoints, NodeId num_hidden_routers,
@@ -47,12 +54,11 @@ Topology make_custom_routed(NodeId num_endpoints, NodeId num_hidden_routers,
                            const Array<double>& latency_s,
                            const Array<std::int64_t>& route_offsets,
                            const Array<LinkId>& route_links) {
-  Topology base =
-      make_custom(num_endpoints, num_hidden_routers, src, dst, bandwidth_Bps, latency_s);
   std::vector<std::int64_t> off(route_offsets.data(),
                                 route_offsets.data() + route_offsets.size());
   std::vector<LinkId> ids(route_links.data(), route_links.data() + route_links.size());
-  return Topology::custom_routed(num_endpoints, num_hidden_routers, base.links(),
+  return Topology::custom_routed(num_endpoints, num_hidden_routers,
+                                 make_links(src, dst, bandwidth_Bps, latency_s),
                                  std::move(off), std::move(ids));
 }
 

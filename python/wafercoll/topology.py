@@ -767,6 +767,46 @@ def _route_table(routes: Any, e: int, num_links: int) -> tuple[np.ndarray, np.nd
     return offsets, ids
 
 
+def check_rank_to_node(rank_to_node: Any, nodes: int, ppn: int) -> np.ndarray:
+    """Check a rank-to-node map of a cluster and return it as int32.
+
+    Parameters
+    ----------
+    rank_to_node : array_like of int
+        Node of every rank: ``nodes * ppn`` entries, each node exactly ``ppn``
+        times.
+    nodes, ppn : int
+        Cluster shape (already checked).
+
+    Raises
+    ------
+    TypeError
+        If the entries are not integers.
+    ValueError
+        For a wrong length, a node id outside ``[0, nodes)`` or a node that
+        does not get exactly ``ppn`` ranks.
+    """
+    p = nodes * ppn
+    r2n = np.asarray(rank_to_node).ravel()
+    if r2n.size and not np.issubdtype(r2n.dtype, np.integer):
+        raise TypeError("rank_to_node must hold integer node ids")
+    if r2n.size != p:
+        raise ValueError(
+            f"rank_to_node must be {p} integers (one node per rank; nodes * ppn = "
+            f"{p} entries), got {r2n.size}"
+        )
+    if r2n.min() < 0 or r2n.max() >= nodes:
+        raise ValueError(f"rank_to_node holds node ids outside [0, {nodes})")
+    per = np.bincount(r2n, minlength=nodes)
+    if (per != ppn).any():
+        bad = int(np.flatnonzero(per != ppn)[0])
+        raise ValueError(
+            f"rank_to_node gives node {bad} {int(per[bad])} ranks; every node needs "
+            f"exactly ppn = {ppn}"
+        )
+    return r2n.astype(np.int32)
+
+
 def cluster(
     nodes: int,
     ppn: int,
@@ -840,27 +880,9 @@ def cluster(
         )
     if q % k:
         raise ValueError(f"sockets = {k} must divide ppn = {q}")
-    if rank_to_node is None:
-        rank_node: list[int] | np.ndarray = []
-    else:
-        rank_node = np.asarray(rank_to_node).ravel()
-        if rank_node.size and not np.issubdtype(rank_node.dtype, np.integer):
-            raise TypeError("rank_to_node must hold integer node ids")
-        if rank_node.size != n * q:
-            raise ValueError(
-                f"rank_to_node must have nodes * ppn = {n * q} entries, "
-                f"got {rank_node.size}"
-            )
-        if rank_node.min() < 0 or rank_node.max() >= n:
-            raise ValueError(f"rank_to_node holds node ids outside [0, {n})")
-        per = np.bincount(rank_node, minlength=n)
-        if (per != q).any():
-            bad = int(np.flatnonzero(per != q)[0])
-            raise ValueError(
-                f"rank_to_node gives node {bad} {per[bad]} ranks; every node needs "
-                f"exactly ppn = {q}"
-            )
-        rank_node = rank_node.astype(np.int32)
+    rank_node: list[int] | np.ndarray = (
+        [] if rank_to_node is None else check_rank_to_node(rank_to_node, n, q)
+    )
     bws, lats = [], []
     for cls, bw, lat in (
         ("process", process_Bps, process_latency_s),

@@ -45,6 +45,7 @@ import numpy as np
 from .._util import as_int
 from ..algorithms import AlgorithmInfo, register
 from ..schedule import Schedule
+from ..topology import check_rank_to_node
 
 __all__ = [
     "MAX_DEPENDENCIES",
@@ -103,21 +104,7 @@ def rank_table(
     n = p // q
     if rank_to_node is None:
         return np.arange(p, dtype=np.int64).reshape(n, q)
-    r2n = np.asarray(rank_to_node)
-    if r2n.shape != (p,) or (r2n.size and not np.issubdtype(r2n.dtype, np.integer)):
-        raise ValueError(
-            f"rank_to_node must be {p} integers (one node per rank), "
-            f"got shape {r2n.shape}"
-        )
-    if r2n.min() < 0 or r2n.max() >= n:
-        raise ValueError(f"rank_to_node entries must be in [0, {n - 1}]")
-    counts = np.bincount(r2n, minlength=n)
-    if (counts != q).any():
-        bad = int(np.flatnonzero(counts != q)[0])
-        raise ValueError(
-            f"rank_to_node gives node {bad} {int(counts[bad])} ranks; every node "
-            f"needs exactly ppn = {q}"
-        )
+    r2n = check_rank_to_node(rank_to_node, n, q)
     order = np.argsort(r2n, kind="stable")  # ranks grouped by node, increasing
     return order.astype(np.int64).reshape(n, q)
 
