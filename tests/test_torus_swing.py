@@ -139,30 +139,82 @@ def rs_bytes(s):
     return np.bincount(s.src[red], s.transfer_bytes()[red], s.num_ranks)
 
 
-@pytest.mark.parametrize(
-    "dims", [(1, p) for p in range(2, 34, 2)] + [(2, 6), (4, 6), (6, 6), (8, 6), (8, 8)]
-)
-def test_swing_bo_sends_the_minimum_for_even_sides(dims):
-    p = dims[0] * dims[1]
-    size = 64 * p
-    s = wc.build("swing_bo", p, size, dims=dims)
-    assert np.array_equal(rs_bytes(s), np.full(p, (p - 1) * size // p))
-    sent = s.stats()["bytes_sent"]
-    assert np.array_equal(sent, np.full(p, 2 * (p - 1) * size // p))
+EVEN_GRIDS = [(1, p) for p in range(2, 34, 2)] + [
+    (r, c) for r in range(2, 9) for c in range(1, 9) if r * c % 2 == 0
+]
 
 
-@pytest.mark.parametrize("dims", [(1, 2), (1, 16), (4, 4), (2, 8), (8, 8)])
-def test_rd_bo_sends_the_minimum_for_powers_of_two(dims):
-    p = dims[0] * dims[1]
-    s = wc.build("rd_bo", p, 64 * p, dims=dims)
-    assert np.array_equal(rs_bytes(s), np.full(p, (p - 1) * 64))
+@pytest.mark.parametrize("name", ["swing_bo", "rd_bo"])
+def test_bo_sends_the_minimum_for_every_even_p(name):
+    for dims in EVEN_GRIDS:
+        p = dims[0] * dims[1]
+        s = wc.build(name, p, 64 * p, dims=dims)
+        assert np.array_equal(rs_bytes(s), np.full(p, (p - 1) * 64)), dims
+        sent = s.stats()["bytes_sent"]
+        assert np.array_equal(sent, np.full(p, 2 * (p - 1) * 64)), dims
+        # Unequal blocks: each rank still sends every block but its own once.
+        s = wc.build(name, p, 64 * p + 5, dims=dims)
+        assert np.array_equal(rs_bytes(s), 64 * p + 5 - np.asarray(s.block_bytes))
+
+
+def side_steps(alg, d):
+    """Reduce-scatter steps of one side under the ring fallback, by hand."""
+    if d == 1:
+        return 0
+    if alg == "swing":
+        return (d - 1).bit_length() if d % 2 == 0 else d - 1
+    k = 0
+    while d % 2 == 0:
+        d, k = d // 2, k + 1
+    return k + d - 1
+
+
+@pytest.mark.parametrize("alg", ["swing", "rd"])
+def test_ring_fallback_steps_and_hops(alg):
+    # Step count: the peer rule's steps plus m - 1 ring steps per odd factor
+    # m; every ring step goes 2^k coordinates along one side, which is 2^k
+    # hops on the torus (the wrap link closes the ring).
+    for dims in [(1, 6), (1, 10), (1, 12), (1, 24), (3, 4), (6, 6), (5, 6), (3, 3)]:
+        p = dims[0] * dims[1]
+        s = wc.build(f"{alg}_bo", p, 8 * p, dims=dims, fallback="ring")
+        rs = sum(side_steps(alg, d) for d in dims)
+        assert s.num_steps == 2 * rs, dims
+        topo = wc.ring(p) if dims[0] == 1 else wc.torus(*dims)
+        for label, dst, _ in wc.torus.reduce_scatter_steps(alg, dims):
+            if "ring" not in label:
+                continue
+            d = dims[1] if label[0] == "x" else dims[0]
+            two = 1 if alg == "swing" else d & -d
+            assert {topo.hops(a, int(b)) for a, b in enumerate(dst)} == {two}
+
+
+def test_ring_fallback_matches_the_reach_rule_where_the_rule_applies():
+    # On sides the peer rule pairs, the product of 1-D rules is the 2-D
+    # latest-step reach rule of send_mask.
+    for alg, dims in [("swing", (6, 4)), ("swing", (2, 10)), ("rd", (4, 8))]:
+        for first in "xy":
+            want = swing.send_mask(wc.torus.peer_table(alg, dims, first))
+            got = [m for _, _, m in wc.torus.reduce_scatter_steps(alg, dims, first)]
+            assert np.array_equal(np.stack(got), want)
+
+
+def test_rd_bo_on_six_ranks_by_hand():
+    # Ring fallback: RD on the factor 2 ({0,1}, {2,3}, {4,5}), then a ring
+    # 0 -> 2 -> 4 -> 0 (and 1 -> 3 -> 5 -> 1) over the factor 3.
+    blocks = wc.torus.send_blocks("rd", 6)
+    assert blocks[0] == [[1, 3, 5], [4], [2]]
+    assert blocks[3] == [[0, 2, 4], [1], [5]]
+    s = wc.build("rd_bo", 6, 600)
+    assert s.num_steps == 2 * 3
+    assert (s.stats()["bytes_sent"] == 2 * 500).all()
 
 
 def test_non_power_of_two_shrinks():
-    # rd_bo on 6 ranks: ranks 4, 5 add their vector into 2, 3 and wait; the 4
-    # others run recursive doubling on 4 blocks; 2 and 3 copy the result back.
+    # rd_bo on 6 ranks with the shrink fallback: ranks 4, 5 add their vector
+    # into 2, 3 and wait; the 4 others run recursive doubling on 4 blocks;
+    # 2 and 3 copy the result back.
     size = 4 * 100
-    s = wc.build("rd_bo", 6, size)
+    s = wc.build("rd_bo", 6, size, fallback="shrink")
     sent = s.stats()["bytes_sent"]
     assert sent.tolist() == [
         2 * 3 * 100,
@@ -174,6 +226,11 @@ def test_non_power_of_two_shrinks():
     ]
     lo = wc.build("swing_lo", 6, size)
     assert lo.num_steps == 1 + 2 + 1
+    # Odd p: "auto" shrinks; "ring" stays minimal.
+    auto = wc.build("swing_bo", 5, 500)
+    assert auto.num_steps == 1 + 2 * 2 + 1
+    ring = wc.build("swing_bo", 5, 500, fallback="ring")
+    assert (rs_bytes(ring) == 400).all() and ring.num_steps == 2 * 4
 
 
 def test_lo_sends_the_whole_vector_every_step():
@@ -223,6 +280,10 @@ def test_build_rejects_bad_input():
         builders.ring_bidir_schedule((32, 32), 64)
     with pytest.raises(ValueError, match="variant"):
         builders.allreduce_schedule("swing", "xo", 8, 64)
+    with pytest.raises(ValueError, match="fallback must be"):
+        wc.build("rd_bo", 6, 64, fallback="pad")
+    with pytest.raises(ValueError, match="bandwidth-optimal variants only"):
+        wc.build("rd_lo", 6, 64, fallback="ring")
 
 
 def test_send_mask_rejects_a_non_involution():

@@ -20,7 +20,15 @@ from .builders import TORUS_ALGORITHMS, hamiltonian_ring
 from .hops import HopTable, hop_table
 from .n150 import WormholeN150, n150_network, wormhole_n150
 from .roofline import THESIS, RooflineParams, roofline, thesis_time
-from .swing import peer_table, rd_peer, rho, send_blocks, step_plan, swing_peer
+from .swing import (
+    peer_table,
+    rd_peer,
+    reduce_scatter_steps,
+    rho,
+    send_blocks,
+    step_plan,
+    swing_peer,
+)
 
 __all__: list[str] = [
     "THESIS",
@@ -38,6 +46,7 @@ __all__: list[str] = [
     "hamiltonian_ring",
     "peer_table",
     "rd_peer",
+    "reduce_scatter_steps",
     "rho",
     "send_blocks",
     "step_plan",

@@ -21,15 +21,31 @@ of ranks (row-major, see :mod:`wafercoll.torus.swing`), a ring of ``p``
     vector goes round one way, the other half the other way (the thesis's
     future work, Section 7.3).
 
-Sizes that are not powers of two (recovered details, Section 5.4): Swing BO
-keeps every even side as it is (the latest-step block rule is exact there);
-every other side ``d`` that is not a power of two is shrunk to
-``d' = 2^floor(log2 d)``: coordinates ``c >= d'`` first add their whole
-vector into ``c - (d - d')`` and wait, the power-of-two torus runs the
-algorithm, and the results are copied back (dimensions shrunk first to last,
-restored last to first). Recursive doubling and the latency-optimal variants
-shrink every side that is not a power of two (a full-vector exchange on an
-even non-power-of-two ring would count some ranks twice).
+Sizes that are not powers of two. A side that the peer rule pairs (Swing:
+even sides, where the latest-step block rule is exact; recursive doubling:
+powers of two) is used as it is. For another side ``d`` there are two
+fallbacks, chosen by ``fallback=``:
+
+``"shrink"``
+    The recovered details' rule (Section 5.4): ``d`` is shrunk to
+    ``d' = 2^floor(log2 d)``; coordinates ``c >= d'`` first add their whole
+    vector into ``c - (d - d')`` and wait, the smaller torus runs the
+    algorithm, and the results are copied back (dimensions shrunk first to
+    last, restored last to first). The folded ranks send a whole vector.
+``"ring"`` (bandwidth-optimal variants only)
+    Recursive doubling runs on the power-of-two factor ``2^k`` of
+    ``d = 2^k m`` and a ring reduce-scatter over the odd factor ``m``
+    (an odd Swing side is one ring); see
+    :func:`wafercoll.torus.swing.reduce_scatter_steps`. Every rank sends
+    exactly ``(p - 1) / p`` of the vector in the reduce-scatter, in
+    ``k + m - 1`` steps for the side instead of ``ceil(log2 d)`` (plus the
+    fold).
+
+The default ``"auto"`` takes ``"ring"`` when ``p = rows * cols`` is even
+(the reduce-scatter is then minimal for every even ``p``) and ``"shrink"``
+when ``p`` is odd. The latency-optimal variants always shrink (a
+full-vector exchange on a side the rule does not pair would count some
+ranks twice).
 
 Every step is a synchronisation point, as in the thesis's kernels: a transfer
 waits for the previous step's transfers of both its ranks.
@@ -127,13 +143,6 @@ def _block_sizes(size_bytes: int, blocks: int) -> list[int]:
     return [q + 1] * rem + [q] * (blocks - rem)
 
 
-def _runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Half-open ``[lo, hi)`` runs of True in a 1-D bool array."""
-    padded = np.concatenate(([0], mask.astype(np.int8), [0]))
-    edges = np.flatnonzero(np.diff(padded))
-    return edges[0::2], edges[1::2]
-
-
 class _Emitter:
     """Collects step-synchronous transfers into CSR arrays.
 
@@ -206,12 +215,27 @@ def _virtual_side(d: int, keep_even: bool) -> int:
     return 1 << (d.bit_length() - 1)
 
 
+def _row_runs(mask: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Half-open ``[lo, hi)`` runs of True in every row of a 2-D bool array."""
+    rows = mask.shape[0]
+    padded = np.zeros((rows, mask.shape[1] + 2), dtype=np.int8)
+    padded[:, 1:-1] = mask
+    r, c = np.nonzero(np.diff(padded, axis=1))
+    cut = np.searchsorted(r, np.arange(1, rows))
+    return [(e[0::2], e[1::2]) for e in np.split(c, cut)]
+
+
+#: How the bandwidth-optimal variants treat sides their peer rule cannot pair.
+FALLBACKS = ("auto", "shrink", "ring")
+
+
 def allreduce_schedule(
     algorithm: str,
     variant: str,
     dims: Any,
     size_bytes: int,
     first: str = "x",
+    fallback: str = "auto",
 ) -> Schedule:
     """Swing or recursive-doubling allreduce on a ``rows x cols`` torus of ranks.
 
@@ -229,6 +253,16 @@ def allreduce_schedule(
         Vector size per rank, ``>= 0``.
     first : {"x", "y"}
         Dimension of the first step.
+    fallback : {"auto", "shrink", "ring"}
+        Bandwidth-optimal variants only: what happens to a side the peer
+        rule cannot pair (odd sides; for recursive doubling every side that
+        is not a power of two). ``"shrink"``: the shrink/enlarge of the
+        recovered details (the folded ranks send their whole vector).
+        ``"ring"``: the side's odd factor is reduce-scattered by a ring
+        (:func:`wafercoll.torus.swing.reduce_scatter_steps`), so every rank
+        sends exactly ``(p - 1) / p`` of the vector, in more steps.
+        ``"auto"``: ``"ring"`` when ``rows * cols`` is even, ``"shrink"``
+        when it is odd.
 
     Returns
     -------
@@ -239,12 +273,24 @@ def allreduce_schedule(
         raise ValueError(f"algorithm must be 'swing' or 'rd', got {algorithm!r}")
     if variant not in ("lo", "bo"):
         raise ValueError(f"variant must be 'lo' or 'bo', got {variant!r}")
+    if fallback not in FALLBACKS:
+        raise ValueError(
+            f"fallback must be one of {', '.join(FALLBACKS)}, got {fallback!r}"
+        )
+    if variant == "lo" and fallback == "ring":
+        raise ValueError(
+            "fallback='ring' applies to the bandwidth-optimal variants only; "
+            "the latency-optimal ones always shrink"
+        )
     rows, cols = _sw._check_dims(dims)
     _sw._check_first(first)
     size = as_int(size_bytes, "size_bytes", 0, 1 << 62)
     p = rows * cols
-    keep_even = algorithm == "swing" and variant == "bo"
-    vdims = (_virtual_side(rows, keep_even), _virtual_side(cols, keep_even))
+    if variant == "bo" and (fallback == "ring" or (fallback == "auto" and p % 2 == 0)):
+        vdims = (rows, cols)
+    else:
+        keep_even = algorithm == "swing" and variant == "bo"
+        vdims = (_virtual_side(rows, keep_even), _virtual_side(cols, keep_even))
     pv = vdims[0] * vdims[1]
     em = _Emitter(p)
     nblocks = pv if variant == "bo" else 1
@@ -275,39 +321,36 @@ def allreduce_schedule(
     for step in folds:
         em.step(step)
 
-    # The power-of-two (or even) torus: virtual rank v -> real rank.
+    # The virtual torus: virtual rank v -> real rank.
     vy, vx = np.divmod(np.arange(pv), vdims[1])
     real = (vy * cols + vx).tolist()
-    if pv > 1:
+    if pv > 1 and variant == "lo":
         peers = _sw.peer_table(algorithm, vdims, first)
-        if variant == "lo":
-            for s in range(peers.shape[0]):
-                em.step(
-                    [
-                        (real[v], real[int(peers[s, v])], *whole, _REDUCE)
-                        for v in range(pv)
-                    ]
-                )
-        else:
-            mask = _sw.send_mask(peers)
-            runs = [
-                [_runs(mask[s, v]) for v in range(pv)] for s in range(peers.shape[0])
+        for s in range(peers.shape[0]):
+            em.step(
+                [(real[v], real[int(peers[s, v])], *whole, _REDUCE) for v in range(pv)]
+            )
+    elif pv > 1:
+        steps = [
+            (dst.tolist(), _row_runs(mask))
+            for _, dst, mask in _sw.reduce_scatter_steps(algorithm, vdims, first)
+        ]
+        for dst, runs in steps:  # reduce-scatter
+            em.step(
+                [
+                    (real[v], real[dst[v]], *runs[v], _REDUCE)
+                    for v in range(pv)
+                    if runs[v][0].size
+                ]
+            )
+        for dst, runs in reversed(steps):  # mirrored allgather
+            # What v sent to dst[v] comes back, fully reduced, the other way.
+            back = [
+                (real[dst[v]], real[v], *runs[v], _COPY)
+                for v in range(pv)
+                if runs[v][0].size
             ]
-            for s in range(peers.shape[0]):  # reduce-scatter
-                em.step(
-                    [
-                        (real[v], real[int(peers[s, v])], *runs[s][v], _REDUCE)
-                        for v in range(pv)
-                        if runs[s][v][0].size
-                    ]
-                )
-            for s in range(peers.shape[0] - 1, -1, -1):  # mirrored allgather
-                step = []
-                for v in range(pv):
-                    q = int(peers[s, v])
-                    if runs[s][q][0].size:  # v got these blocks from q
-                        step.append((real[v], real[q], *runs[s][q], _COPY))
-                em.step(step)
+            em.step(sorted(back, key=lambda t: t[0]))
 
     # Restore: the results go back, last shrunk dimension first.
     for step in reversed(folds):
@@ -430,9 +473,10 @@ def _grid_builder(algorithm: str, variant: str) -> Any:
         topology: Any = None,
         first: str = "x",
         dims: Any = None,
+        fallback: str = "auto",
     ) -> Schedule:
         grid = grid_of(_cores(p, topology), topology, dims)
-        return allreduce_schedule(algorithm, variant, grid, size, first)
+        return allreduce_schedule(algorithm, variant, grid, size, first, fallback)
 
     return builder
 
@@ -489,7 +533,7 @@ for _alg, _var, _src, _summary in (
             _src,
             _summary,
             _grid_builder(_alg, _var),
-            {"first": "x", "dims": None},
+            {"first": "x", "dims": None, "fallback": "auto"},
             max_ranks=_sw.MAX_GRID_RANKS,
         )
     )

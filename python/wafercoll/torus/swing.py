@@ -25,6 +25,9 @@ when several steps qualify (``p`` not a power of two) the latest one wins,
 and ``r`` never sends its own block. Block ``b`` ends at rank ``b``. For
 every even size this gives a correct reduce-scatter in which each rank sends
 each other block exactly once (the tests check it with the verifier).
+:func:`reduce_scatter_steps` extends it to sides the peer rule cannot pair
+(odd sides; sides of recursive doubling that are not powers of two) with a
+ring over the side's odd factor, so the reduce-scatter stays minimal.
 
 Examples
 --------
@@ -38,6 +41,7 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -48,6 +52,7 @@ __all__ = [
     "ALGORITHMS",
     "MAX_GRID_RANKS",
     "rd_peer",
+    "reduce_scatter_steps",
     "rho",
     "send_blocks",
     "send_mask",
@@ -282,6 +287,126 @@ def send_mask(peers: np.ndarray) -> np.ndarray:
     return mask
 
 
+def _side_stages(algorithm: str, d: int) -> list[tuple[str, int, int]]:
+    """How one side of ``d`` coordinates is reduce-scattered.
+
+    Returns ``(kind, stride, size)`` stages whose digits
+    ``(c // stride) % size`` of a coordinate ``c`` together fix ``c``:
+    Swing pairs a whole even side; recursive doubling pairs the
+    power-of-two factor ``2^k`` of ``d = 2^k m`` (stride 1) and a ring
+    reduce-scatters the odd factor ``m`` (stride ``2^k``); an odd Swing side
+    is one ring.
+    """
+    if d == 1:
+        return []
+    if algorithm == "swing":
+        return [("swing", 1, d)] if d % 2 == 0 else [("ring", 1, d)]
+    two = d & -d
+    stages = [("rd", 1, two)] if two > 1 else []
+    if d > two:
+        stages.append(("ring", two, d // two))
+    return stages
+
+
+def _stage_tables(kind: str, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(peers (T, n), sends (T, n, n))`` of a 1-D reduce-scatter of ``n``."""
+    u = np.arange(n, dtype=np.int64)
+    if kind == "ring":
+        # Step t: u sends block (u - t - 1) mod n to u + 1 and adds the block
+        # (u - t - 2) mod n from u - 1; after n - 1 steps u holds block u.
+        peers = np.tile((u + 1) % n, (n - 1, 1))
+        sends = np.zeros((n - 1, n, n), dtype=bool)
+        for t in range(n - 1):
+            sends[t, u, (u - t - 1) % n] = True
+        return peers, sends
+    peers = np.stack([_coord_peers(kind, n, k) for k in range(steps_of(n))])
+    return peers, send_mask(peers)
+
+
+def reduce_scatter_steps(
+    algorithm: str, dims: Any, first: str = "x"
+) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
+    """The bandwidth-optimal reduce-scatter on any ``rows x cols`` torus.
+
+    Each side is cut into stages (see below) and each stage is a 1-D
+    reduce-scatter over one digit of the coordinate. A step of a stage moves
+    the blocks whose digit of that stage the 1-D rule sends and whose other
+    digits the rank still holds (the product of the 1-D rules, which on
+    power-of-two sides is the reach rule of :func:`send_mask`). Every rank
+    ends with its own block and sends each other block exactly once:
+    ``(p - 1) / p`` of the vector.
+
+    Stages of a side of ``d = 2^k m`` (``m`` odd):
+
+    * Swing, ``d`` even: Swing's peers and the latest-step block rule on the
+      whole side, ``ceil(log2 d)`` steps;
+    * recursive doubling: ``r XOR 2^s`` on the ``2^k`` factor (neighbouring
+      coordinates), ``k`` steps;
+    * the odd factor (and a whole odd Swing side): a ring reduce-scatter
+      between coordinates ``2^k`` apart (the ring closes through the
+      torus's wrap link), ``m - 1`` steps.
+
+    The peer-rule steps of both sides alternate as in :func:`step_plan`;
+    the ring stages follow, the dimension of ``first`` first.
+
+    Parameters
+    ----------
+    algorithm : {"swing", "rd"}
+    dims : int or (int, int)
+        ``(rows, cols)`` or a ring size; any sizes.
+    first : {"x", "y"}
+        Dimension of the first step.
+
+    Yields
+    ------
+    label : str
+        ``"x:rd1"``, ``"y:ring0"``, ...: dimension, stage kind and step.
+    dst : numpy.ndarray
+        ``(p,)`` int64, where each rank sends at this step.
+    mask : numpy.ndarray
+        ``(p, p)`` bool, ``[r, b]`` when rank ``r`` sends block ``b``.
+    """
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm must be 'swing' or 'rd', got {algorithm!r}")
+    rows, cols = _check_dims(dims)
+    axis = _check_first(first)
+    p = rows * cols
+    coord = np.divmod(np.arange(p, dtype=np.int64), cols)
+    scale = (cols, 1)
+    stages = []  # [axis, kind, stride, peers, sends, held, digits]
+    for ax, d in ((0, rows), (1, cols)):
+        for kind, stride, n in _side_stages(algorithm, d):
+            peers, sends = _stage_tables(kind, n)
+            digit = (coord[ax] // stride) % n
+            held = np.ones((n, n), dtype=bool)
+            stages.append([ax, kind, stride, peers, sends, held, digit])
+    rule = [[st for st in stages if st[0] == ax and st[1] != "ring"] for ax in (0, 1)]
+    order: list[Any] = []
+    used = [0, 0]
+    count = [sum(len(st[3]) for st in rule[ax]) for ax in (0, 1)]
+    ax = axis
+    while used[0] < count[0] or used[1] < count[1]:
+        if used[ax] < count[ax]:
+            st = rule[ax][0]
+            order.append((st, used[ax]))
+            used[ax] += 1
+        ax ^= 1
+    for ax in (axis, axis ^ 1):
+        for st in stages:
+            if st[0] == ax and st[1] == "ring":
+                order.extend((st, t) for t in range(len(st[3])))
+    ranks = np.arange(p, dtype=np.int64)
+    for st, t in order:
+        ax, kind, stride, peers, sends, held, digit = st
+        dst = ranks + (peers[t][digit] - digit) * stride * scale[ax]
+        mask = sends[t][np.ix_(digit, digit)]
+        for other in stages:
+            if other is not st:
+                mask &= other[5][np.ix_(other[6], other[6])]
+        held &= ~sends[t]
+        yield f"{'yx'[ax]}:{kind}{t}", dst, mask
+
+
 def send_blocks(algorithm: str, dims: Any, first: str = "x") -> list[list[list[int]]]:
     """Blocks each rank sends at each reduce-scatter step (bandwidth-optimal).
 
@@ -289,7 +414,8 @@ def send_blocks(algorithm: str, dims: Any, first: str = "x") -> list[list[list[i
     ----------
     algorithm : {"swing", "rd"}
     dims : int or (int, int)
-        Sides must be even or 1 for Swing, powers of two for RD.
+        Any sizes: sides the peer rule does not pair get the ring stages of
+        :func:`reduce_scatter_steps`.
     first : {"x", "y"}
 
     Returns
@@ -298,8 +424,6 @@ def send_blocks(algorithm: str, dims: Any, first: str = "x") -> list[list[list[i
         ``out[r][s]`` is the sorted list of blocks rank ``r`` sends at step
         ``s``; for ``p = 8``, rank 0: ``[[1, 2, 5, 6], [4, 7], [3]]``.
     """
-    mask = send_mask(peer_table(algorithm, dims, first))
-    return [
-        [np.flatnonzero(mask[s, r]).tolist() for s in range(mask.shape[0])]
-        for r in range(mask.shape[1])
-    ]
+    masks = [m for _, _, m in reduce_scatter_steps(algorithm, dims, first)]
+    p = masks[0].shape[0] if masks else 1
+    return [[np.flatnonzero(m[r]).tolist() for m in masks] for r in range(p)]
