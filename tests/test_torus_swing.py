@@ -133,6 +133,19 @@ def test_builders_on_2d_tori(name, rng):
                 run(name, (r, c), 8 * r * c + 3, rng)
 
 
+@pytest.mark.parametrize("fallback", ["shrink", "ring"])
+@pytest.mark.parametrize("name", ["swing_bo", "rd_bo"])
+def test_both_fallbacks_on_every_size(name, fallback, rng):
+    grids = [(1, p) for p in range(2, 34)]
+    grids += [(r, c) for r in range(2, 8) for c in range(1, 8)]
+    for dims in grids:
+        p = dims[0] * dims[1]
+        s = wc.build(name, p, 8 * p + 5, dims=dims, fallback=fallback)
+        wc.verify(s)
+        x = rng.integers(-1000, 1000, size=(p, 2 * p + 1))
+        assert (wc.execute(s, x) == x.sum(axis=0)).all(), dims
+
+
 def rs_bytes(s):
     """Bytes each rank sends in reducing transfers (the reduce-scatter)."""
     red = s.op == 1
