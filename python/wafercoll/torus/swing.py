@@ -323,6 +323,25 @@ def _stage_tables(kind: str, n: int) -> tuple[np.ndarray, np.ndarray]:
     return peers, send_mask(peers)
 
 
+class _Stage:
+    """A 1-D reduce-scatter over the digit ``(c // stride) % n`` of one axis."""
+
+    def __init__(
+        self,
+        axis: int,
+        kind: str,
+        stride: int,
+        coord: np.ndarray,
+        peers: np.ndarray,
+        sends: np.ndarray,
+    ) -> None:
+        n = peers.shape[1]
+        self.axis, self.kind, self.stride = axis, kind, stride
+        self.peers, self.sends = peers, sends  # (T, n), (T, n, n)
+        self.digit = (coord // stride) % n  # every rank's digit
+        self.held = np.ones((n, n), dtype=bool)  # [u, b]: u still holds b
+
+
 def reduce_scatter_steps(
     algorithm: str, dims: Any, first: str = "x"
 ) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
@@ -372,39 +391,40 @@ def reduce_scatter_steps(
     axis = _check_first(first)
     p = rows * cols
     coord = np.divmod(np.arange(p, dtype=np.int64), cols)
-    scale = (cols, 1)
-    stages = []  # [axis, kind, stride, peers, sends, held, digits]
-    for ax, d in ((0, rows), (1, cols)):
-        for kind, stride, n in _side_stages(algorithm, d):
-            peers, sends = _stage_tables(kind, n)
-            digit = (coord[ax] // stride) % n
-            held = np.ones((n, n), dtype=bool)
-            stages.append([ax, kind, stride, peers, sends, held, digit])
-    rule = [[st for st in stages if st[0] == ax and st[1] != "ring"] for ax in (0, 1)]
-    order: list[Any] = []
-    used = [0, 0]
-    count = [sum(len(st[3]) for st in rule[ax]) for ax in (0, 1)]
+    stages = [
+        _Stage(ax, kind, stride, coord[ax], *_stage_tables(kind, n))
+        for ax, d in ((0, rows), (1, cols))
+        for kind, stride, n in _side_stages(algorithm, d)
+    ]
+    # Peer-rule steps alternate between the dimensions (as in step_plan);
+    # each dimension has at most one peer-rule stage.
+    rule = [
+        [st for st in stages if st.axis == ax and st.kind != "ring"] for ax in (0, 1)
+    ]
+    left = [len(r[0].peers) if r else 0 for r in rule]
+    order: list[tuple[_Stage, int]] = []
     ax = axis
-    while used[0] < count[0] or used[1] < count[1]:
-        if used[ax] < count[ax]:
+    while left[0] or left[1]:
+        if left[ax]:
             st = rule[ax][0]
-            order.append((st, used[ax]))
-            used[ax] += 1
+            order.append((st, len(st.peers) - left[ax]))
+            left[ax] -= 1
         ax ^= 1
     for ax in (axis, axis ^ 1):
         for st in stages:
-            if st[0] == ax and st[1] == "ring":
-                order.extend((st, t) for t in range(len(st[3])))
+            if st.axis == ax and st.kind == "ring":
+                order.extend((st, t) for t in range(len(st.peers)))
     ranks = np.arange(p, dtype=np.int64)
+    scale = (cols, 1)
     for st, t in order:
-        ax, kind, stride, peers, sends, held, digit = st
-        dst = ranks + (peers[t][digit] - digit) * stride * scale[ax]
-        mask = sends[t][np.ix_(digit, digit)]
+        u = st.digit
+        dst = ranks + (st.peers[t][u] - u) * st.stride * scale[st.axis]
+        mask = st.sends[t][np.ix_(u, u)]
         for other in stages:
             if other is not st:
-                mask &= other[5][np.ix_(other[6], other[6])]
-        held &= ~sends[t]
-        yield f"{'yx'[ax]}:{kind}{t}", dst, mask
+                mask &= other.held[np.ix_(other.digit, other.digit)]
+        st.held &= ~st.sends[t]
+        yield f"{'yx'[st.axis]}:{st.kind}{t}", dst, mask
 
 
 def send_blocks(algorithm: str, dims: Any, first: str = "x") -> list[list[list[int]]]:
