@@ -260,7 +260,9 @@ def allreduce_schedule(
         recovered details (the folded ranks send their whole vector).
         ``"ring"``: the side's odd factor is reduce-scattered by a ring
         (:func:`wafercoll.torus.swing.reduce_scatter_steps`), so every rank
-        sends exactly ``(p - 1) / p`` of the vector, in more steps.
+        sends exactly ``(p - 1) / p`` of the vector, in more steps (``m - 1``
+        ring steps per odd factor ``m``: for a large ``m`` ``"shrink"`` is
+        the choice with fewer steps).
         ``"auto"``: ``"ring"`` when ``rows * cols`` is even, ``"shrink"``
         when it is odd.
 
