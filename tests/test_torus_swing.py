@@ -272,6 +272,31 @@ def test_ring_bidir_bytes():
     assert s.num_steps == 2 * (p - 1)
 
 
+def test_ring_bidir_follows_the_ring_both_ways():
+    # Rebuilt transfer by transfer from the ring's definition: at step t of
+    # the reduce-scatter the rank at ring position i sends the block of
+    # position i - t to position i + 1 (half 0) and the block of position
+    # i + t to position i - 1 (half 1); the allgather does the same from
+    # i + 1 - t (half 0) and i - 1 + t (half 1) and copies.
+    for dims in [(1, 2), (1, 5), (2, 3), (3, 3), (4, 4), (3, 5)]:
+        p = dims[0] * dims[1]
+        order = wc.torus.hamiltonian_ring(dims)
+        s = wc.build("ring_bidir", p, 2 * p * 8, dims=dims)
+        k = 0
+        for phase, op in ((0, "reduce"), (1, "copy")):
+            for t in range(p - 1):
+                for i in range(p):
+                    for half, step in ((0, 1), (1, -1)):
+                        j = (i - step * (t - phase)) % p
+                        got = s.transfer(k)
+                        assert got["src"] == order[i]
+                        assert got["dst"] == [order[(i + step) % p]]
+                        assert got["blocks"] == [half * p + order[j]]
+                        assert got["op"] == op
+                        k += 1
+        assert k == s.num_transfers
+
+
 def test_shared_memory_shape():
     s = wc.build("shared_memory", 4, 400)
     assert s.num_ranks == 9
@@ -290,7 +315,7 @@ def test_build_rejects_bad_input():
     with pytest.raises(ValueError, match="ranks"):
         wc.build("swing_lo", 1 << 20, 64)
     with pytest.raises(ValueError, match="limit"):
-        builders.ring_bidir_schedule((32, 32), 64)
+        builders.ring_bidir_schedule((32, 33), 64)
     with pytest.raises(ValueError, match="variant"):
         builders.allreduce_schedule("swing", "xo", 8, 64)
     with pytest.raises(ValueError, match="fallback must be"):

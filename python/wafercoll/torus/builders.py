@@ -84,7 +84,7 @@ TORUS_ALGORITHMS = ("swing_lo", "swing_bo", "rd_lo", "rd_bo", "shared_memory")
 _FAMILIES = ("torus", "ring", "wormhole_n150")
 _COPY, _REDUCE = 0, 1
 #: Largest ring of :func:`ring_bidir_schedule` (it has ``4 p (p - 1)`` transfers).
-RING_BIDIR_MAX_RANKS = 256
+RING_BIDIR_MAX_RANKS = 1024
 
 
 def grid_of(p: int | None, topology: Any = None, dims: Any = None) -> tuple[int, int]:
@@ -397,7 +397,10 @@ def ring_bidir_schedule(dims: Any, size_bytes: int) -> Schedule:
     The vector is cut in two halves, each into ``p`` blocks. Half 0 runs the
     ring reduce-scatter and allgather along :func:`hamiltonian_ring`, half 1
     along the same ring reversed, in the same ``2 (p - 1)`` steps; each rank
-    sends ``2 (p - 1) / p`` of its vector in total.
+    sends ``2 (p - 1) / p`` of its vector in total. As in the other torus
+    builders every step is a synchronisation point: a transfer waits for the
+    previous step's transfers of both its ranks. Built with array operations
+    (``4 p (p - 1)`` transfers; up to ``32 x 32``).
     """
     rows, cols = _sw._check_dims(dims)
     size = as_int(size_bytes, "size_bytes", 0, 1 << 62)
@@ -407,22 +410,54 @@ def ring_bidir_schedule(dims: Any, size_bytes: int) -> Schedule:
             f"ring_bidir: rows * cols = {p} exceeds the limit of "
             f"{RING_BIDIR_MAX_RANKS} ranks"
         )
-    order = hamiltonian_ring((rows, cols))
-    halves = (_block_sizes(size - size // 2, p), _block_sizes(size // 2, p))
-    em = _Emitter(p)
-    for phase, op in ((0, _REDUCE), (1, _COPY)):
-        for t in range(p - 1):
-            step = []
-            for i in range(p):
-                for half, sign in ((0, 1), (1, -1)):
-                    # Position i sends the block of position i - t (reduce-
-                    # scatter) or i + 1 - t (allgather), counted along its way.
-                    j = (i - sign * (t - phase)) % p
-                    b = half * p + order[j]
-                    dst = order[(i + sign) % p]
-                    step.append((order[i], dst, b, b + 1, op))
-            em.step(step)
-    return em.schedule(p, halves[0] + halves[1], f"ring_bidir({rows}x{cols}, {size} B)")
+    order = np.asarray(hamiltonian_ring((rows, cols)), dtype=np.int64)
+    halves = _block_sizes(size - size // 2, p) + _block_sizes(size // 2, p)
+    name = f"ring_bidir({rows}x{cols}, {size} B)"
+    if p == 1:
+        return Schedule(1, halves, "allreduce", name=name)
+    # Transfer id = (step * p + i) * 2 + half, step g = phase * (p - 1) + t:
+    # position i sends to i + sign the block of position i - sign (t - phase)
+    # (reduce-scatter: i - t; allgather: i + 1 - t), counted along its way.
+    g, i, half = np.meshgrid(
+        np.arange(2 * (p - 1)), np.arange(p), np.arange(2), indexing="ij"
+    )
+    g, i, half = g.ravel(), i.ravel(), half.ravel()
+    phase, t = np.divmod(g, p - 1)
+    sign = 1 - 2 * half
+    src = order[i]
+    dst = order[(i + sign) % p]
+    block = half * p + order[(i - sign * (t - phase)) % p]
+    # Dependencies: every transfer of the previous step at the positions of
+    # the source and the destination (as sender, both halves, and as
+    # receiver: half 0 from the left, half 1 from the right).
+    later = g > 0
+    base = ((g[later] - 1) * p)[:, None]
+    touch = []
+    for pos in (i[later], ((i + sign) % p)[later]):
+        for off, h in ((0, 0), (0, 1), (-1, 0), (1, 1)):
+            touch.append((base + ((pos + off) % p)[:, None]) * 2 + h)
+    cand = np.sort(np.concatenate(touch, axis=1), axis=1)
+    keep = np.ones(cand.shape, dtype=bool)
+    keep[:, 1:] = cand[:, 1:] != cand[:, :-1]
+    counts = np.zeros(g.size, dtype=np.int64)
+    counts[later] = keep.sum(axis=1)
+    n = g.size
+    one = np.arange(n + 1, dtype=np.int64)
+    return Schedule.from_arrays(
+        p,
+        halves,
+        "allreduce",
+        src=src,
+        dst=dst,
+        dst_offsets=one,
+        block_lo=block,
+        block_hi=block + 1,
+        block_offsets=one,
+        op=np.where(phase == 0, _REDUCE, _COPY).astype(np.uint8),
+        deps=cand[keep],
+        dep_offsets=np.concatenate(([0], np.cumsum(counts))),
+        name=name,
+    )
 
 
 def shared_memory_schedule(p: int, size_bytes: int) -> Schedule:
