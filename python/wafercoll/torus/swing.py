@@ -308,38 +308,46 @@ def _side_stages(algorithm: str, d: int) -> list[tuple[str, int, int]]:
     return stages
 
 
-def _stage_tables(kind: str, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(peers (T, n), sends (T, n, n))`` of a 1-D reduce-scatter of ``n``."""
-    u = np.arange(n, dtype=np.int64)
-    if kind == "ring":
-        # Step t: u sends block (u - t - 1) mod n to u + 1 and adds the block
-        # (u - t - 2) mod n from u - 1; after n - 1 steps u holds block u.
-        peers = np.tile((u + 1) % n, (n - 1, 1))
-        sends = np.zeros((n - 1, n, n), dtype=bool)
-        for t in range(n - 1):
-            sends[t, u, (u - t - 1) % n] = True
-        return peers, sends
-    peers = np.stack([_coord_peers(kind, n, k) for k in range(steps_of(n))])
-    return peers, send_mask(peers)
-
-
 class _Stage:
-    """A 1-D reduce-scatter over the digit ``(c // stride) % n`` of one axis."""
+    """A 1-D reduce-scatter over the digit ``(c // stride) % n`` of one axis.
+
+    A ring of ``n`` takes ``n - 1`` steps: at step ``t`` digit ``u`` sends
+    block ``(u - t - 1) mod n`` to ``u + 1`` and adds the block
+    ``(u - t - 2) mod n`` from ``u - 1``, so ``u`` ends with block ``u``; its
+    steps are made when asked for (a table of them would take ``n^3`` bytes).
+    Swing and recursive doubling take their peers and :func:`send_mask`.
+    """
 
     def __init__(
-        self,
-        axis: int,
-        kind: str,
-        stride: int,
-        coord: np.ndarray,
-        peers: np.ndarray,
-        sends: np.ndarray,
+        self, axis: int, kind: str, stride: int, n: int, coord: np.ndarray
     ) -> None:
-        n = peers.shape[1]
-        self.axis, self.kind, self.stride = axis, kind, stride
-        self.peers, self.sends = peers, sends  # (T, n), (T, n, n)
+        self.axis, self.kind, self.stride, self.n = axis, kind, stride, n
         self.digit = (coord // stride) % n  # every rank's digit
-        self.held = np.ones((n, n), dtype=bool)  # [u, b]: u still holds b
+        # [r, b]: rank r still holds block b's digit of this stage (not sent).
+        self.held = np.ones((coord.size, coord.size), dtype=bool)
+        if kind == "ring":
+            self.steps = n - 1
+        else:
+            self._peers = np.stack(
+                [_coord_peers(kind, n, k) for k in range(steps_of(n))]
+            )
+            self._sends = send_mask(self._peers)
+            self.steps = len(self._peers)
+
+    def peers(self, t: int) -> np.ndarray:
+        """``(n,)``: the digit each digit sends to at step ``t``."""
+        if self.kind == "ring":
+            return (np.arange(self.n, dtype=np.int64) + 1) % self.n
+        return self._peers[t]
+
+    def sends(self, t: int) -> np.ndarray:
+        """``(n, n)`` bool: ``[u, b]`` when digit ``u`` sends digit ``b``."""
+        if self.kind != "ring":
+            return self._sends[t]
+        u = np.arange(self.n)
+        out = np.zeros((self.n, self.n), dtype=bool)
+        out[u, (u - t - 1) % self.n] = True
+        return out
 
 
 def reduce_scatter_steps(
@@ -392,7 +400,7 @@ def reduce_scatter_steps(
     p = rows * cols
     coord = np.divmod(np.arange(p, dtype=np.int64), cols)
     stages = [
-        _Stage(ax, kind, stride, coord[ax], *_stage_tables(kind, n))
+        _Stage(ax, kind, stride, n, coord[ax])
         for ax, d in ((0, rows), (1, cols))
         for kind, stride, n in _side_stages(algorithm, d)
     ]
@@ -401,29 +409,30 @@ def reduce_scatter_steps(
     rule = [
         [st for st in stages if st.axis == ax and st.kind != "ring"] for ax in (0, 1)
     ]
-    left = [len(r[0].peers) if r else 0 for r in rule]
+    left = [r[0].steps if r else 0 for r in rule]
     order: list[tuple[_Stage, int]] = []
     ax = axis
     while left[0] or left[1]:
         if left[ax]:
             st = rule[ax][0]
-            order.append((st, len(st.peers) - left[ax]))
+            order.append((st, st.steps - left[ax]))
             left[ax] -= 1
         ax ^= 1
     for ax in (axis, axis ^ 1):
         for st in stages:
             if st.axis == ax and st.kind == "ring":
-                order.extend((st, t) for t in range(len(st.peers)))
+                order.extend((st, t) for t in range(st.steps))
     ranks = np.arange(p, dtype=np.int64)
     scale = (cols, 1)
     for st, t in order:
         u = st.digit
-        dst = ranks + (st.peers[t][u] - u) * st.stride * scale[st.axis]
-        mask = st.sends[t][np.ix_(u, u)]
+        dst = ranks + (st.peers(t)[u] - u) * st.stride * scale[st.axis]
+        sent = st.sends(t)[np.ix_(u, u)]
+        mask = sent.copy()
         for other in stages:
             if other is not st:
-                mask &= other.held[np.ix_(other.digit, other.digit)]
-        st.held &= ~st.sends[t]
+                mask &= other.held
+        st.held &= ~sent
         yield f"{'yx'[st.axis]}:{st.kind}{t}", dst, mask
 
 
