@@ -214,6 +214,22 @@ def test_from_arrays_matches_add_transfer():
     x = rng.standard_normal((p, ref.num_blocks))
     out = wc.execute(s, x)
     assert np.allclose(out, x.sum(axis=0))
+    # The ring sends one block to one rank per transfer: the offsets may be
+    # left out.
+    assert (np.diff(doff) == 1).all() and (np.diff(boff) == 1).all()
+    short = wc.Schedule.from_arrays(
+        p,
+        ref.block_bytes,
+        "allreduce",
+        src=src,
+        dst=dst,
+        block_lo=[b[0] for b in blocks],
+        block_hi=[b[1] for b in blocks],
+        op=ops,
+        deps=deps,
+        dep_offsets=eoff,
+    )
+    assert short.to_dict()["transfers"] == ref.to_dict()["transfers"]
 
 
 def test_from_arrays_rejects_bad_arrays():

@@ -227,10 +227,10 @@ class Schedule:
         *,
         src: Any,
         dst: Any,
-        dst_offsets: Any,
+        dst_offsets: Any = None,
         block_lo: Any,
         block_hi: Any,
-        block_offsets: Any,
+        block_offsets: Any = None,
         op: Any = None,
         deps: Any = (),
         dep_offsets: Any = None,
@@ -256,9 +256,10 @@ class Schedule:
             Source rank of every transfer.
         dst, dst_offsets : array_like of int
             Destinations in CSR form (``dst_offsets`` has ``T + 1`` entries,
-            starting at 0).
+            starting at 0; default: one destination per transfer).
         block_lo, block_hi, block_offsets : array_like of int
-            Half-open block ranges in CSR form.
+            Half-open block ranges in CSR form (default offsets: one range
+            per transfer).
         op : array_like of {0, 1} or str, optional
             0 (or ``"copy"``) and 1 (or ``"reduce"``), per transfer or one for
             all; default copy.
@@ -289,6 +290,9 @@ class Schedule:
                 raise ValueError("op must hold 0 (copy) or 1 (reduce) per transfer")
         if dep_offsets is None:
             dep_offsets = np.zeros(t + 1, dtype=np.int64)
+        one = np.arange(t + 1, dtype=np.int64)
+        dst_offsets = one if dst_offsets is None else dst_offsets
+        block_offsets = one if block_offsets is None else block_offsets
         arrays = {}
         for key, value, dtype in (
             ("src", src_a, np.int32),

@@ -204,17 +204,14 @@ class _Emitter:
                 f"{MAX_DEPENDENCIES}; use fewer ranks"
             )
         dep_off = np.concatenate([[0], np.cumsum(cnt)])
-        one = np.arange(t + 1, dtype=np.int64)
         return Schedule.from_arrays(
             self.p,
             [size_bytes],
             "allreduce",
             src=np.concatenate(self.src),
             dst=np.concatenate(self.dst),
-            dst_offsets=one,
             block_lo=np.zeros(t, dtype=np.int64),
             block_hi=np.ones(t, dtype=np.int64),
-            block_offsets=one,
             op=np.concatenate(self.op),
             deps=deps,
             dep_offsets=dep_off,

@@ -199,17 +199,14 @@ def _from_arrays(
     participants: Any,
     name: str,
 ) -> Schedule:
-    one = np.arange(np.asarray(src).size + 1, dtype=np.int64)
     return Schedule.from_arrays(
         ranks,
         np.asarray(block_bytes, np.int64),
         collective,
         src=src,
         dst=dst,
-        dst_offsets=one,
         block_lo=lo,
         block_hi=hi,
-        block_offsets=one,
         op=np.asarray(op).astype(np.uint8),
         deps=deps,
         dep_offsets=dep_off,

@@ -189,14 +189,12 @@ class _Emitter:
     def schedule(
         self, ranks: int, block_bytes: list[int], name: str, **kw: Any
     ) -> Schedule:
-        n = len(self.src)
         return Schedule.from_arrays(
             ranks,
             block_bytes,
             "allreduce",
             src=np.asarray(self.src, dtype=np.int64),
             dst=np.asarray(self.dst, dtype=np.int64),
-            dst_offsets=np.arange(n + 1, dtype=np.int64),
             block_lo=np.asarray(self.lo, dtype=np.int64),
             block_hi=np.asarray(self.hi, dtype=np.int64),
             block_offsets=np.asarray(self.boff, dtype=np.int64),
@@ -441,18 +439,14 @@ def ring_bidir_schedule(dims: Any, size_bytes: int) -> Schedule:
     keep[:, 1:] = cand[:, 1:] != cand[:, :-1]
     counts = np.zeros(g.size, dtype=np.int64)
     counts[later] = keep.sum(axis=1)
-    n = g.size
-    one = np.arange(n + 1, dtype=np.int64)
     return Schedule.from_arrays(
         p,
         halves,
         "allreduce",
         src=src,
         dst=dst,
-        dst_offsets=one,
         block_lo=block,
         block_hi=block + 1,
-        block_offsets=one,
         op=np.where(phase == 0, _REDUCE, _COPY).astype(np.uint8),
         deps=cand[keep],
         dep_offsets=np.concatenate(([0], np.cumsum(counts))),
