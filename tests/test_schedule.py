@@ -196,19 +196,22 @@ def test_from_arrays_matches_add_transfer():
     deps = [d for r in rows for d in r["deps"]]
     eoff = np.cumsum([0] + [len(r["deps"]) for r in rows])
     ops = [1 if r["op"] == "reduce" else 0 for r in rows]
+    arrays = dict(
+        src=src,
+        dst=dst,
+        block_lo=[b[0] for b in blocks],
+        block_hi=[b[1] for b in blocks],
+        op=ops,
+        deps=deps,
+        dep_offsets=eoff,
+    )
     s = wc.Schedule.from_arrays(
         p,
         ref.block_bytes,
         "allreduce",
-        src=src,
-        dst=dst,
         dst_offsets=doff,
-        block_lo=[b[0] for b in blocks],
-        block_hi=[b[1] for b in blocks],
         block_offsets=boff,
-        op=ops,
-        deps=deps,
-        dep_offsets=eoff,
+        **arrays,
     )
     assert s.to_dict()["transfers"] == ref.to_dict()["transfers"]
     x = rng.standard_normal((p, ref.num_blocks))
@@ -217,18 +220,7 @@ def test_from_arrays_matches_add_transfer():
     # The ring sends one block to one rank per transfer: the offsets may be
     # left out.
     assert (np.diff(doff) == 1).all() and (np.diff(boff) == 1).all()
-    short = wc.Schedule.from_arrays(
-        p,
-        ref.block_bytes,
-        "allreduce",
-        src=src,
-        dst=dst,
-        block_lo=[b[0] for b in blocks],
-        block_hi=[b[1] for b in blocks],
-        op=ops,
-        deps=deps,
-        dep_offsets=eoff,
-    )
+    short = wc.Schedule.from_arrays(p, ref.block_bytes, "allreduce", **arrays)
     assert short.to_dict()["transfers"] == ref.to_dict()["transfers"]
 
 
