@@ -51,7 +51,7 @@ from .._util import as_int
 from ..algorithms import AlgorithmInfo, register
 from ..schedule import Schedule
 from . import _emit
-from .hamiltonian import excluded_node, hamiltonian_cycle, hamiltonian_path
+from ..kit.orders import excluded_node, hamiltonian_cycle, hamiltonian_path
 from .presets import TTO_CHUNK_BYTES
 from .trees import double_binary_tree, multitree, tree_depths, tto_trees
 

@@ -1,5 +1,20 @@
-"""Hamiltonian cycles and paths in rectangular meshes.
+"""Logical orders of ranks: the rings, paths and cycles algorithms run over.
 
+An algorithm such as the ring allreduce runs over any *order* of ranks; the
+order is a separate value handed to it (ASTRA-sim's logical topologies do the
+same). The orders the papers use, all as int64 arrays of rank ids:
+
+* :func:`row_major` (``0 .. p - 1``) and :func:`folded` (even ranks up, odd
+  ranks down: every hop of a line at most two apart, the wafer's Fig. 7b);
+* :func:`snake` (boustrophedon, ``hamiltonian_path``): a path of neighbours
+  through a ``rows x cols`` grid;
+* :func:`hamiltonian_cycle`: a cycle of mesh neighbours through every node,
+  or through all but an excluded one on an odd-sized mesh;
+* :func:`torus_cycle`: a cycle through every node of a torus (wrap links
+  allowed).
+
+Hamiltonian cycles and paths in rectangular meshes
+--------------------------------------------------
 Cells are ``(row, col)`` with node id ``row * cols + col`` (the numbering of
 :func:`wafercoll.topology.mesh`). A mesh is bipartite, so a cycle through every
 node exists only when ``rows * cols`` is even and both sides are >= 2; an
@@ -29,7 +44,15 @@ import numpy as np
 
 from .._util import as_int
 
-__all__ = ["excluded_node", "hamiltonian_cycle", "hamiltonian_path"]
+__all__ = [
+    "excluded_node",
+    "folded",
+    "hamiltonian_cycle",
+    "hamiltonian_path",
+    "row_major",
+    "snake",
+    "torus_cycle",
+]
 
 _MAX_SIDE = 4096
 
@@ -163,7 +186,7 @@ def hamiltonian_cycle(rows: int, cols: int, exclude: Any = None) -> np.ndarray:
 
     Examples
     --------
-    >>> from wafercoll.mesh import hamiltonian_cycle
+    >>> from wafercoll.kit import hamiltonian_cycle
     >>> hamiltonian_cycle(4, 4).tolist()
     [0, 1, 2, 3, 7, 11, 15, 14, 10, 6, 5, 9, 13, 12, 8, 4]
     >>> hamiltonian_cycle(3, 3, exclude="corner").tolist()
@@ -231,3 +254,65 @@ def hamiltonian_path(rows: int, cols: int) -> np.ndarray:
     ids = np.arange(m * n, dtype=np.int64).reshape(m, n)
     ids[1::2] = ids[1::2, ::-1]
     return ids.ravel()
+
+
+#: The boustrophedon path under its common name.
+snake = hamiltonian_path
+
+
+def row_major(p: int) -> np.ndarray:
+    """Ranks ``0 .. p - 1`` in order (a ring of ``p`` closes ``p - 1 -> 0``)."""
+    return np.arange(as_int(p, "p", 1, 1 << 24), dtype=np.int64)
+
+
+def folded(p: int) -> np.ndarray:
+    """Even ranks left to right, then odd ranks right to left.
+
+    On a line every pair of consecutive ranks, the closing pair included, is
+    at most two apart (the wafer paper's ring mapping of Fig. 7b).
+
+    >>> folded(6).tolist()
+    [0, 2, 4, 5, 3, 1]
+    """
+    n = as_int(p, "p", 1, 1 << 24)
+    evens = np.arange(0, n, 2, dtype=np.int64)
+    odds = np.arange(1, n, 2, dtype=np.int64)[::-1]
+    return np.concatenate([evens, odds])
+
+
+def torus_cycle(rows: int, cols: int) -> np.ndarray:
+    """A cycle through every node of a ``rows x cols`` torus.
+
+    With an even number of rows (or columns) every hop is a mesh neighbour:
+    along row 0, back and forth over columns ``1 .. cols-1`` of the other
+    rows, and home up column 0. With both odd, every row is walked rightwards
+    (wrapping) starting below the previous row's last node; only the closing
+    hop is longer than one link. A ring of ``p`` (``rows = 1``) is
+    ``0 .. p-1``.
+
+    >>> torus_cycle(2, 3).tolist()
+    [0, 1, 2, 5, 4, 3]
+    """
+    m, n = _sides(rows, cols)
+    return np.asarray(_torus_cycle(m, n), dtype=np.int64)
+
+
+def _torus_cycle(rows: int, cols: int) -> list[int]:
+    if rows == 1 or cols == 1:
+        return list(range(rows * cols))
+    if rows % 2 and cols % 2 == 0:
+        order = _torus_cycle(cols, rows)
+        return [(r % rows) * cols + r // rows for r in order]
+    if rows % 2 == 0:
+        order = list(range(cols))
+        for y in range(1, rows):
+            xs = range(1, cols) if y % 2 == 0 else range(cols - 1, 0, -1)
+            order += [y * cols + x for x in xs]
+        order += [y * cols for y in range(rows - 1, 0, -1)]
+        return order
+    order = []
+    start = 0
+    for y in range(rows):
+        order += [y * cols + (start + i) % cols for i in range(cols)]
+        start = (start + cols - 1) % cols
+    return order

@@ -1,0 +1,69 @@
+"""The algorithm kit: the one way schedules are written in wafercoll.
+
+Every built-in builder is written with this kit, and so is a user's new
+algorithm. It has four layers:
+
+* :class:`Program` (:mod:`wafercoll.kit.program`): transfers collected for
+  one collective, ranks and block layout, with the dependency rule named up
+  front (``"sendrecv"``, ``"step"``, ``"cells"``, ``"explicit"``) and turned
+  into a verified-ready :class:`wafercoll.Schedule` by
+  :meth:`Program.schedule`;
+* :func:`split_bytes`: the one block splitter;
+* logical orders (:mod:`wafercoll.kit.orders`): row-major, folded, snake,
+  Hamiltonian cycles of meshes (with an excluded node) and tori;
+* collective skeletons over any order, tree or peer function: rings
+  (:mod:`wafercoll.kit.ring`), butterflies with folding
+  (:mod:`wafercoll.kit.butterfly`), trees (:mod:`wafercoll.kit.trees`).
+
+A new algorithm in a few lines (a ring allreduce over the snake of a grid):
+
+>>> import wafercoll as wc
+>>> from wafercoll import kit
+>>> order = kit.snake(3, 4)
+>>> prog = kit.Program(12, kit.split_bytes(4096, 12), "allreduce", rule="sendrecv")
+>>> kit.ring_allreduce(prog, order)
+>>> s = prog.schedule()
+>>> wc.verify(s).ok
+True
+"""
+
+from __future__ import annotations
+
+from .blocks import MAX_BLOCKS, split_bytes
+from .butterfly import Fold, exchange, fold_in, fold_out, halving_doubling
+from .orders import (
+    excluded_node,
+    folded,
+    hamiltonian_cycle,
+    hamiltonian_path,
+    row_major,
+    snake,
+    torus_cycle,
+)
+from .program import RULES, Multi, Program, Ranges
+from .ring import RingStep, ring_allreduce, ring_owners, ring_steps
+
+__all__ = [
+    "MAX_BLOCKS",
+    "RULES",
+    "Fold",
+    "Multi",
+    "Program",
+    "Ranges",
+    "RingStep",
+    "exchange",
+    "excluded_node",
+    "fold_in",
+    "fold_out",
+    "folded",
+    "halving_doubling",
+    "hamiltonian_cycle",
+    "hamiltonian_path",
+    "ring_allreduce",
+    "ring_owners",
+    "ring_steps",
+    "row_major",
+    "snake",
+    "split_bytes",
+    "torus_cycle",
+]

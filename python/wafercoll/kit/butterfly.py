@@ -1,0 +1,125 @@
+"""Recursive doubling and halving over any peer function, with folding.
+
+Butterfly algorithms pair every rank with a *peer* at each step: recursive
+doubling with ``r XOR 2^s``, Swing with ``r +- rho(s)`` (see
+:mod:`wafercoll.torus.swing`), Bine with its own rule. A step is one
+:meth:`~wafercoll.kit.Program.step` of pairwise exchanges; what is sent
+decides the algorithm:
+
+* the whole vector, added by the receiver (latency-optimal allreduce,
+  ``log2 p`` steps): :func:`exchange`;
+* half of the range both partners still share, the halves kept swapping
+  (recursive halving reduce-scatter), then the mirrored ranges copied back
+  (recursive doubling allgather): :func:`halving_doubling`.
+
+Rank counts that are not a power of two are *folded* onto
+``q = 2^floor(log2 p)`` virtual ranks (:class:`Fold`): the extra ranks first
+add their vector into a partner, wait, and get the result back at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Fold", "exchange", "fold_in", "fold_out", "halving_doubling"]
+
+
+@dataclass(frozen=True)
+class Fold:
+    """``p`` ranks folded onto ``q = 2^floor(log2 p)`` virtual ranks.
+
+    ``style="pairs"`` (MPICH's recursive doubling and Rabenseifner): the first
+    ``2 (p - q)`` ranks pair up, rank ``2v`` folding into ``2v + 1``; virtual
+    rank ``v`` is real rank ``2v + 1`` for ``v < p - q``, else ``v + p - q``.
+    ``style="upper"``: ranks ``q .. p - 1`` fold into ``r - q``; virtual
+    rank ``v`` is rank ``v``.
+    """
+
+    p: int
+    style: str = "pairs"
+
+    @property
+    def q(self) -> int:
+        """The power of two the ranks fold onto."""
+        return 1 << (self.p.bit_length() - 1)
+
+    @property
+    def extra(self) -> int:
+        """How many ranks fold."""
+        return self.p - self.q
+
+    def real(self, v: np.ndarray) -> np.ndarray:
+        """Real rank of virtual ranks ``v``."""
+        v = np.asarray(v, dtype=np.int64)
+        if self.style == "upper":
+            return v
+        return np.where(v < self.extra, 2 * v + 1, v + self.extra)
+
+    def pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(folded, keeper)``: each folded rank and the rank it folds into."""
+        e = np.arange(self.extra, dtype=np.int64)
+        if self.style == "upper":
+            return self.q + e, e
+        return 2 * e, 2 * e + 1
+
+
+def fold_in(prog: object, fold: Fold, blocks: object) -> None:
+    """The folded ranks add ``blocks`` into their keepers (one step)."""
+    a, b = fold.pairs()
+    if a.size:
+        prog.step(a, b, blocks, "reduce")  # type: ignore[attr-defined]
+
+
+def fold_out(prog: object, fold: Fold, blocks: object) -> None:
+    """The keepers copy ``blocks`` back to the folded ranks (one step)."""
+    a, b = fold.pairs()
+    if a.size:
+        prog.step(b, a, blocks, "copy")  # type: ignore[attr-defined]
+
+
+def exchange(
+    prog: object,
+    fold: Fold,
+    peer: Callable[[np.ndarray, int], np.ndarray],
+    steps: int,
+    blocks: object,
+    op: str = "reduce",
+) -> None:
+    """``steps`` steps: virtual rank ``v`` sends ``blocks`` to ``peer(v, s)``."""
+    v = np.arange(fold.q, dtype=np.int64)
+    for s in range(steps):
+        prog.step(fold.real(v), fold.real(peer(v, s)), blocks, op)  # type: ignore[attr-defined]
+
+
+def halving_doubling(prog: object, fold: Fold) -> None:
+    """Recursive-halving reduce-scatter, then recursive-doubling allgather.
+
+    Over ``fold.q`` blocks: at mask ``1, 2, 4, ...`` partners ``v`` and ``v ^
+    mask`` split the range they share; the lower one keeps the lower half and
+    sends the upper half (the upper one the reverse), which the receiver adds.
+    The allgather runs the masks backwards, each partner copying its whole
+    range, so both end with the union.
+    """
+    q = fold.q
+    v = np.arange(q, dtype=np.int64)
+    lo = np.zeros(q, dtype=np.int64)
+    hi = np.full(q, q, dtype=np.int64)
+    mask = 1
+    while mask < q:
+        mid = lo + (hi - lo) // 2
+        lower = (v & mask) == 0
+        # send the half the partner keeps
+        s_lo = np.where(lower, mid, lo)
+        s_hi = np.where(lower, hi, mid)
+        prog.step(fold.real(v), fold.real(v ^ mask), (s_lo, s_hi), "reduce")  # type: ignore[attr-defined]
+        lo, hi = np.where(lower, lo, mid), np.where(lower, mid, hi)
+        mask *= 2
+    mask = q // 2
+    while mask >= 1:
+        prog.step(fold.real(v), fold.real(v ^ mask), (lo, hi), "copy")  # type: ignore[attr-defined]
+        u = v ^ mask
+        lo, hi = np.minimum(lo, lo[u]), np.maximum(hi, hi[u])
+        mask //= 2

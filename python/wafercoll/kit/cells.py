@@ -1,0 +1,172 @@
+"""The ``"cells"`` dependency rule, vectorised.
+
+Transfers are listed in a *program order* (an order in which they could run
+one at a time); each moves the blocks ``[lo, hi)`` from ``src`` to ``dst``
+and carries a *stream* tag. The dependencies follow from the cells
+(rank, block) the transfers read and write:
+
+1. *data*: a transfer waits for the last earlier transfer that wrote the
+   cell it reads (its source's block);
+2. *write order*: a transfer waits for the last earlier transfer that wrote
+   the cell it writes, so that two reductions into one cell are ordered, as
+   the schedule semantics require;
+3. *anti*: a transfer waits for the last earlier transfer that read the cell
+   it writes;
+4. *stream order*: a transfer waits for the last earlier transfer with the
+   same source, destination and stream (a link serves one stream in order).
+
+Writes into a cell are chained by rule 2, so waiting for the last one is
+waiting for all of them. Under the simulator's ``dependencies="dataflow"``
+reading, rules 2 and 4 only order the packets entering the last link into the
+destination, so concurrent reductions into one node and a stream of chunks
+over one link still overlap in time.
+
+Every query "the last earlier item with the same key" is answered for all
+transfers at once by one sort (:func:`last_before`), so a program of
+millions of transfers costs a few NumPy sorts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["cell_deps", "last_before", "tiled_cell_deps"]
+
+
+def last_before(
+    query_key: np.ndarray,
+    query_pos: np.ndarray,
+    item_key: np.ndarray,
+    item_pos: np.ndarray,
+) -> np.ndarray:
+    """For each query, the largest item position < its position with its key.
+
+    Returns -1 where there is none. Keys and positions are int64 arrays.
+    """
+    nq = query_key.size
+    key = np.concatenate([item_key, query_key])
+    pos = np.concatenate([item_pos, query_pos])
+    is_q = np.concatenate([np.zeros(item_key.size, np.int8), np.ones(nq, np.int8)])
+    # at equal positions the query comes first: an item is not "before" itself
+    order = np.lexsort((1 - is_q, pos, key))
+    skey = key[order]
+    idx = np.arange(order.size)
+    last_item = np.maximum.accumulate(np.where(is_q[order] == 0, idx, -1))
+    valid = (last_item >= 0) & (skey[np.maximum(last_item, 0)] == skey)
+    found = np.where(valid, pos[order][np.maximum(last_item, 0)], -1)
+    out = np.empty(nq, dtype=np.int64)
+    qmask = is_q[order] == 1
+    out[order[qmask] - item_key.size] = found[qmask]
+    return out
+
+
+def _csr_union(
+    T: int, rows: np.ndarray, vals: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """CSR of the distinct non-negative ``vals`` per row ``0 .. T-1``."""
+    keep = vals >= 0
+    rows, vals = rows[keep], vals[keep]
+    o = np.lexsort((vals, rows))
+    rows, vals = rows[o], vals[o]
+    uniq = np.ones(rows.size, bool)
+    uniq[1:] = (rows[1:] != rows[:-1]) | (vals[1:] != vals[:-1])
+    rows, vals = rows[uniq], vals[uniq]
+    counts = np.bincount(rows, minlength=T)
+    off = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return vals.astype(np.int64), off
+
+
+def cell_deps(
+    ranks: int,
+    num_blocks: int,
+    src: np.ndarray,
+    dst: np.ndarray,
+    block_lo: np.ndarray,
+    block_hi: np.ndarray,
+    stream: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Dependencies (CSR: values, offsets) of transfers in program order.
+
+    Transfer ``i`` moves the blocks ``block_lo[i] .. block_hi[i] - 1`` from
+    ``src[i]`` to ``dst[i]`` with stream ``stream[i]`` (-1: none); see the
+    module docstring for the four rules.
+    """
+    src = np.asarray(src, np.int64)
+    dst = np.asarray(dst, np.int64)
+    lo = np.asarray(block_lo, np.int64)
+    hi = np.asarray(block_hi, np.int64)
+    stream = np.asarray(stream, np.int64)
+    T = src.size
+    width = hi - lo
+    # one entry per (transfer, block) cell it touches
+    t_of = np.repeat(np.arange(T, dtype=np.int64), width)
+    starts = np.repeat(np.cumsum(width) - width, width)
+    blk = np.repeat(lo, width) + (np.arange(t_of.size) - starts)
+    read_cell = src[t_of] * num_blocks + blk
+    write_cell = dst[t_of] * num_blocks + blk
+    rows = [t_of, t_of, t_of]
+    vals = [
+        last_before(read_cell, t_of, write_cell, t_of),
+        last_before(write_cell, t_of, write_cell, t_of),
+        last_before(write_cell, t_of, read_cell, t_of),
+    ]
+    has = stream >= 0
+    if has.any():
+        pos = np.arange(T, dtype=np.int64)
+        skey = (src * ranks + dst) * (int(stream.max()) + 1) + np.maximum(stream, 0)
+        skey = np.where(has, skey, -1 - pos)  # no stream: a key of its own
+        rows.append(pos)
+        vals.append(last_before(skey, pos, skey, pos))
+    return _csr_union(T, np.concatenate(rows), np.concatenate(vals))
+
+
+def tiled_cell_deps(
+    ranks: int,
+    num_blocks: int,
+    chunks: int,
+    blocks_per_chunk: int,
+    src: np.ndarray,
+    dst: np.ndarray,
+    block: np.ndarray,
+    stream: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`cell_deps` of one chunk's program repeated ``chunks`` times.
+
+    ``src .. stream`` describe chunk 0 (single blocks in ``0 ..
+    blocks_per_chunk - 1``); chunk ``c`` moves block ``c * blocks_per_chunk +
+    block`` and follows chunk ``c - 1`` in program order. Chunks touch
+    disjoint blocks, so only stream order links them, and the dependencies
+    of chunk ``c >= 1`` are those of chunk 1 shifted by ``c - 1`` chunks:
+    they are computed on two chunks and tiled (the same result as
+    :func:`cell_deps` on the whole program, in time linear in ``chunks``).
+    """
+    src = np.asarray(src, np.int64)
+    dst = np.asarray(dst, np.int64)
+    block = np.asarray(block, np.int64)
+    stream = np.asarray(stream, np.int64)
+    E = src.size
+    C = int(chunks)
+    two = min(C, 2)
+    blk2 = np.tile(block, two) + np.repeat(np.arange(two) * blocks_per_chunk, E)
+    flat, off = cell_deps(
+        ranks,
+        num_blocks,
+        np.tile(src, two),
+        np.tile(dst, two),
+        blk2,
+        blk2 + 1,
+        np.tile(stream, two),
+    )
+    first = flat[: off[E]]
+    cnt0 = np.diff(off[: E + 1])
+    if C > 1:
+        later = flat[off[E] :]  # chunk 1's; chunk c's are shifted by (c - 1) E
+        cnt1 = np.diff(off[E:])
+        reps = C - 1
+        shift = np.repeat(np.arange(reps, dtype=np.int64) * E, later.size)
+        vals = np.concatenate([first, np.tile(later, reps) + shift])
+        counts = np.concatenate([cnt0, np.tile(cnt1, reps)])
+    else:
+        vals, counts = first, cnt0
+    dep_off = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return vals, dep_off

@@ -1,0 +1,549 @@
+"""The program object: transfers collected for one collective, with a dependency rule.
+
+A :class:`Program` is how every schedule of wafercoll is written, by the
+built-in builders and by users alike. It holds the collective (ranks, block
+layout, root / owners / participants) and collects transfers in *program
+order*, one call of :meth:`Program.step` at a time: a call adds any number of
+transfers at once (NumPy arrays, so builders of millions of transfers make a
+few thousand calls, not millions) and returns their ids. The dependencies of
+the transfers are derived by the program's **rule**, named when the program
+is created; a call may add explicit dependencies on top (``deps=``).
+
+Rules
+-----
+``"sendrecv"`` (per-rank program order, MPI ``Sendrecv`` steps)
+    A transfer ``a -> b`` waits for the previous send and the previous receive
+    of both ``a`` and ``b``, as a send/receive pair posted in program order on
+    both sides would. Transfers of one call do not wait for each other, so a
+    call is one step of pairwise exchanges. Writes into a rank are then
+    ordered, forwarded data has arrived, and a rank's sends form a chain that
+    orders its reads before later writes into it. With ``group=`` every
+    transfer of a group waits for the previous events of every rank of its
+    group (a cyclic shift without a receive buffer needs this).
+``"step"`` (step-synchronous)
+    A transfer waits for *every* transfer of the latest earlier step (call)
+    that involved its source or one of its destinations, as a kernel that
+    synchronises with its peers at every step does.
+``"cells"`` (dataflow over the cells a transfer reads and writes)
+    Transfers are listed in an order in which they could run one at a time,
+    each with a *stream* tag (``stream=``, -1 for none). A transfer waits for
+    (1) the last earlier transfer that wrote the cell (rank, block) it reads,
+    (2) the last earlier one that wrote a cell it writes, (3) the last earlier
+    one that read a cell it writes, and (4) the last earlier one with the
+    same source, destination and stream. Under the simulator's
+    ``dependencies="dataflow"`` reading, rules (2) and (4) only order packets
+    entering the last link, so chunks stream through trees piece by piece.
+    Single destination, one block range per transfer.
+``"explicit"``
+    Only the dependencies given with ``deps=``.
+
+Blocks and destinations
+-----------------------
+``blocks`` is a block index (scalar or one per transfer), a ``(lo, hi)``
+pair of half-open bounds (scalars or arrays), or :class:`Ranges` for several
+ranges per transfer. ``dst`` is a rank per transfer, or :class:`Multi` for
+several destinations (a multicast).
+
+Examples
+--------
+A ring allreduce on 4 ranks, written by hand (``wafercoll.kit.ring_allreduce``
+does the same over any order):
+
+>>> import numpy as np, wafercoll as wc
+>>> from wafercoll import kit
+>>> p = 4
+>>> prog = kit.Program(p, kit.split_bytes(64, p), "allreduce", rule="sendrecv")
+>>> r = np.arange(p)
+>>> for k in range(p - 1):
+...     _ = prog.step(r, (r + 1) % p, (r - k) % p, op="reduce")
+>>> for k in range(p - 1):
+...     _ = prog.step(r, (r + 1) % p, (r + 1 - k) % p, op="copy")
+>>> s = prog.schedule()
+>>> wc.verify(s).steps
+6
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._util import as_int
+from ..schedule import Schedule
+
+__all__ = ["RULES", "Multi", "Program", "Ranges"]
+
+#: The dependency rules a :class:`Program` knows.
+RULES = ("sendrecv", "step", "cells", "explicit")
+_OPS = {"copy": 0, "reduce": 1, 0: 0, 1: 1}
+#: Largest number of dependencies one program may collect (memory guard).
+MAX_DEPENDENCIES = 1 << 27
+
+
+@dataclass(frozen=True)
+class Ranges:
+    """Several block ranges per transfer, in CSR form.
+
+    Transfer ``i`` of the call moves ``[lo[j], hi[j])`` for ``j`` in
+    ``offsets[i]:offsets[i + 1]``.
+    """
+
+    lo: Any
+    hi: Any
+    offsets: Any
+
+
+@dataclass(frozen=True)
+class Multi:
+    """Several destinations per transfer (multicasts), in CSR form.
+
+    Transfer ``i`` of the call goes to ``ranks[offsets[i]:offsets[i + 1]]``.
+    A list of lists is accepted by :meth:`Multi.of`.
+    """
+
+    ranks: Any
+    offsets: Any
+
+    @classmethod
+    def of(cls, lists: Iterable[Sequence[int]]) -> Multi:
+        """From one list of destination ranks per transfer."""
+        ls = [list(x) for x in lists]
+        off = np.zeros(len(ls) + 1, dtype=np.int64)
+        off[1:] = np.cumsum([len(x) for x in ls])
+        flat = np.fromiter((r for x in ls for r in x), dtype=np.int64, count=off[-1])
+        return cls(flat, off)
+
+
+def _i64(a: Any) -> np.ndarray:
+    arr = np.asarray(a)
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        if np.issubdtype(arr.dtype, np.bool_) or not np.all(np.mod(arr, 1) == 0):
+            raise TypeError(f"expected integers, got {arr.dtype}")
+    return arr.astype(np.int64, copy=False).ravel()
+
+
+def _csr_rows(counts: np.ndarray) -> np.ndarray:
+    return np.repeat(np.arange(counts.size, dtype=np.int64), counts)
+
+
+def _unique_rows(
+    rows: np.ndarray, vals: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """CSR of the distinct non-negative ``vals`` of every row ``0 .. n-1`` (sorted)."""
+    keep = vals >= 0
+    rows, vals = rows[keep], vals[keep]
+    if rows.size:
+        o = np.lexsort((vals, rows))
+        rows, vals = rows[o], vals[o]
+        first = np.ones(rows.size, bool)
+        first[1:] = (rows[1:] != rows[:-1]) | (vals[1:] != vals[:-1])
+        rows, vals = rows[first], vals[first]
+    off = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=off[1:])
+    return vals.astype(np.int64), off
+
+
+class Program:
+    """Transfers of one collective in program order, with a dependency rule.
+
+    Parameters
+    ----------
+    ranks : int
+        Number of ranks, >= 1.
+    block_bytes : sequence of int
+        Block sizes of every rank's vector (see :func:`split_bytes`).
+    collective : str
+        As for :class:`wafercoll.Schedule`.
+    rule : {"sendrecv", "step", "cells", "explicit"}
+        How dependencies follow from the program (module docstring).
+    root, owners, participants, name
+        As for :class:`wafercoll.Schedule`.
+    """
+
+    def __init__(
+        self,
+        ranks: int,
+        block_bytes: Sequence[int] | np.ndarray,
+        collective: str = "allreduce",
+        *,
+        rule: str = "sendrecv",
+        root: int | None = None,
+        owners: Sequence[int] | np.ndarray | None = None,
+        participants: Iterable[int] | None = None,
+        name: str = "",
+    ) -> None:
+        if rule not in RULES:
+            raise ValueError(f"rule must be one of {', '.join(RULES)}; got {rule!r}")
+        self.ranks = as_int(ranks, "ranks", 1, 1 << 24)
+        self.block_bytes = np.asarray(block_bytes, dtype=np.int64).ravel()
+        self.num_blocks = int(self.block_bytes.size)
+        self.collective = collective
+        self.rule = rule
+        self.root = root
+        self.owners = owners
+        self.participants = participants
+        self.name = name
+        self.count = 0
+        # per call: src, op, dst (flat), dst counts, lo, hi, range counts,
+        # deps (flat), dep counts, stream
+        self._src: list[np.ndarray] = []
+        self._op: list[np.ndarray] = []
+        self._dst: list[np.ndarray] = []
+        self._ndst: list[np.ndarray] = []
+        self._lo: list[np.ndarray] = []
+        self._hi: list[np.ndarray] = []
+        self._nrng: list[np.ndarray] = []
+        self._deps: list[np.ndarray] = []
+        self._ndep: list[np.ndarray] = []
+        self._stream: list[np.ndarray] = []
+        self._num_deps = 0
+        if rule == "sendrecv":
+            self._last_in = np.full(self.ranks, -1, dtype=np.int64)
+            self._last_out = np.full(self.ranks, -1, dtype=np.int64)
+        elif rule == "step":
+            self._touch = np.full((self.ranks, 1), -1, dtype=np.int64)
+
+    # -- adding transfers ------------------------------------------------------
+    def __len__(self) -> int:
+        return self.count
+
+    def step(
+        self,
+        src: Any,
+        dst: Any,
+        blocks: Any,
+        op: Any = "copy",
+        *,
+        deps: Any = None,
+        stream: Any = -1,
+        group: Any = None,
+    ) -> np.ndarray:
+        """Add transfers (one step of the program) and return their ids.
+
+        Parameters
+        ----------
+        src : int or array_like of int
+            Source rank of every transfer (a scalar is broadcast).
+        dst : int, array_like of int, or Multi
+            Destination of every transfer, or several (:class:`Multi`).
+        blocks : int, array_like, (lo, hi) or Ranges
+            The blocks every transfer moves (module docstring).
+        op : {"copy", "reduce"} or array_like of {0, 1}
+            Per call or per transfer.
+        deps : array_like, list of lists, or (flat, offsets), optional
+            Explicit dependencies: one id (or -1 for none) per transfer, a
+            list of id lists, or CSR ``(flat, offsets)``; added to the rule's.
+        stream : int or array_like of int
+            Stream tag per transfer (rule ``"cells"``; -1: none).
+        group : array_like of int, optional
+            Rule ``"sendrecv"``: group of every transfer; a transfer waits
+            for the previous events of every rank of its group.
+
+        Returns
+        -------
+        numpy.ndarray of int64
+            The ids of the new transfers, in order.
+        """
+        # -- shapes: T transfers
+        if isinstance(dst, Multi):
+            dflat = _i64(dst.ranks)
+            doff = _i64(dst.offsets)
+            t = doff.size - 1
+            ndst = np.diff(doff)
+        else:
+            dflat = None
+            ndst = None
+            t = -1
+        src_a = _i64(src)
+        if t < 0:
+            d_a = _i64(dst)
+            t = max(src_a.size, d_a.size)
+            if isinstance(blocks, (Ranges, tuple)) or np.ndim(blocks) == 0:
+                pass
+            else:
+                t = max(t, int(np.asarray(blocks).size))
+            dflat = np.broadcast_to(d_a, (t,)) if d_a.size == 1 else d_a
+            ndst = np.ones(t, dtype=np.int64)
+        if src_a.size == 1:
+            src_a = np.broadcast_to(src_a, (t,))
+        if src_a.size != t or dflat.size != int(ndst.sum()):
+            raise ValueError(
+                f"src and dst must describe the same number of transfers "
+                f"(got {src_a.size} sources for {t} transfers)"
+            )
+        if t == 0:
+            return np.zeros(0, dtype=np.int64)
+        # -- blocks
+        if isinstance(blocks, Ranges):
+            lo = _i64(blocks.lo)
+            hi = _i64(blocks.hi)
+            roff = _i64(blocks.offsets)
+            if roff.size != t + 1:
+                raise ValueError("Ranges.offsets must have one entry per transfer + 1")
+            nrng = np.diff(roff)
+        else:
+            if isinstance(blocks, tuple):
+                lo = (
+                    np.broadcast_to(_i64(blocks[0]), (t,))
+                    if np.size(blocks[0]) == 1
+                    else _i64(blocks[0])
+                )
+                hi = (
+                    np.broadcast_to(_i64(blocks[1]), (t,))
+                    if np.size(blocks[1]) == 1
+                    else _i64(blocks[1])
+                )
+            else:
+                b = _i64(blocks)
+                lo = np.broadcast_to(b, (t,)) if b.size == 1 else b
+                hi = lo + 1
+            if lo.size != t or hi.size != t:
+                raise ValueError(f"blocks must give one range per transfer ({t})")
+            nrng = None
+        # -- op
+        if isinstance(op, str) or np.ndim(op) == 0:
+            code = _OPS.get(op if isinstance(op, str) else int(op))
+            if code is None:
+                raise ValueError(f"op must be 'copy' or 'reduce', got {op!r}")
+            op_a = np.full(t, code, dtype=np.uint8)
+        else:
+            op_a = np.asarray(op).astype(np.uint8).ravel()
+            if op_a.size != t:
+                raise ValueError(f"op must have one entry per transfer ({t})")
+        ids = self.count + np.arange(t, dtype=np.int64)
+        drows = _csr_rows(ndst) if dflat.size != t else None
+        # -- dependencies of the rule
+        rows: list[np.ndarray] = []
+        vals: list[np.ndarray] = []
+        if self.rule == "sendrecv":
+            self._sendrecv(src_a, dflat, drows, ids, group, rows, vals)
+        elif self.rule == "step":
+            self._step_rule(src_a, dflat, drows, ids, rows, vals)
+        if deps is not None:
+            r, v = self._explicit(deps, t)
+            rows.append(r)
+            vals.append(v)
+        if rows:
+            dep_vals, dep_off = _unique_rows(
+                np.concatenate(rows), np.concatenate(vals), t
+            )
+            ndep = np.diff(dep_off)
+        else:
+            dep_vals = np.zeros(0, dtype=np.int64)
+            ndep = np.zeros(t, dtype=np.int64)
+        self._num_deps += dep_vals.size
+        if self._num_deps > MAX_DEPENDENCIES:
+            raise ValueError(
+                f"{self.name or 'program'}: more than {MAX_DEPENDENCIES} dependencies; "
+                "use fewer ranks or blocks"
+            )
+        st = _i64(stream)
+        st = np.broadcast_to(st, (t,)) if st.size == 1 else st
+        if st.size != t:
+            raise ValueError(f"stream must have one entry per transfer ({t})")
+        self._src.append(np.ascontiguousarray(src_a))
+        self._op.append(op_a)
+        self._dst.append(np.ascontiguousarray(dflat))
+        self._ndst.append(np.ascontiguousarray(ndst))
+        self._lo.append(np.ascontiguousarray(lo))
+        self._hi.append(np.ascontiguousarray(hi))
+        self._nrng.append(np.ones(t, np.int64) if nrng is None else nrng)
+        self._deps.append(dep_vals)
+        self._ndep.append(ndep)
+        self._stream.append(np.ascontiguousarray(st))
+        self.count += t
+        return ids
+
+    def send(
+        self,
+        src: int,
+        dst: int | Sequence[int],
+        blocks: Any,
+        op: Any = "copy",
+        **kw: Any,
+    ) -> int:
+        """Add one transfer and return its id (a one-transfer :meth:`step`)."""
+        d = Multi.of([dst]) if isinstance(dst, (list, tuple, np.ndarray)) else dst
+        if isinstance(blocks, tuple):
+            blocks = (np.asarray([blocks[0]]), np.asarray([blocks[1]]))
+        deps = kw.pop("deps", None)
+        if deps is not None:
+            deps = [list(np.atleast_1d(deps))]
+        return int(self.step([src], d, blocks, op, deps=deps, **kw)[0])
+
+    # -- rules -----------------------------------------------------------------
+    def _sendrecv(
+        self,
+        s: np.ndarray,
+        d: np.ndarray,
+        drows: np.ndarray | None,
+        ids: np.ndarray,
+        group: Any,
+        rows: list[np.ndarray],
+        vals: list[np.ndarray],
+    ) -> None:
+        li, lo_ = self._last_in, self._last_out
+        t = ids.size
+        tr = np.arange(t, dtype=np.int64)
+        dr = tr if drows is None else drows
+        ev_rows = [tr, tr, dr, dr]
+        ev_vals = [li[s], lo_[s], li[d], lo_[d]]
+        if group is None:
+            rows.extend(ev_rows)
+            vals.extend(ev_vals)
+        else:
+            g = _i64(group)
+            if g.size != t:
+                raise ValueError(f"group must have one entry per transfer ({t})")
+            gv, goff = _unique_rows(
+                g[np.concatenate(ev_rows)], np.concatenate(ev_vals), int(g.max()) + 1
+            )
+            cnt = np.diff(goff)[g]
+            rows.append(np.repeat(tr, cnt))
+            start = np.repeat(goff[g] - np.cumsum(cnt) + cnt, cnt)
+            vals.append(gv[start + np.arange(int(cnt.sum()), dtype=np.int64)])
+        # the last send of a source / receive of a destination wins
+        lo_[s] = ids
+        li[d] = ids if drows is None else ids[drows]
+
+    def _step_rule(
+        self,
+        s: np.ndarray,
+        d: np.ndarray,
+        drows: np.ndarray | None,
+        ids: np.ndarray,
+        rows: list[np.ndarray],
+        vals: list[np.ndarray],
+    ) -> None:
+        touch = self._touch
+        t = ids.size
+        tr = np.arange(t, dtype=np.int64)
+        dr = tr if drows is None else drows
+        k = touch.shape[1]
+        rows.append(np.repeat(tr, k))
+        vals.append(touch[s].ravel())
+        rows.append(np.repeat(dr, k))
+        vals.append(touch[d].ravel())
+        # the new touch lists of the ranks of this step
+        rk = np.concatenate([s, d])
+        tk = np.concatenate([ids, ids[dr]])
+        o = np.argsort(rk, kind="stable")
+        rk, tk = rk[o], tk[o]
+        first = np.ones(rk.size, bool)
+        first[1:] = rk[1:] != rk[:-1]
+        start = np.maximum.accumulate(np.where(first, np.arange(rk.size), 0))
+        pos = np.arange(rk.size) - start
+        width = int(pos.max()) + 1
+        if width > touch.shape[1]:
+            wider = np.full((self.ranks, width), -1, dtype=np.int64)
+            wider[:, : touch.shape[1]] = touch
+            touch = self._touch = wider
+        touch[rk[first]] = -1
+        touch[rk, pos] = tk
+
+    def _explicit(self, deps: Any, t: int) -> tuple[np.ndarray, np.ndarray]:
+        if isinstance(deps, tuple) and len(deps) == 2:
+            flat, off = _i64(deps[0]), _i64(deps[1])
+            if off.size != t + 1:
+                raise ValueError(f"deps offsets must have {t + 1} entries")
+            return _csr_rows(np.diff(off)), flat
+        if isinstance(deps, list) and any(
+            isinstance(x, (list, tuple, np.ndarray)) for x in deps
+        ):
+            if len(deps) != t:
+                raise ValueError(f"deps must give one list per transfer ({t})")
+            cnt = np.fromiter((len(x) for x in deps), dtype=np.int64, count=t)
+            flat = np.fromiter(
+                (int(v) for x in deps for v in x), dtype=np.int64, count=int(cnt.sum())
+            )
+            return _csr_rows(cnt), flat
+        a = _i64(deps)
+        if a.size == 1 and t > 1:
+            a = np.broadcast_to(a, (t,))
+        if a.size != t:
+            raise ValueError(f"deps must give one id per transfer ({t})")
+        return np.arange(t, dtype=np.int64), a
+
+    # -- the schedule ----------------------------------------------------------
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The program's transfers as CSR arrays (before the ``cells`` rule)."""
+
+        def cat(parts: list[np.ndarray], dtype: Any = np.int64) -> np.ndarray:
+            return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
+
+        def off(parts: list[np.ndarray]) -> np.ndarray:
+            o = np.zeros(self.count + 1, dtype=np.int64)
+            if parts:
+                np.cumsum(np.concatenate(parts), out=o[1:])
+            return o
+
+        return {
+            "src": cat(self._src),
+            "op": cat(self._op, np.uint8),
+            "dst": cat(self._dst),
+            "dst_offsets": off(self._ndst),
+            "block_lo": cat(self._lo),
+            "block_hi": cat(self._hi),
+            "block_offsets": off(self._nrng),
+            "deps": cat(self._deps),
+            "dep_offsets": off(self._ndep),
+            "stream": cat(self._stream),
+        }
+
+    def schedule(self) -> Schedule:
+        """The :class:`wafercoll.Schedule` of every transfer added so far."""
+        a = self.arrays()
+        if self.rule == "cells" and self.count:
+            from .cells import cell_deps
+
+            if (np.diff(a["dst_offsets"]) != 1).any() or (
+                np.diff(a["block_offsets"]) != 1
+            ).any():
+                raise ValueError(
+                    "rule 'cells' takes one destination and one block range "
+                    "per transfer"
+                )
+            flat, off = cell_deps(
+                self.ranks,
+                self.num_blocks,
+                a["src"],
+                a["dst"],
+                a["block_lo"],
+                a["block_hi"],
+                a["stream"],
+            )
+            rows = np.concatenate(
+                [_csr_rows(np.diff(off)), _csr_rows(np.diff(a["dep_offsets"]))]
+            )
+            a["deps"], a["dep_offsets"] = _unique_rows(
+                rows, np.concatenate([flat, a["deps"]]), self.count
+            )
+        return Schedule.from_arrays(
+            self.ranks,
+            self.block_bytes,
+            self.collective,
+            src=a["src"],
+            dst=a["dst"],
+            dst_offsets=a["dst_offsets"],
+            block_lo=a["block_lo"],
+            block_hi=a["block_hi"],
+            block_offsets=a["block_offsets"],
+            op=a["op"],
+            deps=a["deps"],
+            dep_offsets=a["dep_offsets"],
+            root=self.root,
+            owners=None
+            if self.owners is None
+            else list(np.asarray(self.owners).tolist()),
+            participants=self.participants,
+            name=self.name,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"Program({self.collective}, ranks={self.ranks}, blocks={self.num_blocks}, "
+            f"rule={self.rule!r}, transfers={self.count})"
+        )

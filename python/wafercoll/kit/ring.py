@@ -1,0 +1,115 @@
+"""The ring allreduce over any order of ranks.
+
+A ring over ``order`` (``K`` ranks, position ``i`` sends to position
+``i + 1``, the last to the first) works on ``K`` blocks ``base .. base + K -
+1``. Its reduce-scatter has ``K - 1`` steps: at step ``s`` position ``i``
+sends block ``base + (i - s) mod K`` and the receiver adds it; after it
+position ``i`` holds the sum of block ``base + (i + 1) mod K``, its *owner*
+block. The allgather forwards, at step ``s``, block ``base + (i + 1 - s) mod
+K`` (the one completed or received in the previous step) as a copy::
+
+    order:  r0 -> r1 -> r2 -> r3 -> (r0)        K = 4, 2 (K - 1) = 6 steps
+    step 0: r0 sends b0, r1 b1, r2 b2, r3 b3     (reduce)
+    step 1: r0 sends b3, r1 b0, r2 b1, r3 b2     (reduce)
+    ...
+
+:func:`ring_steps` yields the steps as arrays, so that builders can
+interleave several rings (two directions, two halves, rows and columns) in
+the order their algorithm needs; :func:`ring_allreduce` emits one ring into a
+:class:`~wafercoll.kit.Program`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["RingStep", "ring_allreduce", "ring_owners", "ring_steps"]
+
+_PHASES = ("allreduce", "reduce_scatter", "allgather")
+
+
+@dataclass(frozen=True)
+class RingStep:
+    """One step of a ring: ``src[i]`` sends ``block[i]`` to ``dst[i]``."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    block: np.ndarray
+    op: str
+    index: int
+
+
+def _phase(phase: Any) -> str:
+    if phase not in _PHASES:
+        raise ValueError(f"phase must be one of {', '.join(_PHASES)}; got {phase!r}")
+    return str(phase)
+
+
+def ring_steps(
+    order: Any, *, base: int = 0, phase: str = "allreduce"
+) -> Iterator[RingStep]:
+    """The steps of a ring over ``order`` (module docstring).
+
+    Parameters
+    ----------
+    order : array_like of int
+        The ranks in ring order (``K >= 1`` distinct ranks).
+    base : int
+        First block of the ring's ``K`` blocks.
+    phase : {"allreduce", "reduce_scatter", "allgather"}
+        Which halves to run.
+
+    Yields
+    ------
+    RingStep
+        ``K - 1`` reduce steps, then ``K - 1`` copy steps (as asked).
+    """
+    o = np.asarray(order, dtype=np.int64).ravel()
+    ph = _phase(phase)
+    k = o.size
+    nxt = np.roll(o, -1)
+    i = np.arange(k, dtype=np.int64)
+    n = 0
+    if ph in ("allreduce", "reduce_scatter"):
+        for s in range(k - 1):
+            yield RingStep(o, nxt, base + (i - s) % k, "reduce", n)
+            n += 1
+    if ph in ("allreduce", "allgather"):
+        for s in range(k - 1):
+            yield RingStep(o, nxt, base + (i + 1 - s) % k, "copy", n)
+            n += 1
+
+
+def ring_owners(order: Any, *, base: int = 0) -> np.ndarray:
+    """Owner rank of every block ``base .. base + K - 1`` after the reduce-scatter.
+
+    Position ``i`` ends with block ``base + (i + 1) mod K``; the result is
+    indexed by ``block - base``.
+    """
+    o = np.asarray(order, dtype=np.int64).ravel()
+    k = o.size
+    owners = np.empty(k, dtype=np.int64)
+    owners[(np.arange(k) + 1) % k] = o
+    return owners
+
+
+def ring_allreduce(
+    prog: Any,
+    order: Any,
+    *,
+    base: int = 0,
+    phase: str = "allreduce",
+    stream: int = -1,
+) -> None:
+    """Emit a ring over ``order`` into ``prog``, one :meth:`Program.step` per step.
+
+    With ``stream >= 0`` (rule ``"cells"``) the reduce-scatter runs on stream
+    ``stream`` and the allgather on ``stream + 1``.
+    """
+    for st in ring_steps(order, base=base, phase=phase):
+        tag = -1 if stream < 0 else stream + (st.op == "copy")
+        prog.step(st.src, st.dst, st.block, st.op, stream=tag)
