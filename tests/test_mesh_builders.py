@@ -339,7 +339,7 @@ def test_table_ii_single_transfer_closed_form() -> None:
     assert r.time_s == pytest.approx(h * lat + (h - 1) * F / bw + S / bw, rel=1e-12)
 
 
-@pytest.mark.parametrize("name", ["wafercoll.mesh", "wafercoll.mesh.hamiltonian"])
+@pytest.mark.parametrize("name", ["wafercoll.mesh", "wafercoll.kit.orders"])
 def test_docstring_examples(name: str) -> None:
     import doctest
     import importlib

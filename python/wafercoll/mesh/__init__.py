@@ -7,7 +7,7 @@ as verified schedules on :func:`wafercoll.topology.mesh`:
 ``mesh_ring_bi_odd``, ``mesh_ring_2d``, ``mesh_dbtree``, ``mesh_multitree`` and
 ``mesh_tto`` with :func:`wafercoll.build`; :mod:`~wafercoll.mesh.presets` holds
 the network models ``TABLE_II`` and ``UNIT_TIMESTEP``;
-:mod:`~wafercoll.mesh.hamiltonian` the cycles; :mod:`~wafercoll.mesh.trees`
+:mod:`~wafercoll.kit.orders` the cycles; :mod:`~wafercoll.mesh.trees`
 the trees; :mod:`~wafercoll.mesh.training` the training-time model of
 Section VIII-B.
 
