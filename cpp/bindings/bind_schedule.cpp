@@ -1,5 +1,7 @@
 // Bindings of the schedule area: the Schedule container, its derived views
 // and the translation of ScheduleError into wafercoll.ScheduleError.
+#include <optional>
+
 #include "pybind.hpp"
 #include "wafercoll/errors.hpp"
 #include "wafercoll/schedule/schedule.hpp"
@@ -71,6 +73,58 @@ void bind_schedule(py::module_& m) {
                 vec(dst_off), vec(dsts), vec(rng_off), vec(rng_lo), vec(rng_hi), vec(dep_off),
                 vec(deps));
           })
+      .def(
+          "append_csr",
+          [](Schedule& s,
+             const py::array_t<RankId, py::array::c_style | py::array::forcecast>& src,
+             const py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>& op,
+             const std::optional<py::array_t<std::int64_t, py::array::c_style |
+                                                               py::array::forcecast>>& dst_off,
+             const py::array_t<RankId, py::array::c_style | py::array::forcecast>& dsts,
+             const std::optional<py::array_t<std::int64_t, py::array::c_style |
+                                                               py::array::forcecast>>& rng_off,
+             const py::array_t<BlockId, py::array::c_style | py::array::forcecast>& lo,
+             const py::array_t<BlockId, py::array::c_style | py::array::forcecast>& hi,
+             const std::optional<py::array_t<std::int64_t, py::array::c_style |
+                                                               py::array::forcecast>>& dep_off,
+             const py::array_t<TransferId, py::array::c_style | py::array::forcecast>& deps) {
+            const std::int64_t n = src.size();
+            auto need = [](bool ok, const char* what) {
+              if (!ok) throw std::invalid_argument(std::string("append_csr: ") + what);
+            };
+            need(op.size() == n, "op must have one entry per transfer");
+            need(!dep_off || dep_off->size() == n + 1, "dep_offsets must have n + 1 entries");
+            // without offsets, deps is an n x width matrix of candidates (-1: none)
+            std::int64_t width = 0;
+            if (!dep_off) {
+              need(deps.ndim() == 2 && deps.shape(0) == n,
+                   "deps without offsets must be an (n, width) matrix");
+              width = deps.shape(1);
+            }
+            need(!dst_off || dst_off->size() == n + 1, "dst_offsets must have n + 1 entries");
+            need(!rng_off || rng_off->size() == n + 1,
+                 "block_offsets must have n + 1 entries");
+            const std::int64_t nd = dst_off ? dst_off->at(n) : n;
+            const std::int64_t nr = rng_off ? rng_off->at(n) : n;
+            need(dsts.size() == nd, "dst does not match its offsets");
+            need(lo.size() == nr && hi.size() == nr, "block ranges do not match their offsets");
+            need(!dep_off || deps.size() == dep_off->at(n), "deps does not match its offsets");
+            auto monotone = [&](const std::int64_t* o, const char* what) {
+              if (!o) return;
+              need(o[0] == 0, what);
+              for (std::int64_t i = 0; i < n; ++i) need(o[i] <= o[i + 1], what);
+            };
+            monotone(dep_off ? dep_off->data() : nullptr,
+                     "dep_offsets must start at 0 and not decrease");
+            monotone(dst_off ? dst_off->data() : nullptr,
+                     "dst_offsets must start at 0 and not decrease");
+            monotone(rng_off ? rng_off->data() : nullptr,
+                     "block_offsets must start at 0 and not decrease");
+            s.append_csr(n, src.data(), op.data(), dst_off ? dst_off->data() : nullptr,
+                         dsts.data(), rng_off ? rng_off->data() : nullptr, lo.data(), hi.data(),
+                         dep_off ? dep_off->data() : nullptr, deps.data(), width);
+          },
+          "Append transfers in CSR form (offsets relative to the batch; None: one each).")
       .def(
           "add_transfer",
           [](Schedule& s, RankId src, const std::vector<RankId>& dsts,

@@ -21,9 +21,18 @@ except ImportError as exc:  # pragma: no cover - only without a compiled build
 
 # Packages of algorithms per machine family; ``mesh`` and ``torus`` are also
 # callable as the topology constructors (wc.torus(8, 8)).
-from . import cluster, mesh, topology, torus, wafer
+from . import kit, topology
 from ._errors import ScheduleError, WafercollWarning
-from .algorithms import AlgorithmInfo, algorithms, build, register
+from .algorithms import (
+    AlgorithmInfo,
+    algorithm_info,
+    algorithms,
+    build,
+    register,
+    register_algorithm,
+    unregister_algorithm,
+)
+from . import cluster, generic, mesh, torus, wafer  # noqa: E402,I001 - register builders
 from .analysis import SpatialMetrics, VerifyReport, execute, metrics, verify
 from .schedule import COLLECTIVES, Schedule
 from .simulate import (
@@ -49,21 +58,26 @@ __all__ = [
     "VerifyReport",
     "WafercollWarning",
     "__version__",
+    "algorithm_info",
     "algorithms",
     "build",
     "cluster",
     "custom",
     "execute",
+    "generic",
+    "kit",
     "line",
     "mesh",
     "metrics",
     "network_presets",
     "register",
+    "register_algorithm",
     "ring",
     "simulate",
     "simulation_events",
     "topology",
     "torus",
+    "unregister_algorithm",
     "verify",
     "wafer",
 ]

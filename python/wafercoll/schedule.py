@@ -696,7 +696,18 @@ def _core_limit(what: str) -> int:
 def _block_sizes(block_bytes: Any, name: str = "block_bytes") -> list[int]:
     if isinstance(block_bytes, (str, bytes)) or not hasattr(block_bytes, "__iter__"):
         raise TypeError(f"{name} must be a sequence of block sizes in bytes")
-    sizes = [as_int(b, f"{name}[{i}]", 0) for i, b in enumerate(block_bytes)]
+    if (
+        isinstance(block_bytes, np.ndarray)
+        and np.issubdtype(block_bytes.dtype, np.integer)
+        and block_bytes.ndim == 1
+    ):
+        # the builders' case: checked at once instead of one by one
+        if block_bytes.size and int(block_bytes.min()) < 0:
+            i = int(np.argmax(block_bytes < 0))
+            as_int(int(block_bytes[i]), f"{name}[{i}]", 0)
+        sizes = block_bytes.tolist()
+    else:
+        sizes = [as_int(b, f"{name}[{i}]", 0) for i, b in enumerate(block_bytes)]
     if not sizes:
         raise ValueError(f"{name} must list at least one block")
     if len(sizes) > _core_limit("blocks"):

@@ -216,6 +216,64 @@ TransferId Schedule::add(RankId src, RankId dst, BlockId lo, BlockId hi, Op op,
   return add_transfer(src, {dst}, {BlockRange{lo, hi}}, op, d);
 }
 
+void Schedule::append_csr(std::int64_t n, const RankId* src, const std::uint8_t* op,
+                          const std::int64_t* dst_off, const RankId* dsts,
+                          const std::int64_t* rng_off, const BlockId* lo, const BlockId* hi,
+                          const std::int64_t* dep_off, const TransferId* deps,
+                          std::int64_t dep_width) {
+  if (n < 0) throw std::invalid_argument("append_csr: negative transfer count");
+  std::vector<TransferId> picked;  // padded rows: the distinct candidates, sorted
+  if (num_transfers() + n > kMaxTransfers)
+    throw std::length_error("a schedule holds at most " + std::to_string(kMaxTransfers) +
+                            " transfers");
+  // No reserve() here: reserving the exact size on every batch would defeat
+  // the vectors' geometric growth and make a long program quadratic.
+  std::vector<BlockRange> ranges;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t index = num_transfers();
+    const std::int64_t d0 = dst_off ? dst_off[i] : i, d1 = dst_off ? dst_off[i + 1] : i + 1;
+    check_transfer_fields(index, src[i], dsts + d0, dsts + d1);
+    if (op[i] > 1)
+      throw ScheduleError("field", at(index) + ": field 'op' must be copy or reduce", index);
+    const TransferId* dl = deps;
+    std::int64_t k0 = 0, k1 = 0;
+    if (dep_off) {
+      k0 = dep_off[i];
+      k1 = dep_off[i + 1];
+    } else {
+      picked.clear();
+      for (std::int64_t a = i * dep_width; a < (i + 1) * dep_width; ++a)
+        if (deps[a] >= 0 && std::find(picked.begin(), picked.end(), deps[a]) == picked.end())
+          picked.push_back(deps[a]);
+      std::sort(picked.begin(), picked.end());
+      dl = picked.data();
+      k1 = static_cast<std::int64_t>(picked.size());
+    }
+    for (std::int64_t a = k0; a < k1; ++a) {
+      if (dl[a] < 0 || dl[a] >= index)
+        throw ScheduleError("dependency", at(index) + ": field 'deps' holds " +
+                                              std::to_string(dl[a]) +
+                                              "; a dependency must be an earlier transfer "
+                                              "in [0, " +
+                                              std::to_string(index - 1) + "]", index);
+      for (std::int64_t b = k0; b < a; ++b)
+        if (dl[b] == dl[a])
+          throw ScheduleError("dependency", at(index) + ": field 'deps' lists transfer " +
+                                                std::to_string(dl[a]) + " twice", index);
+    }
+    const std::int64_t r0 = rng_off ? rng_off[i] : i, r1 = rng_off ? rng_off[i + 1] : i + 1;
+    ranges.clear();
+    for (std::int64_t r = r0; r < r1; ++r) ranges.push_back(BlockRange{lo[r], hi[r]});
+    append_ranges(index, ranges);
+    src_.push_back(src[i]);
+    op_.push_back(op[i]);
+    dst_.insert(dst_.end(), dsts + d0, dsts + d1);
+    dst_off_.push_back(static_cast<std::int64_t>(dst_.size()));
+    dep_.insert(dep_.end(), dl + k0, dl + k1);
+    dep_off_.push_back(static_cast<std::int64_t>(dep_.size()));
+  }
+}
+
 Schedule Schedule::from_arrays(RankId num_ranks, std::vector<Bytes> block_bytes,
                                Collective collective, const std::vector<RankId>& src,
                                const std::vector<std::uint8_t>& op,

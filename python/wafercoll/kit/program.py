@@ -71,6 +71,7 @@ from typing import Any
 
 import numpy as np
 
+from .._errors import ScheduleError
 from .._util import as_int
 from ..schedule import Schedule
 
@@ -80,7 +81,7 @@ __all__ = ["RULES", "Multi", "Program", "Ranges"]
 RULES = ("sendrecv", "step", "cells", "explicit")
 _OPS = {"copy": 0, "reduce": 1, 0: 0, 1: 1}
 #: Largest number of dependencies one program may collect (memory guard).
-MAX_DEPENDENCIES = 1 << 27
+MAX_DEPENDENCIES = 1 << 28
 
 
 @dataclass(frozen=True)
@@ -146,6 +147,23 @@ def _unique_rows(
     return vals.astype(np.int64), off
 
 
+def _narrow(a: np.ndarray, bound: int, what: str) -> np.ndarray:
+    """``a`` as int32, checked to lie in ``[0, bound)``."""
+    if a.size and (int(a.min()) < 0 or int(a.max()) >= bound):
+        bad = a[(a < 0) | (a >= bound)][0]
+        raise ValueError(f"{what} holds {int(bad)}, outside [0, {bound})")
+    return np.ascontiguousarray(a, dtype=np.int32)
+
+
+def _dedupe_matrix(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct non-negative entries of every row (sorted), and their counts."""
+    m = np.sort(m, axis=1)
+    if m.shape[1] > 1:
+        m[:, 1:][m[:, 1:] == m[:, :-1]] = -1
+    valid = m >= 0
+    return m[valid], valid.sum(axis=1).astype(np.int64)
+
+
 class Program:
     """Transfers of one collective in program order, with a dependency rule.
 
@@ -187,15 +205,29 @@ class Program:
         self.participants = participants
         self.name = name
         self.count = 0
-        # per call: src, op, dst (flat), dst counts, lo, hi, range counts,
-        # deps (flat), dep counts, stream
+        self._done = False
+        # The schedule under construction: checked now (a bad collective fails
+        # here, not after a long build). Rules other than "cells" append every
+        # step to it at once; "cells" keeps the calls' arrays until its
+        # dependencies can be derived from the whole program.
+        self._schedule = Schedule(
+            self.ranks,
+            self.block_bytes,
+            collective,
+            root=root,
+            owners=None if owners is None else np.asarray(owners).tolist(),
+            participants=participants,
+            name=name,
+        )
+        # per call ("cells" only): src, op, dst (flat), dst counts, lo, hi,
+        # range counts, deps (flat), dep counts, stream
         self._src: list[np.ndarray] = []
         self._op: list[np.ndarray] = []
         self._dst: list[np.ndarray] = []
-        self._ndst: list[np.ndarray] = []
+        self._ndst: list[np.ndarray | None] = []
         self._lo: list[np.ndarray] = []
         self._hi: list[np.ndarray] = []
-        self._nrng: list[np.ndarray] = []
+        self._nrng: list[np.ndarray | None] = []
         self._deps: list[np.ndarray] = []
         self._ndep: list[np.ndarray] = []
         self._stream: list[np.ndarray] = []
@@ -274,6 +306,10 @@ class Program:
                 f"src and dst must describe the same number of transfers "
                 f"(got {src_a.size} sources for {t} transfers)"
             )
+        if self._done:
+            raise RuntimeError(
+                "the program's schedule() was taken; start a new Program"
+            )
         if t == 0:
             return np.zeros(0, dtype=np.int64)
         # -- blocks
@@ -318,22 +354,33 @@ class Program:
         # -- dependencies of the rule
         rows: list[np.ndarray] = []
         vals: list[np.ndarray] = []
+        matrix = None  # fixed-width candidates of the common case (fast path)
         if self.rule == "sendrecv":
-            self._sendrecv(src_a, dflat, drows, ids, group, rows, vals)
+            matrix = self._sendrecv(src_a, dflat, drows, ids, group, rows, vals)
         elif self.rule == "step":
-            self._step_rule(src_a, dflat, drows, ids, rows, vals)
+            matrix = self._step_rule(src_a, dflat, drows, ids, rows, vals)
         if deps is not None:
             r, v = self._explicit(deps, t)
             rows.append(r)
             vals.append(v)
-        if rows:
-            dep_vals, dep_off = _unique_rows(
-                np.concatenate(rows), np.concatenate(vals), t
-            )
-            ndep = np.diff(dep_off)
+        padded = None  # the core drops -1s and repeats of fixed-width rows
+        if matrix is not None and not rows and self.rule != "cells":
+            padded = np.ascontiguousarray(matrix, dtype=np.int32)
+            dep_vals, ndep = padded, None
+        elif matrix is not None and not rows:
+            dep_vals, ndep = _dedupe_matrix(matrix)
         else:
-            dep_vals = np.zeros(0, dtype=np.int64)
-            ndep = np.zeros(t, dtype=np.int64)
+            if matrix is not None:
+                rows.append(np.repeat(np.arange(t, dtype=np.int64), matrix.shape[1]))
+                vals.append(matrix.ravel())
+            if rows:
+                dep_vals, dep_off = _unique_rows(
+                    np.concatenate(rows), np.concatenate(vals), t
+                )
+                ndep = np.diff(dep_off)
+            else:
+                dep_vals = np.zeros(0, dtype=np.int64)
+                ndep = np.zeros(t, dtype=np.int64)
         self._num_deps += dep_vals.size
         if self._num_deps > MAX_DEPENDENCIES:
             raise ValueError(
@@ -344,16 +391,25 @@ class Program:
         st = np.broadcast_to(st, (t,)) if st.size == 1 else st
         if st.size != t:
             raise ValueError(f"stream must have one entry per transfer ({t})")
-        self._src.append(np.ascontiguousarray(src_a))
-        self._op.append(op_a)
-        self._dst.append(np.ascontiguousarray(dflat))
-        self._ndst.append(np.ascontiguousarray(ndst))
-        self._lo.append(np.ascontiguousarray(lo))
-        self._hi.append(np.ascontiguousarray(hi))
-        self._nrng.append(np.ones(t, np.int64) if nrng is None else nrng)
-        self._deps.append(dep_vals)
-        self._ndep.append(ndep)
-        self._stream.append(np.ascontiguousarray(st))
+        # the core's types (ranks, blocks and ids fit in int32)
+        src32 = _narrow(src_a, self.ranks, "src")
+        dst32 = _narrow(dflat, self.ranks, "dst")
+        lo32 = _narrow(lo, self.num_blocks, "blocks")
+        hi32 = _narrow(hi, self.num_blocks + 1, "blocks")
+        ndst_k = ndst if isinstance(dst, Multi) else None
+        if self.rule == "cells":
+            self._src.append(src32)
+            self._op.append(op_a)
+            self._dst.append(dst32)
+            self._ndst.append(ndst_k)
+            self._lo.append(lo32)
+            self._hi.append(hi32)
+            self._nrng.append(nrng)
+            self._deps.append(dep_vals.astype(np.int32))
+            self._ndep.append(ndep)
+            self._stream.append(st.astype(np.int32))
+        else:
+            self._append(src32, op_a, ndst_k, dst32, nrng, lo32, hi32, ndep, dep_vals)
         self.count += t
         return ids
 
@@ -384,9 +440,15 @@ class Program:
         group: Any,
         rows: list[np.ndarray],
         vals: list[np.ndarray],
-    ) -> None:
+    ) -> np.ndarray | None:
         li, lo_ = self._last_in, self._last_out
         t = ids.size
+        matrix = None
+        if group is None and drows is None:
+            matrix = np.stack([li[s], lo_[s], li[d], lo_[d]], axis=1)
+            lo_[s] = ids
+            li[d] = ids
+            return matrix
         tr = np.arange(t, dtype=np.int64)
         dr = tr if drows is None else drows
         ev_rows = [tr, tr, dr, dr]
@@ -408,6 +470,7 @@ class Program:
         # the last send of a source / receive of a destination wins
         lo_[s] = ids
         li[d] = ids if drows is None else ids[drows]
+        return matrix
 
     def _step_rule(
         self,
@@ -417,16 +480,20 @@ class Program:
         ids: np.ndarray,
         rows: list[np.ndarray],
         vals: list[np.ndarray],
-    ) -> None:
+    ) -> np.ndarray | None:
         touch = self._touch
         t = ids.size
         tr = np.arange(t, dtype=np.int64)
         dr = tr if drows is None else drows
         k = touch.shape[1]
-        rows.append(np.repeat(tr, k))
-        vals.append(touch[s].ravel())
-        rows.append(np.repeat(dr, k))
-        vals.append(touch[d].ravel())
+        matrix = None
+        if drows is None:
+            matrix = np.concatenate([touch[s], touch[d]], axis=1)
+        else:
+            rows.append(np.repeat(tr, k))
+            vals.append(touch[s].ravel())
+            rows.append(np.repeat(dr, k))
+            vals.append(touch[d].ravel())
         # the new touch lists of the ranks of this step
         rk = np.concatenate([s, d])
         tk = np.concatenate([ids, ids[dr]])
@@ -443,6 +510,7 @@ class Program:
             touch = self._touch = wider
         touch[rk[first]] = -1
         touch[rk, pos] = tk
+        return matrix
 
     def _explicit(self, deps: Any, t: int) -> tuple[np.ndarray, np.ndarray]:
         if isinstance(deps, tuple) and len(deps) == 2:
@@ -468,79 +536,93 @@ class Program:
         return np.arange(t, dtype=np.int64), a
 
     # -- the schedule ----------------------------------------------------------
-    def arrays(self) -> dict[str, np.ndarray]:
-        """The program's transfers as CSR arrays (before the ``cells`` rule)."""
-
-        def cat(parts: list[np.ndarray], dtype: Any = np.int64) -> np.ndarray:
-            return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
-
-        def off(parts: list[np.ndarray]) -> np.ndarray:
-            o = np.zeros(self.count + 1, dtype=np.int64)
-            if parts:
-                np.cumsum(np.concatenate(parts), out=o[1:])
+    def _append(
+        self,
+        src: np.ndarray,
+        op: np.ndarray,
+        ndst: np.ndarray | None,
+        dst: np.ndarray,
+        nrng: np.ndarray | None,
+        lo: np.ndarray,
+        hi: np.ndarray,
+        ndep: np.ndarray | None,
+        deps: np.ndarray,
+    ) -> None:
+        def offsets(counts: np.ndarray | None) -> np.ndarray | None:
+            if counts is None:
+                return None
+            o = np.zeros(counts.size + 1, dtype=np.int64)
+            np.cumsum(counts, out=o[1:])
             return o
 
-        return {
-            "src": cat(self._src),
-            "op": cat(self._op, np.uint8),
-            "dst": cat(self._dst),
-            "dst_offsets": off(self._ndst),
-            "block_lo": cat(self._lo),
-            "block_hi": cat(self._hi),
-            "block_offsets": off(self._nrng),
-            "deps": cat(self._deps),
-            "dep_offsets": off(self._ndep),
-            "stream": cat(self._stream),
-        }
+        try:
+            self._schedule._core.append_csr(
+                src,
+                op,
+                offsets(ndst),
+                dst,
+                offsets(nrng),
+                lo,
+                hi,
+                offsets(ndep),
+                deps.astype(np.int32, copy=False),
+            )
+        except (ValueError, IndexError) as exc:
+            self._done = True  # a partial step may have been added
+            if isinstance(exc, ScheduleError):
+                raise
+            raise ScheduleError(str(exc)) from exc
 
     def schedule(self) -> Schedule:
-        """The :class:`wafercoll.Schedule` of every transfer added so far."""
-        a = self.arrays()
-        if self.rule == "cells" and self.count:
+        """The :class:`wafercoll.Schedule` of every transfer added.
+
+        Ends the program: later :meth:`step` calls raise.
+        """
+        if self._done:
+            raise RuntimeError("schedule() was taken already (or a step failed)")
+        if self.rule == "cells" and self._src:
             from .cells import cell_deps
 
-            if (np.diff(a["dst_offsets"]) != 1).any() or (
-                np.diff(a["block_offsets"]) != 1
-            ).any():
+            def cat(parts: list[np.ndarray]) -> np.ndarray:
+                return np.concatenate(parts)
+
+            def counts(parts: list[np.ndarray | None]) -> np.ndarray | None:
+                if all(x is None for x in parts):
+                    return None
+                return cat(
+                    [
+                        np.ones(a.size, np.int64) if x is None else x
+                        for x, a in zip(parts, self._src, strict=True)
+                    ]
+                )
+
+            src, dst = cat(self._src), cat(self._dst)
+            lo, hi = cat(self._lo), cat(self._hi)
+            ndst, nrng = counts(self._ndst), counts(self._nrng)
+            if (ndst is not None and (ndst != 1).any()) or (
+                nrng is not None and (nrng != 1).any()
+            ):
                 raise ValueError(
                     "rule 'cells' takes one destination and one block range "
                     "per transfer"
                 )
             flat, off = cell_deps(
-                self.ranks,
-                self.num_blocks,
-                a["src"],
-                a["dst"],
-                a["block_lo"],
-                a["block_hi"],
-                a["stream"],
+                self.ranks, self.num_blocks, src, dst, lo, hi, cat(self._stream)
             )
+            ex_cnt = cat(self._ndep)
             rows = np.concatenate(
-                [_csr_rows(np.diff(off)), _csr_rows(np.diff(a["dep_offsets"]))]
+                [_csr_rows(np.diff(off)), _csr_rows(ex_cnt.astype(np.int64))]
             )
-            a["deps"], a["dep_offsets"] = _unique_rows(
-                rows, np.concatenate([flat, a["deps"]]), self.count
+            deps, dep_off = _unique_rows(
+                rows, np.concatenate([flat, cat(self._deps)]), self.count
             )
-        return Schedule.from_arrays(
-            self.ranks,
-            self.block_bytes,
-            self.collective,
-            src=a["src"],
-            dst=a["dst"],
-            dst_offsets=a["dst_offsets"],
-            block_lo=a["block_lo"],
-            block_hi=a["block_hi"],
-            block_offsets=a["block_offsets"],
-            op=a["op"],
-            deps=a["deps"],
-            dep_offsets=a["dep_offsets"],
-            root=self.root,
-            owners=None
-            if self.owners is None
-            else list(np.asarray(self.owners).tolist()),
-            participants=self.participants,
-            name=self.name,
-        )
+            self._append(
+                src, cat(self._op), None, dst, None, lo, hi, np.diff(dep_off), deps
+            )
+            for parts in (self._src, self._dst, self._lo, self._hi, self._deps):
+                parts.clear()
+        self._done = True
+        return self._schedule
 
     def __repr__(self) -> str:
         return (

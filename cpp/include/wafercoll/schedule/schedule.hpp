@@ -87,6 +87,21 @@ class Schedule {
   TransferId add(RankId src, RankId dst, BlockId lo, BlockId hi, Op op,
                  std::initializer_list<TransferId> deps);
 
+  // Bulk append of n transfers in CSR form: the kit's fast path, which adds
+  // one step of a program at a time without building intermediate arrays.
+  // Offsets are relative to this batch (they start at 0); a null offsets
+  // pointer means one destination (or one range) per transfer. Every transfer
+  // is checked as by add_transfer; dependencies must be earlier transfers.
+  // With dep_off == nullptr, deps is an n x dep_width matrix of candidates:
+  // entries < 0 are skipped and repeats dropped, the rest kept in increasing
+  // order (the kit's fixed-width dependency rules). On an error the transfers
+  // of the batch before the bad one stay added.
+  void append_csr(std::int64_t n, const RankId* src, const std::uint8_t* op,
+                  const std::int64_t* dst_off, const RankId* dsts,
+                  const std::int64_t* rng_off, const BlockId* lo, const BlockId* hi,
+                  const std::int64_t* dep_off, const TransferId* deps,
+                  std::int64_t dep_width = 0);
+
   // Bulk construction from CSR arrays (JSON import). Dependencies may point
   // forward (cycles are reported by the verifier); everything else is checked
   // like add_transfer, with errors naming the transfer index and field.

@@ -1,0 +1,200 @@
+"""The classic MPI collectives, for any number of ranks on any topology.
+
+The algorithms of Thakur, Rabenseifner and Gropp, "Optimization of Collective
+Communication Operations in MPICH" (IJHPCA 2005), written with
+:mod:`wafercoll.kit` under the ``"sendrecv"`` rule (a transfer waits for the
+previous send and receive of both its ranks, as MPI ``Sendrecv`` steps
+posted in program order):
+
+``generic_ring_allreduce``
+    Ring reduce-scatter then allgather over ranks ``0 .. p - 1``,
+    ``2 (p - 1)`` steps of ``size / p`` (:func:`wafercoll.kit.ring_allreduce`).
+``generic_recursive_doubling_allreduce``
+    Whole-vector exchanges with ``r XOR 2^s``; the first ``2 (p - q)`` ranks
+    fold in pairs onto ``q = 2^floor(log2 p)`` (:class:`wafercoll.kit.Fold`).
+``generic_rabenseifner_allreduce``
+    Recursive-halving reduce-scatter, recursive-doubling allgather over ``q``
+    blocks, with the same fold (:func:`wafercoll.kit.halving_doubling`).
+``generic_binomial_reduce``, ``generic_binomial_broadcast``
+    Binomial trees rooted at ``root``, ``ceil(log2 p)`` steps, whole vector.
+
+Examples
+--------
+>>> import wafercoll as wc
+>>> s = wc.build("generic_rabenseifner_allreduce", ranks=6, size_bytes=64)
+>>> wc.verify(s).steps
+6
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import kit
+from ._util import as_int
+from .algorithms import register_algorithm
+
+__all__ = [
+    "binomial_broadcast",
+    "binomial_reduce",
+    "rabenseifner_allreduce",
+    "recursive_doubling_allreduce",
+    "ring_allreduce",
+]
+
+_SOURCE = (
+    "Thakur, Rabenseifner, Gropp, Optimization of Collective Communication "
+    "Operations in MPICH, IJHPCA 2005"
+)
+#: Largest rank count of the ring (2 p (p - 1) transfers: 33.5 M at 4096).
+RING_MAX_RANKS = 4096
+#: Largest rank count of the logarithmic algorithms (about 2 p log2 p transfers).
+LOG_MAX_RANKS = 1 << 20
+
+
+@register_algorithm(
+    "generic_ring_allreduce",
+    "allreduce",
+    source=_SOURCE + "; ring allreduce",
+    summary="unidirectional ring: reduce-scatter then allgather, 2(p-1) steps of size/p",
+    max_ranks=RING_MAX_RANKS,
+)
+def ring_allreduce(ranks: int, size_bytes: int, *, topology: Any = None) -> Any:
+    """Ring allreduce over ranks ``0 .. p - 1`` (module docstring)."""
+    p = ranks
+    prog = kit.Program(
+        p,
+        kit.split_bytes(size_bytes, p),
+        "allreduce",
+        rule="sendrecv",
+        name=f"ring(p={p})",
+    )
+    kit.ring_allreduce(prog, kit.row_major(p))
+    return prog.schedule()
+
+
+def _xor_peer(v: np.ndarray, s: int) -> np.ndarray:
+    return v ^ (1 << s)
+
+
+@register_algorithm(
+    "generic_recursive_doubling_allreduce",
+    "allreduce",
+    source=_SOURCE + "; recursive doubling",
+    summary="full-vector pairwise exchanges at distance 1, 2, 4, ...; extra ranks "
+    "folded",
+    max_ranks=LOG_MAX_RANKS,
+)
+def recursive_doubling_allreduce(
+    ranks: int, size_bytes: int, *, topology: Any = None
+) -> Any:
+    """Recursive-doubling allreduce with pairwise folding (module docstring)."""
+    p = ranks
+    fold = kit.Fold(p)
+    prog = kit.Program(
+        p, [size_bytes], "allreduce", rule="sendrecv", name=f"recursive_doubling(p={p})"
+    )
+    kit.fold_in(prog, fold, 0)
+    kit.exchange(prog, fold, _xor_peer, fold.q.bit_length() - 1, 0, "reduce")
+    kit.fold_out(prog, fold, 0)
+    return prog.schedule()
+
+
+@register_algorithm(
+    "generic_rabenseifner_allreduce",
+    "allreduce",
+    source=_SOURCE + "; Rabenseifner's algorithm",
+    summary="reduce-scatter by recursive halving, allgather by recursive doubling",
+    max_ranks=LOG_MAX_RANKS,
+)
+def rabenseifner_allreduce(ranks: int, size_bytes: int, *, topology: Any = None) -> Any:
+    """Rabenseifner's allreduce with pairwise folding (module docstring)."""
+    p = ranks
+    fold = kit.Fold(p)
+    prog = kit.Program(
+        p,
+        kit.split_bytes(size_bytes, fold.q),
+        "allreduce",
+        rule="sendrecv",
+        name=f"rabenseifner(p={p})",
+    )
+    whole = (0, fold.q)
+    kit.fold_in(prog, fold, whole)
+    kit.halving_doubling(prog, fold)
+    kit.fold_out(prog, fold, whole)
+    return prog.schedule()
+
+
+def _binomial(
+    p: int, root: int, towards_root: bool
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Steps ``(src, dst)`` of a binomial tree over ranks relative to ``root``.
+
+    Reduce: at mask ``1, 2, 4, ...`` relative rank ``rel`` (an odd multiple of
+    ``mask``) sends to ``rel - mask``. Broadcast: the same edges, masks from
+    the largest down, from ``rel - mask`` to ``rel``.
+    """
+    steps = []
+    mask = 1
+    while mask < p:
+        rel = np.arange(mask, p, 2 * mask, dtype=np.int64)
+        child, parent = (rel + root) % p, (rel - mask + root) % p
+        steps.append((child, parent))
+        mask *= 2
+    if towards_root:
+        return steps
+    return [(parent, child) for child, parent in reversed(steps)]
+
+
+@register_algorithm(
+    "generic_binomial_reduce",
+    "reduce",
+    source=_SOURCE + "; binomial tree",
+    summary="binomial tree towards the root, ceil(log2 p) steps",
+    parameters={"root": 0},
+)
+def binomial_reduce(
+    ranks: int, size_bytes: int, *, topology: Any = None, root: int = 0
+) -> Any:
+    """Binomial-tree reduce to ``root`` (module docstring)."""
+    p = ranks
+    r = as_int(root, "root", 0, p - 1)
+    prog = kit.Program(
+        p,
+        [size_bytes],
+        "reduce",
+        root=r,
+        rule="sendrecv",
+        name=f"binomial_reduce(p={p}, root={r})",
+    )
+    for src, dst in _binomial(p, r, True):
+        prog.step(src, dst, 0, "reduce")
+    return prog.schedule()
+
+
+@register_algorithm(
+    "generic_binomial_broadcast",
+    "broadcast",
+    source=_SOURCE + "; binomial tree",
+    summary="binomial tree from the root, one message at a time per rank",
+    parameters={"root": 0},
+)
+def binomial_broadcast(
+    ranks: int, size_bytes: int, *, topology: Any = None, root: int = 0
+) -> Any:
+    """Binomial-tree broadcast from ``root`` (module docstring)."""
+    p = ranks
+    r = as_int(root, "root", 0, p - 1)
+    prog = kit.Program(
+        p,
+        [size_bytes],
+        "broadcast",
+        root=r,
+        rule="sendrecv",
+        name=f"binomial_broadcast(p={p}, root={r})",
+    )
+    for src, dst in _binomial(p, r, False):
+        prog.step(src, dst, 0, "copy")
+    return prog.schedule()
