@@ -20,10 +20,9 @@ import argparse
 import hashlib
 import json
 import sys
+import warnings
 from collections.abc import Iterator
 from typing import Any
-
-import warnings
 
 import wafercoll as wc
 

@@ -21,7 +21,7 @@ except ImportError as exc:  # pragma: no cover - only without a compiled build
 
 # Packages of algorithms per machine family; ``mesh`` and ``torus`` are also
 # callable as the topology constructors (wc.torus(8, 8)).
-from . import kit, topology
+from . import cluster, generic, kit, mesh, topology, torus, wafer  # noqa: E402,I001 - register builders
 from ._errors import ScheduleError, WafercollWarning
 from .algorithms import (
     AlgorithmInfo,
@@ -32,7 +32,6 @@ from .algorithms import (
     register_algorithm,
     unregister_algorithm,
 )
-from . import cluster, generic, mesh, torus, wafer  # noqa: E402,I001 - register builders
 from .analysis import SpatialMetrics, VerifyReport, execute, metrics, verify
 from .schedule import COLLECTIVES, Schedule
 from .simulate import (

@@ -58,7 +58,8 @@ LOG_MAX_RANKS = 1 << 20
     "generic_ring_allreduce",
     "allreduce",
     source=_SOURCE + "; ring allreduce",
-    summary="unidirectional ring: reduce-scatter then allgather, 2(p-1) steps of size/p",
+    summary="unidirectional ring: reduce-scatter then allgather, 2(p-1) steps of "
+    "size/p",
     max_ranks=RING_MAX_RANKS,
 )
 def ring_allreduce(ranks: int, size_bytes: int, *, topology: Any = None) -> Any:
