@@ -26,10 +26,10 @@ Examples
 from __future__ import annotations
 
 from .._callable_module import make_callable
+from ..kit.orders import excluded_node, hamiltonian_cycle, hamiltonian_path
 from ..topology import mesh as _mesh
 from . import training
 from .builders import MESH_ALGORITHMS, mesh_shape, split_bytes
-from ..kit.orders import excluded_node, hamiltonian_cycle, hamiltonian_path
 from .presets import TABLE_II, TTO_CHUNK_BYTES, UNIT_TIMESTEP, table_ii, unit_timestep
 from .trees import (
     MultiTree,

@@ -49,9 +49,9 @@ import numpy as np
 
 from .._util import as_int
 from ..algorithms import AlgorithmInfo, register
+from ..kit.orders import excluded_node, hamiltonian_cycle, hamiltonian_path
 from ..schedule import Schedule
 from . import _emit
-from ..kit.orders import excluded_node, hamiltonian_cycle, hamiltonian_path
 from .presets import TTO_CHUNK_BYTES
 from .trees import double_binary_tree, multitree, tree_depths, tto_trees
 
