@@ -30,8 +30,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from . import kit
 from ._util import as_int
 from .algorithms import register_algorithm
@@ -76,10 +74,6 @@ def ring_allreduce(ranks: int, size_bytes: int, *, topology: Any = None) -> Any:
     return prog.schedule()
 
 
-def _xor_peer(v: np.ndarray, s: int) -> np.ndarray:
-    return v ^ (1 << s)
-
-
 @register_algorithm(
     "generic_recursive_doubling_allreduce",
     "allreduce",
@@ -93,13 +87,10 @@ def recursive_doubling_allreduce(
 ) -> Any:
     """Recursive-doubling allreduce with pairwise folding (module docstring)."""
     p = ranks
-    fold = kit.Fold(p)
     prog = kit.Program(
         p, [size_bytes], "allreduce", rule="sendrecv", name=f"recursive_doubling(p={p})"
     )
-    kit.fold_in(prog, fold, 0)
-    kit.exchange(prog, fold, _xor_peer, fold.q.bit_length() - 1, 0, "reduce")
-    kit.fold_out(prog, fold, 0)
+    kit.recursive_doubling(prog, p, 0)
     return prog.schedule()
 
 
@@ -128,27 +119,6 @@ def rabenseifner_allreduce(ranks: int, size_bytes: int, *, topology: Any = None)
     return prog.schedule()
 
 
-def _binomial(
-    p: int, root: int, towards_root: bool
-) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Steps ``(src, dst)`` of a binomial tree over ranks relative to ``root``.
-
-    Reduce: at mask ``1, 2, 4, ...`` relative rank ``rel`` (an odd multiple of
-    ``mask``) sends to ``rel - mask``. Broadcast: the same edges, masks from
-    the largest down, from ``rel - mask`` to ``rel``.
-    """
-    steps = []
-    mask = 1
-    while mask < p:
-        rel = np.arange(mask, p, 2 * mask, dtype=np.int64)
-        child, parent = (rel + root) % p, (rel - mask + root) % p
-        steps.append((child, parent))
-        mask *= 2
-    if towards_root:
-        return steps
-    return [(parent, child) for child, parent in reversed(steps)]
-
-
 @register_algorithm(
     "generic_binomial_reduce",
     "reduce",
@@ -170,8 +140,7 @@ def binomial_reduce(
         rule="sendrecv",
         name=f"binomial_reduce(p={p}, root={r})",
     )
-    for src, dst in _binomial(p, r, True):
-        prog.step(src, dst, 0, "reduce")
+    kit.binomial_reduce(prog, p, 0, root=r)
     return prog.schedule()
 
 
@@ -196,6 +165,5 @@ def binomial_broadcast(
         rule="sendrecv",
         name=f"binomial_broadcast(p={p}, root={r})",
     )
-    for src, dst in _binomial(p, r, False):
-        prog.step(src, dst, 0, "copy")
+    kit.binomial_broadcast(prog, p, 0, root=r)
     return prog.schedule()

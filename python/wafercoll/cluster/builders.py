@@ -4,16 +4,18 @@ Every builder works on *(node, local rank)* coordinates: ``nodes = p / ppn``
 nodes of ``ppn`` processes each, rank ``node * ppn + local`` in SMP
 (node-major) order, or any ``rank_to_node`` map (the local rank of a process
 is then its position among its node's ranks in increasing rank order). The
-builders need no topology, so they run for ``p = 2**16`` and beyond; the
-transfers are emitted step by step as NumPy arrays and handed to
-:meth:`wafercoll.Schedule.from_arrays` at once.
+builders need no topology, so they run for ``p = 2**16`` and beyond; they are
+written with :mod:`wafercoll.kit`, a step at a time as NumPy arrays over all
+nodes at once.
 
 Data model
 ----------
 Each rank holds one block: the whole vector (every algorithm here exchanges
 full vectors). A transfer from ``a`` to ``b`` waits for the previous send and
 receive of both ranks, as a send/receive pair posted in program order would
-(the same rule as the core's generic builders).
+(the kit's ``"sendrecv"`` rule, as for the generic builders). The recursive
+doubling and the binomial trees are the kit's skeletons run over the rows of
+a rank table (every node, or the masters).
 
 NAP's step "exchange with a partner, allreduce the *received* buffers inside
 the node and add them to the running value" (recovered details §1.5) is
@@ -42,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import kit
 from .._util import as_int
 from ..algorithms import AlgorithmInfo, register
 from ..schedule import Schedule
@@ -112,157 +115,49 @@ def rank_table(
 # --------------------------------------------------------------------------
 # schedule assembly
 
-
-class _Emitter:
-    """Collect the transfers of a schedule step by step, with their dependencies."""
-
-    def __init__(self, p: int) -> None:
-        self.p = p
-        self.last_in = np.full(p, -1, dtype=np.int64)
-        self.last_out = np.full(p, -1, dtype=np.int64)
-        self.count = 0
-        self.src: list[np.ndarray] = []
-        self.dst: list[np.ndarray] = []
-        self.op: list[np.ndarray] = []
-        self.dep_rows: list[np.ndarray] = []  # padded with -1
-        self.dep_lists: list[tuple[int, np.ndarray, np.ndarray]] = []
-
-    def step(self, src: Any, dst: Any, op: Any) -> None:
-        """Transfers ``src[i] -> dst[i]``; a rank sends and receives at most once."""
-        s = np.asarray(src, dtype=np.int64).ravel()
-        d = np.asarray(dst, dtype=np.int64).ravel()
-        if s.size == 0:
-            return
-        ids = self.count + np.arange(s.size, dtype=np.int64)
-        rows = np.stack(
-            [self.last_in[s], self.last_out[s], self.last_in[d], self.last_out[d]],
-            axis=1,
-        )
-        self._append(s, d, op, rows)
-        self.last_out[s] = ids
-        self.last_in[d] = ids
-
-    def step_shared(
-        self, src: np.ndarray, dst: np.ndarray, op: Any, group: np.ndarray
-    ) -> None:
-        """Transfers whose dependencies are shared by all transfers of a group.
-
-        Every transfer of group ``g`` waits for the previous events of every
-        rank that sends or receives in group ``g`` (used for cyclic shifts).
-        """
-        s = np.asarray(src, dtype=np.int64).ravel()
-        d = np.asarray(dst, dtype=np.int64).ravel()
-        if s.size == 0:
-            return
-        ids = self.count + np.arange(s.size, dtype=np.int64)
-        ev = np.concatenate(
-            [self.last_in[s], self.last_out[s], self.last_in[d], self.last_out[d]]
-        )
-        gr = np.concatenate([group] * 4)
-        keep = ev >= 0
-        pairs = np.unique(np.stack([gr[keep], ev[keep]], axis=1), axis=0)
-        ng = int(group.max()) + 1
-        off = np.searchsorted(pairs[:, 0], np.arange(ng + 1))
-        self._append(s, d, op, None)
-        spans = np.stack([off[group], off[group + 1]], axis=1)
-        self.dep_lists.append((len(self.src) - 1, pairs[:, 1], spans))
-        self.last_out[s] = ids
-        self.last_in[d] = ids
-
-    def _append(self, s: np.ndarray, d: np.ndarray, op: Any, rows: Any) -> None:
-        self.src.append(s)
-        self.dst.append(d)
-        self.op.append(np.broadcast_to(np.asarray(op, dtype=np.uint8), s.shape))
-        self.dep_rows.append(rows)
-        self.count += s.size
-
-    def schedule(self, size_bytes: int, name: str) -> Schedule:
-        """The schedule of all transfers emitted so far (one block per rank)."""
-        t = self.count
-        if t == 0:
-            return Schedule(self.p, [size_bytes], "allreduce", name=name)
-        counts, chunks = [], []
-        for i, rows in enumerate(self.dep_rows):
-            if rows is not None:
-                r = np.sort(rows, axis=1)
-                r[:, 1:][r[:, 1:] == r[:, :-1]] = -1
-                valid = r >= 0
-                counts.append(valid.sum(axis=1))
-                chunks.append(r[valid])
-            else:
-                _, flat, spans = next(x for x in self.dep_lists if x[0] == i)
-                lens = spans[:, 1] - spans[:, 0]
-                counts.append(lens)
-                idx = np.repeat(spans[:, 0] - np.cumsum(lens) + lens, lens)
-                idx = idx + np.arange(int(lens.sum()), dtype=np.int64)
-                chunks.append(flat[idx])
-        cnt = np.concatenate(counts)
-        deps = np.concatenate(chunks) if chunks else np.zeros(0, np.int64)
-        if deps.size > MAX_DEPENDENCIES:
-            raise ValueError(
-                f"{name}: {deps.size} dependencies exceed the limit of "
-                f"{MAX_DEPENDENCIES}; use fewer ranks"
-            )
-        dep_off = np.concatenate([[0], np.cumsum(cnt)])
-        return Schedule.from_arrays(
-            self.p,
-            [size_bytes],
-            "allreduce",
-            src=np.concatenate(self.src),
-            dst=np.concatenate(self.dst),
-            block_lo=np.zeros(t, dtype=np.int64),
-            block_hi=np.ones(t, dtype=np.int64),
-            op=np.concatenate(self.op),
-            deps=deps,
-            dep_offsets=dep_off,
-            name=name,
-        )
+_COPY, _REDUCE = "copy", "reduce"
 
 
-_COPY, _REDUCE = 0, 1
+def _program(ranks: int, size: int, name: str) -> kit.Program:
+    """A program of whole-vector transfers (one block per rank)."""
+    return kit.Program(
+        ranks,
+        [size],
+        "allreduce",
+        rule="sendrecv",
+        name=name,
+        max_dependencies=MAX_DEPENDENCIES,
+    )
 
 
-def _tail_rd(em: _Emitter, table: np.ndarray, q: int) -> None:
+def _tail_rd(prog: kit.Program, table: np.ndarray, q: int) -> None:
     """Allreduce among columns ``0 .. q-1`` of every row of ``table``.
 
     Recursive doubling with the authors' fold (recovered details §1.3): with
     ``q' = 2**floor(log2 q)``, column ``c >= q'`` first adds its value into
     column ``c - q'`` and gets the result back at the end.
     """
-    if q <= 1 or table.size == 0:
-        return
-    qp = 1 << (q.bit_length() - 1)
-    extra = q - qp
-    if extra:
-        cols = np.arange(qp, q)
-        em.step(table[:, cols], table[:, cols - qp], _REDUCE)
-    mask = 1
-    while mask < qp:
-        cols = np.arange(qp)
-        em.step(table[:, cols], table[:, cols ^ mask], _REDUCE)
-        mask *= 2
-    if extra:
-        cols = np.arange(extra)
-        em.step(table[:, cols], table[:, cols + qp], _COPY)
+    if table.size:
+        kit.recursive_doubling(prog, q, 0, style="upper", ranks=table)
 
 
-def _spread(em: _Emitter, table: np.ndarray, q: int) -> None:
+def _spread(prog: kit.Program, table: np.ndarray, q: int) -> None:
     """Copy the value of columns ``0 .. q-1`` to the others, doubling the holders."""
     width = table.shape[1]
     h = max(q, 1)
     while h < width:
         cols = np.arange(h, min(2 * h, width))
-        em.step(table[:, cols - h], table[:, cols], _COPY)
+        prog.step(table[:, cols - h].ravel(), table[:, cols].ravel(), 0, _COPY)
         h *= 2
 
 
-def _node_allreduce(em: _Emitter, table: np.ndarray, q: np.ndarray | int) -> None:
+def _node_allreduce(prog: kit.Program, table: np.ndarray, q: np.ndarray | int) -> None:
     """Allreduce among local ranks ``0 .. q-1`` of each node, then spread."""
     qs = np.broadcast_to(np.asarray(q), (table.shape[0],))
     for v in np.unique(qs):
         rows = table[qs == v]
-        _tail_rd(em, rows, int(v))
-        _spread(em, rows, int(v))
+        _tail_rd(prog, rows, int(v))
+        _spread(prog, rows, int(v))
 
 
 # --------------------------------------------------------------------------
@@ -288,29 +183,9 @@ def rd_allreduce(
     """
     rank_table(ranks, ppn, rank_to_node)
     size = as_int(size_bytes, "size_bytes", 0)
-    em = _Emitter(ranks)
-    _tail_rd(em, np.arange(ranks, dtype=np.int64)[None, :], ranks)
-    return em.schedule(size, f"rd_allreduce(p={ranks})")
-
-
-def _binomial_reduce(em: _Emitter, table: np.ndarray) -> None:
-    width = table.shape[1]
-    split = 1
-    while split < width:
-        cols = np.arange(split, width, 2 * split)
-        em.step(table[:, cols], table[:, cols - split], _REDUCE)
-        split *= 2
-
-
-def _binomial_bcast(em: _Emitter, table: np.ndarray) -> None:
-    width = table.shape[1]
-    split = 1
-    while 2 * split < width:
-        split *= 2
-    while split >= 1:
-        cols = np.arange(0, width - split, 2 * split)
-        em.step(table[:, cols], table[:, cols + split], _COPY)
-        split //= 2
+    prog = _program(ranks, size, f"rd_allreduce(p={ranks})")
+    _tail_rd(prog, np.arange(ranks, dtype=np.int64)[None, :], ranks)
+    return prog.schedule()
 
 
 def smp_allreduce(
@@ -328,11 +203,11 @@ def smp_allreduce(
     """
     table = rank_table(ranks, ppn, rank_to_node)
     size = as_int(size_bytes, "size_bytes", 0)
-    em = _Emitter(ranks)
-    _binomial_reduce(em, table)
-    _tail_rd(em, table[:, 0][None, :], table.shape[0])
-    _binomial_bcast(em, table)
-    return em.schedule(size, f"smp_allreduce(p={ranks}, ppn={ppn})")
+    prog = _program(ranks, size, f"smp_allreduce(p={ranks}, ppn={ppn})")
+    kit.binomial_reduce(prog, table.shape[1], 0, ranks=table)
+    _tail_rd(prog, table[:, 0][None, :], table.shape[0])
+    kit.binomial_broadcast(prog, table.shape[1], 0, ranks=table)
+    return prog.schedule()
 
 
 # --------------------------------------------------------------------------
@@ -424,7 +299,7 @@ def nap_plan(
 
 
 def _nap_exchange(
-    em: _Emitter, table: np.ndarray, groups: list[tuple[int, tuple[int, ...]]]
+    prog: kit.Program, table: np.ndarray, groups: list[tuple[int, tuple[int, ...]]]
 ) -> None:
     """One inter-node step of NAP over the given groups, then the node allreduce."""
     src: list[np.ndarray] = []
@@ -451,9 +326,9 @@ def _nap_exchange(
         total = sum(sizes)
         nodes.append(np.arange(start, start + total))
         width.append(np.full(total, c))
-    em.step(np.concatenate(src), np.concatenate(dst), _COPY)
+    prog.step(np.concatenate(src), np.concatenate(dst), 0, _COPY)
     nd = np.concatenate(nodes)
-    _node_allreduce(em, table[nd], np.concatenate(width))
+    _node_allreduce(prog, table[nd], np.concatenate(width))
 
 
 def nap_allreduce(
@@ -491,11 +366,11 @@ def nap_allreduce(
         s.name = f"nap_allreduce(p={ranks}, ppn=1)"
         return s
     plan = nap_plan(n, q, steps)
-    em = _Emitter(ranks)
-    _node_allreduce(em, table, q)
+    prog = _program(ranks, size, f"nap_allreduce(p={ranks}, ppn={q})")
+    _node_allreduce(prog, table, q)
     for groups in plan:
-        _nap_exchange(em, table, groups)
-    return em.schedule(size, f"nap_allreduce(p={ranks}, ppn={q})")
+        _nap_exchange(prog, table, groups)
+    return prog.schedule()
 
 
 # --------------------------------------------------------------------------
@@ -523,15 +398,15 @@ def locality_dissemination(
     table = rank_table(ranks, ppn, rank_to_node)
     size = as_int(size_bytes, "size_bytes", 0)
     n, q = table.shape
-    em = _Emitter(ranks)
-    _node_allreduce(em, table, q)
+    prog = _program(ranks, size, f"locality_dissemination(p={ranks}, ppn={q})")
+    _node_allreduce(prog, table, q)
     P = 1
     while P * (q + 1) <= n:
         P *= q + 1
     M = (n // P) * P
     extra = n - M
     if extra:
-        em.step(table[M:], table[:extra], _REDUCE)
+        prog.step(table[M:].ravel(), table[:extra].ravel(), 0, _REDUCE)
     S = 1
     while S < M:
         active = min(q, -(-M // S) - 1)
@@ -542,16 +417,18 @@ def locality_dissemination(
             gcd = math.gcd(M, stride)
             src.append(table[m, ell])
             dst.append(table[(m - stride) % M, ell])
-            op.append(np.full(M, _REDUCE if ell == 0 else _COPY))
+            op.append(np.full(M, 1 if ell == 0 else 0))
             grp.append(ell * M + m % gcd)
         g = np.concatenate(grp)
         _, g = np.unique(g, return_inverse=True)
-        em.step_shared(np.concatenate(src), np.concatenate(dst), np.concatenate(op), g)
-        _node_allreduce(em, table[:M], active)
+        prog.step(
+            np.concatenate(src), np.concatenate(dst), 0, np.concatenate(op), group=g
+        )
+        _node_allreduce(prog, table[:M], active)
         S *= q + 1
     if extra:
-        em.step(table[:extra], table[M:], _COPY)
-    return em.schedule(size, f"locality_dissemination(p={ranks}, ppn={q})")
+        prog.step(table[:extra].ravel(), table[M:].ravel(), 0, _COPY)
+    return prog.schedule()
 
 
 # --------------------------------------------------------------------------

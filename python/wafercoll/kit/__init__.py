@@ -13,7 +13,8 @@ algorithm. It has four layers:
   Hamiltonian cycles of meshes (with an excluded node) and tori;
 * collective skeletons over any order, tree or peer function: rings
   (:mod:`wafercoll.kit.ring`), butterflies with folding
-  (:mod:`wafercoll.kit.butterfly`), trees (:mod:`wafercoll.kit.trees`).
+  (:mod:`wafercoll.kit.butterfly`), binomial trees
+  (:mod:`wafercoll.kit.binomial`), trees over parent arrays.
 
 A new algorithm in a few lines (a ring allreduce over the snake of a grid):
 
@@ -29,8 +30,17 @@ True
 
 from __future__ import annotations
 
+from .binomial import binomial_broadcast, binomial_reduce, binomial_steps
 from .blocks import MAX_BLOCKS, split_bytes
-from .butterfly import Fold, exchange, fold_in, fold_out, halving_doubling
+from .butterfly import (
+    Fold,
+    exchange,
+    fold_in,
+    fold_out,
+    halving_doubling,
+    recursive_doubling,
+    xor_peer,
+)
 from .orders import (
     excluded_node,
     folded,
@@ -51,6 +61,9 @@ __all__ = [
     "Program",
     "Ranges",
     "RingStep",
+    "binomial_broadcast",
+    "binomial_reduce",
+    "binomial_steps",
     "exchange",
     "excluded_node",
     "fold_in",
@@ -59,6 +72,7 @@ __all__ = [
     "halving_doubling",
     "hamiltonian_cycle",
     "hamiltonian_path",
+    "recursive_doubling",
     "ring_allreduce",
     "ring_owners",
     "ring_steps",
@@ -66,4 +80,5 @@ __all__ = [
     "snake",
     "split_bytes",
     "torus_cycle",
+    "xor_peer",
 ]

@@ -15,16 +15,32 @@ decides the algorithm:
 Rank counts that are not a power of two are *folded* onto
 ``q = 2^floor(log2 p)`` virtual ranks (:class:`Fold`): the extra ranks first
 add their vector into a partner, wait, and get the result back at the end.
+
+Every function takes ``ranks=``: ``None`` for ranks ``0 .. p - 1``, or a
+2-D array whose every row lists the real ranks of one group of ``p``
+(position ``i`` of the butterfly is ``ranks[:, i]``), so that many groups
+(the processes of every node, the masters of every row) run the same
+butterfly in the same steps.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-__all__ = ["Fold", "exchange", "fold_in", "fold_out", "halving_doubling"]
+__all__ = [
+    "Fold",
+    "at",
+    "exchange",
+    "fold_in",
+    "fold_out",
+    "halving_doubling",
+    "recursive_doubling",
+    "xor_peer",
+]
 
 
 @dataclass(frozen=True)
@@ -66,35 +82,65 @@ class Fold:
         return 2 * e, 2 * e + 1
 
 
-def fold_in(prog: object, fold: Fold, blocks: object) -> None:
+def at(ranks: Any, positions: np.ndarray) -> np.ndarray:
+    """Real ranks of butterfly ``positions``, every group's in turn (row-major)."""
+    if ranks is None:
+        return np.asarray(positions, dtype=np.int64)
+    return np.asarray(ranks, dtype=np.int64)[:, positions].ravel()
+
+
+def fold_in(prog: Any, fold: Fold, blocks: Any, *, ranks: Any = None) -> None:
     """The folded ranks add ``blocks`` into their keepers (one step)."""
     a, b = fold.pairs()
     if a.size:
-        prog.step(a, b, blocks, "reduce")  # type: ignore[attr-defined]
+        prog.step(at(ranks, a), at(ranks, b), blocks, "reduce")
 
 
-def fold_out(prog: object, fold: Fold, blocks: object) -> None:
+def fold_out(prog: Any, fold: Fold, blocks: Any, *, ranks: Any = None) -> None:
     """The keepers copy ``blocks`` back to the folded ranks (one step)."""
     a, b = fold.pairs()
     if a.size:
-        prog.step(b, a, blocks, "copy")  # type: ignore[attr-defined]
+        prog.step(at(ranks, b), at(ranks, a), blocks, "copy")
 
 
 def exchange(
-    prog: object,
+    prog: Any,
     fold: Fold,
     peer: Callable[[np.ndarray, int], np.ndarray],
     steps: int,
-    blocks: object,
+    blocks: Any,
     op: str = "reduce",
+    *,
+    ranks: Any = None,
 ) -> None:
     """``steps`` steps: virtual rank ``v`` sends ``blocks`` to ``peer(v, s)``."""
     v = np.arange(fold.q, dtype=np.int64)
     for s in range(steps):
-        prog.step(fold.real(v), fold.real(peer(v, s)), blocks, op)  # type: ignore[attr-defined]
+        prog.step(at(ranks, fold.real(v)), at(ranks, fold.real(peer(v, s))), blocks, op)
 
 
-def halving_doubling(prog: object, fold: Fold) -> None:
+def xor_peer(v: np.ndarray, s: int) -> np.ndarray:
+    """Recursive doubling's partner at step ``s``: ``v XOR 2^s``."""
+    return v ^ (1 << s)
+
+
+def recursive_doubling(
+    prog: Any, p: int, blocks: Any, *, style: str = "pairs", ranks: Any = None
+) -> None:
+    """Latency-optimal allreduce of ``blocks`` among ``p`` positions, folded.
+
+    Fold in, ``log2 q`` exchanges with :func:`xor_peer` (the receiver adds),
+    fold out. Nothing happens for ``p = 1``.
+    """
+    if p <= 1:
+        return
+    fold = Fold(p, style)
+    fold_in(prog, fold, blocks, ranks=ranks)
+    exchange(prog, fold, xor_peer, fold.q.bit_length() - 1, blocks, ranks=ranks)
+    fold_out(prog, fold, blocks, ranks=ranks)
+
+
+def halving_doubling(prog: Any, fold: Fold) -> None:
     """Recursive-halving reduce-scatter, then recursive-doubling allgather.
 
     Over ``fold.q`` blocks: at mask ``1, 2, 4, ...`` partners ``v`` and ``v ^
@@ -114,12 +160,12 @@ def halving_doubling(prog: object, fold: Fold) -> None:
         # send the half the partner keeps
         s_lo = np.where(lower, mid, lo)
         s_hi = np.where(lower, hi, mid)
-        prog.step(fold.real(v), fold.real(v ^ mask), (s_lo, s_hi), "reduce")  # type: ignore[attr-defined]
+        prog.step(fold.real(v), fold.real(v ^ mask), (s_lo, s_hi), "reduce")
         lo, hi = np.where(lower, lo, mid), np.where(lower, mid, hi)
         mask *= 2
     mask = q // 2
     while mask >= 1:
-        prog.step(fold.real(v), fold.real(v ^ mask), (lo, hi), "copy")  # type: ignore[attr-defined]
+        prog.step(fold.real(v), fold.real(v ^ mask), (lo, hi), "copy")
         u = v ^ mask
         lo, hi = np.minimum(lo, lo[u]), np.maximum(hi, hi[u])
         mask //= 2

@@ -179,6 +179,9 @@ class Program:
         How dependencies follow from the program (module docstring).
     root, owners, participants, name
         As for :class:`wafercoll.Schedule`.
+    max_dependencies : int
+        Refuse programs with more dependencies than this (a memory guard;
+        fixed-width rules count their candidate slots).
     """
 
     def __init__(
@@ -192,6 +195,7 @@ class Program:
         owners: Sequence[int] | np.ndarray | None = None,
         participants: Iterable[int] | None = None,
         name: str = "",
+        max_dependencies: int = MAX_DEPENDENCIES,
     ) -> None:
         if rule not in RULES:
             raise ValueError(f"rule must be one of {', '.join(RULES)}; got {rule!r}")
@@ -205,6 +209,7 @@ class Program:
         self.participants = participants
         self.name = name
         self.count = 0
+        self.max_dependencies = as_int(max_dependencies, "max_dependencies", 0)
         self._done = False
         # The schedule under construction: checked now (a bad collective fails
         # here, not after a long build). Rules other than "cells" append every
@@ -382,10 +387,10 @@ class Program:
                 dep_vals = np.zeros(0, dtype=np.int64)
                 ndep = np.zeros(t, dtype=np.int64)
         self._num_deps += dep_vals.size
-        if self._num_deps > MAX_DEPENDENCIES:
+        if self._num_deps > self.max_dependencies:
             raise ValueError(
-                f"{self.name or 'program'}: more than {MAX_DEPENDENCIES} dependencies; "
-                "use fewer ranks or blocks"
+                f"{self.name or 'program'}: more than {self.max_dependencies} "
+                "dependencies; use fewer ranks or blocks"
             )
         st = _i64(stream)
         st = np.broadcast_to(st, (t,)) if st.size == 1 else st
