@@ -456,7 +456,7 @@ def _wrap(fn: Any, needs_ppn: bool = True) -> Any:
 _SRC = "Bienz, Olson, Gropp, Node-Aware Improvements to Allreduce, ExaMPI 2019"
 for _name, _fn, _sec, _summary, _params in (
     (
-        "rd_allreduce",
+        "cluster_rd_allreduce",
         rd_allreduce,
         "§1.3",
         "recursive doubling, the highest p - 2^floor(log2 p) ranks folded onto "
@@ -464,14 +464,14 @@ for _name, _fn, _sec, _summary, _params in (
         {"ppn": None, "rank_to_node": None},
     ),
     (
-        "smp_allreduce",
+        "cluster_smp_allreduce",
         smp_allreduce,
         "§1.4",
         "binomial reduce to a master per node, RD among masters, binomial bcast",
         {"ppn": None, "rank_to_node": None},
     ),
     (
-        "nap_allreduce",
+        "cluster_nap_allreduce",
         nap_allreduce,
         "§1.5, §1.7c",
         "node allreduce, then local rank l exchanges with the node whose step "
@@ -479,7 +479,7 @@ for _name, _fn, _sec, _summary, _params in (
         {"ppn": None, "steps": None, "rank_to_node": None},
     ),
     (
-        "locality_dissemination",
+        "cluster_dissemination_allreduce",
         locality_dissemination,
         "§1.6 (MPI Advance, later variant)",
         "node allreduce, then radix-(ppn+1) dissemination among nodes",
@@ -493,7 +493,7 @@ for _name, _fn, _sec, _summary, _params in (
             ("any", "cluster"),
             f"{_SRC}; recovered details {_sec}",
             _summary,
-            _wrap(_fn, _name != "rd_allreduce"),
+            _wrap(_fn, _name != "cluster_rd_allreduce"),
             _params,
             max_ranks=MAX_RANKS,
         )

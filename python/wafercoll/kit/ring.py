@@ -34,13 +34,19 @@ _PHASES = ("allreduce", "reduce_scatter", "allgather")
 
 @dataclass(frozen=True)
 class RingStep:
-    """One step of a ring: ``src[i]`` sends ``block[i]`` to ``dst[i]``."""
+    """One step of a ring: ``src[i]`` sends ``block[i]`` to ``dst[i]``.
+
+    For several rings at once (a 2-D ``order``), ``group[i]`` is the row of
+    ``order`` transfer ``i`` belongs to (rows one after another); ``block``
+    counts from ``base`` in every ring.
+    """
 
     src: np.ndarray
     dst: np.ndarray
     block: np.ndarray
     op: str
     index: int
+    group: np.ndarray
 
 
 def _phase(phase: Any) -> str:
@@ -57,7 +63,8 @@ def ring_steps(
     Parameters
     ----------
     order : array_like of int
-        The ranks in ring order (``K >= 1`` distinct ranks).
+        The ranks in ring order (``K >= 1`` distinct ranks), or a 2-D array
+        whose every row is a ring of ``K`` (all rings step together).
     base : int
         First block of the ring's ``K`` blocks.
     phase : {"allreduce", "reduce_scatter", "allgather"}
@@ -68,19 +75,24 @@ def ring_steps(
     RingStep
         ``K - 1`` reduce steps, then ``K - 1`` copy steps (as asked).
     """
-    o = np.asarray(order, dtype=np.int64).ravel()
+    rows = np.asarray(order, dtype=np.int64)
+    rows = rows.reshape(1, -1) if rows.ndim <= 1 else rows
+    if rows.ndim != 2:
+        raise ValueError("order must be a 1-D ring or a 2-D array of rings")
     ph = _phase(phase)
-    k = o.size
-    nxt = np.roll(o, -1)
-    i = np.arange(k, dtype=np.int64)
+    g, k = rows.shape
+    o = rows.ravel()
+    nxt = np.roll(rows, -1, axis=1).ravel()
+    i = np.tile(np.arange(k, dtype=np.int64), g)
+    group = np.repeat(np.arange(g, dtype=np.int64), k)
     n = 0
     if ph in ("allreduce", "reduce_scatter"):
         for s in range(k - 1):
-            yield RingStep(o, nxt, base + (i - s) % k, "reduce", n)
+            yield RingStep(o, nxt, base + (i - s) % k, "reduce", n, group)
             n += 1
     if ph in ("allreduce", "allgather"):
         for s in range(k - 1):
-            yield RingStep(o, nxt, base + (i + 1 - s) % k, "copy", n)
+            yield RingStep(o, nxt, base + (i + 1 - s) % k, "copy", n, group)
             n += 1
 
 
@@ -88,12 +100,12 @@ def ring_owners(order: Any, *, base: int = 0) -> np.ndarray:
     """Owner rank of every block ``base .. base + K - 1`` after the reduce-scatter.
 
     Position ``i`` ends with block ``base + (i + 1) mod K``; the result is
-    indexed by ``block - base``.
+    indexed by ``block - base`` (for a 2-D ``order``, one row per ring).
     """
-    o = np.asarray(order, dtype=np.int64).ravel()
-    k = o.size
-    owners = np.empty(k, dtype=np.int64)
-    owners[(np.arange(k) + 1) % k] = o
+    o = np.asarray(order, dtype=np.int64)
+    k = o.shape[-1]
+    owners = np.empty_like(o)
+    owners[..., (np.arange(k) + 1) % k] = o
     return owners
 
 
