@@ -59,8 +59,14 @@ def test_readme_python_examples_run() -> None:
     readme = pathlib.Path(__file__).resolve().parents[1] / "README.md"
     blocks = re.findall(r"```python\n(.*?)```", readme.read_text(), re.S)
     assert blocks
+    import wafercoll as wc
+
+    before = {a.name for a in wc.algorithms()}
     try:
         for i, block in enumerate(blocks):
             exec(compile(block, f"README.md python block {i}", "exec"), {})
     finally:
         plt.close("all")
+        for a in wc.algorithms():  # the README registers an example algorithm
+            if a.name not in before:
+                wc.unregister_algorithm(a.name)
