@@ -354,6 +354,12 @@ class Program:
             op_a = np.asarray(op).astype(np.uint8).ravel()
             if op_a.size != t:
                 raise ValueError(f"op must have one entry per transfer ({t})")
+        # checked before the rule's state moves; the core's types (ranks,
+        # blocks and ids fit in int32)
+        src32 = _narrow(src_a, self.ranks, "src")
+        dst32 = _narrow(dflat, self.ranks, "dst")
+        lo32 = _narrow(lo, self.num_blocks, "blocks")
+        hi32 = _narrow(hi, self.num_blocks + 1, "blocks")
         ids = self.count + np.arange(t, dtype=np.int64)
         drows = _csr_rows(ndst) if dflat.size != t else None
         # -- dependencies of the rule
@@ -396,11 +402,6 @@ class Program:
         st = np.broadcast_to(st, (t,)) if st.size == 1 else st
         if st.size != t:
             raise ValueError(f"stream must have one entry per transfer ({t})")
-        # the core's types (ranks, blocks and ids fit in int32)
-        src32 = _narrow(src_a, self.ranks, "src")
-        dst32 = _narrow(dflat, self.ranks, "dst")
-        lo32 = _narrow(lo, self.num_blocks, "blocks")
-        hi32 = _narrow(hi, self.num_blocks + 1, "blocks")
         ndst_k = ndst if isinstance(dst, Multi) else None
         if self.rule == "cells":
             self._src.append(src32)

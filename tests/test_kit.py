@@ -1,0 +1,247 @@
+"""The algorithm kit: dependency rules, splitter, orders and skeletons."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import wafercoll as wc
+from wafercoll import kit
+from wafercoll.kit.cells import cell_deps, tiled_cell_deps
+
+PKG = Path(wc.__file__).resolve().parent
+
+
+def _deps(s: wc.Schedule) -> list[list[int]]:
+    return [sorted(s.transfer(i)["deps"]) for i in range(s.num_transfers)]
+
+
+# -- rules ---------------------------------------------------------------------
+def test_sendrecv_rule_waits_for_both_ranks_previous_send_and_receive() -> None:
+    prog = kit.Program(4, [8], rule="sendrecv")
+    a = prog.step([0, 2], [1, 3], 0, "reduce")  # 0->1, 2->3
+    b = prog.step([1], [3], 0, "reduce")  # waits for 0->1 (into 1) and 2->3 (into 3)
+    c = prog.step([3], [0], 0, "copy")  # waits for 1->3 (into 3, 3's last receive),
+    # and 0->1 (0's last send)
+    s = prog.schedule()
+    assert a.tolist() == [0, 1] and b.tolist() == [2] and c.tolist() == [3]
+    assert _deps(s) == [[], [], [0, 1], [0, 2]]
+
+
+def test_sendrecv_transfers_of_one_step_do_not_wait_for_each_other() -> None:
+    prog = kit.Program(2, [8], rule="sendrecv")
+    prog.step([0, 1], [1, 0], 0, "reduce")  # a pairwise exchange
+    s = prog.schedule()
+    assert _deps(s) == [[], []]
+    assert wc.verify(s).ok
+
+
+def test_sendrecv_group_waits_for_every_rank_of_the_group() -> None:
+    prog = kit.Program(6, [8], rule="sendrecv")
+    r = np.arange(6)
+    prog.step(r, (r + 1) % 6, 0, "copy")  # ids 0..5: i -> i + 1
+    # group 0: 0->1, 1->2 (ranks 0, 1, 2); group 1: 3->4, 4->5 (ranks 3, 4, 5)
+    prog.step([0, 1, 3, 4], [1, 2, 4, 5], 0, "copy", group=[0, 0, 1, 1])
+    s = prog.schedule()
+    # every previous send and receive of the group's ranks: rank 0 received
+    # transfer 5 and sent 0, rank 1 received 0 and sent 1, rank 2 received 1
+    # and sent 2
+    assert _deps(s)[6] == _deps(s)[7] == [0, 1, 2, 5]
+    assert _deps(s)[8] == _deps(s)[9] == [2, 3, 4, 5]
+
+
+def test_step_rule_waits_for_every_transfer_of_the_latest_step() -> None:
+    prog = kit.Program(4, [8, 8], rule="step")
+    prog.step([0, 1], [1, 0], 0, "reduce")  # step A: ids 0, 1 (ranks 0, 1)
+    prog.step([2], [3], 1, "reduce")  # step B: id 2 (ranks 2, 3)
+    prog.step([0], [2], 1, "copy")  # waits for A (rank 0) and B (rank 2)
+    s = prog.schedule()
+    assert _deps(s) == [[], [], [], [0, 1, 2]]
+
+
+def test_cells_rule_matches_cell_deps_and_tiling() -> None:
+    rng = np.random.default_rng(3)
+    T, ranks, blocks = 60, 5, 4
+    src = rng.integers(0, ranks, T)
+    dst = (src + rng.integers(1, ranks, T)) % ranks
+    blk = rng.integers(0, blocks, T)
+    stream = rng.integers(-1, 3, T)
+    prog = kit.Program(ranks, [4] * blocks, rule="cells")
+    prog.step(src, dst, blk, "reduce", stream=stream)
+    s = prog.schedule()
+    flat, off = cell_deps(ranks, blocks, src, dst, blk, blk + 1, stream)
+    assert _deps(s) == [sorted(flat[off[i] : off[i + 1]].tolist()) for i in range(T)]
+    # tiled chunks equal the untiled program
+    E, C = 7, 5
+    src1, dst1 = src[:E], dst[:E]
+    blk1, st1 = blk[:E] % 2, np.abs(stream[:E])
+    f2, o2 = tiled_cell_deps(ranks, 2 * C, C, 2, src1, dst1, blk1, st1)
+    full_blk = np.tile(blk1, C) + np.repeat(np.arange(C) * 2, E)
+    f1, o1 = cell_deps(
+        ranks,
+        2 * C,
+        np.tile(src1, C),
+        np.tile(dst1, C),
+        full_blk,
+        full_blk + 1,
+        np.tile(st1, C),
+    )
+    assert o1.tolist() == o2.tolist() and f1.tolist() == f2.tolist()
+
+
+def test_explicit_rule_and_multicast_and_ranges() -> None:
+    prog = kit.Program(4, [2, 2, 2], "broadcast", root=0, rule="explicit")
+    t0 = prog.send(0, [1, 2], (0, 3))
+    prog.step([1, 2], [3, 0], kit.Ranges([0, 2], [1, 3], [0, 1, 2]), deps=[t0, t0])
+    with pytest.raises(wc.ScheduleError):
+        wc.verify(prog.schedule())  # rank 3 misses block 1; rank 0 overwritten
+    prog = kit.Program(4, [2, 2, 2], "broadcast", root=0, rule="explicit")
+    t0 = prog.send(0, [1, 2, 3], (0, 3))
+    s = prog.schedule()
+    assert s.transfer(t0)["dst"] == [1, 2, 3]
+    assert wc.verify(s).ok
+
+
+def test_program_errors_name_the_problem() -> None:
+    with pytest.raises(ValueError, match="rule must be one of"):
+        kit.Program(2, [8], rule="async")
+    prog = kit.Program(2, [8])
+    with pytest.raises(ValueError, match="src holds 5"):
+        prog.step([5], [0], 0)
+    prog = kit.Program(2, [8])
+    with pytest.raises(ValueError, match="same number of transfers"):
+        prog.step([0, 1, 0], [1, 0], 0)
+    with pytest.raises(ValueError, match="blocks holds 3"):
+        prog.step([0], [1], 3)
+    with pytest.raises(wc.ScheduleError, match="source rank"):
+        prog.step([0], [0], 0)
+    prog = kit.Program(2, [8])
+    prog.step([0], [1], 0, "reduce")
+    prog.schedule()
+    with pytest.raises(RuntimeError):
+        prog.step([1], [0], 0)
+    with pytest.raises(ValueError, match="collective must be one of"):
+        kit.Program(2, [8], "allsum")
+
+
+# -- splitter and orders -------------------------------------------------------
+@pytest.mark.parametrize("total", [0, 1, 7, 64, 1000, 4096 + 3])
+@pytest.mark.parametrize("parts", [1, 2, 3, 7, 64])
+def test_split_bytes_parts(total: int, parts: int) -> None:
+    b = kit.split_bytes(total, parts)
+    assert b.sum() == total and b.size == parts
+    assert b.max() - b.min() <= 1 and (np.diff(b) <= 0).all()
+
+
+@pytest.mark.parametrize("total", [0, 4, 40, 4 * 1001])
+@pytest.mark.parametrize("chunk", [4, 12, 400])
+def test_split_bytes_chunks_of_wavelets(total: int, chunk: int) -> None:
+    b = kit.split_bytes(total, chunk=chunk, unit=4)
+    assert b.sum() == total and (b % 4 == 0).all()
+    assert (b[:-1] == chunk).all() and 0 <= b[-1] <= chunk
+
+
+def test_split_bytes_errors() -> None:
+    with pytest.raises(ValueError, match="multiple of 4"):
+        kit.split_bytes(10, 2, unit=4)
+    with pytest.raises(ValueError, match="too small"):
+        kit.split_bytes(3, 4, allow_empty=False)
+    with pytest.raises(ValueError, match="exactly one"):
+        kit.split_bytes(8)
+
+
+def _torus_hop(a: int, b: int, m: int, n: int) -> bool:
+    (ra, ca), (rb, cb) = divmod(a, n), divmod(b, n)
+    dr, dc = (ra - rb) % m, (ca - cb) % n
+    return (dr in (1, m - 1) and dc == 0) or (dc in (1, n - 1) and dr == 0)
+
+
+@pytest.mark.parametrize("m", range(1, 8))
+@pytest.mark.parametrize("n", range(1, 8))
+def test_orders_are_permutations_with_short_hops(m: int, n: int) -> None:
+    p = m * n
+    for order in (kit.snake(m, n), kit.torus_cycle(m, n), kit.row_major(p)):
+        assert sorted(order.tolist()) == list(range(p))
+    sn = kit.snake(m, n)
+    for a, b in zip(sn[:-1], sn[1:], strict=True):
+        assert abs(a // n - b // n) + abs(a % n - b % n) == 1
+    cyc = kit.torus_cycle(m, n)
+    hops = [_torus_hop(int(a), int(b), m, n) for a, b in zip(cyc, np.roll(cyc, -1))]
+    if p > 2 and m > 1 and n > 1:
+        # every hop a torus link, but the closing one when both sides are odd
+        assert all(hops[:-1]) and (hops[-1] or (m % 2 and n % 2))
+    f = kit.folded(p)
+    assert sorted(f.tolist()) == list(range(p))
+    assert (np.abs(np.diff(np.append(f, f[0]))) <= 2).all()
+
+
+# -- skeletons -----------------------------------------------------------------
+@pytest.mark.parametrize("p", [1, 2, 3, 5, 8, 12])
+def test_ring_skeleton_over_any_order(p: int) -> None:
+    order = np.random.default_rng(p).permutation(p)
+    prog = kit.Program(p, kit.split_bytes(16 * p, p), rule="sendrecv")
+    kit.ring_allreduce(prog, order)
+    s = prog.schedule()
+    assert s.num_transfers == 2 * p * (p - 1)
+    assert wc.verify(s).ok
+    x = np.random.default_rng(0).integers(0, 9, (p, 2 * p))
+    assert (wc.execute(s, x) == x.sum(axis=0)).all()
+    # the reduce-scatter alone leaves block ring_owners[b] at its owner
+    owners = kit.ring_owners(order)
+    prog = kit.Program(
+        p, kit.split_bytes(16 * p, p), "reduce_scatter", owners=owners, rule="sendrecv"
+    )
+    kit.ring_allreduce(prog, order, phase="reduce_scatter")
+    assert wc.verify(prog.schedule()).ok
+
+
+def test_many_rings_at_once() -> None:
+    rows = np.arange(12).reshape(3, 4)  # three rings of four
+    steps = list(kit.ring_steps(rows))
+    assert len(steps) == 6
+    assert steps[0].group.tolist() == [0] * 4 + [1] * 4 + [2] * 4
+    assert steps[0].dst.tolist() == np.roll(rows, -1, axis=1).ravel().tolist()
+    assert kit.ring_owners(rows)[:, 0].tolist() == [3, 7, 11]
+
+
+@pytest.mark.parametrize("p", range(1, 41))
+def test_butterflies_and_binomial_trees(p: int) -> None:
+    x = np.random.default_rng(p).integers(-50, 50, (p, 3 * p))
+    for style in ("pairs", "upper"):
+        prog = kit.Program(p, [24 * p], rule="sendrecv")
+        kit.recursive_doubling(prog, p, 0, style=style)
+        s = prog.schedule()
+        assert wc.verify(s).ok
+        assert (wc.execute(s, x) == x.sum(axis=0)).all()
+    fold = kit.Fold(p)
+    prog = kit.Program(p, kit.split_bytes(24 * p, fold.q), rule="sendrecv")
+    kit.fold_in(prog, fold, (0, fold.q))
+    kit.halving_doubling(prog, fold)
+    kit.fold_out(prog, fold, (0, fold.q))
+    assert wc.verify(prog.schedule()).ok
+    for root in {0, p // 2, p - 1}:
+        prog = kit.Program(p, [8], "reduce", root=root, rule="sendrecv")
+        kit.binomial_reduce(prog, p, 0, root=root)
+        s = prog.schedule()
+        assert wc.verify(s).ok and s.num_steps == (p - 1).bit_length()
+        prog = kit.Program(p, [8], "broadcast", root=root, rule="sendrecv")
+        kit.binomial_broadcast(prog, p, 0, root=root)
+        assert wc.verify(prog.schedule()).ok
+
+
+# -- the kit is the only way builders make schedules ----------------------------
+def test_no_builder_constructs_schedules_outside_the_kit() -> None:
+    """Only the kit (and the Schedule class itself) build core schedules."""
+    allowed = {PKG / "schedule.py"} | set((PKG / "kit").glob("*.py"))
+    pattern = re.compile(r"from_arrays|_core\.Schedule\b|\.append_csr\(")
+    offenders = [
+        f"{path.relative_to(PKG)}:{i}"
+        for path in PKG.rglob("*.py")
+        if path not in allowed
+        for i, line in enumerate(path.read_text().splitlines(), 1)
+        if pattern.search(line) and not line.lstrip().startswith("#")
+    ]
+    assert offenders == []
