@@ -41,7 +41,7 @@ def build_verify(name: str, p: int, size: int) -> Case:
 
 
 def execute_case(p: int, n: int) -> Case:
-    sched = wc.build("rabenseifner", ranks=p, size_bytes=n * 8)
+    sched = wc.build("generic_rabenseifner_allreduce", ranks=p, size_bytes=n * 8)
     wc.verify(sched)
     x = np.random.default_rng(0).standard_normal((p, n))
 

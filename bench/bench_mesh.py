@@ -36,7 +36,9 @@ TARGET_SWEEP_S = 120.0
 def tto_case(repeat: int) -> list[dict[str, Any]]:
     top = wc.mesh(9, 9)
     t0 = time.perf_counter()
-    s = wc.build("mesh_tto", topology=top, size_bytes=GIB, chunk_bytes=96 * 1024)
+    s = wc.build(
+        "mesh_tto_allreduce", topology=top, size_bytes=GIB, chunk_bytes=96 * 1024
+    )
     build_s = time.perf_counter() - t0
     rows = []
     for deps in ("dataflow", "complete"):

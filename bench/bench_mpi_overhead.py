@@ -29,7 +29,12 @@ import wafercoll as wc
 from wafercoll.mpi import MPIExecutor, import_mpi
 
 TARGET = 0.10
-NAMES = ("rd_allreduce", "smp_allreduce", "nap_allreduce", "locality_dissemination")
+NAMES = (
+    "cluster_rd_allreduce",
+    "cluster_smp_allreduce",
+    "cluster_nap_allreduce",
+    "cluster_dissemination_allreduce",
+)
 
 
 def bare(comm: Any, ex: MPIExecutor) -> None:

@@ -40,19 +40,21 @@ SIZE = 1 << 20
 
 
 def case_a() -> Any:
-    s = wc.build("swing_bo", 1024, SIZE, dims=(32, 32))
+    s = wc.build("torus_swing_bo_allreduce", 1024, SIZE, dims=(32, 32))
     wc.verify(s)
     return s
 
 
 def case_d() -> Any:
-    s = wc.build("rd_bo", 960, SIZE, dims=(24, 40))
+    s = wc.build("torus_rd_bo_allreduce", 960, SIZE, dims=(24, 40))
     wc.verify(s)
     return s
 
 
 def case_e() -> Any:
-    s = wc.build("ring_bidir", topology=wc.torus(32, 32), size_bytes=SIZE)
+    s = wc.build(
+        "torus_ring_bidir_allreduce", topology=wc.torus(32, 32), size_bytes=SIZE
+    )
     wc.verify(s)
     return s
 

@@ -10,26 +10,26 @@ import wafercoll as wc
 def test_registry_records():
     names = {a.name for a in wc.algorithms()}
     assert {
-        "ring",
-        "recursive_doubling",
-        "rabenseifner",
-        "binomial_reduce",
-        "binomial_broadcast",
+        "generic_ring_allreduce",
+        "generic_recursive_doubling_allreduce",
+        "generic_rabenseifner_allreduce",
+        "generic_binomial_reduce",
+        "generic_binomial_broadcast",
     } <= names
     for a in wc.algorithms():
         d = a.to_dict()
         assert d["collective"] in wc.COLLECTIVES
         assert d["families"] and d["source"] and d["summary"]
-    assert "binomial_reduce" in {a.name for a in wc.algorithms("reduce")}
+    assert "generic_binomial_reduce" in {a.name for a in wc.algorithms("reduce")}
     assert all(a.collective == "reduce" for a in wc.algorithms("reduce"))
 
 
 def test_build_with_topology_defaults_ranks():
     t = wc.torus(3, 4)
-    s = wc.build("rabenseifner", topology=t, size_bytes=1 << 10)
+    s = wc.build("generic_rabenseifner_allreduce", topology=t, size_bytes=1 << 10)
     assert s.num_ranks == 12
     with pytest.raises(ValueError, match="exceeds the 12 endpoints"):
-        wc.build("ring", ranks=13, topology=t, size_bytes=8)
+        wc.build("generic_ring_allreduce", ranks=13, topology=t, size_bytes=8)
 
 
 @pytest.mark.parametrize(
@@ -42,41 +42,56 @@ def test_build_with_topology_defaults_ranks():
             "unknown algorithm 'nope'",
         ),
         ((3,), {"ranks": 4, "size_bytes": 8}, TypeError, "name must be a string"),
-        (("ring",), {"ranks": 0, "size_bytes": 8}, ValueError, "ranks must be >= 1"),
         (
-            ("ring",),
+            ("generic_ring_allreduce",),
+            {"ranks": 0, "size_bytes": 8},
+            ValueError,
+            "ranks must be >= 1",
+        ),
+        (
+            ("generic_ring_allreduce",),
             {"ranks": 4.5, "size_bytes": 8},
             TypeError,
             "ranks must be an integer",
         ),
         (
-            ("ring",),
+            ("generic_ring_allreduce",),
             {"ranks": 4, "size_bytes": -1},
             ValueError,
             "size_bytes must be >= 0",
         ),
-        (("ring",), {"ranks": 4}, ValueError, "size_bytes is required"),
-        (("ring",), {"size_bytes": 4}, ValueError, "ranks is required"),
         (
-            ("ring",),
+            ("generic_ring_allreduce",),
+            {"ranks": 4},
+            ValueError,
+            "size_bytes is required",
+        ),
+        (
+            ("generic_ring_allreduce",),
+            {"size_bytes": 4},
+            ValueError,
+            "ranks is required",
+        ),
+        (
+            ("generic_ring_allreduce",),
             {"ranks": 100000, "size_bytes": 4},
             ValueError,
             "ranks must be <= 4096",
         ),
         (
-            ("ring",),
+            ("generic_ring_allreduce",),
             {"ranks": 4, "size_bytes": 8, "root": 1},
             TypeError,
             "unexpected option 'root'",
         ),
         (
-            ("binomial_reduce",),
+            ("generic_binomial_reduce",),
             {"ranks": 4, "size_bytes": 8, "root": 4},
             ValueError,
             "root must be <= 3",
         ),
         (
-            ("ring",),
+            ("generic_ring_allreduce",),
             {"ranks": 4, "size_bytes": 8, "topology": "mesh"},
             TypeError,
             "Topology",

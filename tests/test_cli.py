@@ -45,7 +45,10 @@ def test_python_dash_m_package(capsys):
         timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
-    assert {a["name"] for a in json.loads(proc.stdout)} >= {"ring", "rabenseifner"}
+    assert {a["name"] for a in json.loads(proc.stdout)} >= {
+        "generic_ring_allreduce",
+        "generic_rabenseifner_allreduce",
+    }
 
 
 def test_no_command_is_a_usage_error(capsys):
@@ -67,7 +70,7 @@ def test_list_table_is_aligned(capsys):
         assert line.startswith(info.name + " ")
         assert line[col:].startswith(info.collective)
         assert line.endswith(info.source)
-    broadcast = next(ln for ln in lines if ln.startswith("binomial_broadcast"))
+    broadcast = next(ln for ln in lines if ln.startswith("generic_binomial_broadcast"))
     assert "root=0" in broadcast
 
 
@@ -81,12 +84,20 @@ def test_list_json_matches_registry(capsys):
 def test_build_writes_a_verified_round_trip(capsys, tmp_path, flag):
     path = tmp_path / "ring.json"
     code, out, err = run(
-        capsys, "build", "ring", "--ranks", "6", "--size-bytes", "1MiB", flag, str(path)
+        capsys,
+        "build",
+        "generic_ring_allreduce",
+        "--ranks",
+        "6",
+        "--size-bytes",
+        "1MiB",
+        flag,
+        str(path),
     )
     assert code == 0, err
     assert out.count("\n") == 1 and str(path) in out
     loaded = wc.Schedule.from_json(path)
-    expected = wc.build("ring", ranks=6, size_bytes=1 << 20)
+    expected = wc.build("generic_ring_allreduce", ranks=6, size_bytes=1 << 20)
     assert loaded.to_dict()["transfers"] == expected.to_dict()["transfers"]
     assert loaded.size_bytes == 1 << 20
     assert wc.verify(loaded).steps == 2 * (6 - 1)
@@ -95,11 +106,11 @@ def test_build_writes_a_verified_round_trip(capsys, tmp_path, flag):
 
 def test_build_root_and_option(capsys, tmp_path):
     path = tmp_path / "b.json"
-    argv = "build binomial_broadcast -p 5 -s 64 --root 3 -o".split()
+    argv = "build generic_binomial_broadcast -p 5 -s 64 --root 3 -o".split()
     code, _, err = run(capsys, *argv, str(path))
     assert code == 0, err
     assert wc.Schedule.from_json(path).root == 3
-    argv = "build binomial_reduce -p 5 -s 64 --option root=4 -o".split()
+    argv = "build generic_binomial_reduce -p 5 -s 64 --option root=4 -o".split()
     code, _, err = run(capsys, *argv, str(path))
     assert code == 0, err
     assert wc.Schedule.from_json(path).root == 4
@@ -107,11 +118,13 @@ def test_build_root_and_option(capsys, tmp_path):
 
 def test_verify_file_and_name(capsys, tmp_path):
     path = tmp_path / "r.json"
-    wc.build("rabenseifner", ranks=12, size_bytes=4096).to_json(path)
+    wc.build("generic_rabenseifner_allreduce", ranks=12, size_bytes=4096).to_json(path)
     code, out, err = run(capsys, "verify", str(path))
     assert code == 0, err
     assert out.startswith("ok ") and "12 ranks" in out and "allreduce" in out
-    code, out, err = run(capsys, "verify", "recursive_doubling", "-p", "5", "-s", "8")
+    code, out, err = run(
+        capsys, "verify", "generic_recursive_doubling_allreduce", "-p", "5", "-s", "8"
+    )
     assert code == 0, err
     # log2(4) + 2 folding steps
     assert "4 steps" in out
@@ -146,16 +159,16 @@ def test_verify_malformed_file_exits_1(capsys, tmp_path, text):
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
-        ("build ring --ranks x --size-bytes 8 -o f", "invalid int"),
-        ("build ring --ranks 4 --size-bytes 8", "--json"),
-        ("build ring --size-bytes 8 -o f", "--ranks"),
+        ("build generic_ring_allreduce --ranks x --size-bytes 8 -o f", "invalid int"),
+        ("build generic_ring_allreduce --ranks 4 --size-bytes 8", "--json"),
+        ("build generic_ring_allreduce --size-bytes 8 -o f", "--ranks"),
         ("build nope --ranks 4 --size-bytes 8 -o f", "nope"),
-        ("build ring --ranks 0 --size-bytes 8 -o f", "ranks"),
-        ("build ring -p 4 -s 8 --root 1 -o f", "root"),
-        ("build ring -p 4 -s 1XB -o f", "invalid size"),
-        ("build ring -p 4 -s 8 --option x -o f", "key=value"),
+        ("build generic_ring_allreduce --ranks 0 --size-bytes 8 -o f", "ranks"),
+        ("build generic_ring_allreduce -p 4 -s 8 --root 1 -o f", "root"),
+        ("build generic_ring_allreduce -p 4 -s 1XB -o f", "invalid size"),
+        ("build generic_ring_allreduce -p 4 -s 8 --option x -o f", "key=value"),
         ("verify no_such_thing", "neither a file"),
-        ("verify ring", "--ranks"),
+        ("verify generic_ring_allreduce", "--ranks"),
         ("reproduce --only no_such_experiment --out f", "foundation_counts"),
         ("frobnicate", "invalid choice"),
     ],
@@ -171,7 +184,7 @@ def test_argument_errors_exit_2_without_traceback(capsys, tmp_path, argv, needle
 
 def test_verify_file_refuses_build_options(capsys, tmp_path):
     path = tmp_path / "r.json"
-    wc.build("ring", ranks=3, size_bytes=12).to_json(path)
+    wc.build("generic_ring_allreduce", ranks=3, size_bytes=12).to_json(path)
     code, _, err = run(capsys, "verify", str(path), "--ranks", "3")
     assert code == 2
     assert "--ranks" in err
@@ -179,7 +192,15 @@ def test_verify_file_refuses_build_options(capsys, tmp_path):
 
 def test_build_unwritable_output_exits_1(capsys, tmp_path):
     code, _, err = run(
-        capsys, "build", "ring", "-p", "3", "-s", "12", "-o", str(tmp_path / "no" / "x")
+        capsys,
+        "build",
+        "generic_ring_allreduce",
+        "-p",
+        "3",
+        "-s",
+        "12",
+        "-o",
+        str(tmp_path / "no" / "x"),
     )
     assert code == 1
     assert err.startswith("error: cannot write")
@@ -188,7 +209,7 @@ def test_build_unwritable_output_exits_1(capsys, tmp_path):
 def test_simulate_text_reports_the_closed_form(capsys):
     # Ring allreduce on a ring: 2 (p - 1) steps of alpha + lat + S / p / bw.
     p, size = 8, 1 << 20
-    argv = f"simulate ring -p {p} -s 1MiB --latency 1e-6 --alpha 2e-6".split()
+    argv = f"simulate generic_ring_allreduce -p {p} -s 1MiB --latency 1e-6 --alpha 2e-6".split()
     code, out, err = run(capsys, *argv)
     assert code == 0, err
     rows = dict(line.split(None, 1) for line in out.splitlines())
@@ -217,19 +238,30 @@ def test_simulate_text_reports_the_closed_form(capsys):
     ],
 )
 def test_simulate_json_matches_simulate(capsys, extra, topology, kwargs):
-    argv = ["simulate", "rabenseifner", "-p", "6", "-s", "96KiB", "--json", *extra]
+    argv = [
+        "simulate",
+        "generic_rabenseifner_allreduce",
+        "-p",
+        "6",
+        "-s",
+        "96KiB",
+        "--json",
+        *extra,
+    ]
     code, out, err = run(capsys, *argv)
     assert code == 0, err
     got = json.loads(out)
     net = wc.NetworkModel(kwargs.pop("bandwidth_Bps", 1e9), **kwargs)
-    direct = wc.simulate(wc.build("rabenseifner", 6, 96 * 1024), topology, net)
+    direct = wc.simulate(
+        wc.build("generic_rabenseifner_allreduce", 6, 96 * 1024), topology, net
+    )
     assert got == direct.summary()
     assert got["time_s"] == direct.time_s
 
 
 def test_simulate_schedule_file(capsys, tmp_path):
     path = tmp_path / "b.json"
-    s = wc.build("binomial_broadcast", ranks=5, size_bytes=4096, root=2)
+    s = wc.build("generic_binomial_broadcast", ranks=5, size_bytes=4096, root=2)
     s.to_json(path)
     code, out, err = run(capsys, "simulate", "--schedule", str(path), "--json")
     assert code == 0, err
@@ -242,19 +274,34 @@ def test_simulate_schedule_file(capsys, tmp_path):
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
-        ("simulate ring -p 4 -s 8 --topology hex:4", "invalid topology 'hex:4'"),
-        ("simulate ring -p 4 -s 8 --topology mesh:4", "mesh:RxC"),
-        ("simulate ring -p 4 -s 8 --topology torus:2x", "invalid topology"),
-        ("simulate ring -p 4 -s 8 --topology ring:-3", "invalid topology"),
-        ("simulate ring -p 4 -s 8 --topology mesh", "invalid topology"),
-        ("simulate ring -p 4 -s 8 --topology mesh:0x4", "rows"),
-        ("simulate ring -p 8 -s 8 --topology mesh:2x3", "endpoints"),
-        ("simulate ring -p 4 -s 8 --bandwidth 0", "bandwidth"),
-        ("simulate ring -p 4 -s 8 --packet 1XB", "invalid size"),
-        ("simulate ring -p 4 -s 8 --switching wormhole", "invalid choice"),
-        ("simulate ring -p 4 -s 8 --ports 0", "ports"),
+        (
+            "simulate generic_ring_allreduce -p 4 -s 8 --topology hex:4",
+            "invalid topology 'hex:4'",
+        ),
+        ("simulate generic_ring_allreduce -p 4 -s 8 --topology mesh:4", "mesh:RxC"),
+        (
+            "simulate generic_ring_allreduce -p 4 -s 8 --topology torus:2x",
+            "invalid topology",
+        ),
+        (
+            "simulate generic_ring_allreduce -p 4 -s 8 --topology ring:-3",
+            "invalid topology",
+        ),
+        (
+            "simulate generic_ring_allreduce -p 4 -s 8 --topology mesh",
+            "invalid topology",
+        ),
+        ("simulate generic_ring_allreduce -p 4 -s 8 --topology mesh:0x4", "rows"),
+        ("simulate generic_ring_allreduce -p 8 -s 8 --topology mesh:2x3", "endpoints"),
+        ("simulate generic_ring_allreduce -p 4 -s 8 --bandwidth 0", "bandwidth"),
+        ("simulate generic_ring_allreduce -p 4 -s 8 --packet 1XB", "invalid size"),
+        (
+            "simulate generic_ring_allreduce -p 4 -s 8 --switching wormhole",
+            "invalid choice",
+        ),
+        ("simulate generic_ring_allreduce -p 4 -s 8 --ports 0", "ports"),
         ("simulate", "NAME"),
-        ("simulate ring -s 8", "--ranks"),
+        ("simulate generic_ring_allreduce -s 8", "--ranks"),
     ],
 )
 def test_simulate_argument_errors_exit_2(capsys, argv, needle):

@@ -10,7 +10,12 @@ import pytest
 import wafercoll as wc
 from wafercoll.cluster import costs, nap_plan, rank_table
 
-NAMES = ("rd_allreduce", "smp_allreduce", "nap_allreduce", "locality_dissemination")
+NAMES = (
+    "cluster_rd_allreduce",
+    "cluster_smp_allreduce",
+    "cluster_nap_allreduce",
+    "cluster_dissemination_allreduce",
+)
 PPNS = (1, 2, 3, 4, 8, 16)
 
 
@@ -58,21 +63,21 @@ def test_rank_to_node_relabels_the_smp_schedule(name: str) -> None:
 
 def test_rd_ignores_the_node_layout() -> None:
     r2n = np.random.default_rng(3).permutation(np.repeat(np.arange(5), 4))
-    a = wc.build("rd_allreduce", 20, 8, ppn=4, rank_to_node=r2n)
-    assert a.to_json() == wc.build("rd_allreduce", 20, 8).to_json()
+    a = wc.build("cluster_rd_allreduce", 20, 8, ppn=4, rank_to_node=r2n)
+    assert a.to_json() == wc.build("cluster_rd_allreduce", 20, 8).to_json()
 
 
 @pytest.mark.parametrize("p", [1, 2, 8, 64, 256])
 def test_rd_matches_generic_recursive_doubling_for_powers_of_two(p: int) -> None:
-    a = _transfers(wc.build("rd_allreduce", p, 8))
-    b = _transfers(wc.build("recursive_doubling", p, 8))
+    a = _transfers(wc.build("cluster_rd_allreduce", p, 8))
+    b = _transfers(wc.build("generic_recursive_doubling_allreduce", p, 8))
     key = lambda t: sorted(zip(t[3].tolist(), t[0].tolist(), t[1].tolist()))  # noqa: E731
     assert key(a) == key(b)
 
 
 @pytest.mark.parametrize("p", [3, 6, 12, 40])
 def test_rd_folds_the_highest_ranks_onto_the_lowest(p: int) -> None:
-    src, dst, op, _ = _transfers(wc.build("rd_allreduce", p, 8))
+    src, dst, op, _ = _transfers(wc.build("cluster_rd_allreduce", p, 8))
     q = 1 << (p.bit_length() - 1)
     fold_in = (op == 1) & ((src >= q) | (dst >= q))
     assert sorted(zip(src[fold_in].tolist(), dst[fold_in].tolist())) == [
@@ -123,7 +128,7 @@ def _authors_pairs(n: int, ppn: int, g: list[int]) -> list[set[tuple[int, int]]]
     ],
 )
 def test_nap_follows_the_authors_partner_rule(n: int, ppn: int, g: list[int]) -> None:
-    s = wc.build("nap_allreduce", n * ppn, 8, ppn=ppn, steps=g)
+    s = wc.build("cluster_nap_allreduce", n * ppn, 8, ppn=ppn, steps=g)
     wc.verify(s)
     got = _inter_steps(s, ppn)
     want = _authors_pairs(n, ppn, g)
@@ -148,14 +153,14 @@ def test_default_nap_plan_is_the_authors_list_where_it_applies(
     if math.prod(g) != n:  # the authors' list is wrong here (n = 40, ppn = 16)
         assert len(nap_plan(n, ppn)) == math.ceil(math.log(n, ppn))
         return
-    s = wc.build("nap_allreduce", n * ppn, 8, ppn=ppn)
+    s = wc.build("cluster_nap_allreduce", n * ppn, 8, ppn=ppn)
     assert _inter_steps(s, ppn) == _authors_pairs(n, ppn, g)
 
 
 @pytest.mark.parametrize("ppn", [2, 3, 4, 8])
 def test_nap_needs_ceil_log_ppn_inter_steps_for_any_node_count(ppn: int) -> None:
     for n in range(2, 70):
-        s = wc.build("nap_allreduce", n * ppn, 8, ppn=ppn)
+        s = wc.build("cluster_nap_allreduce", n * ppn, 8, ppn=ppn)
         src, dst, _, _ = _transfers(s)
         off = src // ppn != dst // ppn
         k = 0
@@ -218,7 +223,7 @@ def test_counts_table_of_the_paper_for_powers_of_ppn(n: int, ppn: int, k: int) -
     assert nap["senders_per_node"] == [ppn - 1] * k
     assert nap["reductions_paper"] == (k + 1) * lg + k
     assert nap["reductions"] == (k + 1) * lg  # the copy formulation saves k adds
-    s = wc.build("rd_allreduce", n * ppn, 8, ppn=ppn)
+    s = wc.build("cluster_rd_allreduce", n * ppn, 8, ppn=ppn)
     src, dst, _, step = _transfers(s)
     off = src // ppn != dst // ppn
     for t in sorted(set(step[off].tolist())):  # RD: all ppn to ONE remote node
@@ -229,24 +234,24 @@ def test_counts_table_of_the_paper_for_powers_of_ppn(n: int, ppn: int, k: int) -
 
 def test_bad_input_is_refused_with_the_parameter_named() -> None:
     with pytest.raises(ValueError, match="ppn = 3 must divide"):
-        wc.build("nap_allreduce", 16, 8, ppn=3)
+        wc.build("cluster_nap_allreduce", 16, 8, ppn=3)
     with pytest.raises(ValueError, match=r"steps\[0\] = 8 exceeds ppn = 4"):
-        wc.build("nap_allreduce", 32, 8, ppn=4, steps=[8])
+        wc.build("cluster_nap_allreduce", 32, 8, ppn=4, steps=[8])
     with pytest.raises(ValueError, match="multiply to 8, not to the node count 6"):
-        wc.build("nap_allreduce", 24, 8, ppn=4, steps=[4, 2])
+        wc.build("cluster_nap_allreduce", 24, 8, ppn=4, steps=[4, 2])
     with pytest.raises(ValueError, match="exactly ppn = 2"):
-        wc.build("smp_allreduce", 4, 8, ppn=2, rank_to_node=[0, 0, 0, 1])
+        wc.build("cluster_smp_allreduce", 4, 8, ppn=2, rank_to_node=[0, 0, 0, 1])
     with pytest.raises(ValueError, match="rank_to_node must be 4 integers"):
-        wc.build("smp_allreduce", 4, 8, ppn=2, rank_to_node=[0, 1])
+        wc.build("cluster_smp_allreduce", 4, 8, ppn=2, rank_to_node=[0, 1])
     with pytest.raises(ValueError, match="ppn is required"):
-        wc.build("smp_allreduce", 4, 8)
+        wc.build("cluster_smp_allreduce", 4, 8)
     with pytest.raises(TypeError, match="ppn must be an integer"):
-        wc.build("smp_allreduce", 4, 8, ppn=2.0)
+        wc.build("cluster_smp_allreduce", 4, 8, ppn=2.0)
     with pytest.raises(ValueError, match="ranks must be <="):
         wc.cluster.rank_table(1 << 23, 1)
 
 
 def test_large_builds_stay_vectorised() -> None:
-    s = wc.build("nap_allreduce", 1 << 14, 8, ppn=16)
+    s = wc.build("cluster_nap_allreduce", 1 << 14, 8, ppn=16)
     c = costs.step_counts("nap", 1 << 10, 16)
     assert s.num_steps == c["steps"]

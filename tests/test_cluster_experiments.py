@@ -37,7 +37,7 @@ def test_simulated_on_node_smp_matches_its_closed_form(size: int) -> None:
     # is the postal sum along the critical path (derived here, not copied).
     ppn = 16
     topo, net = node_aware.simulation_setup(1, ppn, size)
-    s = wc.build("smp_allreduce", ppn, size, ppn=ppn)
+    s = wc.build("cluster_smp_allreduce", ppn, size, ppn=ppn)
     got = wc.simulate(s, topo, net).time_s
     loc = BLUE_WATERS.postal("node", size)
     nw = BLUE_WATERS.postal("network", size)
@@ -50,7 +50,7 @@ def test_simulated_on_node_smp_matches_its_closed_form(size: int) -> None:
 def test_model_and_simulation_agree_for_nap_at_8_bytes() -> None:
     n, ppn = 256, 16
     topo, net = node_aware.simulation_setup(n, ppn, 8)
-    s = wc.build("nap_allreduce", n * ppn, 8, ppn=ppn)
+    s = wc.build("cluster_nap_allreduce", n * ppn, 8, ppn=ppn)
     sim = wc.simulate(s, topo, net).time_s
     model = costs.allreduce_time("nap", n, ppn, 8)
     assert sim == pytest.approx(model, rel=0.02)

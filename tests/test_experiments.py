@@ -79,7 +79,7 @@ def test_csv_columns_agree_with_a_fresh_build(quick_record):
     with open(quick_record["files"][0], newline="") as fh:
         rows = list(csv.DictReader(fh))
     row = next(r for r in rows if r["algorithm"] == "rabenseifner" and r["p"] == "12")
-    s = wc.build("rabenseifner", ranks=12, size_bytes=demo.SIZE_BYTES)
+    s = wc.build("generic_rabenseifner_allreduce", ranks=12, size_bytes=demo.SIZE_BYTES)
     assert int(row["steps"]) == wc.verify(s).steps == 2 * 3 + 2
     assert int(row["transfers"]) == s.num_transfers
     assert int(row["bytes_sent_max"]) == int(s.stats()["bytes_sent"].max())

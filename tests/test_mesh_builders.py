@@ -33,9 +33,9 @@ SIZES = [997, 4096]
 def _applies(name: str, m: int, n: int) -> bool:
     line = m == 1 or n == 1
     odd = (m * n) % 2 == 1
-    if name == "mesh_ring_bi":
+    if name == "mesh_ring_bi_allreduce":
         return not line and not odd
-    if name == "mesh_ring_bi_odd":
+    if name == "mesh_ring_bi_odd_allreduce":
         return not line and odd
     return True
 
@@ -63,7 +63,9 @@ def test_every_builder_verifies_and_executes(
             )
 
 
-@pytest.mark.parametrize("name", ["mesh_tto", "mesh_multitree", "mesh_dbtree"])
+@pytest.mark.parametrize(
+    "name", ["mesh_tto_allreduce", "mesh_multitree_allreduce", "mesh_dbtree_allreduce"]
+)
 @pytest.mark.parametrize("chunk", [25, 100, 333])
 def test_chunked_trees_verify(name: str, chunk: int, rng: np.random.Generator) -> None:
     for m, n in [(2, 3), (3, 3), (4, 4), (1, 4)]:
@@ -76,11 +78,19 @@ def test_chunked_trees_verify(name: str, chunk: int, rng: np.random.Generator) -
 
 
 @pytest.mark.parametrize("phase", ["reduce_scatter", "allgather"])
-@pytest.mark.parametrize("name", ["mesh_tto", "mesh_multitree", "mesh_ring_bi_odd"])
+@pytest.mark.parametrize(
+    "name",
+    ["mesh_tto_allreduce", "mesh_multitree_allreduce", "mesh_ring_bi_odd_allreduce"],
+)
 def test_single_phases_verify(name: str, phase: str) -> None:
     for m, n in [(3, 3), (5, 5), (3, 5)]:
-        kw = {"chunk_bytes": 50} if name == "mesh_tto" else {}
-        s = wc.build(name, topology=wc.mesh(m, n), size_bytes=600, phase=phase, **kw)
+        kw = {"chunk_bytes": 50} if name == "mesh_tto_allreduce" else {}
+        s = wc.build(
+            name.replace("allreduce", phase),
+            topology=wc.mesh(m, n),
+            size_bytes=600,
+            **kw,
+        )
         assert s.collective == phase
         wc.verify(s)
 
@@ -89,7 +99,10 @@ def test_ring_bi_odd_centre_and_corners() -> None:
     for n in (3, 5, 7):
         for ex in ("centre", (0, 0), (0, n - 1), (n - 1, 0), "corner"):
             s = wc.build(
-                "mesh_ring_bi_odd", topology=wc.mesh(n, n), size_bytes=500, exclude=ex
+                "mesh_ring_bi_odd_allreduce",
+                topology=wc.mesh(n, n),
+                size_bytes=500,
+                exclude=ex,
             )
             wc.verify(s)
 
@@ -152,6 +165,7 @@ def test_hamiltonian_cycles_are_cycles() -> None:
 
 def _steps(name: str, m: int, n: int, size: int, **kw: object) -> float:
     top = wc.mesh(m, n)
+    name = name.replace("allreduce", str(kw.pop("phase", "allreduce")))
     s = wc.build(name, topology=top, size_bytes=size, **kw)
     return wc.simulate(s, top, mesh.UNIT_TIMESTEP).cycles
 
@@ -163,13 +177,18 @@ def test_fig5_two_corner_trees_on_a_line() -> None:
     # 3 * 5 = 15.
     chunks, pieces = 5, 4
     two = _steps(
-        "mesh_tto", 1, 4, chunks * pieces, chunk_bytes=pieces, phase="reduce_scatter"
+        "mesh_tto_allreduce",
+        1,
+        4,
+        chunks * pieces,
+        chunk_bytes=pieces,
+        phase="reduce_scatter",
     )
     assert two == 2 * (3 + chunks - 1)
     mt = mesh.multitree(1, 4)
     assert mt.steps == 3
     four = _steps(
-        "mesh_multitree",
+        "mesh_multitree_allreduce",
         1,
         4,
         chunks * pieces,
@@ -186,11 +205,13 @@ def test_fig7_tto_against_multitree_3x3() -> None:
     # tree edge, height H = 4: 3 (H + C - 1) = 24. MultiTree with the MCM
     # setting (sort on): T = 6 steps per chunk, 30.
     C = 5
-    tto = _steps("mesh_tto", 3, 3, 9 * C, chunk_bytes=9, phase="reduce_scatter")
+    tto = _steps(
+        "mesh_tto_allreduce", 3, 3, 9 * C, chunk_bytes=9, phase="reduce_scatter"
+    )
     assert tto == 3 * (mesh.tto_trees(3, 3).height + C - 1)
     T = mesh.multitree(3, 3, sort=True).steps
     mt = _steps(
-        "mesh_multitree",
+        "mesh_multitree_allreduce",
         3,
         3,
         9 * C,
@@ -207,8 +228,10 @@ def test_ring_bi_odd_3x3_takes_2_times_n_minus_1_timesteps(exclude: str) -> None
     # 8 ring nodes, each half in 8 parts (16 pieces): 1 + 7 timesteps of
     # reduce-scatter, 7 + 1 of allgather.
     K = 8
-    assert _steps("mesh_ring_bi_odd", 3, 3, 2 * K, exclude=exclude) == 2 * K
-    assert _steps("mesh_ring_bi_odd", 3, 3, 2 * K, phase="reduce_scatter") == K
+    assert _steps("mesh_ring_bi_odd_allreduce", 3, 3, 2 * K, exclude=exclude) == 2 * K
+    assert (
+        _steps("mesh_ring_bi_odd_allreduce", 3, 3, 2 * K, phase="reduce_scatter") == K
+    )
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 5, 8, 9])
@@ -217,9 +240,9 @@ def test_tto_phase_is_h_plus_c_minus_1(n: int, C: int) -> None:
     # one piece per tree per chunk (chunks of 3 pieces), H = 2n - 2
     H = 2 * n - 2
     for phase in ("reduce_scatter", "allgather"):
-        got = _steps("mesh_tto", n, n, 3 * C, chunk_bytes=3, phase=phase)
+        got = _steps("mesh_tto_allreduce", n, n, 3 * C, chunk_bytes=3, phase=phase)
         assert got == H + C - 1
-    both = _steps("mesh_tto", n, n, 3 * C, chunk_bytes=3)
+    both = _steps("mesh_tto_allreduce", n, n, 3 * C, chunk_bytes=3)
     assert H + C - 1 < both <= 2 * (H + C - 1)
 
 
@@ -239,7 +262,7 @@ def test_multitree_steps_from_the_simulator(
     ):
         assert mesh.multitree(d, d, sort=sort, rule=rule).steps == want
         got = _steps(
-            "mesh_multitree",
+            "mesh_multitree_allreduce",
             d,
             d,
             N,
@@ -292,27 +315,44 @@ def test_double_binary_tree_rules() -> None:
 
 
 def test_bad_input_names_the_alternative() -> None:
-    with pytest.raises(ValueError, match="mesh_ring_bi_odd"):
-        wc.build("mesh_ring_bi", topology=wc.mesh(3, 3), size_bytes=100)
-    with pytest.raises(ValueError, match="mesh_ring_bi"):
-        wc.build("mesh_ring_bi_odd", topology=wc.mesh(4, 4), size_bytes=100)
+    with pytest.raises(ValueError, match="mesh_ring_bi_odd_allreduce"):
+        wc.build("mesh_ring_bi_allreduce", topology=wc.mesh(3, 3), size_bytes=100)
+    with pytest.raises(ValueError, match="mesh_ring_bi_allreduce"):
+        wc.build("mesh_ring_bi_odd_allreduce", topology=wc.mesh(4, 4), size_bytes=100)
     with pytest.raises(ValueError, match="chunk_bytes.*exceeds"):
-        wc.build("mesh_tto", topology=wc.mesh(3, 3), size_bytes=100, chunk_bytes=101)
+        wc.build(
+            "mesh_tto_allreduce",
+            topology=wc.mesh(3, 3),
+            size_bytes=100,
+            chunk_bytes=101,
+        )
     for name in mesh.MESH_ALGORITHMS:
         with pytest.raises(ValueError, match="1x1"):
             wc.build(name, topology=wc.mesh(1, 1), size_bytes=100)
         with pytest.raises(ValueError, match="mesh"):
             wc.build(name, ranks=4, size_bytes=100)
     with pytest.raises(ValueError, match="size_bytes"):
-        wc.build("mesh_ring", topology=wc.mesh(4, 4), size_bytes=3)
+        wc.build("mesh_ring_allreduce", topology=wc.mesh(4, 4), size_bytes=3)
     with pytest.raises(ValueError, match="chunks"):
-        wc.build("mesh_tto", topology=wc.mesh(3, 3), size_bytes=1 << 30, chunk_bytes=3)
-    with pytest.raises(ValueError, match="phase"):
-        wc.build("mesh_tto", topology=wc.mesh(3, 3), size_bytes=99, phase="reduce")
+        wc.build(
+            "mesh_tto_allreduce",
+            topology=wc.mesh(3, 3),
+            size_bytes=1 << 30,
+            chunk_bytes=3,
+        )
+    with pytest.raises(TypeError, match="unexpected option 'phase'"):
+        # the phases are algorithms of their own: mesh_tto_reduce_scatter
+        wc.build(
+            "mesh_tto_allreduce", topology=wc.mesh(3, 3), size_bytes=99, phase="reduce"
+        )
     with pytest.raises(ValueError, match="sync"):
-        wc.build("mesh_multitree", topology=wc.mesh(3, 3), size_bytes=99, sync="x")
+        wc.build(
+            "mesh_multitree_allreduce", topology=wc.mesh(3, 3), size_bytes=99, sync="x"
+        )
     with pytest.raises(TypeError):
-        wc.build("mesh_tto", topology=wc.mesh(3, 3), size_bytes=99, chunk_bytes=1.5)
+        wc.build(
+            "mesh_tto_allreduce", topology=wc.mesh(3, 3), size_bytes=99, chunk_bytes=1.5
+        )
 
 
 def test_presets_are_registered_and_documented() -> None:

@@ -38,6 +38,6 @@ def test_parameter_counts_and_bad_input() -> None:
 
 
 def test_allreduce_time_grows_with_the_model() -> None:
-    small = training.allreduce_time("mesh_ring_bi", 2, 2, 10_000)
-    large = training.allreduce_time("mesh_ring_bi", 2, 2, 40_000)
+    small = training.allreduce_time("mesh_ring_bi_allreduce", 2, 2, 10_000)
+    large = training.allreduce_time("mesh_ring_bi_allreduce", 2, 2, 40_000)
     assert 0 < small < large

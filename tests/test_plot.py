@@ -23,7 +23,7 @@ def _close_figures():
     plt.close("all")
 
 
-def _sim(name="ring", ranks=6, topology=None, **record):
+def _sim(name="generic_ring_allreduce", ranks=6, topology=None, **record):
     s = wc.build(name, ranks, 96 * 1024)
     t = wc.ring(ranks) if topology is None else topology
     return s, t, wc.simulate(s, t, NET, **record)
@@ -33,7 +33,14 @@ def _bars(ax):
     return [c for c in ax.collections if isinstance(c, PolyCollection)]
 
 
-@pytest.mark.parametrize("name", ["ring", "rabenseifner", "binomial_broadcast"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "generic_ring_allreduce",
+        "generic_rabenseifner_allreduce",
+        "generic_binomial_broadcast",
+    ],
+)
 def test_timeline_has_one_bar_per_transfer(name):
     s, _, r = _sim(name, transfers=True)
     ax = plot.plot_timeline(r)
@@ -53,7 +60,7 @@ def test_timeline_has_one_bar_per_transfer(name):
 
 
 def test_timeline_bars_match_transfer_times():
-    s, _, r = _sim("ring", ranks=4, transfers=True)
+    s, _, r = _sim("generic_ring_allreduce", ranks=4, transfers=True)
     ax = plot.plot_timeline(r)
     assert ax.get_xlabel() == "time (µs)"  # 2 (p - 1) * ~27 µs
     verts = np.concatenate([[p.vertices[:4] for p in b.get_paths()] for b in _bars(ax)])
@@ -79,7 +86,7 @@ def test_timeline_draws_into_given_axes_and_refuses():
 
 @pytest.mark.parametrize("bins", [1, 7, 200])
 def test_link_utilization_is_a_fraction_with_its_mean(bins):
-    _, _, r = _sim("rabenseifner", timeline=True)
+    _, _, r = _sim("generic_rabenseifner_allreduce", timeline=True)
     ax = plot.plot_link_utilization(r, bins=bins)
     step, mean = ax.get_lines()
     y = np.asarray(step.get_ydata())
@@ -112,7 +119,7 @@ def test_link_utilization_given_axes_and_refusal():
 )
 def test_link_load_draws_one_segment_per_used_link(topology):
     ranks = min(topology.num_endpoints, 6)
-    _, _, r = _sim("rabenseifner", ranks=ranks, topology=topology)
+    _, _, r = _sim("generic_rabenseifner_allreduce", ranks=ranks, topology=topology)
     ax = plot.plot_link_load(r, topology)
     (lines,) = [c for c in ax.collections if isinstance(c, LineCollection)]
     segs = lines.get_segments()
@@ -131,7 +138,7 @@ def test_link_load_draws_one_segment_per_used_link(topology):
 def test_link_load_wrap_links_are_stubs():
     # Ring allreduce on a ring uses the wrap link 5 -> 0: drawn from node 5 outwards.
     t = wc.ring(6)
-    _, _, r = _sim("ring", ranks=6, topology=t)
+    _, _, r = _sim("generic_ring_allreduce", ranks=6, topology=t)
     ax = plot.plot_link_load(r, t, colorbar=False)
     (lines,) = [c for c in ax.collections if isinstance(c, LineCollection)]
     wrap = t.link_id(5, 0)
@@ -149,7 +156,7 @@ def test_link_load_given_axes_and_refusals():
     star = wc.custom(
         3, [(0, 3), (3, 0), (1, 3), (3, 1), (2, 3), (3, 2)], num_hidden_routers=1
     )
-    s = wc.build("ring", 3, 3072)
+    s = wc.build("generic_ring_allreduce", 3, 3072)
     rs = wc.simulate(s, star, NET)
     with pytest.raises(ValueError, match="grid"):
         plot.plot_link_load(rs, star)

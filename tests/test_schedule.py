@@ -10,11 +10,11 @@ import pytest
 import wafercoll as wc
 
 BUILDERS = [
-    "ring",
-    "recursive_doubling",
-    "rabenseifner",
-    "binomial_reduce",
-    "binomial_broadcast",
+    "generic_ring_allreduce",
+    "generic_recursive_doubling_allreduce",
+    "generic_rabenseifner_allreduce",
+    "generic_binomial_reduce",
+    "generic_binomial_broadcast",
 ]
 
 
@@ -113,7 +113,7 @@ def test_json_round_trip(name, p, rng):
 
 
 def test_json_file_round_trip(tmp_path):
-    s = wc.build("rabenseifner", ranks=6, size_bytes=64)
+    s = wc.build("generic_rabenseifner_allreduce", ranks=6, size_bytes=64)
     path = tmp_path / "s.json"
     s.to_json(path, indent=1)
     assert wc.Schedule.from_json(path).to_dict() == s.to_dict()
@@ -121,7 +121,7 @@ def test_json_file_round_trip(tmp_path):
 
 
 def _doc():
-    return wc.build("ring", ranks=3, size_bytes=30).to_dict()
+    return wc.build("generic_ring_allreduce", ranks=3, size_bytes=30).to_dict()
 
 
 @pytest.mark.parametrize(
@@ -175,7 +175,7 @@ def test_malformed_json_text():
 
 def test_to_pandas():
     pd = pytest.importorskip("pandas")
-    df = wc.build("binomial_reduce", ranks=5, size_bytes=8).to_pandas()
+    df = wc.build("generic_binomial_reduce", ranks=5, size_bytes=8).to_pandas()
     assert isinstance(df, pd.DataFrame)
     assert list(df.columns) == ["src", "dst", "blocks", "op", "deps", "bytes", "step"]
     assert len(df) == 4 and (df["op"] == "reduce").all()
@@ -184,7 +184,7 @@ def test_to_pandas():
 def test_from_arrays_matches_add_transfer():
     rng = np.random.default_rng(3)
     p = 7
-    ref = wc.build("ring", ranks=p, size_bytes=7 * 64)
+    ref = wc.build("generic_ring_allreduce", ranks=p, size_bytes=7 * 64)
     rows = [ref.transfer(i) for i in range(ref.num_transfers)]
     src = [r["src"] for r in rows]
     dst = [d for r in rows for d in r["dst"]]

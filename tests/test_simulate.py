@@ -179,7 +179,7 @@ def ring_time(
 @pytest.mark.parametrize("p", RING_PS)
 def test_ring_allreduce_cut_through(p: int) -> None:
     bw, lat, alpha, block = 1e9, 1e-7, 2e-6, 3000
-    s = wc.build("ring", p, p * block)
+    s = wc.build("generic_ring_allreduce", p, p * block)
     net = wc.NetworkModel(bw, hop_latency_s=lat, alpha_s=alpha)
     r = wc.simulate(s, wc.ring(p), net)
     assert close(r.time_s, 2 * (p - 1) * (alpha + lat + block / bw))
@@ -193,7 +193,7 @@ def test_ring_allreduce_with_packets(p: int, switching: str) -> None:
     # h (lat + M / bw) + (S - M) / bw = lat + S / bw for h = 1.
     bw, lat, alpha, m = 1e9, 1e-7, 2e-6, 1024
     block = 6 * m
-    s = wc.build("ring", p, p * block)
+    s = wc.build("generic_ring_allreduce", p, p * block)
     net = wc.NetworkModel(
         bw, hop_latency_s=lat, alpha_s=alpha, packet_bytes=m, switching=switching
     )
@@ -208,7 +208,7 @@ def test_ring_allreduce_with_reduction_cost(
     p: int, gamma: float, packet: int | None
 ) -> None:
     bw, lat, alpha, block = 1e9, 5e-8, 1e-6, 4096
-    s = wc.build("ring", p, p * block)
+    s = wc.build("generic_ring_allreduce", p, p * block)
     net = wc.NetworkModel(
         bw,
         hop_latency_s=lat,
@@ -227,7 +227,7 @@ def test_ring_allreduce_with_reduction_cost(
 @pytest.mark.parametrize("p", [3, 4, 8])
 def test_ring_allreduce_utilization(p: int) -> None:
     block = 1000
-    s = wc.build("ring", p, p * block)
+    s = wc.build("generic_ring_allreduce", p, p * block)
     r = wc.simulate(s, wc.ring(p), wc.NetworkModel(1e9), timeline=True)
     # Exactly the p forward links work, all the time; the p backward links idle.
     assert r.links_used == p
@@ -437,11 +437,11 @@ def test_placement_maps_ranks_to_endpoints() -> None:
 @pytest.mark.parametrize(
     "name",
     [
-        "ring",
-        "recursive_doubling",
-        "rabenseifner",
-        "binomial_reduce",
-        "binomial_broadcast",
+        "generic_ring_allreduce",
+        "generic_recursive_doubling_allreduce",
+        "generic_rabenseifner_allreduce",
+        "generic_binomial_reduce",
+        "generic_binomial_broadcast",
     ],
 )
 @pytest.mark.parametrize("p", [3, 5, 12])
@@ -494,7 +494,14 @@ def permuted(
     return wc.Schedule.from_dict(doc), new_of
 
 
-@pytest.mark.parametrize("name", ["ring", "recursive_doubling", "rabenseifner"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "generic_ring_allreduce",
+        "generic_recursive_doubling_allreduce",
+        "generic_rabenseifner_allreduce",
+    ],
+)
 def test_deterministic_and_independent_of_transfer_order(
     name: str, rng: np.random.Generator
 ) -> None:
@@ -526,7 +533,7 @@ def test_deterministic_and_independent_of_transfer_order(
 
 def test_results_export() -> None:
     pd = pytest.importorskip("pandas")
-    s = wc.build("ring", 4, 4000)
+    s = wc.build("generic_ring_allreduce", 4, 4000)
     r = wc.simulate(s, wc.ring(4), wc.NetworkModel(1e9), transfers=True, timeline=True)
     links = r.to_pandas()
     assert isinstance(links, pd.DataFrame) and len(links) == wc.ring(4).num_links
@@ -591,7 +598,7 @@ def test_bad_network_model_types() -> None:
 
 
 def test_more_ranks_than_endpoints() -> None:
-    s = wc.build("ring", 8, 800)
+    s = wc.build("generic_ring_allreduce", 8, 800)
     with pytest.raises(ValueError, match="8 ranks but topology ring\\(4\\) has only 4"):
         wc.simulate(s, wc.ring(4), wc.NetworkModel(1e9))
 
@@ -621,7 +628,7 @@ def test_bad_placements_and_arguments() -> None:
 
 
 def test_too_large_runs_are_refused_up_front() -> None:
-    s = wc.build("ring", 16, 1 << 30)
+    s = wc.build("generic_ring_allreduce", 16, 1 << 30)
     net = wc.NetworkModel(1e9, packet_bytes=64)
     assert wc.simulation_events(s, wc.ring(16), net) > 10**8
     with pytest.raises(ValueError, match="max_events"):
@@ -708,17 +715,17 @@ def test_dataflow_rejects_unknown_modes() -> None:
     ("name", "topo", "net"),
     [
         (
-            "rabenseifner",
+            "generic_rabenseifner_allreduce",
             wc.torus(3, 4),
             wc.NetworkModel(1e9, packet_bytes=512, ports=2),
         ),
         (
-            "ring",
+            "generic_ring_allreduce",
             wc.mesh(3, 4),
             wc.NetworkModel.unit_timestep(1000).replace(packet_bytes=250),
         ),
         (
-            "recursive_doubling",
+            "generic_recursive_doubling_allreduce",
             wc.line(12),
             wc.NetworkModel(
                 1e9,
@@ -761,7 +768,7 @@ def test_event_queues_agree_on_the_wafer() -> None:
 
 
 def test_trace_records_every_stage_service() -> None:
-    s = wc.build("rabenseifner", 6, 6000)
+    s = wc.build("generic_rabenseifner_allreduce", 6, 6000)
     net = wc.NetworkModel(1e9, packet_bytes=500, ports=1, port_latency_s=1e-8)
     r = wc.simulate(s, wc.mesh(2, 3), net, trace=True)
     tr = r.trace()

@@ -37,7 +37,9 @@ def test_roofline_rows_agree_with_fresh_runs(roof, tmp_path):
     cols, _ = wx.split_result(wx.get_experiment("torus_roofline").run(quick=True))
     i = cols["algorithm"].index("swing_bo")
     topo = wc.torus(8, 8, bandwidth_Bps=32e9)
-    s = wc.build("swing_bo", topology=topo, size_bytes=cols["size_bytes"][i])
+    s = wc.build(
+        "torus_swing_bo_allreduce", topology=topo, size_bytes=cols["size_bytes"][i]
+    )
     r = wc.simulate(s, topo, wc.torus.n150_network())
     assert cols["topology"][i] == "ideal_8x8"
     assert cols["sim_s"][i] == pytest.approx(r.time_s)

@@ -178,13 +178,13 @@ def test_swing_bo_has_lower_link_load_than_rd_bo_on_an_ideal_torus():
     net = wc.torus.n150_network()
     size = 64 * 1024
     peak = {}
-    for name in ("swing_bo", "rd_bo"):
+    for name in ("torus_swing_bo_allreduce", "torus_rd_bo_allreduce"):
         s = wc.build(name, topology=topo, size_bytes=size)
         r = wc.simulate(s, topo, net)
         expect = link_loads(s, topo)
         assert np.array_equal(r.link_bytes, expect)
         peak[name] = expect.max()
-    assert peak["swing_bo"] < peak["rd_bo"]
+    assert peak["torus_swing_bo_allreduce"] < peak["torus_rd_bo_allreduce"]
 
 
 def test_roofline_terms():
@@ -196,13 +196,13 @@ def test_roofline_terms():
     assert lo["total"] == pytest.approx(6 * max(comm, comp) + 3 * 18 * 9e-9)
     bo = wc.torus.thesis_time("bo", n)
     assert bo["total"] == pytest.approx(max(comm, comp) + comm + 5 * 18 * 9e-9)
-    s = wc.build("swing_lo", 64, n, dims=(8, 8))
+    s = wc.build("torus_swing_lo_allreduce", 64, n, dims=(8, 8))
     r = wc.torus.roofline(s, step_hops=[1, 2, 3, 4, 5, 6])
     assert r["t_comm"] == pytest.approx(6 * comm)
     assert r["t_comp"] == pytest.approx(6 * comp)
     assert r["t_sync"] == pytest.approx(21 * p.hop_s)
     assert r["regime"] == "transfer"
-    bo_s = wc.build("rd_bo", 64, n, dims=(8, 8))
+    bo_s = wc.build("torus_rd_bo_allreduce", 64, n, dims=(8, 8))
     rb = wc.torus.roofline(bo_s)
     assert rb["t_comm"] == pytest.approx(2 * (63 / 64) * comm)
     with pytest.raises(ValueError, match="variant"):

@@ -13,8 +13,17 @@ import pytest
 import wafercoll as wc
 from wafercoll.torus import builders, swing
 
-GRID_BUILDERS = ["swing_lo", "swing_bo", "rd_lo", "rd_bo"]
-ALL_BUILDERS = [*GRID_BUILDERS, "ring_bidir", "shared_memory"]
+GRID_BUILDERS = [
+    "torus_swing_lo_allreduce",
+    "torus_swing_bo_allreduce",
+    "torus_rd_lo_allreduce",
+    "torus_rd_bo_allreduce",
+]
+ALL_BUILDERS = [
+    *GRID_BUILDERS,
+    "torus_ring_bidir_allreduce",
+    "torus_shared_memory_allreduce",
+]
 
 
 def rho_by_sum(s):
@@ -134,7 +143,7 @@ def test_builders_on_2d_tori(name, rng):
 
 
 @pytest.mark.parametrize("fallback", ["shrink", "ring"])
-@pytest.mark.parametrize("name", ["swing_bo", "rd_bo"])
+@pytest.mark.parametrize("name", ["torus_swing_bo_allreduce", "torus_rd_bo_allreduce"])
 def test_both_fallbacks_on_every_size(name, fallback, rng):
     grids = [(1, p) for p in range(2, 34)]
     grids += [(r, c) for r in range(2, 8) for c in range(1, 8)]
@@ -157,7 +166,7 @@ EVEN_GRIDS = [(1, p) for p in range(2, 34, 2)] + [
 ]
 
 
-@pytest.mark.parametrize("name", ["swing_bo", "rd_bo"])
+@pytest.mark.parametrize("name", ["torus_swing_bo_allreduce", "torus_rd_bo_allreduce"])
 def test_bo_sends_the_minimum_for_every_even_p(name):
     for dims in EVEN_GRIDS:
         p = dims[0] * dims[1]
@@ -189,7 +198,7 @@ def test_ring_fallback_steps_and_hops(alg):
     # hops on the torus (the wrap link closes the ring).
     for dims in [(1, 6), (1, 10), (1, 12), (1, 24), (3, 4), (6, 6), (5, 6), (3, 3)]:
         p = dims[0] * dims[1]
-        s = wc.build(f"{alg}_bo", p, 8 * p, dims=dims, fallback="ring")
+        s = wc.build(f"torus_{alg}_bo_allreduce", p, 8 * p, dims=dims, fallback="ring")
         rs = sum(side_steps(alg, d) for d in dims)
         assert s.num_steps == 2 * rs, dims
         topo = wc.ring(p) if dims[0] == 1 else wc.torus(*dims)
@@ -217,7 +226,7 @@ def test_rd_bo_on_six_ranks_by_hand():
     blocks = wc.torus.send_blocks("rd", 6)
     assert blocks[0] == [[1, 3, 5], [4], [2]]
     assert blocks[3] == [[0, 2, 4], [1], [5]]
-    s = wc.build("rd_bo", 6, 600)
+    s = wc.build("torus_rd_bo_allreduce", 6, 600)
     assert s.num_steps == 2 * 3
     assert (s.stats()["bytes_sent"] == 2 * 500).all()
 
@@ -227,7 +236,7 @@ def test_non_power_of_two_shrinks():
     # into 2, 3 and wait; the 4 others run recursive doubling on 4 blocks;
     # 2 and 3 copy the result back.
     size = 4 * 100
-    s = wc.build("rd_bo", 6, size, fallback="shrink")
+    s = wc.build("torus_rd_bo_allreduce", 6, size, fallback="shrink")
     sent = s.stats()["bytes_sent"]
     assert sent.tolist() == [
         2 * 3 * 100,
@@ -237,17 +246,17 @@ def test_non_power_of_two_shrinks():
         size,
         size,
     ]
-    lo = wc.build("swing_lo", 6, size)
+    lo = wc.build("torus_swing_lo_allreduce", 6, size)
     assert lo.num_steps == 1 + 2 + 1
     # Odd p: "auto" shrinks; "ring" stays minimal.
-    auto = wc.build("swing_bo", 5, 500)
+    auto = wc.build("torus_swing_bo_allreduce", 5, 500)
     assert auto.num_steps == 1 + 2 * 2 + 1
-    ring = wc.build("swing_bo", 5, 500, fallback="ring")
+    ring = wc.build("torus_swing_bo_allreduce", 5, 500, fallback="ring")
     assert (rs_bytes(ring) == 400).all() and ring.num_steps == 2 * 4
 
 
 def test_lo_sends_the_whole_vector_every_step():
-    s = wc.build("swing_lo", 64, 1000, dims=(8, 8))
+    s = wc.build("torus_swing_lo_allreduce", 64, 1000, dims=(8, 8))
     assert s.num_steps == 6
     assert (s.stats()["bytes_sent"] == 6 * 1000).all()
 
@@ -267,7 +276,7 @@ def test_hamiltonian_ring_uses_neighbour_links():
 
 def test_ring_bidir_bytes():
     p, size = 16, 16 * 2 * 10
-    s = wc.build("ring_bidir", topology=wc.torus(4, 4), size_bytes=size)
+    s = wc.build("torus_ring_bidir_allreduce", topology=wc.torus(4, 4), size_bytes=size)
     assert (s.stats()["bytes_sent"] == 2 * (p - 1) * size // p).all()
     assert s.num_steps == 2 * (p - 1)
 
@@ -281,7 +290,7 @@ def test_ring_bidir_follows_the_ring_both_ways():
     for dims in [(1, 2), (1, 5), (2, 3), (3, 3), (4, 4), (3, 5)]:
         p = dims[0] * dims[1]
         order = wc.torus.hamiltonian_ring(dims)
-        s = wc.build("ring_bidir", p, 2 * p * 8, dims=dims)
+        s = wc.build("torus_ring_bidir_allreduce", p, 2 * p * 8, dims=dims)
         k = 0
         for phase, op in ((0, "reduce"), (1, "copy")):
             for t in range(p - 1):
@@ -298,7 +307,7 @@ def test_ring_bidir_follows_the_ring_both_ways():
 
 
 def test_shared_memory_shape():
-    s = wc.build("shared_memory", 4, 400)
+    s = wc.build("torus_shared_memory_allreduce", 4, 400)
     assert s.num_ranks == 9
     assert s.participants.tolist() == [True] * 4 + [False] * 5
     # write 400, read 3 slices of 100, write 100 (cores); the DRAM sends.
@@ -307,21 +316,23 @@ def test_shared_memory_shape():
 
 def test_build_rejects_bad_input():
     with pytest.raises(ValueError, match="does not match"):
-        wc.build("swing_bo", ranks=12, size_bytes=64, topology=wc.torus(4, 4))
+        wc.build(
+            "torus_swing_bo_allreduce", ranks=12, size_bytes=64, topology=wc.torus(4, 4)
+        )
     with pytest.raises(ValueError, match="applies to"):
-        wc.build("swing_bo", size_bytes=64, topology=wc.mesh(4, 4))
+        wc.build("torus_swing_bo_allreduce", size_bytes=64, topology=wc.mesh(4, 4))
     with pytest.raises(ValueError, match="first"):
-        wc.build("swing_lo", 8, 64, first="diagonal")
+        wc.build("torus_swing_lo_allreduce", 8, 64, first="diagonal")
     with pytest.raises(ValueError, match="ranks"):
-        wc.build("swing_lo", 1 << 20, 64)
+        wc.build("torus_swing_lo_allreduce", 1 << 20, 64)
     with pytest.raises(ValueError, match="limit"):
         builders.ring_bidir_schedule((32, 33), 64)
     with pytest.raises(ValueError, match="variant"):
         builders.allreduce_schedule("swing", "xo", 8, 64)
     with pytest.raises(ValueError, match="fallback must be"):
-        wc.build("rd_bo", 6, 64, fallback="pad")
+        wc.build("torus_rd_bo_allreduce", 6, 64, fallback="pad")
     with pytest.raises(ValueError, match="bandwidth-optimal variants only"):
-        wc.build("rd_lo", 6, 64, fallback="ring")
+        wc.build("torus_rd_lo_allreduce", 6, 64, fallback="ring")
 
 
 def test_send_mask_rejects_a_non_involution():

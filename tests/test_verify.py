@@ -15,11 +15,11 @@ import pytest
 import wafercoll as wc
 
 FIRST_BUILDERS = [
-    "ring",
-    "recursive_doubling",
-    "rabenseifner",
-    "binomial_reduce",
-    "binomial_broadcast",
+    "generic_ring_allreduce",
+    "generic_recursive_doubling_allreduce",
+    "generic_rabenseifner_allreduce",
+    "generic_binomial_reduce",
+    "generic_binomial_broadcast",
 ]
 
 
@@ -56,7 +56,7 @@ def test_builders_verify_and_execute_for_p_1_to_64(name, rng):
 
 @pytest.mark.parametrize("root", [0, 3, 6])
 def test_rooted_builders_any_root(root, rng):
-    for name in ("binomial_reduce", "binomial_broadcast"):
+    for name in ("generic_binomial_reduce", "generic_binomial_broadcast"):
         s = wc.build(name, ranks=7, size_bytes=24, root=root)
         assert s.root == root
         x = rng.standard_normal((7, 3))
@@ -70,16 +70,16 @@ def test_step_and_message_counts_match_closed_forms():
         fold = 0 if q == p else 2
         lg = int(math.log2(q))
         steps = {
-            "ring": 2 * (p - 1),
-            "recursive_doubling": lg + fold,
-            "rabenseifner": 2 * lg + fold,
-            "binomial_reduce": math.ceil(math.log2(p)) if p > 1 else 0,
-            "binomial_broadcast": math.ceil(math.log2(p)) if p > 1 else 0,
+            "generic_ring_allreduce": 2 * (p - 1),
+            "generic_recursive_doubling_allreduce": lg + fold,
+            "generic_rabenseifner_allreduce": 2 * lg + fold,
+            "generic_binomial_reduce": math.ceil(math.log2(p)) if p > 1 else 0,
+            "generic_binomial_broadcast": math.ceil(math.log2(p)) if p > 1 else 0,
         }
         for name, want in steps.items():
             s = wc.build(name, ranks=p, size_bytes=p * 64)
             assert s.num_steps == want, (name, p)
-        ring = wc.build("ring", ranks=p, size_bytes=p * 64)
+        ring = wc.build("generic_ring_allreduce", ranks=p, size_bytes=p * 64)
         # every rank sends 2(p-1) messages of size/p
         assert ring.stats()["bytes_sent"].tolist() == [2 * (p - 1) * 64] * p
 
@@ -117,7 +117,13 @@ def test_removing_any_transfer_is_caught(name, p):
 
 
 @pytest.mark.parametrize(
-    "name", ["ring", "recursive_doubling", "rabenseifner", "binomial_reduce"]
+    "name",
+    [
+        "generic_ring_allreduce",
+        "generic_recursive_doubling_allreduce",
+        "generic_rabenseifner_allreduce",
+        "generic_binomial_reduce",
+    ],
 )
 @pytest.mark.parametrize("p", [2, 3, 4, 7, 9])
 def test_appending_a_copy_of_any_reducing_transfer_is_caught(name, p):
@@ -354,13 +360,13 @@ def test_verified_random_schedules_are_order_independent(rng):
 
 
 def test_execute_arguments(rng):
-    s = wc.build("ring", ranks=4, size_bytes=64)
+    s = wc.build("generic_ring_allreduce", ranks=4, size_bytes=64)
     with pytest.raises(ValueError, match=r"shape \(ranks, elements\) = \(4, n\)"):
         wc.execute(s, np.zeros((3, 8)))
     with pytest.raises(TypeError, match="numeric"):
         wc.execute(s, np.array([["a"] * 4] * 4))
     with pytest.raises(TypeError, match="Schedule"):
-        wc.verify("ring")
+        wc.verify("generic_ring_allreduce")
     y = wc.execute(s, np.ones((4, 10), dtype=np.float32))
     assert y.dtype == np.float32 and np.all(y == 4)
     # fewer elements than blocks: some blocks are empty, sums still exact

@@ -16,17 +16,17 @@ import wafercoll as wc
 from wafercoll import wafer
 
 PATTERNS = [
-    "wafer_star",
-    "wafer_chain",
-    "wafer_tree",
-    "wafer_two_phase",
-    "wafer_autogen",
+    "wafer_star_reduce",
+    "wafer_chain_reduce",
+    "wafer_tree_reduce",
+    "wafer_two_phase_reduce",
+    "wafer_autogen_reduce",
 ]
 TREES = {
-    "wafer_star": wafer.star_tree,
-    "wafer_chain": wafer.chain_tree,
-    "wafer_tree": wafer.binary_tree,
-    "wafer_two_phase": wafer.two_phase_tree,
+    "wafer_star_reduce": wafer.star_tree,
+    "wafer_chain_reduce": wafer.chain_tree,
+    "wafer_tree_reduce": wafer.binary_tree,
+    "wafer_two_phase_reduce": wafer.two_phase_tree,
 }
 
 
@@ -51,7 +51,7 @@ def test_metrics_reproduce_the_lemmas(P: int, B: int) -> None:
     def m(name: str) -> wc.SpatialMetrics:
         return wc.metrics(wc.build(name, P, 4 * B), row)
 
-    star = m("wafer_star")
+    star = m("wafer_star_reduce")
     assert (star.energy, star.distance, star.depth, star.contention, star.links) == (
         B * P * (P - 1) // 2,
         P - 1,
@@ -59,7 +59,7 @@ def test_metrics_reproduce_the_lemmas(P: int, B: int) -> None:
         B * (P - 1),
         P - 1,
     )
-    chain = m("wafer_chain")
+    chain = m("wafer_chain_reduce")
     assert (chain.energy, chain.distance, chain.depth, chain.contention) == (
         B * (P - 1),
         P - 1,
@@ -69,7 +69,7 @@ def test_metrics_reproduce_the_lemmas(P: int, B: int) -> None:
     assert chain.cycles(2) == pytest.approx(wafer.chain_time(P, B))
     if P & (P - 1) == 0:
         lg = int(math.log2(P))
-        tree = m("wafer_tree")
+        tree = m("wafer_tree_reduce")
         assert (tree.energy, tree.distance, tree.depth, tree.contention) == (
             B * P * lg // 2,
             P - 1,
@@ -79,7 +79,7 @@ def test_metrics_reproduce_the_lemmas(P: int, B: int) -> None:
         assert tree.cycles(2) == pytest.approx(wafer.tree_lemma_time(P, B))
     r = math.isqrt(P)
     if r * r == P and P >= 4:
-        two = m("wafer_two_phase")
+        two = m("wafer_two_phase_reduce")
         assert (two.energy, two.depth, two.contention) == (
             2 * B * (P - r),
             2 * r - 2,
@@ -99,7 +99,7 @@ def test_autogen_beats_every_built_pattern(P: int) -> None:
             for name in TREES
         }
         auto = wafer.autogen(P, B)
-        built = wc.build("wafer_autogen", P, 4 * B, wavelets_per_block=w)
+        built = wc.build("wafer_autogen_reduce", P, 4 * B, wavelets_per_block=w)
         assert wc.metrics(built, row).cycles() == pytest.approx(auto.cycles, rel=1e-12)
         for name, value in fixed.items():
             assert auto.cycles <= value * (1 + 1e-12), (name, B)
@@ -143,7 +143,7 @@ def test_simulated_message_broadcast_and_chain_are_the_papers_forms(
     # Chain: a PE adds and forwards each wavelet as it arrives, so each PE
     # costs T_R + 1 + 1 + T_R; the root stores the last wavelet B - 1 cycles
     # after the first, plus one: B + (2 T_R + 2)(P - 1) (Lemma 5.2).
-    chain = wc.build("wafer_chain", P, 4 * B)
+    chain = wc.build("wafer_chain_reduce", P, 4 * B)
     expected = (P - 1) * (2 * T_R + 2) + (B - 1) + 1
     assert cycles(chain, P) == pytest.approx(expected, rel=1e-9)
     assert cycles(chain, P) == pytest.approx(wafer.chain_time(P, B), rel=1e-9)
@@ -157,7 +157,7 @@ def test_simulated_star_is_one_cycle_above_the_refined_form(P: int, B: int) -> N
     # down and one to add: (P - 1) B + 2 T_R + 2. The refined form
     # B (P - 1) + 2 T_R + 1 omits the hop of the nearest PE; at B = 1 it is
     # below the paper's own message time from the farthest PE.
-    star = wc.build("wafer_star", P, 4 * B)
+    star = wc.build("wafer_star_reduce", P, 4 * B)
     assert cycles(star, P) == pytest.approx((P - 1) * B + 2 * T_R + 2, rel=1e-9)
     assert cycles(star, P) == pytest.approx(wafer.star_time(P, B) + 1, rel=1e-9)
     if B == 1:
@@ -168,15 +168,15 @@ def test_wafer_row_and_builder_errors() -> None:
     row = wafer.wafer_row(8)
     assert row.kind == "line" and row.num_endpoints == 8
     with pytest.raises(ValueError, match="multiple of 4"):
-        wc.build("wafer_chain", 8, 10)
+        wc.build("wafer_chain_reduce", 8, 10)
     with pytest.raises(ValueError, match="applies to line"):
-        wc.build("wafer_chain", 8, 16, wc.mesh(2, 4))
+        wc.build("wafer_chain_reduce", 8, 16, wc.mesh(2, 4))
     with pytest.raises(ValueError, match="pre-order"):
         wafer.tree_schedule([-1, 0, 0, 1], 16)
     with pytest.raises(ValueError, match="must be in"):
         wafer.tree_schedule([-1, 2, 0], 16)
     with pytest.raises(ValueError, match="wavelets_per_block must be >= 1"):
-        wc.build("wafer_chain", 8, 16, wavelets_per_block=0)
+        wc.build("wafer_chain_reduce", 8, 16, wavelets_per_block=0)
 
 
 @pytest.mark.parametrize("P", [3, 5, 16, 33])

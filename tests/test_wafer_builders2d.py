@@ -38,7 +38,7 @@ def test_reduce_then_broadcast_verifies_and_executes(
         for root in roots(P):
             for B, w in ((1, None), (5, None), (5, 2)):
                 s = wc.build(
-                    f"wafer_{pattern}_bcast",
+                    f"wafer_{pattern}_allreduce",
                     P,
                     4 * B,
                     wafer.wafer_row(P),
@@ -59,8 +59,8 @@ def test_root_zero_reduces_with_the_1d_pattern_then_multicasts(
 ) -> None:
     B = 6
     for w in (None, 2):
-        ar = wc.build(f"wafer_{pattern}_bcast", P, 4 * B, wavelets_per_block=w)
-        red = wc.build(f"wafer_{pattern}", P, 4 * B, wavelets_per_block=w)
+        ar = wc.build(f"wafer_{pattern}_allreduce", P, 4 * B, wavelets_per_block=w)
+        red = wc.build(f"wafer_{pattern}_reduce", P, 4 * B, wavelets_per_block=w)
         n = red.num_transfers
         assert ar.to_dict()["transfers"][:n] == red.to_dict()["transfers"]
         into_root = [t for t in range(n) if red.transfer(t)["dst"] == [0]]
@@ -98,7 +98,9 @@ def test_rooted_tree_is_the_pattern_on_each_side(pattern: str, P: int) -> None:
 def test_ring_verifies_and_executes(mapping: str, rng: np.random.Generator) -> None:
     for P in SIZES_1D:
         for B in sorted({1, 3, P, 2 * P + 1, 40}):
-            s = wc.build("wafer_ring", P, 4 * B, wafer.wafer_row(P), mapping=mapping)
+            s = wc.build(
+                "wafer_ring_allreduce", P, 4 * B, wafer.wafer_row(P), mapping=mapping
+            )
             assert s.num_transfers == 2 * P * (P - 1)
             # P blocks of floor(B / P) or ceil(B / P) wavelets: when P does not
             # divide B they differ by one wavelet (and are empty when B < P).
@@ -129,8 +131,10 @@ def test_ring_mapping_a_is_the_generic_ring(P: int) -> None:
     # With P dividing B the blocks are those of the generic builder; the
     # transfers and dependencies are the same.
     B = 3 * P
-    ours = wc.build("wafer_ring", P, 4 * B, mapping="a").to_dict()["transfers"]
-    generic = wc.build("ring", P, 4 * B).to_dict()["transfers"]
+    ours = wc.build("wafer_ring_allreduce", P, 4 * B, mapping="a").to_dict()[
+        "transfers"
+    ]
+    generic = wc.build("generic_ring_allreduce", P, 4 * B).to_dict()["transfers"]
     for t in (*ours, *generic):
         t["deps"] = sorted(t["deps"])
     assert ours == generic
@@ -273,9 +277,9 @@ def test_simulated_reduce_then_broadcast_overlaps_the_two(
     # one-wavelet broadcast, less the cycle in which the root adds (it
     # forwards the wavelet in the same instruction).
     row = wafer.wafer_row(P)
-    red = cycles(wc.build(f"wafer_{pattern}", P, 4 * B), row)
+    red = cycles(wc.build(f"wafer_{pattern}_reduce", P, 4 * B), row)
     for root in roots(P):
-        ar = cycles(wc.build(f"wafer_{pattern}_bcast", P, 4 * B, root=root), row)
+        ar = cycles(wc.build(f"wafer_{pattern}_allreduce", P, 4 * B, root=root), row)
         if root == 0:
             assert red <= ar <= red + wafer.broadcast_time(P, B, T_R) + 1e-9
             if B == 1:
@@ -300,8 +304,8 @@ def test_one_transfer_per_stream_simulates_like_one_per_wavelet(
     grid = wafer.wafer_grid(M, N)
     row = wafer.wafer_row(M * N)
     for name, topo, opts in (
-        ("wafer_chain_bcast", row, {"root": M * N // 2}),
-        ("wafer_two_phase_bcast", row, {"root": 1}),
+        ("wafer_chain_allreduce", row, {"root": M * N // 2}),
+        ("wafer_two_phase_allreduce", row, {"root": 1}),
         ("wafer_xy_reduce", grid, {"pattern": "tree"}),
         ("wafer_2d_allreduce", grid, {"pattern": "two_phase"}),
         ("wafer_2d_allreduce", grid, {"pattern": "snake"}),
@@ -318,10 +322,10 @@ def test_one_transfer_per_stream_simulates_like_one_per_wavelet(
 def test_registry_entries() -> None:
     info = {a.name: a for a in wc.algorithms()}
     for pattern in PATTERNS:
-        a = info[f"wafer_{pattern}_bcast"]
+        a = info[f"wafer_{pattern}_allreduce"]
         assert (a.collective, a.families) == ("allreduce", ("line",))
         assert "Section 6.1" in a.source
-    assert info["wafer_ring"].parameters == {"mapping": "a"}
+    assert info["wafer_ring_allreduce"].parameters == {"mapping": "a"}
     expected = {
         "wafer_2d_broadcast": "broadcast",
         "wafer_xy_reduce": "reduce",
@@ -340,13 +344,13 @@ def test_registry_entries() -> None:
 def test_bad_input_names_the_parameter() -> None:
     grid = wafer.wafer_grid(2, 3)
     with pytest.raises(ValueError, match="multiple of 4"):
-        wc.build("wafer_chain_bcast", 4, 10)
+        wc.build("wafer_chain_allreduce", 4, 10)
     with pytest.raises(ValueError, match="multiple of 4"):
-        wc.build("wafer_ring", 4, 6)
+        wc.build("wafer_ring_allreduce", 4, 6)
     with pytest.raises(ValueError, match="root must be <= 3"):
-        wc.build("wafer_chain_bcast", 4, 16, root=4)
+        wc.build("wafer_chain_allreduce", 4, 16, root=4)
     with pytest.raises(ValueError, match="mapping must be 'a' or 'b'"):
-        wc.build("wafer_ring", 4, 16, mapping="c")
+        wc.build("wafer_ring_allreduce", 4, 16, mapping="c")
     with pytest.raises(ValueError, match="pattern must be one of"):
         wc.build("wafer_xy_reduce", size_bytes=16, topology=grid, pattern="snake")
     with pytest.raises(ValueError, match="pattern must be one of"):
@@ -360,6 +364,6 @@ def test_bad_input_names_the_parameter() -> None:
     with pytest.raises(ValueError, match="applies to mesh"):
         wc.build("wafer_xy_reduce", size_bytes=16, topology=wafer.wafer_row(6))
     with pytest.raises(ValueError, match="applies to line"):
-        wc.build("wafer_ring", size_bytes=16, topology=grid)
+        wc.build("wafer_ring_allreduce", size_bytes=16, topology=grid)
     with pytest.raises(ValueError, match="M must be >= 1"):
         wafer.wafer_grid(0, 3)

@@ -169,13 +169,19 @@ def test_simulated_cells_recomputed(fig11, fig13):
             s = wc.Schedule(P, [4 * B], "broadcast", root=0)
             s.add_transfer(0, list(range(1, P)), 0)
         elif cols["panel"][i] == "reduce":
-            s = wc.build(f"wafer_{alg}", P, 4 * B)
+            s = wc.build(f"wafer_{alg}_reduce", P, 4 * B)
         elif alg == "ring":
             s = wc.build(
-                "wafer_ring", P, 4 * B, topology=row, mapping=cols["mapping"][i]
+                "wafer_ring_allreduce",
+                P,
+                4 * B,
+                topology=row,
+                mapping=cols["mapping"][i],
             )
         else:
-            s = wc.build(f"wafer_{alg.replace('+', '_')}", P, 4 * B, topology=row)
+            s = wc.build(
+                f"wafer_{alg.replace('+bcast', '_allreduce')}", P, 4 * B, topology=row
+            )
         assert cols["sim"][i] == pytest.approx(wc.simulate(s, row, net).cycles)
     cols, _ = fig13
     done = np.flatnonzero(~np.isnan(cols["sim"].astype(float)))
@@ -191,7 +197,7 @@ def test_metrics_of_a_reduce_give_its_model(fig11):
     for alg in ("chain", "tree"):
         i = np.flatnonzero((cols["algorithm"] == alg) & (cols["B"] == 64))[0]
         P = int(cols["P"][i])
-        m = wc.metrics(wc.build(f"wafer_{alg}", P, 4 * 64), wafer.wafer_row(P))
+        m = wc.metrics(wc.build(f"wafer_{alg}_reduce", P, 4 * 64), wafer.wafer_row(P))
         assert m.cycles(T_R) == pytest.approx(cols["model"][i])
 
 

@@ -38,7 +38,7 @@ def test_cells_recomputed_through_the_api(quick) -> None:
     for i in range(0, len(cols["algorithm"]), 5):
         name, P, B = cols["algorithm"][i], int(cols["P"][i]), int(cols["B"][i])
         if name in simx.PATTERNS:
-            s = wc.build(f"wafer_{name}", P, 4 * B)
+            s = wc.build(f"wafer_{name}_reduce", P, 4 * B)
             assert cols["closed"][i] == pytest.approx(wafer.reduce_time(name, P, B))
             m = wc.metrics(s, wafer.wafer_row(P)).cycles(simx.T_R)
             assert cols["eq1"][i] == pytest.approx(m)

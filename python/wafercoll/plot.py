@@ -20,7 +20,7 @@ Examples
 --------
 >>> import wafercoll as wc
 >>> from wafercoll import plot
->>> s = wc.build("ring", 4, 4096)
+>>> s = wc.build("generic_ring_allreduce", 4, 4096)
 >>> r = wc.simulate(s, wc.ring(4), wc.NetworkModel(1e9), transfers=True)
 >>> ax = plot.plot_timeline(r)  # doctest: +SKIP
 """

@@ -62,7 +62,8 @@ Closed forms that follow (``h`` hops, bandwidth ``bw``, latency ``lat``,
   ``alpha + h (lat + M / bw) + (S - M) / bw`` when ``M`` divides ``S``.
 
 Unidirectional ring allreduce of ``S`` bytes on a ring of ``p`` endpoints
-(``wc.build("ring", p, S)`` on ``wc.ring(p)``, neighbour links, no ports,
+(``wc.build("generic_ring_allreduce", p, S)`` on ``wc.ring(p)``, neighbour links,
+no ports,
 ``B = S / p`` bytes per step, cut into ``n`` packets of ``m = B / n``):
 
 * ``gamma = 0``, cut-through: ``2 (p - 1) (alpha + lat + B / bw)``.
@@ -654,7 +655,7 @@ def simulate(
     endpoints: ``2 (p - 1)`` steps, each moving ``S / p`` bytes one hop.
 
     >>> import wafercoll as wc
-    >>> s = wc.build("ring", 4, 4_000_000)
+    >>> s = wc.build("generic_ring_allreduce", 4, 4_000_000)
     >>> net = wc.NetworkModel(1e9, hop_latency_s=1e-6, alpha_s=2e-6)
     >>> r = wc.simulate(s, wc.ring(4), net)
     >>> round(r.time_s * 1e6, 6)  # 6 * (2 + 1 + 1000) microseconds

@@ -14,7 +14,12 @@ P = COMM.Get_size()
 RANK = COMM.Get_rank()
 pytestmark = pytest.mark.skipif(P != 8, reason="run under mpirun -n 8")
 
-NAMES = ("rd_allreduce", "smp_allreduce", "nap_allreduce", "locality_dissemination")
+NAMES = (
+    "cluster_rd_allreduce",
+    "cluster_smp_allreduce",
+    "cluster_nap_allreduce",
+    "cluster_dissemination_allreduce",
+)
 
 
 @pytest.mark.parametrize("ppn", [2, 4])
@@ -39,37 +44,37 @@ def test_generic_schedules_with_many_blocks(name: str) -> None:
 
 
 def test_a_rooted_schedule_matches_the_numpy_executor() -> None:
-    s = wc.build("binomial_broadcast", P, 64, root=3)
+    s = wc.build("generic_binomial_broadcast", P, 64, root=3)
     x = np.full(8, float(RANK))
     got = MPIExecutor(s, 8, COMM).run(x)
     np.testing.assert_array_equal(got, np.full(8, 3.0))
 
 
 def test_wrong_communicator_size_fails_on_every_rank() -> None:
-    s = wc.build("nap_allreduce", 4, 8, ppn=2)
+    s = wc.build("cluster_nap_allreduce", 4, 8, ppn=2)
     with pytest.raises(ValueError, match="communicator has 8 processes but the sch"):
         MPIExecutor(s, 1, COMM)
 
 
 def test_mismatched_schedules_fail_on_every_rank() -> None:
     elements = 2 if RANK == 5 else 1
-    s = wc.build("smp_allreduce", P, 8, ppn=4)
+    s = wc.build("cluster_smp_allreduce", P, 8, ppn=4)
     with pytest.raises(ValueError, match="rank 5 differs from rank 0"):
         MPIExecutor(s, elements, COMM)
 
 
 def test_bad_builder_input_fails_on_every_rank() -> None:
     with pytest.raises(ValueError, match="ppn = 3 must divide"):
-        wc.build("nap_allreduce", P, 8, ppn=3)
+        wc.build("cluster_nap_allreduce", P, 8, ppn=3)
     with pytest.raises(ValueError, match="exceeds ppn = 2"):
-        wc.build("nap_allreduce", P, 8, ppn=2, steps=[4])
+        wc.build("cluster_nap_allreduce", P, 8, ppn=2, steps=[4])
 
 
 def test_a_missing_partner_times_out_on_every_rank() -> None:
     # Rank 0 never runs the schedule: its partners wait and time out. A
     # private communicator keeps the unmatched messages away from the others.
     comm = COMM.Dup()
-    ex = MPIExecutor(wc.build("rd_allreduce", P, 8), 1, comm, timeout_s=0.5)
+    ex = MPIExecutor(wc.build("cluster_rd_allreduce", P, 8), 1, comm, timeout_s=0.5)
     if RANK == 0:
         with pytest.raises(TimeoutError, match="round 0"):
             ex._wait([comm.Irecv(np.empty(1), source=1, tag=99)], 0)
@@ -77,7 +82,9 @@ def test_a_missing_partner_times_out_on_every_rank() -> None:
         with pytest.raises(TimeoutError, match="did not complete within 0.5 s"):
             ex.run(np.ones(1))
     COMM.Barrier()
-    assert MPIExecutor(wc.build("rd_allreduce", P, 8), 1, COMM).check(np.ones(1))
+    assert MPIExecutor(wc.build("cluster_rd_allreduce", P, 8), 1, COMM).check(
+        np.ones(1)
+    )
 
 
 def test_layout_detection_is_consistent() -> None:
@@ -96,7 +103,7 @@ def test_bench_command_writes_a_table_and_csv(tmp_path_factory) -> None:
         [
             "bench",
             "--algorithm",
-            "nap_allreduce",
+            "cluster_nap_allreduce",
             "--ppn",
             "4",
             "--sizes",
@@ -112,4 +119,4 @@ def test_bench_command_writes_a_table_and_csv(tmp_path_factory) -> None:
         lines = path.read_text().splitlines()
         assert lines[0].startswith("algorithm,ranks,ppn,size_bytes,correct")
         assert len(lines) == 3
-    assert main(["bench", "--algorithm", "nap_allreduce", "--ppn", "3"]) == 1
+    assert main(["bench", "--algorithm", "cluster_nap_allreduce", "--ppn", "3"]) == 1

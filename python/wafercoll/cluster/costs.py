@@ -40,7 +40,8 @@ ALGORITHMS = ("rd", "smp", "nap", "dissemination")
 
 
 def _check(algorithm: str, nodes: int, ppn: int) -> tuple[str, int, int]:
-    name = str(algorithm).removesuffix("_allreduce")
+    # short names, registry names (cluster_nap_allreduce) and old names
+    name = str(algorithm).removesuffix("_allreduce").removeprefix("cluster_")
     if name == "locality_dissemination":
         name = "dissemination"
     if name not in ALGORITHMS:

@@ -40,6 +40,14 @@ ALGORITHMS = (
     "binomial_reduce",
     "binomial_broadcast",
 )
+#: The registry name of each short name above.
+REGISTRY_NAMES = {
+    "ring": "generic_ring_allreduce",
+    "recursive_doubling": "generic_recursive_doubling_allreduce",
+    "rabenseifner": "generic_rabenseifner_allreduce",
+    "binomial_reduce": "generic_binomial_reduce",
+    "binomial_broadcast": "generic_binomial_broadcast",
+}
 SIZE_BYTES = 1 << 20
 MAX_RANKS = 64
 MAX_RANKS_QUICK = 16
@@ -171,7 +179,7 @@ def run_counts(
     for name in ALGORITHMS:
         step_misses, volume_misses, max_slack = [], [], 0.0
         for p in range(1, top + 1):
-            sched = wc.build(name, ranks=p, size_bytes=SIZE_BYTES)
+            sched = wc.build(REGISTRY_NAMES[name], ranks=p, size_bytes=SIZE_BYTES)
             report = wc.verify(sched)
             sent = sched.stats()["bytes_sent"]
             ours = {

@@ -40,26 +40,26 @@ __all__ = [
 MIB = 1 << 20
 KIB = 1 << 10
 LABELS = {
-    "mesh_ring": "Ring",
-    "mesh_ring_bi": "RingBiEven",
-    "mesh_ring_bi_odd": "RingBiOdd",
-    "mesh_ring_2d": "Ring-2D",
-    "mesh_dbtree": "DBTree",
-    "mesh_multitree": "MultiTree",
-    "mesh_tto": "TTO",
+    "mesh_ring_allreduce": "Ring",
+    "mesh_ring_bi_allreduce": "RingBiEven",
+    "mesh_ring_bi_odd_allreduce": "RingBiOdd",
+    "mesh_ring_2d_allreduce": "Ring-2D",
+    "mesh_dbtree_allreduce": "DBTree",
+    "mesh_multitree_allreduce": "MultiTree",
+    "mesh_tto_allreduce": "TTO",
 }
 
 
 def algorithms_for(rows: int, cols: int) -> list[str]:
     """The algorithms the paper runs on a mesh (RingBiEven or RingBiOdd)."""
-    bi = "mesh_ring_bi_odd" if (rows * cols) % 2 else "mesh_ring_bi"
+    bi = "mesh_ring_bi_odd_allreduce" if (rows * cols) % 2 else "mesh_ring_bi_allreduce"
     return [
-        "mesh_ring",
+        "mesh_ring_allreduce",
         bi,
-        "mesh_ring_2d",
-        "mesh_dbtree",
-        "mesh_multitree",
-        "mesh_tto",
+        "mesh_ring_2d_allreduce",
+        "mesh_dbtree_allreduce",
+        "mesh_multitree_allreduce",
+        "mesh_tto_allreduce",
     ]
 
 
@@ -91,7 +91,7 @@ def run_table1(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
         N = m * n
         pieces = 2 * N * (N - 1)  # every algorithm's blocks divide it
         for name in algorithms_for(m, n):
-            kw = {"chunk_bytes": 24} if name == "mesh_tto" else {}
+            kw = {"chunk_bytes": 24} if name == "mesh_tto_allreduce" else {}
             top = mesh(m, n)
             s = build(name, topology=top, size_bytes=pieces, **kw)
             unit = simulate(s, top, UNIT_TIMESTEP)
@@ -257,7 +257,7 @@ def run_fig9(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
             cols["algorithm"].append(LABELS[name])
             cols["size_bytes"].append(size)
             cols["time_s"].append(r.time_s)
-            if name == "mesh_ring" and n in (3, 4):
+            if name == "mesh_ring_allreduce" and n in (3, 4):
                 base["odd" if n % 2 else "even"] = r.time_s
     for i, n in enumerate(cols["n"]):
         cols["relative"].append(cols["time_s"][i] / base["odd" if n % 2 else "even"])
@@ -353,7 +353,7 @@ def run_fig14(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
     chunks = [12 * KIB * 2**k for k in range(6 if quick else 10)]
     cols: dict[str, list[Any]] = {k: [] for k in ("chunk_bytes", "time_s", "GBps")}
     for c in chunks:
-        r = simulate_allreduce("mesh_tto", m, n, size, chunk_bytes=c)
+        r = simulate_allreduce("mesh_tto_allreduce", m, n, size, chunk_bytes=c)
         cols["chunk_bytes"].append(c)
         cols["time_s"].append(r.time_s)
         cols["GBps"].append(size / r.time_s / 1e9)

@@ -31,7 +31,11 @@ __all__ = ["run_scale", "run_size", "simulation_setup"]
 
 PPN = 16
 ALGOS = ("rd", "smp", "nap")
-_BUILDERS = {"rd": "rd_allreduce", "smp": "smp_allreduce", "nap": "nap_allreduce"}
+_BUILDERS = {
+    "rd": "cluster_rd_allreduce",
+    "smp": "cluster_smp_allreduce",
+    "nap": "cluster_nap_allreduce",
+}
 
 
 def simulation_setup(

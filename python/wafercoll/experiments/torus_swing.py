@@ -174,7 +174,7 @@ def run_roofline(
                 continue
             for kib in sizes:
                 n = kib * KIB
-                s = build(alg, topology=topo, size_bytes=n)
+                s = build(f"torus_{alg}_allreduce", topology=topo, size_bytes=n)
                 base = alg.split("_")[0]
                 rf = roofline(
                     s,

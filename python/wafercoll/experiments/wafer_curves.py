@@ -122,16 +122,22 @@ def _cases_1d(P: int, B: int) -> list[Case]:
     out: list[Case] = [("broadcast", "broadcast", "", bcast, lambda: _bcast(P, B))]
     for p in PATTERNS:
         t = wafer.reduce_time(p, P, B, T_R)
-        out.append(("reduce", p, "", t, mk(f"wafer_{p}")))
+        out.append(("reduce", p, "", t, mk(f"wafer_{p}_reduce")))
     for p in PATTERNS:
         t = wafer.allreduce_time(f"{p}+bcast", P, B, T_R)
         out.append(
-            ("allreduce", f"{p}+bcast", "", t, mk(f"wafer_{p}_bcast", topology=row))
+            ("allreduce", f"{p}+bcast", "", t, mk(f"wafer_{p}_allreduce", topology=row))
         )
     t = wafer.ring_time(P, B, T_R)
     for m in ("a", "b"):
         out.append(
-            ("allreduce", "ring", m, t, mk("wafer_ring", topology=row, mapping=m))
+            (
+                "allreduce",
+                "ring",
+                m,
+                t,
+                mk("wafer_ring_allreduce", topology=row, mapping=m),
+            )
         )
     return out
 

@@ -64,7 +64,7 @@ def _cases(P: int, B: int) -> list[tuple[str, Any, float]]:
         out.append(
             (
                 name,
-                lambda name=name: build(f"wafer_{name}", P, 4 * B),
+                lambda name=name: build(f"wafer_{name}_reduce", P, 4 * B),
                 wafer.reduce_time(name, P, B, T_R),
             )
         )

@@ -17,8 +17,8 @@ Calling the module builds a mesh topology: ``wc.mesh(rows, cols)`` is
 Examples
 --------
 >>> import wafercoll as wc
->>> s = wc.build("mesh_tto", topology=wc.mesh(3, 3), size_bytes=45, chunk_bytes=9,
-...              phase="reduce_scatter")
+>>> s = wc.build("mesh_tto_reduce_scatter", topology=wc.mesh(3, 3), size_bytes=45,
+...              chunk_bytes=9)
 >>> wc.simulate(s, wc.mesh(3, 3), wc.mesh.UNIT_TIMESTEP).cycles  # Fig. 7: 24
 24.0
 """

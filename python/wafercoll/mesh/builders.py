@@ -43,6 +43,7 @@ holds input and receives the result.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -59,13 +60,13 @@ __all__ = ["MESH_ALGORITHMS", "mesh_shape", "split_bytes"]
 
 #: Registered names of the mesh AllReduce builders.
 MESH_ALGORITHMS = (
-    "mesh_ring",
-    "mesh_ring_bi",
-    "mesh_ring_bi_odd",
-    "mesh_ring_2d",
-    "mesh_dbtree",
-    "mesh_multitree",
-    "mesh_tto",
+    "mesh_ring_allreduce",
+    "mesh_ring_bi_allreduce",
+    "mesh_ring_bi_odd_allreduce",
+    "mesh_ring_2d_allreduce",
+    "mesh_dbtree_allreduce",
+    "mesh_multitree_allreduce",
+    "mesh_tto_allreduce",
 )
 _MAX_CHUNKS = 1 << 21
 _MAX_SIZE = 1 << 40
@@ -199,8 +200,8 @@ def _finish(
 def _ring(
     p: int, size: int, *, topology: Any = None, phase: str = "allreduce"
 ) -> Schedule:
-    m, n = mesh_shape("mesh_ring", p, topology)
-    ph = _phase("mesh_ring", phase)
+    m, n = mesh_shape("mesh_ring_allreduce", p, topology)
+    ph = _phase("mesh_ring_allreduce", phase)
     order = _ring_order(m, n)
     sizes = split_bytes(size, p)
     prog = _emit.Program()
@@ -213,17 +214,18 @@ def _ring(
 def _ring_bi(
     p: int, size: int, *, topology: Any = None, phase: str = "allreduce"
 ) -> Schedule:
-    m, n = mesh_shape("mesh_ring_bi", p, topology)
-    ph = _phase("mesh_ring_bi", phase)
+    m, n = mesh_shape("mesh_ring_bi_allreduce", p, topology)
+    ph = _phase("mesh_ring_bi_allreduce", phase)
     if m < 2 or n < 2:
         raise ValueError(
             f"mesh_ring_bi needs a Hamiltonian cycle, which a {m}x{n} line lacks; "
-            "use mesh_ring (or mesh_tto, two trees from the ends)"
+            "use mesh_ring_allreduce (or mesh_tto_allreduce, two trees from the ends)"
         )
     if (m * n) % 2:
         raise ValueError(
             f"mesh_ring_bi needs a Hamiltonian cycle, which the odd-sized {m}x{n} "
-            "mesh lacks; use mesh_ring_bi_odd (RingBiOdd) or mesh_ring"
+            "mesh lacks; use mesh_ring_bi_odd_allreduce (RingBiOdd) or "
+            "mesh_ring_allreduce"
         )
     cyc = hamiltonian_cycle(m, n)
     sizes = split_bytes(size, 2 * p)
@@ -244,14 +246,14 @@ def _ring_bi_odd(
     exclude: Any = "corner",
     phase: str = "allreduce",
 ) -> Schedule:
-    m, n = mesh_shape("mesh_ring_bi_odd", p, topology)
-    ph = _phase("mesh_ring_bi_odd", phase)
+    m, n = mesh_shape("mesh_ring_bi_odd_allreduce", p, topology)
+    ph = _phase("mesh_ring_bi_odd_allreduce", phase)
     if m < 3 or n < 3 or (m * n) % 2 == 0:
         raise ValueError(
             f"mesh_ring_bi_odd is for odd-sized meshes (both sides odd, >= 3); the "
             f"{m}x{n} mesh "
             + (
-                "has a Hamiltonian cycle: use mesh_ring_bi"
+                "has a Hamiltonian cycle: use mesh_ring_bi_allreduce"
                 if m >= 2 and n >= 2 and (m * n) % 2 == 0
                 else "is a line: use mesh_ring"
             )
@@ -317,7 +319,7 @@ def _ring_bi_odd(
 
 
 def _ring_2d(p: int, size: int, *, topology: Any = None) -> Schedule:
-    m, n = mesh_shape("mesh_ring_2d", p, topology)
+    m, n = mesh_shape("mesh_ring_2d_allreduce", p, topology)
     N = m * n
     sizes = split_bytes(size, 2 * N)
     src: list[int] = []
@@ -460,9 +462,9 @@ def _tto(
     chunk_bytes: Any = None,
     phase: str = "allreduce",
 ) -> Schedule:
-    m, n = mesh_shape("mesh_tto", p, topology)
-    ph = _phase("mesh_tto", phase)
-    C = _chunks("mesh_tto", size, chunk_bytes, TTO_CHUNK_BYTES)
+    m, n = mesh_shape("mesh_tto_allreduce", p, topology)
+    ph = _phase("mesh_tto_allreduce", phase)
+    C = _chunks("mesh_tto_allreduce", size, chunk_bytes, TTO_CHUNK_BYTES)
     trees = tto_trees(m, n)
     part = None
     if trees.excluded is not None:
@@ -487,13 +489,13 @@ def _dbtree(
     chunk_bytes: Any = None,
     phase: str = "allreduce",
 ) -> Schedule:
-    m, n = mesh_shape("mesh_dbtree", p, topology)
-    ph = _phase("mesh_dbtree", phase)
+    m, n = mesh_shape("mesh_dbtree_allreduce", p, topology)
+    ph = _phase("mesh_dbtree_allreduce", phase)
     t0, t1 = double_binary_tree(p)
     if chunk_bytes is None:  # N flows, half on each tree (recovered details 2.6)
         C = min(-(-p // 2), max(size // 2, 1))
     else:
-        C = _chunks("mesh_dbtree", -(-size // 2), chunk_bytes, None)
+        C = _chunks("mesh_dbtree_allreduce", -(-size // 2), chunk_bytes, None)
     roots = [int(np.flatnonzero(t < 0)[0]) for t in (t0, t1)]
     return _tree_schedule(
         f"mesh_dbtree({m}x{n}, {size} B, {C} chunks per tree)",
@@ -518,11 +520,11 @@ def _multitree(
     sync: str = "dataflow",
     phase: str = "allreduce",
 ) -> Schedule:
-    m, n = mesh_shape("mesh_multitree", p, topology)
-    ph = _phase("mesh_multitree", phase)
+    m, n = mesh_shape("mesh_multitree_allreduce", p, topology)
+    ph = _phase("mesh_multitree_allreduce", phase)
     if sync not in ("dataflow", "step"):
         raise ValueError(f"sync must be 'dataflow' or 'step', got {sync!r}")
-    C = _chunks("mesh_multitree", size, chunk_bytes, None)
+    C = _chunks("mesh_multitree_allreduce", size, chunk_bytes, None)
     mt = multitree(m, n, sort=sort, rule=rule)
     T = mt.steps
     sizes = split_bytes(size, C * p)
@@ -648,15 +650,20 @@ for _name, _fn, _summary, _params, _where in (
         "Section V, Algorithm 2",
     ),
 ):
-    register(
-        AlgorithmInfo(
-            _name,
-            "allreduce",
-            ("mesh",),
-            f"{_SRC}, {_where}",
-            _summary,
-            _fn,
-            _params,
-            max_ranks=1 << 16,
+    # One registration per collective: the allreduce, and for the algorithms
+    # with separate phases their reduce-scatter and allgather on their own.
+    _phased = "phase" in _params
+    _opts = {k: v for k, v in _params.items() if k != "phase"}
+    for _coll in _PHASES if _phased else ("allreduce",):
+        register(
+            AlgorithmInfo(
+                f"{_name}_{_coll}",
+                _coll,
+                ("mesh",),
+                f"{_SRC}, {_where}",
+                _summary if _coll == "allreduce" else f"{_coll} phase: {_summary}",
+                functools.partial(_fn, phase=_coll) if _phased else _fn,
+                _opts,
+                max_ranks=1 << 16,
+            )
         )
-    )

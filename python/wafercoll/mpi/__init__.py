@@ -4,7 +4,7 @@ r"""Run schedules on a real MPI communicator (optional extra ``wafercoll[mpi]``)
 buffers, checks it against ``MPI_Allreduce`` and times it next to it.
 ``python -m wafercoll.mpi bench`` is the command-line benchmark::
 
-    mpirun -n 8 python -m wafercoll.mpi bench --algorithm nap_allreduce \\
+    mpirun -n 8 python -m wafercoll.mpi bench --algorithm cluster_nap_allreduce \\
         --ppn 4 --sizes 8,1024,65536
 
 mpi4py is imported only when an executor is created, so ``import wafercoll``

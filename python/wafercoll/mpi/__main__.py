@@ -53,7 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="time a schedule next to MPI_Allreduce")
     b.add_argument(
         "--algorithm",
-        default="nap_allreduce",
+        default="cluster_nap_allreduce",
         help="a registered allreduce builder (wafercoll list)",
     )
     b.add_argument(

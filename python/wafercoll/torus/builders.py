@@ -53,7 +53,7 @@ waits for the previous step's transfers of both its ranks.
 Examples
 --------
 >>> import numpy as np, wafercoll as wc
->>> s = wc.build("swing_bo", topology=wc.torus(4, 4), size_bytes=16 * 8)
+>>> s = wc.build("torus_swing_bo_allreduce", topology=wc.torus(4, 4), size_bytes=16 * 8)
 >>> x = np.arange(16 * 16).reshape(16, 16)
 >>> bool((wc.execute(s, x) == x.sum(axis=0)).all())
 True
@@ -558,7 +558,7 @@ for _alg, _var, _src, _summary in (
 ):
     register(
         AlgorithmInfo(
-            f"{_alg}_{_var}",
+            f"torus_{_alg}_{_var}_allreduce",
             "allreduce",
             _FAMILIES,
             _src,
@@ -570,7 +570,7 @@ for _alg, _var, _src, _summary in (
     )
 register(
     AlgorithmInfo(
-        "shared_memory",
+        "torus_shared_memory_allreduce",
         "allreduce",
         (*_FAMILIES, "torus_dram"),
         _THESIS + ", Sections 2.3.3.1 and 5.2.2",
@@ -582,7 +582,7 @@ register(
 )
 register(
     AlgorithmInfo(
-        "ring_bidir",
+        "torus_ring_bidir_allreduce",
         "allreduce",
         _FAMILIES,
         _THESIS + ", Section 7.3 (future work); Patarasuk and Yuan 2009",

@@ -14,7 +14,7 @@ contention (also independent of the block size).
 Examples
 --------
 >>> import wafercoll as wc
->>> s = wc.build("wafer_chain", 8, 4 * 16)      # 8 PEs, 16 wavelets
+>>> s = wc.build("wafer_chain_reduce", 8, 4 * 16)      # 8 PEs, 16 wavelets
 >>> m = wc.metrics(s, wc.wafer.wafer_row(8))
 >>> (m.depth, m.contention, m.cycles(T_R=2)) == (7, 16, wc.wafer.chain_time(8, 16))
 True
@@ -186,7 +186,7 @@ for _name, _tree, _sec, _summary in (
 ):
     register(
         AlgorithmInfo(
-            _name,
+            f"{_name}_reduce",
             "reduce",
             ("line",),
             f"{_SOURCE}, Section {_sec}",
@@ -198,7 +198,7 @@ for _name, _tree, _sec, _summary in (
     )
 register(
     AlgorithmInfo(
-        "wafer_autogen",
+        "wafer_autogen_reduce",
         "reduce",
         ("line",),
         f"{_SOURCE}, Section 5.5",

@@ -612,7 +612,7 @@ for _pat in REDUCE_ALGORITHMS:
         _opts["T_R"] = T_R_DEFAULT
     register(
         AlgorithmInfo(
-            f"wafer_{_pat}_bcast",
+            f"wafer_{_pat}_allreduce",
             "allreduce",
             ("line",),
             f"{_SOURCE}, Section 6.1 (Reduce: Section 5, Broadcast: Section 4.2)",
@@ -625,7 +625,7 @@ for _pat in REDUCE_ALGORITHMS:
     )
 register(
     AlgorithmInfo(
-        "wafer_ring",
+        "wafer_ring_allreduce",
         "allreduce",
         ("line",),
         f"{_SOURCE}, Section 6.2 (Figure 7, Lemma 6.1)",
