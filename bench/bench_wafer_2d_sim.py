@@ -7,7 +7,7 @@ Run from the repository root after installing wafercoll::
 
 For each N, ``wafer_xy_reduce`` (pattern ``chain``) on ``wafer_grid(N, N)``
 with B = 256 wavelets is built outside the timing, and ``wc.simulate`` with
-``NetworkModel.wafer()`` is timed: every row streams its chain to column 0,
+``wafer.wse2_network()`` is timed: every row streams its chain to column 0,
 then column 0 chains to (0, 0), one event per wavelet per stage. The
 headline is N = 512 (262,144 PEs), target < 30 s (issue 5).
 
@@ -49,7 +49,7 @@ def run(n: int, repeat: int) -> dict[str, Any]:
     sched = wc.build(
         "wafer_xy_reduce", size_bytes=4 * B, topology=grid, pattern="chain"
     )
-    net = wc.NetworkModel.wafer(T_R)
+    net = wc.wafer.wse2_network(T_R)
     seconds, result = best_of(lambda: wc.simulate(sched, grid, net), repeat)
     cycles = result.cycles
     lb = lower_bound(n, n)
@@ -67,7 +67,7 @@ def run(n: int, repeat: int) -> dict[str, Any]:
 
 
 def report(args: argparse.Namespace) -> list[dict[str, Any]]:
-    print(f"X-Y Chain Reduce, B = {B} wavelets, NetworkModel.wafer(T_R={T_R})")
+    print(f"X-Y Chain Reduce, B = {B} wavelets, wse2_network(T_R={T_R})")
     rows = []
     for n in args.sizes:
         rows.append(run(n, args.repeat))

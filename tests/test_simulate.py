@@ -756,7 +756,7 @@ def test_event_queues_agree_on_the_wafer() -> None:
     s = wc.build(
         "wafer_xy_reduce", 36, 4 * 16, wc.wafer.wafer_grid(6, 6), pattern="tree"
     )
-    net = wc.NetworkModel.wafer()
+    net = wc.wafer.wse2_network()
     a = wc.simulate(
         s, wc.wafer.wafer_grid(6, 6), net, event_queue="heap", transfers=True
     )

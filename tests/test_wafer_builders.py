@@ -121,7 +121,7 @@ T_R = 2
 
 
 def cycles(s: wc.Schedule, P: int) -> float:
-    return wc.simulate(s, wafer.wafer_row(P), wc.NetworkModel.wafer(T_R)).cycles
+    return wc.simulate(s, wafer.wafer_row(P), wc.wafer.wse2_network(T_R)).cycles
 
 
 @pytest.mark.parametrize("P", [2, 3, 8, 17, 40])

@@ -237,7 +237,7 @@ def test_metrics_of_the_2d_broadcast_and_the_snake(M: int, N: int, B: int) -> No
 
 # -- simulation on the wafer model --------------------------------------------------
 def cycles(s: wc.Schedule, topology: wc.Topology) -> float:
-    return wc.simulate(s, topology, wc.NetworkModel.wafer(T_R)).cycles
+    return wc.simulate(s, topology, wc.wafer.wse2_network(T_R)).cycles
 
 
 @pytest.mark.parametrize(

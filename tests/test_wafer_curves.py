@@ -159,7 +159,7 @@ def test_ring_model_is_lemma_6_1(fig12):
 
 
 def test_simulated_cells_recomputed(fig11, fig13):
-    net = wc.NetworkModel.wafer(T_R)
+    net = wc.wafer.wse2_network(T_R)
     cols, _ = fig11
     done = np.flatnonzero(~np.isnan(cols["sim"].astype(float)))
     for i in done[::9]:

@@ -185,7 +185,7 @@ def test_plan_has_no_collisions(pattern: str, M: int, N: int, B: int) -> None:
         for i in range(s.num_transfers)
     )
     assert report["events"] == B * (hops + s.num_transfers)
-    sim = wc.simulate(s, grid, wc.NetworkModel.wafer())
+    sim = wc.simulate(s, grid, wc.wafer.wse2_network())
     assert report["cycles"] == round(sim.cycles)
 
 
@@ -197,7 +197,7 @@ def test_one_colour_chain_collides(P: int, B: int, T_R: float, axis: str) -> Non
     M, N = (1, P) if axis == "row" else (P, 1)
     grid = wafer.wafer_grid(M, N)
     s = build(M, N, B, "chain", T_R=T_R)
-    net = wc.NetworkModel.wafer(T_R=T_R)
+    net = wc.wafer.wse2_network(T_R=T_R)
     report = wafer.check_colour_collisions(s, grid, np.zeros(s.num_transfers), net)
     expected = (P - 2) * max(0, B - int(2 * T_R + 1))
     assert report["num_collisions"] == expected

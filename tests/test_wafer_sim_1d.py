@@ -34,7 +34,7 @@ def test_columns_and_sweeps(quick) -> None:
 
 def test_cells_recomputed_through_the_api(quick) -> None:
     cols, _ = quick
-    net = wc.NetworkModel.wafer(simx.T_R)
+    net = wc.wafer.wse2_network(simx.T_R)
     for i in range(0, len(cols["algorithm"]), 5):
         name, P, B = cols["algorithm"][i], int(cols["P"][i]), int(cols["B"][i])
         if name in simx.PATTERNS:

@@ -34,14 +34,10 @@ from .algorithms import (
 )
 from .analysis import SpatialMetrics, VerifyReport, execute, metrics, verify
 from .schedule import COLLECTIVES, Schedule
-from .simulate import (
-    NetworkModel,
-    SimResult,
-    network_presets,
-    simulate,
-    simulation_events,
-)
+from .simulate import NetworkModel, SimResult, simulate, simulation_events
 from .topology import Topology, custom, line, ring
+from . import machines  # noqa: E402 - after the families it tabulates
+from .machines import network_presets
 
 __version__: str = _core.__version__
 
@@ -66,6 +62,7 @@ __all__ = [
     "generic",
     "kit",
     "line",
+    "machines",
     "mesh",
     "metrics",
     "network_presets",

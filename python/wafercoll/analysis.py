@@ -8,9 +8,17 @@ from typing import Any
 import numpy as np
 
 from . import _core
+from ._util import as_real
 from .schedule import Schedule
 
-__all__ = ["SpatialMetrics", "VerifyReport", "execute", "metrics", "verify"]
+__all__ = [
+    "SpatialMetrics",
+    "VerifyReport",
+    "eq1_cycles",
+    "execute",
+    "metrics",
+    "verify",
+]
 
 
 @dataclass(frozen=True)
@@ -138,6 +146,22 @@ def block_element_offsets(schedule: Schedule, elements: int) -> np.ndarray:
     return _core.block_element_offsets(_schedule(schedule)._core, int(elements))
 
 
+def eq1_cycles(
+    E: float, L: float, D: float, C: float, N: float, T_R: float = 2
+) -> float:
+    """Cycles of equation (1) of *Near-Optimal Wafer-Scale Reduce* (Section 3).
+
+    ``max(C, E / N + L) + (2 T_R + 1) D`` from the energy ``E``, distance
+    ``L``, depth ``D``, contention ``C`` and links ``N`` of a schedule
+    (``E / N`` is 0 when ``N = 0``) and the ramp latency ``T_R``. The model
+    applies to any schedule on a spatial machine, so it lives beside
+    :func:`metrics`; :func:`wafercoll.wafer.eq1_cycles` is the same function.
+    """
+    t_r = as_real(T_R, "T_R", 0.0)
+    flow = E / N if N > 0 else 0.0
+    return max(C, flow + L) + (2 * t_r + 1) * D
+
+
 @dataclass(frozen=True)
 class SpatialMetrics:
     """The spatial cost metrics of a schedule on a topology.
@@ -171,8 +195,6 @@ class SpatialMetrics:
 
     def cycles(self, T_R: float = 2) -> float:
         """Equation (1) of the wafer model: ``max(C, E/N + L) + (2 T_R + 1) D``."""
-        from .wafer.model import eq1_cycles
-
         return eq1_cycles(
             self.energy, self.distance, self.depth, self.contention, self.links, T_R
         )

@@ -84,7 +84,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -97,8 +97,6 @@ from .topology import Topology
 __all__ = [
     "NetworkModel",
     "SimResult",
-    "network_presets",
-    "register_preset",
     "simulate",
     "simulation_events",
 ]
@@ -253,36 +251,6 @@ class NetworkModel:
             float(p), switching="store_and_forward", clock_Hz=1.0, name="unit_timestep"
         )
 
-    @classmethod
-    def wafer(cls, T_R: float = 2, clock_Hz: float = 850e6) -> NetworkModel:
-        """The Cerebras CS-2 wafer as modelled in *Near-Optimal Wafer-Scale Reduce*.
-
-        Sources (the paper, Sections 2.2 and 8.1): links carry one 32-bit
-        wavelet per cycle in each direction and a wavelet crosses a link in
-        one cycle; one ramp per PE, ``T_R`` cycles each way (2 on the WSE-2);
-        routers multicast at no cost; a PE stores or adds a wavelet in one
-        cycle; the CS-2 runs at 850 MHz. Packets are wavelets, switching is
-        cut-through, and dependencies follow the dataflow reading (a PE adds
-        and forwards a wavelet in the same instruction, and routers hold a
-        stream until the receiver takes it). ``result.cycles`` gives cycles.
-        """
-        t_r = as_real(T_R, "T_R", 0.0)
-        clock = as_real(clock_Hz, "clock_Hz", positive=True)
-        cycle = 1.0 / clock
-        return cls(
-            4.0 * clock,
-            hop_latency_s=cycle,
-            packet_bytes=4,
-            switching="cut_through",
-            gamma_s_per_byte=cycle / 4.0,
-            copy_s_per_byte=cycle / 4.0,
-            ports=1,
-            port_latency_s=t_r * cycle,
-            clock_Hz=clock,
-            dependencies="dataflow",
-            name="wafer",
-        )
-
     def replace(self, **changes: Any) -> NetworkModel:
         """A copy with some fields changed (every field is overridable)."""
         return dataclasses.replace(self, **changes)
@@ -307,26 +275,6 @@ class NetworkModel:
             "copy_s_per_byte": self.copy_s_per_byte,
             "dependencies": self.dependencies,
         }
-
-
-_PRESETS: dict[str, Callable[..., NetworkModel]] = {
-    "ideal": NetworkModel.ideal,
-    "hockney": NetworkModel.hockney,
-    "unit_timestep": NetworkModel.unit_timestep,
-    "wafer": NetworkModel.wafer,
-}
-
-
-def network_presets() -> dict[str, Callable[..., NetworkModel]]:
-    """Named constructors of network models, by name."""
-    return dict(_PRESETS)
-
-
-def register_preset(name: str, factory: Callable[..., NetworkModel]) -> None:
-    """Add a named network preset (used by the machine-specific modules)."""
-    if not isinstance(name, str) or not name:
-        raise ValueError("preset name must be a non-empty string")
-    _PRESETS[name] = factory
 
 
 class SimResult:

@@ -22,6 +22,7 @@ from .builders import (
     smp_allreduce,
 )
 from .costs import allreduce_time, crossover_size, step_counts
+from .machine import cluster_machine
 from .models import (
     BLUE_WATERS,
     ClusterParams,
@@ -38,6 +39,7 @@ __all__ = [
     "ClusterParams",
     "Postal",
     "allreduce_time",
+    "cluster_machine",
     "costs",
     "crossover_size",
     "fit_postal",

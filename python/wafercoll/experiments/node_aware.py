@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from ..cluster import costs
-from ..cluster.models import BLUE_WATERS, ClusterParams, protocol
+from ..cluster import cluster_machine, costs
+from ..cluster.models import BLUE_WATERS, ClusterParams
 from . import Experiment, new_axes, register_experiment
 
 __all__ = ["run_scale", "run_size", "simulation_setup"]
@@ -41,22 +41,12 @@ _BUILDERS = {
 def simulation_setup(
     nodes: int, ppn: int, size_bytes: float, params: ClusterParams = BLUE_WATERS
 ) -> tuple[Any, Any]:
-    """The cluster topology and network model that mimic ``params`` at a size."""
-    import wafercoll as wc
+    """The cluster topology and network model that mimic ``params`` at a size.
 
-    loc = params.postal("node", size_bytes)
-    net = params.postal("network", size_bytes)
-    rn = params.nic_Bps[protocol(size_bytes)]
-    topo = wc.topology.cluster(
-        nodes,
-        ppn,
-        process_Bps=1.0 / net.beta_s_per_byte,
-        nic_Bps=rn if rn is not None else 1e15,
-        process_latency_s=loc.alpha_s / 2,
-        nic_latency_s=max(net.alpha_s - loc.alpha_s, 0.0) / 2,
-    )
-    model = wc.NetworkModel(None, gamma_s_per_byte=params.gamma_s_per_byte)
-    return topo, model
+    The machine entry ``blue_waters`` of :mod:`wafercoll.machines`
+    (:func:`wafercoll.cluster.cluster_machine`).
+    """
+    return cluster_machine(nodes, ppn, size_bytes, params)
 
 
 def _simulate(algo: str, nodes: int, ppn: int, size: int) -> float:

@@ -4,7 +4,7 @@ Luczynski, Gianinazzi et al. (HPDC 2024), Section 8. Each point is a
 collective's predicted cycles (``model``, the closed forms of Sections 4-7
 with ``T_R = 2``) with the packet-level simulation of its schedule beside it
 (``sim``, :func:`wafercoll.simulate` on
-:meth:`wafercoll.NetworkModel.wafer`, where the paper has its CS-2
+:func:`wafercoll.wafer.wse2_network`, where the paper has its CS-2
 measurements):
 
 * ``wafer_fig11``: a row of ``P = 512`` PEs, ``B = 2^0 .. 2^12`` wavelets
@@ -52,7 +52,8 @@ import numpy as np
 from .. import wafer
 from ..algorithms import build
 from ..schedule import Schedule
-from ..simulate import NetworkModel, simulate, simulation_events
+from ..simulate import simulate, simulation_events
+from ..wafer.network import wse2_network
 from . import Experiment, new_axes, register_experiment
 from .wafer_allreduce import (
     MODEL_ERROR,
@@ -178,7 +179,7 @@ def _measure(
     if make is None:
         return math.nan, math.nan
     s = make()
-    net = NetworkModel.wafer(T_R)
+    net = wse2_network(T_R)
     try:
         events = simulation_events(s, topology, net)
     except ValueError:  # too many route stages even to count

@@ -8,7 +8,7 @@ and a flooding broadcast, three predictions of the cycles:
 * ``eq1``: equation (1) on the metrics :func:`wafercoll.metrics` derives from
   the pattern's built schedule (one wavelet per block);
 * ``sim``: the packet-level simulation of that schedule on
-  :meth:`wafercoll.NetworkModel.wafer` (one wavelet per link per cycle, one
+  :func:`wafercoll.wafer.wse2_network` (one wavelet per link per cycle, one
   cycle per hop, ``T_R`` per ramp, one ramp per PE, multicast in routers, one
   cycle to add or store a wavelet, dataflow forwarding).
 
@@ -30,7 +30,8 @@ import numpy as np
 from .. import wafer
 from ..analysis import metrics
 from ..schedule import Schedule
-from ..simulate import NetworkModel, simulate, simulation_events
+from ..simulate import simulate, simulation_events
+from ..wafer.network import wse2_network
 from . import Experiment, new_axes, register_experiment
 
 __all__ = ["plot_sim_check", "run_sim_check"]
@@ -77,7 +78,7 @@ def run_sim_check(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]
     Bs = [2**i for i in range(0, 9 if quick else 13)]
     Ps = [2**i for i in range(2, 6 if quick else 10)]
     cap = MAX_EVENTS_QUICK if quick else MAX_EVENTS
-    net = NetworkModel.wafer(T_R)
+    net = wse2_network(T_R)
     cols: dict[str, list[Any]] = {
         k: []
         for k in ("sweep", "algorithm", "P", "B", "closed", "eq1", "sim", "events")

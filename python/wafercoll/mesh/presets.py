@@ -40,7 +40,7 @@ timestep, as in the figures.
 
 from __future__ import annotations
 
-from ..simulate import NetworkModel, register_preset
+from ..simulate import NetworkModel
 
 __all__ = ["TABLE_II", "UNIT_TIMESTEP", "table_ii", "unit_timestep"]
 
@@ -81,6 +81,3 @@ def unit_timestep() -> NetworkModel:
 
 TABLE_II: NetworkModel = table_ii()
 UNIT_TIMESTEP: NetworkModel = unit_timestep()
-
-register_preset("mcm_table_ii", table_ii)
-register_preset("mcm_unit_timestep", unit_timestep)

@@ -77,6 +77,7 @@ from .model import (
     two_phase_time,
     two_phase_tree,
 )
+from .network import wse2_network
 from .reduce1d import (
     REDUCE_ALGORITHMS,
     AutogenTree,
@@ -155,4 +156,5 @@ __all__ = [
     "two_phase_lemma_time",
     "two_phase_time",
     "two_phase_tree",
+    "wse2_network",
 ]

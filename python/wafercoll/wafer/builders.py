@@ -6,7 +6,7 @@ wavelets is sent along every tree edge, in blocks of ``wavelets_per_block``
 wavelets (by default one block: a single transfer per edge), each block as
 soon as the children's copies of it have arrived. A PE takes its children's
 streams one at a time, left to right. With the
-:meth:`~wafercoll.NetworkModel.wafer` network model the simulator forwards
+:func:`~wafercoll.wafer.wse2_network` network model the simulator forwards
 each stream wavelet by wavelet, as the wafer does, whatever the block size;
 :func:`wafercoll.metrics` derives their energy, distance, depth and
 contention (also independent of the block size).
@@ -47,7 +47,7 @@ def wafer_row(P: int, clock_Hz: float = CS2_CLOCK_HZ) -> Topology:
 
     Links have ``4 * clock_Hz`` bytes per second (the paper, Section 2.2).
     Their own latency is 0: the cycle a wavelet takes per hop is the
-    ``hop_latency_s`` of :meth:`wafercoll.NetworkModel.wafer`, the model to
+    ``hop_latency_s`` of :func:`wafercoll.wafer.wse2_network`, the model to
     simulate with.
     """
     p = as_int(P, "P", 1)

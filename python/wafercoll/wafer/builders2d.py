@@ -131,7 +131,7 @@ def wafer_grid(M: int, N: int, clock_Hz: float = CS2_CLOCK_HZ) -> Topology:
     A :func:`~wafercoll.mesh` (PE ``(r, c)`` is node ``r N + c``; routes go
     along the row, then along the column) with ``4 * clock_Hz`` bytes per
     second per link and no link latency: the cycle per hop and the ramps are
-    in :meth:`wafercoll.NetworkModel.wafer`, the model to simulate with.
+    in :func:`wafercoll.wafer.wse2_network`, the model to simulate with.
     """
     rows = as_int(M, "M", 1)
     cols = as_int(N, "N", 1)

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from .._util import as_int, as_real
+from ..analysis import eq1_cycles
 
 __all__ = [
     "TreeMetrics",
@@ -70,15 +71,6 @@ def _check(P: Any, B: Any, T_R: Any) -> tuple[int, int, float]:
         as_int(B, "B", 1),
         as_real(T_R, "T_R", 0.0),
     )
-
-
-def eq1_cycles(
-    E: float, L: float, D: float, C: float, N: float, T_R: float = 2
-) -> float:
-    """Equation (1): ``max(C, E / N + L) + (2 T_R + 1) D`` (``E / N`` is 0 if N = 0)."""
-    t_r = as_real(T_R, "T_R", 0.0)
-    flow = E / N if N > 0 else 0.0
-    return max(C, flow + L) + (2 * t_r + 1) * D
 
 
 # -- closed forms, as the paper states them -----------------------------------

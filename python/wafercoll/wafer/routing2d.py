@@ -111,6 +111,7 @@ from ..simulate import NetworkModel, simulate
 from ..topology import Topology
 from .builders2d import pattern_tree
 from .model import T_R_DEFAULT
+from .network import wse2_network
 from .reduce1d import MAX_DP_P, REDUCE_ALGORITHMS
 
 __all__ = [
@@ -423,7 +424,7 @@ def check_colour_collisions(
     colours : array-like of int, shape (num_transfers,)
         The colour of every transfer (:func:`colour_of_transfers`).
     network : NetworkModel, optional
-        Default :meth:`NetworkModel.wafer` (which has the clock and ramps that
+        Default :func:`wse2_network` (which has the clock and ramps that
         the check needs). The model must have a ``clock_Hz``.
     rule : {"accept", "arrive"}
         When a wavelet is at a router, as described in the module docstring.
@@ -459,7 +460,7 @@ def check_colour_collisions(
         )
     if rule not in _RULES:
         raise ValueError(f"rule must be 'accept' or 'arrive', got {rule!r}")
-    net = NetworkModel.wafer() if network is None else network
+    net = wse2_network() if network is None else network
     if net.clock_Hz is None:
         raise ValueError("network must have a clock_Hz to count cycles")
     result = simulate(schedule, topology, net, trace=True)

@@ -36,9 +36,9 @@ from typing import Any
 
 import numpy as np
 
-from . import _core
-from ._util import as_int
-from ._util import as_real as _as_real
+from .. import _core
+from .._util import as_int
+from .._util import as_real as _as_real
 
 __all__ = [
     "Topology",
@@ -48,7 +48,6 @@ __all__ = [
     "mesh",
     "ring",
     "torus",
-    "wormhole_n150",
 ]
 
 
@@ -897,10 +896,3 @@ def cluster(
         bws.append(b)
         lats.append(t)
     return Topology(_core.Topology.cluster(n, q, k, rank_node, bws, lats))
-
-
-def wormhole_n150(*args: Any, **kwargs: Any) -> Topology:
-    """The Tenstorrent Wormhole n150: see :func:`wafercoll.torus.n150.wormhole_n150`."""
-    from .torus.n150 import wormhole_n150 as build
-
-    return build(*args, **kwargs)
