@@ -9,6 +9,7 @@ import sys
 import pytest
 
 import wafercoll as wc
+from wafercoll import cli
 from wafercoll.cli import main
 
 
@@ -215,7 +216,9 @@ def test_simulate_text_reports_the_closed_form(capsys):
     rows = dict(line.split(None, 1) for line in out.splitlines())
     assert rows["schedule"] == "ring(p=8)" and rows["topology"] == "ring(8)"
     expected = 2 * (p - 1) * (2e-6 + 1e-6 + size / p / 1e9)
-    assert float(rows["time_s"]) == pytest.approx(expected, rel=1e-5)
+    value, unit = rows["time_s"].split()
+    scale = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "ns": 1e-9}[unit]
+    assert float(value) * scale == pytest.approx(expected, rel=5e-3)  # 3 digits
     assert rows["cycles"] == "-"
     assert int(rows["links_used"]) == p and int(rows["links"]) == 2 * p
 
@@ -310,3 +313,124 @@ def test_simulate_argument_errors_exit_2(capsys, argv, needle):
     assert out == ""
     assert needle in err
     assert "Traceback" not in err
+
+
+# -- topologies, presets and units (every family reachable from the CLI) -----------
+@pytest.mark.parametrize(
+    ("argv", "topology", "network"),
+    [
+        (
+            "simulate mesh_tto_allreduce --topology mesh:3x3 -s 96KiB "
+            "--network mcm_table_ii",
+            "mesh(3x3)",
+            "mcm_table_ii",
+        ),
+        ("simulate mesh_tto_allreduce -t mcm_table_ii:3x3 -s 96KiB", "mesh(3x3)", None),
+        ("simulate torus_swing_bo_allreduce -t n150 -s 64KiB", "wormhole_n150", None),
+        (
+            "simulate cluster_nap_allreduce -t blue_waters:4x4 -s 8B --option ppn=4",
+            "cluster(4 nodes x 4)",
+            "blue_waters",
+        ),
+        ("simulate wafer_xy_allreduce -t wafer:4x4 -s 64B", "mesh(4x4)", "wafer"),
+        ("simulate wafer_chain_reduce -t wafer:16 -s 64B", "line(16)", "wafer"),
+    ],
+)
+def test_simulate_builds_for_the_topology_it_runs_on(capsys, argv, topology, network):
+    import wafercoll as wc
+
+    code, out, err = run(capsys, *argv.split(), "--json")
+    assert code == 0, err
+    got = json.loads(out)
+    assert got["topology"].startswith(topology)
+    if network is not None:
+        assert got["network"] == network
+    # the same through the API: the schedule built for that machine
+    words = argv.split()
+    name = words[1]
+    spec = words[words.index("-t" if "-t" in words else "--topology") + 1]
+    topo, machine = cli._make_topology(cli._topology_spec(spec), None, 8)
+    assert topo.name.startswith(topology)
+    assert name in {a.name for a in wc.algorithms()}
+
+
+def test_swing_on_a_torus_spec_builds_the_torus_schedule(capsys, tmp_path):
+    import wafercoll as wc
+
+    path = tmp_path / "s.json"
+    code, _, err = run(
+        capsys,
+        *"build torus_swing_lo_allreduce --topology torus:4x4 -s 1KiB -o".split(),
+        str(path),
+    )
+    assert code == 0, err
+    want = wc.build(
+        "torus_swing_lo_allreduce", topology=wc.topology.torus(4, 4), size_bytes=1024
+    )
+    assert wc.Schedule.from_json(path).to_json() == want.to_json()
+    ring = wc.build("torus_swing_lo_allreduce", ranks=16, size_bytes=1024)
+    assert ring.to_json() != want.to_json()  # the 1x16 ring is another schedule
+
+
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        ("simulate cluster_nap_allreduce -p 16 -s 8 --option ppn=4", "cluster"),
+        ("simulate mesh_tto_allreduce -t torus:3x3 -s 96KiB", "mesh"),
+        ("simulate generic_ring_allreduce -p 4 -s 1K", "ambiguous"),
+        ("simulate generic_ring_allreduce -p 4 -s 1M", "ambiguous"),
+        ("simulate generic_ring_allreduce -p 4 -s 8 --network nope", "unknown preset"),
+        ("simulate generic_ring_allreduce -p 4 -s 8 --network hockney", "parameters"),
+        ("simulate generic_ring_allreduce -p 4 -s 8 -t nowhere:3", "invalid topology"),
+        ("simulate generic_ring_allreduce -p 9 -s 8 -t mesh:2x2", "endpoints"),
+        ("info nope_nope_allreduce", "unknown algorithm"),
+    ],
+)
+def test_simulate_refuses_mismatches_with_a_message(capsys, argv, match):
+    code, _, err = run(capsys, *argv.split())
+    assert code == 2
+    assert match in err and "Traceback" not in err
+
+
+def test_schedule_file_on_a_smaller_topology_is_refused(capsys, tmp_path):
+    import wafercoll as wc
+
+    path = tmp_path / "s.json"
+    wc.build("generic_ring_allreduce", ranks=9, size_bytes=72).to_json(path)
+    code, _, err = run(capsys, "simulate", "--schedule", str(path), "-t", "mesh:2x2")
+    assert code == 2 and "9 ranks" in err
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("64", 64),
+        ("8B", 8),
+        ("1KiB", 1024),
+        ("1KB", 1000),
+        ("1kB", 1000),
+        ("3MiB", 3 << 20),
+        ("3MB", 3_000_000),
+        ("2GiB", 2 << 30),
+        ("1GB", 10**9),
+    ],
+)
+def test_sizes_decimal_and_binary(text, value):
+    assert cli._size(text) == value
+
+
+def test_human_units():
+    assert cli._human_bytes(64 << 20) == "64.0 MiB"
+    assert cli._human_bytes(100) == "100 B"
+    assert cli._human_seconds(5.04e-3) == "5.04 ms"
+    assert cli._human_seconds(2.5) == "2.5 s"
+    assert cli._human_seconds(3e-7) == "300 ns"
+
+
+def test_info_shows_parameters_and_source(capsys):
+    code, out, err = run(capsys, "info", "torus_swing_bo_allreduce")
+    assert code == 0, err
+    assert "collective  allreduce" in out and "fallback = 'auto'" in out
+    code, out, _ = run(capsys, "info", "mesh_tto_reduce_scatter", "--json")
+    rec = json.loads(out)
+    assert rec["collective"] == "reduce_scatter" and "chunk_bytes" in rec["parameters"]

@@ -3,13 +3,24 @@
 Subcommands::
 
     wafercoll list [--json]
-    wafercoll build NAME --ranks P --size-bytes S [--root R] [--option K=V ...] -o FILE
-    wafercoll verify FILE | NAME --ranks P --size-bytes S [--root R] [--option K=V ...]
-    wafercoll simulate NAME --ranks P --size-bytes S [build options] | --schedule FILE
-                       [--topology SPEC] [--bandwidth BPS] [--latency S] [--alpha S]
+    wafercoll info NAME [--json]
+    wafercoll build NAME (--ranks P | --topology SPEC) --size-bytes S [--root R]
+                    [--option K=V ...] -o FILE
+    wafercoll verify FILE | NAME (--ranks P | --topology SPEC) --size-bytes S ...
+    wafercoll simulate NAME (--ranks P | --topology SPEC) --size-bytes S [build options]
+                       | --schedule FILE [--topology SPEC]
+                       [--network PRESET] [--bandwidth BPS] [--latency S] [--alpha S]
                        [--packet BYTES] [--switching MODE] [--gamma S_PER_B]
                        [--ports N] [--json]
     wafercoll reproduce [--out DIR] [--only NAME ...] [--quick]
+
+``--topology`` takes ``line:N``, ``ring:N``, ``mesh:RxC``, ``torus:RxC``,
+``cluster:NODESxPPN[xSOCKETS]``, ``n150[:ROW]``, ``wafer:P``, ``wafer:MxN`` or
+a machine name of :mod:`wafercoll.machines` (``mcm_table_ii:9x9``); the
+schedule is built for that topology and simulated on it, under the
+machine's network preset unless ``--network`` names another. Sizes take
+binary (``KiB``, ``MiB``: powers of 1024) or decimal (``kB``, ``MB``: powers
+of 1000) units; a bare ``K`` or ``M`` is refused as ambiguous.
 
 Exit codes: 0 on success, 1 when a schedule is defective (or a file cannot be
 written, or an experiment fails), 2 for errors in the arguments.
@@ -18,6 +29,7 @@ written, or an experiment fails), 2 for errors in the arguments.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import re
@@ -28,11 +40,19 @@ from typing import Any
 
 __all__ = ["main"]
 
-_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-_SIZE_RE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
-#: Topology families of ``--topology``: the number of sizes each takes.
-_TOPOLOGY_DIMS = {"line": 1, "ring": 1, "mesh": 2, "torus": 2}
-_TOPOLOGY_HELP = "line:N, ring:N, mesh:RxC or torus:RxC"
+#: Byte units of ``--size-bytes``: decimal (kB, MB = 1000**k) and binary
+#: (KiB, MiB = 1024**k). A bare ``K`` or ``M`` is refused as ambiguous.
+_SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    **{f"{p}b": 1000**k for k, p in enumerate("kmgtp", 1)},
+    **{f"{p}ib": 1 << (10 * k) for k, p in enumerate("kmgtp", 1)},
+}
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*([a-z]*)\s*$", re.IGNORECASE)
+_TOPOLOGY_HELP = (
+    "line:N, ring:N, mesh:RxC, torus:RxC, cluster:NODESxPPN[xSOCKETS], n150[:ROW], "
+    "wafer:P, wafer:MxN, or a machine of wafercoll.machines (NAME[:AxB])"
+)
 
 
 class UsageError(Exception):
@@ -40,26 +60,65 @@ class UsageError(Exception):
 
 
 def _size(text: str) -> int:
-    """Parse a byte count: ``1048576``, ``64KiB``, ``1MiB``, ``2G`` (binary units)."""
+    """Parse a byte count: ``4096``, ``64KiB``, ``1MiB``, ``1MB`` (= 10**6)."""
     m = _SIZE_RE.match(text)
-    if not m:
+    unit = m.group(2).lower() if m else ""
+    if m and unit in ("k", "m", "g", "t", "p"):
         raise argparse.ArgumentTypeError(
-            f"invalid size {text!r} (an integer with an optional KiB/MiB/GiB suffix)"
+            f"ambiguous size {text!r}: write {m.group(1)}{unit.upper()}iB "
+            f"(binary, 1024**k) or {m.group(1)}{unit.upper()}B (decimal, 1000**k)"
         )
-    return int(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
+    if not m or unit not in _SIZE_UNITS:
+        raise argparse.ArgumentTypeError(
+            f"invalid size {text!r} (an integer with an optional unit: B, "
+            "kB/MB/GB/TB (powers of 1000) or KiB/MiB/GiB/TiB (powers of 1024))"
+        )
+    return int(m.group(1)) * _SIZE_UNITS[unit]
+
+
+def _human_bytes(n: float) -> str:
+    """``67108864`` -> ``64.0 MiB``."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} B" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def _human_seconds(t: float) -> str:
+    """``0.00504`` -> ``5.04 ms``."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if abs(t) >= scale or unit == "ns":
+            return f"{t / scale:.3g} {unit}"
+    raise AssertionError("unreachable")
 
 
 def _topology_spec(text: str) -> tuple[str, tuple[int, ...]]:
-    """Parse ``ring:8``, ``line:16``, ``mesh:4x4`` or ``torus:8x8`` to (kind, sizes).
+    """Parse a ``--topology`` spec to ``(kind, sizes)``; see :data:`_TOPOLOGY_HELP`.
 
     ``ring`` or ``line`` alone give no sizes: a ring or line of all the ranks.
+    A machine name alone gives the machine's default sizes.
     """
+    from . import machines
+
     kind, sep, sizes = text.strip().lower().partition(":")
-    dims = _TOPOLOGY_DIMS.get(kind)
     parts = [p.strip() for p in sizes.split("x")] if sep else []
-    ok = dims is not None and (
-        (not sep and dims == 1)
-        or (len(parts) == dims and all(re.fullmatch(r"[0-9]+", p) for p in parts))
+    counts = {
+        "line": (0, 1),
+        "ring": (0, 1),
+        "mesh": (2,),
+        "torus": (2,),
+        "cluster": (2, 3),
+        "n150": (0, 1),
+        "wafer": (1, 2),
+    }
+    allowed = counts.get(kind)
+    if allowed is None and kind in machines.names():
+        allowed = (0, 1, 2, 3)
+    ok = (
+        allowed is not None
+        and len(parts) in allowed
+        and all(re.fullmatch(r"[0-9]+", p) for p in parts)
     )
     if not ok:
         raise argparse.ArgumentTypeError(
@@ -81,14 +140,15 @@ def _option(text: str) -> tuple[str, Any]:
 
 
 def _add_build_args(p: argparse.ArgumentParser, required: bool) -> None:
-    p.add_argument("--ranks", "-p", type=int, required=required, metavar="P")
+    p.add_argument("--ranks", "-p", type=int, metavar="P")
     p.add_argument(
         "--size-bytes",
         "-s",
         type=_size,
         required=required,
         metavar="S",
-        help="vector size per rank in bytes (suffixes KiB, MiB, GiB accepted)",
+        help="vector size per rank in bytes (units: KiB, MiB, GiB = powers of 1024; "
+        "kB, MB, GB = powers of 1000)",
     )
     p.add_argument(
         "--root", type=int, metavar="R", help="root rank (rooted algorithms)"
@@ -100,6 +160,14 @@ def _add_build_args(p: argparse.ArgumentParser, required: bool) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="algorithm option, repeatable; VALUE is parsed as JSON when possible",
+    )
+    p.add_argument(
+        "--topology",
+        "-t",
+        type=_topology_spec,
+        metavar="SPEC",
+        help=f"the machine to build for (and simulate on): {_TOPOLOGY_HELP}; "
+        "--ranks defaults to its endpoints",
     )
 
 
@@ -117,6 +185,12 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("list", help="list the registered algorithms")
     p.add_argument("--json", action="store_true", help="print the registry as JSON")
+
+    p = sub.add_parser(
+        "info", help="an algorithm's collective, families, parameters and source"
+    )
+    p.add_argument("name", metavar="NAME", help="a registered algorithm (see `list`)")
+    p.add_argument("--json", action="store_true", help="print the record as JSON")
 
     p = sub.add_parser("build", help="build and verify a schedule, write it as JSON")
     p.add_argument("name", metavar="NAME", help="a registered algorithm (see `list`)")
@@ -152,30 +226,29 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_build_args(p, required=False)
     p.add_argument(
-        "--topology",
-        "-t",
-        type=_topology_spec,
-        metavar="SPEC",
-        help=f"{_TOPOLOGY_HELP} (default: a ring of the schedule's ranks)",
+        "--network",
+        "-n",
+        metavar="PRESET",
+        help="a network preset of wafercoll.network_presets() (default: the "
+        "machine's preset for a machine topology, else a 1e9 B/s network); the "
+        "flags below override its fields",
     )
     p.add_argument(
         "--bandwidth",
         type=float,
-        default=1e9,
         metavar="BPS",
-        help="link bandwidth in bytes/s (default: 1e9)",
+        help="link bandwidth in bytes/s (default: 1e9, or the topology's links "
+        "under a preset that has none)",
     )
     p.add_argument(
         "--latency",
         type=float,
-        default=0.0,
         metavar="S",
         help="latency per hop in seconds (default: 0)",
     )
     p.add_argument(
         "--alpha",
         type=float,
-        default=0.0,
         metavar="S",
         help="start-up delay per message in seconds (default: 0)",
     )
@@ -188,13 +261,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--switching",
         choices=("cut_through", "store_and_forward"),
-        default="cut_through",
         help="switching of packets (default: cut_through)",
     )
     p.add_argument(
         "--gamma",
         type=float,
-        default=0.0,
         metavar="S_PER_B",
         help="reduction cost in seconds per byte (default: 0)",
     )
@@ -227,15 +298,31 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _build(args: argparse.Namespace) -> Any:
-    """Build the schedule named by ``args``; UsageError for bad arguments."""
+    """Build the schedule named by ``args``; UsageError for bad arguments.
+
+    With ``--topology`` the schedule is built for that machine (and
+    ``args.built_topology`` keeps it for the simulation).
+    """
     import wafercoll as wc
 
     options = dict(args.option)
     if args.root is not None:
         options["root"] = args.root
+    topology = None
+    if args.topology is not None:
+        topology, args.machine = _make_topology(
+            args.topology, args.ranks, args.size_bytes
+        )
+    args.built_topology = topology
+    if topology is None and args.ranks is None:
+        raise UsageError(f"{args.command} {args.name} needs --ranks or --topology")
     try:
         return wc.build(
-            args.name, ranks=args.ranks, size_bytes=args.size_bytes, **options
+            args.name,
+            ranks=args.ranks,
+            size_bytes=args.size_bytes,
+            topology=topology,
+            **options,
         )
     except wc.ScheduleError:
         raise
@@ -354,6 +441,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
                 f"(algorithms: {', '.join(sorted(known))})"
             )
         missing = _missing_sizes(args)
+        if args.topology is not None and "--ranks" in missing:
+            missing.remove("--ranks")
         if missing:
             raise UsageError(f"verify {args.target} needs {' and '.join(missing)}")
         args.name = args.target
@@ -364,21 +453,91 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     return 0
 
 
-def _make_topology(spec: tuple[str, tuple[int, ...]] | None, ranks: int) -> Any:
-    """The topology of ``--topology`` (default: a ring of ``ranks``)."""
+def _make_topology(
+    spec: tuple[str, tuple[int, ...]], ranks: int | None, size_bytes: int | None = None
+) -> tuple[Any, Any]:
+    """The topology of a ``--topology`` spec, and its machine entry (or None).
+
+    ``line`` and ``ring`` without a size take ``ranks`` endpoints; a machine
+    whose parameters depend on the message size (``blue_waters``) is built
+    for ``size_bytes``.
+    """
     import wafercoll as wc
 
-    kind, sizes = spec if spec is not None else ("ring", ())
-    factory = {"line": wc.line, "ring": wc.ring, "mesh": wc.mesh, "torus": wc.torus}
+    kind, sizes = spec
+    machine = None
     try:
-        return factory[kind](*(sizes or (ranks,)))
+        if kind in ("line", "ring"):
+            if not sizes and ranks is None:
+                raise UsageError(
+                    f"--topology {kind} needs a size ({kind}:N) or --ranks"
+                )
+            topo = getattr(wc.topology, kind)(*(sizes or (ranks,)))
+        elif kind in ("mesh", "torus", "cluster"):
+            topo = getattr(wc.topology, kind)(*sizes)
+        elif kind == "n150":
+            machine = wc.machines.get("wormhole_n150")
+            topo = machine.topology(*sizes)
+        elif kind == "wafer":
+            machine = wc.machines.get("wse2_row" if len(sizes) == 1 else "wse2_grid")
+            topo = machine.topology(*sizes)
+        else:
+            machine = wc.machines.get(kind)
+            kw = _size_kw(machine.topology, size_bytes)
+            topo = machine.topology(*(sizes or machine.defaults), **kw)
     except (ValueError, TypeError) as exc:
         raise UsageError(f"--topology: {exc}") from None
+    return topo, machine
+
+
+def _size_kw(fn: Any, size_bytes: int | None) -> dict[str, Any]:
+    """``{"size_bytes": ...}`` when ``fn`` takes it (size-dependent machines)."""
+    takes = "size_bytes" in inspect.signature(fn).parameters
+    return {"size_bytes": size_bytes} if takes and size_bytes is not None else {}
+
+
+def _network(args: argparse.Namespace, machine: Any) -> Any:
+    """The network model: ``--network``, else the machine's preset, with overrides."""
+    import wafercoll as wc
+
+    fields = {
+        "bandwidth_Bps": args.bandwidth,
+        "hop_latency_s": args.latency,
+        "alpha_s": args.alpha,
+        "packet_bytes": args.packet,
+        "switching": args.switching,
+        "gamma_s_per_byte": args.gamma,
+        "ports": args.ports,
+    }
+    given = {k: v for k, v in fields.items() if v is not None}
+    try:
+        if args.network is not None:
+            presets = wc.network_presets()
+            if args.network not in presets:
+                raise UsageError(
+                    f"--network: unknown preset {args.network!r}; "
+                    f"known: {', '.join(presets)}"
+                )
+            factory = presets[args.network]
+            model = factory(**_size_kw(factory, args.size_bytes))
+        elif machine is not None:
+            model = machine.network(**_size_kw(machine.network, args.size_bytes))
+        else:
+            return wc.NetworkModel(given.pop("bandwidth_Bps", 1e9), **given)
+        return model.replace(**given) if given else model
+    except TypeError as exc:
+        raise UsageError(
+            f"--network {args.network}: the preset needs parameters ({exc}); "
+            "give the model with --bandwidth, --alpha, ... instead"
+        ) from None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
     import wafercoll as wc
 
+    args.machine = None
     if args.schedule is not None:
         s = _schedule_file(
             args.schedule,
@@ -387,26 +546,38 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         )
         if s is None:
             return 1
+        spec = args.topology or ("ring", ())
+        topology, args.machine = _make_topology(spec, s.num_ranks)
     else:
         if args.name is None:
             raise UsageError(
                 "simulate needs NAME (with --ranks and --size-bytes) or --schedule FILE"
             )
-        missing = _missing_sizes(args)
-        if missing:
-            raise UsageError(f"simulate needs {' and '.join(missing)}")
+        if args.size_bytes is None:
+            raise UsageError("simulate needs --size-bytes")
+        info = _info(args.name)
+        specific = [f for f in info.families if f != "any"]
+        if args.topology is None and specific and "ring" not in specific:
+            raise UsageError(
+                f"{info.name} is built for {', '.join(specific)} topologies: give "
+                f"--topology ({_TOPOLOGY_HELP})"
+            )
         s = _build(args)
-    topology = _make_topology(args.topology, s.num_ranks)
-    try:
-        network = wc.NetworkModel(
-            args.bandwidth,
-            hop_latency_s=args.latency,
-            alpha_s=args.alpha,
-            packet_bytes=args.packet,
-            switching=args.switching,
-            gamma_s_per_byte=args.gamma,
-            ports=args.ports,
+        topology = args.built_topology
+        if topology is None:
+            topology, _ = _make_topology(("ring", ()), s.num_ranks)
+        elif specific and topology.kind not in specific:
+            raise UsageError(
+                f"{info.name} is built for {', '.join(specific)} topologies, "
+                f"not {topology.kind}"
+            )
+    if s.num_ranks > topology.num_endpoints:
+        raise UsageError(
+            f"the schedule has {s.num_ranks} ranks but {topology.name} has "
+            f"{topology.num_endpoints} endpoints"
         )
+    network = _network(args, args.machine)
+    try:
         result = wc.simulate(s, topology, network)
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from None
@@ -416,8 +587,52 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         return 0
     width = max(len(k) for k in summary)
     for key, value in summary.items():
-        text = f"{value:.6g}" if isinstance(value, float) else str(value)
-        print(f"{key.ljust(width)}  {'-' if value is None else text}")
+        if value is None:
+            text = "-"
+        elif key.endswith("_s"):
+            text = _human_seconds(value)
+        elif key.startswith("bytes"):
+            text = _human_bytes(value)
+        elif isinstance(value, float):
+            text = f"{value:.6g}"
+        else:
+            text = str(value)
+        print(f"{key.ljust(width)}  {text}")
+    return 0
+
+
+def _info(name: str) -> Any:
+    """The registry record of ``name``; UsageError when unknown."""
+    import wafercoll as wc
+
+    try:
+        return wc.algorithm_info(name)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    info = _info(args.name)
+    record = info.to_dict()
+    if args.json:
+        print(json.dumps(record, indent=2))
+        return 0
+    builder = getattr(info.builder, "func", info.builder)  # a functools.partial
+    doc = inspect.getdoc(builder) or ""
+    rows = [
+        ("name", info.name),
+        ("collective", info.collective),
+        ("families", ", ".join(info.families)),
+        ("source", info.source),
+        ("summary", info.summary),
+        ("max ranks", str(info.max_ranks)),
+    ]
+    params = [f"{k} = {v!r}" for k, v in info.parameters.items()] or ["none"]
+    for key, value in rows:
+        print(f"{key:<11} {value}")
+    print("parameters  " + "\n            ".join(params))
+    if doc:
+        print("\n" + doc)
     return 0
 
 
@@ -524,6 +739,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 
 _COMMANDS = {
     "list": _cmd_list,
+    "info": _cmd_info,
     "build": _cmd_build,
     "verify": _cmd_verify,
     "simulate": _cmd_simulate,
