@@ -34,7 +34,7 @@ TARGET_SWEEP_S = 120.0
 
 
 def tto_case(repeat: int) -> list[dict[str, Any]]:
-    top = wc.mesh(9, 9)
+    top = wc.topology.mesh(9, 9)
     t0 = time.perf_counter()
     s = wc.build(
         "mesh_tto_allreduce", topology=top, size_bytes=GIB, chunk_bytes=96 * 1024

@@ -53,7 +53,9 @@ def case_d() -> Any:
 
 def case_e() -> Any:
     s = wc.build(
-        "torus_ring_bidir_allreduce", topology=wc.torus(32, 32), size_bytes=SIZE
+        "torus_ring_bidir_allreduce",
+        topology=wc.topology.torus(32, 32),
+        size_bytes=SIZE,
     )
     wc.verify(s)
     return s

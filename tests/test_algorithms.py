@@ -25,7 +25,7 @@ def test_registry_records():
 
 
 def test_build_with_topology_defaults_ranks():
-    t = wc.torus(3, 4)
+    t = wc.topology.torus(3, 4)
     s = wc.build("generic_rabenseifner_allreduce", topology=t, size_bytes=1 << 10)
     assert s.num_ranks == 12
     with pytest.raises(ValueError, match="exceeds the 12 endpoints"):

@@ -229,12 +229,12 @@ def test_simulate_text_reports_the_closed_form(capsys):
         ([], wc.ring(6), {}),
         (
             "-t mesh:2x3 --packet 4KiB --switching store_and_forward".split(),
-            wc.mesh(2, 3),
+            wc.topology.mesh(2, 3),
             {"packet_bytes": 4096, "switching": "store_and_forward"},
         ),
         (
             "--topology torus:2x3 --bandwidth 2e9 --gamma 1e-10 --ports 1".split(),
-            wc.torus(2, 3),
+            wc.topology.torus(2, 3),
             {"bandwidth_Bps": 2e9, "gamma_s_per_byte": 1e-10, "ports": 1},
         ),
         ("-t line".split(), wc.line(6), {}),

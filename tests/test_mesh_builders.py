@@ -47,7 +47,7 @@ def test_every_builder_verifies_and_executes(
     for m, n in SHAPES:
         if not _applies(name, m, n):
             continue
-        top = wc.mesh(m, n)
+        top = wc.topology.mesh(m, n)
         for size in SIZES:
             s = wc.build(name, topology=top, size_bytes=size)
             wc.verify(s)
@@ -69,7 +69,9 @@ def test_every_builder_verifies_and_executes(
 @pytest.mark.parametrize("chunk", [25, 100, 333])
 def test_chunked_trees_verify(name: str, chunk: int, rng: np.random.Generator) -> None:
     for m, n in [(2, 3), (3, 3), (4, 4), (1, 4)]:
-        s = wc.build(name, topology=wc.mesh(m, n), size_bytes=1001, chunk_bytes=chunk)
+        s = wc.build(
+            name, topology=wc.topology.mesh(m, n), size_bytes=1001, chunk_bytes=chunk
+        )
         wc.verify(s)
         x = rng.standard_normal((m * n, 1001))
         out = wc.execute(s, x, check=False)
@@ -87,7 +89,7 @@ def test_single_phases_verify(name: str, phase: str) -> None:
         kw = {"chunk_bytes": 50} if name == "mesh_tto_allreduce" else {}
         s = wc.build(
             name.replace("allreduce", phase),
-            topology=wc.mesh(m, n),
+            topology=wc.topology.mesh(m, n),
             size_bytes=600,
             **kw,
         )
@@ -100,7 +102,7 @@ def test_ring_bi_odd_centre_and_corners() -> None:
         for ex in ("centre", (0, 0), (0, n - 1), (n - 1, 0), "corner"):
             s = wc.build(
                 "mesh_ring_bi_odd_allreduce",
-                topology=wc.mesh(n, n),
+                topology=wc.topology.mesh(n, n),
                 size_bytes=500,
                 exclude=ex,
             )
@@ -137,7 +139,7 @@ def test_hamiltonian_cycles_are_cycles() -> None:
     def check(cyc: np.ndarray, m: int, n: int, skip: int | None) -> None:
         want = set(range(m * n)) - ({skip} if skip is not None else set())
         assert sorted(cyc.tolist()) == sorted(want)
-        top = wc.mesh(m, n)
+        top = wc.topology.mesh(m, n)
         for a, b in zip(cyc, np.roll(cyc, -1), strict=True):
             assert top.link_id(int(a), int(b)) >= 0
 
@@ -155,7 +157,7 @@ def test_hamiltonian_cycles_are_cycles() -> None:
             if m == n:
                 check(mesh.hamiltonian_cycle(m, n, "centre"), m, n, (m * n) // 2)
     path = mesh.hamiltonian_path(3, 4)
-    top = wc.mesh(3, 4)
+    top = wc.topology.mesh(3, 4)
     assert sorted(path.tolist()) == list(range(12))
     assert all(top.link_id(int(a), int(b)) >= 0 for a, b in zip(path, path[1:]))
 
@@ -164,7 +166,7 @@ def test_hamiltonian_cycles_are_cycles() -> None:
 
 
 def _steps(name: str, m: int, n: int, size: int, **kw: object) -> float:
-    top = wc.mesh(m, n)
+    top = wc.topology.mesh(m, n)
     name = name.replace("allreduce", str(kw.pop("phase", "allreduce")))
     s = wc.build(name, topology=top, size_bytes=size, **kw)
     return wc.simulate(s, top, mesh.UNIT_TIMESTEP).cycles
@@ -316,42 +318,57 @@ def test_double_binary_tree_rules() -> None:
 
 def test_bad_input_names_the_alternative() -> None:
     with pytest.raises(ValueError, match="mesh_ring_bi_odd_allreduce"):
-        wc.build("mesh_ring_bi_allreduce", topology=wc.mesh(3, 3), size_bytes=100)
+        wc.build(
+            "mesh_ring_bi_allreduce", topology=wc.topology.mesh(3, 3), size_bytes=100
+        )
     with pytest.raises(ValueError, match="mesh_ring_bi_allreduce"):
-        wc.build("mesh_ring_bi_odd_allreduce", topology=wc.mesh(4, 4), size_bytes=100)
+        wc.build(
+            "mesh_ring_bi_odd_allreduce",
+            topology=wc.topology.mesh(4, 4),
+            size_bytes=100,
+        )
     with pytest.raises(ValueError, match="chunk_bytes.*exceeds"):
         wc.build(
             "mesh_tto_allreduce",
-            topology=wc.mesh(3, 3),
+            topology=wc.topology.mesh(3, 3),
             size_bytes=100,
             chunk_bytes=101,
         )
     for name in mesh.MESH_ALGORITHMS:
         with pytest.raises(ValueError, match="1x1"):
-            wc.build(name, topology=wc.mesh(1, 1), size_bytes=100)
+            wc.build(name, topology=wc.topology.mesh(1, 1), size_bytes=100)
         with pytest.raises(ValueError, match="mesh"):
             wc.build(name, ranks=4, size_bytes=100)
     with pytest.raises(ValueError, match="size_bytes"):
-        wc.build("mesh_ring_allreduce", topology=wc.mesh(4, 4), size_bytes=3)
+        wc.build("mesh_ring_allreduce", topology=wc.topology.mesh(4, 4), size_bytes=3)
     with pytest.raises(ValueError, match="chunks"):
         wc.build(
             "mesh_tto_allreduce",
-            topology=wc.mesh(3, 3),
+            topology=wc.topology.mesh(3, 3),
             size_bytes=1 << 30,
             chunk_bytes=3,
         )
     with pytest.raises(TypeError, match="unexpected option 'phase'"):
         # the phases are algorithms of their own: mesh_tto_reduce_scatter
         wc.build(
-            "mesh_tto_allreduce", topology=wc.mesh(3, 3), size_bytes=99, phase="reduce"
+            "mesh_tto_allreduce",
+            topology=wc.topology.mesh(3, 3),
+            size_bytes=99,
+            phase="reduce",
         )
     with pytest.raises(ValueError, match="sync"):
         wc.build(
-            "mesh_multitree_allreduce", topology=wc.mesh(3, 3), size_bytes=99, sync="x"
+            "mesh_multitree_allreduce",
+            topology=wc.topology.mesh(3, 3),
+            size_bytes=99,
+            sync="x",
         )
     with pytest.raises(TypeError):
         wc.build(
-            "mesh_tto_allreduce", topology=wc.mesh(3, 3), size_bytes=99, chunk_bytes=1.5
+            "mesh_tto_allreduce",
+            topology=wc.topology.mesh(3, 3),
+            size_bytes=99,
+            chunk_bytes=1.5,
         )
 
 
@@ -366,7 +383,7 @@ def test_presets_are_registered_and_documented() -> None:
     # one transfer of k pieces over h hops: h * k timesteps
     s = wc.Schedule(9, [5], "broadcast", root=0)
     s.add_transfer(0, 8, [0])
-    assert wc.simulate(s, wc.mesh(3, 3), u).cycles == 4 * 5
+    assert wc.simulate(s, wc.topology.mesh(3, 3), u).cycles == 4 * 5
 
 
 def test_table_ii_single_transfer_closed_form() -> None:
@@ -374,7 +391,7 @@ def test_table_ii_single_transfer_closed_form() -> None:
     S, h = 3 * 8192, 3
     s = wc.Schedule(4, [S], "broadcast", root=0)
     s.add_transfer(0, 3, [0])
-    r = wc.simulate(s, wc.mesh(1, 4), mesh.TABLE_II)
+    r = wc.simulate(s, wc.topology.mesh(1, 4), mesh.TABLE_II)
     bw, lat, F = 25e9, 21e-9, 512
     assert r.time_s == pytest.approx(h * lat + (h - 1) * F / bw + S / bw, rel=1e-12)
 

@@ -114,7 +114,13 @@ def test_link_utilization_given_axes_and_refusal():
 
 @pytest.mark.parametrize(
     "topology",
-    [wc.line(6), wc.ring(6), wc.mesh(2, 3), wc.torus(3, 3), wc.torus(2, 4)],
+    [
+        wc.line(6),
+        wc.ring(6),
+        wc.topology.mesh(2, 3),
+        wc.topology.torus(3, 3),
+        wc.topology.torus(2, 4),
+    ],
     ids=lambda t: t.name,
 )
 def test_link_load_draws_one_segment_per_used_link(topology):
@@ -149,7 +155,7 @@ def test_link_load_wrap_links_are_stubs():
 
 
 def test_link_load_given_axes_and_refusals():
-    t = wc.mesh(2, 3)
+    t = wc.topology.mesh(2, 3)
     _, _, r = _sim(topology=t)
     fig, ax = plt.subplots()
     assert plot.plot_link_load(r, t, ax=ax) is ax
@@ -161,7 +167,7 @@ def test_link_load_given_axes_and_refusals():
     with pytest.raises(ValueError, match="grid"):
         plot.plot_link_load(rs, star)
     with pytest.raises(ValueError, match="simulated on mesh"):
-        plot.plot_link_load(r, wc.torus(2, 3))
+        plot.plot_link_load(r, wc.topology.torus(2, 3))
     with pytest.raises(ValueError, match="max_links"):
         plot.plot_link_load(r, t, max_links=1)
 

@@ -348,7 +348,7 @@ def test_multicast_crosses_each_link_once() -> None:
 
 def test_multicast_on_a_mesh_forms_a_tree() -> None:
     size = 4096
-    topo = wc.mesh(3, 3)
+    topo = wc.topology.mesh(3, 3)
     s = wc.Schedule(9, [size], "broadcast", root=4)
     s.add_transfer(4, [0, 1, 2, 3, 5, 6, 7, 8], [0])
     r = wc.simulate(s, topo, wc.NetworkModel(1e9, hop_latency_s=1e-8))
@@ -448,7 +448,7 @@ def test_placement_maps_ranks_to_endpoints() -> None:
 def test_transfers_never_beat_their_uncontended_time(name: str, p: int) -> None:
     bw, lat, alpha = 1e9, 1e-7, 1e-6
     s = wc.build(name, p, 60_000)
-    topo = wc.mesh(3, 4)
+    topo = wc.topology.mesh(3, 4)
     net = wc.NetworkModel(bw, hop_latency_s=lat, alpha_s=alpha, packet_bytes=4096)
     r = wc.simulate(s, topo, net, transfers=True)
     sizes = s.transfer_bytes()
@@ -506,7 +506,7 @@ def test_deterministic_and_independent_of_transfer_order(
     name: str, rng: np.random.Generator
 ) -> None:
     s = wc.build(name, 11, 90_000)
-    topo = wc.torus(3, 4)
+    topo = wc.topology.torus(3, 4)
     net = wc.NetworkModel(
         1e9, hop_latency_s=2e-7, packet_bytes=2048, ports=2, gamma_s_per_byte=1e-10
     )
@@ -716,12 +716,12 @@ def test_dataflow_rejects_unknown_modes() -> None:
     [
         (
             "generic_rabenseifner_allreduce",
-            wc.torus(3, 4),
+            wc.topology.torus(3, 4),
             wc.NetworkModel(1e9, packet_bytes=512, ports=2),
         ),
         (
             "generic_ring_allreduce",
-            wc.mesh(3, 4),
+            wc.topology.mesh(3, 4),
             wc.NetworkModel.unit_timestep(1000).replace(packet_bytes=250),
         ),
         (
@@ -770,21 +770,21 @@ def test_event_queues_agree_on_the_wafer() -> None:
 def test_trace_records_every_stage_service() -> None:
     s = wc.build("generic_rabenseifner_allreduce", 6, 6000)
     net = wc.NetworkModel(1e9, packet_bytes=500, ports=1, port_latency_s=1e-8)
-    r = wc.simulate(s, wc.mesh(2, 3), net, trace=True)
+    r = wc.simulate(s, wc.topology.mesh(2, 3), net, trace=True)
     tr = r.trace()
     assert len(tr["transfer"]) == r.events
     links = tr["kind"] == 0
     busy = np.bincount(
         tr["link"][links],
         weights=(tr["finish_s"] - tr["start_s"])[links],
-        minlength=wc.mesh(2, 3).num_links,
+        minlength=wc.topology.mesh(2, 3).num_links,
     )
     assert busy == pytest.approx(r.link_busy_s, rel=1e-12)
     inj = tr["kind"] == 1
     assert np.array_equal(np.unique(tr["endpoint"][inj]), np.unique(s.src))
     assert np.all(tr["finish_s"] >= tr["start_s"])
     with pytest.raises(ValueError, match="trace=True"):
-        wc.simulate(s, wc.mesh(2, 3), net).trace()
+        wc.simulate(s, wc.topology.mesh(2, 3), net).trace()
 
 
 def test_cut_through_head_is_not_held_back_by_fast_links() -> None:

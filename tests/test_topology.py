@@ -525,7 +525,7 @@ def test_cluster_rank_to_node_and_errors():
     with pytest.raises(ValueError, match="exceeds the limit"):
         wc.topology.cluster(1 << 12, 1 << 12)
     with pytest.raises(ValueError, match="not a cluster"):
-        wc.mesh(2, 2).locality(0, 1)
+        wc.topology.mesh(2, 2).locality(0, 1)
     with pytest.raises(ValueError, match="no grid coordinates"):
         c.coords(0)
 

@@ -36,7 +36,7 @@ def test_hops_findings(hops_record):
 def test_roofline_rows_agree_with_fresh_runs(roof, tmp_path):
     cols, _ = wx.split_result(wx.get_experiment("torus_roofline").run(quick=True))
     i = cols["algorithm"].index("swing_bo")
-    topo = wc.torus(8, 8, bandwidth_Bps=32e9)
+    topo = wc.topology.torus(8, 8, bandwidth_Bps=32e9)
     s = wc.build(
         "torus_swing_bo_allreduce", topology=topo, size_bytes=cols["size_bytes"][i]
     )

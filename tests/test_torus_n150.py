@@ -136,7 +136,7 @@ def test_rd_worst_hops_on_the_n150_reproduce_the_thesis(board):
 def test_ideal_torus_totals():
     # Every node: ring distances |rho(k)| = 1, 1, 3 (Swing) or 2^k (RD) on a
     # ring of 8, twice (two dimensions).
-    t = wc.torus(8, 8)
+    t = wc.topology.torus(8, 8)
     swing = wc.torus.hop_table("swing", t)
     rd = wc.torus.hop_table("rd", t)
     ring = [
@@ -174,7 +174,7 @@ def link_loads(schedule, topo):
 
 
 def test_swing_bo_has_lower_link_load_than_rd_bo_on_an_ideal_torus():
-    topo = wc.torus(8, 8, bandwidth_Bps=32e9)
+    topo = wc.topology.torus(8, 8, bandwidth_Bps=32e9)
     net = wc.torus.n150_network()
     size = 64 * 1024
     peak = {}

@@ -117,7 +117,7 @@ def test_step_plan_alternates_and_skips():
 
 def run(name, dims, size, rng):
     p = dims[0] * dims[1]
-    topo = wc.ring(p) if dims[0] == 1 else wc.torus(*dims)
+    topo = wc.ring(p) if dims[0] == 1 else wc.topology.torus(*dims)
     s = wc.build(name, size_bytes=size, topology=topo)
     wc.verify(s)
     x = rng.integers(-1000, 1000, size=(s.num_ranks, 2 * p + 1))
@@ -201,7 +201,7 @@ def test_ring_fallback_steps_and_hops(alg):
         s = wc.build(f"torus_{alg}_bo_allreduce", p, 8 * p, dims=dims, fallback="ring")
         rs = sum(side_steps(alg, d) for d in dims)
         assert s.num_steps == 2 * rs, dims
-        topo = wc.ring(p) if dims[0] == 1 else wc.torus(*dims)
+        topo = wc.ring(p) if dims[0] == 1 else wc.topology.torus(*dims)
         for label, dst, _ in wc.torus.reduce_scatter_steps(alg, dims):
             if "ring" not in label:
                 continue
@@ -265,18 +265,20 @@ def test_hamiltonian_ring_uses_neighbour_links():
     for dims in [(2, 3), (4, 4), (3, 4), (8, 8), (6, 5)]:
         order = wc.torus.hamiltonian_ring(dims)
         assert sorted(order) == list(range(dims[0] * dims[1]))
-        t = wc.torus(*dims)
+        t = wc.topology.torus(*dims)
         hops = [t.hops(a, b) for a, b in zip(order, order[1:] + order[:1])]
         assert hops == [1] * len(order)
     order = wc.torus.hamiltonian_ring((3, 5))
-    t = wc.torus(3, 5)
+    t = wc.topology.torus(3, 5)
     hops = [t.hops(a, b) for a, b in zip(order, order[1:] + order[:1])]
     assert sorted(order) == list(range(15)) and hops[:-1] == [1] * 14
 
 
 def test_ring_bidir_bytes():
     p, size = 16, 16 * 2 * 10
-    s = wc.build("torus_ring_bidir_allreduce", topology=wc.torus(4, 4), size_bytes=size)
+    s = wc.build(
+        "torus_ring_bidir_allreduce", topology=wc.topology.torus(4, 4), size_bytes=size
+    )
     assert (s.stats()["bytes_sent"] == 2 * (p - 1) * size // p).all()
     assert s.num_steps == 2 * (p - 1)
 
@@ -317,10 +319,15 @@ def test_shared_memory_shape():
 def test_build_rejects_bad_input():
     with pytest.raises(ValueError, match="does not match"):
         wc.build(
-            "torus_swing_bo_allreduce", ranks=12, size_bytes=64, topology=wc.torus(4, 4)
+            "torus_swing_bo_allreduce",
+            ranks=12,
+            size_bytes=64,
+            topology=wc.topology.torus(4, 4),
         )
     with pytest.raises(ValueError, match="applies to"):
-        wc.build("torus_swing_bo_allreduce", size_bytes=64, topology=wc.mesh(4, 4))
+        wc.build(
+            "torus_swing_bo_allreduce", size_bytes=64, topology=wc.topology.mesh(4, 4)
+        )
     with pytest.raises(ValueError, match="first"):
         wc.build("torus_swing_lo_allreduce", 8, 64, first="diagonal")
     with pytest.raises(ValueError, match="ranks"):

@@ -170,7 +170,7 @@ def test_wafer_row_and_builder_errors() -> None:
     with pytest.raises(ValueError, match="multiple of 4"):
         wc.build("wafer_chain_reduce", 8, 10)
     with pytest.raises(ValueError, match="applies to line"):
-        wc.build("wafer_chain_reduce", 8, 16, wc.mesh(2, 4))
+        wc.build("wafer_chain_reduce", 8, 16, wc.topology.mesh(2, 4))
     with pytest.raises(ValueError, match="pre-order"):
         wafer.tree_schedule([-1, 0, 0, 1], 16)
     with pytest.raises(ValueError, match="must be in"):

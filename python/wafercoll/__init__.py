@@ -4,9 +4,13 @@ The central object is the :class:`Schedule` (a DAG of block transfers between
 ranks). Builders in the registry (:func:`algorithms`, :func:`build`) produce
 schedules; analyses consume any schedule: :func:`verify` proves it computes its
 collective, :func:`execute` runs it on NumPy arrays. Topologies
-(:func:`line`, :func:`ring`, :func:`mesh`, :func:`torus`, :func:`custom`)
-describe the machines schedules run on; :func:`simulate` runs a schedule on
-one under a :class:`NetworkModel`, and :mod:`wafercoll.plot` draws the result.
+(:mod:`wafercoll.topology`: ``line``, ``ring``, ``mesh``, ``torus``,
+``cluster``, ``wormhole_n150``, ``custom``) describe the machines schedules
+run on, and :mod:`wafercoll.machines` names the papers' machines with their
+network presets; :func:`simulate` runs a schedule on one under a
+:class:`NetworkModel`, and :mod:`wafercoll.plot` draws the result. New
+algorithms are written with :mod:`wafercoll.kit` and registered with
+:func:`register_algorithm`.
 """
 
 from __future__ import annotations
@@ -19,8 +23,8 @@ except ImportError as exc:  # pragma: no cover - only without a compiled build
         "built. Install it with `pip install .` from the source tree."
     ) from exc
 
-# Packages of algorithms per machine family; ``mesh`` and ``torus`` are also
-# callable as the topology constructors (wc.torus(8, 8)).
+# Packages of algorithms per machine family (the topology constructors are
+# plain functions of wc.topology: wc.topology.torus(8, 8)).
 from . import cluster, generic, kit, mesh, topology, torus, wafer  # noqa: E402,I001 - register builders
 from ._errors import ScheduleError, WafercollWarning
 from .algorithms import (

@@ -11,23 +11,21 @@ the network models ``TABLE_II`` and ``UNIT_TIMESTEP``;
 the trees; :mod:`~wafercoll.mesh.training` the training-time model of
 Section VIII-B.
 
-Calling the module builds a mesh topology: ``wc.mesh(rows, cols)`` is
-:func:`wafercoll.topology.mesh`.
+The topology itself is :func:`wafercoll.topology.mesh` (``wc.topology.mesh(rows,
+cols)``); this package holds the algorithms and models.
 
 Examples
 --------
 >>> import wafercoll as wc
->>> s = wc.build("mesh_tto_reduce_scatter", topology=wc.mesh(3, 3), size_bytes=45,
-...              chunk_bytes=9)
->>> wc.simulate(s, wc.mesh(3, 3), wc.mesh.UNIT_TIMESTEP).cycles  # Fig. 7: 24
+>>> m = wc.topology.mesh(3, 3)
+>>> s = wc.build("mesh_tto_reduce_scatter", topology=m, size_bytes=45, chunk_bytes=9)
+>>> wc.simulate(s, m, wc.mesh.UNIT_TIMESTEP).cycles  # Fig. 7: 24
 24.0
 """
 
 from __future__ import annotations
 
-from .._callable_module import make_callable
 from ..kit.orders import excluded_node, hamiltonian_cycle, hamiltonian_path
-from ..topology import mesh as _mesh
 from . import training
 from .builders import MESH_ALGORITHMS, mesh_shape, split_bytes
 from .presets import TABLE_II, TTO_CHUNK_BYTES, UNIT_TIMESTEP, table_ii, unit_timestep
@@ -60,5 +58,3 @@ __all__: list[str] = [
     "tto_trees",
     "unit_timestep",
 ]
-
-make_callable(__name__, _mesh)

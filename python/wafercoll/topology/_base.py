@@ -20,7 +20,7 @@ explicit routes).
 Examples
 --------
 >>> import wafercoll as wc
->>> t = wc.torus(4, 4, bandwidth_Bps=4e9, latency_s=1e-9)
+>>> t = wc.topology.torus(4, 4, bandwidth_Bps=4e9, latency_s=1e-9)
 >>> t.hops(0, 10)
 4
 >>> t.route(0, 2).tolist()

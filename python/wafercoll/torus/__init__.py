@@ -1,7 +1,7 @@
 """Collectives on tori: Swing and recursive doubling, the Wormhole n150.
 
-Calling the module builds a torus topology: ``wc.torus(rows, cols)`` is
-:func:`wafercoll.topology.torus`.
+The topology itself is :func:`wafercoll.topology.torus` (``wc.topology.torus(rows,
+cols)``); this package holds the algorithms and models.
 
 Modules: :mod:`~wafercoll.torus.swing` (peers and the block rule),
 :mod:`~wafercoll.torus.builders` (``swing_lo``, ``swing_bo``, ``rd_lo``,
@@ -13,8 +13,6 @@ tables) and :mod:`~wafercoll.torus.roofline` (the thesis's runtime model).
 
 from __future__ import annotations
 
-from .._callable_module import make_callable
-from ..topology import torus as _torus
 from . import builders, n150, swing
 from .builders import TORUS_ALGORITHMS, hamiltonian_ring
 from .hops import HopTable, hop_table
@@ -53,5 +51,3 @@ __all__: list[str] = [
     "swing",
     "swing_peer",
 ]
-
-make_callable(__name__, _torus)

@@ -53,7 +53,8 @@ waits for the previous step's transfers of both its ranks.
 Examples
 --------
 >>> import numpy as np, wafercoll as wc
->>> s = wc.build("torus_swing_bo_allreduce", topology=wc.torus(4, 4), size_bytes=16 * 8)
+>>> t = wc.topology.torus(4, 4)
+>>> s = wc.build("torus_swing_bo_allreduce", topology=t, size_bytes=16 * 8)
 >>> x = np.arange(16 * 16).reshape(16, 16)
 >>> bool((wc.execute(s, x) == x.sum(axis=0)).all())
 True

@@ -14,6 +14,7 @@ from ..simulate import NetworkModel
 from ..topology.wormhole import (
     CLOCK_HZ,
     DRAM_CHANNEL_BPS,
+    DRAM_TILES,
     FLIT_BYTES,
     HOP_CYCLES,
     LINK_BYTES_PER_CYCLE,
@@ -30,6 +31,7 @@ from ..topology.wormhole import (
 __all__ = [
     "CLOCK_HZ",
     "DRAM_CHANNEL_BPS",
+    "DRAM_TILES",
     "FLIT_BYTES",
     "HOP_CYCLES",
     "LINK_BYTES_PER_CYCLE",

@@ -13,7 +13,7 @@ wavelets of 32 bits, ramp latency ``T_R``).
 * ``ring`` (Lemma 6.1): ``2 (P-1) B / P + 4P - 6 + 2 (P-1)(2 T_R + 1)``.
 
 2D (Section 7) on a grid of ``M x N = P`` PEs. **Axis convention**: ``M``
-rows and ``N`` columns (``wafercoll.mesh(rows=M, cols=N)``); PE ``(i, j)``
+rows and ``N`` columns (``wafercoll.topology.mesh(rows=M, cols=N)``); PE ``(i, j)``
 is row ``i``, column ``j``; the x-axis runs along a row (``N`` PEs), the
 y-axis along a column (``M`` PEs); the root is ``(0, 0)``. X-Y patterns
 work on the rows first (every row at once, ``N`` PEs each), then on the
