@@ -14,7 +14,9 @@ algorithm. It has four layers:
 * collective skeletons over any order, tree or peer function: rings
   (:mod:`wafercoll.kit.ring`), butterflies with folding
   (:mod:`wafercoll.kit.butterfly`), binomial trees
-  (:mod:`wafercoll.kit.binomial`), trees over parent arrays.
+  (:mod:`wafercoll.kit.binomial`), reduce / broadcast / allreduce over
+  ``K`` trees given as parent arrays, chunked (:mod:`wafercoll.kit.trees`,
+  with the compiled single-tree reduce as the kit's fast path).
 
 A new algorithm in a few lines (a ring allreduce over the snake of a grid):
 
@@ -52,6 +54,7 @@ from .orders import (
 )
 from .program import RULES, Multi, Program, Ranges
 from .ring import RingStep, ring_allreduce, ring_owners, ring_steps
+from .trees import tree_depths, tree_reduce, trees_program
 
 __all__ = [
     "MAX_BLOCKS",
@@ -80,5 +83,8 @@ __all__ = [
     "snake",
     "split_bytes",
     "torus_cycle",
+    "tree_depths",
+    "tree_reduce",
+    "trees_program",
     "xor_peer",
 ]

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from ..kit.orders import excluded_node, hamiltonian_cycle, hamiltonian_path
 from . import training
-from .builders import MESH_ALGORITHMS, mesh_shape, split_bytes
+from .builders import MESH_ALGORITHMS, mesh_shape
 from .presets import TABLE_II, TTO_CHUNK_BYTES, UNIT_TIMESTEP, table_ii, unit_timestep
 from .trees import (
     MultiTree,
@@ -51,7 +51,6 @@ __all__: list[str] = [
     "hamiltonian_path",
     "mesh_shape",
     "multitree",
-    "split_bytes",
     "table_ii",
     "training",
     "tree_depths",

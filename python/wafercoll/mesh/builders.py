@@ -26,11 +26,13 @@ mesh_tto            TTO: three edge-disjoint trees at three corners, chunks
                     pipelined (Section V, Algorithm 2)
 ==================  ===========================================================
 
-Dependencies come from a program order of single-block transfers (see
-:mod:`wafercoll.mesh._emit`): data, write order, anti-dependences and stream
-order on a link. Reductions of two children into one buffer are ordered, as
-the schedule semantics require; the simulator's ``"dataflow"`` reading
-(both presets of :mod:`wafercoll.mesh.presets`) still lets them overlap.
+Every builder is a :class:`wafercoll.kit.Program` under the ``"cells"``
+rule (the tree builders through :func:`wafercoll.kit.trees_program`):
+dependencies come from a program order of single-block transfers (data,
+write order, anti-dependences and stream order on a link). Reductions of two
+children into one buffer are ordered, as the schedule semantics require;
+the simulator's ``"dataflow"`` reading (both presets of
+:mod:`wafercoll.mesh.presets`) still lets them overlap.
 
 Excluded nodes
 --------------
@@ -48,15 +50,15 @@ from typing import Any
 
 import numpy as np
 
+from .. import kit
 from .._util import as_int
 from ..algorithms import AlgorithmInfo, register
 from ..kit.orders import excluded_node, hamiltonian_cycle, hamiltonian_path
 from ..schedule import Schedule
-from . import _emit
 from .presets import TTO_CHUNK_BYTES
-from .trees import double_binary_tree, multitree, tree_depths, tto_trees
+from .trees import double_binary_tree, multitree, tto_trees
 
-__all__ = ["MESH_ALGORITHMS", "mesh_shape", "split_bytes"]
+__all__ = ["MESH_ALGORITHMS", "mesh_shape"]
 
 #: Registered names of the mesh AllReduce builders.
 MESH_ALGORITHMS = (
@@ -91,18 +93,11 @@ def mesh_shape(name: str, p: int, topology: Any) -> tuple[int, int]:
     return m, n
 
 
-def split_bytes(total: int, parts: int, name: str = "size_bytes") -> np.ndarray:
-    """``parts`` near-equal block sizes (the first ``total % parts`` one larger)."""
-    if total < parts:
-        raise ValueError(
-            f"{name} = {total} is too small: the schedule cuts it into {parts} "
-            f"blocks, so it must be >= {parts}"
-        )
+def _split(total: int, parts: int) -> np.ndarray:
+    """``parts`` non-empty near-equal blocks of ``total`` bytes (the kit's splitter)."""
     if total > _MAX_SIZE:
-        raise ValueError(f"{name} = {total} exceeds {_MAX_SIZE} (1 TiB)")
-    sizes = np.full(parts, total // parts, dtype=np.int64)
-    sizes[: total % parts] += 1
-    return sizes
+        raise ValueError(f"size_bytes = {total} exceeds {_MAX_SIZE} (1 TiB)")
+    return kit.split_bytes(total, parts, allow_empty=False)
 
 
 def _phase(name: str, phase: Any) -> str:
@@ -139,61 +134,24 @@ def _chunks(name: str, size: int, chunk_bytes: Any, default: int | None) -> int:
 # ---------------------------------------------------------------- rings
 
 
-def _ring_program(
-    prog: _emit.Program, order: np.ndarray, base: int, stream: int, phase: str
-) -> None:
-    """Reduce-scatter then allgather of one ring over ``order`` (K blocks)."""
-    K = order.size
-    nxt = np.roll(order, -1)
-    if phase in ("allreduce", "reduce_scatter"):
-        for s in range(K - 1):
-            for i in range(K):
-                prog.add(int(order[i]), int(nxt[i]), base + (i - s) % K, 1, stream)
-    if phase in ("allreduce", "allgather"):
-        for s in range(K - 1):
-            for i in range(K):
-                prog.add(
-                    int(order[i]), int(nxt[i]), base + (i + 1 - s) % K, 0, stream + 1
-                )
-
-
-def _ring_owners(order: np.ndarray, base: int, owners: np.ndarray) -> None:
-    K = order.size
-    for i in range(K):
-        owners[base + (i + 1) % K] = order[i]
-
-
 def _ring_order(m: int, n: int) -> np.ndarray:
     if m >= 2 and n >= 2 and (m * n) % 2 == 0:
         return hamiltonian_cycle(m, n)
     return hamiltonian_path(m, n)
 
 
-def _finish(
-    name: str,
-    p: int,
-    sizes: np.ndarray,
-    prog: _emit.Program,
-    phase: str,
-    owners: np.ndarray,
-    participants: Any = None,
-    extra: Any = None,
-) -> Schedule:
-    a = prog.arrays()
-    coll = "allreduce" if phase == "allreduce" else phase
-    return _emit.schedule_from_program(
+def _program(
+    name: str, p: int, sizes: np.ndarray, phase: str, owners: np.ndarray, **kw: Any
+) -> kit.Program:
+    """The program of a mesh builder: rule ``"cells"``, the phase's collective."""
+    return kit.Program(
         p,
         sizes,
-        coll,
-        src=a["src"],
-        dst=a["dst"],
-        block=a["block"],
-        op=a["op"],
-        stream=a["stream"],
-        extra_deps=extra,
+        phase,
+        rule="cells",
         owners=None if phase == "allreduce" else owners.tolist(),
-        participants=participants,
         name=name,
+        **kw,
     )
 
 
@@ -203,12 +161,10 @@ def _ring(
     m, n = mesh_shape("mesh_ring_allreduce", p, topology)
     ph = _phase("mesh_ring_allreduce", phase)
     order = _ring_order(m, n)
-    sizes = split_bytes(size, p)
-    prog = _emit.Program()
-    _ring_program(prog, order, 0, 0, ph)
-    owners = np.zeros(p, np.int64)
-    _ring_owners(order, 0, owners)
-    return _finish(f"mesh_ring({m}x{n}, {size} B)", p, sizes, prog, ph, owners)
+    name = f"mesh_ring({m}x{n}, {size} B)"
+    prog = _program(name, p, _split(size, p), ph, kit.ring_owners(order))
+    kit.ring_allreduce(prog, order, phase=ph, stream=0)
+    return prog.schedule()
 
 
 def _ring_bi(
@@ -227,15 +183,13 @@ def _ring_bi(
             "mesh lacks; use mesh_ring_bi_odd_allreduce (RingBiOdd) or "
             "mesh_ring_allreduce"
         )
-    cyc = hamiltonian_cycle(m, n)
-    sizes = split_bytes(size, 2 * p)
-    prog = _emit.Program()
-    _ring_program(prog, cyc, 0, 0, ph)
-    _ring_program(prog, cyc[::-1].copy(), p, 2, ph)
-    owners = np.zeros(2 * p, np.int64)
-    _ring_owners(cyc, 0, owners)
-    _ring_owners(cyc[::-1].copy(), p, owners)
-    return _finish(f"mesh_ring_bi({m}x{n}, {size} B)", p, sizes, prog, ph, owners)
+    ways = (hamiltonian_cycle(m, n), hamiltonian_cycle(m, n)[::-1].copy())
+    owners = np.concatenate([kit.ring_owners(w) for w in ways])
+    name = f"mesh_ring_bi({m}x{n}, {size} B)"
+    prog = _program(name, p, _split(size, 2 * p), ph, owners)
+    for d, w in enumerate(ways):  # one ring after the other in program order
+        kit.ring_allreduce(prog, w, base=d * p, phase=ph, stream=2 * d)
+    return prog.schedule()
 
 
 def _ring_bi_odd(
@@ -276,52 +230,50 @@ def _ring_bi_odd(
     orders = [cyc, cyc[::-1].copy()]
     mpos = [int(np.flatnonzero(orders[d] == merge[d])[0]) for d in (0, 1)]
     nxt = [np.roll(o, -1) for o in orders]
-    sizes = split_bytes(size, 2 * K)
-    prog = _emit.Program()
+    owners = np.concatenate([kit.ring_owners(o) for o in orders])
+    prog = _program(
+        f"mesh_ring_bi_odd({m}x{n}, {size} B, exclude={E})",
+        p,
+        _split(size, 2 * K),
+        ph,
+        owners,
+    )
     rs = ph in ("allreduce", "reduce_scatter")
     ag = ph in ("allreduce", "allgather")
 
+    pos = np.arange(K)
+
     def ring_step(d: int, s: int, reduce: bool) -> None:
-        o, x = orders[d], nxt[d]
-        for i in range(K):
-            b = (i - s) % K if reduce else (i + 1 - s) % K
-            prog.add(
-                int(o[i]), int(x[i]), d * K + b, int(reduce), 2 * d + int(not reduce)
-            )
+        b = (pos - s) % K if reduce else (pos + 1 - s) % K
+        op = "reduce" if reduce else "copy"
+        prog.step(orders[d], nxt[d], d * K + b, op, stream=2 * d + int(not reduce))
+
+    def add(src: int, dst: int, block: int, op: str, stream: int) -> None:
+        prog.send(src, dst, block, op, stream=stream)
 
     if rs:
         for d in (0, 1):  # timestep 1: one part to each merge node
-            prog.add(E, merge[d], d * K + mpos[d], 1, 4 + d)
+            add(E, merge[d], d * K + mpos[d], "reduce", 4 + d)
         for s in range(K - 1):
             for d in (0, 1):
                 ring_step(d, s, True)
             for d in (0, 1):  # the part the merge node forwards next (or keeps)
-                prog.add(E, merge[d], d * K + (mpos[d] - s - 1) % K, 1, 4 + d)
+                add(E, merge[d], d * K + (mpos[d] - s - 1) % K, "reduce", 4 + d)
     if ag:
         for d in (0, 1):  # the merge node's own result first
-            prog.add(merge[d], E, d * K + (mpos[d] + 1) % K, 0, 6 + d)
+            add(merge[d], E, d * K + (mpos[d] + 1) % K, "copy", 6 + d)
         for s in range(K - 1):
             for d in (0, 1):
                 ring_step(d, s, False)
             for d in (0, 1):
-                prog.add(merge[d], E, d * K + (mpos[d] - s) % K, 0, 6 + d)
-    owners = np.zeros(2 * K, np.int64)
-    for d in (0, 1):
-        _ring_owners(orders[d], d * K, owners)
-    return _finish(
-        f"mesh_ring_bi_odd({m}x{n}, {size} B, exclude={E})",
-        p,
-        sizes,
-        prog,
-        ph,
-        owners,
-    )
+                add(merge[d], E, d * K + (mpos[d] - s) % K, "copy", 6 + d)
+    return prog.schedule()
 
 
 def _ring_2d(p: int, size: int, *, topology: Any = None) -> Schedule:
     m, n = mesh_shape("mesh_ring_2d_allreduce", p, topology)
     N = m * n
-    sizes = split_bytes(size, 2 * N)
+    sizes = _split(size, 2 * N)
     src: list[int] = []
     dst: list[int] = []
     lo: list[int] = []
@@ -381,46 +333,12 @@ def _ring_2d(p: int, size: int, *, topology: Any = None) -> Schedule:
         ring(rows_of(i), row_blk, False, 3)
     for j in range(n):
         ring(cols_of(j), col_blk, False, 7)
-    arr = {k: np.asarray(v, np.int64) for k, v in (("lo", lo), ("hi", hi))}
-    return _emit.schedule_from_program(
-        p,
-        sizes,
-        "allreduce",
-        src=np.asarray(src),
-        dst=np.asarray(dst),
-        block=(arr["lo"], arr["hi"]),
-        op=np.asarray(op),
-        stream=np.asarray(st),
-        name=f"mesh_ring_2d({m}x{n}, {size} B)",
-    )
+    prog = kit.Program(p, sizes, rule="cells", name=f"mesh_ring_2d({m}x{n}, {size} B)")
+    prog.step(src, dst, (lo, hi), np.asarray(op), stream=st)
+    return prog.schedule()
 
 
 # ---------------------------------------------------------------- trees
-
-
-def _tree_template(parents: np.ndarray, phase: str) -> dict[str, np.ndarray]:
-    """One chunk's transfers over trees ``k`` (block ``k``), in program order.
-
-    Reduce-scatter: children before parents (deepest first); allgather:
-    parents before children. Stream ``2 k`` (reduce) and ``2 k + 1`` (gather).
-    """
-    rows = []
-    for k, par in enumerate(parents):
-        depth = tree_depths(par)
-        for v in np.flatnonzero(par >= 0):
-            rows.append((int(depth[v]), k, int(v), int(par[v])))
-    rs = sorted(rows, key=lambda r: (-r[0], r[1], r[2]))
-    ag = sorted(rows, key=lambda r: (r[0], r[1], r[2]))
-    out: dict[str, list[int]] = {k: [] for k in ("src", "dst", "block", "op", "stream")}
-    if phase in ("allreduce", "reduce_scatter"):
-        for _, k, v, q in rs:
-            for key, val in zip(out, (v, q, k, 1, 2 * k), strict=True):
-                out[key].append(val)
-    if phase in ("allreduce", "allgather"):
-        for _, k, v, q in ag:
-            for key, val in zip(out, (q, v, k, 0, 2 * k + 1), strict=True):
-                out[key].append(val)
-    return {k: np.asarray(v, np.int64) for k, v in out.items()}
 
 
 def _tree_schedule(
@@ -428,29 +346,13 @@ def _tree_schedule(
     p: int,
     size: int,
     parents: np.ndarray,
-    roots: list[int],
     chunks: int,
     phase: str,
     participants: Any,
 ) -> Schedule:
-    K = len(parents)
-    sizes = split_bytes(size, chunks * K)
-    t = _tree_template(parents, phase)
-    owners = np.tile(np.asarray(roots, np.int64), chunks)
-    return _emit.tiled_schedule(
-        p,
-        sizes,
-        phase,
-        chunks=chunks,
-        blocks_per_chunk=K,
-        src=t["src"],
-        dst=t["dst"],
-        block=t["block"],
-        op=t["op"],
-        stream=t["stream"],
-        owners=None if phase == "allreduce" else owners.tolist(),
-        participants=participants,
-        name=name,
+    sizes = _split(size, chunks * len(parents))
+    return kit.trees_program(
+        parents, sizes, phase=phase, participants=participants, name=name
     )
 
 
@@ -474,7 +376,6 @@ def _tto(
         p,
         size,
         trees.parents,
-        list(trees.roots),
         C,
         ph,
         part,
@@ -496,13 +397,11 @@ def _dbtree(
         C = min(-(-p // 2), max(size // 2, 1))
     else:
         C = _chunks("mesh_dbtree_allreduce", -(-size // 2), chunk_bytes, None)
-    roots = [int(np.flatnonzero(t < 0)[0]) for t in (t0, t1)]
     return _tree_schedule(
         f"mesh_dbtree({m}x{n}, {size} B, {C} chunks per tree)",
         p,
         size,
         np.stack([t0, t1]),
-        roots,
         C,
         ph,
         None,
@@ -527,7 +426,7 @@ def _multitree(
     C = _chunks("mesh_multitree_allreduce", size, chunk_bytes, None)
     mt = multitree(m, n, sort=sort, rule=rule)
     T = mt.steps
-    sizes = split_bytes(size, C * p)
+    sizes = _split(size, C * p)
     rr, vv = np.nonzero(mt.parents >= 0)
     tt = mt.times[rr, vv]
     qq = mt.parents[rr, vv]
@@ -559,19 +458,15 @@ def _multitree(
     if sync == "step":
         extra = _barriers(gstep.astype(np.int64))
     owners = np.tile(np.arange(p, dtype=np.int64), C)
-    return _emit.schedule_from_program(
+    prog = _program(
+        f"mesh_multitree({m}x{n}, {size} B, T={T}, {C} chunks, {sync})",
         p,
         sizes,
         ph,
-        src=src,
-        dst=dst,
-        block=blk,
-        op=op,
-        stream=st,
-        extra_deps=extra,
-        owners=None if ph == "allreduce" else owners.tolist(),
-        name=f"mesh_multitree({m}x{n}, {size} B, T={T}, {C} chunks, {sync})",
+        owners,
     )
+    prog.step(src, dst, blk, op, stream=st, deps=extra)
+    return prog.schedule()
 
 
 def _barriers(step: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -20,8 +20,8 @@ has received it whole (message-level store-and-forward at the endpoints), and
 the ordering the schedule needs between two reductions into one buffer, or
 between the chunks of one stream on a link, only orders their packets into
 the destination, so a chiplet receives from several links at once (see
-:mod:`wafercoll.mesh._emit`). VC count and buffer depth (4 VCs, 318 flits) are
-not modelled: routers buffer without limit.
+the ``"cells"`` rule of :class:`wafercoll.kit.Program`). VC count and
+buffer depth (4 VCs, 318 flits) are not modelled: routers buffer without limit.
 
 How the authors' simulator encodes these numbers differs (recovered details,
 section 2.8): a 512 B flit holds a link for 21 cycles and a message carries a

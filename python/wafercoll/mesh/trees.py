@@ -33,6 +33,7 @@ from functools import lru_cache
 import numpy as np
 
 from .._util import as_int
+from ..kit.trees import tree_depths
 
 __all__ = [
     "MultiTree",
@@ -44,27 +45,6 @@ __all__ = [
 ]
 
 _MAX_MULTITREE_NODES = 1024
-
-
-def tree_depths(parent: np.ndarray) -> np.ndarray:
-    """Depth of every node of a parent array (-1 for nodes left out)."""
-    par = np.asarray(parent)
-    depth = np.full(par.size, -1, dtype=np.int64)
-    for v in range(par.size):
-        if par[v] == -2 or depth[v] >= 0:
-            continue
-        path = []
-        u = v
-        while depth[u] < 0 and par[u] >= 0:
-            path.append(u)
-            u = int(par[u])
-        if depth[u] < 0:  # the root
-            depth[u] = 0
-        d = depth[u]
-        for w in reversed(path):
-            d += 1
-            depth[w] = d
-    return depth
 
 
 def _neighbours(m: int, n: int) -> list[list[int]]:

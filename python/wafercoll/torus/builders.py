@@ -66,6 +66,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import kit
 from .._util import as_int
 from ..algorithms import AlgorithmInfo, register
 from ..schedule import Schedule
@@ -140,71 +141,25 @@ def grid_of(p: int | None, topology: Any = None, dims: Any = None) -> tuple[int,
 
 def _block_sizes(size_bytes: int, blocks: int) -> list[int]:
     """Cut ``size_bytes`` into ``blocks`` near-equal blocks (larger ones first)."""
-    q, rem = divmod(size_bytes, blocks)
-    return [q + 1] * rem + [q] * (blocks - rem)
+    return kit.split_bytes(size_bytes, blocks).tolist()
 
 
-class _Emitter:
-    """Collects step-synchronous transfers into CSR arrays.
+def _step(prog: kit.Program, transfers: list[tuple[int, int, Any, Any, int]]) -> None:
+    """Add one step of ``(src, dst, lo, hi, op)`` transfers to ``prog``.
 
-    A transfer of a step depends on the transfers of the latest earlier step
-    that involved its source or its destination, so an exchange in one step
-    (both directions with the same dependencies) is well defined and a rank
-    never reads or writes a block before the previous step on it is done.
+    ``lo`` and ``hi`` are a block range, or arrays of several ranges.
     """
-
-    def __init__(self, ranks: int) -> None:
-        self.touch: list[list[int]] = [[] for _ in range(ranks)]
-        self.src: list[int] = []
-        self.dst: list[int] = []
-        self.op: list[int] = []
-        self.lo: list[int] = []
-        self.hi: list[int] = []
-        self.boff = [0]
-        self.deps: list[int] = []
-        self.doff = [0]
-
-    def step(self, transfers: list[tuple[int, int, Any, Any, int]]) -> None:
-        """Add one step of ``(src, dst, lo, hi, op)`` transfers."""
-        new: dict[int, list[int]] = {}
-        for src, dst, lo, hi, op in transfers:
-            t = len(self.src)
-            self.src.append(src)
-            self.dst.append(dst)
-            self.op.append(op)
-            if isinstance(lo, int):
-                self.lo.append(lo)
-                self.hi.append(hi)
-            else:
-                self.lo.extend(lo.tolist())
-                self.hi.extend(hi.tolist())
-            self.boff.append(len(self.lo))
-            before = self.touch[src] + self.touch[dst]
-            self.deps.extend(sorted(set(before)) if self.touch[dst] else before)
-            self.doff.append(len(self.deps))
-            new.setdefault(src, []).append(t)
-            new.setdefault(dst, []).append(t)
-        for r, ts in new.items():
-            self.touch[r] = ts
-
-    def schedule(
-        self, ranks: int, block_bytes: list[int], name: str, **kw: Any
-    ) -> Schedule:
-        return Schedule.from_arrays(
-            ranks,
-            block_bytes,
-            "allreduce",
-            src=np.asarray(self.src, dtype=np.int64),
-            dst=np.asarray(self.dst, dtype=np.int64),
-            block_lo=np.asarray(self.lo, dtype=np.int64),
-            block_hi=np.asarray(self.hi, dtype=np.int64),
-            block_offsets=np.asarray(self.boff, dtype=np.int64),
-            op=np.asarray(self.op, dtype=np.uint8),
-            deps=np.asarray(self.deps, dtype=np.int64),
-            dep_offsets=np.asarray(self.doff, dtype=np.int64),
-            name=name,
-            **kw,
-        )
+    if not transfers:
+        return
+    src, dst, lo, hi, op = zip(*transfers, strict=True)
+    counts = np.asarray([np.size(x) for x in lo], dtype=np.int64)
+    offsets = np.zeros(counts.size + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    if (counts != 1).any():
+        flat = [np.concatenate([np.atleast_1d(v) for v in x]) for x in (lo, hi)]
+    else:
+        flat = [np.asarray(x, dtype=np.int64).ravel() for x in (lo, hi)]
+    prog.step(src, dst, kit.Ranges(flat[0], flat[1], offsets), np.asarray(op))
 
 
 def _virtual_side(d: int, keep_even: bool) -> int:
@@ -293,8 +248,10 @@ def allreduce_schedule(
         keep_even = algorithm == "swing" and variant == "bo"
         vdims = (_virtual_side(rows, keep_even), _virtual_side(cols, keep_even))
     pv = vdims[0] * vdims[1]
-    em = _Emitter(p)
     nblocks = pv if variant == "bo" else 1
+    name = f"{algorithm}_{variant}({rows}x{cols}, {size} B)"
+    # Step-synchronous: a transfer waits for the previous step of its ranks.
+    prog = kit.Program(p, _block_sizes(size, nblocks), rule="step", name=name)
     whole = (0, nblocks)
 
     def rank(y: int, x: int) -> int:
@@ -320,7 +277,7 @@ def allreduce_schedule(
             ]
         )
     for step in folds:
-        em.step(step)
+        _step(prog, step)
 
     # The virtual torus: virtual rank v -> real rank.
     vy, vx = np.divmod(np.arange(pv), vdims[1])
@@ -328,8 +285,9 @@ def allreduce_schedule(
     if pv > 1 and variant == "lo":
         peers = _sw.peer_table(algorithm, vdims, first)
         for s in range(peers.shape[0]):
-            em.step(
-                [(real[v], real[int(peers[s, v])], *whole, _REDUCE) for v in range(pv)]
+            _step(
+                prog,
+                [(real[v], real[int(peers[s, v])], *whole, _REDUCE) for v in range(pv)],
             )
     elif pv > 1:
         steps = [
@@ -337,12 +295,13 @@ def allreduce_schedule(
             for _, dst, mask in _sw.reduce_scatter_steps(algorithm, vdims, first)
         ]
         for dst, runs in steps:  # reduce-scatter
-            em.step(
+            _step(
+                prog,
                 [
                     (real[v], real[dst[v]], *runs[v], _REDUCE)
                     for v in range(pv)
                     if runs[v][0].size
-                ]
+                ],
             )
         for dst, runs in reversed(steps):  # mirrored allgather
             # What v sent to dst[v] comes back, fully reduced, the other way.
@@ -351,13 +310,12 @@ def allreduce_schedule(
                 for v in range(pv)
                 if runs[v][0].size
             ]
-            em.step(sorted(back, key=lambda t: t[0]))
+            _step(prog, sorted(back, key=lambda t: t[0]))
 
     # Restore: the results go back, last shrunk dimension first.
     for step in reversed(folds):
-        em.step([(dst, src, *whole, _COPY) for src, dst, *_ in step])
-    name = f"{algorithm}_{variant}({rows}x{cols}, {size} B)"
-    return em.schedule(p, _block_sizes(size, nblocks), name)
+        _step(prog, [(dst, src, *whole, _COPY) for src, dst, *_ in step])
+    return prog.schedule()
 
 
 def hamiltonian_ring(dims: Any) -> list[int]:
@@ -414,45 +372,17 @@ def ring_bidir_schedule(dims: Any, size_bytes: int) -> Schedule:
     name = f"ring_bidir({rows}x{cols}, {size} B)"
     if p == 1:
         return Schedule(1, halves, "allreduce", name=name)
-    # Transfer id = (step * p + i) * 2 + half, step g = phase * (p - 1) + t:
-    # position i sends to i + sign the block of position i - sign (t - phase)
-    # (reduce-scatter: i - t; allgather: i + 1 - t), counted along its way.
-    g, i, half = np.meshgrid(
-        np.arange(2 * (p - 1)), np.arange(p), np.arange(2), indexing="ij"
-    )
-    g, i, half = g.ravel(), i.ravel(), half.ravel()
-    phase, t = np.divmod(g, p - 1)
-    sign = 1 - 2 * half
-    src = order[i]
-    dst = order[(i + sign) % p]
-    block = half * p + order[(i - sign * (t - phase)) % p]
-    # Dependencies: every transfer of the previous step at the positions of
-    # the source and the destination (as sender, both halves, and as
-    # receiver: half 0 from the left, half 1 from the right).
-    later = g > 0
-    base = ((g[later] - 1) * p)[:, None]
-    touch = []
-    for pos in (i[later], ((i + sign) % p)[later]):
-        for off, h in ((0, 0), (0, 1), (-1, 0), (1, 1)):
-            touch.append((base + ((pos + off) % p)[:, None]) * 2 + h)
-    cand = np.sort(np.concatenate(touch, axis=1), axis=1)
-    keep = np.ones(cand.shape, dtype=bool)
-    keep[:, 1:] = cand[:, 1:] != cand[:, :-1]
-    counts = np.zeros(g.size, dtype=np.int64)
-    counts[later] = keep.sum(axis=1)
-    return Schedule.from_arrays(
-        p,
-        halves,
-        "allreduce",
-        src=src,
-        dst=dst,
-        block_lo=block,
-        block_hi=block + 1,
-        op=np.where(phase == 0, _REDUCE, _COPY).astype(np.uint8),
-        deps=cand[keep],
-        dep_offsets=np.concatenate(([0], np.cumsum(counts))),
-        name=name,
-    )
+    # Two rings, one each way round the cycle, on the two halves of the
+    # vector; blocks are named by the rank whose position the kit's ring
+    # numbers them by. At every step position i sends on half 0 then half 1.
+    prog = kit.Program(p, halves, rule="step", name=name)
+    ways = (order, order[::-1])
+    for fwd, bwd in zip(*(kit.ring_steps(w) for w in ways), strict=True):
+        src = np.stack([fwd.src, bwd.src[::-1]], axis=1)
+        dst = np.stack([fwd.dst, bwd.dst[::-1]], axis=1)
+        block = np.stack([order[fwd.block], p + ways[1][bwd.block][::-1]], axis=1)
+        prog.step(src.ravel(), dst.ravel(), block.ravel(), fwd.op)
+    return prog.schedule()
 
 
 def shared_memory_schedule(p: int, size_bytes: int) -> Schedule:
@@ -471,19 +401,21 @@ def shared_memory_schedule(p: int, size_bytes: int) -> Schedule:
     """
     n = as_int(p, "p", 1, _sw.MAX_GRID_RANKS)
     size = as_int(size_bytes, "size_bytes", 0, 1 << 62)
-    em = _Emitter(2 * n + 1)
-    em.step([(q, n + q, 0, n, _COPY) for q in range(n)])
-    # The reads of one core from the regions are sequential (one NoC reader).
-    for k in range(1, n):
-        em.step([(n + (r + k) % n, r, r, r + 1, _REDUCE) for r in range(n)])
-    em.step([(r, 2 * n, r, r + 1, _COPY) for r in range(n)])
-    em.step([(2 * n, r, 0, n, _COPY) for r in range(n)])
-    return em.schedule(
+    prog = kit.Program(
         2 * n + 1,
         _block_sizes(size, n),
-        f"shared_memory({n} cores, {size} B)",
+        rule="step",
         participants=range(n),
+        name=f"shared_memory({n} cores, {size} B)",
     )
+    r = np.arange(n)
+    prog.step(r, n + r, (0, n), "copy")
+    # The reads of one core from the regions are sequential (one NoC reader).
+    for k in range(1, n):
+        prog.step(n + (r + k) % n, r, r, "reduce")
+    prog.step(r, 2 * n, r, "copy")
+    prog.step(2 * n, r, (0, n), "copy")
+    return prog.schedule()
 
 
 # ---------------------------------------------------------------- registry

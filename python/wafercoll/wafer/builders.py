@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _core
+from .. import kit
 from .._util import as_int, as_real
 from ..algorithms import AlgorithmInfo, register
 from ..topology import Topology, line
@@ -130,10 +130,7 @@ def tree_schedule(
         raise TypeError("parent must be a 1-D integer array")
     if row:
         _check_row_tree(par)
-    from ..schedule import Schedule
-
-    core = _core.tree_reduce(par.astype(np.int32).tolist(), size, w * WAVELET_BYTES)
-    return Schedule._wrap(core)
+    return kit.tree_reduce(par, size, w * WAVELET_BYTES)
 
 
 def _pattern(name: str, tree: Callable[[int], np.ndarray]) -> Callable[..., Any]:

@@ -91,7 +91,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _core
+from .. import kit
 from .._util import as_int, as_real
 from ..algorithms import AlgorithmInfo, register
 from ..schedule import Schedule
@@ -245,7 +245,11 @@ def xy_tree(
 
 # -- schedule assembly ---------------------------------------------------------------
 class _Transfers:
-    """Transfers collected as plain lists, then handed to the core at once."""
+    """Transfers with explicit dependencies, for a ``"explicit"`` kit Program.
+
+    Collected as lists and handed to :class:`wafercoll.kit.Program` in one
+    step (a multicast per broadcast block).
+    """
 
     def __init__(self) -> None:
         self.src: list[int] = []
@@ -269,27 +273,15 @@ class _Transfers:
         return len(self.src) - 1
 
     def schedule(self, ranks: int, block_bytes: list[int], name: str) -> Schedule:
-        n = len(self.src)
-        lo = np.asarray(self.lo, np.int32)
-        core = _core.Schedule.from_arrays(
-            ranks,
-            block_bytes,
-            "allreduce",
-            -1,
-            [],
-            [],
-            np.asarray(self.src, np.int32),
+        prog = kit.Program(ranks, block_bytes, rule="explicit", name=name)
+        prog.step(
+            self.src,
+            kit.Multi(self.dsts, self.dst_off),
+            self.lo,
             np.asarray(self.op, np.uint8),
-            np.asarray(self.dst_off, np.int64),
-            np.asarray(self.dsts, np.int32),
-            np.arange(n + 1, dtype=np.int64),
-            lo,
-            lo + 1,
-            np.asarray(self.dep_off, np.int64),
-            np.asarray(self.deps, np.int32),
+            deps=(self.deps, self.dep_off),
         )
-        core.name = name
-        return Schedule._wrap(core)
+        return prog.schedule()
 
 
 def _add_bcast(
@@ -458,23 +450,13 @@ def _ring(p: int, size: int, *, topology: Any = None, mapping: str = "a") -> Sch
     order = ring_order(p, mapping).tolist()
     # P blocks of floor(B/P) or ceil(B/P) wavelets, the larger ones first.
     sizes = [WAVELET_BYTES * (B // p + (1 if b < B % p else 0)) for b in range(p)]
-    tl = _Transfers()
     # A send a -> b waits for a's and b's previous send and receive (program
     # order of Sendrecv steps, as the generic ring).
-    last_in = [-1] * p
-    last_out = [-1] * p
-    for phase, op in ((0, _REDUCE), (1, _COPY)):
-        for k in range(p - 1):
-            step = []
-            for i in range(p):
-                a, b = order[i], order[(i + 1) % p]
-                deps = sorted({last_in[a], last_out[a], last_in[b], last_out[b]} - {-1})
-                blk = (i - k + phase) % p
-                step.append((a, b, tl.add(a, [b], blk, op, deps)))
-            for a, b, t in step:
-                last_out[a] = t
-                last_in[b] = t
-    return tl.schedule(p, sizes, f"wafer_ring(P={p}, B={B}, mapping={mapping})")
+    prog = kit.Program(
+        p, sizes, rule="sendrecv", name=f"wafer_ring(P={p}, B={B}, mapping={mapping})"
+    )
+    kit.ring_allreduce(prog, order)
+    return prog.schedule()
 
 
 # -- 2D ---------------------------------------------------------------------------
