@@ -216,3 +216,24 @@ def test_constants_have_their_documented_values():
     assert n150.LINK_BYTES_PER_CYCLE * n150.CLOCK_HZ == 32e9
     assert n150.MAX_PACKET_BYTES == 256 * n150.FLIT_BYTES
     assert len(n150.DRAM_TILES) == 18
+
+
+def test_hop_table_reads_the_peers_of_a_built_schedule():
+    # Sides that are not powers of two: the shrink steps leave ranks idle.
+    t = wc.topology.torus(3, 4)
+    s = wc.build("torus_rd_lo_allreduce", 12, 96, topology=t)
+    table = wc.torus.hop_table(s, t)
+    assert table.peers.shape == (s.num_steps, 12)
+    expect = np.full((s.num_steps, 12), -1)
+    for k, step in enumerate(s.steps()):
+        tr = s.transfer(k)
+        expect[step, tr["src"]] = tr["dst"][0]
+    assert (table.peers == expect).all()
+    idle = expect < 0
+    assert idle.any() and (table.hops[idle] == 0).all()
+    busy = np.argwhere(~idle)
+    assert all(table.hops[a, r] == t.hops(r, expect[a, r]) for a, r in busy)
+    with pytest.raises(ValueError, match="algorithm"):
+        wc.torus.hop_table("ring", t)
+    with pytest.raises(TypeError, match="Schedule"):
+        wc.torus.hop_table(3, t)

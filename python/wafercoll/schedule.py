@@ -409,6 +409,19 @@ class Schedule:
         return self._core.src
 
     @property
+    def dst(self) -> np.ndarray:
+        """First destination rank of every transfer (see :meth:`destinations`)."""
+        return self._core.dsts[self._core.dst_offsets[:-1]]
+
+    def destinations(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every transfer's destinations in CSR form ``(ranks, offsets)``.
+
+        Transfer ``t`` goes to ``ranks[offsets[t]:offsets[t + 1]]`` (more
+        than one for a multicast).
+        """
+        return self._core.dsts, self._core.dst_offsets
+
+    @property
     def op(self) -> np.ndarray:
         """Operation of every transfer: 0 = copy, 1 = reduce (uint8)."""
         return self._core.op

@@ -1,7 +1,8 @@
 """Hop counts of Swing and recursive doubling on a topology (thesis Section 6.3.2).
 
-For every step of the algorithm, each rank's hops to its peer are the link
-count of ``topology.route(rank, peer)``: on :func:`wafercoll.torus` the
+For every step of a built schedule, each rank's hops to its peer (read from
+the schedule's transfers) are the link count of ``topology.route(rank,
+peer)``: on :func:`wafercoll.torus` the
 ring distance in the step's dimension, on the Wormhole n150 the hops on the
 chosen NoC across the physical 10 x 12 grid, hidden rows and columns
 included (recovered details, Section 4.5). The thesis's "worst case" of a
@@ -91,44 +92,79 @@ class HopTable:
         }
 
 
-def hop_table(algorithm: str, topology: Any, first: str = "x") -> HopTable:
-    """Per-step hops of Swing or recursive doubling on a topology.
+def hop_table(algorithm: Any, topology: Any, first: str = "x") -> HopTable:
+    """Per-step hops of a built schedule (Swing or recursive doubling) on a topology.
+
+    The peers are read from the schedule: at step ``s`` (a transfer's step is
+    the longest dependency chain before it, :meth:`wafercoll.Schedule.steps`)
+    rank ``r``'s peer is the destination of its transfer of that step.
 
     Parameters
     ----------
-    algorithm : str
-        ``"swing"`` or ``"rd"``, or a builder name (``"swing_lo"``,
-        ``"swing_bo"``, ``"rd_lo"``, ``"rd_bo"``).
+    algorithm : str or Schedule
+        A schedule, or ``"swing"`` / ``"rd"`` (also ``"swing_lo"``,
+        ``"swing_bo"``, ``"rd_lo"``, ``"rd_bo"`` and the registry names
+        ``"torus_swing_lo_allreduce"`` ...): the latency-optimal schedule of
+        that peer rule is built on ``topology`` (the bandwidth-optimal
+        variants use the same peers).
     topology : Topology
         A torus, a ring or the Wormhole n150 (its compute grid).
     first : {"x", "y"}
-        Dimension of the first step (the thesis: ``"x"``, horizontal).
+        Dimension of the first step, when a name is given (the thesis:
+        ``"x"``, horizontal).
 
     Returns
     -------
     HopTable
-
-    Raises
-    ------
-    ValueError
-        For an unknown algorithm, or recursive doubling on sides that are
-        not powers of two.
+        ``peers[s, r]`` is -1 (and ``hops[s, r]`` 0) where rank ``r`` sends
+        nothing at step ``s`` (the shrink steps of sides that are not powers
+        of two); where it sends more than once, the farthest peer counts.
     """
-    if not isinstance(algorithm, str):
-        raise TypeError(f"algorithm must be a string, got {type(algorithm).__name__}")
-    alg = algorithm.removesuffix("_lo").removesuffix("_bo")
-    if alg not in _sw.ALGORITHMS:
-        raise ValueError(
-            "algorithm must be 'swing', 'rd', 'swing_lo', 'swing_bo', 'rd_lo' or "
-            f"'rd_bo', got {algorithm!r}"
-        )
+    from ..algorithms import build
+    from ..schedule import Schedule
+
     if getattr(topology, "kind", None) is None:
         raise TypeError("topology must be a wafercoll.Topology")
-    dims = grid_of(None, topology)
-    peers = _sw.peer_table(alg, dims, first)
-    hops = np.empty_like(peers)
-    for s in range(peers.shape[0]):
-        for r in range(peers.shape[1]):
-            hops[s, r] = topology.hops(r, int(peers[s, r]))
-    labels = [f"{d}{k}" for d, k in _sw.step_plan(dims, first)]
+    if isinstance(algorithm, Schedule):
+        schedule, alg = algorithm, algorithm.name or "schedule"
+    elif isinstance(algorithm, str):
+        alg = algorithm.removeprefix("torus_").removesuffix("_allreduce")
+        alg = alg.removesuffix("_lo").removesuffix("_bo")
+        if alg not in _sw.ALGORITHMS:
+            raise ValueError(
+                "algorithm must be a Schedule, 'swing', 'rd', 'swing_lo', 'swing_bo', "
+                f"'rd_lo' or 'rd_bo', got {algorithm!r}"
+            )
+        dims = grid_of(None, topology)
+        schedule = build(
+            f"torus_{alg}_lo_allreduce",
+            dims[0] * dims[1],
+            8,
+            topology=topology,
+            first=first,
+        )
+    else:
+        raise TypeError(
+            f"algorithm must be a string or a Schedule, got {type(algorithm).__name__}"
+        )
+    p = schedule.num_ranks
+    if p > topology.num_endpoints:
+        raise ValueError(
+            f"the schedule has {p} ranks, the topology {topology.num_endpoints} "
+            "endpoints"
+        )
+    step, src, dst = schedule.steps(), schedule.src, schedule.dst
+    n_steps = schedule.num_steps
+    peers = np.full((n_steps, p), -1, dtype=np.int64)
+    hops = np.zeros((n_steps, p), dtype=np.int64)
+    for t in range(src.size):
+        s, a, b = int(step[t]), int(src[t]), int(dst[t])
+        h = topology.hops(a, b)
+        if peers[s, a] < 0 or h > hops[s, a]:
+            peers[s, a], hops[s, a] = b, h
+    labels = [f"s{k}" for k in range(n_steps)]
+    if not isinstance(algorithm, Schedule):
+        plan = [f"{d}{k}" for d, k in _sw.step_plan(grid_of(None, topology), first)]
+        if len(plan) == n_steps:
+            labels = plan
     return HopTable(alg, topology.name, labels, peers, hops)

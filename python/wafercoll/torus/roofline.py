@@ -166,7 +166,7 @@ def roofline(
     src = schedule.src
     nbytes = schedule.transfer_bytes().astype(float)
     reducing = schedule.op.astype(bool)
-    dst = schedule._core.dsts[schedule._core.dst_offsets[:-1]]
+    dst = schedule.dst
     first_dram = schedule.num_ranks - nd
     comm = np.zeros(n_steps)
     comp = np.zeros(n_steps)
