@@ -373,5 +373,5 @@ def test_bad_input_names_the_parameter() -> None:
         wc.build("wafer_xy_reduce", size_bytes=16, topology=wafer.wafer_row(6))
     with pytest.raises(ValueError, match="applies to line"):
         wc.build("wafer_ring_allreduce", size_bytes=16, topology=grid)
-    with pytest.raises(ValueError, match="M must be >= 1"):
+    with pytest.raises(ValueError, match="rows must be >= 1"):
         wafer.wafer_grid(0, 3)

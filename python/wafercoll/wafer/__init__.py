@@ -8,6 +8,18 @@ the paper states them, and the reduction trees of the fixed patterns, and
 :mod:`wafercoll.wafer.reduce1d` for Auto-Gen, the lower bound and the
 optimality ratios of Figure 1.
 
+Parameter names
+---------------
+Builders (through :func:`wafercoll.build`: ``ranks``, ``size_bytes``),
+topologies (:func:`wafer_row` ``ranks``, :func:`wafer_grid` ``rows, cols``)
+and orders take the names the rest of wafercoll uses. The cost model keeps
+the paper's symbols, because its formulas are written in them: ``P`` PEs,
+``B`` wavelets (32-bit elements) per PE, ``T_R`` cycles of router
+reconfiguration, ``M x N`` grids (:mod:`wafercoll.wafer.model`,
+:mod:`wafercoll.wafer.reduce1d`, :mod:`wafercoll.wafer.allreduce2d`, and the
+trees those formulas are evaluated on). The options ``wavelets_per_block``
+and ``T_R`` of the builders are the model's too.
+
 Where the paper's closed forms and the metrics derived from schedules differ
 ----------------------------------------------------------------------------
 :func:`wafercoll.metrics` on a pattern's schedule and :func:`tree_metrics` on

@@ -42,15 +42,15 @@ WAVELET_BYTES = 4
 CS2_CLOCK_HZ = 850e6
 
 
-def wafer_row(P: int, clock_Hz: float = CS2_CLOCK_HZ) -> Topology:
-    """A row of P PEs: a line whose links carry one wavelet per cycle.
+def wafer_row(ranks: int, clock_Hz: float = CS2_CLOCK_HZ) -> Topology:
+    """A row of ``ranks`` PEs (the paper's P): a line carrying a wavelet per cycle.
 
     Links have ``4 * clock_Hz`` bytes per second (the paper, Section 2.2).
     Their own latency is 0: the cycle a wavelet takes per hop is the
     ``hop_latency_s`` of :func:`wafercoll.wafer.wse2_network`, the model to
     simulate with.
     """
-    p = as_int(P, "P", 1)
+    p = as_int(ranks, "ranks", 1)
     clock = as_real(clock_Hz, "clock_Hz", positive=True)
     return line(p, bandwidth_Bps=WAVELET_BYTES * clock, latency_s=0.0)
 

@@ -125,16 +125,16 @@ _COPY, _REDUCE = 0, 1
 
 
 # -- topologies and trees -----------------------------------------------------------
-def wafer_grid(M: int, N: int, clock_Hz: float = CS2_CLOCK_HZ) -> Topology:
-    """An ``M x N`` grid of PEs whose links carry one wavelet per cycle.
+def wafer_grid(rows: int, cols: int, clock_Hz: float = CS2_CLOCK_HZ) -> Topology:
+    """A ``rows x cols`` grid of PEs (the paper's M x N), a wavelet per cycle per link.
 
     A :func:`~wafercoll.mesh` (PE ``(r, c)`` is node ``r N + c``; routes go
     along the row, then along the column) with ``4 * clock_Hz`` bytes per
     second per link and no link latency: the cycle per hop and the ramps are
     in :func:`wafercoll.wafer.wse2_network`, the model to simulate with.
     """
-    rows = as_int(M, "M", 1)
-    cols = as_int(N, "N", 1)
+    rows = as_int(rows, "rows", 1)
+    cols = as_int(cols, "cols", 1)
     clock = as_real(clock_Hz, "clock_Hz", positive=True)
     return mesh(rows, cols, bandwidth_Bps=WAVELET_BYTES * clock, latency_s=0.0)
 
@@ -183,14 +183,14 @@ def rooted_tree(
     return parent
 
 
-def ring_order(P: int, mapping: str = "a") -> np.ndarray:
+def ring_order(ranks: int, mapping: str = "a") -> np.ndarray:
     """The PEs of a row in ring order: PE ``order[i]`` sends to ``order[i + 1]``.
 
     ``"a"`` (Fig. 7a) is ``0, 1, ..., P - 1`` (the last PE sends back to PE 0
     over ``P - 1`` hops); ``"b"`` (Fig. 7b) is the even PEs left to right, then
     the odd PEs right to left, so consecutive PEs are at most two apart.
     """
-    p = as_int(P, "P", 1, _MAX_RING)
+    p = as_int(ranks, "ranks", 1, _MAX_RING)
     if mapping not in RING_MAPPINGS:
         raise ValueError(f"mapping must be 'a' or 'b', got {mapping!r}")
     if mapping == "a":
@@ -200,23 +200,19 @@ def ring_order(P: int, mapping: str = "a") -> np.ndarray:
     return np.concatenate([evens, odds])
 
 
-def snake_order(M: int, N: int) -> np.ndarray:
-    """The ranks of an ``M x N`` grid along the snake, starting at ``(0, 0)``.
+def snake_order(rows: int, cols: int) -> np.ndarray:
+    """The ranks of a ``rows x cols`` grid along the snake, from ``(0, 0)``.
 
     Row 0 left to right, row 1 right to left, row 2 left to right, ...;
     consecutive ranks are grid neighbours. The snake reduce runs the chain
     backwards along it, from the last PE to ``(0, 0)``.
     """
-    m = as_int(M, "M", 1)
-    n = as_int(N, "N", 1)
-    grid = np.arange(m * n, dtype=np.int64).reshape(m, n)
-    grid[1::2] = grid[1::2, ::-1]
-    return grid.reshape(-1)
+    return kit.snake(as_int(rows, "rows", 1), as_int(cols, "cols", 1))
 
 
-def snake_tree(M: int, N: int) -> np.ndarray:
+def snake_tree(rows: int, cols: int) -> np.ndarray:
     """The snake's chain as a parent array over ranks (root ``(0, 0)``)."""
-    order = snake_order(M, N)
+    order = snake_order(rows, cols)
     parent = np.empty(order.size, dtype=np.int64)
     parent[order[0]] = -1
     parent[order[1:]] = order[:-1]
