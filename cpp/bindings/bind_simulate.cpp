@@ -1,6 +1,7 @@
-// Bindings of the network simulator: the model is passed as keyword values
-// (the Python NetworkModel dataclass owns defaults and presets) and the
-// result comes back as a dict of NumPy arrays.
+// Bindings of the network simulator: the model is the C++ NetworkModel bound
+// as a class (the Python NetworkModel dataclass owns defaults, presets and
+// user-facing checks, and makes one of these to run), and the result comes
+// back as a dict of NumPy arrays.
 #include <string>
 
 #include "pybind.hpp"
@@ -9,24 +10,6 @@
 using namespace wafercoll;
 
 namespace {
-
-NetworkModel make_model(const py::dict& d) {
-  NetworkModel n;
-  n.bandwidth_Bps = d["bandwidth_Bps"].cast<double>();
-  n.hop_latency_s = d["hop_latency_s"].cast<double>();
-  n.alpha_s = d["alpha_s"].cast<double>();
-  n.packet_bytes = d["packet_bytes"].cast<Bytes>();
-  n.flit_bytes = d["flit_bytes"].cast<Bytes>();
-  n.switching = switching_from_string(d["switching"].cast<std::string>());
-  n.gamma_s_per_byte = d["gamma_s_per_byte"].cast<double>();
-  n.copy_s_per_byte = d["copy_s_per_byte"].cast<double>();
-  n.dependencies = dependencies_from_string(d["dependencies"].cast<std::string>());
-  n.ports = d["ports"].cast<std::int32_t>();
-  n.port_bandwidth_Bps = d["port_bandwidth_Bps"].cast<double>();
-  n.port_latency_s = d["port_latency_s"].cast<double>();
-  n.clock_Hz = d["clock_Hz"].cast<double>();
-  return n;
-}
 
 SimOptions make_options(const std::vector<NodeId>& placement, bool transfers, bool timeline,
                         std::int64_t max_events, const std::string& queue = "auto",
@@ -52,12 +35,35 @@ SimOptions make_options(const std::vector<NodeId>& placement, bool transfers, bo
 }  // namespace
 
 void bind_simulate(py::module_& m) {
+  py::class_<NetworkModel>(m, "NetworkModel",
+                           "The simulator's network model (private; use wafercoll.NetworkModel)")
+      .def(py::init<>())
+      .def_readwrite("bandwidth_Bps", &NetworkModel::bandwidth_Bps)
+      .def_readwrite("hop_latency_s", &NetworkModel::hop_latency_s)
+      .def_readwrite("alpha_s", &NetworkModel::alpha_s)
+      .def_readwrite("packet_bytes", &NetworkModel::packet_bytes)
+      .def_readwrite("flit_bytes", &NetworkModel::flit_bytes)
+      .def_property(
+          "switching", [](const NetworkModel& n) { return std::string(to_string(n.switching)); },
+          [](NetworkModel& n, const std::string& v) { n.switching = switching_from_string(v); })
+      .def_readwrite("gamma_s_per_byte", &NetworkModel::gamma_s_per_byte)
+      .def_readwrite("copy_s_per_byte", &NetworkModel::copy_s_per_byte)
+      .def_property(
+          "dependencies",
+          [](const NetworkModel& n) { return std::string(to_string(n.dependencies)); },
+          [](NetworkModel& n, const std::string& v) {
+            n.dependencies = dependencies_from_string(v);
+          })
+      .def_readwrite("ports", &NetworkModel::ports)
+      .def_readwrite("port_bandwidth_Bps", &NetworkModel::port_bandwidth_Bps)
+      .def_readwrite("port_latency_s", &NetworkModel::port_latency_s)
+      .def_readwrite("clock_Hz", &NetworkModel::clock_Hz)
+      .def("validate", &NetworkModel::validate);
   m.def(
       "simulate",
-      [](const Schedule& s, const Topology& topo, const py::dict& model,
+      [](const Schedule& s, const Topology& topo, const NetworkModel& net,
          const std::vector<NodeId>& placement, bool transfers, bool timeline,
          std::int64_t max_events, const std::string& queue, bool trace) {
-        const NetworkModel net = make_model(model);
         const SimOptions opt =
             make_options(placement, transfers, timeline, max_events, queue, trace);
         SimResult r;
@@ -97,9 +103,8 @@ void bind_simulate(py::module_& m) {
       py::arg("queue") = "auto", py::arg("trace") = false);
   m.def(
       "simulation_events",
-      [](const Schedule& s, const Topology& topo, const py::dict& model,
+      [](const Schedule& s, const Topology& topo, const NetworkModel& net,
          const std::vector<NodeId>& placement, std::int64_t max_events) {
-        const NetworkModel net = make_model(model);
         const SimOptions opt = make_options(placement, false, false, max_events);
         py::gil_scoped_release release;
         return simulation_events(s, topo, net, opt);

@@ -259,22 +259,23 @@ class NetworkModel:
         """The model as plain data."""
         return dataclasses.asdict(self)
 
-    def _core_dict(self) -> dict[str, Any]:
-        return {
-            "bandwidth_Bps": self.bandwidth_Bps or 0.0,
-            "hop_latency_s": self.hop_latency_s,
-            "alpha_s": self.alpha_s,
-            "packet_bytes": self.packet_bytes or 0,
-            "flit_bytes": self.flit_bytes or 0,
-            "switching": self.switching,
-            "gamma_s_per_byte": self.gamma_s_per_byte,
-            "ports": self.ports or 0,
-            "port_bandwidth_Bps": self.port_bandwidth_Bps or 0.0,
-            "port_latency_s": self.port_latency_s,
-            "clock_Hz": self.clock_Hz or 0.0,
-            "copy_s_per_byte": self.copy_s_per_byte,
-            "dependencies": self.dependencies,
-        }
+    def _core_model(self) -> Any:
+        """The compiled core's model of this network (``_core.NetworkModel``)."""
+        m = _core.NetworkModel()
+        m.bandwidth_Bps = self.bandwidth_Bps or 0.0
+        m.hop_latency_s = self.hop_latency_s
+        m.alpha_s = self.alpha_s
+        m.packet_bytes = self.packet_bytes or 0
+        m.flit_bytes = self.flit_bytes or 0
+        m.switching = self.switching
+        m.gamma_s_per_byte = self.gamma_s_per_byte
+        m.copy_s_per_byte = self.copy_s_per_byte
+        m.dependencies = self.dependencies
+        m.ports = self.ports or 0
+        m.port_bandwidth_Bps = self.port_bandwidth_Bps or 0.0
+        m.port_latency_s = self.port_latency_s
+        m.clock_Hz = self.clock_Hz or 0.0
+        return m
 
 
 class SimResult:
@@ -618,7 +619,7 @@ def simulate(
     raw = _core.simulate(
         s._core,
         t._core,
-        net._core_dict(),
+        net._core_model(),
         pl,
         bool(transfers),
         bool(timeline),
@@ -641,4 +642,4 @@ def simulation_events(
 ) -> int:
     """Packet-stage events :func:`simulate` would process (a cost estimate)."""
     s, t, net, pl = _check_inputs(schedule, topology, network, placement)
-    return int(_core.simulation_events(s._core, t._core, net._core_dict(), pl, 1 << 62))
+    return int(_core.simulation_events(s._core, t._core, net._core_model(), pl, 1 << 62))
