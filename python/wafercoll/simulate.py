@@ -642,4 +642,6 @@ def simulation_events(
 ) -> int:
     """Packet-stage events :func:`simulate` would process (a cost estimate)."""
     s, t, net, pl = _check_inputs(schedule, topology, network, placement)
-    return int(_core.simulation_events(s._core, t._core, net._core_model(), pl, 1 << 62))
+    return int(
+        _core.simulation_events(s._core, t._core, net._core_model(), pl, 1 << 62)
+    )
