@@ -58,10 +58,10 @@ def execute_case(p: int, n: int) -> Case:
 
 def report(args: argparse.Namespace) -> list[dict[str, Any]]:
     cases = [
-        build_verify("rabenseifner", 4096, 64 * MiB),
-        build_verify("ring", 256, 64 * MiB),
-        build_verify("ring", 512, 64 * MiB),
-        build_verify("recursive_doubling", 4096, 64 * MiB),
+        build_verify("generic_rabenseifner_allreduce", 4096, 64 * MiB),
+        build_verify("generic_ring_allreduce", 256, 64 * MiB),
+        build_verify("generic_ring_allreduce", 512, 64 * MiB),
+        build_verify("generic_recursive_doubling_allreduce", 4096, 64 * MiB),
         execute_case(1024, 4096),
     ]
     rows = [

@@ -70,7 +70,7 @@ def report(args: argparse.Namespace) -> list[dict[str, Any]]:
         # Ring: 2 (p - 1) sequential steps of S / p bytes each.
         case(
             "(a) ring allreduce 81 ranks, mesh 9x9, 256 MiB",
-            "ring",
+            "generic_ring_allreduce",
             81,
             256 * MiB,
             wc.topology.mesh(9, 9),
@@ -80,7 +80,7 @@ def report(args: argparse.Namespace) -> list[dict[str, Any]]:
         # Recursive doubling: log2 p steps of S bytes each.
         case(
             "(b) recursive doubling 64 ranks, torus 8x8, 64 MiB",
-            "recursive_doubling",
+            "generic_recursive_doubling_allreduce",
             64,
             64 * MiB,
             wc.topology.torus(8, 8),

@@ -553,29 +553,170 @@ std::int64_t simulation_events(const Schedule& s, const Topology& topo,
   return prepare(s, topo, net, opt).events;
 }
 
-SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& net,
-                   const SimOptions& opt) {
-  Prepared p = prepare(s, topo, net, opt);
-  if (opt.record_trace && p.events > kMaxTraceEvents)
-    throw std::invalid_argument("a trace of " + std::to_string(p.events) +
-                                " packet-stage events is too large (limit " +
-                                std::to_string(kMaxTraceEvents) +
-                                "); trace a smaller run");
-  const TransferId T = s.num_transfers();
-  const RankId P = s.num_ranks();
-  const NodeId E = topo.num_endpoints();
-  const LinkId L = topo.num_links();
-  const std::int32_t K = net.ports;
+namespace {
 
+// Per stage: everything the event loop reads or writes about it, in one
+// place (one cache line per service instead of five arrays).
+struct StageState {
+  double inv_bw = 0.0, lat = 0.0, free_at = 0.0, busy = 0.0;
+  Bytes bytes = 0;
+};
+
+struct TransferHot {
+  std::int64_t npackets, last_bytes, base, inj_res;
+  std::uint64_t key0;
+  std::uint32_t canon;
+  std::int32_t stream_id;
+};
+
+struct SlotState {
+  std::int64_t left, deliv, ej_res;
+  NodeId endpoint;  // of the destination
+};
+
+struct Fifo {
+  enum : std::uint32_t { kInline = 4 };
+  Seconds buf[kInline];
+  std::uint32_t head = 0, count = 0;  // ring over buf
+  std::uint32_t spill_head = 0;       // first unread entry of *spill
+  std::unique_ptr<std::vector<Seconds>> spill;  // entries after the inline ones
+  bool empty() const { return count == 0; }
+  Seconds front() const { return buf[head]; }
+  bool spilled() const { return spill && spill_head < spill->size(); }
+  void push_back(Seconds x) {
+    if (count < kInline && !spilled()) {
+      buf[(head + count++) % kInline] = x;
+    } else {
+      // The spill keeps its storage once drained: a stream that ran ahead
+      // once tends to do so again.
+      if (!spill) spill = std::make_unique<std::vector<Seconds>>();
+      spill->push_back(x);
+    }
+  }
+  void pop_front() {
+    head = (head + 1) % kInline;
+    --count;
+    if (spilled()) {  // refill in order
+      buf[(head + count++) % kInline] = (*spill)[spill_head++];
+      if (spill_head == spill->size()) {
+        spill->clear();
+        spill_head = 0;
+      }
+    }
+  }
+};
+
+struct StreamState {
+  Fifo ready;                 // packet k can go from this time
+  std::int32_t nq = 0;        // stream dependencies
+  std::unique_ptr<std::vector<Fifo>> queues;  // one per dependency when nq > 1
+                              // (else none: a single dependency's times are
+                              // its ready times)
+  std::int64_t next = -1;     // packet to inject; -1 not started
+  Seconds pace = 0.0;         // first stage free again
+};
+
+struct ComputeUnit {
+  Seconds free_at = 0.0, busy = 0.0;
+};
+
+// One run of the simulator, in three phases: the constructor and the
+// prepare_* functions build the state (stages, transfers and destination
+// slots, the dataflow edges), run() is the event loop, collect() turns the
+// state into the SimResult.
+class Simulation {
+ public:
+  Simulation(const Schedule& sched, const Topology& topology, const NetworkModel& model,
+             const SimOptions& options)
+      : s(sched),
+        topo(topology),
+        net(model),
+        opt(options),
+        p(prepare(sched, topology, model, options)),
+        T(sched.num_transfers()),
+        P(sched.num_ranks()),
+        E(topology.num_endpoints()),
+        L(topology.num_links()),
+        K(model.ports),
+        slot_transfer_dst(sched.dst_array()),
+        queue(options.queue == EventQueueKind::buckets ||
+              (options.queue == EventQueueKind::automatic && model.clock_Hz > 0.0)) {
+    if (opt.record_trace && p.events > kMaxTraceEvents)
+      throw std::invalid_argument("a trace of " + std::to_string(p.events) +
+                                  " packet-stage events is too large (limit " +
+                                  std::to_string(kMaxTraceEvents) +
+                                  "); trace a smaller run");
+    prepare_stages();
+    prepare_transfers();
+    if (dataflow) prepare_dataflow();
+    prepare_accounting();
+  }
+
+  void run();
+  SimResult collect();
+
+ private:
+  void prepare_stages();
+  void prepare_transfers();
+  void prepare_dataflow();
+  void prepare_accounting();
+
+  const Schedule& s;
+  const Topology& topo;
+  const NetworkModel& net;
+  const SimOptions& opt;
+  Prepared p;
+  const TransferId T;
+  const RankId P;
+  const NodeId E;
+  const LinkId L;
+  const std::int32_t K;
   // Resources: links, then E*K injection channels, then E*K ejection channels.
-  const std::int64_t R = static_cast<std::int64_t>(L) + 2 * static_cast<std::int64_t>(E) * K;
-  // Everything the event loop reads or writes about a stage, in one place
-  // (one cache line per service instead of five arrays).
-  struct StageState {
-    double inv_bw = 0.0, lat = 0.0, free_at = 0.0, busy = 0.0;
-    Bytes bytes = 0;
-  };
-  BigVector<StageState> stage(R);
+  std::int64_t R = 0;
+  BigVector<StageState> stage;
+  bool saf = false, uniform_bw = true;  // uniform: every stage has the same bandwidth
+  Bytes M = 0, F = 0;
+  double gamma = 0.0, copy_cost = 0.0;
+  bool dataflow = false;
+  // Per transfer / per destination slot state.
+  std::vector<std::int64_t> pending, dst_left;
+  std::vector<Seconds> ready, finish;
+  // Per transfer, what the event loop touches for every packet, together.
+  BigVector<TransferHot> hot;
+  // Per destination slot, what every delivered packet touches, together:
+  // packets still to be processed (left) and delivered (deliv), and the
+  // ejection channel once chosen.
+  std::int64_t S_slots = 0;
+  BigVector<SlotState> slot;
+  const std::vector<RankId>& slot_transfer_dst;
+  Successors succ;
+  // Dataflow: stream forwarding (StreamState), the edges by kind in CSR form.
+  BigVector<StreamState> streams;
+  std::vector<std::int64_t> stream_off;                          // by d slot
+  std::vector<std::pair<TransferId, std::int32_t>> stream_list;  // (t, queue)
+  std::vector<std::int64_t> comp_off, data_off, gate_off;
+  std::vector<TransferId> comp_list, data_list;
+  std::vector<std::int64_t> gate_list;
+  // Per trie node: order gates still closed, and the list of packets parked
+  // there meanwhile (an index into parked, -1 for none).
+  std::vector<std::int32_t> park_of;  // only when parking
+  std::vector<std::vector<Event>> parked;
+  std::vector<std::int32_t> parked_free;
+  // Accounting: the result being filled, compute units, the link timeline
+  // (per link the open busy interval, closed ones in a list).
+  SimResult res;
+  BigVector<ComputeUnit> cu;
+  std::vector<double> open_a, open_b;
+  std::vector<std::pair<double, double>> closed;
+  EventQueue queue;
+  bool top_consumed = true;  // whether the event being processed left the queue
+  TransferId completed = 0;
+};
+
+void Simulation::prepare_stages() {
+  // Resources: links, then E*K injection channels, then E*K ejection channels.
+  R = static_cast<std::int64_t>(L) + 2 * static_cast<std::int64_t>(E) * K;
+  stage.resize(static_cast<std::size_t>(R));
   std::vector<double> fastest_out, fastest_in;
   if (K > 0 && net.port_bandwidth_Bps == 0.0 && net.bandwidth_Bps == 0.0) {
     fastest_out.assign(E, 0.0);
@@ -609,48 +750,38 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     }
   }
 
-  const bool saf = net.switching == Switching::store_and_forward;
-  bool uniform_bw = true;  // every stage has the same bandwidth
+  saf = net.switching == Switching::store_and_forward;
+  uniform_bw = true;  // every stage has the same bandwidth
   for (const StageState& st : stage) uniform_bw = uniform_bw && st.inv_bw == stage.front().inv_bw;
-  const Bytes M = net.packet_bytes;
-  const Bytes F = net.flit_bytes;
-  const double gamma = net.gamma_s_per_byte;
+  M = net.packet_bytes;
+  F = net.flit_bytes;
+  gamma = net.gamma_s_per_byte;
+}
 
+void Simulation::prepare_transfers() {
   // Per transfer / per destination slot state.
-  std::vector<std::int64_t> pending(T);
-  std::vector<Seconds> ready(T, 0.0), finish(T, 0.0);
-  std::vector<std::int64_t> dst_left(T);
-  // Per transfer, what the event loop touches for every packet, together.
-  struct TransferHot {
-    std::int64_t npackets, last_bytes, base, inj_res;
-    std::uint64_t key0;
-    std::uint32_t canon;
-    std::int32_t stream_id;
-  };
-  BigVector<TransferHot> hot(T);
+  pending.assign(T, 0);
+  ready.assign(T, 0.0);
+  finish.assign(T, 0.0);
+  dst_left.assign(T, 0);
+  hot.resize(static_cast<std::size_t>(T));
   for (TransferId t = 0; t < T; ++t)
     hot[t] = TransferHot{p.npackets[t], p.last_bytes[t], p.base[t], -1, p.key0[t],
                          p.canon[t], -1};
-  const std::int64_t S_slots = static_cast<std::int64_t>(s.dst_array().size());
-  // Per destination slot, what every delivered packet touches, together:
-  // packets still to be processed (left) and delivered (deliv), and the
-  // ejection channel once chosen.
-  struct SlotState {
-    std::int64_t left, deliv, ej_res;
-    NodeId endpoint;  // of the destination
-  };
-  BigVector<SlotState> slot(S_slots);
-  const std::vector<RankId>& slot_transfer_dst = s.dst_array();
+  S_slots = static_cast<std::int64_t>(s.dst_array().size());
+  slot.resize(static_cast<std::size_t>(S_slots));
   for (TransferId t = 0; t < T; ++t) {
     pending[t] = s.num_deps(t);
     dst_left[t] = s.num_dsts(t);
     for (std::int64_t i = s.dst_offsets()[t]; i < s.dst_offsets()[t + 1]; ++i)
       slot[i] = SlotState{hot[t].npackets, hot[t].npackets, -1, p.place[s.dst_array()[i]]};
   }
-  const Successors succ = successors(s);
-  const double copy_cost = net.copy_s_per_byte;
-  const bool dataflow = net.dependencies == Dependencies::dataflow;
+  succ = successors(s);
+  copy_cost = net.copy_s_per_byte;
+  dataflow = net.dependencies == Dependencies::dataflow;
+}
 
+void Simulation::prepare_dataflow() {
   // Dataflow mode: classify every dependency edge d -> t (see simulate.hpp).
   // complete edges release t when d completes; data edges when d's slot for
   // src(t) is delivered; order edges (a shared destination, no data) gate
@@ -677,58 +808,8 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   // A FIFO of times that lives inside its owner while it holds at most
   // kInline entries (the usual case: a stream rarely runs more than a few
   // packets ahead), so a stream's state is one contiguous record.
-  struct Fifo {
-    enum : std::uint32_t { kInline = 4 };
-    Seconds buf[kInline];
-    std::uint32_t head = 0, count = 0;  // ring over buf
-    std::uint32_t spill_head = 0;       // first unread entry of *spill
-    std::unique_ptr<std::vector<Seconds>> spill;  // entries after the inline ones
-    bool empty() const { return count == 0; }
-    Seconds front() const { return buf[head]; }
-    bool spilled() const { return spill && spill_head < spill->size(); }
-    void push_back(Seconds x) {
-      if (count < kInline && !spilled()) {
-        buf[(head + count++) % kInline] = x;
-      } else {
-        // The spill keeps its storage once drained: a stream that ran ahead
-        // once tends to do so again.
-        if (!spill) spill = std::make_unique<std::vector<Seconds>>();
-        spill->push_back(x);
-      }
-    }
-    void pop_front() {
-      head = (head + 1) % kInline;
-      --count;
-      if (spilled()) {  // refill in order
-        buf[(head + count++) % kInline] = (*spill)[spill_head++];
-        if (spill_head == spill->size()) {
-          spill->clear();
-          spill_head = 0;
-        }
-      }
-    }
-  };
-  struct StreamState {
-    Fifo ready;                 // packet k can go from this time
-    std::int32_t nq = 0;        // stream dependencies
-    std::unique_ptr<std::vector<Fifo>> queues;  // one per dependency when nq > 1
-                                // (else none: a single dependency's times are
-                                // its ready times)
-    std::int64_t next = -1;     // packet to inject; -1 not started
-    Seconds pace = 0.0;         // first stage free again
-  };
-  BigVector<StreamState> streams;
-  std::vector<std::int64_t> stream_off;                   // by d slot
-  std::vector<std::pair<TransferId, std::int32_t>> stream_list;  // (t, queue)
-  std::vector<std::int64_t> comp_off, data_off, gate_off;
-  std::vector<TransferId> comp_list, data_list;
-  std::vector<std::int64_t> gate_list;
-  // Per trie node: order gates still closed, and the list of packets parked
-  // there meanwhile (an index into parked, -1 for none).
-  std::vector<std::int32_t> park_of;     // only when parking
-  std::vector<std::vector<Event>> parked;
-  std::vector<std::int32_t> parked_free;
-  if (dataflow) {
+
+
     std::vector<std::pair<TransferId, TransferId>> comp_e;      // (d, t)
     std::vector<std::pair<std::int64_t, TransferId>> data_e;    // (d slot, t)
     std::vector<std::pair<std::int64_t, std::int64_t>> gate_e;  // (d node, t node)
@@ -809,24 +890,20 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     csr(data_e, S_slots, data_off, data_list);
     csr(stream_e, S_slots, stream_off, stream_list);
     csr(gate_e, static_cast<std::int64_t>(p.nodes.size()), gate_off, gate_list);
-  }
+}
 
-  SimResult res;
+void Simulation::prepare_accounting() {
   res.rank_finish_s.assign(P, 0.0);
-  // Per endpoint: when its compute unit is free again, and its busy time.
-  struct ComputeUnit {
-    Seconds free_at = 0.0, busy = 0.0;
-  };
-  BigVector<ComputeUnit> cu(gamma > 0.0 || copy_cost > 0.0 ? E : 0);
+  cu.resize(gamma > 0.0 || copy_cost > 0.0 ? static_cast<std::size_t>(E) : 0);
 
   // Timeline: per link the open busy interval, closed ones in a list.
-  std::vector<double> open_a, open_b;
-  std::vector<std::pair<double, double>> closed;
   if (opt.record_timeline) {
     open_a.assign(L, -1.0);
     open_b.assign(L, -1.0);
   }
+}
 
+void Simulation::run() {
   // The packet index of an event: its data position minus its transfer's
   // first (positions saturate only beyond 2^38 packets, which max_events
   // refuses long before).
@@ -834,10 +911,6 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
     return static_cast<std::int64_t>((e.k1 >> kCanonBits) -
                                      hot[p.nodes[e.node].transfer()].key0);
   };
-  const bool bucketed = opt.queue == EventQueueKind::buckets ||
-                        (opt.queue == EventQueueKind::automatic && net.clock_Hz > 0.0);
-  EventQueue queue(bucketed);
-  bool top_consumed = true;  // whether the event being processed left the queue
   auto push = [&](Seconds t, std::int64_t packet, TransferId tr, std::int32_t node,
                   std::uint32_t kind, Seconds head) {
     const std::uint64_t pos = std::min(hot[tr].key0 + static_cast<std::uint64_t>(packet), kMaxPos);
@@ -901,7 +974,6 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
       if (st.next >= 0) try_inject(t);
     }
   };
-  TransferId completed = 0;
   auto release = [&](TransferId x, Seconds when) {
     ready[x] = std::max(ready[x], when);
     if (--pending[x] == 0) start(x);
@@ -1093,6 +1165,9 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   if (completed != T)
     throw std::logic_error("simulation ended with unfinished transfers");
 
+}
+
+SimResult Simulation::collect() {
   res.compute_busy_s.assign(E, 0.0);
   for (NodeId e = 0; e < static_cast<NodeId>(cu.size()); ++e) res.compute_busy_s[e] = cu[e].busy;
   res.link_busy_s.resize(L);
@@ -1139,7 +1214,16 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
       res.timeline_busy.push_back(0);
     }
   }
-  return res;
+  return std::move(res);
+}
+
+}  // namespace
+
+SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& net,
+                   const SimOptions& opt) {
+  Simulation sim(s, topo, net, opt);
+  sim.run();
+  return sim.collect();
 }
 
 }  // namespace wafercoll
