@@ -328,24 +328,7 @@ def hamiltonian_ring(dims: Any) -> list[int]:
     the closing hop is longer than one link. A ring of ``p`` is ``0 .. p-1``.
     """
     rows, cols = _sw._check_dims(dims)
-    if rows == 1 or cols == 1:
-        return list(range(rows * cols))
-    if rows % 2 and cols % 2 == 0:
-        order = hamiltonian_ring((cols, rows))
-        return [(r % rows) * cols + r // rows for r in order]
-    if rows % 2 == 0:
-        order = list(range(cols))
-        for y in range(1, rows):
-            xs = range(1, cols) if y % 2 == 0 else range(cols - 1, 0, -1)
-            order += [y * cols + x for x in xs]
-        order += [y * cols for y in range(rows - 1, 0, -1)]
-        return order
-    order = []
-    start = 0
-    for y in range(rows):
-        order += [y * cols + (start + i) % cols for i in range(cols)]
-        start = (start + cols - 1) % cols
-    return order
+    return kit.torus_cycle(rows, cols).tolist()
 
 
 def ring_bidir_schedule(dims: Any, size_bytes: int) -> Schedule:
