@@ -245,3 +245,74 @@ def test_no_builder_constructs_schedules_outside_the_kit() -> None:
         if pattern.search(line) and not line.lstrip().startswith("#")
     ]
     assert offenders == []
+
+
+# -- core modules stand below the paper packages, without import circles ----------
+_FAMILIES = ("wafer", "cluster", "torus", "mesh", "experiments")
+_CORE = ("schedule", "topology", "analysis", "simulate", "kit", "algorithms", "plot")
+
+
+def _module_imports() -> dict[str, set[str]]:
+    """Module-level imports inside the package: module -> imported modules."""
+    import ast
+
+    mods: dict[str, Path] = {}
+    for path in PKG.rglob("*.py"):
+        parts = list(path.relative_to(PKG).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        mods[".".join(parts)] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in mods.items():
+        is_pkg = path.name == "__init__.py"
+        here = name.split(".") if name else []
+        pkg = here if is_pkg else here[:-1]
+        out: set[str] = set()
+        for node in ast.parse(path.read_text()).body:  # top level only
+            if not isinstance(node, ast.ImportFrom) or not node.level:
+                continue
+            base = pkg[: len(pkg) - (node.level - 1)] if node.level > 1 else pkg
+            target = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            for alias in node.names:
+                sub = f"{target}.{alias.name}" if target else alias.name
+                out.add(sub if sub in mods else target)
+        graph[name] = {m for m in out if m in mods and m and m != name}
+    return graph
+
+
+def test_core_modules_import_no_paper_package() -> None:
+    graph = _module_imports()
+    bad = [
+        (m, t)
+        for m, targets in graph.items()
+        if m.split(".")[0] in _CORE
+        for t in targets
+        if t.split(".")[0] in _FAMILIES
+    ]
+    assert bad == []
+
+
+def test_no_import_circles() -> None:
+    # A submodule may import names from its own package (defined before the
+    # package imports the submodule); every other edge counts.
+    graph = {
+        m: {t for t in ts if not m.startswith(t + ".")}
+        for m, ts in _module_imports().items()
+    }
+    graph.pop("", None)  # the package's __init__ imports everything on purpose
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(m: str, stack: list[str]) -> None:
+        state[m] = 1
+        for t in sorted(graph.get(m, ())):
+            if state.get(t) == 1:
+                cycles.append([*stack[stack.index(t) :], t])
+            elif t not in state:
+                visit(t, [*stack, t])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+    assert cycles == []
