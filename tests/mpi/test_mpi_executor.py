@@ -36,7 +36,14 @@ def test_results_equal_mpi_allreduce(name: str, ppn: int, elements: int) -> None
     assert ex.check(x.astype(np.int64))
 
 
-@pytest.mark.parametrize("name", ["ring", "rabenseifner", "recursive_doubling"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "generic_ring_allreduce",
+        "generic_rabenseifner_allreduce",
+        "generic_recursive_doubling_allreduce",
+    ],
+)
 def test_generic_schedules_with_many_blocks(name: str) -> None:
     s = wc.build(name, P, 8 * 100)
     x = np.random.default_rng(RANK).standard_normal(100)
