@@ -41,6 +41,7 @@ from .schedule import COLLECTIVES, Schedule
 from .simulate import NetworkModel, SimResult, simulate, simulation_events
 from .topology import Topology, custom, line, ring
 from . import machines  # noqa: E402 - after the families it tabulates
+from . import io  # noqa: E402,F401 - wc.io
 from .machines import network_presets
 
 __version__: str = _core.__version__

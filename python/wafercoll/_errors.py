@@ -17,7 +17,9 @@ class ScheduleError(ValueError):
         ``"cycle"``, ``"race"`` (two transfers touch a block without an order
         that makes the result independent of timing), ``"empty_read"`` (a
         block is sent before anything arrived in it), ``"double_count"``,
-        ``"missing"`` or ``"unexpected"`` (the postcondition fails).
+        ``"missing"`` or ``"unexpected"`` (the postcondition fails), or
+        ``"unverifiable"`` (the schedule was read from a format without data,
+        such as GOAL, and carries no block semantics).
     transfer, rank, block : int or None
         The first offending transfer (in dependency order), rank and block,
         where they apply.

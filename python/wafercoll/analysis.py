@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from . import _core
+from ._errors import ScheduleError
 from ._util import as_real
 from .schedule import Schedule
 
@@ -88,8 +90,38 @@ def verify(schedule: Schedule) -> VerifyReport:
         block, and the kind of defect.
     """
     s = _schedule(schedule)
-    rep = _core.verify(s._core)
+    if s._opaque is not None:
+        raise ScheduleError(s._opaque, kind="unverifiable")
+    try:
+        rep = _core.verify(s._core)
+    except ScheduleError as exc:
+        if s._labels is None:
+            raise
+        raise _with_labels(exc, s) from None
     return VerifyReport(collective=s.collective, ranks=s.num_ranks, **rep)
+
+
+def _with_labels(exc: ScheduleError, s: Schedule) -> ScheduleError:
+    """``exc`` with the labels of the transfers its message names appended."""
+    named: list[int] = []
+    for m in re.finditer(r"transfers? (\d+)(?: and (\d+))?", str(exc)):
+        named.extend(int(g) for g in m.groups() if g is not None)
+    if exc.transfer is not None and exc.transfer not in named:
+        named.append(exc.transfer)
+    notes = [
+        f"transfer {t}: {s.transfer_label(t)}"
+        for t in dict.fromkeys(named)
+        if s.transfer_label(t)
+    ]
+    if not notes:
+        return exc
+    return ScheduleError(
+        f"{exc} [{'; '.join(notes)}]",
+        kind=exc.kind,
+        transfer=exc.transfer,
+        rank=exc.rank,
+        block=exc.block,
+    )
 
 
 _EXECUTORS = {
@@ -123,6 +155,8 @@ def execute(schedule: Schedule, inputs: Any, *, check: bool = True) -> np.ndarra
         non-participants) start at zero.
     """
     s = _schedule(schedule)
+    if s._opaque is not None:
+        raise ScheduleError(s._opaque, kind="unverifiable")
     arr = np.asarray(inputs)
     if arr.ndim != 2 or arr.shape[0] != s.num_ranks:
         raise ValueError(

@@ -65,7 +65,7 @@ COLLECTIVES = ("reduce", "allreduce", "reduce_scatter", "allgather", "broadcast"
 _FORMAT = "wafercoll.schedule"
 _VERSION = 1
 _OPS = {"copy": 0, "reduce": 1}
-_TRANSFER_KEYS = {"src", "dst", "blocks", "op", "deps"}
+_TRANSFER_KEYS = {"src", "dst", "blocks", "op", "deps", "label"}
 _MAX_JSON_TRANSFERS = 1 << 26
 
 
@@ -154,7 +154,7 @@ class Schedule:
     1
     """
 
-    __slots__ = ("_core",)
+    __slots__ = ("_core", "_labels", "_opaque")
 
     def __init__(
         self,
@@ -174,11 +174,16 @@ class Schedule:
         )
         self._core = _core.Schedule(p, sizes, kind, root_i, owners_l, part_l)
         self._core.name = str(name)
+        self._labels: list[str] | None = None
+        # Why the transfers carry no data semantics (None: they do).
+        self._opaque: str | None = None
 
     @classmethod
     def _wrap(cls, core: Any) -> Schedule:
         obj = cls.__new__(cls)
         obj._core = core
+        obj._labels = None
+        obj._opaque = None
         return obj
 
     # -- construction -------------------------------------------------------
@@ -402,6 +407,35 @@ class Schedule:
     def name(self, value: str) -> None:
         self._core.name = str(value)
 
+    @property
+    def labels(self) -> list[str] | None:
+        """Where each transfer came from, as text (None: no labels).
+
+        Importers set them (``"GPU 2 tb 1 step 4 -> GPU 3 tb 0 step 2"`` for
+        an MSCCL file, say); :func:`wafercoll.verify` appends the labels of the
+        transfers its error names, and the JSON keeps them (key ``label``).
+        """
+        return None if self._labels is None else list(self._labels)
+
+    @labels.setter
+    def labels(self, value: Sequence[str] | None) -> None:
+        if value is None:
+            self._labels = None
+            return
+        labels = [str(v) for v in value]
+        if len(labels) != self.num_transfers:
+            raise ValueError(
+                f"labels must have one entry per transfer ({self.num_transfers}), "
+                f"got {len(labels)}"
+            )
+        self._labels = labels
+
+    def transfer_label(self, index: int) -> str | None:
+        """Label of transfer ``index`` (None without one)."""
+        if self._labels is None or not 0 <= index < len(self._labels):
+            return None
+        return self._labels[index]
+
     # -- transfers as arrays ------------------------------------------------
     @property
     def src(self) -> np.ndarray:
@@ -527,8 +561,14 @@ class Schedule:
                 "owners": None if owners is None else owners.tolist(),
                 "participants": None if part.all() else np.flatnonzero(part).tolist(),
             },
-            "transfers": self._transfers(0, self.num_transfers),
+            "transfers": self._labelled(self._transfers(0, self.num_transfers)),
         }
+
+    def _labelled(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if self._labels is not None and len(self._labels) == len(rows):
+            for row, label in zip(rows, self._labels, strict=True):
+                row["label"] = label
+        return rows
 
     def to_json(
         self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
@@ -667,7 +707,11 @@ class Schedule:
             np.asarray(deps, np.int32),
         )
         core.name = str(doc.get("name", ""))
-        return cls._wrap(core)
+        out = cls._wrap(core)
+        labels = [t.get("label") for t in transfers]
+        if any(label is not None for label in labels):
+            out._labels = ["" if label is None else str(label) for label in labels]
+        return out
 
     # -- display ------------------------------------------------------------
     def _summary(self) -> list[tuple[str, str]]:

@@ -84,6 +84,8 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import json
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -251,6 +253,33 @@ class NetworkModel:
             float(p), switching="store_and_forward", clock_Hz=1.0, name="unit_timestep"
         )
 
+    @classmethod
+    def loggp(
+        cls, L_s: float, o_s: float, g_s: float, G_s_per_byte: float
+    ) -> NetworkModel:
+        """LogGP (Alexandrov et al., SPAA 1995), for :func:`wafercoll.topology.star`.
+
+        LogGOPSim charges a message of ``s`` bytes ``o`` at the sender, ``L``
+        in the network, ``(s - 1) G`` of transmission and ``o`` at the
+        receiver: ``2 o + L + (s - 1) G`` end to end (spcl/LogGOPSim,
+        ``src/LogGOPSim/LogGOPSim.cpp``). On a star (every rank's uplink
+        into one switch and downlink out of it), this model charges
+        ``alpha = 2 o``, ``L / 2`` per hop and ``G`` per byte: ``2 o + L + s G``
+        for a message alone, and a rank's messages share its uplink (sends)
+        and downlink (receives) as LogGOPSim's NIC serializes them.
+
+        Differences from LogGOPSim: the last byte's ``G`` is charged (one
+        ``G`` per message), the per-message gap ``g`` is not modelled (the
+        link is busy ``s G`` per message, so ``g`` matters only when it
+        exceeds that), and ``o`` is a start-up delay, not CPU time that
+        serializes a rank's operations. All times in seconds.
+        """
+        L = as_real(L_s, "L_s", 0.0)
+        o = as_real(o_s, "o_s", 0.0)
+        as_real(g_s, "g_s", 0.0)
+        G = as_real(G_s_per_byte, "G_s_per_byte", positive=True)
+        return cls(1.0 / G, hop_latency_s=L / 2, alpha_s=2 * o, name="loggp")
+
     def replace(self, **changes: Any) -> NetworkModel:
         """A copy with some fields changed (every field is overridable)."""
         return dataclasses.replace(self, **changes)
@@ -340,6 +369,8 @@ class SimResult:
         if self.transfer_ready_s is not None:
             self.transfer_src = schedule.src
             self.transfer_op = schedule.op
+        self._schedule = schedule if self.transfer_ready_s is not None else None
+        self._link_ends = topology.links
 
     # -- derived quantities ---------------------------------------------------
     @property
@@ -491,6 +522,161 @@ class SimResult:
         raise ValueError(
             f"what must be 'links', 'ranks', 'transfers' or 'timeline', got {what!r}"
         )
+
+    def chrome_trace(self) -> dict[str, Any]:
+        """The run as Trace Event JSON data (see :meth:`to_chrome_trace`)."""
+        if self._schedule is None or self._trace is None:
+            raise ValueError(
+                "a chrome trace needs simulate(..., transfers=True, trace=True)"
+            )
+        s = self._schedule
+        steps = s.steps()
+        nbytes = s.transfer_bytes()
+        c = s._core
+        roff, lo, hi = c.range_offsets, c.range_lo, c.range_hi
+        alg = s.name or s.collective
+        events: list[dict[str, Any]] = [
+            {
+                "ph": "M",
+                "pid": 0,
+                "tid": 0,
+                "name": "process_name",
+                "args": {"name": f"ranks ({alg})"},
+            },
+            {
+                "ph": "M",
+                "pid": 1,
+                "tid": 0,
+                "name": "process_name",
+                "args": {"name": f"links ({self.topology_name})"},
+            },
+        ]
+        for r in range(s.num_ranks):
+            events.append(
+                {
+                    "ph": "M",
+                    "pid": 0,
+                    "tid": r,
+                    "name": "thread_name",
+                    "args": {"name": f"rank {r}"},
+                }
+            )
+        us = 1e6
+        for t in range(s.num_transfers):
+            blocks = ",".join(
+                f"{a}-{b - 1}" if b - a > 1 else str(a)
+                for a, b in zip(
+                    lo[roff[t] : roff[t + 1]], hi[roff[t] : roff[t + 1]], strict=True
+                )
+            )
+            dsts = [int(d) for d in c.dsts[c.dst_offsets[t] : c.dst_offsets[t + 1]]]
+            op = "reduce" if self.transfer_op[t] == 1 else "copy"
+            ready, finish = self.transfer_ready_s[t], self.transfer_finish_s[t]
+            args = {
+                "algorithm": alg,
+                "transfer": t,
+                "step": int(steps[t]),
+                "src": int(self.transfer_src[t]),
+                "dst": dsts,
+                "blocks": blocks,
+                "bytes": int(nbytes[t]),
+                "op": op,
+            }
+            label = s.transfer_label(t)
+            if label:
+                args["label"] = label
+            events.append(
+                {
+                    "ph": "X",
+                    "cat": "transfer",
+                    "pid": 0,
+                    "tid": int(self.transfer_src[t]),
+                    "ts": ready * us,
+                    "dur": max(0.0, finish - ready) * us,
+                    "name": f"{alg} step {int(steps[t])}: {op} blocks {blocks} "
+                    f"({int(nbytes[t])} B) -> {','.join(map(str, dsts))}",
+                    "args": args,
+                }
+            )
+        tr = self.trace()
+        on_link = tr["kind"] == 0
+        link, t0, t1, tid = (
+            tr["link"][on_link],
+            tr["start_s"][on_link],
+            tr["finish_s"][on_link],
+            tr["transfer"][on_link],
+        )
+        ends = self._link_ends
+        for lk in np.unique(link):
+            sel = np.flatnonzero(link == lk)
+            sel = sel[np.argsort(t0[sel], kind="stable")]
+            u, v = int(ends["src"][lk]), int(ends["dst"][lk])
+            events.append(
+                {
+                    "ph": "M",
+                    "pid": 1,
+                    "tid": int(lk),
+                    "name": "thread_name",
+                    "args": {"name": f"link {int(lk)} {u}->{v}"},
+                }
+            )
+            a, b, who = None, None, []
+            for i in [*sel.tolist(), None]:
+                if i is not None and a is not None and t0[i] <= b:
+                    b = max(b, t1[i])
+                    who.append(int(tid[i]))
+                    continue
+                if a is not None:
+                    tset = sorted(set(who))
+                    events.append(
+                        {
+                            "ph": "X",
+                            "cat": "link",
+                            "pid": 1,
+                            "tid": int(lk),
+                            "ts": a * us,
+                            "dur": (b - a) * us,
+                            "name": f"link {u}->{v} busy: transfers "
+                            f"{','.join(map(str, tset[:8]))}"
+                            f"{'...' if len(tset) > 8 else ''}",
+                            "args": {"link": int(lk), "transfers": tset},
+                        }
+                    )
+                if i is not None:
+                    a, b, who = t0[i], t1[i], [int(tid[i])]
+        return {
+            "traceEvents": events,
+            "displayTimeUnit": "ns",
+            "otherData": {
+                "schedule": alg,
+                "topology": self.topology_name,
+                "network": self.network.name,
+                "time_s": self.time_s,
+            },
+        }
+
+    def to_chrome_trace(self, path: str | os.PathLike[str]) -> None:
+        """Write the run as Trace Event JSON (Perfetto, ``chrome://tracing``).
+
+        Needs ``simulate(..., transfers=True, trace=True)``. Process "ranks"
+        has a track per rank with one event per transfer (from when its
+        dependencies were done to its completion, on its source's track);
+        process "links" has a track per used link with one event per busy
+        interval (packet services merged while they overlap or touch).
+        Events are complete events (``"ph": "X"``) with ``ts`` and ``dur``
+        in microseconds; names say algorithm, step, blocks and bytes, and
+        ``args`` carry the same as fields.
+        """
+        data = self.chrome_trace()
+        path = os.fspath(path)
+        tmp = f"{path}.tmp{os.getpid()}"
+        try:
+            with open(tmp, "w", encoding="utf-8") as fh:
+                json.dump(data, fh)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
 
     def __repr__(self) -> str:
         s = self.summary()

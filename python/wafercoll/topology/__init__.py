@@ -3,7 +3,7 @@
 A :class:`Topology` holds endpoints (which hold data), hidden routers, directed
 links with bandwidth and latency, and a route between every pair of
 endpoints. The constructors are plain functions: :func:`line`, :func:`ring`,
-:func:`mesh`, :func:`torus`, :func:`cluster`, :func:`custom` and
+:func:`mesh`, :func:`torus`, :func:`star`, :func:`cluster`, :func:`custom` and
 :func:`wormhole_n150` (the Tenstorrent Wormhole n150's physical NoC,
 :mod:`wafercoll.topology.wormhole`). Named machines with their network
 presets and sources are in :mod:`wafercoll.machines`.
@@ -19,6 +19,7 @@ from ._base import (
     line,
     mesh,
     ring,
+    star,
     torus,
 )
 from .wormhole import WormholeN150, wormhole_n150
@@ -32,6 +33,7 @@ __all__ = [
     "line",
     "mesh",
     "ring",
+    "star",
     "torus",
     "wormhole_n150",
 ]

@@ -624,6 +624,33 @@ def torus(
     return _grid(_core.Topology.torus, sizes, bandwidth_Bps, latency_s)
 
 
+def star(n: int, *, bandwidth_Bps: float = 1e9, latency_s: float = 0.0) -> Topology:
+    """``n`` endpoints on one switch: an uplink and a downlink per endpoint.
+
+    The switch is a hidden router (node ``n``); link ``2 i`` goes from
+    endpoint ``i`` to the switch, link ``2 i + 1`` back. Every route has two
+    hops. A rank's sends share its uplink and its receives its downlink, the
+    network LogGP assumes (:meth:`wafercoll.NetworkModel.loggp`).
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> wc.topology.star(4).route(0, 3).tolist()
+    [0, 7]
+    """
+    e = _as_size(n, "n", 1, _MAX_CUSTOM - 1)
+    links = [(i, e) if k == 0 else (e, i) for i in range(e) for k in (0, 1)]
+    return custom(
+        e,
+        links,
+        num_hidden_routers=1,
+        bandwidth_Bps=bandwidth_Bps,
+        latency_s=latency_s,
+        kind="star",
+        name=f"star({e})",
+    )
+
+
 def custom(
     num_endpoints: int,
     links: Sequence[tuple[int, int]] | np.ndarray,

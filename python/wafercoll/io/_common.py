@@ -1,0 +1,218 @@
+"""Pieces the format readers and writers share.
+
+Errors, file handling, and views of a schedule's transfers as Python lists.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..schedule import Schedule
+
+__all__ = ["FormatError", "RankFrontier", "Transfers", "read_text", "write_text"]
+
+#: Largest input file the readers accept (bytes); larger files are refused
+#: before they are read.
+MAX_FILE_BYTES = 1 << 30
+
+
+class FormatError(ValueError):
+    """A file does not follow its format.
+
+    Attributes
+    ----------
+    path : str or None
+        The file (None for text given directly).
+    element : str or None
+        The element, record or statement at fault.
+    line : int or None
+        Its line (1-based) or, for binary files, record number.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        element: str | None = None,
+        line: int | None = None,
+    ) -> None:
+        where = []
+        if path is not None:
+            where.append(str(path))
+        if line is not None:
+            where.append(f"line {line}")
+        if element is not None:
+            where.append(
+                f"<{element}>" if not element.startswith("record") else element
+            )
+        prefix = ", ".join(where)
+        super().__init__(f"{prefix}: {message}" if prefix else message)
+        self.path = path
+        self.element = element
+        self.line = line
+
+
+def read_text(source: str | os.PathLike[str], what: str) -> tuple[str, str | None]:
+    """Return ``(text, path)`` from a path or from the text itself.
+
+    ``source`` is text when it holds a newline or starts with ``<``.
+    """
+    if isinstance(source, str) and ("\n" in source or source.lstrip().startswith("<")):
+        return source, None
+    if not isinstance(source, (str, os.PathLike)):
+        raise TypeError(
+            f"source must be a path or the {what} text, got {type(source).__name__}"
+        )
+    path = os.fspath(source)
+    try:
+        size = os.path.getsize(path)
+    except OSError as exc:
+        raise FileNotFoundError(f"cannot read {what} file {path!r}: {exc}") from exc
+    if size > MAX_FILE_BYTES:
+        raise ValueError(
+            f"{path}: {size} bytes; {what} files larger than {MAX_FILE_BYTES} "
+            "bytes are refused"
+        )
+    with open(path, encoding="utf-8") as fh:
+        return fh.read(), path
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` atomically (a temporary file, then a rename).
+
+    An interrupted export never leaves half a file.
+    """
+    path = os.fspath(path)
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Binary counterpart of :func:`write_text`."""
+    path = os.fspath(path)
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+@dataclass
+class Transfers:
+    """A schedule's transfers as Python lists (for the writers).
+
+    ``ranges[t]`` are transfer ``t``'s half-open block ranges; ``order`` is a
+    topological order of the transfers.
+    """
+
+    src: list[int]
+    dsts: list[list[int]]
+    ranges: list[list[tuple[int, int]]]
+    op: list[int]
+    deps: list[list[int]]
+    nbytes: list[int]
+    order: list[int]
+
+    @classmethod
+    def of(cls, schedule: Schedule) -> Transfers:
+        c = schedule._core
+        src, op = c.src.tolist(), c.op.tolist()
+        doff, dsts = c.dst_offsets.tolist(), c.dsts.tolist()
+        roff, lo, hi = (
+            c.range_offsets.tolist(),
+            c.range_lo.tolist(),
+            c.range_hi.tolist(),
+        )
+        eoff, deps = c.dep_offsets.tolist(), c.deps.tolist()
+        t = len(src)
+        return cls(
+            src=src,
+            dsts=[dsts[doff[i] : doff[i + 1]] for i in range(t)],
+            ranges=[
+                [(lo[k], hi[k]) for k in range(roff[i], roff[i + 1])] for i in range(t)
+            ],
+            op=op,
+            deps=[deps[eoff[i] : eoff[i + 1]] for i in range(t)],
+            nbytes=schedule.transfer_bytes().tolist(),
+            order=schedule.topological_order().tolist(),
+        )
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def blocks(self, t: int) -> Iterator[int]:
+        for lo, hi in self.ranges[t]:
+            yield from range(lo, hi)
+
+
+class RankFrontier:
+    """Per-rank ordering of a schedule's operations, for per-rank formats.
+
+    A format that lists each rank's operations separately (Chakra, GOAL) needs,
+    for an operation of transfer ``t`` at rank ``r``, the operations at ``r``
+    it must follow: those that complete, at ``r``, the nearest transfers
+    before ``t`` (through the dependencies) that touch ``r``. Register each
+    transfer's completing operations with :meth:`done` in a topological
+    order, then ask :meth:`__call__`.
+    """
+
+    def __init__(self, transfers: Transfers) -> None:
+        self.tr = transfers
+        self.done_at: list[dict[int, list[int]]] = [{} for _ in range(len(transfers))]
+        self.memo: dict[tuple[int, int], frozenset[int]] = {}
+
+    def done(self, t: int, rank: int, ops: list[int]) -> None:
+        """Operations at ``rank`` that complete transfer ``t`` there."""
+        self.done_at[t].setdefault(rank, []).extend(ops)
+
+    def __call__(self, t: int, r: int) -> frozenset[int]:
+        """Operations at rank ``r`` that transfer ``t`` must follow."""
+        key = (t, r)
+        if key in self.memo:
+            return self.memo[key]
+        out: set[int] = set()
+        stack = list(self.tr.deps[t])
+        seen: set[int] = set()
+        while stack:
+            d = stack.pop()
+            if d in seen:
+                continue
+            seen.add(d)
+            if r in self.done_at[d]:
+                out.update(self.done_at[d][r])
+            elif (d, r) in self.memo:
+                out.update(self.memo[(d, r)])
+            else:
+                stack.extend(self.tr.deps[d])
+        self.memo[key] = frozenset(out)
+        return self.memo[key]
+
+
+def block_text(ranges: list[tuple[int, int]]) -> str:
+    """``"0-3,7"`` for the ranges ``[(0, 4), (7, 8)]``."""
+    return ",".join(f"{lo}-{hi - 1}" if hi - lo > 1 else str(lo) for lo, hi in ranges)
+
+
+def check_verified(schedule: Any, what: str) -> Schedule:
+    """Type-check ``schedule`` and prove it correct before it is exported."""
+    from ..analysis import verify
+
+    if not isinstance(schedule, Schedule):
+        raise TypeError(
+            f"{what} needs a wafercoll.Schedule, got {type(schedule).__name__}"
+        )
+    verify(schedule)
+    return schedule

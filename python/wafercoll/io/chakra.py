@@ -1,0 +1,294 @@
+"""Chakra execution traces: the per-rank input of ASTRA-sim.
+
+A trace is one file per rank, ``<prefix>.<rank>.et``: length-delimited
+protobuf records (a varint length, then the message), first a
+``GlobalMetadata``, then one ``Node`` per operation. :func:`write_chakra`
+writes, for every transfer, a ``COMM_SEND_NODE`` at the source per
+destination and a ``COMM_RECV_NODE`` at each destination (attributes
+``comm_src``, ``comm_dst``, ``comm_size``, ``comm_tag``: the tag is the
+transfer's index, so each send matches exactly one receive), followed at the
+destination of a reducing transfer by a ``COMP_NODE`` for the reduction
+(``num_ops`` elements, ``tensor_size`` bytes). Every node's ``data_deps``
+name the nodes of the same rank it must follow: those of the nearest
+earlier transfers (by the schedule's dependencies) at that rank.
+
+Schema: mlcommons/chakra ``schema/protobuf/et_def.proto`` (commit 21585d8):
+package ``ChakraProtoMsg``; ``GlobalMetadata {string version = 1; repeated
+AttributeProto attr = 2}``; ``Node {uint64 id = 1; string name = 2; NodeType
+type = 3; repeated uint64 ctrl_deps = 4; repeated uint64 data_deps = 5;
+uint64 start_time_micros = 6; uint64 duration_micros = 7; ...; repeated
+AttributeProto attr = 10}``; ``AttributeProto {string name = 1; string
+doc_string = 2; oneof value {double double_val = 3; int32 int32_val = 7;
+int64 int64_val = 9; uint64 uint64_val = 13; bool bool_val = 27; string
+string_val = 29; ...}}``; ``NodeType``: ``COMP_NODE = 4``,
+``COMM_SEND_NODE = 5``, ``COMM_RECV_NODE = 6``. Attribute names and value
+types are those ASTRA-sim's feeder reads (``src/feeder/et_feeder_node.cpp``):
+``comm_src``, ``comm_dst``, ``comm_tag`` (int32), ``comm_size`` (int64),
+``num_ops`` (int64), ``tensor_size`` (uint64), ``is_cpu_op`` (bool).
+
+The messages are described at run time with ``google.protobuf``'s descriptor
+API (no generated code to keep in step), so the package needs ``protobuf``
+(``pip install "wafercoll[interop]"``).
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from typing import Any
+
+from ..schedule import Schedule
+from ._common import RankFrontier, Transfers, block_text, check_verified, write_bytes
+
+__all__ = ["CHAKRA_NODE_TYPES", "chakra_messages", "write_chakra"]
+
+#: NodeType values of et_def.proto.
+CHAKRA_NODE_TYPES = {
+    "INVALID_NODE": 0,
+    "METADATA_NODE": 1,
+    "MEM_LOAD_NODE": 2,
+    "MEM_STORE_NODE": 3,
+    "COMP_NODE": 4,
+    "COMM_SEND_NODE": 5,
+    "COMM_RECV_NODE": 6,
+    "COMM_COLL_NODE": 7,
+}
+_SCHEMA_VERSION = "0.0.4"
+
+
+@lru_cache(maxsize=1)
+def chakra_messages() -> dict[str, Any]:
+    """Message classes ``GlobalMetadata``, ``Node`` and ``AttributeProto``."""
+    try:
+        from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+    except ImportError as exc:  # pragma: no cover - depends on environment
+        raise ImportError(
+            'Chakra export needs protobuf: pip install "wafercoll[interop]" '
+            "(or pip install protobuf)"
+        ) from exc
+    F = descriptor_pb2.FieldDescriptorProto
+    fd = descriptor_pb2.FileDescriptorProto(
+        name="wafercoll_chakra_et_def.proto", package="ChakraProtoMsg", syntax="proto3"
+    )
+    enum = fd.enum_type.add(name="NodeType")
+    for name, value in CHAKRA_NODE_TYPES.items():
+        enum.value.add(name=name, number=value)
+
+    def add(
+        msg: Any,
+        name: str,
+        number: int,
+        ftype: int,
+        *,
+        repeated: bool = False,
+        type_name: str | None = None,
+        oneof: int | None = None,
+    ) -> None:
+        f = msg.field.add(
+            name=name,
+            number=number,
+            type=ftype,
+            label=F.LABEL_REPEATED if repeated else F.LABEL_OPTIONAL,
+        )
+        if type_name:
+            f.type_name = type_name
+        if oneof is not None:
+            f.oneof_index = oneof
+
+    attr = fd.message_type.add(name="AttributeProto")
+    attr.oneof_decl.add(name="value")
+    add(attr, "name", 1, F.TYPE_STRING)
+    add(attr, "doc_string", 2, F.TYPE_STRING)
+    add(attr, "double_val", 3, F.TYPE_DOUBLE, oneof=0)
+    add(attr, "int32_val", 7, F.TYPE_INT32, oneof=0)
+    add(attr, "int64_val", 9, F.TYPE_INT64, oneof=0)
+    add(attr, "uint64_val", 13, F.TYPE_UINT64, oneof=0)
+    add(attr, "bool_val", 27, F.TYPE_BOOL, oneof=0)
+    add(attr, "string_val", 29, F.TYPE_STRING, oneof=0)
+    meta = fd.message_type.add(name="GlobalMetadata")
+    add(meta, "version", 1, F.TYPE_STRING)
+    add(
+        meta,
+        "attr",
+        2,
+        F.TYPE_MESSAGE,
+        repeated=True,
+        type_name=".ChakraProtoMsg.AttributeProto",
+    )
+    node = fd.message_type.add(name="Node")
+    add(node, "id", 1, F.TYPE_UINT64)
+    add(node, "name", 2, F.TYPE_STRING)
+    add(node, "type", 3, F.TYPE_ENUM, type_name=".ChakraProtoMsg.NodeType")
+    add(node, "ctrl_deps", 4, F.TYPE_UINT64, repeated=True)
+    add(node, "data_deps", 5, F.TYPE_UINT64, repeated=True)
+    add(node, "start_time_micros", 6, F.TYPE_UINT64)
+    add(node, "duration_micros", 7, F.TYPE_UINT64)
+    add(
+        node,
+        "attr",
+        10,
+        F.TYPE_MESSAGE,
+        repeated=True,
+        type_name=".ChakraProtoMsg.AttributeProto",
+    )
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fd)
+    return {
+        name: message_factory.GetMessageClass(
+            pool.FindMessageTypeByName(f"ChakraProtoMsg.{name}")
+        )
+        for name in ("AttributeProto", "GlobalMetadata", "Node")
+    }
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def chakra_traces(schedule: Schedule, *, element_bytes: int = 4) -> list[bytes]:
+    """The ``.et`` file contents of each rank (see :func:`write_chakra`)."""
+    from .._util import as_int
+
+    s = check_verified(schedule, "Chakra export")
+    eb = as_int(element_bytes, "element_bytes", 1, 1 << 10)
+    msgs = chakra_messages()
+    Attr, Meta, Node = msgs["AttributeProto"], msgs["GlobalMetadata"], msgs["Node"]
+    tr = Transfers.of(s)
+    p = s.num_ranks
+    nodes: list[list[Any]] = [[] for _ in range(p)]
+    frontier = RankFrontier(tr)
+
+    def attr(name: str, **value: Any) -> Any:
+        return Attr(name=name, **value)
+
+    def new(
+        r: int, name: str, ntype: str, deps: frozenset[int] | set[int], attrs: list[Any]
+    ) -> int:
+        nid = len(nodes[r])
+        nodes[r].append(
+            Node(
+                id=nid,
+                name=name,
+                type=CHAKRA_NODE_TYPES[ntype],
+                data_deps=sorted(deps),
+                attr=[attr("is_cpu_op", bool_val=False), *attrs],
+            )
+        )
+        return nid
+
+    name = s.name or s.collective
+    for t in tr.order:
+        x, nbytes = tr.src[t], tr.nbytes[t]
+        if nbytes == 0:
+            continue
+        blocks = block_text(tr.ranges[t])
+        send_deps = frontier(t, x)
+        sends = []
+        for d in tr.dsts[t]:
+            comm = [
+                attr("comm_src", int32_val=x),
+                attr("comm_dst", int32_val=d),
+                attr("comm_size", int64_val=nbytes),
+                attr("comm_tag", int32_val=t),
+            ]
+            sends.append(
+                new(
+                    x,
+                    f"{name} t{t} send {x}->{d} blocks {blocks}",
+                    "COMM_SEND_NODE",
+                    send_deps,
+                    comm,
+                )
+            )
+            rid = new(
+                d,
+                f"{name} t{t} recv {x}->{d} blocks {blocks}",
+                "COMM_RECV_NODE",
+                frontier(t, d),
+                comm,
+            )
+            last = rid
+            if tr.op[t] == 1:
+                last = new(
+                    d,
+                    f"{name} t{t} reduce blocks {blocks}",
+                    "COMP_NODE",
+                    {rid},
+                    [
+                        attr("num_ops", int64_val=max(1, nbytes // eb)),
+                        attr("tensor_size", uint64_val=nbytes),
+                    ],
+                )
+            frontier.done(t, d, [last])
+        frontier.done(t, x, sends)
+
+    out = []
+    for r in range(p):
+        meta = Meta(
+            version=_SCHEMA_VERSION,
+            attr=[
+                attr("schema", string_val="wafercoll export of a verified schedule"),
+                attr("rank", int64_val=r),
+                attr("ranks", int64_val=p),
+                attr("collective", string_val=s.collective),
+            ],
+        )
+        parts = []
+        for m in (meta, *nodes[r]):
+            body = m.SerializeToString()
+            parts.append(_varint(len(body)))
+            parts.append(body)
+        out.append(b"".join(parts))
+    return out
+
+
+def write_chakra(
+    schedule: Schedule,
+    prefix: str | os.PathLike[str],
+    *,
+    element_bytes: int = 4,
+) -> list[str]:
+    """Write a verified schedule as Chakra execution traces, one per rank.
+
+    Parameters
+    ----------
+    schedule : Schedule
+        Verified first.
+    prefix : path-like
+        Files are ``f"{prefix}.{rank}.et"`` (ASTRA-sim's naming; give ASTRA-sim
+        the prefix). The folder must exist.
+    element_bytes : int
+        Bytes per element, for the reductions' ``num_ops`` (default 4, fp32).
+
+    Returns
+    -------
+    list of str
+        The files written.
+
+    Examples
+    --------
+    >>> import wafercoll as wc, tempfile, os
+    >>> s = wc.build("generic_ring_allreduce", 4, 4096)
+    >>> d = tempfile.mkdtemp()
+    >>> files = wc.io.write_chakra(s, os.path.join(d, "ring"))
+    >>> [os.path.basename(f) for f in files][:2]
+    ['ring.0.et', 'ring.1.et']
+    """
+    prefix = os.fspath(prefix)
+    folder = os.path.dirname(prefix) or "."
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"prefix: folder {folder!r} does not exist")
+    files = []
+    for r, data in enumerate(chakra_traces(schedule, element_bytes=element_bytes)):
+        path = f"{prefix}.{r}.et"
+        write_bytes(path, data)
+        files.append(path)
+    return files
