@@ -49,7 +49,10 @@ def run_msccl(text: str, rng: np.random.Generator, width: int = 3) -> None:
     for g in algo.iter("gpu"):
         gid = int(g.get("id"))
         for tb in g.iter("tb"):
-            tbs[(gid, int(tb.get("id")))] = (tb, [dict(st.attrib) for st in tb.iter("step")])
+            tbs[(gid, int(tb.get("id")))] = (
+                tb,
+                [dict(st.attrib) for st in tb.iter("step")],
+            )
     pc = {k: 0 for k in tbs}
     queues: dict[tuple[int, int, int], deque] = defaultdict(deque)
 
@@ -76,27 +79,28 @@ def run_msccl(text: str, rng: np.random.Generator, width: int = 3) -> None:
         tb, steps = tbs[key]
         st = steps[pc[key]]
         gid, kind, cnt = key[0], st["type"], int(st["cnt"])
-        src = lambda: view(gid, st["srcbuf"], int(st["srcoff"]), cnt)  # noqa: E731
-        dst = lambda: view(gid, st["dstbuf"], int(st["dstoff"]), cnt)  # noqa: E731
+        if kind != "nop":
+            srcv = view(gid, st["srcbuf"], int(st["srcoff"]), cnt)
+            dstv = view(gid, st["dstbuf"], int(st["dstoff"]), cnt)
         chan = int(tb.get("chan"))
         if kind in ("r", "rrc", "rcs", "rrcs", "rrs"):
             msg = queues[(int(tb.get("recv")), gid, chan)].popleft()
             assert msg.shape[0] == cnt
             if kind in ("r", "rcs"):
-                dst()[:] = msg
+                dstv[:] = msg
                 out = msg
             else:
-                out = msg + src()
+                out = msg + srcv
                 if kind != "rrs":
-                    dst()[:] = out
+                    dstv[:] = out
             if kind in ("rcs", "rrcs", "rrs"):
                 queues[(gid, int(tb.get("send")), chan)].append(out.copy())
         elif kind == "s":
-            queues[(gid, int(tb.get("send")), chan)].append(src().copy())
+            queues[(gid, int(tb.get("send")), chan)].append(srcv.copy())
         elif kind == "re":
-            dst()[:] += src()
+            dstv[:] += srcv
         elif kind == "cpy":
-            dst()[:] = src()
+            dstv[:] = srcv
         else:
             assert kind == "nop"
         pc[key] += 1
@@ -128,10 +132,18 @@ def _cases():
                 yield a.name, f"{r}x{c}", {"topology": wc.topology.mesh(r, c)}
         elif "cluster" in fam and "any" not in fam:
             for nodes, ppn in [(2, 2), (3, 4), (8, 8)]:
-                yield a.name, f"{nodes}x{ppn}", {"topology": wc.topology.cluster(nodes, ppn)}
+                yield (
+                    a.name,
+                    f"{nodes}x{ppn}",
+                    {"topology": wc.topology.cluster(nodes, ppn)},
+                )
         elif a.name.startswith("cluster_") and "any" in fam:
             for nodes, ppn in [(2, 2), (3, 4), (8, 8)]:
-                yield a.name, f"{nodes}x{ppn}", {"topology": wc.topology.cluster(nodes, ppn)}
+                yield (
+                    a.name,
+                    f"{nodes}x{ppn}",
+                    {"topology": wc.topology.cluster(nodes, ppn)},
+                )
         else:
             for p in (2, 3, 5, 8, 13, 64):
                 yield a.name, str(p), {"ranks": p}
@@ -145,7 +157,9 @@ REFUSED = ("every GPU takes part", "must own the same number of chunks")
 IMPORT_REFUTES = {"cluster_dissemination_allreduce"}
 
 
-@pytest.mark.parametrize(("name", "label", "kw"), CASES, ids=[f"{n}-{lab}" for n, lab, _ in CASES])
+@pytest.mark.parametrize(
+    ("name", "label", "kw"), CASES, ids=[f"{n}-{lab}" for n, lab, _ in CASES]
+)
 def test_every_builder_round_trips(name, label, kw, rng):
     try:
         s = wc.build(name, size_bytes=SIZE, **kw)
@@ -197,8 +211,17 @@ def _check_limits(text: str) -> None:
                 assert int(st.get("cnt")) < 72
                 assert int(st.get("srcoff")) <= 32767 and int(st.get("dstoff")) <= 32767
         assert max(per_chan.values()) <= 32
-    for key in ("proto", "nchannels", "nchunksperloop", "ngpus", "coll", "inplace",
-                "outofplace", "minBytes", "maxBytes"):
+    for key in (
+        "proto",
+        "nchannels",
+        "nchunksperloop",
+        "ngpus",
+        "coll",
+        "inplace",
+        "outofplace",
+        "minBytes",
+        "maxBytes",
+    ):
         assert algo.get(key) is not None, key
 
 
@@ -237,7 +260,9 @@ def test_file_round_trip(tmp_path, rng):
 # --------------------------------------------------------------------------- #
 def test_steps_per_thread_block_limit():
     s = wc.build("generic_ring_allreduce", 130, 130 * 64)
-    with pytest.raises(ValueError, match=r"GPU \d+ thread block \d+ .*needs 258 steps.*256"):
+    with pytest.raises(
+        ValueError, match=r"GPU \d+ thread block \d+ .*needs 258 steps.*256"
+    ):
         msccl_xml(s)
 
 
@@ -273,8 +298,16 @@ def test_unverified_schedule_is_refused():
 # --------------------------------------------------------------------------- #
 # msccl-tools' files
 # --------------------------------------------------------------------------- #
-VERIFIED = ["ar_ring_4", "ar_ring_4_ch2_inst2", "ag_ring_4", "ag_allpairs_8", "ag_rd_8",
-            "ar_allpairs_8", "ar_rdh_8", "ar_hier_4x2"]
+VERIFIED = [
+    "ar_ring_4",
+    "ar_ring_4_ch2_inst2",
+    "ag_ring_4",
+    "ag_allpairs_8",
+    "ag_rd_8",
+    "ar_allpairs_8",
+    "ar_rdh_8",
+    "ar_hier_4x2",
+]
 
 
 @pytest.mark.parametrize("name", VERIFIED)
@@ -308,7 +341,10 @@ def test_msccl_tools_1step_is_a_documented_false_race(rng):
 
 
 def test_scratch_to_scratch_reduce_is_refused_by_name():
-    with pytest.raises(FormatError, match=r"ar_allpairs_v2.xml, line \d+, <step>: GPU \d+ tb \d+ step \d+: scratch-to-scratch"):
+    with pytest.raises(
+        FormatError,
+        match=r"ar_allpairs_v2.xml, line \d+, <step>: GPU \d+ tb \d+ step \d+: scratch-to-scratch",
+    ):
         read_msccl(DATA / "ar_allpairs_v2.xml")
 
 
@@ -316,14 +352,14 @@ def test_scratch_to_scratch_reduce_is_refused_by_name():
 # corrupted files
 # --------------------------------------------------------------------------- #
 def _steps(text):
-    return [m for m in re.finditer(r'^\s*<step [^>]*/>\n', text, re.M)]
+    return [m for m in re.finditer(r"^\s*<step [^>]*/>\n", text, re.M)]
 
 
 def test_dropped_step_is_reported_with_gpu_tb_step():
     text = (DATA / "ar_ring_4.xml").read_text()
     m = _steps(text)[6]  # the last step of GPU 0's thread block
     assert '<step s="6"' in m.group(0)
-    bad = text[: m.start()] + text[m.end():]
+    bad = text[: m.start()] + text[m.end() :]
     with pytest.raises(FormatError, match=r"GPU \d+ tb \d+ step \d+ .*no matching"):
         read_msccl(bad)
 
@@ -332,9 +368,13 @@ def test_removed_dependency_is_refuted_naming_the_step():
     text = (DATA / "ar_allpairs_8.xml").read_text()
     # The first reduction from scratch waits for the receive that fills it;
     # without the wait it may read the scratch chunk before the data arrives.
-    target = next(m for m in _steps(text) if 'type="re"' in m.group(0) and 'depid="-1"' not in m.group(0))
+    target = next(
+        m
+        for m in _steps(text)
+        if 'type="re"' in m.group(0) and 'depid="-1"' not in m.group(0)
+    )
     line = re.sub(r'depid="\d+" deps="\d+"', 'depid="-1" deps="-1"', target.group(0))
-    bad = text[: target.start()] + line + text[target.end():]
+    bad = text[: target.start()] + line + text[target.end() :]
     with pytest.raises(ValueError, match=r"GPU \d+ tb \d+ step \d+"):
         wc.verify(read_msccl(bad))
 
@@ -345,10 +385,10 @@ def test_duplicated_reduce_is_refuted_naming_the_step():
     lines = tb.group(1).splitlines(keepends=True)
     k = next(i for i, ln in enumerate(lines) if 'type="re"' in ln)
     dup = re.sub(r'depid="\d+" deps="\d+"', 'depid="-1" deps="-1"', lines[k])
-    new = lines[: k + 1] + [dup] + lines[k + 1:]
+    new = lines[: k + 1] + [dup] + lines[k + 1 :]
     new = [re.sub(r's="\d+"', f's="{i}"', ln, count=1) for i, ln in enumerate(new)]
     # Dependencies on this thread block's later steps shift by one.
-    bad = text[: tb.start(1)] + "".join(new) + text[tb.end(1):]
+    bad = text[: tb.start(1)] + "".join(new) + text[tb.end(1) :]
     s = read_msccl(bad)
     with pytest.raises(wc.ScheduleError, match=r"GPU \d+ tb \d+ step \d+") as info:
         wc.verify(s)
@@ -361,12 +401,30 @@ def test_duplicated_reduce_is_refuted_naming_the_step():
 @pytest.mark.parametrize(
     ("text", "match"),
     [
-        ('<algo name="x" coll="allreduce" ngpus="2" nchunksperloop="1">\n<gpu id="0">\n', r"line \d+.*not well-formed"),
-        ('<algo name="x" coll="alltoall" ngpus="2" nchunksperloop="1">\n</algo>\n', r"<algo>.*alltoall"),
-        ('<algo name="x" coll="allreduce" ngpus="two" nchunksperloop="1">\n</algo>\n', r"ngpus='two' is not an integer"),
-        ('<algo coll="allreduce" ngpus="1" nchunksperloop="1">\n<gpu id="0" i_chunks="1" o_chunks="0" s_chunks="0">\n<tb id="0" send="-1" recv="-1" chan="0">\n<step s="0" type="zz" cnt="1"/>\n</tb>\n</gpu>\n</algo>\n', r"line 4, <step>: GPU 0 tb 0 step 0: unknown step type 'zz'"),
-        ('<algo coll="allreduce" ngpus="2" nchunksperloop="1">\n<gpu id="0"/>\n</algo>\n', r"ngpus=2 but the file has 1"),
-        ('<algo coll="allreduce" ngpus="1" nchunksperloop="1">\n<bogus/>\n</algo>\n', r"line 2, <bogus>: unknown element"),
+        (
+            '<algo name="x" coll="allreduce" ngpus="2" nchunksperloop="1">\n<gpu id="0">\n',
+            r"line \d+.*not well-formed",
+        ),
+        (
+            '<algo name="x" coll="alltoall" ngpus="2" nchunksperloop="1">\n</algo>\n',
+            r"<algo>.*alltoall",
+        ),
+        (
+            '<algo name="x" coll="allreduce" ngpus="two" nchunksperloop="1">\n</algo>\n',
+            r"ngpus='two' is not an integer",
+        ),
+        (
+            '<algo coll="allreduce" ngpus="1" nchunksperloop="1">\n<gpu id="0" i_chunks="1" o_chunks="0" s_chunks="0">\n<tb id="0" send="-1" recv="-1" chan="0">\n<step s="0" type="zz" cnt="1"/>\n</tb>\n</gpu>\n</algo>\n',
+            r"line 4, <step>: GPU 0 tb 0 step 0: unknown step type 'zz'",
+        ),
+        (
+            '<algo coll="allreduce" ngpus="2" nchunksperloop="1">\n<gpu id="0"/>\n</algo>\n',
+            r"ngpus=2 but the file has 1",
+        ),
+        (
+            '<algo coll="allreduce" ngpus="1" nchunksperloop="1">\n<bogus/>\n</algo>\n',
+            r"line 2, <bogus>: unknown element",
+        ),
     ],
 )
 def test_malformed_xml_names_file_element_and_line(tmp_path, text, match):

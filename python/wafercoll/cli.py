@@ -11,8 +11,15 @@ Subcommands::
                        | --schedule FILE [--topology SPEC]
                        [--network PRESET] [--bandwidth BPS] [--latency S] [--alpha S]
                        [--packet BYTES] [--switching MODE] [--gamma S_PER_B]
-                       [--ports N] [--json]
+                       [--ports N] [--engine {wafercoll,simgrid}] [--trace FILE]
+                       [--json]
+    wafercoll export NAME (--ranks P | --topology SPEC) --size-bytes S ...
+                     | --schedule FILE
+                     --format {json,msccl,chakra,goal} -o OUT [--proto P]
     wafercoll reproduce [--out DIR] [--only NAME ...] [--quick]
+
+A schedule FILE is wafercoll JSON, MSCCL XML (``.xml``) or GOAL (``.goal``),
+by its extension; GOAL files can be simulated but not verified.
 
 ``--topology`` takes ``line:N``, ``ring:N``, ``mesh:RxC``, ``torus:RxC``,
 ``cluster:NODESxPPN[xSOCKETS]``, ``n150[:ROW]``, ``wafer:P``, ``wafer:MxN`` or
@@ -276,7 +283,55 @@ def _parser() -> argparse.ArgumentParser:
         help="injection and ejection channels per endpoint (default: unlimited)",
     )
     p.add_argument(
+        "--engine",
+        choices=("wafercoll", "simgrid"),
+        default="wafercoll",
+        help="the packet-level engine (default) or SimGrid's flow-level one "
+        "(needs the simgrid Python module: apt-get install python3-simgrid)",
+    )
+    p.add_argument(
+        "--trace",
+        metavar="FILE",
+        help="also write the run as Trace Event JSON (Perfetto, chrome://tracing)",
+    )
+    p.add_argument(
         "--json", action="store_true", help="print the result summary as JSON"
+    )
+
+    p = sub.add_parser(
+        "export",
+        help="write a verified schedule as MSCCL XML, Chakra ET, GOAL or JSON",
+        description="Build (NAME ...) or read (--schedule FILE) a schedule, "
+        "verify it and write it for another tool: MSCCL XML (the MSCCL runtime "
+        "on NCCL/RCCL), Chakra ET (ASTRA-sim; one OUT.RANK.et per rank), GOAL "
+        "(LogGOPSim) or wafercoll JSON.",
+    )
+    p.add_argument(
+        "name", nargs="?", metavar="NAME", help="a registered algorithm (see `list`)"
+    )
+    p.add_argument(
+        "--schedule", metavar="FILE", help="a schedule file (JSON, .xml, .goal)"
+    )
+    _add_build_args(p, required=False)
+    p.add_argument(
+        "--format",
+        "-f",
+        required=True,
+        choices=("json", "msccl", "chakra", "goal"),
+        help="output format",
+    )
+    p.add_argument(
+        "--output",
+        "-o",
+        required=True,
+        metavar="OUT",
+        help="the file to write (for chakra: the prefix of OUT.RANK.et)",
+    )
+    p.add_argument(
+        "--proto",
+        choices=("Simple", "LL", "LL128"),
+        default="Simple",
+        help="MSCCL protocol (default: Simple)",
     )
 
     p = sub.add_parser(
@@ -331,9 +386,19 @@ def _build(args: argparse.Namespace) -> Any:
 
 
 def _read_schedule(path: str) -> Any:
-    """Load a schedule file: ScheduleError for bad content, OSError if unreadable."""
+    """Load a schedule file: ScheduleError for bad content, OSError if unreadable.
+
+    ``.xml`` files are MSCCL XML, ``.goal`` files GOAL, anything else JSON.
+    """
     import wafercoll as wc
 
+    ext = os.path.splitext(path)[1].lower()
+    if ext in (".xml", ".goal"):
+        reader = wc.io.read_msccl if ext == ".xml" else wc.io.read_goal
+        try:
+            return reader(path)
+        except wc.io.FormatError as exc:
+            raise wc.ScheduleError(str(exc)) from None
     with open(path, encoding="utf-8") as fh:
         text = fh.read()
     try:
@@ -577,10 +642,27 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             f"{topology.num_endpoints} endpoints"
         )
     network = _network(args, args.machine)
+    traced = args.trace is not None
     try:
-        result = wc.simulate(s, topology, network)
+        result = wc.simulate(
+            s,
+            topology,
+            network,
+            engine=args.engine,
+            transfers=traced,
+            trace=traced,
+        )
+    except ImportError as exc:
+        raise UsageError(str(exc)) from None
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from None
+    if traced:
+        try:
+            result.to_chrome_trace(args.trace)
+        except OSError as exc:
+            print(f"error: cannot write {args.trace}: {exc}", file=sys.stderr)
+            return 1
+        print(f"wrote {args.trace} (open it in https://ui.perfetto.dev)")
     summary = result.summary()
     if args.json:
         print(json.dumps(summary, indent=2))
@@ -598,6 +680,57 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         else:
             text = str(value)
         print(f"{key.ljust(width)}  {text}")
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    import wafercoll as wc
+
+    args.machine = None
+    if args.schedule is not None:
+        s = _schedule_file(
+            args.schedule,
+            _build_flags(args, name=True),
+            f"--schedule ({args.schedule})",
+        )
+        if s is None:
+            return 1
+    else:
+        if args.name is None:
+            raise UsageError(
+                "export needs NAME (with --ranks and --size-bytes) or --schedule FILE"
+            )
+        if args.size_bytes is None:
+            raise UsageError("export needs --size-bytes")
+        s = _build(args)
+    rep = wc.verify(s)
+    out = args.output
+    try:
+        if args.format == "json":
+            s.to_json(out)
+            written = [out]
+        elif args.format == "msccl":
+            try:
+                wc.io.write_msccl(s, out, proto=args.proto)
+            except ValueError as exc:
+                if isinstance(exc, wc.ScheduleError):
+                    raise
+                print(f"error: {exc}", file=sys.stderr)
+                return 1
+            written = [out]
+        elif args.format == "chakra":
+            written = wc.io.write_chakra(s, out)
+        else:
+            wc.io.write_goal(s, out)
+            written = [out]
+    except ImportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"error: cannot write {out}: {exc}", file=sys.stderr)
+        return 1
+    where = written[0] if len(written) == 1 else f"{len(written)} files {out}.*.et"
+    print(f"wrote {where} ({args.format}): {_summary(s, rep)} (verified)")
     return 0
 
 
@@ -743,6 +876,7 @@ _COMMANDS = {
     "build": _cmd_build,
     "verify": _cmd_verify,
     "simulate": _cmd_simulate,
+    "export": _cmd_export,
     "reproduce": _cmd_reproduce,
 }
 

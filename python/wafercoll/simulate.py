@@ -739,6 +739,7 @@ def simulate(
     max_events: int = DEFAULT_MAX_EVENTS,
     event_queue: str = "auto",
     trace: bool = False,
+    engine: str = "wafercoll",
 ) -> SimResult:
     """Simulate ``schedule`` on ``topology`` under ``network``.
 
@@ -770,6 +771,15 @@ def simulate(
     trace : bool
         Also record every packet-stage service (``result.trace()``): for
         detailed checks of small runs (at most 2^25 services).
+    engine : {"wafercoll", "simgrid"}
+        ``"wafercoll"``: this packet-level simulator. ``"simgrid"``: replay
+        the transfers as SimGrid flows over the same links and routes (see
+        :mod:`wafercoll._simgrid`; needs SimGrid's Python module, e.g.
+        ``apt-get install python3-simgrid``). Without contention the two
+        agree; under contention SimGrid shares links max-min fairly between
+        flows where this simulator serves packets first come, first served.
+        SimGrid results always carry transfer times; they have no packet
+        trace or timeline, and ``link_busy_s`` is bytes / bandwidth.
 
     Returns
     -------
@@ -797,6 +807,23 @@ def simulate(
     6018.0
     """
     s, t, net, pl = _check_inputs(schedule, topology, network, placement)
+    if engine not in ("wafercoll", "simgrid"):
+        raise ValueError(f"engine must be 'wafercoll' or 'simgrid', got {engine!r}")
+    if engine == "simgrid":
+        if timeline or trace:
+            raise ValueError(
+                'engine="simgrid" records transfer times only (no timeline or trace)'
+            )
+        from . import _simgrid
+
+        place = (
+            np.asarray(pl, dtype=np.int32)
+            if pl
+            else np.arange(s.num_ranks, dtype=np.int32)
+        )
+        _core.simulation_events(s._core, t._core, net._core_model(), pl, 1 << 62)
+        raw = _simgrid.run(s, t, net, place)
+        return SimResult(raw, net.replace(name=f"{net.name} (simgrid)"), s, t, place)
     cap = as_int(max_events, "max_events", 1)
     if event_queue not in ("auto", "heap", "buckets"):
         raise ValueError(

@@ -376,10 +376,12 @@ def read_goal(
     Schedule
         One transfer per message (a send matched with the receive from its
         peer with its tag, in order), waiting for what both operations
-        require. ``calc`` operations order the operations that require them
-        but take no time. Without ``messages`` each message moves a block of
-        its own size and the schedule can be simulated but not verified:
-        :func:`wafercoll.verify` raises and says why.
+        require. An operation that requires a send waits for what the send
+        waits for, not for its delivery (in LogGOPSim a send completes
+        locally once injected). ``calc`` operations order the operations that
+        require them but take no time. Without ``messages`` each message
+        moves a block of its own size and the schedule can be simulated but
+        not verified: :func:`wafercoll.verify` raises and says why.
 
     Raises
     ------
