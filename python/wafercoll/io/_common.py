@@ -167,38 +167,70 @@ class RankFrontier:
     before ``t`` (through the dependencies) that touch ``r``. Register each
     transfer's completing operations with :meth:`done` in a topological
     order, then ask :meth:`__call__`.
+
+    Up to ``bitset_limit`` transfers, ancestor sets are Python integers used
+    as bitsets over the topological order (the maximal ancestors touching a
+    rank are found with a few big-integer operations); beyond, a memoized
+    walk over the dependencies (less memory, more time).
     """
 
-    def __init__(self, transfers: Transfers) -> None:
+    def __init__(self, transfers: Transfers, bitset_limit: int = 40_000) -> None:
         self.tr = transfers
         self.done_at: list[dict[int, list[int]]] = [{} for _ in range(len(transfers))]
         self.memo: dict[tuple[int, int], frozenset[int]] = {}
+        self.bits = len(transfers) <= bitset_limit
+        if self.bits:
+            order = transfers.order
+            self.pos = [0] * len(order)
+            for i, t in enumerate(order):
+                self.pos[t] = i
+            self.anc = [0] * len(order)
+            self.touch: dict[int, int] = {}
+            for t in order:
+                a = 0
+                for d in transfers.deps[t]:
+                    a |= self.anc[d] | (1 << self.pos[d])
+                self.anc[t] = a
 
     def done(self, t: int, rank: int, ops: list[int]) -> None:
         """Operations at ``rank`` that complete transfer ``t`` there."""
         self.done_at[t].setdefault(rank, []).extend(ops)
+        if self.bits:
+            self.touch[rank] = self.touch.get(rank, 0) | (1 << self.pos[t])
 
     def __call__(self, t: int, r: int) -> frozenset[int]:
         """Operations at rank ``r`` that transfer ``t`` must follow."""
-        key = (t, r)
-        if key in self.memo:
-            return self.memo[key]
-        out: set[int] = set()
-        stack = list(self.tr.deps[t])
-        seen: set[int] = set()
+        if self.bits:
+            order, anc = self.tr.order, self.anc
+            mask = anc[t] & self.touch.get(r, 0)
+            out: list[int] = []
+            while mask:
+                u = order[mask.bit_length() - 1]
+                out.extend(self.done_at[u][r])
+                mask &= ~((1 << self.pos[u]) | anc[u])
+            return frozenset(out)
+        memo, done_at, deps = self.memo, self.done_at, self.tr.deps
+        if (t, r) in memo:
+            return memo[(t, r)]
+        # Post-order over the dependencies that do not touch r, memoized per
+        # (transfer, rank), so each pair is computed once.
+        stack = [t]
         while stack:
-            d = stack.pop()
-            if d in seen:
+            u = stack[-1]
+            if (u, r) in memo:
+                stack.pop()
                 continue
-            seen.add(d)
-            if r in self.done_at[d]:
-                out.update(self.done_at[d][r])
-            elif (d, r) in self.memo:
-                out.update(self.memo[(d, r)])
-            else:
-                stack.extend(self.tr.deps[d])
-        self.memo[key] = frozenset(out)
-        return self.memo[key]
+            todo = [d for d in deps[u] if r not in done_at[d] and (d, r) not in memo]
+            if todo:
+                stack.extend(todo)
+                continue
+            stack.pop()
+            parts = [
+                frozenset(done_at[d][r]) if r in done_at[d] else memo[(d, r)]
+                for d in deps[u]
+            ]
+            memo[(u, r)] = frozenset().union(*parts) if parts else frozenset()
+        return memo[(t, r)]
 
 
 def block_text(ranges: list[tuple[int, int]]) -> str:

@@ -378,8 +378,10 @@ def read_goal(
         peer with its tag, in order), waiting for what both operations
         require. An operation that requires a send waits for what the send
         waits for, not for its delivery (in LogGOPSim a send completes
-        locally once injected). ``calc`` operations order the operations that
-        require them but take no time. Without ``messages`` each message
+        locally once injected); so sends of one rank that LogGOPSim injects
+        in program order may here share the rank's link in another order.
+        ``calc`` operations order the operations that require them but take
+        no time. Without ``messages`` each message
         moves a block of its own size and the schedule can be simulated but
         not verified: :func:`wafercoll.verify` raises and says why.
 
