@@ -92,6 +92,29 @@ def verify(schedule: Schedule) -> VerifyReport:
     s = _schedule(schedule)
     if s._opaque is not None:
         raise ScheduleError(s._opaque, kind="unverifiable")
+    if s._model is not None:
+        try:
+            rep = verify(s._model)
+        except ScheduleError as exc:
+            t = exc.transfer
+            raise ScheduleError(
+                f"{exc} (transfers 2m and 2m + 1 of the verification model read "
+                "message m at its send and deliver it)",
+                kind=exc.kind,
+                transfer=None if t is None else t // 2,
+                rank=exc.rank
+                if exc.rank is not None and exc.rank < s.num_ranks
+                else None,
+                block=exc.block,
+            ) from None
+        return VerifyReport(
+            **{
+                **rep.to_dict(),
+                "ranks": s.num_ranks,
+                "transfers": s.num_transfers,
+                "steps": s.num_steps,
+            }
+        )
     try:
         rep = _core.verify(s._core)
     except ScheduleError as exc:
@@ -172,6 +195,10 @@ def execute(schedule: Schedule, inputs: Any, *, check: bool = True) -> np.ndarra
             raise TypeError(f"inputs must be numeric, got dtype {arr.dtype}")
     if check:
         verify(s)
+    if s._model is not None:
+        pad = np.zeros((s._model.num_ranks - s.num_ranks, arr.shape[1]), arr.dtype)
+        full = np.ascontiguousarray(np.concatenate([arr, pad]))
+        return _EXECUTORS[arr.dtype](s._model._core, full)[: s.num_ranks]
     return _EXECUTORS[arr.dtype](s._core, np.ascontiguousarray(arr))
 
 

@@ -154,7 +154,7 @@ class Schedule:
     1
     """
 
-    __slots__ = ("_core", "_labels", "_opaque")
+    __slots__ = ("_core", "_labels", "_opaque", "_model")
 
     def __init__(
         self,
@@ -177,6 +177,9 @@ class Schedule:
         self._labels: list[str] | None = None
         # Why the transfers carry no data semantics (None: they do).
         self._opaque: str | None = None
+        # A finer schedule with the same data semantics, which verify() and
+        # execute() use instead (None: this one); see wafercoll.io.msccl.
+        self._model: Schedule | None = None
 
     @classmethod
     def _wrap(cls, core: Any) -> Schedule:
@@ -184,6 +187,7 @@ class Schedule:
         obj._core = core
         obj._labels = None
         obj._opaque = None
+        obj._model = None
         return obj
 
     # -- construction -------------------------------------------------------

@@ -35,26 +35,26 @@ dependency.
 Import (:func:`read_msccl`) replays the program: messages are matched per
 connection (sender, receiver, channel) in order, and every message becomes a
 transfer that waits for what the send step and the receive step (or, for a
-receive into scratch, the ``re`` / ``cpy`` step that consumes it) wait for.
-Labels name the GPU, thread block and step of both ends, and
-:func:`wafercoll.verify` quotes them.
+receive into scratch, the ``re`` / ``cpy`` step that consumes it) wait for:
+the schedule :func:`wafercoll.simulate` times. An MSCCL message is read at
+its send and written at its receive, later; one wafercoll transfer reads and
+writes after one set of dependencies. So the imported schedule carries an
+exact verification model, which :func:`wafercoll.verify` and
+:func:`wafercoll.execute` use: each message passes through a relay rank of its
+own (a non-participant), read when the send step may run and delivered when
+the receiving steps may. Labels name the GPU, thread block and step of both
+ends, and :func:`wafercoll.verify` quotes them. The JSON of an imported
+schedule keeps the timing view only.
 
 Limits of the import, each refused with a message naming GPU, thread block and
 step: a chunk that moves to a different position (wafercoll moves a block to
-the same block of another rank), a send from scratch, ``ra`` steps, and a
-scratch chunk consumed without a dependency on the receive that fills it.
-Input and output buffers are one vector (exact for in-place programs; an
-out-of-place program must not read an input chunk after writing the output
-chunk at its position). ``rrs`` (reduce and send without storing) is read as
-``rrcs``: the relay keeps the partial sum, which a correct program overwrites.
-A message is one transfer, read when both of its ends may run. A message
-received into scratch is therefore read, in the imported schedule, when the
-step that consumes it may run; a correct program can then be reported as a
-race when its sender overwrites the chunk before that step (msccl-tools'
-``allreduce_1step``) or when ranks exchange through scratch in a cycle of
-three or more (the export of ``cluster_dissemination_allreduce``): wafercoll's
-transfer reads and writes after one set of dependencies, while an MSCCL
-message is read at the send and written at the consumer.
+the same block of another rank), a send from scratch, scratch-to-scratch
+``re`` / ``cpy``, ``ra`` steps, and a scratch chunk consumed without a
+dependency on the receive that fills it. Input and output buffers are one
+vector (exact for in-place programs; an out-of-place program must not read an
+input chunk after writing the output chunk at its position). ``rrs`` (reduce
+and send without storing) is read as ``rrcs``: the relay keeps the partial
+sum, which a correct program overwrites.
 """
 
 from __future__ import annotations
@@ -972,6 +972,7 @@ def read_msccl(
     t_blocks: list[list[int]] = []
     t_op: list[str] = []
     t_deps: list[set[int]] = []
+    t_sdeps: list[frozenset[int]] = []  # what the send step waited for
     t_label: list[str] = []
     t_tok: list[int] = []  # scratch tokens each transfer transitively follows
     done: dict[int, tuple[frozenset[int], int]] = {}  # step -> (transfers, tokens)
@@ -1004,7 +1005,8 @@ def read_msccl(
         dst: int,
         blocks: list[int],
         op: str,
-        deps: set[int],
+        sdeps: set[int] | frozenset[int],
+        rdeps: set[int],
         tok: int,
         label: str,
     ) -> int:
@@ -1013,8 +1015,9 @@ def read_msccl(
         t_dst.append(dst)
         t_blocks.append(blocks)
         t_op.append(op)
-        t_deps.append(deps)
-        t_tok.append(closure(deps, tok))
+        t_sdeps.append(frozenset(sdeps))
+        t_deps.append(set(sdeps) | rdeps)
+        t_tok.append(closure(t_deps[-1], tok))
         t_label.append(label)
         return t
 
@@ -1066,7 +1069,7 @@ def read_msccl(
                     )
                 op = "copy" if st.kind in ("r", "rcs") else "reduce"
                 t = new_transfer(
-                    snd.gpu, st.gpu, s_blocks, op, s_ts | a_ts, s_tok | a_tok, label
+                    snd.gpu, st.gpu, s_blocks, op, s_ts, a_ts, s_tok | a_tok, label
                 )
                 completed.add(t)
         elif st.kind in ("re", "cpy"):
@@ -1128,7 +1131,8 @@ def read_msccl(
                         st.gpu,
                         blks,
                         op,
-                        s_ts | r_ts | a_ts,
+                        s_ts,
+                        r_ts | a_ts,
                         s_tok | r_tok | a_tok,
                         label,
                     )
@@ -1162,7 +1166,61 @@ def read_msccl(
         ranges = _runs(t_blocks[t])
         s.add_transfer(t_src[t], t_dst[t], ranges, op=t_op[t], deps=sorted(t_deps[t]))
     s.labels = t_label
+    s._model = _exact_model(s, t_sdeps, t_deps, t_label)
     return s
+
+
+def _exact_model(
+    s: Schedule,
+    sdeps: list[frozenset[int]],
+    deps: list[set[int]],
+    labels: list[str],
+) -> Schedule:
+    """The schedule :func:`wafercoll.verify` checks for an imported program.
+
+    An MSCCL message is read at its send and written at its receive (or at
+    the step that consumes it from scratch). Each message ``m`` becomes two
+    transfers through a relay rank of its own (a non-participant after the
+    GPUs): ``2m`` copies the data from the sender into the relay, waiting for
+    what the send step waited for; ``2m + 1`` delivers it from the relay to
+    the receiver, waiting for ``2m`` and for what the receiving (and
+    consuming) steps waited for. Both refer to other messages by their
+    delivering transfer.
+    """
+    p, n = s.num_ranks, s.num_transfers
+    model = Schedule(
+        p + n,
+        s.block_bytes,
+        s.collective,
+        root=s.root,
+        owners=None if s.owners is None else s.owners.tolist(),
+        participants=range(p),
+        name=s.name,
+    )
+    src, dst_off, dsts = s.src, s._core.dst_offsets, s._core.dsts
+    roff, lo, hi = s._core.range_offsets, s._core.range_lo, s._core.range_hi
+    for m in range(n):
+        ranges = [
+            (int(a), int(b))
+            for a, b in zip(
+                lo[roff[m] : roff[m + 1]], hi[roff[m] : roff[m + 1]], strict=True
+            )
+        ]
+        relay = p + m
+        model.add_transfer(
+            int(src[m]), relay, ranges, deps=sorted(2 * d + 1 for d in sdeps[m])
+        )
+        model.add_transfer(
+            relay,
+            int(dsts[dst_off[m]]),
+            ranges,
+            op="reduce" if s.op[m] == 1 else "copy",
+            deps=[2 * m, *sorted(2 * d + 1 for d in deps[m] - sdeps[m])],
+        )
+    model.labels = [
+        f"{labels[m]} ({part})" for m in range(n) for part in ("send", "receive")
+    ]
+    return model
 
 
 def _runs(blocks: list[int]) -> list[tuple[int, int]]:
