@@ -408,3 +408,65 @@ def test_chrome_trace_needs_the_recordings():
     r = wc.simulate(s, wc.ring(3), wc.NetworkModel(1e9))
     with pytest.raises(ValueError, match="transfers=True, trace=True"):
         r.chrome_trace()
+
+
+# --------------------------------------------------------------------------- #
+# Chakra input
+# --------------------------------------------------------------------------- #
+def _varint_bytes(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+@pytest.mark.parametrize(
+    ("name", "p"), [("generic_ring_allreduce", 5), ("torus_swing_bo_allreduce", 8)]
+)
+def test_chakra_reads_back_with_the_same_messages_and_time(tmp_path, name, p):
+    s = wc.build(name, p, 720720)
+    write_chakra(s, tmp_path / "x")
+    back = wc.io.read_chakra(tmp_path / "x")
+    assert back.num_ranks == p
+    want = sorted(
+        (s.transfer(t)["src"], d, int(s.transfer_bytes()[t]))
+        for t in range(s.num_transfers)
+        for d in s.transfer(t)["dst"]
+    )
+    got = sorted(
+        (
+            back.transfer(t)["src"],
+            back.transfer(t)["dst"][0],
+            int(back.transfer_bytes()[t]),
+        )
+        for t in range(back.num_transfers)
+    )
+    assert got == want
+    net = wc.NetworkModel.loggp(3e-6, 1e-6, 0.0, 1e-9)
+    assert wc.simulate(back, wc.topology.star(p), net).time_s == pytest.approx(
+        wc.simulate(s, wc.topology.star(p), net).time_s, rel=1e-12
+    )
+    with pytest.raises(wc.ScheduleError, match="read_chakra"):
+        wc.verify(back)
+
+
+def test_malformed_chakra_names_file_and_record(tmp_path):
+    s = wc.build("generic_ring_allreduce", 3, 3 * 64)
+    files = write_chakra(s, tmp_path / "x")
+    data = Path(files[1]).read_bytes()
+    Path(files[1]).write_bytes(data[:-3])
+    with pytest.raises(FormatError, match=r"x\.1\.et, record \d+: .*truncated"):
+        wc.io.read_chakra(tmp_path / "x")
+    recs = _records(data)
+    bad = b"\x0a\xff\x01"  # field 1 claims 255 bytes
+    Path(files[1]).write_bytes(
+        b"".join(_varint_bytes(len(r)) + r for r in recs[:2])
+        + _varint_bytes(len(bad))
+        + bad
+    )
+    with pytest.raises(FormatError, match=r"x\.1\.et, record 2: not a Chakra Node"):
+        wc.io.read_chakra(tmp_path / "x")
+    with pytest.raises(FileNotFoundError, match="no Chakra traces"):
+        wc.io.read_chakra(tmp_path / "nothing")

@@ -4,7 +4,7 @@
 Format                    Write                       Read
 ========================  ==========================  ===========================
 MSCCL XML (NCCL / RCCL)   :func:`write_msccl`         :func:`read_msccl`
-Chakra ET (ASTRA-sim)     :func:`write_chakra`        -
+Chakra ET (ASTRA-sim)     :func:`write_chakra`        :func:`read_chakra`
 GOAL (LogGOPSim, ATLAHS)  :func:`write_goal`          :func:`read_goal`
 ========================  ==========================  ===========================
 
@@ -14,7 +14,7 @@ the first problem.
 """
 
 from ._common import FormatError
-from .chakra import CHAKRA_NODE_TYPES, chakra_traces, write_chakra
+from .chakra import CHAKRA_NODE_TYPES, chakra_traces, read_chakra, write_chakra
 from .goal import GoalMessage, goal_text, read_goal, write_goal
 from .msccl import MSCCL_LIMITS, msccl_xml, read_msccl, write_msccl
 
@@ -25,6 +25,7 @@ __all__ = [
     "GoalMessage",
     "chakra_traces",
     "goal_text",
+    "read_chakra",
     "read_goal",
     "write_chakra",
     "write_goal",

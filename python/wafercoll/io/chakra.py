@@ -38,9 +38,17 @@ from functools import lru_cache
 from typing import Any
 
 from ..schedule import Schedule
-from ._common import RankFrontier, Transfers, block_text, check_verified, write_bytes
+from ._common import (
+    MAX_FILE_BYTES,
+    FormatError,
+    RankFrontier,
+    Transfers,
+    block_text,
+    check_verified,
+    write_bytes,
+)
 
-__all__ = ["CHAKRA_NODE_TYPES", "chakra_messages", "write_chakra"]
+__all__ = ["CHAKRA_NODE_TYPES", "chakra_messages", "read_chakra", "write_chakra"]
 
 #: NodeType values of et_def.proto.
 CHAKRA_NODE_TYPES = {
@@ -292,3 +300,189 @@ def write_chakra(
         write_bytes(path, data)
         files.append(path)
     return files
+
+
+def _read_varint(data: bytes, i: int, path: str, record: int) -> tuple[int, int]:
+    shift = value = 0
+    while True:
+        if i >= len(data):
+            raise FormatError(
+                "the file ends inside a record's length prefix (truncated?)",
+                path=path,
+                element=f"record {record}",
+            )
+        b = data[i]
+        i += 1
+        value |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return value, i
+        if shift > 63:
+            raise FormatError(
+                "a record's length prefix is not a varint",
+                path=path,
+                element=f"record {record}",
+            )
+
+
+def _rank_files(prefix: str | os.PathLike[str] | list[Any]) -> list[str]:
+    if isinstance(prefix, (list, tuple)):
+        return [os.fspath(f) for f in prefix]
+    prefix = os.fspath(prefix)
+    files = []
+    while os.path.exists(f"{prefix}.{len(files)}.et"):
+        files.append(f"{prefix}.{len(files)}.et")
+    if not files:
+        raise FileNotFoundError(f"no Chakra traces {prefix}.0.et, {prefix}.1.et, ...")
+    return files
+
+
+def read_chakra(
+    prefix: str | os.PathLike[str] | list[Any],
+    *,
+    messages: Any = None,
+    block_bytes: Any = None,
+    collective: str | None = None,
+    root: int | None = None,
+    owners: Any = None,
+) -> Schedule:
+    """Read Chakra execution traces (one ``.et`` per rank) into a Schedule.
+
+    Parameters
+    ----------
+    prefix : path-like or list of paths
+        ``f"{prefix}.{rank}.et"`` for ranks 0, 1, ... (as
+        :func:`write_chakra` and ASTRA-sim name them), or the files in rank
+        order.
+    messages, block_bytes, collective, root, owners
+        As for :func:`wafercoll.io.read_goal`: Chakra carries message sizes,
+        not data, so without ``messages`` the schedule simulates but does not
+        verify.
+
+    Returns
+    -------
+    Schedule
+        One transfer per ``COMM_SEND_NODE`` matched with the
+        ``COMM_RECV_NODE`` of its destination with the same source and tag (in
+        node order), waiting for what the nodes' ``data_deps`` and
+        ``ctrl_deps`` require. ``COMP_NODE`` and other nodes order what
+        depends on them and take no time. Labels are ``"rank r node id"``.
+
+    Raises
+    ------
+    FormatError
+        For a truncated or undecodable record, a node without its
+        communication attributes, a dependency on an unknown node, an
+        unmatched send or receive, or a cycle (naming the file and record).
+    """
+    from .goal import GoalMessage, _messages_schedule, _Op  # noqa: F401
+
+    Node = chakra_messages()["Node"]
+    from google.protobuf.message import DecodeError
+
+    files = _rank_files(prefix)
+    p = len(files)
+    ops: list[dict[str, _Op]] = [{} for _ in range(p)]
+    reqs: list[list[tuple[str, str, str, int]]] = [[] for _ in range(p)]
+    kinds = {
+        CHAKRA_NODE_TYPES["COMM_SEND_NODE"]: "send",
+        CHAKRA_NODE_TYPES["COMM_RECV_NODE"]: "recv",
+    }
+    for r, path in enumerate(files):
+        size = os.path.getsize(path)
+        if size > MAX_FILE_BYTES:
+            raise ValueError(f"{path}: {size} bytes; larger files are refused")
+        with open(path, "rb") as fh:
+            data = fh.read()
+        i, k = 0, 0
+        by_id: dict[int, tuple[str, list[int], int]] = {}
+        while i < len(data):
+            n, i = _read_varint(data, i, path, k)
+            if i + n > len(data):
+                raise FormatError(
+                    f"the record claims {n} bytes but {len(data) - i} remain "
+                    "(truncated?)",
+                    path=path,
+                    element=f"record {k}",
+                )
+            body = data[i : i + n]
+            i += n
+            if k > 0:  # record 0 is the GlobalMetadata
+                try:
+                    node = Node.FromString(body)
+                except DecodeError as exc:
+                    raise FormatError(
+                        f"not a Chakra Node: {exc}", path=path, element=f"record {k}"
+                    ) from None
+                label = f"node {node.id}"
+                if node.id in by_id:
+                    raise FormatError(
+                        f"node id {node.id} appears twice",
+                        path=path,
+                        element=f"record {k}",
+                    )
+                attrs = {a.name: a for a in node.attr}
+                kind = kinds.get(node.type, "calc")
+                if kind == "calc":
+                    ops[r][label] = _Op(r, label, "calc", 0, -1, -1, k)
+                else:
+                    need = ("comm_src", "comm_dst", "comm_size", "comm_tag")
+                    missing = [a for a in need if a not in attrs]
+                    if missing:
+                        raise FormatError(
+                            f"{label}: a {kind} node without {', '.join(missing)}",
+                            path=path,
+                            element=f"record {k}",
+                        )
+
+                    def val(a: Any) -> int:
+                        which = a.WhichOneof("value")
+                        return int(getattr(a, which)) if which else 0
+
+                    src, dst = val(attrs["comm_src"]), val(attrs["comm_dst"])
+                    peer = dst if kind == "send" else src
+                    me = src if kind == "send" else dst
+                    if me != r or not 0 <= peer < p or peer == r:
+                        raise FormatError(
+                            f"{label}: comm_src {src} / comm_dst {dst} do not fit "
+                            f"a {kind} of rank {r} among {p} ranks",
+                            path=path,
+                            element=f"record {k}",
+                        )
+                    ops[r][label] = _Op(
+                        r,
+                        label,
+                        kind,
+                        val(attrs["comm_size"]),
+                        peer,
+                        val(attrs["comm_tag"]),
+                        k,
+                    )
+                by_id[node.id] = (label, [*node.data_deps, *node.ctrl_deps], k)
+            k += 1
+        if k == 0:
+            raise FormatError("empty file (no GlobalMetadata)", path=path)
+        for label, deps, rec in by_id.values():
+            for d in deps:
+                if d not in by_id:
+                    raise FormatError(
+                        f"{label} depends on node {d}, which the file lacks",
+                        path=path,
+                        element=f"record {rec}",
+                    )
+                reqs[r].append((label, by_id[d][0], "requires", rec))
+    name = os.path.basename(files[0]).rsplit(".", 2)[0]
+    return _messages_schedule(
+        p,
+        ops,
+        reqs,
+        ", ".join(files) if p <= 2 else f"{files[0]} ...",
+        "Chakra",
+        "read_chakra",
+        name,
+        messages,
+        block_bytes,
+        collective,
+        root,
+        owners,
+    )

@@ -393,6 +393,49 @@ def read_goal(
     """
     text, path = read_text(source, "GOAL")
     p, ops, reqs = _parse(text, path)
+    name = os.path.basename(path) if path else "goal"
+    return _messages_schedule(
+        p,
+        ops,
+        reqs,
+        path,
+        "GOAL",
+        "read_goal",
+        name,
+        messages,
+        block_bytes,
+        collective,
+        root,
+        owners,
+    )
+
+
+def _messages_schedule(
+    p: int,
+    ops: list[dict[str, _Op]],
+    reqs: list[list[tuple[str, str, str, int]]],
+    path: str | None,
+    fmt: str,
+    reader: str,
+    name: str,
+    messages: Callable[[GoalMessage], tuple[Any, str]] | None,
+    block_bytes: Sequence[int] | None,
+    collective: str | None,
+    root: int | None,
+    owners: Sequence[int] | None,
+) -> Schedule:
+    """A schedule from per-rank send / recv / calc operations (GOAL, Chakra).
+
+    ``ops[r]`` maps labels to operations; ``reqs[r]`` holds ``(a, b, kind,
+    line)``: operation ``a`` requires ``b``. Errors name ``path`` and the
+    operation's line (for Chakra, its record).
+    """
+
+    def where(op: _Op) -> dict[str, Any]:
+        if fmt == "GOAL":
+            return {"path": path, "element": op.kind, "line": op.line}
+        return {"path": path, "element": f"record {op.line}"}
+
     # Matching: k-th send x->y with tag g <-> k-th recv at y from x with tag g,
     # in the order of the file.
     sends: dict[tuple[int, int, int], list[_Op]] = defaultdict(list)
@@ -411,9 +454,7 @@ def read_goal(
                 raise FormatError(
                     f"rank {a.rank} {a.label} sends {a.size} bytes; the matching "
                     f"receive, rank {b.rank} {b.label}, takes {b.size}",
-                    path=path,
-                    element="recv",
-                    line=b.line,
+                    **where(b),
                 )
             partner[id(a)] = b
             partner[id(b)] = a
@@ -424,9 +465,7 @@ def read_goal(
                 f"rank {extra.rank} {extra.label} ({extra.kind}) has no match: rank "
                 f"{x} sends {len(ss)} messages with tag {g} to rank {y}, which "
                 f"receives {len(rr)}",
-                path=path,
-                element=extra.kind,
-                line=extra.line,
+                **where(extra),
             )
     # Kahn over operations: requires (after completion), irequires (after
     # start; the same here: operations start when their predecessors allow),
@@ -463,9 +502,7 @@ def read_goal(
         raise FormatError(
             f"rank {stuck.rank} {stuck.label} waits for itself through "
             "requires and messages (the schedule would deadlock)",
-            path=path,
-            element=stuck.kind,
-            line=stuck.line,
+            **where(stuck),
         )
     done: dict[int, set[int]] = {}
     send_after: dict[int, set[int]] = {}
@@ -496,17 +533,14 @@ def read_goal(
         else:
             done[i] = after
     if not msgs:
-        raise FormatError(
-            "the file has no messages", path=path, element="num_ranks", line=1
-        )
-    name = os.path.basename(path) if path else "goal"
+        raise FormatError(f"the {fmt} input has no messages", path=path)
     if messages is None:
         s = Schedule(p, [max(m.size, 0) for m in msgs], "broadcast", name=name)
         for m in msgs:
             s.add_transfer(m.src, m.dst, [m.index], deps=sorted(deps[m.index]))
         s._opaque = (
-            "a GOAL file carries message sizes, not data, so this schedule cannot "
-            "be verified: pass read_goal(..., messages=f, block_bytes=..., "
+            f"a {fmt} file carries message sizes, not data, so this schedule "
+            f"cannot be verified: pass {reader}(..., messages=f, block_bytes=..., "
             "collective=...) with f(msg) -> (blocks, op) to say which blocks each "
             "message moves"
         )
@@ -515,7 +549,7 @@ def read_goal(
             raise TypeError("messages must be a callable msg -> (blocks, op)")
         if block_bytes is None or collective is None:
             raise ValueError(
-                "read_goal(messages=...) also needs block_bytes and collective"
+                f"{reader}(messages=...) also needs block_bytes and collective"
             )
         s = Schedule(p, block_bytes, collective, root=root, owners=owners, name=name)
         for m in msgs:
