@@ -455,3 +455,32 @@ def test_missing_file_and_bad_chunk_bytes(tmp_path):
         read_msccl(tmp_path / "nope.xml")
     with pytest.raises(ValueError, match="chunk_bytes"):
         read_msccl(DATA / "ar_ring_4.xml", chunk_bytes=0)
+
+
+def test_dropped_message_is_refuted_by_the_verifier():
+    # GPU 3's last forward (rcs) becomes a plain receive and GPU 0 loses the
+    # matching receive: the file stays well formed, the result is wrong.
+    text = (DATA / "ar_ring_4.xml").read_text()
+    g0, g3 = text.index('<gpu id="0"'), text.index('<gpu id="3"')
+    m = re.search(r'\s*<step s="6" type="r"[^>]*/>', text[g0:g3])
+    text = text[: g0 + m.start()] + text[g0 + m.end() :]
+    i = text.index('<step s="5" type="rcs"', text.index('<gpu id="3"'))
+    text = text[:i] + text[i:].replace('type="rcs"', 'type="r"', 1)
+    with pytest.raises(
+        wc.ScheduleError, match=r"without the contribution.*GPU \d+ tb \d+ step \d+"
+    ) as info:
+        wc.verify(read_msccl(text))
+    assert info.value.kind == "missing"
+
+
+def test_removed_dependency_in_an_export_is_refuted_by_the_verifier():
+    # A ring step forwards a block it has just reduced; without the wait it
+    # would forward the partial sum from before the reduction.
+    text = msccl_xml(wc.build("generic_ring_allreduce", 4, 4096))
+    lines = text.splitlines(keepends=True)
+    k = next(
+        i for i, ln in enumerate(lines) if 'type="s"' in ln and 'depid="-1"' not in ln
+    )
+    lines[k] = re.sub(r'depid="\d+" deps="\d+"', 'depid="-1" deps="-1"', lines[k])
+    with pytest.raises(wc.ScheduleError, match=r"GPU \d+ tb \d+ step \d+"):
+        wc.verify(read_msccl("".join(lines)))

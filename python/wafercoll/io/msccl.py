@@ -708,9 +708,9 @@ def read_msccl(
             a_line,
         )
     coll = _COLL[coll_name.lower()]
-    ngpus = _int_attr(algo, "ngpus", where, ps, "algo", a_line, lo=1, hi=1 << 20)
+    ngpus = _int_attr(algo, "ngpus", where, ps, "algo", a_line, lo=1, hi=1 << 16)
     nchunks = _int_attr(
-        algo, "nchunksperloop", where, ps, "algo", a_line, lo=1, hi=1 << 24
+        algo, "nchunksperloop", where, ps, "algo", a_line, lo=1, hi=1 << 20
     )
     if chunk_bytes is None:
         cb = _int_attr(
