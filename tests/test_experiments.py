@@ -43,7 +43,8 @@ def test_registry_rejects_duplicates_and_unknown_names():
 
 def test_quick_run_writes_csv_png_svg(quick_record):
     files = quick_record["files"]
-    assert [f.rsplit(".", 1)[1] for f in files] == ["csv", "png", "svg"]
+    assert [f.rsplit(".", 1)[1] for f in files] == ["csv", "png", "svg", "csv"]
+    assert files[3].endswith("foundation_counts.findings.csv")
     with open(files[0], newline="") as fh:
         rows = list(csv.reader(fh))
     header = rows[0]
@@ -144,10 +145,123 @@ def test_reproduce_quick_writes_report(tmp_path, capsys):
     assert wc.__version__ in report
     assert "| foundation_counts |" in report
     assert wx.get_experiment("foundation_counts").claim in report
-    assert "| quantity | paper | ours | note |" in report
+    assert (
+        "| quantity | paper | ours | verdict | tolerance or explanation | note |"
+        in report
+    )
     assert "MISMATCH" not in report
     for ext in ("csv", "png", "svg"):
         assert (tmp_path / f"foundation_counts.{ext}").stat().st_size > 0
+    # The summary opens the report, one row per finding, and every finding
+    # of every experiment is in findings.csv with its verdict.
+    assert report.index("## Verdicts") < report.index("## Experiments")
+    with open(tmp_path / "findings.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows and set(rows[0]) == set(wx.FINDING_COLUMNS)
+    assert {r["verdict"] for r in rows} <= set(wx.VERDICTS)
+    for r in rows:
+        assert r["quantity"].replace("|", "\\|") in report
+        if r["verdict"] == "not reproducible":
+            assert r["explanation"]
+    per = list(
+        csv.DictReader(
+            (tmp_path / "foundation_counts.findings.csv").read_text().splitlines()
+        )
+    )
+    assert [r["verdict"] for r in per] == ["reproduced"] * len(per)
+    # The committed expectations hold for this run.
+    code = main(
+        [
+            "reproduce",
+            "--quick",
+            "--out",
+            str(tmp_path),
+            "--only",
+            "foundation_counts",
+            "--check",
+        ]
+    )
+    _, err = capsys.readouterr()
+    assert code == 0 and "check passed" in err
+
+
+def test_findings_need_a_verdict():
+    base = {"quantity": "q", "paper": "1", "ours": "1", "note": ""}
+    cols = {"a": [1]}
+    with pytest.raises(ValueError, match="neither ok nor a verdict"):
+        wx.split_result((cols, [base]))
+    with pytest.raises(ValueError, match="verdict must be one of"):
+        wx.split_result((cols, [{**base, "verdict": "close enough"}]))
+    with pytest.raises(ValueError, match="needs an explanation"):
+        wx.split_result((cols, [{**base, "verdict": "not reproducible"}]))
+    with pytest.raises(ValueError, match="contradicts"):
+        wx.split_result((cols, [{**base, "ok": True, "verdict": "differs"}]))
+    _, (f,) = wx.split_result((cols, [{**base, "ok": False}]))
+    assert (f["verdict"], f["explanation"]) == ("differs", "")
+    _, (f,) = wx.split_result(
+        (cols, [wx.note_explains({**base, "note": "why", "ok": False})])
+    )
+    assert f["explanation"] == "why"
+
+
+def test_check_fails_when_a_reproduced_finding_breaks(tmp_path, capsys, monkeypatch):
+    exp = wx.get_experiment("foundation_counts")
+    expectations = tmp_path / "expected.json"
+    code = main(
+        [
+            "reproduce",
+            "--quick",
+            "--out",
+            str(tmp_path),
+            "--only",
+            exp.name,
+            "--record-expectations",
+            str(expectations),
+        ]
+    )
+    capsys.readouterr()
+    assert code == 0
+    assert (
+        main(
+            [
+                "reproduce",
+                "--quick",
+                "--out",
+                str(tmp_path),
+                "--only",
+                exp.name,
+                "--check",
+                str(expectations),
+            ]
+        )
+        == 0
+    )
+    capsys.readouterr()
+
+    def broken(quick=False):
+        cols, findings = wx.split_result(exp.run(quick=quick), exp.name)
+        findings[0] = {**findings[0], "ok": False, "verdict": "differs"}
+        return cols, findings
+
+    import dataclasses
+
+    monkeypatch.setitem(wx._REGISTRY, exp.name, dataclasses.replace(exp, run=broken))
+    code = main(
+        [
+            "reproduce",
+            "--quick",
+            "--out",
+            str(tmp_path),
+            "--only",
+            exp.name,
+            "--check",
+            str(expectations),
+        ]
+    )
+    _, err = capsys.readouterr()
+    assert code == 1
+    assert "NOT REPRODUCED: foundation_counts :: " in err and "now differs" in err
+    assert "check failed: 1 finding" in err
 
 
 def test_reproduce_reports_a_failing_experiment(tmp_path, capsys, monkeypatch):

@@ -30,7 +30,8 @@ def test_hops_findings(hops_record):
     swing = f["Swing worst hops per step, n150 (harvested row 10)"]
     # Our explicit model gives 19, not the thesis's 17: the finding says so.
     assert swing["ok"] is False and swing["ours"].endswith("= 19")
-    assert len(hops_record["files"]) == 3
+    assert len(hops_record["files"]) == 4  # data, PNG, SVG, findings
+    assert swing["verdict"] == "differs" and "harvested row 10" in swing["explanation"]
 
 
 def test_roofline_rows_agree_with_fresh_runs(roof, tmp_path):

@@ -205,7 +205,12 @@ def test_plot_on_given_axes():
 
 def test_run_experiment_writes_files(tmp_path):
     record = wx.run_experiment("wafer_fig1", tmp_path, quick=True)
-    assert [f.rsplit(".", 1)[1] for f in record["files"]] == ["csv", "png", "svg"]
+    assert [f.rsplit(".", 1)[1] for f in record["files"]] == [
+        "csv",
+        "png",
+        "svg",
+        "csv",
+    ]
     with open(record["files"][0], newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert len(rows) == record["rows"] == len(fig1.ALGORITHMS) * (len(BS_QUICK) + 1)

@@ -16,7 +16,8 @@ Subcommands::
     wafercoll export NAME (--ranks P | --topology SPEC) --size-bytes S ...
                      | --schedule FILE
                      --format {json,msccl,chakra,goal} -o OUT [--proto P]
-    wafercoll reproduce [--out DIR] [--only NAME ...] [--quick]
+    wafercoll reproduce [--out DIR] [--only NAME ...] [--quick] [--check [FILE]]
+                        [--record-expectations FILE]
 
 A schedule FILE is wafercoll JSON, MSCCL XML (``.xml``) or GOAL (``.goal``),
 by its extension; GOAL files can be simulated but not verified.
@@ -348,6 +349,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--quick", action="store_true", help="reduced sweeps (for smoke tests)"
+    )
+    p.add_argument(
+        "--check",
+        nargs="?",
+        const="",
+        metavar="FILE",
+        help="exit 1 when a finding that the expectations FILE (default: the "
+        "package's own) records as reproduced no longer is",
+    )
+    p.add_argument(
+        "--record-expectations",
+        metavar="FILE",
+        help="write the verdicts of this run (for its mode: full or quick) into "
+        "an expectations FILE for --check",
     )
     return parser
 
@@ -774,14 +789,50 @@ def _md(value: Any) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
+def _verdict_cell(f: dict[str, Any]) -> str:
+    """A finding's verdict as REPORT.md shows it."""
+    v = f["verdict"]
+    if v == "differs" and not f.get("explanation"):
+        return "**differs** (not yet explained)"
+    return "**differs**" if v == "differs" else v
+
+
 def _report(out: str, records: list[dict[str, Any]], quick: bool) -> str:
     """Write REPORT.md into ``out``; return its path."""
     from . import __version__
+    from .experiments import VERDICTS
 
+    everything = [(r, f) for r in records for f in r.get("findings", [])]
+    counts = {v: sum(f["verdict"] == v for _, f in everything) for v in VERDICTS}
+    unexplained = sum(
+        f["verdict"] == "differs" and not f["explanation"] for _, f in everything
+    )
     lines = [
         "# wafercoll: reproduced experiments",
         "",
         f"wafercoll {__version__}" + (", quick mode (reduced sweeps)" if quick else ""),
+        "",
+        "## Verdicts",
+        "",
+        f"{len(everything)} findings: "
+        + ", ".join(f"{n} {v}" for v, n in counts.items())
+        + f" ({unexplained} of the differences not yet explained). A finding is "
+        "*reproduced* when ours agrees with the paper within the tolerance it "
+        "states, *differs* when it does not (with the explanation where it is "
+        "known), *not reproducible* when the paper's value cannot be obtained "
+        "here (the reason is given). Every finding is also in `findings.csv`.",
+        "",
+        "| experiment | claim | paper | ours | verdict |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {_md(r['name'])} ({_md(r['paper'])}) | {_md(f['quantity'])} | "
+        f"{_md(f['paper'])} | {_md(f['ours'])} | {_verdict_cell(f)} |"
+        for r, f in everything
+    ]
+    lines += [
+        "",
+        "## Experiments",
         "",
         "| experiment | title | files | seconds |",
         "|---|---|---|---:|",
@@ -802,19 +853,112 @@ def _report(out: str, records: list[dict[str, Any]], quick: bool) -> str:
         if png:
             lines += [f"![{r['name']}]({os.path.basename(png[0])})", ""]
         if r["findings"]:
-            lines += ["| quantity | paper | ours | note |", "|---|---|---|---|"]
+            lines += [
+                "| quantity | paper | ours | verdict | tolerance or explanation "
+                "| note |",
+                "|---|---|---|---|---|---|",
+            ]
             lines += [
                 "| "
-                + " | ".join(_md(f[k]) for k in ("quantity", "paper", "ours", "note"))
-                + " |"
+                + " | ".join(_md(f[k]) for k in ("quantity", "paper", "ours"))
+                + f" | {_verdict_cell(f)} | "
+                + _md(
+                    f["tolerance"] if f["verdict"] == "reproduced" else f["explanation"]
+                )
+                + f" | {_md(f['note'])} |"
                 for f in r["findings"]
             ]
         else:
             lines.append("No findings recorded.")
+    from .experiments import FINDING_COLUMNS, findings_columns
+
+    table: dict[str, list[Any]] = {k: [] for k in FINDING_COLUMNS}
+    for r in records:
+        for k, v in findings_columns(r["name"], r.get("findings", [])).items():
+            table[k].extend(v)
+    _write_text(os.path.join(out, "findings.csv"), _csv_text(table))
     path = os.path.join(out, "REPORT.md")
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write("\n".join(lines) + "\n")
+    _write_text(path, "\n".join(lines) + "\n")
     return path
+
+
+def _csv_text(columns: dict[str, list[Any]]) -> str:
+    import csv
+    import io
+
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow(list(columns))
+    writer.writerows(zip(*columns.values(), strict=True))
+    return buf.getvalue()
+
+
+def _write_text(path: str, text: str) -> None:
+    """Write ``text`` atomically (temporary file, then rename)."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+#: The verdicts ``reproduce --check`` compares against (see _expectations).
+EXPECTATIONS = os.path.join(
+    os.path.dirname(__file__), "experiments", "expectations.json"
+)
+
+
+def _finding_key(experiment: str, f: dict[str, Any]) -> str:
+    return f"{experiment} :: {f['quantity']}"
+
+
+def _check_expectations(
+    path: str, records: list[dict[str, Any]], quick: bool
+) -> list[str]:
+    """Findings recorded as reproduced in ``path`` that this run did not reproduce.
+
+    Only the experiments that ran are compared; a recorded finding that no
+    longer appears counts as not reproduced.
+    """
+    with open(path, encoding="utf-8") as fh:
+        doc = json.load(fh)
+    expected = doc.get("quick" if quick else "full", {})
+    ran = {r["name"] for r in records}
+    now = {
+        _finding_key(r["name"], f): f["verdict"]
+        for r in records
+        for f in r.get("findings", [])
+    }
+    lost = []
+    for key, verdict in expected.items():
+        if verdict != "reproduced" or key.split(" :: ")[0] not in ran:
+            continue
+        got = now.get(key, "missing")
+        if got != "reproduced":
+            lost.append(f"{key}: was reproduced, now {got}")
+    return lost
+
+
+def _record_expectations(path: str, records: list[dict[str, Any]], quick: bool) -> None:
+    doc: dict[str, Any] = {}
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    mode = doc.setdefault("quick" if quick else "full", {})
+    for r in records:
+        for key in [k for k in mode if k.split(" :: ")[0] == r["name"]]:
+            del mode[key]
+        for f in r.get("findings", []):
+            mode[_finding_key(r["name"], f)] = f["verdict"]
+    doc["about"] = (
+        "Verdicts of `wafercoll reproduce` per finding (experiment :: quantity), "
+        "by mode; `reproduce --check` fails when one recorded as reproduced is "
+        "not. Written by `wafercoll reproduce --record-expectations FILE`."
+    )
+    _write_text(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
@@ -867,6 +1011,26 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         f"{time.perf_counter() - start:.1f} s",
         file=sys.stderr,
     )
+    if args.record_expectations:
+        _record_expectations(args.record_expectations, records, args.quick)
+        print(f"recorded the verdicts in {args.record_expectations}", file=sys.stderr)
+    if args.check is not None:
+        source = args.check or EXPECTATIONS
+        try:
+            lost = _check_expectations(source, records, args.quick)
+        except (OSError, ValueError) as exc:
+            print(f"error: cannot read expectations {source}: {exc}", file=sys.stderr)
+            return 1
+        for line in lost:
+            print(f"NOT REPRODUCED: {line}", file=sys.stderr)
+        if lost:
+            print(
+                f"check failed: {len(lost)} finding(s) recorded as reproduced in "
+                f"{source} are not",
+                file=sys.stderr,
+            )
+            return 1
+        print(f"check passed against {source}", file=sys.stderr)
     return 1 if failed else 0
 
 

@@ -12,7 +12,19 @@ The data contract
 1-D array}``, all of the same length) or a pair ``(columns, findings)``. A
 *finding* is a dict with the keys ``quantity`` (what was compared),
 ``paper`` (the value or formula the paper states), ``ours`` (what wafercoll
-measured) and ``note``; it may carry ``ok`` (a bool: whether the two agree).
+measured) and ``note``, and a verdict: either ``ok`` (a bool: whether the two
+agree within the finding's tolerance) or ``verdict`` itself, one of
+:data:`VERDICTS`:
+
+* ``"reproduced"`` (``ok=True``): ours agrees with the paper within
+  ``tolerance`` (a phrase such as ``"within 3 points"``);
+* ``"differs"`` (``ok=False``): ours disagrees; ``explanation`` says why when
+  the reason is known (an empty explanation marks a difference not yet
+  explained);
+* ``"not reproducible"``: the paper's value cannot be reproduced here (it was
+  measured on hardware wafercoll does not model, say); ``explanation`` says
+  why and is required.
+
 ``quick=True`` asks for a smaller sweep that still exercises every code path.
 
 ``plot(columns, ax=None)`` draws the columns and returns the Axes. Plot
@@ -40,16 +52,20 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "VERDICTS",
     "Experiment",
     "experiments",
     "get_experiment",
     "new_axes",
+    "note_explains",
     "register_experiment",
     "run_experiment",
     "split_result",
 ]
 
 FINDING_KEYS = ("quantity", "paper", "ours", "note")
+#: The verdicts a finding can have (see the module docstring).
+VERDICTS = ("reproduced", "differs", "not reproducible")
 
 
 @dataclass(frozen=True)
@@ -175,8 +191,40 @@ def split_result(
         missing = [k for k in FINDING_KEYS if not isinstance(f, Mapping) or k not in f]
         if missing:
             raise ValueError(f"{name}: finding {i} lacks {', '.join(missing)}")
-        checked.append(dict(f))
+        checked.append(_with_verdict(dict(f), f"{name}: finding {i}"))
     return columns, checked
+
+
+def note_explains(finding: dict[str, Any]) -> dict[str, Any]:
+    """Mark a finding whose note explains why ours differs from the paper."""
+    finding["explanation"] = finding["note"]
+    return finding
+
+
+def _with_verdict(f: dict[str, Any], what: str) -> dict[str, Any]:
+    """The finding with ``verdict``, ``tolerance`` and ``explanation`` set."""
+    verdict = f.get("verdict")
+    ok = f.get("ok")
+    if verdict is None:
+        if ok is None:
+            raise ValueError(
+                f"{what} ({f['quantity']!r}) has neither ok nor a verdict "
+                f"(one of {', '.join(VERDICTS)})"
+            )
+        verdict = "reproduced" if ok else "differs"
+    if verdict not in VERDICTS:
+        raise ValueError(
+            f"{what}: verdict must be one of {', '.join(VERDICTS)}, got {verdict!r}"
+        )
+    if ok is not None and (verdict == "reproduced") != bool(ok):
+        raise ValueError(f"{what}: ok={ok} contradicts verdict {verdict!r}")
+    explanation = str(f.get("explanation") or "")
+    if verdict == "not reproducible" and not explanation:
+        raise ValueError(f"{what}: a 'not reproducible' verdict needs an explanation")
+    f["verdict"] = verdict
+    f["tolerance"] = str(f.get("tolerance") or "")
+    f["explanation"] = explanation
+    return f
 
 
 def _column(values: Any, what: str) -> list[Any]:
@@ -223,6 +271,30 @@ def _write_csv(path: str, columns: Mapping[str, list[Any]]) -> int:
     return rows
 
 
+#: Columns of a findings CSV (``<name>.findings.csv``, ``findings.csv``).
+FINDING_COLUMNS = (
+    "experiment",
+    "quantity",
+    "paper",
+    "ours",
+    "verdict",
+    "tolerance",
+    "explanation",
+    "note",
+)
+
+
+def findings_columns(
+    experiment: str, findings: Sequence[Mapping[str, Any]]
+) -> dict[str, list[Any]]:
+    """Findings as CSV columns (:data:`FINDING_COLUMNS`), one row each."""
+    cols: dict[str, list[Any]] = {k: [] for k in FINDING_COLUMNS}
+    for f in findings:
+        for k in FINDING_COLUMNS:
+            cols[k].append(experiment if k == "experiment" else str(f.get(k, "")))
+    return cols
+
+
 def _is_nan(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
@@ -254,9 +326,11 @@ def run_experiment(
     """Run an experiment and write its data and figure into ``out_dir``.
 
     Writes ``<name>.csv`` (a header of column names, then one row per
-    observation; None and NaN become empty cells), ``<name>.png`` and
-    ``<name>.svg``. The figure is a :class:`matplotlib.figure.Figure` on an
-    Agg canvas, so pyplot's global state is never touched.
+    observation; None and NaN become empty cells), ``<name>.png``,
+    ``<name>.svg`` and, when there are findings, ``<name>.findings.csv``
+    (:data:`FINDING_COLUMNS`, with each finding's verdict). The figure is a
+    :class:`matplotlib.figure.Figure` on an Agg canvas, so pyplot's global
+    state is never touched.
 
     Parameters
     ----------
@@ -285,6 +359,9 @@ def run_experiment(
     stem = os.path.join(out, exp.name)
     rows = _write_csv(stem + ".csv", columns)
     files = [stem + ".csv", *_save_figure(exp, columns, stem)]
+    if findings:
+        _write_csv(stem + ".findings.csv", findings_columns(exp.name, findings))
+        files.append(stem + ".findings.csv")
     return {
         **exp.to_dict(),
         "files": files,

@@ -219,6 +219,7 @@ def run_counts(
                 "ours": _verdict(step_misses, "equal for every p"),
                 "note": "matches" if not step_misses else "MISMATCH",
                 "ok": not step_misses,
+                "tolerance": "exact, every p",
             }
         )
         uneven = max_slack >= 0.5
@@ -232,6 +233,7 @@ def run_counts(
                 "ours": _verdict(volume_misses, "equal for every p"),
                 "note": note,
                 "ok": not volume_misses,
+                "tolerance": "exact, every p",
             }
         )
     return cols, findings

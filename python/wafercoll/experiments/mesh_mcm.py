@@ -127,6 +127,7 @@ def run_table1(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
                 ),
                 "note": "mean busy fraction of all directed links over the run",
                 "ok": abs(cols["unit_pct"][i] - paper[key]) <= 3,
+                "tolerance": "within 3 percentage points (unit-timestep run)",
             }
         )
     return cols, findings
@@ -206,6 +207,7 @@ def _speedups(
                 "ours": f"{got:.2f}x (geometric mean over meshes and sizes)",
                 "note": "Table II network as stated (25 GB/s, 21 ns, 8 KiB packets)",
                 "ok": bool(math.isfinite(got) and abs(got / claim - 1) <= 0.25),
+                "tolerance": "within 25 %",
             }
         )
     return out
@@ -320,6 +322,7 @@ def run_fig12(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
             "ours": f"{means[a]:.0f} %",
             "note": "busy time of all directed links / (links x makespan)",
             "ok": abs(means[a] - claim) <= 10,
+            "tolerance": "within 10 percentage points",
         }
         for a, claim in (("TTO", 83), ("RingBiOdd", 57), ("Ring", 30))
     ]
@@ -368,6 +371,14 @@ def run_fig14(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
                 "so small chunks lose only the per-chunk latency"
             ),
             "ok": 96 * KIB <= best <= 192 * KIB,
+            "tolerance": "the best chunk within the paper's 96-192 KiB",
+            "explanation": (
+                "under the Table II preset TTO streams packet by packet (dataflow "
+                "dependencies) and small chunks cost no fragmentation, so the chunk "
+                "size barely matters; the paper's BookSim artifact rounds chunks up "
+                "to whole 8 KiB messages and holds each link per flit (recovered "
+                "details 2.6-2.8), which this preset does not model yet"
+            ),
         }
     ]
     return cols, findings
