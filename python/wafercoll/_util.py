@@ -8,11 +8,18 @@ from typing import Any
 
 import numpy as np
 
+#: Largest integer any argument may take unless a smaller maximum is given:
+#: the compiled core holds sizes and counts in signed 64-bit integers.
+INT_LIMIT = (1 << 62) - 1
+
 
 def as_int(
     value: Any, name: str, minimum: int | None = None, maximum: int | None = None
 ) -> int:
     """Return ``value`` as an int within ``[minimum, maximum]``.
+
+    ``maximum`` defaults to :data:`INT_LIMIT`, so that no argument overflows
+    the compiled core's 64-bit integers.
 
     Raises
     ------
@@ -26,8 +33,9 @@ def as_int(
     v = operator.index(value)
     if minimum is not None and v < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {v}")
-    if maximum is not None and v > maximum:
-        raise ValueError(f"{name} must be <= {maximum}, got {v}")
+    top = INT_LIMIT if maximum is None else maximum
+    if v > top:
+        raise ValueError(f"{name} must be <= {top}, got {v}")
     return v
 
 
@@ -37,8 +45,12 @@ def as_real(
     minimum: float | None = None,
     *,
     positive: bool = False,
+    maximum: float | None = None,
 ) -> float:
-    """Return ``value`` as a finite float, optionally ``>= minimum`` or ``> 0``.
+    """Return ``value`` as a float, optionally finite within given bounds.
+
+    ``minimum`` (``>=``), ``positive`` (``> 0``) and ``maximum`` (``<=``) each
+    imply a finite value.
 
     Raises
     ------
@@ -46,15 +58,22 @@ def as_real(
         If ``value`` is not a real number (bools, strings and complex numbers
         are refused).
     ValueError
-        If it is not finite or lies outside the accepted range.
+        If it is not finite, too large for a float, or outside the accepted
+        range.
     """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    v = float(value)
-    if minimum is None and not positive:
+    try:
+        v = float(value)
+    except OverflowError:
+        digits = len(str(abs(int(value))))
+        raise ValueError(f"{name} is too large for a float ({digits} digits)") from None
+    if minimum is None and not positive and maximum is None:
         return v
     if not np.isfinite(v):
         raise ValueError(f"{name} must be a finite number, got {v}")
+    if maximum is not None and v > maximum:
+        raise ValueError(f"{name} must be <= {maximum:g}, got {v}")
     if positive and v <= 0.0:
         raise ValueError(f"{name} must be > 0, got {v}")
     if minimum is not None and v < minimum:

@@ -187,6 +187,15 @@ def execute(schedule: Schedule, inputs: Any, *, check: bool = True) -> np.ndarra
             f"got {arr.shape}"
         )
     if arr.dtype not in _EXECUTORS:
+        if (
+            np.issubdtype(arr.dtype, np.unsignedinteger)
+            and arr.size
+            and int(arr.max()) > np.iinfo(np.int64).max
+        ):
+            raise ValueError(
+                f"inputs hold {arr.dtype} values above 2**63 - 1, which int64 "
+                "arithmetic cannot represent; convert them to float64 first"
+            )
         if np.issubdtype(arr.dtype, np.integer) or arr.dtype == np.bool_:
             arr = arr.astype(np.int64)
         elif np.issubdtype(arr.dtype, np.floating):

@@ -135,6 +135,15 @@ def _topology_spec(text: str) -> tuple[str, tuple[int, ...]]:
     return kind, tuple(int(p) for p in parts)
 
 
+def _indent(text: str) -> int:
+    """Parse ``--indent``: an integer from 0 to 16."""
+    if not re.fullmatch(r"\s*\d{1,3}\s*", text) or int(text) > 16:
+        raise argparse.ArgumentTypeError(
+            f"invalid indent {text!r} (an integer from 0 to 16)"
+        )
+    return int(text)
+
+
 def _option(text: str) -> tuple[str, Any]:
     """Parse ``key=value``; the value is read as JSON when it parses, else a string."""
     key, sep, value = text.partition("=")
@@ -211,7 +220,9 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="where to write the schedule",
     )
-    p.add_argument("--indent", type=int, default=None, help="JSON indentation")
+    p.add_argument(
+        "--indent", type=_indent, default=None, help="JSON indentation (0 to 16)"
+    )
 
     p = sub.add_parser("verify", help="verify a schedule file or a built algorithm")
     p.add_argument(
@@ -420,10 +431,18 @@ def _read_schedule(path: str) -> Any:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise wc.ScheduleError(f"{path}: malformed JSON: {exc}") from None
+    except RecursionError:
+        raise wc.ScheduleError(f"{path}: JSON nested too deeply") from None
     try:
         return wc.Schedule.from_dict(doc)
-    except wc.ScheduleError:
-        raise
+    except wc.ScheduleError as exc:
+        raise wc.ScheduleError(
+            f"{path}: {exc}",
+            kind=exc.kind,
+            transfer=exc.transfer,
+            rank=exc.rank,
+            block=exc.block,
+        ) from None
     except (ValueError, TypeError) as exc:
         raise wc.ScheduleError(f"{path}: {exc}") from None
 
@@ -985,8 +1004,30 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         print(
             f"error: cannot create {args.out}: {exc.strerror or exc}", file=sys.stderr
         )
-        return 1
+        return 2
+    if not os.access(args.out, os.W_OK | os.X_OK):
+        print(f"error: cannot write into {args.out}", file=sys.stderr)
+        return 2
     records, failed, start = [], 0, time.perf_counter()
+    try:
+        failed = _run_experiments(args, wx, selected, records)
+    except KeyboardInterrupt:
+        path = _report(args.out, records, args.quick)
+        print(
+            f"\ninterrupted: {path} lists the {len(records)} experiment(s) that "
+            "finished",
+            file=sys.stderr,
+        )
+        return 130
+    path = _report(args.out, records, args.quick)
+    return _finish_reproduce(args, records, failed, start, path)
+
+
+def _run_experiments(
+    args: argparse.Namespace, wx: Any, selected: list[Any], records: list[Any]
+) -> int:
+    """Run the experiments, appending their records; return how many failed."""
+    failed = 0
     for i, exp in enumerate(selected, 1):
         print(
             f"[{i}/{len(selected)}] {exp.name} ...", end="", file=sys.stderr, flush=True
@@ -1005,7 +1046,16 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             records.append(
                 {**exp.to_dict(), "files": [], "findings": [], "error": message}
             )
-    path = _report(args.out, records, args.quick)
+    return failed
+
+
+def _finish_reproduce(
+    args: argparse.Namespace,
+    records: list[dict[str, Any]],
+    failed: int,
+    start: float,
+    path: str,
+) -> int:
     print(
         f"wrote {path}: {len(records) - failed} of {len(records)} experiments in "
         f"{time.perf_counter() - start:.1f} s",

@@ -66,6 +66,15 @@ _FORMAT = "wafercoll.schedule"
 _VERSION = 1
 _OPS = {"copy": 0, "reduce": 1}
 _TRANSFER_KEYS = {"src", "dst", "blocks", "op", "deps", "label"}
+_TOP_KEYS = {
+    "format",
+    "version",
+    "name",
+    "ranks",
+    "block_bytes",
+    "collective",
+    "transfers",
+}
 _MAX_JSON_TRANSFERS = 1 << 26
 
 
@@ -92,6 +101,11 @@ def _check_collective(
                 )
             owners_l = list(range(ranks))
         else:
+            if isinstance(owners, (str, bytes)) or not hasattr(owners, "__iter__"):
+                raise TypeError(
+                    f"owners must be a sequence of ranks (one per block), got "
+                    f"{type(owners).__name__}"
+                )
             owners_l = [
                 as_int(o, f"owners[{i}]", 0, ranks - 1) for i, o in enumerate(owners)
             ]
@@ -106,6 +120,13 @@ def _check_collective(
         )
     part_l: list[int] = []
     if participants is not None:
+        if isinstance(participants, (str, bytes)) or not hasattr(
+            participants, "__iter__"
+        ):
+            raise TypeError(
+                "participants must be a sequence of ranks, got "
+                f"{type(participants).__name__}"
+            )
         part_set = sorted(
             {as_int(r, "participants", 0, ranks - 1) for r in participants}
         )
@@ -595,14 +616,41 @@ class Schedule:
             message names the transfer index and field.
         """
         text = os.fspath(source)
-        if not text.lstrip().startswith("{") and os.path.exists(text):
-            with open(text, encoding="utf-8") as fh:
-                text = fh.read()
+        where = ""
+        is_text = isinstance(source, str) and (
+            text.lstrip()[:1] in ("{", "[") or "\n" in text
+        )
+        if not is_text:
+            if not os.path.exists(text):
+                raise FileNotFoundError(f"no schedule file {text!r}")
+            where = f"{text}: "
+            try:
+                with open(text, encoding="utf-8") as fh:
+                    text = fh.read()
+            except UnicodeDecodeError as exc:
+                raise ScheduleError(
+                    f"{where}not UTF-8 text (byte {exc.start})", kind="json"
+                ) from None
         try:
             doc = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ScheduleError(f"malformed JSON: {exc}", kind="json") from exc
-        return cls.from_dict(doc)
+            raise ScheduleError(f"{where}malformed JSON: {exc}", kind="json") from exc
+        except RecursionError:
+            raise ScheduleError(
+                f"{where}JSON nested too deeply to be a schedule", kind="json"
+            ) from None
+        try:
+            return cls.from_dict(doc)
+        except ScheduleError as exc:
+            if not where:
+                raise
+            raise ScheduleError(
+                f"{where}{exc}",
+                kind=exc.kind,
+                transfer=exc.transfer,
+                rank=exc.rank,
+                block=exc.block,
+            ) from None
 
     @classmethod
     def from_dict(cls, doc: Any) -> Schedule:
@@ -620,6 +668,12 @@ class Schedule:
         for key in ("ranks", "block_bytes", "collective", "transfers"):
             if key not in doc:
                 raise ScheduleError(f"missing field {key!r}")
+        unknown = sorted(set(doc) - _TOP_KEYS)
+        if unknown:
+            raise ScheduleError(
+                f"unknown field(s) {', '.join(map(repr, unknown))} (accepted: "
+                f"{', '.join(sorted(_TOP_KEYS))})"
+            )
         coll = doc["collective"]
         if isinstance(coll, str):
             coll = {"kind": coll}
@@ -674,7 +728,7 @@ class Schedule:
                     rhi.append(hi)
                 roff.append(len(rlo))
                 op = t.get("op", "copy")
-                if op not in _OPS:
+                if not isinstance(op, str) or op not in _OPS:
                     raise ValueError(
                         f"{where}: field 'op' must be 'copy' or 'reduce', got {op!r}"
                     )

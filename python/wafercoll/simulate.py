@@ -104,6 +104,11 @@ __all__ = [
 ]
 
 _SWITCHING = ("cut_through", "store_and_forward")
+# Ranges of the network parameters: wide enough for any machine, narrow enough
+# that simulated times stay finite (1 B/s .. 1e18 B/s, delays up to a day).
+_MIN_BPS, _MAX_BPS = 1.0, 1e18
+_MAX_DELAY_S = 86_400.0
+_MAX_PACKET_BYTES = 1 << 40
 #: Default cap on packet-stage events (about five minutes of simulation).
 DEFAULT_MAX_EVENTS = 1 << 32
 
@@ -185,22 +190,33 @@ class NetworkModel:
         if self.bandwidth_Bps is not None:
             fix(
                 "bandwidth_Bps",
-                as_real(self.bandwidth_Bps, "bandwidth_Bps", positive=True),
+                as_real(
+                    self.bandwidth_Bps, "bandwidth_Bps", _MIN_BPS, maximum=_MAX_BPS
+                ),
             )
-        fix("hop_latency_s", as_real(self.hop_latency_s, "hop_latency_s", 0.0))
-        fix("alpha_s", as_real(self.alpha_s, "alpha_s", 0.0))
+        for key in ("hop_latency_s", "alpha_s", "port_latency_s"):
+            fix(key, as_real(getattr(self, key), key, 0.0, maximum=_MAX_DELAY_S))
         if self.packet_bytes is not None:
-            fix("packet_bytes", as_int(self.packet_bytes, "packet_bytes", 1))
+            fix(
+                "packet_bytes",
+                as_int(self.packet_bytes, "packet_bytes", 1, _MAX_PACKET_BYTES),
+            )
         if self.switching not in _SWITCHING:
             raise ValueError(
                 f"switching must be 'cut_through' or 'store_and_forward', "
                 f"got {self.switching!r}"
             )
-        fix("gamma_s_per_byte", as_real(self.gamma_s_per_byte, "gamma_s_per_byte", 0.0))
+        fix(
+            "gamma_s_per_byte",
+            as_real(self.gamma_s_per_byte, "gamma_s_per_byte", 0.0, maximum=1.0),
+        )
         if self.ports is not None:
             fix("ports", as_int(self.ports, "ports", 1, 1024))
         if self.flit_bytes is not None:
-            fix("flit_bytes", as_int(self.flit_bytes, "flit_bytes", 1))
+            fix(
+                "flit_bytes",
+                as_int(self.flit_bytes, "flit_bytes", 1, _MAX_PACKET_BYTES),
+            )
             if self.packet_bytes is not None and self.flit_bytes > self.packet_bytes:
                 raise ValueError(
                     f"flit_bytes = {self.flit_bytes} must not exceed "
@@ -209,12 +225,19 @@ class NetworkModel:
         if self.port_bandwidth_Bps is not None:
             fix(
                 "port_bandwidth_Bps",
-                as_real(self.port_bandwidth_Bps, "port_bandwidth_Bps", positive=True),
+                as_real(
+                    self.port_bandwidth_Bps,
+                    "port_bandwidth_Bps",
+                    _MIN_BPS,
+                    maximum=_MAX_BPS,
+                ),
             )
-        fix("port_latency_s", as_real(self.port_latency_s, "port_latency_s", 0.0))
         if self.clock_Hz is not None:
-            fix("clock_Hz", as_real(self.clock_Hz, "clock_Hz", positive=True))
-        fix("copy_s_per_byte", as_real(self.copy_s_per_byte, "copy_s_per_byte", 0.0))
+            fix("clock_Hz", as_real(self.clock_Hz, "clock_Hz", 1e-6, maximum=1e18))
+        fix(
+            "copy_s_per_byte",
+            as_real(self.copy_s_per_byte, "copy_s_per_byte", 0.0, maximum=1.0),
+        )
         if self.dependencies not in ("complete", "dataflow"):
             raise ValueError(
                 "dependencies must be 'complete' or 'dataflow', "
@@ -843,6 +866,11 @@ def simulate(
     place = (
         np.asarray(pl, dtype=np.int32) if pl else np.arange(s.num_ranks, dtype=np.int32)
     )
+    if not np.isfinite(raw["time_s"]):
+        raise ValueError(
+            "the simulated time is not finite: the network model's bandwidths "
+            "are too small or its delays too large for this schedule"
+        )
     return SimResult(raw, net, s, t, place)
 
 

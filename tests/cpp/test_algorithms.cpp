@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
 #include <random>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "wafercoll/analysis/metrics.hpp"
 #include "wafercoll/analysis/verify.hpp"
 #include "wafercoll/wafer/reduce1d.hpp"
+#include "wafercoll/units.hpp"
 
 using namespace wafercoll;
 
@@ -206,4 +208,21 @@ TEST(Execute, BlockOffsetsAndACopyAfterAReduce) {
     EXPECT_DOUBLE_EQ(out[e], in[e] + in[3 + e]);
     EXPECT_DOUBLE_EQ(out[3 + e], in[e] + in[3 + e]);
   }
+}
+
+TEST(Hardening, CeilDivDoesNotOverflow) {
+  using wafercoll::ceil_div;
+  const std::int64_t big = std::numeric_limits<std::int64_t>::max();
+  EXPECT_EQ(ceil_div(big, big), 1);
+  EXPECT_EQ(ceil_div(big, 2), big / 2 + 1);
+  EXPECT_EQ(ceil_div(big - 1, 2), (big - 1) / 2);
+  EXPECT_EQ(ceil_div(0, 7), 0);
+  EXPECT_EQ(ceil_div(7, 7), 1);
+  EXPECT_EQ(ceil_div(8, 7), 2);
+}
+
+TEST(Hardening, AutogenRefusesRampLatenciesBeyondDoublePrecision) {
+  // T_R = 1e17 once sent the reconstruction out of its table.
+  EXPECT_THROW(wafercoll::wafer::autogen(3, 1, 1e17), std::invalid_argument);
+  EXPECT_NO_THROW(wafercoll::wafer::autogen(3, 1, wafercoll::wafer::kMaxRampLatency));
 }

@@ -1,5 +1,6 @@
 // Wafer 1D Reduce schedules from reduction trees: see wafer.hpp.
 #include "wafercoll/algorithms/wafer.hpp"
+#include "wafercoll/units.hpp"
 
 #include <stdexcept>
 #include <string>
@@ -46,7 +47,7 @@ Schedule tree_reduce(const std::vector<std::int32_t>& parent, Bytes size_bytes,
       throw std::invalid_argument("parent is not a tree: " + std::to_string(P - reached) +
                                   " ranks are on a cycle that does not reach the root");
   }
-  const std::int64_t nb = (size_bytes + block_bytes - 1) / block_bytes;
+  const std::int64_t nb = ceil_div(size_bytes, block_bytes);
   if (nb > Schedule::kMaxBlocks || (P - 1) * nb > Schedule::kMaxTransfers)
     throw std::invalid_argument("the schedule would have " + std::to_string((P - 1) * nb) +
                                 " transfers (limit " +

@@ -1,5 +1,6 @@
 // Spatial metrics of a schedule: see metrics.hpp.
 #include "wafercoll/analysis/metrics.hpp"
+#include "wafercoll/units.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -31,7 +32,7 @@ SpatialMetrics spatial_metrics(const Schedule& s, const Topology& topo, Bytes wo
   SpatialMetrics m;
   std::uint32_t stamp = 0;
   for (TransferId t : topological_order(s)) {
-    const std::int64_t w = (s.transfer_bytes(t) + word_bytes - 1) / word_bytes;
+    const std::int64_t w = ceil_div(s.transfer_bytes(t), word_bytes);
     ++stamp;
     std::int64_t links = 0, hops = 0;
     for (const RankId* d = s.dsts_begin(t); d != s.dsts_end(t); ++d) {

@@ -21,8 +21,8 @@ void check_args(std::int32_t P, std::int64_t B, double T_R) {
     throw std::invalid_argument("P must be in [1, " + std::to_string(kMaxRow) + "], got " +
                                 std::to_string(P));
   if (B < 1) throw std::invalid_argument("B must be >= 1 (wavelets), got " + std::to_string(B));
-  if (!std::isfinite(T_R) || T_R < 0.0)
-    throw std::invalid_argument("T_R must be a finite number >= 0 (cycles)");
+  if (!std::isfinite(T_R) || T_R < 0.0 || T_R > kMaxRampLatency)
+    throw std::invalid_argument("T_R must be a number in [0, 1e9] (cycles)");
 }
 
 // Equation (1) for a 1D reduction tree on n PEs: N = L = n - 1.
@@ -191,6 +191,10 @@ AutogenTree autogen(std::int32_t P, std::int64_t B, double T_R) {
       }
     }
   }
+  if (bd < 1 || bc < 1)
+    throw std::invalid_argument("Auto-Gen found no tree for P = " + std::to_string(P) +
+                                ", B = " + std::to_string(B) +
+                                " within the bounds of its table");
   // Reconstruct: peel the last child of each range, smallest split first.
   struct Range {
     std::int32_t base, n, d, c;
@@ -200,6 +204,7 @@ AutogenTree autogen(std::int32_t P, std::int64_t B, double T_R) {
     const Range r = stack.back();
     stack.pop_back();
     if (r.n <= 1) continue;
+    if (r.d < 1 || r.c < 1) throw std::logic_error("Auto-Gen reconstruction left its table");
     const std::int32_t target = layer(r.d, r.c)[r.n];
     const std::int32_t* a = layer(r.d, r.c - 1);
     const std::int32_t* b = layer(r.d - 1, r.c);

@@ -41,11 +41,12 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import math
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -261,7 +262,7 @@ def _write_csv(path: str, columns: Mapping[str, list[Any]]) -> int:
     """Write the columns as CSV; return the number of data rows."""
     names = list(columns)
     rows = len(next(iter(columns.values()))) if columns else 0
-    with open(path, "w", newline="", encoding="utf-8") as fh:
+    with _atomic(path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(names)
         for i in range(rows):
@@ -315,9 +316,25 @@ def _save_figure(
     paths = []
     for ext, kwargs in (("png", {"dpi": 150}), ("svg", {})):
         path = f"{stem}.{ext}"
-        fig.savefig(path, format=ext, **kwargs)
+        with _atomic(path) as tmp:
+            fig.savefig(tmp, format=ext, **kwargs)
         paths.append(path)
     return paths
+
+
+@contextlib.contextmanager
+def _atomic(path: str) -> Iterator[str]:
+    """A temporary path that replaces ``path`` once the block succeeds.
+
+    An interrupted run never leaves a truncated file.
+    """
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def run_experiment(

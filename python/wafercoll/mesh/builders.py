@@ -97,6 +97,15 @@ def _split(total: int, parts: int) -> np.ndarray:
     """``parts`` non-empty near-equal blocks of ``total`` bytes (the kit's splitter)."""
     if total > _MAX_SIZE:
         raise ValueError(f"size_bytes = {total} exceeds {_MAX_SIZE} (1 TiB)")
+    if total < 1:
+        raise ValueError(
+            "size_bytes must be >= 1: these builders cut the data into non-empty chunks"
+        )
+    if total < parts:
+        raise ValueError(
+            f"size_bytes = {total} cannot fill {parts} non-empty blocks; use "
+            f"size_bytes >= {parts}"
+        )
     return kit.split_bytes(total, parts, allow_empty=False)
 
 

@@ -126,7 +126,7 @@ def _row(P: Any, B: Any, T_R: Any) -> tuple[int, int, float]:
     return (
         as_int(P, "P", 2, MAX_P),
         as_int(B, "B", 1, 1 << 40),
-        as_real(T_R, "T_R", 0.0),
+        as_real(T_R, "T_R", 0.0, maximum=1e9),
     )
 
 
@@ -137,7 +137,7 @@ def _grid(M: Any, N: Any, B: Any, T_R: Any) -> tuple[int, int, int, float]:
         raise ValueError(f"M * N must be >= 2 (a grid of at least 2 PEs), got {m}x{n}")
     if m * n > MAX_P:
         raise ValueError(f"M * N must be <= {MAX_P}, got {m}x{n} = {m * n}")
-    return m, n, as_int(B, "B", 1, 1 << 40), as_real(T_R, "T_R", 0.0)
+    return m, n, as_int(B, "B", 1, 1 << 40), as_real(T_R, "T_R", 0.0, maximum=1e9)
 
 
 def _root(root: Any, P: int) -> int | str:
@@ -738,7 +738,7 @@ def speedup_heatmap(
         raise ValueError(
             f"kind must be one of {', '.join(HEATMAP_KINDS)}; got {kind!r}"
         )
-    t_r = as_real(T_R, "T_R", 0.0)
+    t_r = as_real(T_R, "T_R", 0.0, maximum=1e9)
     two_d = kind.startswith("2d")
     ps = _values(Ps, "Ps", 2, MAX_SIDE if two_d else MAX_DP_P)
     bs = _values(Bs, "Bs", 1, 1 << 40)

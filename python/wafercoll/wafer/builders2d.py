@@ -430,7 +430,7 @@ def _reduce_bcast(pattern: str) -> Any:
     ) -> Schedule:
         B, sizes = _blocks(size, wavelets_per_block)
         r = as_int(root, "root", 0, p - 1)
-        parent = rooted_tree(pattern, p, r, B, as_real(T_R, "T_R", 0.0))
+        parent = rooted_tree(pattern, p, r, B, as_real(T_R, "T_R", 0.0, maximum=1e9))
         # Nearest child first, as a row tree takes them left to right (and
         # its mirror right to left); at the root, the left one first on a tie.
         kids, _ = _kids(parent, key=lambda v, c: (abs(c - v), c))
@@ -499,7 +499,7 @@ def _grid_builder(
             M, N = _grid_shape(name, p, topology, shape)
             pat = _check_pattern(pattern, patterns) if patterns else ""
             B, sizes = _blocks(size, wavelets_per_block)
-            t_r = as_real(T_R, "T_R", 0.0)
+            t_r = as_real(T_R, "T_R", 0.0, maximum=1e9)
             grid = _Grid(name, M, N, B, sizes, wavelets_per_block, pat, t_r)
             return make(p, size, grid)
 

@@ -69,7 +69,7 @@ def _check(P: Any, B: Any, T_R: Any) -> tuple[int, int, float]:
     return (
         as_int(P, "P", 1, MAX_P),
         as_int(B, "B", 1),
-        as_real(T_R, "T_R", 0.0),
+        as_real(T_R, "T_R", 0.0, maximum=1e9),
     )
 
 

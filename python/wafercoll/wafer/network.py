@@ -37,7 +37,7 @@ def wse2_network(
         The preset named ``"wse2"`` (machine entries ``wse2_row`` and
         ``wse2_grid`` of :mod:`wafercoll.machines`).
     """
-    t_r = as_real(T_R, "T_R", 0.0)
+    t_r = as_real(T_R, "T_R", 0.0, maximum=1e9)
     clock = as_real(clock_Hz, "clock_Hz", positive=True)
     cycle = 1.0 / clock
     return NetworkModel(

@@ -71,7 +71,7 @@ def _args(P: Any, B: Any, T_R: Any) -> tuple[int, int, float]:
     return (
         as_int(P, "P", 1, MAX_DP_P),
         as_int(B, "B", 1, 1 << 40),
-        as_real(T_R, "T_R", 0.0),
+        as_real(T_R, "T_R", 0.0, maximum=1e9),
     )
 
 
@@ -228,7 +228,7 @@ def optimality_ratios(
     """
     p_list = sorted({as_int(p, "Ps[i]", 2, MAX_DP_P) for p in Ps})
     b_list = sorted({as_int(b, "Bs[i]", 1, 1 << 40) for b in Bs})
-    t_r = as_real(T_R, "T_R", 0.0)
+    t_r = as_real(T_R, "T_R", 0.0, maximum=1e9)
     if not p_list or not b_list:
         raise ValueError("Ps and Bs must each list at least one value")
     pmax = p_list[-1]

@@ -223,7 +223,7 @@ def routing_plan_2d(
     m = as_int(M, "M", 1, MAX_DP_P)
     n = as_int(N, "N", 1, MAX_DP_P)
     b = as_int(B, "B", 1, 1 << 40)
-    t_r = as_real(T_R, "T_R", 0.0)
+    t_r = as_real(T_R, "T_R", 0.0, maximum=1e9)
     if pattern not in REDUCE_ALGORITHMS:
         raise ValueError(
             f"pattern must be one of {', '.join(REDUCE_ALGORITHMS)}, got {pattern!r}"

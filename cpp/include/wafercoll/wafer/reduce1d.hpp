@@ -36,6 +36,9 @@ namespace wafercoll::wafer {
 // Limits: rows of at most kMaxRow PEs, and DP tables of at most
 // kMaxTableBytes (the error names the size needed).
 constexpr std::int32_t kMaxRow = 1 << 16;
+// Largest ramp latency T_R the DPs accept (cycles); beyond, double sums lose
+// the unit terms of equation (1).
+constexpr double kMaxRampLatency = 1e9;
 constexpr std::int64_t kMaxTableBytes = std::int64_t{3} << 30;
 
 struct AutogenTree {
