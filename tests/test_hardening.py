@@ -241,3 +241,40 @@ def test_reproduce_into_a_folder_that_cannot_exist(capsys, tmp_path):
     )
     _, err = capsys.readouterr()
     assert code == 2 and "cannot create" in err
+
+
+@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGINT"), reason="POSIX signals")
+def test_ctrl_c_stops_a_long_simulation():
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    # About 80 million packet-stage events (several seconds); Ctrl-C after
+    # the run has started must raise KeyboardInterrupt at once.
+    src = (
+        "import wafercoll as wc\n"
+        "t = wc.topology.mesh(9, 9)\n"
+        "s = wc.build('generic_ring_allreduce', topology=t, size_bytes=1 << 30)\n"
+        "print('ready', flush=True)\n"
+        "wc.simulate(s, t, wc.NetworkModel(25e9, packet_bytes=4096))\n"
+        "print('finished', flush=True)\n"
+    )
+    p = subprocess.Popen(
+        [sys.executable, "-c", src],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+        elapsed = time.monotonic() - t0
+    finally:
+        p.kill()
+    assert "finished" not in out
+    assert "KeyboardInterrupt" in err
+    assert elapsed < 5.0

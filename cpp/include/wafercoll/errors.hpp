@@ -36,4 +36,22 @@ class ScheduleError : public std::invalid_argument {
   std::int64_t block_;
 };
 
+// A long computation stopped because the caller asked it to (Ctrl-C in
+// Python). The bindings turn it into KeyboardInterrupt.
+class Interrupted : public std::runtime_error {
+ public:
+  Interrupted() : std::runtime_error("interrupted") {}
+};
+
+// The hook long loops poll: returns true when the computation should stop.
+// Unset (the default, and in the C++ tests), nothing ever interrupts.
+using InterruptCheck = bool (*)();
+void set_interrupt_check(InterruptCheck check);
+
+// Throws Interrupted when the hook says so. Loops call it every
+// kInterruptStride iterations, so that the hook's cost (acquiring the GIL)
+// stays negligible while a stop is honoured within milliseconds.
+void poll_interrupt();
+constexpr std::int64_t kInterruptStride = std::int64_t{1} << 18;
+
 }  // namespace wafercoll

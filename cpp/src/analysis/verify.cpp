@@ -131,6 +131,7 @@ class HappensBefore {
     std::vector<std::uint8_t> is_tail(s.num_transfers(), 0);
     std::int32_t chains = 0;
     for (std::size_t i = 0; i < order.size(); ++i) {
+      if ((i & 65535) == 65535) poll_interrupt();
       const TransferId t = order[i];
       pos_[t] = static_cast<std::int32_t>(i);
       TransferId extend = -1;
@@ -185,6 +186,7 @@ class HappensBefore {
   std::int64_t queries = 0;
 
  private:
+  std::int64_t visits_ = 0;  // search steps, for the interrupt poll
   bool touches(TransferId t, RankId r) const {
     if (s_.src(t) == r) return true;
     for (const RankId* d = s_.dsts_begin(t); d != s_.dsts_end(t); ++d)
@@ -210,6 +212,7 @@ class HappensBefore {
     stack_.push_back(b);
     stamp_[b] = gen_;
     while (!stack_.empty()) {
+      if ((++visits_ & 65535) == 0) poll_interrupt();
       const TransferId x = stack_.back();
       stack_.pop_back();
       const std::size_t mark = stack_.size();
@@ -319,7 +322,11 @@ class Verifier {
 
   VerifyReport run() {
     init_state();
-    for (TransferId t : order_) forward(t);
+    std::int64_t done = 0;
+    for (TransferId t : order_) {
+      forward(t);
+      if ((++done & 4095) == 0) poll_interrupt();
+    }
     reverse_pass();
     check_postcondition();
     VerifyReport rep;
@@ -344,6 +351,7 @@ class Verifier {
     const std::int32_t empty = initial_record(0);
     std::vector<Interval> part;
     for (RankId r = 0; r < p; ++r) {
+      if ((r & 4095) == 4095) poll_interrupt();
       if (!s_.participates(r)) continue;
       if (!part.empty() && part.back().hi == r) {
         part.back().hi = r + 1;
@@ -478,7 +486,9 @@ class Verifier {
     RankId bad_rank = -1;
     BlockId bad_block = -1;
     TransferId bad_writer = -1;
+    std::int64_t seen = 0;
     for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
+      if ((++seen & 4095) == 0) poll_interrupt();
       const TransferId t = *it;
       const RankId src = s_.src(t);
       TransferId checked = -1;
@@ -554,8 +564,10 @@ class Verifier {
         expect(c.root, 0, nb, full_);
         break;
       case CollectiveKind::allreduce:
-        for (RankId r = 0; r < p; ++r)
+        for (RankId r = 0; r < p; ++r) {
+          if ((r & 4095) == 4095) poll_interrupt();
           if (s_.participates(r)) expect(r, 0, nb, full_);
+        }
         break;
       case CollectiveKind::broadcast: {
         const std::int32_t root = sets_.singleton(c.root);

@@ -392,7 +392,9 @@ std::vector<TransferId> topological_order(const Schedule& s) {
   std::priority_queue<TransferId, std::vector<TransferId>, std::greater<TransferId>> ready;
   for (TransferId t = 0; t < n; ++t)
     if (indegree[t] == 0) ready.push(t);
+  std::int64_t popped = 0;
   while (!ready.empty()) {
+    if ((++popped & 65535) == 0) poll_interrupt();
     const TransferId t = ready.top();
     ready.pop();
     order.push_back(t);

@@ -1079,7 +1079,7 @@ void Simulation::run() {
     stage[r].free_at = fin;
     stage[r].busy += dur;
     stage[r].bytes += m;
-    ++res.events;
+    if ((++res.events & (kInterruptStride - 1)) == 0) poll_interrupt();
     if (opt.record_trace) {
       res.trace_transfer.push_back(t);
       res.trace_packet.push_back(k);
