@@ -278,3 +278,38 @@ def test_ctrl_c_stops_a_long_simulation():
     assert "finished" not in out
     assert "KeyboardInterrupt" in err
     assert elapsed < 5.0
+
+
+@pytest.mark.parametrize("name", ["wafer_xy_allreduce", "wafer_2d_allreduce"])
+def test_wafer_2d_builders_refuse_huge_block_counts_up_front(name):
+    import time
+
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=r"use wavelets_per_block >= (\d+)") as info:
+        wc.build(
+            name,
+            topology=wc.wafer.wafer_grid(5, 5),
+            size_bytes=2**31,
+            wavelets_per_block=5,
+        )
+    assert time.perf_counter() - t0 < 1.0  # refused before building anything
+    import re
+
+    least = int(re.search(r">= (\d+)$", str(info.value)).group(1))
+    B, pes = 2**31 // 4, 25
+    assert 2 * (pes - 1) * -(-B // least) <= 1 << 26  # the advice fits
+    assert 2 * (pes - 1) * -(-B // (least - 1)) > 1 << 26  # and is the smallest
+
+
+def test_options_cannot_contradict_the_topology():
+    t = wc.topology.torus(4, 8)
+    with pytest.raises(
+        ValueError, match=r"dims = \(3, 5\) contradicts the topology's 4x8 grid"
+    ):
+        wc.build("torus_swing_bo_allreduce", topology=t, size_bytes=4096, dims=(3, 5))
+    assert (
+        wc.build(
+            "torus_swing_bo_allreduce", topology=t, size_bytes=4096, dims=(4, 8)
+        ).num_ranks
+        == 32
+    )

@@ -114,16 +114,23 @@ def grid_of(p: int | None, topology: Any = None, dims: Any = None) -> tuple[int,
         :func:`wafercoll.build`, the topology's endpoint count, is accepted).
     """
     grid: tuple[int, int] | None = None
-    if dims is not None:
-        grid = _sw._check_dims(dims)
-    elif topology is not None:
+    if topology is not None:
         shape = getattr(topology, "compute_shape", None)
         if shape is not None:
             grid = tuple(shape)  # type: ignore[assignment]
         elif topology.kind in ("torus", "mesh", "ring", "line"):
             grid = tuple(topology.shape)  # type: ignore[assignment]
-        else:
+        elif dims is None:
             raise ValueError(f"no grid of ranks on a {topology.kind} topology")
+    if dims is not None:
+        asked = _sw._check_dims(dims)
+        if grid is not None and _sw._check_dims(grid) != asked:
+            have = "x".join(map(str, _sw._check_dims(grid)))
+            raise ValueError(
+                f"dims = {asked} contradicts the topology's {have} grid of "
+                f"ranks; give dims or a topology of that shape, not both"
+            )
+        grid = asked
     if grid is None:
         if p is None:
             raise ValueError("ranks is required without a topology or dims")

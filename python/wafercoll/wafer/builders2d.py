@@ -375,8 +375,17 @@ def _kids(parent: np.ndarray, key: Any = None) -> tuple[list[list[int]], int]:
     return kids, root
 
 
-def _blocks(size: Any, wavelets_per_block: Any) -> tuple[int, list[int]]:
-    """Vector length in wavelets and the block sizes in bytes."""
+#: Transfers a builder may emit (the compiled core's limit on a schedule).
+_MAX_TRANSFERS = 1 << 26
+
+
+def _blocks(size: Any, wavelets_per_block: Any, pes: int) -> tuple[int, list[int]]:
+    """Vector length in wavelets and the block sizes in bytes.
+
+    Refuses, before building anything, a cut into more blocks than a schedule
+    over ``pes`` PEs can hold: a reduce and a broadcast move each block over
+    every PE once, ``2 (pes - 1)`` transfers per block.
+    """
     s, B = _size_wavelets(size)
     w = (
         B
@@ -384,6 +393,14 @@ def _blocks(size: Any, wavelets_per_block: Any) -> tuple[int, list[int]]:
         else min(B, as_int(wavelets_per_block, "wavelets_per_block", 1))
     )
     nb = -(-B // w)
+    need = 2 * max(pes - 1, 1) * nb
+    if need > _MAX_TRANSFERS:
+        least = -(-B // (_MAX_TRANSFERS // (2 * max(pes - 1, 1))))
+        raise ValueError(
+            f"wavelets_per_block = {w} cuts {B} wavelets into {nb} blocks: about "
+            f"{need} transfers on {pes} PEs, more than a schedule holds "
+            f"({_MAX_TRANSFERS}); use wavelets_per_block >= {least}"
+        )
     sizes = [w * WAVELET_BYTES] * nb
     sizes[-1] = s - (nb - 1) * w * WAVELET_BYTES
     return B, sizes
@@ -428,7 +445,7 @@ def _reduce_bcast(pattern: str) -> Any:
         wavelets_per_block: int | None = None,
         T_R: float = T_R_DEFAULT,
     ) -> Schedule:
-        B, sizes = _blocks(size, wavelets_per_block)
+        B, sizes = _blocks(size, wavelets_per_block, p)
         r = as_int(root, "root", 0, p - 1)
         parent = rooted_tree(pattern, p, r, B, as_real(T_R, "T_R", 0.0, maximum=1e9))
         # Nearest child first, as a row tree takes them left to right (and
@@ -498,7 +515,7 @@ def _grid_builder(
         ) -> Any:
             M, N = _grid_shape(name, p, topology, shape)
             pat = _check_pattern(pattern, patterns) if patterns else ""
-            B, sizes = _blocks(size, wavelets_per_block)
+            B, sizes = _blocks(size, wavelets_per_block, M * N)
             t_r = as_real(T_R, "T_R", 0.0, maximum=1e9)
             grid = _Grid(name, M, N, B, sizes, wavelets_per_block, pat, t_r)
             return make(p, size, grid)
