@@ -1,13 +1,17 @@
 """``python -m wafercoll.mpi bench``: time a schedule next to MPI_Allreduce.
 
 Run under ``mpirun``; every rank builds the schedule, rank 0 prints the table
-and writes the CSV. Errors are printed by every rank and exit with status 1.
+and writes the CSV. A rank that fails (bad arguments, a build error, a
+partner that does not answer within ``--timeout``) prints one line naming
+itself and what it waited for, and aborts the whole job (``MPI_Abort``, exit
+status 1), so no rank is left waiting.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import os
 import sys
 from collections.abc import Sequence
 
@@ -22,25 +26,15 @@ _DTYPES = {
 
 
 def _sizes(text: str) -> list[int]:
+    """Comma-separated sizes with the main CLI's units (B, kB, KiB, MiB, GiB...)."""
+    from ..cli import _size
+
     out = []
     for item in text.split(","):
-        item = item.strip().lower()
-        mult = 1
-        for suffix, m in (
-            ("kib", 1 << 10),
-            ("mib", 1 << 20),
-            ("k", 1 << 10),
-            ("m", 1 << 20),
-        ):
-            if item.endswith(suffix):
-                item, mult = item[: -len(suffix)], m
-                break
         try:
-            v = int(item) * mult
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"--sizes: {item!r} is not a size in bytes"
-            ) from None
+            v = _size(item)
+        except argparse.ArgumentTypeError as exc:
+            raise argparse.ArgumentTypeError(f"--sizes: {exc}") from None
         if v < 1:
             raise argparse.ArgumentTypeError("--sizes: sizes must be >= 1 byte")
         out.append(v)
@@ -66,7 +60,8 @@ def _parser() -> argparse.ArgumentParser:
         "--sizes",
         type=_sizes,
         default=[8, 1024, 65536],
-        help="comma-separated vector sizes in bytes (8,1KiB,1MiB)",
+        help="comma-separated vector sizes in bytes (8,1KiB,1MiB,1GiB; kB and MB "
+        "are powers of 1000)",
     )
     b.add_argument("--repeats", type=int, default=20)
     b.add_argument("--dtype", choices=sorted(_DTYPES), default="float64")
@@ -162,17 +157,21 @@ def bench(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m wafercoll.mpi``."""
     args = _parser().parse_args(argv)
-    try:
-        return bench(args)
-    except (ValueError, TypeError, TimeoutError, ImportError) as exc:
-        try:
-            from mpi4py import MPI
+    if args.csv:
+        folder = os.path.dirname(os.path.abspath(args.csv))
+        if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+            print(f"error: --csv: cannot write into {folder}", file=sys.stderr)
+            return 2
+    from .executor import abort_on_error, import_mpi
 
-            who = f"rank {MPI.COMM_WORLD.Get_rank()}"
-        except ImportError:
-            who = "wafercoll.mpi"
-        print(f"{who}: error: {exc}", file=sys.stderr, flush=True)
+    try:
+        import_mpi()
+    except ImportError as exc:  # pragma: no cover - depends on environment
+        print(f"wafercoll.mpi: error: {exc}", file=sys.stderr, flush=True)
         return 1
+    with abort_on_error():
+        return bench(args)
+    return 1  # pragma: no cover - abort_on_error re-raises
 
 
 if __name__ == "__main__":

@@ -17,15 +17,23 @@ Failures are reported on every rank: a communicator whose size differs from
 the schedule's rank count is refused locally; ranks holding different
 schedules or sizes find out through one collective fingerprint comparison;
 a round that does not complete within ``timeout_s`` raises
-:class:`TimeoutError` on the rank that waits, and since its partners then
-wait too, on every rank.
+:class:`TimeoutError` on the rank that waits (naming the transfers and peers
+it waits for), and since its partners then wait too, on every rank. Every
+collective the executor makes (the fingerprint comparison, the checks and
+the timing barriers) is nonblocking and waited for with the same timeout, so
+a rank that failed before joining, or stalls, cannot hang the others. A rank
+that fails should end the whole job: :func:`abort_on_error` does that (it
+is what ``python -m wafercoll.mpi`` uses).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import time
 import zlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -34,7 +42,7 @@ from .._util import as_int, as_real
 from ..analysis import block_element_offsets, verify
 from ..schedule import Schedule
 
-__all__ = ["MPIExecutor", "import_mpi"]
+__all__ = ["MPIExecutor", "abort_on_error", "import_mpi", "timed_wait"]
 
 _yield = getattr(os, "sched_yield", lambda: None)
 
@@ -52,6 +60,62 @@ def import_mpi() -> Any:
             "openmpi-bin libopenmpi-dev)"
         ) from exc
     return MPI
+
+
+def timed_wait(
+    reqs: list[Any], timeout_s: float | None, what: Any, rank: int = -1
+) -> None:
+    """Wait for MPI requests, or raise :class:`TimeoutError` after ``timeout_s``.
+
+    ``what`` (a string, or a callable returning one, evaluated only on
+    timeout) says what was waited for. The pending requests are cancelled
+    before raising.
+    """
+    MPI = import_mpi()
+    if timeout_s is None:
+        MPI.Request.Waitall(reqs)
+        return
+    # Poll: a short spin first (most waits complete within it), then yield the
+    # processor between polls, as MPI's own wait does on an oversubscribed
+    # node (a sleep, even sleep(0), would add the timer's slack to every
+    # wait); look at the clock every 64 polls.
+    deadline = time.monotonic() + timeout_s
+    polls = 0
+    while not MPI.Request.Testall(reqs):
+        polls += 1
+        if polls > 32:
+            _yield()
+        if polls % 64 == 0 and time.monotonic() > deadline:
+            pending = [i for i, q in enumerate(reqs) if not q.Test()]
+            for i in pending:
+                try:
+                    reqs[i].Cancel()
+                except Exception:  # noqa: BLE001 - collectives cannot be cancelled
+                    pass
+            text = what(pending) if callable(what) else str(what)
+            who = f"rank {rank}: " if rank >= 0 else ""
+            raise TimeoutError(f"{who}{text} did not complete within {timeout_s:g} s")
+
+
+@contextlib.contextmanager
+def abort_on_error(comm: Any = None, code: int = 1) -> Iterator[None]:
+    """End the whole MPI job when the block raises on this rank.
+
+    Prints one line (``rank R: error: ...``) and calls ``MPI_Abort`` with
+    ``code``, so the other ranks (which may be waiting for this one, or
+    stalled) do not keep the job alive.
+    """
+    MPI = import_mpi()
+    comm = MPI.COMM_WORLD if comm is None else comm
+    try:
+        yield
+    except BaseException as exc:
+        if isinstance(exc, SystemExit) and not exc.code:
+            raise
+        text = str(exc) or type(exc).__name__
+        print(f"rank {comm.Get_rank()}: error: {text}", file=sys.stderr, flush=True)
+        comm.Abort(code)
+        raise
 
 
 def _fingerprint(s: Schedule, elements: int, dtype: np.dtype) -> np.ndarray:
@@ -127,7 +191,13 @@ class MPIExecutor:
         self.rank = self.comm.Get_rank()
         mine = _fingerprint(schedule, self.elements, self.dtype)
         every = np.empty((size, mine.size), dtype=np.int64)
-        self.comm.Allgather(mine, every)
+        timed_wait(
+            [self.comm.Iallgather(mine, every)],
+            self.timeout_s,
+            "the agreement on the schedule (a rank may have failed or stalled "
+            "before joining it)",
+            self.rank,
+        )
         if (every != mine[None, :]).any():
             bad = int(np.flatnonzero((every != every[0]).any(axis=1))[0])
             raise ValueError(
@@ -179,10 +249,10 @@ class MPIExecutor:
                 packed = None if isinstance(where, slice) else np.empty(n, self.dtype)
                 for d in dsts[doff[t] : doff[t + 1]].tolist():
                     if d != r:
-                        sends.append((d, where, packed))
+                        sends.append((d, where, packed, t))
             if is_dst[t] and src[t] != r:
                 rb = np.empty(n, dtype=self.dtype)
-                recvs.append((int(src[t]), rb))
+                recvs.append((int(src[t]), rb, t))
                 apply.append((where, rb, int(c.op[t])))
         self._rounds = rounds
         self._masked = not (
@@ -191,28 +261,24 @@ class MPIExecutor:
 
     # ------------------------------------------------------------------- run
     def _wait(self, reqs: list[Any], k: int) -> None:
-        MPI = import_mpi()
-        if self.timeout_s is None:
-            MPI.Request.Waitall(reqs)
-            return
-        # Poll: a short spin first (most rounds complete within it), then
-        # yield the processor between polls, as MPI's own wait does on an
-        # oversubscribed node (a sleep, even sleep(0), would add the timer's
-        # slack to every round); look at the clock every 64 polls.
-        deadline = time.monotonic() + self.timeout_s
-        polls = 0
-        while not MPI.Request.Testall(reqs):
-            polls += 1
-            if polls > 32:
-                _yield()
-            if polls % 64 == 0 and time.monotonic() > deadline:
-                for q in reqs:
-                    if q != MPI.REQUEST_NULL:
-                        q.Cancel()
-                raise TimeoutError(
-                    f"rank {self.rank}: round {k} of {self.schedule.name or 'the'}"
-                    f" schedule did not complete within {self.timeout_s:g} s"
-                )
+        recvs, sends = self._rounds[k][1], self._rounds[k][0]
+
+        def what(pending: list[int]) -> str:
+            parts = []
+            for i in pending[:4]:
+                if i < len(recvs):
+                    peer, _, t = recvs[i]
+                    parts.append(f"transfer {t} from rank {peer}")
+                else:
+                    peer, _, _, t = sends[i - len(recvs)]
+                    parts.append(f"transfer {t} to rank {peer}")
+            more = f" and {len(pending) - 4} more" if len(pending) > 4 else ""
+            return (
+                f"round {k} of {self.schedule.name or 'the'} schedule (waiting for "
+                f"{', '.join(parts)}{more})"
+            )
+
+        timed_wait(reqs, self.timeout_s, what, self.rank)
 
     def run(self, x: Any = None) -> np.ndarray:
         """Run the schedule on this rank's input vector and return the result.
@@ -245,8 +311,8 @@ class MPIExecutor:
             self._mask_input(buf)
         comm = self.comm
         for k, (sends, recvs, apply) in enumerate(self._rounds):
-            reqs = [comm.Irecv(rb, source=src, tag=7) for src, rb in recvs]
-            for d, where, packed in sends:
+            reqs = [comm.Irecv(rb, source=src, tag=7) for src, rb, _ in recvs]
+            for d, where, packed, _ in sends:
                 if packed is None:
                     data = buf[where]
                 else:
@@ -289,13 +355,18 @@ class MPIExecutor:
         arr = np.ascontiguousarray(x, dtype=self.dtype)
         if self.schedule.collective == "allreduce":
             out = np.empty_like(arr)
-            self.comm.Allreduce(arr, out, op=MPI.SUM)
+            self._collective(
+                self.comm.Iallreduce(arr, out, op=MPI.SUM), "MPI_Allreduce"
+            )
             return out
         from ..analysis import execute
 
         every = np.empty((self.comm.Get_size(), arr.size), dtype=self.dtype)
-        self.comm.Allgather(arr, every)
+        self._collective(self.comm.Iallgather(arr, every), "MPI_Allgather")
         return execute(self.schedule, every, check=False)[self.rank]
+
+    def _collective(self, req: Any, what: str) -> None:
+        timed_wait([req], self.timeout_s, what, self.rank)
 
     def check(self, x: Any, *, rtol: float = 1e-9) -> bool:
         """Run, compare with :meth:`reference` on every rank, return whether all match.
@@ -314,7 +385,9 @@ class MPIExecutor:
             ok = bool(np.allclose(got, want, rtol=0, atol=rtol * max(scale, 1.0)))
         flags = np.array([1 if ok else 0], dtype=np.int32)
         every = np.empty_like(flags)
-        self.comm.Allreduce(flags, every, op=MPI.MIN)
+        self._collective(
+            self.comm.Iallreduce(flags, every, op=MPI.MIN), "the check's MPI_Allreduce"
+        )
         return bool(every[0])
 
     def time(self, x: Any, repeats: int = 10, *, baseline: bool = False) -> float:
@@ -330,13 +403,17 @@ class MPIExecutor:
         times = np.empty(reps)
         one, slowest = np.empty(1), np.empty(1)
         for i in range(reps):
-            self.comm.Barrier()
+            self._collective(self.comm.Ibarrier(), "the timing barrier")
             t0 = MPI.Wtime()
             if baseline:
-                self.comm.Allreduce(arr, out, op=MPI.SUM)
+                self._collective(
+                    self.comm.Iallreduce(arr, out, op=MPI.SUM), "MPI_Allreduce"
+                )
             else:
                 self.run(arr)
             one[0] = MPI.Wtime() - t0
-            self.comm.Allreduce(one, slowest, op=MPI.MAX)
+            self._collective(
+                self.comm.Iallreduce(one, slowest, op=MPI.MAX), "the timing reduction"
+            )
             times[i] = slowest[0]
         return float(np.median(times))
