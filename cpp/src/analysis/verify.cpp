@@ -20,6 +20,53 @@ struct Interval {
   RankId hi;
 };
 
+// Open-addressing map from nonzero-mixed 64-bit keys to int32 values (linear
+// probing, power-of-two capacity, at most half full). The verifier interns
+// millions of rank sets; node-based std::unordered_map spent most of its time
+// chasing pointers through cache misses.
+class FlatMap {
+ public:
+  // The value slot of `key`, inserted with `fresh` if absent.
+  std::int32_t& find_or_insert(std::uint64_t key, std::int32_t fresh) {
+    if (2 * (size_ + 1) > keys_.size()) grow();
+    const std::size_t mask = keys_.size() - 1;
+    std::size_t i = static_cast<std::size_t>(key) & mask;
+    while (used_[i]) {
+      if (keys_[i] == key) return vals_[i];
+      i = (i + 1) & mask;
+    }
+    used_[i] = 1;
+    keys_[i] = key;
+    vals_[i] = fresh;
+    ++size_;
+    return vals_[i];
+  }
+
+ private:
+  void grow() {
+    const std::size_t cap = keys_.empty() ? 1024 : 2 * keys_.size();
+    std::vector<std::uint64_t> keys(cap);
+    std::vector<std::int32_t> vals(cap);
+    std::vector<std::uint8_t> used(cap, 0);
+    for (std::size_t j = 0; j < keys_.size(); ++j) {
+      if (!used_[j]) continue;
+      std::size_t i = static_cast<std::size_t>(keys_[j]) & (cap - 1);
+      while (used[i]) i = (i + 1) & (cap - 1);
+      used[i] = 1;
+      keys[i] = keys_[j];
+      vals[i] = vals_[j];
+    }
+    keys_.swap(keys);
+    vals_.swap(vals);
+    used_.swap(used);
+  }
+
+  std::vector<std::uint64_t> keys_;
+  std::vector<std::int32_t> vals_;
+  std::vector<std::uint8_t> used_;
+  std::size_t size_ = 0;
+};
+
 class SetPool {
  public:
   SetPool() { intern({}); }
@@ -32,14 +79,22 @@ class SetPool {
       h = (h ^ static_cast<std::uint32_t>(x.lo)) * 1099511628211ull;
       h = (h ^ static_cast<std::uint32_t>(x.hi)) * 1099511628211ull;
     }
-    auto [it, inserted] = index_.try_emplace(h, -1);
-    for (std::int32_t id = it->second; id >= 0; id = next_[id])
+    // Finalize (splitmix64): FNV's products of nearly equal sets differ only
+    // in high bits, and the table's buckets take the value modulo a prime,
+    // so without mixing long runs of sets share buckets.
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebull;
+    h ^= h >> 31;
+    std::int32_t& head = index_.find_or_insert(h, -1);
+    for (std::int32_t id = head; id >= 0; id = next_[id])
       if (same(id, iv)) return id;
     const std::int32_t id = static_cast<std::int32_t>(off_.size()) - 1;
     data_.insert(data_.end(), iv.begin(), iv.end());
     off_.push_back(static_cast<std::int64_t>(data_.size()));
-    next_.push_back(it->second);
-    it->second = id;
+    next_.push_back(head);
+    head = id;
     return id;
   }
 
@@ -107,7 +162,7 @@ class SetPool {
   std::vector<Interval> data_;
   std::vector<std::int64_t> off_{0};
   std::vector<std::int32_t> next_;
-  std::unordered_map<std::uint64_t, std::int32_t> index_;
+  FlatMap index_;
   std::vector<Interval> scratch_;
 };
 
