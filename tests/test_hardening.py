@@ -313,3 +313,30 @@ def test_options_cannot_contradict_the_topology():
         ).num_ranks
         == 32
     )
+
+
+def test_block_sizes_beyond_int64_are_value_errors():
+    with pytest.raises(ValueError, match=r"block_bytes\[1\] must be <= "):
+        wc.Schedule(2, [8, 2**63], "allreduce")
+    doc = wc.build("generic_ring_allreduce", 2, 64).to_dict()
+    doc["block_bytes"][0] = 2**63
+    with pytest.raises((ValueError, wc.ScheduleError), match="block_bytes"):
+        wc.Schedule.from_dict(doc)
+
+
+def test_schedule_json_is_written_atomically(tmp_path, monkeypatch):
+    s = wc.build("generic_ring_allreduce", 3, 3 * 64)
+    f = tmp_path / "s.json"
+    s.to_json(f)
+    before = f.read_text()
+
+    def boom(*args, **kwargs):
+        raise OSError("disk full")
+
+    import wafercoll._util as util
+
+    monkeypatch.setattr(util.os, "replace", boom)
+    with pytest.raises(OSError, match="disk full"):
+        wc.build("generic_ring_allreduce", 4, 4 * 64).to_json(f)
+    assert f.read_text() == before  # the old file is intact
+    assert [p.name for p in tmp_path.iterdir()] == ["s.json"]  # no temporary left

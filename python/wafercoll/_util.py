@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 import operator
+import os
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -79,3 +82,31 @@ def as_real(
     if minimum is not None and v < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {v}")
     return v
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[str]:
+    """A temporary path beside ``path`` that replaces it once the block succeeds.
+
+    Every file wafercoll writes goes through here, so an interrupted or
+    failed write never leaves a truncated file behind.
+    """
+    path = os.fspath(path)
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
+    """Write text (UTF-8) or bytes to ``path`` through :func:`atomic_path`."""
+    with atomic_path(path) as tmp:
+        if isinstance(data, bytes):
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+        else:
+            with open(tmp, "w", encoding="utf-8", newline="") as fh:
+                fh.write(data)

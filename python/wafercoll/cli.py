@@ -914,14 +914,9 @@ def _csv_text(columns: dict[str, list[Any]]) -> str:
 
 def _write_text(path: str, text: str) -> None:
     """Write ``text`` atomically (temporary file, then rename)."""
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    from ._util import write_atomic
+
+    write_atomic(path, text)
 
 
 #: The verdicts ``reproduce --check`` compares against (see _expectations).

@@ -57,7 +57,7 @@ import numpy as np
 
 from . import _core
 from ._errors import ScheduleError
-from ._util import as_int
+from ._util import as_int, write_atomic
 
 __all__ = ["COLLECTIVES", "Schedule"]
 
@@ -601,8 +601,7 @@ class Schedule:
         """Serialise to JSON; also write it to ``path`` when given."""
         text = json.dumps(self.to_dict(), indent=indent)
         if path is not None:
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.write(text)
+            write_atomic(path, text)
         return text
 
     @classmethod

@@ -92,7 +92,7 @@ from typing import Any
 import numpy as np
 
 from . import _core
-from ._util import as_int, as_real
+from ._util import as_int, as_real, write_atomic
 from .schedule import Schedule
 from .topology import Topology
 
@@ -690,16 +690,7 @@ class SimResult:
         in microseconds; names say algorithm, step, blocks and bytes, and
         ``args`` carry the same as fields.
         """
-        data = self.chrome_trace()
-        path = os.fspath(path)
-        tmp = f"{path}.tmp{os.getpid()}"
-        try:
-            with open(tmp, "w", encoding="utf-8") as fh:
-                json.dump(data, fh)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        write_atomic(path, json.dumps(self.chrome_trace()))
 
     def __repr__(self) -> str:
         s = self.summary()

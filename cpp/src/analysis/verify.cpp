@@ -30,7 +30,7 @@ class FlatMap {
   std::int32_t& find_or_insert(std::uint64_t key, std::int32_t fresh) {
     if (2 * (size_ + 1) > keys_.size()) grow();
     const std::size_t mask = keys_.size() - 1;
-    std::size_t i = static_cast<std::size_t>(key) & mask;
+    std::size_t i = slot(key);
     while (used_[i]) {
       if (keys_[i] == key) return vals_[i];
       i = (i + 1) & mask;
@@ -43,14 +43,21 @@ class FlatMap {
   }
 
  private:
+  // Fibonacci hashing: the top bits of key * 2^64 / phi pick the slot.
+  std::size_t slot(std::uint64_t key) const {
+    return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_);
+  }
+
   void grow() {
     const std::size_t cap = keys_.empty() ? 1024 : 2 * keys_.size();
+    shift_ = 64;
+    for (std::size_t c = cap; c > 1; c >>= 1) --shift_;
     std::vector<std::uint64_t> keys(cap);
     std::vector<std::int32_t> vals(cap);
     std::vector<std::uint8_t> used(cap, 0);
     for (std::size_t j = 0; j < keys_.size(); ++j) {
       if (!used_[j]) continue;
-      std::size_t i = static_cast<std::size_t>(keys_[j]) & (cap - 1);
+      std::size_t i = slot(keys_[j]);
       while (used[i]) i = (i + 1) & (cap - 1);
       used[i] = 1;
       keys[i] = keys_[j];
@@ -65,6 +72,7 @@ class FlatMap {
   std::vector<std::int32_t> vals_;
   std::vector<std::uint8_t> used_;
   std::size_t size_ = 0;
+  int shift_ = 64;
 };
 
 class SetPool {

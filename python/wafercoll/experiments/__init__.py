@@ -41,16 +41,17 @@ Examples
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import math
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from .._util import atomic_path
 
 __all__ = [
     "VERDICTS",
@@ -322,19 +323,7 @@ def _save_figure(
     return paths
 
 
-@contextlib.contextmanager
-def _atomic(path: str) -> Iterator[str]:
-    """A temporary path that replaces ``path`` once the block succeeds.
-
-    An interrupted run never leaves a truncated file.
-    """
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+_atomic = atomic_path
 
 
 def run_experiment(

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from .._util import write_atomic
 from ..schedule import Schedule
 
 __all__ = ["FormatError", "RankFrontier", "Transfers", "read_text", "write_text"]
@@ -82,32 +83,13 @@ def read_text(source: str | os.PathLike[str], what: str) -> tuple[str, str | Non
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` to ``path`` atomically (a temporary file, then a rename).
-
-    An interrupted export never leaves half a file.
-    """
-    path = os.fspath(path)
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    """Write ``text`` to ``path`` atomically (a temporary file, then a rename)."""
+    write_atomic(path, text)
 
 
 def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     """Binary counterpart of :func:`write_text`."""
-    path = os.fspath(path)
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    write_atomic(path, data)
 
 
 @dataclass
