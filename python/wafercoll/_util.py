@@ -31,9 +31,12 @@ def as_int(
     ValueError
         If it lies outside the accepted range.
     """
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+    if type(value) is int:  # the common case, without the ABC checks below
+        v = value
+    elif isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
-    v = operator.index(value)
+    else:
+        v = operator.index(value)
     if minimum is not None and v < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {v}")
     top = INT_LIMIT if maximum is None else maximum
