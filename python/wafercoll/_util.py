@@ -113,3 +113,8 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
         else:
             with open(tmp, "w", encoding="utf-8", newline="") as fh:
                 fh.write(data)
+
+
+def block_text(ranges: Any) -> str:
+    """``"0-3,7"`` for the half-open block ranges ``[(0, 4), (7, 8)]``."""
+    return ",".join(f"{lo}-{hi - 1}" if hi - lo > 1 else str(lo) for lo, hi in ranges)

@@ -188,6 +188,19 @@ def _add_build_args(p: argparse.ArgumentParser, required: bool) -> None:
     )
 
 
+def _add_source_args(p: argparse.ArgumentParser) -> None:
+    """NAME and its build options, or --schedule FILE (simulate, export)."""
+    p.add_argument(
+        "name", nargs="?", metavar="NAME", help="a registered algorithm (see `list`)"
+    )
+    p.add_argument(
+        "--schedule",
+        metavar="FILE",
+        help="a schedule file instead of NAME (JSON, MSCCL .xml, GOAL .goal)",
+    )
+    _add_build_args(p, required=False)
+
+
 def _parser() -> argparse.ArgumentParser:
     from . import __version__
 
@@ -237,13 +250,7 @@ def _parser() -> argparse.ArgumentParser:
         "--size-bytes) or a schedule file (--schedule) on a topology under a "
         "network model; see wafercoll.simulate for the model.",
     )
-    p.add_argument(
-        "name", nargs="?", metavar="NAME", help="a registered algorithm (see `list`)"
-    )
-    p.add_argument(
-        "--schedule", metavar="FILE", help="a schedule JSON file instead of NAME"
-    )
-    _add_build_args(p, required=False)
+    _add_source_args(p)
     p.add_argument(
         "--network",
         "-n",
@@ -318,13 +325,7 @@ def _parser() -> argparse.ArgumentParser:
         "on NCCL/RCCL), Chakra ET (ASTRA-sim; one OUT.RANK.et per rank), GOAL "
         "(LogGOPSim) or wafercoll JSON.",
     )
-    p.add_argument(
-        "name", nargs="?", metavar="NAME", help="a registered algorithm (see `list`)"
-    )
-    p.add_argument(
-        "--schedule", metavar="FILE", help="a schedule file (JSON, .xml, .goal)"
-    )
-    _add_build_args(p, required=False)
+    _add_source_args(p)
     p.add_argument(
         "--format",
         "-f",
@@ -633,27 +634,35 @@ def _network(args: argparse.Namespace, machine: Any) -> Any:
         raise UsageError(str(exc)) from None
 
 
+def _source_file(args: argparse.Namespace) -> Any:
+    """The --schedule FILE of simulate / export (None after a message)."""
+    return _schedule_file(
+        args.schedule, _build_flags(args, name=True), f"--schedule ({args.schedule})"
+    )
+
+
+def _require_name_and_size(args: argparse.Namespace) -> None:
+    if args.name is None:
+        raise UsageError(
+            f"{args.command} needs NAME (with --ranks and --size-bytes) or "
+            "--schedule FILE"
+        )
+    if args.size_bytes is None:
+        raise UsageError(f"{args.command} needs --size-bytes")
+
+
 def _cmd_simulate(args: argparse.Namespace) -> int:
     import wafercoll as wc
 
     args.machine = None
     if args.schedule is not None:
-        s = _schedule_file(
-            args.schedule,
-            _build_flags(args, name=True),
-            f"--schedule ({args.schedule})",
-        )
+        s = _source_file(args)
         if s is None:
             return 1
         spec = args.topology or ("ring", ())
         topology, args.machine = _make_topology(spec, s.num_ranks)
     else:
-        if args.name is None:
-            raise UsageError(
-                "simulate needs NAME (with --ranks and --size-bytes) or --schedule FILE"
-            )
-        if args.size_bytes is None:
-            raise UsageError("simulate needs --size-bytes")
+        _require_name_and_size(args)
         info = _info(args.name)
         specific = [f for f in info.families if f != "any"]
         if args.topology is None and specific and "ring" not in specific:
@@ -722,20 +731,11 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
     args.machine = None
     if args.schedule is not None:
-        s = _schedule_file(
-            args.schedule,
-            _build_flags(args, name=True),
-            f"--schedule ({args.schedule})",
-        )
+        s = _source_file(args)
         if s is None:
             return 1
     else:
-        if args.name is None:
-            raise UsageError(
-                "export needs NAME (with --ranks and --size-bytes) or --schedule FILE"
-            )
-        if args.size_bytes is None:
-            raise UsageError("export needs --size-bytes")
+        _require_name_and_size(args)
         s = _build(args)
     rep = wc.verify(s)
     out = args.output
@@ -889,15 +889,16 @@ def _report(out: str, records: list[dict[str, Any]], quick: bool) -> str:
             ]
         else:
             lines.append("No findings recorded.")
+    from ._util import write_atomic
     from .experiments import FINDING_COLUMNS, findings_columns
 
     table: dict[str, list[Any]] = {k: [] for k in FINDING_COLUMNS}
     for r in records:
         for k, v in findings_columns(r["name"], r.get("findings", [])).items():
             table[k].extend(v)
-    _write_text(os.path.join(out, "findings.csv"), _csv_text(table))
+    write_atomic(os.path.join(out, "findings.csv"), _csv_text(table))
     path = os.path.join(out, "REPORT.md")
-    _write_text(path, "\n".join(lines) + "\n")
+    write_atomic(path, "\n".join(lines) + "\n")
     return path
 
 
@@ -910,13 +911,6 @@ def _csv_text(columns: dict[str, list[Any]]) -> str:
     writer.writerow(list(columns))
     writer.writerows(zip(*columns.values(), strict=True))
     return buf.getvalue()
-
-
-def _write_text(path: str, text: str) -> None:
-    """Write ``text`` atomically (temporary file, then rename)."""
-    from ._util import write_atomic
-
-    write_atomic(path, text)
 
 
 #: The verdicts ``reproduce --check`` compares against (see _expectations).
@@ -967,12 +961,14 @@ def _record_expectations(path: str, records: list[dict[str, Any]], quick: bool) 
             del mode[key]
         for f in r.get("findings", []):
             mode[_finding_key(r["name"], f)] = f["verdict"]
+    from ._util import write_atomic
+
     doc["about"] = (
         "Verdicts of `wafercoll reproduce` per finding (experiment :: quantity), "
         "by mode; `reproduce --check` fails when one recorded as reproduced is "
         "not. Written by `wafercoll reproduce --record-expectations FILE`."
     )
-    _write_text(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    write_atomic(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:

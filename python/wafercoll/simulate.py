@@ -92,7 +92,7 @@ from typing import Any
 import numpy as np
 
 from . import _core
-from ._util import as_int, as_real, write_atomic
+from ._util import as_int, as_real, block_text, write_atomic
 from .schedule import Schedule
 from .topology import Topology
 
@@ -393,7 +393,7 @@ class SimResult:
             self.transfer_src = schedule.src
             self.transfer_op = schedule.op
         self._schedule = schedule if self.transfer_ready_s is not None else None
-        self._link_ends = topology.links
+        self._topology = topology  # link ends for chrome_trace(), read on demand
 
     # -- derived quantities ---------------------------------------------------
     @property
@@ -586,11 +586,8 @@ class SimResult:
             )
         us = 1e6
         for t in range(s.num_transfers):
-            blocks = ",".join(
-                f"{a}-{b - 1}" if b - a > 1 else str(a)
-                for a, b in zip(
-                    lo[roff[t] : roff[t + 1]], hi[roff[t] : roff[t + 1]], strict=True
-                )
+            blocks = block_text(
+                zip(lo[roff[t] : roff[t + 1]], hi[roff[t] : roff[t + 1]], strict=True)
             )
             dsts = [int(d) for d in c.dsts[c.dst_offsets[t] : c.dst_offsets[t + 1]]]
             op = "reduce" if self.transfer_op[t] == 1 else "copy"
@@ -629,7 +626,7 @@ class SimResult:
             tr["finish_s"][on_link],
             tr["transfer"][on_link],
         )
-        ends = self._link_ends
+        ends = self._topology.links
         for lk in np.unique(link):
             sel = np.flatnonzero(link == lk)
             sel = sel[np.argsort(t0[sel], kind="stable")]

@@ -263,7 +263,7 @@ def _write_csv(path: str, columns: Mapping[str, list[Any]]) -> int:
     """Write the columns as CSV; return the number of data rows."""
     names = list(columns)
     rows = len(next(iter(columns.values()))) if columns else 0
-    with _atomic(path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
+    with atomic_path(path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(names)
         for i in range(rows):
@@ -317,13 +317,10 @@ def _save_figure(
     paths = []
     for ext, kwargs in (("png", {"dpi": 150}), ("svg", {})):
         path = f"{stem}.{ext}"
-        with _atomic(path) as tmp:
+        with atomic_path(path) as tmp:
             fig.savefig(tmp, format=ext, **kwargs)
         paths.append(path)
     return paths
-
-
-_atomic = atomic_path
 
 
 def run_experiment(

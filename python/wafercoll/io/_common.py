@@ -10,10 +10,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .._util import write_atomic
 from ..schedule import Schedule
 
-__all__ = ["FormatError", "RankFrontier", "Transfers", "read_text", "write_text"]
+__all__ = ["FormatError", "RankFrontier", "Transfers", "read_text"]
 
 #: Largest input file the readers accept (bytes); larger files are refused
 #: before they are read.
@@ -80,16 +79,6 @@ def read_text(source: str | os.PathLike[str], what: str) -> tuple[str, str | Non
         )
     with open(path, encoding="utf-8") as fh:
         return fh.read(), path
-
-
-def write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` to ``path`` atomically (a temporary file, then a rename)."""
-    write_atomic(path, text)
-
-
-def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Binary counterpart of :func:`write_text`."""
-    write_atomic(path, data)
 
 
 @dataclass
@@ -213,11 +202,6 @@ class RankFrontier:
             ]
             memo[(u, r)] = frozenset().union(*parts) if parts else frozenset()
         return memo[(t, r)]
-
-
-def block_text(ranges: list[tuple[int, int]]) -> str:
-    """``"0-3,7"`` for the ranges ``[(0, 4), (7, 8)]``."""
-    return ",".join(f"{lo}-{hi - 1}" if hi - lo > 1 else str(lo) for lo, hi in ranges)
 
 
 def check_verified(schedule: Any, what: str) -> Schedule:

@@ -37,15 +37,14 @@ import os
 from functools import lru_cache
 from typing import Any
 
+from .._util import block_text, write_atomic
 from ..schedule import Schedule
 from ._common import (
     MAX_FILE_BYTES,
     FormatError,
     RankFrontier,
     Transfers,
-    block_text,
     check_verified,
-    write_bytes,
 )
 
 __all__ = ["CHAKRA_NODE_TYPES", "chakra_messages", "read_chakra", "write_chakra"]
@@ -297,7 +296,7 @@ def write_chakra(
     files = []
     for r, data in enumerate(chakra_traces(schedule, element_bytes=element_bytes)):
         path = f"{prefix}.{r}.et"
-        write_bytes(path, data)
+        write_atomic(path, data)
         files.append(path)
     return files
 
@@ -375,7 +374,7 @@ def read_chakra(
         communication attributes, a dependency on an unknown node, an
         unmatched send or receive, or a cycle (naming the file and record).
     """
-    from .goal import GoalMessage, _messages_schedule, _Op  # noqa: F401
+    from .goal import _messages_schedule, _Op
 
     Node = chakra_messages()["Node"]
     from google.protobuf.message import DecodeError

@@ -47,7 +47,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._util import as_real
+from .._util import as_real, write_atomic
 from ..schedule import Schedule
 from ._common import (
     FormatError,
@@ -55,7 +55,6 @@ from ._common import (
     Transfers,
     check_verified,
     read_text,
-    write_text,
 )
 
 __all__ = ["GoalMessage", "goal_text", "read_goal", "write_goal"]
@@ -133,7 +132,7 @@ def write_goal(
     transfers (by the schedule's dependencies) at that rank. Run it with
     ``txt2bin -i FILE.goal -o FILE.bin && LogGOPSim -f FILE.bin``.
     """
-    write_text(path, goal_text(schedule, reduce_ns_per_byte=reduce_ns_per_byte))
+    write_atomic(path, goal_text(schedule, reduce_ns_per_byte=reduce_ns_per_byte))
 
 
 # --------------------------------------------------------------------------- #

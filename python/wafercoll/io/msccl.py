@@ -67,8 +67,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._util import write_atomic
 from ..schedule import Schedule
-from ._common import FormatError, Transfers, check_verified, read_text, write_text
+from ._common import FormatError, Transfers, check_verified, read_text
 
 __all__ = ["MSCCL_LIMITS", "msccl_xml", "read_msccl", "write_msccl"]
 
@@ -536,7 +537,7 @@ def write_msccl(
         If a runtime limit cannot be met (the message names the limit, the
         GPU and the thread block).
     """
-    write_text(
+    write_atomic(
         path,
         msccl_xml(
             schedule, proto=proto, name=name, min_bytes=min_bytes, max_bytes=max_bytes
@@ -1030,6 +1031,12 @@ def read_msccl(
             snd = match_send[id(st)]
             s_ts, s_tok, s_blocks = send_info[id(snd)]
             label = f"{snd.where()} -> {st.where()}"
+            if any(b < 0 for b in s_blocks):
+                raise ps.err(
+                    f"{snd.where()}: sends from the scratch buffer are not supported",
+                    "step",
+                    snd.line,
+                )
             if st.dstbuf == "s":
                 if st.kind != "r":
                     raise ps.err(
@@ -1037,13 +1044,6 @@ def read_msccl(
                         "buffer is not supported",
                         "step",
                         st.line,
-                    )
-                if any(b < 0 for b in s_blocks):
-                    raise ps.err(
-                        f"{snd.where()}: sends from the scratch buffer are "
-                        "not supported",
-                        "step",
-                        snd.line,
                     )
                 if st.dstoff < 0:
                     raise ps.err(f"{st.where()}: offset must be >= 0", "step", st.line)
@@ -1053,13 +1053,6 @@ def read_msccl(
                     scratch[(st.gpu, st.dstoff + j)] = (snd, st, new_tok, s_blocks[j])
             else:
                 dst_blocks = blocks_of(st, st.dstbuf, st.dstoff, st.gpu)
-                if any(b < 0 for b in s_blocks):
-                    raise ps.err(
-                        f"{snd.where()}: sends from the scratch buffer are "
-                        "not supported",
-                        "step",
-                        snd.line,
-                    )
                 if dst_blocks != s_blocks:
                     raise ps.err(
                         f"{label} moves chunks {s_blocks} into chunks {dst_blocks}; "

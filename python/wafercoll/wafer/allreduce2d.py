@@ -46,12 +46,13 @@ from typing import Any
 
 import numpy as np
 
-from .._util import as_int, as_real
+from .._util import as_int
 from .model import (
     MAX_P,
     T_R_DEFAULT,
     TreeMetrics,
     _contention_depth,
+    as_ramp_latency,
     binary_tree,
     broadcast_time,
     chain_time,
@@ -126,7 +127,7 @@ def _row(P: Any, B: Any, T_R: Any) -> tuple[int, int, float]:
     return (
         as_int(P, "P", 2, MAX_P),
         as_int(B, "B", 1, 1 << 40),
-        as_real(T_R, "T_R", 0.0, maximum=1e9),
+        as_ramp_latency(T_R),
     )
 
 
@@ -137,7 +138,7 @@ def _grid(M: Any, N: Any, B: Any, T_R: Any) -> tuple[int, int, int, float]:
         raise ValueError(f"M * N must be >= 2 (a grid of at least 2 PEs), got {m}x{n}")
     if m * n > MAX_P:
         raise ValueError(f"M * N must be <= {MAX_P}, got {m}x{n} = {m * n}")
-    return m, n, as_int(B, "B", 1, 1 << 40), as_real(T_R, "T_R", 0.0, maximum=1e9)
+    return m, n, as_int(B, "B", 1, 1 << 40), as_ramp_latency(T_R)
 
 
 def _root(root: Any, P: int) -> int | str:
@@ -738,7 +739,7 @@ def speedup_heatmap(
         raise ValueError(
             f"kind must be one of {', '.join(HEATMAP_KINDS)}; got {kind!r}"
         )
-    t_r = as_real(T_R, "T_R", 0.0, maximum=1e9)
+    t_r = as_ramp_latency(T_R)
     two_d = kind.startswith("2d")
     ps = _values(Ps, "Ps", 2, MAX_SIDE if two_d else MAX_DP_P)
     bs = _values(Bs, "Bs", 1, 1 << 40)

@@ -97,7 +97,14 @@ from ..algorithms import AlgorithmInfo, register
 from ..schedule import Schedule
 from ..topology import Topology, mesh
 from .builders import CS2_CLOCK_HZ, WAVELET_BYTES, _size_wavelets, tree_schedule
-from .model import T_R_DEFAULT, binary_tree, chain_tree, star_tree, two_phase_tree
+from .model import (
+    T_R_DEFAULT,
+    as_ramp_latency,
+    binary_tree,
+    chain_tree,
+    star_tree,
+    two_phase_tree,
+)
 from .reduce1d import MAX_DP_P, REDUCE_ALGORITHMS, autogen
 
 __all__ = [
@@ -447,7 +454,7 @@ def _reduce_bcast(pattern: str) -> Any:
     ) -> Schedule:
         B, sizes = _blocks(size, wavelets_per_block, p)
         r = as_int(root, "root", 0, p - 1)
-        parent = rooted_tree(pattern, p, r, B, as_real(T_R, "T_R", 0.0, maximum=1e9))
+        parent = rooted_tree(pattern, p, r, B, as_ramp_latency(T_R))
         # Nearest child first, as a row tree takes them left to right (and
         # its mirror right to left); at the root, the left one first on a tie.
         kids, _ = _kids(parent, key=lambda v, c: (abs(c - v), c))
@@ -516,7 +523,7 @@ def _grid_builder(
             M, N = _grid_shape(name, p, topology, shape)
             pat = _check_pattern(pattern, patterns) if patterns else ""
             B, sizes = _blocks(size, wavelets_per_block, M * N)
-            t_r = as_real(T_R, "T_R", 0.0, maximum=1e9)
+            t_r = as_ramp_latency(T_R)
             grid = _Grid(name, M, N, B, sizes, wavelets_per_block, pat, t_r)
             return make(p, size, grid)
 

@@ -63,13 +63,21 @@ __all__ = [
 T_R_DEFAULT = 2
 #: Largest row length accepted by the closed forms and tree builders.
 MAX_P = 1 << 22
+#: Largest ramp latency accepted (cycles): beyond it, double sums lose the unit
+#: terms of equation (1) (the compiled DPs' kMaxRampLatency).
+MAX_T_R = 1e9
+
+
+def as_ramp_latency(T_R: Any) -> float:
+    """``T_R`` checked: a real number in ``[0, MAX_T_R]`` cycles."""
+    return as_real(T_R, "T_R", 0.0, maximum=MAX_T_R)
 
 
 def _check(P: Any, B: Any, T_R: Any) -> tuple[int, int, float]:
     return (
         as_int(P, "P", 1, MAX_P),
         as_int(B, "B", 1),
-        as_real(T_R, "T_R", 0.0, maximum=1e9),
+        as_ramp_latency(T_R),
     )
 
 

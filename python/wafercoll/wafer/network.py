@@ -5,7 +5,7 @@ from __future__ import annotations
 from .._util import as_real
 from ..simulate import NetworkModel
 from .builders import CS2_CLOCK_HZ, WAVELET_BYTES
-from .model import T_R_DEFAULT
+from .model import T_R_DEFAULT, as_ramp_latency
 
 __all__ = ["wse2_network"]
 
@@ -37,7 +37,7 @@ def wse2_network(
         The preset named ``"wse2"`` (machine entries ``wse2_row`` and
         ``wse2_grid`` of :mod:`wafercoll.machines`).
     """
-    t_r = as_real(T_R, "T_R", 0.0, maximum=1e9)
+    t_r = as_ramp_latency(T_R)
     clock = as_real(clock_Hz, "clock_Hz", positive=True)
     cycle = 1.0 / clock
     return NetworkModel(

@@ -35,9 +35,10 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from .._util import as_int, as_real
+from .._util import as_int
 from .model import (
     T_R_DEFAULT,
+    as_ramp_latency,
     binary_tree,
     chain_time,
     star_lemma_time,
@@ -71,7 +72,7 @@ def _args(P: Any, B: Any, T_R: Any) -> tuple[int, int, float]:
     return (
         as_int(P, "P", 1, MAX_DP_P),
         as_int(B, "B", 1, 1 << 40),
-        as_real(T_R, "T_R", 0.0, maximum=1e9),
+        as_ramp_latency(T_R),
     )
 
 
@@ -228,7 +229,7 @@ def optimality_ratios(
     """
     p_list = sorted({as_int(p, "Ps[i]", 2, MAX_DP_P) for p in Ps})
     b_list = sorted({as_int(b, "Bs[i]", 1, 1 << 40) for b in Bs})
-    t_r = as_real(T_R, "T_R", 0.0, maximum=1e9)
+    t_r = as_ramp_latency(T_R)
     if not p_list or not b_list:
         raise ValueError("Ps and Bs must each list at least one value")
     pmax = p_list[-1]

@@ -105,12 +105,12 @@ from typing import Any
 
 import numpy as np
 
-from .._util import as_int, as_real
+from .._util import as_int
 from ..schedule import Schedule
 from ..simulate import NetworkModel, simulate
 from ..topology import Topology
 from .builders2d import pattern_tree
-from .model import T_R_DEFAULT
+from .model import T_R_DEFAULT, as_ramp_latency
 from .network import wse2_network
 from .reduce1d import MAX_DP_P, REDUCE_ALGORITHMS
 
@@ -223,7 +223,7 @@ def routing_plan_2d(
     m = as_int(M, "M", 1, MAX_DP_P)
     n = as_int(N, "N", 1, MAX_DP_P)
     b = as_int(B, "B", 1, 1 << 40)
-    t_r = as_real(T_R, "T_R", 0.0, maximum=1e9)
+    t_r = as_ramp_latency(T_R)
     if pattern not in REDUCE_ALGORITHMS:
         raise ValueError(
             f"pattern must be one of {', '.join(REDUCE_ALGORITHMS)}, got {pattern!r}"
