@@ -56,6 +56,10 @@ class FlatMap {
     std::vector<std::int32_t> vals(cap);
     std::vector<std::uint8_t> used(cap, 0);
     for (std::size_t j = 0; j < keys_.size(); ++j) {
+      // Rehashing tens of millions of entries (random writes) takes about a
+      // second: poll so that Ctrl-C stays prompt. Throwing leaves the old
+      // table intact.
+      if ((j & 262143) == 262143) poll_interrupt();
       if (!used_[j]) continue;
       std::size_t i = slot(keys_[j]);
       while (used[i]) i = (i + 1) & (cap - 1);
