@@ -124,6 +124,19 @@ def test_schedule_files_name_the_file_and_the_problem(tmp_path):
         wc.Schedule.from_dict(doc)
 
 
+def test_a_bad_last_transfer_of_a_long_file_is_named():
+    # 19,800 transfers: the error must name the last one and its field.
+    doc = wc.build(
+        "generic_ring_allreduce", topology=wc.topology.ring(100), size_bytes=800
+    ).to_dict()
+    last = len(doc["transfers"]) - 1
+    doc["transfers"][last]["src"] = 10**6
+    with pytest.raises(
+        wc.ScheduleError, match=rf"transfer {last}: field 'src' must be <= 99"
+    ):
+        wc.Schedule.from_dict(doc)
+
+
 def test_scalar_owners_and_participants_are_type_errors():
     with pytest.raises(TypeError, match="owners must be a sequence"):
         wc.Schedule(2, [8, 8], "allgather", owners=3)
