@@ -149,3 +149,126 @@ def test_cost_arguments_are_checked() -> None:
         costs.allreduce_time("nap", 4, 4, -1)
     with pytest.raises(ValueError, match="nodes must be >= 1"):
         costs.step_counts("nap", 0, 4)
+
+
+def test_fit_max_rate_recovers_known_parameters() -> None:
+    # Synthetic data made by the two-branch model the fit assumes.
+    a_s, b_s, a_r, b_r, inv_rn = 1e-6, 2e-9, 8e-6, 3e-10, 1.5e-10
+    sizes, times, senders = [], [], []
+    for s in (16, 64, 256, 1024, 4096, 9000, 20000, 65536):
+        for k in range(1, 17):
+            sizes.append(s)
+            senders.append(k)
+            if s < 8000:
+                times.append(2 * (a_s + b_s * s))  # round trips
+            elif k < 4:
+                times.append(2 * (a_r + b_r * s))
+            else:
+                times.append(2 * (a_r + k * s * inv_rn))
+    fit, rn = models.fit_max_rate(sizes, times, senders, round_trip=True)
+    assert fit["short"].alpha_s == pytest.approx(a_s)
+    assert fit["eager"].beta_s_per_byte == pytest.approx(b_s)
+    assert fit["rendezvous"].alpha_s == pytest.approx(a_r)
+    assert fit["rendezvous"].beta_s_per_byte == pytest.approx(b_r)
+    assert 1 / rn == pytest.approx(inv_rn)
+    with pytest.raises(ValueError, match="senders must be >= 1"):
+        models.fit_max_rate([9000, 9000], [1e-5, 1e-5], [0, 1])
+    with pytest.raises(ValueError, match="same length"):
+        models.fit_max_rate([9000], [1e-5, 1e-5], [1])
+    small = [s for s in sizes if s < 8000]
+    with pytest.raises(ValueError, match="rendezvous points"):
+        models.fit_max_rate(small, times[: len(small)], senders[: len(small)])
+
+
+def _measured_by_normal_equations(locality: str) -> dict[str, tuple[float, ...]]:
+    """An independent fit of the shipped measurements: csv module and 2x2
+    normal equations solved by Cramer's rule."""
+    import csv
+    from importlib.resources import files
+
+    text = files("wafercoll.cluster").joinpath("data/blue_waters_pingpong.csv")
+    rows = [
+        r
+        for r in csv.DictReader(
+            ln for ln in text.read_text().splitlines() if not ln.startswith("#")
+        )
+        if r["locality"] == locality
+    ]
+    pts = [
+        (float(r["size_bytes"]), int(r["pairs"]), float(r["round_trip_s"]) / 2)
+        for r in rows
+    ]
+
+    def line(sel: list[tuple[float, int, float]]) -> tuple[float, float]:
+        n = len(sel)
+        sx = sum(s for s, _, _ in sel)
+        sxx = sum(s * s for s, _, _ in sel)
+        sy = sum(t for _, _, t in sel)
+        sxy = sum(s * t for s, _, t in sel)
+        det = n * sxx - sx * sx
+        return (sy * sxx - sx * sxy) / det, (n * sxy - sx * sy) / det
+
+    out = {
+        "short": line([p for p in pts if p[0] < 500]),
+        "eager": line([p for p in pts if 500 <= p[0] < 8000]),
+    }
+    if locality != "network":
+        out["rendezvous"] = line([p for p in pts if p[0] >= 8000])
+        return out
+    a, b = line([p for p in pts if p[0] >= 8000 and p[1] < 4])
+    busy = [(k * s, t - a) for s, k, t in pts if s >= 8000 and k >= 4]
+    inv_rn = sum(x * y for x, y in busy) / sum(x * x for x, _ in busy)
+    out["rendezvous"] = (a, b, inv_rn)
+    return out
+
+
+@pytest.mark.parametrize("locality", ["network", "node", "socket"])
+def test_measured_set_is_the_least_squares_fit_of_the_shipped_data(locality) -> None:
+    m = models.BLUE_WATERS_MEASURED
+    want = _measured_by_normal_equations(locality)
+    for proto, vals in want.items():
+        got = m.classes[locality][proto]
+        assert got.alpha_s == pytest.approx(vals[0], rel=1e-9)
+        assert got.beta_s_per_byte == pytest.approx(vals[1], rel=1e-9)
+    if locality == "network":
+        assert 1 / m.nic_Bps["rendezvous"] == pytest.approx(want["rendezvous"][2])
+        assert m.nic_Bps["short"] is None and m.nic_Bps["eager"] is None
+    d = models.blue_waters_pingpong()
+    assert set(d["locality"]) == {"network", "node", "socket"}
+    assert d["pairs"][d["locality"] == "network"].max() == 16
+    with pytest.raises(ValueError):
+        d["size_bytes"][0] = 1.0  # read-only: the fit at import cannot drift
+    assert "4ecec3e9" in m.sources["network"]
+
+
+def test_script_form_is_the_authors_script_under_the_measured_set() -> None:
+    # The authors' plot script (BlueWatersModel plot_nap_collective_model.py),
+    # restated from its formulas: intra = node postal, inter = network cost of
+    # 16 senders (NIC-bound from 4 senders: alpha + 16 s / R_N), SMP's = one
+    # sender (alpha + beta s), NAP with log2 p local steps and
+    # ceil(log2 n / 4) network steps.
+    m = models.BLUE_WATERS_MEASURED
+    g = m.gamma_s_per_byte
+    for p_exp in (7, 11, 15, 16):
+        p = 1 << p_exp
+        n = p // 16
+        for s in (8.0, 1024.0, 7992.0, 8000.0, 16384.0):
+            node = m.classes["node"][models.protocol(s)]
+            net = m.classes["network"][models.protocol(s)]
+            intra = node.alpha_s + node.beta_s_per_byte * s
+            if s >= 8000:
+                inter = net.alpha_s + 16 * s / m.nic_Bps["rendezvous"]
+            else:
+                inter = net.alpha_s + net.beta_s_per_byte * s
+            smp = net.alpha_s + net.beta_s_per_byte * s
+            lg = math.log2
+            want = {
+                "rd": 4 * intra + lg(n) * inter + lg(p) * g * s,
+                "smp": 8 * intra + lg(n) * smp + lg(p) * g * s,
+                "nap": lg(p) * intra
+                + math.ceil(lg(n) / 4) * inter
+                + (lg(p) + 4) * g * s,
+            }
+            for a, t in want.items():
+                got = costs.allreduce_time(a, n, 16, s, m, form="script")
+                assert got == pytest.approx(t, rel=1e-12), (a, p, s)

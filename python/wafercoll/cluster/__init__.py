@@ -25,8 +25,12 @@ from .costs import allreduce_time, crossover_size, step_counts
 from .machine import cluster_machine
 from .models import (
     BLUE_WATERS,
+    BLUE_WATERS_MEASURED,
     ClusterParams,
     Postal,
+    blue_waters_pingpong,
+    fit_blue_waters,
+    fit_max_rate,
     fit_postal,
     max_rate_time,
     postal_time,
@@ -36,12 +40,16 @@ from .models import (
 
 __all__ = [
     "BLUE_WATERS",
+    "BLUE_WATERS_MEASURED",
     "ClusterParams",
     "Postal",
     "allreduce_time",
+    "blue_waters_pingpong",
     "cluster_machine",
     "costs",
     "crossover_size",
+    "fit_blue_waters",
+    "fit_max_rate",
     "fit_postal",
     "locality_dissemination",
     "max_rate_time",
