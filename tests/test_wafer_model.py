@@ -104,6 +104,29 @@ def test_binary_tree_for_any_P() -> None:
     assert (m.depth, m.contention) == (2, 3)
 
 
+def _paper_rounds(P: int) -> tuple[list[int], list[int]]:
+    """Section 5.3 as written: each round, every second active PE sends its
+    partial result to the previous active PE and becomes inactive."""
+    parent, round_of = [-1] * P, [0] * P
+    active, r = list(range(P)), 0
+    while len(active) > 1:
+        r += 1
+        for i in range(1, len(active), 2):
+            parent[active[i]] = active[i - 1]
+            round_of[active[i]] = r
+        active = active[::2]
+    return parent, round_of
+
+
+def test_binary_tree_follows_the_papers_rounds_for_every_P() -> None:
+    import math
+
+    for P in range(1, 300):
+        parent, round_of = _paper_rounds(P)
+        assert wafer.binary_tree(P).tolist() == parent, P
+        assert max(round_of) == (math.ceil(math.log2(P)) if P > 1 else 0)
+
+
 def test_contention_counts_receives_in_sequence() -> None:
     # PE 1 takes PE 2 and PE 3 before PE 0 can take PE 4: three in a row,
     # although no PE receives more than two messages.

@@ -9,7 +9,11 @@ pattern's predicted cycles ``T_alg(P, B)`` are divided by the lower bound
   5.1); ``star_lemma`` is Lemma 5.1's equation-(1) form
   ``max(B (P - 1), P B / 2 + P - 1) + 2 T_R + 1``, shown next to it;
 * ``chain`` (Lemma 5.2), ``tree`` and ``two_phase`` (equation (1) on their
-  trees; Lemmas 5.3 and 5.4 at powers of two and squares);
+  trees; Lemmas 5.3 and 5.4 at powers of two and squares); Tree follows
+  Section 5.3's rounds for every P (:func:`wafercoll.wafer.binary_tree`), so
+  the figure's P = 512 is Lemma 5.3's tree, and the maximum sweep's worst
+  Tree cells lie just above powers of two (one more round, whose single
+  message crosses half the row);
 * ``autogen``: the optimum of equation (1) over pre-order trees (Section 5.5).
 
 Two sweeps, both from :func:`wafercoll.wafer.optimality_ratios` (one dynamic

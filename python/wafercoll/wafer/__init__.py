@@ -34,9 +34,15 @@ its tree give the same E, L, D, C, N; equation (1) on them is what
   the pipeline overlaps them), and the simulator puts Star one cycle above it
   (the refined form omits the hop of the nearest PE).
 * **Tree** for P not a power of two: Lemma 5.3 needs ``P = 2^k``; for other
-  P :func:`binary_tree` keeps the rounds of the next power of two (PE ``v``
-  sends to ``v`` minus its lowest set bit) and :func:`tree_time` is equation
-  (1) on it.
+  P :func:`binary_tree` applies Section 5.3's rule as written (each round,
+  every second active PE sends to the previous active PE), which makes PE
+  ``v`` send to ``v`` minus its lowest set bit, in ``ceil(log2 P)`` rounds
+  (the tests check it against a direct statement of the rule for P < 300);
+  :func:`tree_time` is equation (1) on it. Just above a power of two the
+  extra round's single message crosses ``2^k`` hops, so Tree's optimality
+  ratio peaks there (T/T* of Lemma 5.5: 5.83 at P = 129 against 5.11 at
+  P = 128, T_R = 2,
+  B up to 2048).
 * **Two-Phase**: Lemma 5.4 (P a square) bounds N and L by P; the metrics have
   ``N = L = P - 1``, which is larger for ``B > (P + sqrt P) / 2``. For other P
   the group size is ``floor(sqrt P)`` with groups from the far end.

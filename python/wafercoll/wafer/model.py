@@ -187,9 +187,11 @@ def chain_tree(P: int) -> np.ndarray:
 def binary_tree(P: int) -> np.ndarray:
     """Tree Reduce: in round r, active PEs at odd multiples of 2^(r-1) send left.
 
-    For P not a power of two the rounds are those of the next power of two,
-    with the PEs beyond ``P - 1`` absent: PE ``v > 0`` sends to
-    ``v - 2^t`` where ``2^t`` is the lowest set bit of ``v``.
+    This is Section 5.3's rule ("every second active PE sends ... to the
+    previous active PE") for any P: PE ``v > 0`` sends to ``v - 2^t``, where
+    ``2^t`` is the lowest set bit of ``v``, in round ``t + 1``; there are
+    ``ceil(log2 P)`` rounds. For P not a power of two these are the rounds
+    of the next power of two with the PEs beyond ``P - 1`` absent.
     """
     P = as_int(P, "P", 1, MAX_P)
     v = np.arange(P, dtype=np.int64)
