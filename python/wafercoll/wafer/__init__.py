@@ -41,8 +41,7 @@ its tree give the same E, L, D, C, N; equation (1) on them is what
   :func:`tree_time` is equation (1) on it. Just above a power of two the
   extra round's single message crosses ``2^k`` hops, so Tree's optimality
   ratio peaks there (T/T* of Lemma 5.5: 5.83 at P = 129 against 5.11 at
-  P = 128, T_R = 2,
-  B up to 2048).
+  P = 128, T_R = 2, B up to 2048).
 * **Two-Phase**: Lemma 5.4 (P a square) bounds N and L by P; the metrics have
   ``N = L = P - 1``, which is larger for ``B > (P + sqrt P) / 2``. For other P
   the group size is ``floor(sqrt P)`` with groups from the far end.
