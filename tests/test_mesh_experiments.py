@@ -41,3 +41,38 @@ def test_fig14_every_chunk_reduces_the_same_data() -> None:
     assert len(cols["chunk_bytes"]) == 6
     assert all(math.isfinite(x) and x > 0 for x in cols["GBps"])
     assert findings[0]["paper"] == "96-192 KiB"
+    assert len(cols["artifact_GiBps"]) == 6
+
+
+def test_artifact_preset_is_derived_from_the_artifact_configuration() -> None:
+    import wafercoll as wc
+
+    net = wc.mesh.ARTIFACT
+    # 17 flits of 21 cycles per 8 KiB message at 1 GHz
+    assert net.bandwidth_Bps == pytest.approx(8192 / (17 * 21e-9))
+    assert net.pad_packets and net.packet_bytes == 8192
+    assert net.dependencies == "complete" and net.clock_Hz == 1e9
+    # one message over one link: 357 cycles plus the router's 2
+    for size in (8192, 100):  # a 100-byte transfer still costs the whole message
+        s = wc.Schedule(2, [size], "allgather", owners=[0])
+        s.add_transfer(0, 1, [0])
+        r = wc.simulate(s, wc.topology.mesh(1, 2), net)
+        assert r.cycles == pytest.approx(359)
+
+
+def test_artifact_cycles_table() -> None:
+    import wafercoll as wc
+
+    ref = wc.mesh.artifact_cycles()
+    assert set(ref["figure"]) == {"fig8", "fig14"}
+    f14 = wc.mesh.artifact_cycles("fig14")
+    assert (f14["chiplets"] == 64).all() and (f14["size_bytes"] == 128 << 20).all()
+    assert sorted(f14["chunk_bytes"] // 1024) == [12 * 2**k for k in range(10)]
+    assert set(wc.mesh.artifact_cycles("fig8")["algorithm"]) == set(
+        wc.mesh.ARTIFACT_ALGORITHMS
+    )
+    with pytest.raises(ValueError, match="figure must be"):
+        wc.mesh.artifact_cycles("fig9")
+    got = mesh_mcm.artifact_reference("TTO", 8, 8, 128 << 20, 96 << 10, "fig14")
+    assert got == f14["cycles"][f14["chunk_bytes"] == 96 << 10][0]
+    assert math.isnan(mesh_mcm.artifact_reference("TTO", 3, 3, 1 << 20))

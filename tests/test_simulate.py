@@ -84,6 +84,37 @@ def test_flits_round_packets_up_on_the_wire() -> None:
     assert r.link_bytes.sum() == 1000  # payload, not padding
 
 
+@pytest.mark.parametrize("size", [1, 1000, 4096, 5000, 12288])
+@pytest.mark.parametrize("switching", ["cut_through", "store_and_forward"])
+def test_padded_packets_cost_whole_packets(size: int, switching: str) -> None:
+    # Every packet is sent full size: ceil(size / m) packets of m bytes.
+    bw, m, hops, lat = 1e9, 4096, 3, 1e-8
+    net = wc.NetworkModel(
+        bw, hop_latency_s=lat, packet_bytes=m, pad_packets=True, switching=switching
+    )
+    n = -(-size // m)
+    r = wc.simulate(one_transfer(hops + 1, 0, hops, size), wc.line(hops + 1), net)
+    if switching == "cut_through":
+        want = hops * lat + n * m / bw
+    else:  # flow shop: all packets through the first stage, then the last on
+        want = hops * lat + n * m / bw + (hops - 1) * m / bw
+    assert close(r.time_s, want)
+    unpadded = wc.simulate(
+        one_transfer(hops + 1, 0, hops, size),
+        wc.line(hops + 1),
+        net.replace(pad_packets=False),
+    )
+    assert unpadded.time_s <= r.time_s
+    assert (unpadded.time_s == r.time_s) == (size % m == 0)
+
+
+def test_pad_packets_needs_a_packet_size() -> None:
+    with pytest.raises(ValueError, match="pad_packets=True needs packet_bytes"):
+        wc.NetworkModel(1e9, pad_packets=True)
+    with pytest.raises(TypeError, match="pad_packets must be a bool"):
+        wc.NetworkModel(1e9, packet_bytes=8, pad_packets="yes")
+
+
 def test_topology_latency_adds_to_hop_latency_and_bandwidth_can_come_from_it() -> None:
     hops, size = 3, 1000
     topo = wc.line(hops + 1, bandwidth_Bps=4e8, latency_s=1e-6)

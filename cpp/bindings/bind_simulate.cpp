@@ -48,6 +48,7 @@ void bind_simulate(py::module_& m) {
           [](NetworkModel& n, const std::string& v) { n.switching = switching_from_string(v); })
       .def_readwrite("gamma_s_per_byte", &NetworkModel::gamma_s_per_byte)
       .def_readwrite("copy_s_per_byte", &NetworkModel::copy_s_per_byte)
+      .def_readwrite("pad_packets", &NetworkModel::pad_packets)
       .def_property(
           "dependencies",
           [](const NetworkModel& n) { return std::string(to_string(n.dependencies)); },

@@ -177,6 +177,7 @@ class NetworkModel:
     The simulator's network model (private; use wafercoll.NetworkModel)
     """
     dependencies: str
+    pad_packets: bool
     switching: str
     def __init__(self) -> None:
         ...

@@ -84,6 +84,7 @@ _UNSUPPORTED = (
     ("copy_s_per_byte", 0.0),
     ("ports", None),
     ("dependencies", "complete"),
+    ("pad_packets", False),
 )
 
 

@@ -15,6 +15,7 @@ machine                topology                     network preset
 ``wse2_grid``          ``wafer_grid(M, N)``         ``wse2``
 ``wormhole_n150``      ``wormhole_n150(row)``       ``wormhole_n150``
 ``mcm_table_ii``       ``mesh(rows, cols)``         ``mcm_table_ii``
+``mcm_artifact``       ``mesh(rows, cols)``         ``mcm_artifact``
 ``mcm_unit_timestep``  ``mesh(rows, cols)``         ``mcm_unit_timestep``
 ``blue_waters``        ``cluster(nodes, ppn)``      ``blue_waters``
 =====================  ===========================  ==========================
@@ -27,7 +28,7 @@ Examples
 >>> (topo.num_endpoints, net.name)
 (9, 'mcm_table_ii')
 >>> sorted(wc.machines.names())[:3]
-['blue_waters', 'mcm_table_ii', 'mcm_unit_timestep']
+['blue_waters', 'mcm_artifact', 'mcm_table_ii']
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .cluster.machine import cluster_machine
-from .mesh.presets import table_ii, unit_timestep
+from .mesh.presets import artifact, table_ii, unit_timestep
 from .simulate import NetworkModel
 from .topology import Topology, mesh, wormhole_n150
 from .torus.n150 import n150_network
@@ -178,6 +179,21 @@ _TABLE: dict[str, Machine] = {
             (8, 8),
         ),
         Machine(
+            "mcm_artifact",
+            "a mesh of chiplets as the MCM paper's BookSim artifact simulates it "
+            "(paper 004)",
+            "mesh",
+            mesh,
+            artifact,
+            (
+                "sabuj7177/TTO_HPCA_2024 156128c5: anynet_mesh_*_200.cfg, "
+                "per_message_time 357 (17 flits x 21 cycles per 8 KiB message), "
+                "src/hmc.py (whole messages, chunk-level forwarding); recovered "
+                "details 2.8",
+            ),
+            (8, 8),
+        ),
+        Machine(
             "mcm_unit_timestep",
             "a mesh of chiplets counted in the MCM paper's unit timesteps (paper 004)",
             "mesh",
@@ -231,7 +247,7 @@ def network_presets() -> dict[str, Callable[..., NetworkModel]]:
     ``ideal``, ``hockney`` and ``unit_timestep`` are the generic models of
     :class:`~wafercoll.NetworkModel`; the others are the presets of the
     machines in the table (``wse2``, also under its earlier name ``wafer``,
-    ``wormhole_n150``, ``mcm_table_ii``, ``mcm_unit_timestep``,
+    ``wormhole_n150``, ``mcm_table_ii``, ``mcm_artifact``, ``mcm_unit_timestep``,
     ``blue_waters``).
     """
     presets: dict[str, Callable[..., NetworkModel]] = {

@@ -148,6 +148,11 @@ class NetworkModel:
     copy_s_per_byte : float
         Cost at the destination of storing a copied byte (the counterpart of
         ``gamma_s_per_byte`` for copying transfers).
+    pad_packets : bool
+        Every packet occupies ``packet_bytes`` on the wire: the last packet
+        of a transfer is padded to full size (fixed-size messages, as in
+        BookSim, where a short chunk still costs a whole message). Needs
+        ``packet_bytes``.
     dependencies : {"complete", "dataflow"}
         ``"complete"``: a transfer starts when its dependencies have completed
         (program order, as in MPI). ``"dataflow"``: a dependency that
@@ -182,6 +187,7 @@ class NetworkModel:
     copy_s_per_byte: float = 0.0
     dependencies: str = "complete"
     name: str = "custom"
+    pad_packets: bool = False
 
     def __post_init__(self) -> None:
         def fix(field: str, value: Any) -> None:
@@ -245,6 +251,13 @@ class NetworkModel:
             )
         if not isinstance(self.name, str):
             raise TypeError(f"name must be a string, got {type(self.name).__name__}")
+        if not isinstance(self.pad_packets, (bool, np.bool_)):
+            raise TypeError(
+                f"pad_packets must be a bool, got {type(self.pad_packets).__name__}"
+            )
+        fix("pad_packets", bool(self.pad_packets))
+        if self.pad_packets and self.packet_bytes is None:
+            raise ValueError("pad_packets=True needs packet_bytes (the padded size)")
 
     # -- presets --------------------------------------------------------------
     @classmethod
@@ -322,6 +335,7 @@ class NetworkModel:
         m.switching = self.switching
         m.gamma_s_per_byte = self.gamma_s_per_byte
         m.copy_s_per_byte = self.copy_s_per_byte
+        m.pad_packets = self.pad_packets
         m.dependencies = self.dependencies
         m.ports = self.ports or 0
         m.port_bandwidth_Bps = self.port_bandwidth_Bps or 0.0

@@ -75,6 +75,7 @@ void NetworkModel::validate() const {
   require(flit_bytes >= 0, "flit_bytes must be >= 1 (or None for no flits)");
   require(flit_bytes == 0 || packet_bytes == 0 || flit_bytes <= packet_bytes,
           "flit_bytes must not exceed packet_bytes");
+  require(!pad_packets || packet_bytes > 0, "pad_packets needs packet_bytes");
   require(finite_nonneg(gamma_s_per_byte),
           "gamma_s_per_byte must be a finite number >= 0 (seconds per byte)");
   require(finite_nonneg(copy_s_per_byte),
@@ -447,7 +448,9 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
                                   std::to_string(n) +
                                   " packets; use a larger packet_bytes");
     p.npackets[t] = n;
-    p.last_bytes[t] = (M == 0 || S == 0) ? S : S - (n - 1) * M;
+    // Padded: every packet occupies M bytes on the wire (fixed-size
+    // messages, as in BookSim), so a short transfer costs a whole packet.
+    p.last_bytes[t] = (M == 0 || S == 0) ? S : net.pad_packets ? M : S - (n - 1) * M;
     const NodeId a = p.place[s.src(t)];
     std::int64_t slot = s.dst_offsets()[t];
     for (const RankId* d = s.dsts_begin(t); d != s.dsts_end(t); ++d, ++slot) {

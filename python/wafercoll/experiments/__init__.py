@@ -314,6 +314,10 @@ def _save_figure(
     returned = exp.plot(columns, ax=ax)
     if returned is not None and getattr(returned, "figure", fig) is not fig:
         raise ValueError(f"{exp.name}: plot() drew on another figure than the given ax")
+    if getattr(fig, "_suptitle", None) is None and not any(
+        a.get_title() for a in fig.axes
+    ):
+        fig.suptitle(exp.title, fontsize="medium")  # every figure has a title
     paths = []
     for ext, kwargs in (("png", {"dpi": 150}), ("svg", {})):
         path = f"{stem}.{ext}"

@@ -2,10 +2,16 @@
 
 *Enhancing Collective Communication in MCM Accelerators for Deep Learning
 Training* (Laskar, Majhi et al., HPCA 2024). Every number is simulated with
-:func:`wafercoll.simulate` on the paper's Table II network
-(:data:`wafercoll.mesh.TABLE_II`) or counted in unit timesteps
-(:data:`wafercoll.mesh.UNIT_TIMESTEP`); bandwidths are in GB/s = 1e9 B/s
-(the authors' plots use GiB/s, recovered details 2.8).
+:func:`wafercoll.simulate` under two presets, or counted in unit timesteps
+(:data:`wafercoll.mesh.UNIT_TIMESTEP`):
+
+* :data:`wafercoll.mesh.TABLE_II`, the network as the paper states it;
+  bandwidths in GB/s = 1e9 B/s;
+* :data:`wafercoll.mesh.ARTIFACT`, the network as the authors' BookSim
+  artifact simulates it (357 cycles per whole 8 KiB message per link,
+  chunk-level forwarding); bandwidths in GiB/s, as the authors plot them,
+  beside the artifact's own committed results
+  (:func:`wafercoll.mesh.artifact_cycles`) where it has a run.
 
 * ``mesh_table1``: used-link percentage per algorithm on 8x8 and 9x9 (Table I);
 * ``mesh_fig8``: AllReduce bandwidth against size, 1 MiB .. 1 GiB (Fig. 8);
@@ -22,7 +28,8 @@ from typing import Any
 import numpy as np
 
 from ..algorithms import build
-from ..mesh import TABLE_II, UNIT_TIMESTEP
+from ..mesh import ARTIFACT, TABLE_II, UNIT_TIMESTEP, artifact_cycles
+from ..palette import color, marker
 from ..simulate import simulate
 from ..topology import mesh
 from . import Experiment, new_axes, register_experiment
@@ -39,6 +46,9 @@ __all__ = [
 
 MIB = 1 << 20
 KIB = 1 << 10
+GIB = 1 << 30
+#: Agreement with the artifact's committed cycles that counts as reproduced.
+ARTIFACT_TOLERANCE = 0.05
 LABELS = {
     "mesh_ring_allreduce": "Ring",
     "mesh_ring_bi_allreduce": "RingBiEven",
@@ -72,6 +82,50 @@ def simulate_allreduce(
     return simulate(s, top, network or TABLE_II)
 
 
+#: The artifact's name of each algorithm (even mesh, odd mesh).
+_ARTIFACT_NAMES = {
+    "Ring": ("ring", "ring_odd"),
+    "RingBiEven": ("ring_bi", "ring_bi"),
+    "RingBiOdd": ("ring_odd_bi", "ring_odd_bi"),
+    "Ring-2D": ("ring2dn", "ring2dn"),
+    "DBTree": ("dtree", "dtree"),
+    "MultiTree": ("multitree", "multitree"),
+    "TTO": ("mesh_overlap_2d_1", "mesh_overlap_2d_1"),
+}
+
+#: Why two of the artifact's runs are no reference for our builders.
+_NOT_A_REFERENCE = {
+    "Ring-2D": "the artifact's ring2dn (src/allreduce/ring2d_n_allreduce.py) "
+    "builds, per chiplet, one store-and-forward chain along its row and one "
+    "along its column, each reducing half of the data over that row or column "
+    "only; that is neither the hierarchical Ring-2D the paper describes "
+    "(Section III: reduce-scatter along one dimension, then the other) nor an "
+    "AllReduce of the whole vector, so no verified schedule can move data that "
+    "way; ours is the paper's Ring-2D",
+    "DBTree": "the artifact's DBTree runs used --radix 1, one chiplet per BookSim "
+    "node, which is not the 2D mesh of the other runs (recovered details 2.8)",
+}
+
+
+def artifact_reference(
+    label: str, rows: int, cols: int, size: int, chunk: int = 0, figure: str = "fig8"
+) -> float:
+    """The artifact's committed cycles for one of our points (NaN if none)."""
+    names = _ARTIFACT_NAMES.get(label)
+    if names is None:
+        return math.nan
+    ref = artifact_cycles(figure)
+    sel = (
+        (ref["algorithm"] == names[(rows * cols) % 2])
+        & (ref["chiplets"] == rows * cols)
+        & (ref["size_bytes"] == size)
+    )
+    if chunk:
+        sel &= ref["chunk_bytes"] == chunk
+    hits = ref["cycles"][sel]
+    return float(hits[0]) if hits.size and rows == cols else math.nan
+
+
 def _geo_mean(x: list[float]) -> float:
     a = np.asarray([v for v in x if v > 0 and math.isfinite(v)], float)
     return float(np.exp(np.log(a).mean())) if a.size else math.nan
@@ -85,7 +139,15 @@ def run_table1(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
     shapes = [(4, 4), (5, 5)] if quick else [(8, 8), (9, 9)]
     size_t2 = MIB if quick else 64 * MIB
     cols: dict[str, list[Any]] = {
-        k: [] for k in ("mesh", "algorithm", "unit_pct", "table2_pct", "links_pct")
+        k: []
+        for k in (
+            "mesh",
+            "algorithm",
+            "unit_pct",
+            "table2_pct",
+            "artifact_pct",
+            "links_pct",
+        )
     }
     for m, n in shapes:
         N = m * n
@@ -96,6 +158,8 @@ def run_table1(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
             s = build(name, topology=top, size_bytes=pieces, **kw)
             unit = simulate(s, top, UNIT_TIMESTEP)
             r = simulate_allreduce(name, m, n, size_t2)
+            art = simulate_allreduce(name, m, n, size_t2, ARTIFACT)
+            cols["artifact_pct"].append(100 * art.link_utilization)
             cols["mesh"].append(f"{m}x{n}")
             cols["algorithm"].append(LABELS[name])
             cols["unit_pct"].append(100 * unit.link_utilization)
@@ -123,6 +187,7 @@ def run_table1(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
                 "ours": (
                     f"{cols['unit_pct'][i]:.0f} (unit timesteps), "
                     f"{cols['table2_pct'][i]:.0f} (Table II), "
+                    f"{cols['artifact_pct'][i]:.0f} (artifact preset), "
                     f"{cols['links_pct'][i]:.0f} of links carry data"
                 ),
                 "note": "mean busy fraction of all directed links over the run",
@@ -138,11 +203,19 @@ def plot_table1(cols: dict[str, list[Any]], ax: Any = None) -> Any:
     ax = new_axes(ax)
     labels = [f"{a}\n{m}" for a, m in zip(cols["algorithm"], cols["mesh"], strict=True)]
     x = np.arange(len(labels))
-    ax.bar(x - 0.2, cols["unit_pct"], 0.4, label="unit timesteps")
-    ax.bar(x + 0.2, cols["table2_pct"], 0.4, label="Table II")
+    for k, (col, lab, c) in enumerate(
+        (
+            ("unit_pct", "unit timesteps", "#999999"),
+            ("table2_pct", "Table II", "#0072B2"),
+            ("artifact_pct", "artifact preset", "#D55E00"),
+        )
+    ):
+        ax.bar(x + (k - 1) * 0.27, cols[col], 0.27, label=lab, color=c)
     ax.set_xticks(x, labels, fontsize=6)
-    ax.set_ylabel("used links (%)")
-    ax.legend()
+    ax.set_ylabel("mean busy links (%)")
+    ax.set_ylim(0, 100)
+    ax.set_title("Link use of AllReduce algorithms (Table I)", fontsize="medium")
+    ax.legend(fontsize="small")
     return ax
 
 
@@ -150,31 +223,83 @@ def plot_table1(cols: dict[str, list[Any]], ax: Any = None) -> Any:
 
 
 def run_fig8(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
-    """AllReduce bandwidth (size / time) against size on four meshes."""
+    """AllReduce bandwidth (size / time) against size on four meshes, two presets."""
     shapes = [(4, 4), (5, 5)] if quick else [(4, 4), (5, 5), (8, 8), (9, 9)]
     sizes = [MIB, 4 * MIB] if quick else [MIB * 4**k for k in range(6)]
     cols: dict[str, list[Any]] = {
-        k: [] for k in ("mesh", "algorithm", "size_bytes", "time_s", "GBps")
+        k: []
+        for k in (
+            "mesh",
+            "algorithm",
+            "size_bytes",
+            "time_s",
+            "GBps",
+            "artifact_time_s",
+            "artifact_GiBps",
+            "reference_GiBps",
+            "deviation_pct",
+        )
     }
     for m, n in shapes:
         for size in sizes:
             for name in algorithms_for(m, n):
                 r = simulate_allreduce(name, m, n, size)
+                a = simulate_allreduce(name, m, n, size, ARTIFACT)
+                ref = artifact_reference(LABELS[name], m, n, size)
                 cols["mesh"].append(f"{m}x{n}")
                 cols["algorithm"].append(LABELS[name])
                 cols["size_bytes"].append(size)
                 cols["time_s"].append(r.time_s)
                 cols["GBps"].append(size / r.time_s / 1e9)
-    return cols, _speedups(cols, "Fig. 8", 3.2)
+                cols["artifact_time_s"].append(a.time_s)
+                cols["artifact_GiBps"].append(size / a.time_s / GIB)
+                cols["reference_GiBps"].append(size / (ref * 1e-9) / GIB)
+                cols["deviation_pct"].append(100 * (a.cycles / ref - 1))
+    findings = _speedups(cols, "Fig. 8", 3.2)
+    findings += _speedups(cols, "Fig. 8", 3.2, preset="artifact")
+    findings += _agreement(cols, "Fig. 8")
+    return cols, findings
+
+
+def _agreement(cols: dict[str, list[Any]], where: str) -> list[dict[str, Any]]:
+    """Per algorithm: our artifact-preset cycles against the artifact's own."""
+    out = []
+    dev = np.asarray(cols["deviation_pct"], dtype=float)
+    alg = np.asarray(cols["algorithm"])
+    for a in dict.fromkeys(cols["algorithm"]):
+        d = dev[(alg == a) & np.isfinite(dev)]
+        if d.size == 0:
+            continue
+        med, worst = float(np.median(np.abs(d))), float(np.max(np.abs(d)))
+        f: dict[str, Any] = {
+            "quantity": f"{where}: {a} under the artifact preset against the "
+            "artifact's committed cycles",
+            "paper": "the authors' BookSim results (TTO_HPCA_2024)",
+            "ours": f"median |difference| {med:.1f} %, largest {worst:.1f} % "
+            f"({d.size} runs; signed median {float(np.median(d)):+.1f} %)",
+            "note": "mcm_artifact preset; differences are largest at 1-4 MiB, "
+            "where the driver's per-flow overheads (not modelled) weigh most",
+        }
+        if a in _NOT_A_REFERENCE:
+            f["verdict"] = "not reproducible"
+            f["explanation"] = _NOT_A_REFERENCE[a]
+        else:
+            f["ok"] = med <= 100 * ARTIFACT_TOLERANCE
+            f["tolerance"] = (
+                f"median |difference| within {100 * ARTIFACT_TOLERANCE:.0f} %"
+            )
+        out.append(f)
+    return out
 
 
 def _speedups(
-    cols: dict[str, list[Any]], where: str, over_ring: float
+    cols: dict[str, list[Any]], where: str, over_ring: float, preset: str = "table_ii"
 ) -> list[dict[str, Any]]:
     """Mean speedups the paper states (Section VII-A, VII-B) beside ours."""
+    times = cols["time_s"] if preset == "table_ii" else cols["artifact_time_s"]
     t: dict[tuple[str, Any, str], float] = {}
     for mesh_, size, alg, time in zip(
-        cols["mesh"], cols["size_bytes"], cols["algorithm"], cols["time_s"], strict=True
+        cols["mesh"], cols["size_bytes"], cols["algorithm"], times, strict=True
     ):
         t[(mesh_, size, alg)] = time
 
@@ -189,55 +314,114 @@ def _speedups(
                     out.append(t[(ms, sz, sl)] / v)
         return _geo_mean(out)
 
-    rows = [
+    rows: list[tuple[str, Any, float]] = [
         ("TTO", "MultiTree", 1.6),
         ("TTO", ("RingBiEven", "RingBiOdd"), 1.4),
         ("TTO", "Ring", over_ring),
         ("RingBiOdd", "Ring", 1.9),
         ("RingBiOdd", "MultiTree", 1.1),
     ]
+    if where == "Fig. 8":  # Section VII-A also compares with Ring-2D and DBTree
+        rows += [
+            ("TTO", "Ring-2D", 2.6),
+            ("TTO", "DBTree", 5.3),
+            ("RingBiOdd", "Ring-2D", 1.75),
+            ("RingBiOdd", "DBTree", 3.7),
+        ]
+    note = (
+        "Table II network as stated (25 GB/s, 21 ns, 8 KiB packets)"
+        if preset == "table_ii"
+        else "mcm_artifact preset (the network as the authors' BookSim runs it)"
+    )
     out = []
     for fast, slow, claim in rows:
         got = ratio(fast, slow)
+        if not math.isfinite(got):
+            continue  # e.g. quick mode has no odd mesh for RingBiOdd
         name = slow if isinstance(slow, str) else "bidirectional ring"
-        out.append(
-            {
-                "quantity": f"{where}: mean speedup of {fast} over {name}",
-                "paper": f"{claim}x",
-                "ours": f"{got:.2f}x (geometric mean over meshes and sizes)",
-                "note": "Table II network as stated (25 GB/s, 21 ns, 8 KiB packets)",
-                "ok": bool(math.isfinite(got) and abs(got / claim - 1) <= 0.25),
-                "tolerance": "within 25 %",
-            }
-        )
+        f: dict[str, Any] = {
+            "quantity": f"{where}: mean speedup of {fast} over {name}"
+            + ("" if preset == "table_ii" else " (artifact preset)"),
+            "paper": f"{claim}x",
+            "ours": f"{got:.2f}x (geometric mean over meshes and sizes)",
+            "note": note,
+            "ok": bool(abs(got / claim - 1) <= 0.25),
+            "tolerance": "within 25 %",
+        }
+        if slow in _NOT_A_REFERENCE:
+            f["explanation"] = (
+                "the paper's figures come from the artifact, whose "
+                f"{'ring2dn' if slow == 'Ring-2D' else 'dtree'} runs are no "
+                f"reference for ours: {_NOT_A_REFERENCE[slow]}"
+            )
+        out.append(f)
     return out
 
 
+def _panels(ax: Any, count: int) -> list[Any]:
+    """Replace ``ax`` by ``count`` panels in its figure (2 columns)."""
+    fig = ax.figure
+    ax.remove()
+    rows = (count + 1) // 2
+    fig.set_size_inches(10, 3.2 * rows + 0.6)
+    axes = fig.subplots(rows, 2 if count > 1 else 1, squeeze=False).ravel()
+    for extra in axes[count:]:
+        extra.remove()
+    return list(axes[:count])
+
+
 def plot_fig8(cols: dict[str, list[Any]], ax: Any = None) -> Any:
-    """Bandwidth against size, one line per algorithm and mesh."""
+    """One panel per mesh: bandwidth against size per algorithm.
+
+    Lines: the artifact preset (GiB/s); dotted: Table II as stated (GB/s
+    converted to GiB/s); crosses: the artifact's committed results.
+    """
     ax = new_axes(ax)
-    keys = sorted(
-        {(m, a) for m, a in zip(cols["mesh"], cols["algorithm"], strict=True)}
+    meshes = list(dict.fromkeys(cols["mesh"]))
+    axes = _panels(ax, len(meshes))
+    mesh_col = np.asarray(cols["mesh"])
+    alg_col = np.asarray(cols["algorithm"])
+    for pax, m in zip(axes, meshes, strict=True):
+        for a in dict.fromkeys(cols["algorithm"]):
+            idx = np.flatnonzero((mesh_col == m) & (alg_col == a))
+            if idx.size == 0:
+                continue
+            x = np.asarray(cols["size_bytes"], float)[idx] / MIB
+            c = color(a)
+            pax.plot(
+                x,
+                np.asarray(cols["artifact_GiBps"])[idx],
+                color=c,
+                marker=marker(a),
+                ms=4,
+                lw=1.2,
+                label=a,
+            )
+            pax.plot(
+                x,
+                np.asarray(cols["GBps"])[idx] * 1e9 / GIB,
+                color=c,
+                ls=":",
+                lw=1,
+            )
+            ref = np.asarray(cols["reference_GiBps"], float)[idx]
+            if np.isfinite(ref).any():
+                pax.plot(x, ref, color=c, ls="none", marker="x", ms=5)
+        pax.set_xscale("log", base=2)
+        pax.set_title(f"{m} mesh", fontsize="medium")
+        pax.set_xlabel("AllReduce size (MiB)")
+        pax.set_ylabel("bandwidth (GiB/s)")
+        pax.grid(True, alpha=0.3)
+    axes[0].legend(
+        fontsize=6,
+        ncol=2,
+        title="lines: artifact preset; dotted: Table II; x: artifact",
+        title_fontsize=6,
     )
-    for m, a in keys:
-        idx = [
-            i
-            for i in range(len(cols["mesh"]))
-            if cols["mesh"][i] == m and cols["algorithm"][i] == a
-        ]
-        ax.plot(
-            [cols["size_bytes"][i] / MIB for i in idx],
-            [cols["GBps"][i] for i in idx],
-            marker="o",
-            ms=3,
-            lw=1,
-            label=f"{a} {m}",
-        )
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("AllReduce size (MiB)")
-    ax.set_ylabel("bandwidth (GB/s)")
-    ax.legend(fontsize=5, ncol=3)
-    return ax
+    axes[0].figure.suptitle(
+        "AllReduce bandwidth on meshes of chiplets (Fig. 8)", fontsize="large"
+    )
+    return axes[0]
 
 
 # ------------------------------------------------------------------ Fig. 9
@@ -247,13 +431,26 @@ def run_fig9(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
     """Time of 375 KiB x N on n x n meshes, relative to Ring on 4x4 / 3x3."""
     ns = [3, 4] if quick else list(range(3, 17))
     cols: dict[str, list[Any]] = {
-        k: [] for k in ("mesh", "n", "algorithm", "size_bytes", "time_s", "relative")
+        k: []
+        for k in (
+            "mesh",
+            "n",
+            "algorithm",
+            "size_bytes",
+            "time_s",
+            "relative",
+            "artifact_time_s",
+            "artifact_relative",
+        )
     }
     base: dict[str, float] = {}
+    abase: dict[str, float] = {}
     for n in ns:
         size = 375 * KIB * n * n
         for name in algorithms_for(n, n):
             r = simulate_allreduce(name, n, n, size)
+            a = simulate_allreduce(name, n, n, size, ARTIFACT)
+            cols["artifact_time_s"].append(a.time_s)
             cols["mesh"].append(f"{n}x{n}")
             cols["n"].append(n)
             cols["algorithm"].append(LABELS[name])
@@ -261,9 +458,14 @@ def run_fig9(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
             cols["time_s"].append(r.time_s)
             if name == "mesh_ring_allreduce" and n in (3, 4):
                 base["odd" if n % 2 else "even"] = r.time_s
+                abase["odd" if n % 2 else "even"] = a.time_s
     for i, n in enumerate(cols["n"]):
-        cols["relative"].append(cols["time_s"][i] / base["odd" if n % 2 else "even"])
-    return cols, _speedups(cols, "Fig. 9", 2.8)
+        par = "odd" if n % 2 else "even"
+        cols["relative"].append(cols["time_s"][i] / base[par])
+        cols["artifact_relative"].append(cols["artifact_time_s"][i] / abase[par])
+    findings = _speedups(cols, "Fig. 9", 2.8)
+    findings += _speedups(cols, "Fig. 9", 2.8, preset="artifact")
+    return cols, findings
 
 
 def plot_fig9(cols: dict[str, list[Any]], ax: Any = None) -> Any:
@@ -279,15 +481,20 @@ def plot_fig9(cols: dict[str, list[Any]], ax: Any = None) -> Any:
             if idx:
                 ax.plot(
                     [cols["n"][i] ** 2 for i in idx],
-                    [cols["relative"][i] for i in idx],
+                    [cols["artifact_relative"][i] for i in idx],
                     style,
-                    marker="o",
+                    color=color(a),
+                    marker=marker(a),
                     ms=3,
                     label=f"{a} ({'odd' if parity else 'even'})",
                 )
     ax.set_xlabel("chiplets N")
     ax.set_ylabel("time / Ring on 4x4 (even) or 3x3 (odd)")
+    ax.set_title(
+        "Scalability, 375 KiB x N, artifact preset (Fig. 9)", fontsize="medium"
+    )
     ax.legend(fontsize=6, ncol=2)
+    ax.grid(True, alpha=0.3)
     return ax
 
 
@@ -300,97 +507,199 @@ def run_fig12(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
     size = MIB if quick else 256 * MIB
     bins = 50
     cols: dict[str, list[Any]] = {
-        k: [] for k in ("algorithm", "t_frac", "busy_pct", "time_s", "mean_pct")
+        k: []
+        for k in ("preset", "algorithm", "t_frac", "busy_pct", "time_s", "mean_pct")
     }
     top = mesh(m, n)
-    means: dict[str, float] = {}
+    means: dict[tuple[str, str], float] = {}
     for name in algorithms_for(m, n):
         s = build(name, topology=top, size_bytes=size)
-        r = simulate(s, top, TABLE_II, timeline=True)
-        centres, busy = r.busy_links(bins)
-        means[LABELS[name]] = 100 * r.link_utilization
-        for c, b in zip(centres, busy, strict=True):
-            cols["algorithm"].append(LABELS[name])
-            cols["t_frac"].append(float(c / r.time_s))
-            cols["busy_pct"].append(float(100 * b / r.num_links))
-            cols["time_s"].append(r.time_s)
-            cols["mean_pct"].append(means[LABELS[name]])
+        for preset, net in (("table_ii", TABLE_II), ("artifact", ARTIFACT)):
+            r = simulate(s, top, net, timeline=True)
+            centres, busy = r.busy_links(bins)
+            means[(preset, LABELS[name])] = 100 * r.link_utilization
+            for c, b in zip(centres, busy, strict=True):
+                cols["preset"].append(preset)
+                cols["algorithm"].append(LABELS[name])
+                cols["t_frac"].append(float(c / r.time_s))
+                cols["busy_pct"].append(float(100 * b / r.num_links))
+                cols["time_s"].append(r.time_s)
+                cols["mean_pct"].append(means[(preset, LABELS[name])])
     findings = [
         {
-            "quantity": f"mean link utilization of {a} ({m}x{n}, {size // MIB} MiB)",
+            "quantity": f"mean link utilization of {a} ({m}x{n}, {size // MIB} MiB)"
+            + ("" if preset == "table_ii" else ", artifact preset"),
             "paper": f"about {claim} %",
-            "ours": f"{means[a]:.0f} %",
+            "ours": f"{means[(preset, a)]:.0f} %",
             "note": "busy time of all directed links / (links x makespan)",
-            "ok": abs(means[a] - claim) <= 10,
+            "ok": abs(means[(preset, a)] - claim) <= 10,
             "tolerance": "within 10 percentage points",
         }
+        for preset in ("table_ii", "artifact")
         for a, claim in (("TTO", 83), ("RingBiOdd", 57), ("Ring", 30))
     ]
     return cols, findings
 
 
 def plot_fig12(cols: dict[str, list[Any]], ax: Any = None) -> Any:
-    """Busy links (%) against the fraction of each run's time."""
+    """Busy links (%) against the fraction of each run's time, per preset."""
     ax = new_axes(ax)
-    for a in dict.fromkeys(cols["algorithm"]):
-        idx = [i for i, x in enumerate(cols["algorithm"]) if x == a]
-        ax.plot(
-            [cols["t_frac"][i] for i in idx],
-            [cols["busy_pct"][i] for i in idx],
-            label=f"{a} (mean {cols['mean_pct'][idx[0]]:.0f} %)",
+    presets = list(
+        dict.fromkeys(cols.get("preset", ["table_ii"] * len(cols["t_frac"])))
+    )
+    axes = _panels(ax, len(presets))
+    pre = np.asarray(cols.get("preset", ["table_ii"] * len(cols["t_frac"])))
+    for pax, preset in zip(axes, presets, strict=True):
+        for a in dict.fromkeys(cols["algorithm"]):
+            idx = [
+                i
+                for i, x in enumerate(cols["algorithm"])
+                if x == a and pre[i] == preset
+            ]
+            pax.plot(
+                [cols["t_frac"][i] for i in idx],
+                [cols["busy_pct"][i] for i in idx],
+                color=color(a),
+                label=f"{a} (mean {cols['mean_pct'][idx[0]]:.0f} %)",
+            )
+        pax.set_xlabel("fraction of the AllReduce time")
+        pax.set_ylabel("busy links (%)")
+        pax.set_ylim(0, 100)
+        pax.set_title(
+            "Table II as stated" if preset == "table_ii" else "artifact preset",
+            fontsize="medium",
         )
-    ax.set_xlabel("fraction of the AllReduce time")
-    ax.set_ylabel("busy links (%)")
-    ax.set_ylim(0, 100)
-    ax.legend(fontsize=7)
-    return ax
+        pax.legend(fontsize=7)
+        pax.grid(True, alpha=0.3)
+    axes[0].figure.suptitle("Link utilization over time (Fig. 12)")
+    return axes[0]
 
 
 # ------------------------------------------------------------------ Fig. 14
 
 
 def run_fig14(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
-    """TTO bandwidth against chunk size, 8x8, 128 MiB."""
+    """TTO bandwidth against chunk size, 8x8, 128 MiB, under both presets."""
     m = n = 4 if quick else 8
     size = 4 * MIB if quick else 128 * MIB
     chunks = [12 * KIB * 2**k for k in range(6 if quick else 10)]
-    cols: dict[str, list[Any]] = {k: [] for k in ("chunk_bytes", "time_s", "GBps")}
+    cols: dict[str, list[Any]] = {
+        k: []
+        for k in (
+            "chunk_bytes",
+            "time_s",
+            "GBps",
+            "artifact_time_s",
+            "artifact_GiBps",
+            "reference_GiBps",
+            "deviation_pct",
+        )
+    }
     for c in chunks:
         r = simulate_allreduce("mesh_tto_allreduce", m, n, size, chunk_bytes=c)
+        a = simulate_allreduce(
+            "mesh_tto_allreduce", m, n, size, ARTIFACT, chunk_bytes=c
+        )
+        ref = artifact_reference("TTO", m, n, size, c, figure="fig14")
         cols["chunk_bytes"].append(c)
         cols["time_s"].append(r.time_s)
         cols["GBps"].append(size / r.time_s / 1e9)
-    best = cols["chunk_bytes"][int(np.argmax(cols["GBps"]))]
+        cols["artifact_time_s"].append(a.time_s)
+        cols["artifact_GiBps"].append(size / a.time_s / GIB)
+        cols["reference_GiBps"].append(size / (ref * 1e-9) / GIB)
+        cols["deviation_pct"].append(100 * (a.cycles / ref - 1))
+    bw = np.asarray(cols["GBps"])
+    abw = np.asarray(cols["artifact_GiBps"])
+    best = cols["chunk_bytes"][int(np.argmax(bw))]
+    i_best = int(np.argmax(abw))
+    abest = cols["chunk_bytes"][i_best]
+    spread = 100 * (bw.max() / bw.min() - 1)
+    paper = "96-192 KiB"
     findings = [
         {
-            "quantity": f"best TTO chunk ({m}x{n}, {size // MIB} MiB)",
-            "paper": "96-192 KiB",
-            "ours": f"{best // KIB} KiB",
-            "note": (
-                "our model has no per-packet fragmentation cost below 8 KiB, "
-                "so small chunks lose only the per-chunk latency"
-            ),
+            "quantity": f"best TTO chunk ({m}x{n}, {size // MIB} MiB), Table II",
+            "paper": paper,
+            "ours": f"{best // KIB} KiB (the whole sweep within {spread:.1f} %)",
+            "note": "Table II network as stated, dataflow dependencies",
             "ok": 96 * KIB <= best <= 192 * KIB,
             "tolerance": "the best chunk within the paper's 96-192 KiB",
             "explanation": (
                 "under the Table II preset TTO streams packet by packet (dataflow "
-                "dependencies) and small chunks cost no fragmentation, so the chunk "
-                "size barely matters; the paper's BookSim artifact rounds chunks up "
-                "to whole 8 KiB messages and holds each link per flit (recovered "
-                "details 2.6-2.8), which this preset does not model yet"
+                "dependencies) and a short packet costs only its bytes, so the chunk "
+                "size barely matters; the artifact preset models what makes it "
+                "matter (whole 8 KiB messages, chunk-level forwarding)"
             ),
-        }
+        },
+        {
+            "quantity": f"TTO bandwidth has an interior optimum over the chunk "
+            f"({m}x{n}, {size // MIB} MiB), artifact preset",
+            "paper": "bandwidth rises, peaks, then falls with the chunk (Fig. 14)",
+            "ours": f"peak at {abest // KIB} KiB: {abw[i_best]:.2f} GiB/s against "
+            f"{abw[0]:.2f} at {chunks[0] // KIB} KiB and {abw[-1]:.2f} at "
+            f"{chunks[-1] // KIB} KiB",
+            "note": "small chunks are padded to whole messages; large ones fill "
+            "the trees' pipeline slowly (chunk-level forwarding)",
+            "ok": bool(0 < i_best < len(chunks) - 1),
+            "tolerance": "the best chunk is neither the smallest nor the largest",
+        },
     ]
+    ref = np.asarray(cols["reference_GiBps"], float)
+    if np.isfinite(ref).all():
+        flat = abw >= abw.max() * (1 - 0.025)
+        rflat = ref >= ref.max() * (1 - 0.025)
+        near = [c // KIB for c, f in zip(chunks, rflat, strict=True) if f]
+        findings.append(
+            {
+                "quantity": f"best TTO chunk ({m}x{n}, {size // MIB} MiB), "
+                "artifact preset",
+                "paper": f"{paper}; the artifact's results peak at "
+                f"{chunks[int(np.argmax(ref))] // KIB} KiB",
+                "ours": f"{abest // KIB} KiB; within 2.5 % of the peak: "
+                + ", ".join(
+                    str(c // KIB) for c, f in zip(chunks, flat, strict=True) if f
+                )
+                + " KiB (the artifact: "
+                + ", ".join(map(str, near))
+                + " KiB)",
+                "note": "mcm_artifact preset",
+                "ok": 96 * KIB <= abest <= 192 * KIB,
+                "tolerance": "the best chunk within the paper's 96-192 KiB",
+                "explanation": "both curves are flat within 2.5 % over the same "
+                "range of chunks; the artifact's small lead at its peak comes from "
+                "its driver's per-flow scheduling cycles and buffer limits, which "
+                "the preset does not model (more, smaller flows pay them more often)",
+            }
+        )
+        findings += _agreement({**cols, "algorithm": ["TTO"] * len(chunks)}, "Fig. 14")
     return cols, findings
 
 
 def plot_fig14(cols: dict[str, list[Any]], ax: Any = None) -> Any:
-    """Bandwidth against chunk size."""
+    """Bandwidth against chunk size: both presets and the artifact's results."""
     ax = new_axes(ax)
-    ax.plot([c / KIB for c in cols["chunk_bytes"]], cols["GBps"], marker="o")
+    x = [c / KIB for c in cols["chunk_bytes"]]
+    c = color("TTO")
+    ax.plot(x, cols["artifact_GiBps"], marker="o", color=c, label="artifact preset")
+    ax.plot(
+        x,
+        np.asarray(cols["GBps"]) * 1e9 / GIB,
+        ls=":",
+        marker=".",
+        color="#0072B2",
+        label="Table II as stated",
+    )
+    ref = np.asarray(cols.get("reference_GiBps", [math.nan] * len(x)), float)
+    if np.isfinite(ref).any():
+        ax.plot(
+            x, ref, ls="none", marker="x", color="black", label="artifact's results"
+        )
     ax.set_xscale("log", base=2)
     ax.set_xlabel("TTO chunk (KiB)")
-    ax.set_ylabel("bandwidth (GB/s)")
+    ax.set_ylabel("bandwidth (GiB/s)")
+    ax.set_ylim(bottom=0)  # a 0.4 % spread stays flat, not a trend
+    ax.set_title("TTO chunk size (Fig. 14)", fontsize="medium")
+    ax.legend(fontsize="small")
+    ax.grid(True, alpha=0.3)
     return ax
 
 

@@ -6,7 +6,9 @@ as verified schedules on :func:`wafercoll.topology.mesh`:
 :mod:`~wafercoll.mesh.builders` registers ``mesh_ring``, ``mesh_ring_bi``,
 ``mesh_ring_bi_odd``, ``mesh_ring_2d``, ``mesh_dbtree``, ``mesh_multitree`` and
 ``mesh_tto`` with :func:`wafercoll.build`; :mod:`~wafercoll.mesh.presets` holds
-the network models ``TABLE_II`` and ``UNIT_TIMESTEP``;
+the network models ``TABLE_II`` (as the paper states it), ``ARTIFACT`` (as
+the authors' BookSim artifact simulates it, with its committed cycle counts in
+:func:`artifact_cycles`) and ``UNIT_TIMESTEP``;
 :mod:`~wafercoll.kit.orders` the cycles; :mod:`~wafercoll.mesh.trees`
 the trees; :mod:`~wafercoll.mesh.training` the training-time model of
 Section VIII-B.
@@ -28,7 +30,17 @@ from __future__ import annotations
 from ..kit.orders import excluded_node, hamiltonian_cycle, hamiltonian_path
 from . import training
 from .builders import MESH_ALGORITHMS, mesh_shape
-from .presets import TABLE_II, TTO_CHUNK_BYTES, UNIT_TIMESTEP, table_ii, unit_timestep
+from .presets import (
+    ARTIFACT,
+    ARTIFACT_ALGORITHMS,
+    TABLE_II,
+    TTO_CHUNK_BYTES,
+    UNIT_TIMESTEP,
+    artifact,
+    artifact_cycles,
+    table_ii,
+    unit_timestep,
+)
 from .trees import (
     MultiTree,
     TTOTrees,
@@ -39,12 +51,16 @@ from .trees import (
 )
 
 __all__: list[str] = [
+    "ARTIFACT",
+    "ARTIFACT_ALGORITHMS",
     "MESH_ALGORITHMS",
     "TABLE_II",
     "TTO_CHUNK_BYTES",
     "UNIT_TIMESTEP",
     "MultiTree",
     "TTOTrees",
+    "artifact",
+    "artifact_cycles",
     "double_binary_tree",
     "excluded_node",
     "hamiltonian_cycle",

@@ -28,6 +28,40 @@ section 2.8): a 512 B flit holds a link for 21 cycles and a message carries a
 head flit, about 21.4 GiB/s of payload per link, and their "GB/s" are GiB/s.
 ``TABLE_II`` keeps the paper's stated values; figures report GB/s = 1e9 B/s.
 
+``ARTIFACT`` is the same network as the authors' simulator runs it
+(:func:`artifact`, recovered details §2.8): their BookSim configuration
+(``anynet_mesh_*_200.cfg``, run with ``--bandwidth 200`` and
+``per_message_time`` 357 in every committed result) and their driver
+(``src/hmc.py``):
+
+=====================  ==============  =======================================
+field                  value           source
+=====================  ==============  =======================================
+``bandwidth_Bps``      8192 B / 357 ns a message is 16 data flits + 1 head flit
+                                       of 512 B, each holding the
+                                       (non-pipelined) link 21 cycles: 357
+                                       cycles per 8 KiB (``per_message_time``)
+``packet_bytes``       8192            ``message_size``
+``pad_packets``        True            every message is 17 flits, so a chunk
+                                       is rounded up to whole messages
+``flit_bytes``         512             Table II; the head flit gates
+                                       cut-through at the next router
+``hop_latency_s``      2e-9            ``vc_alloc_delay`` 1 + ``sw_alloc_delay``
+                                       1 cycle (``routing_delay`` 0)
+``dependencies``       complete        a chiplet sends a flow once all the
+                                       messages it depends on have arrived
+                                       (``depending_children`` in
+                                       ``hmc.py``): chunk-level forwarding
+``clock_Hz``           1e9             one cycle is 1 ns
+=====================  ==============  =======================================
+
+Not modelled: VC allocation and buffer limits (4 VCs of 318 flits), the
+driver's per-flow scheduling events (a few cycles each), and its four
+network interfaces per chiplet (one per mesh direction; injection is not a
+bottleneck on a mesh). The authors report bandwidth as bytes / 2^30 per
+second (GiB/s). :func:`artifact_cycles` gives the cycle counts the artifact
+committed, to compare with.
+
 ``UNIT_TIMESTEP`` counts timesteps as the paper's figures do (Figs. 3, 5, 7):
 one byte is one "piece", a link carries one piece per timestep, every
 transfer is one packet sent store-and-forward, no latency; ``result.cycles``
@@ -40,9 +74,23 @@ timestep, as in the figures.
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
+import numpy as np
+
 from ..simulate import NetworkModel
 
-__all__ = ["TABLE_II", "UNIT_TIMESTEP", "table_ii", "unit_timestep"]
+__all__ = [
+    "ARTIFACT",
+    "ARTIFACT_ALGORITHMS",
+    "TABLE_II",
+    "UNIT_TIMESTEP",
+    "artifact",
+    "artifact_cycles",
+    "table_ii",
+    "unit_timestep",
+]
 
 #: Link bandwidth, Table II.
 LINK_BANDWIDTH_BPS = 25e9
@@ -72,6 +120,111 @@ def table_ii() -> NetworkModel:
     )
 
 
+#: Payload bytes of one artifact message (``message_size``).
+ARTIFACT_MESSAGE_BYTES = 8192
+#: Cycles one message holds a link: 17 flits x 21 cycles (``per_message_time``).
+ARTIFACT_MESSAGE_CYCLES = 357
+#: Router delay per hop in cycles: ``vc_alloc_delay`` + ``sw_alloc_delay``.
+ARTIFACT_ROUTER_CYCLES = 2
+
+
+def artifact() -> NetworkModel:
+    """The network as the authors' BookSim artifact simulates it (see above)."""
+    cycle = 1.0 / CLOCK_HZ
+    return NetworkModel(
+        ARTIFACT_MESSAGE_BYTES / (ARTIFACT_MESSAGE_CYCLES * cycle),
+        hop_latency_s=ARTIFACT_ROUTER_CYCLES * cycle,
+        packet_bytes=ARTIFACT_MESSAGE_BYTES,
+        flit_bytes=FLIT_BYTES,
+        pad_packets=True,
+        switching="cut_through",
+        clock_Hz=CLOCK_HZ,
+        dependencies="complete",
+        name="mcm_artifact",
+    )
+
+
+#: The artifact's algorithm names and the builders that move data the same
+#: way (``ring2dn`` and ``dtree`` do not; see :func:`artifact_cycles`).
+ARTIFACT_ALGORITHMS = {
+    "ring": "mesh_ring_allreduce",
+    "ring_odd": "mesh_ring_allreduce",
+    "ring_bi": "mesh_ring_bi_allreduce",
+    "ring_odd_bi": "mesh_ring_bi_odd_allreduce",
+    "ring2dn": "mesh_ring_2d_allreduce",
+    "dtree": "mesh_dbtree_allreduce",
+    "multitree": "mesh_multitree_allreduce",
+    "mesh_overlap_2d_1": "mesh_tto_allreduce",
+}
+
+
+@functools.lru_cache(maxsize=1)
+def _artifact_rows() -> tuple[np.ndarray, ...]:
+    from importlib.resources import files
+
+    text = files("wafercoll.mesh").joinpath("data", "mcm_artifact_cycles.csv")
+    lines = [ln for ln in text.read_text().splitlines() if ln and ln[0] != "#"]
+    rows = [ln.split(",") for ln in lines[1:]]
+    cols = (
+        np.array([r[0] for r in rows]),
+        np.array([r[1] for r in rows]),
+        np.array([int(r[2]) for r in rows], dtype=np.int64),
+        np.array([4 * int(r[3]) for r in rows], dtype=np.int64),
+        np.array([4 * int(r[4]) if r[4] else 0 for r in rows], dtype=np.int64),
+        np.array([int(r[5]) for r in rows], dtype=np.int64),
+        np.array([int(r[6]) for r in rows], dtype=np.int64),
+    )
+    for c in cols:
+        c.setflags(write=False)
+    return cols
+
+
+def artifact_cycles(figure: str | None = None) -> dict[str, Any]:
+    """The AllReduce cycle counts committed with the authors' artifact.
+
+    Source: github.com/sabuj7177/TTO_HPCA_2024 commit ``156128c5``,
+    ``HPCA_2024_final/bandwidth`` (``figure == "fig8"``: every algorithm on
+    4x4, 5x5, 8x8 and 9x9 meshes, 1 MiB to 1 GiB) and
+    ``HPCA_2024_final/chunk_utilization`` (``"fig14"``: TTO on 8x8, 128 MiB,
+    chunks of 12 KiB to 6 MiB), collected by ``tools/import_mcm_artifact.py``.
+
+    Two runs are not references for our builders: ``ring2dn`` sends half of
+    the data along the rows only and half along the columns only (its
+    ``compute_trees`` builds one chain per row or column and root), which is
+    not an AllReduce of the whole vector; ``dtree`` ran with ``--radix 1``,
+    one chiplet per BookSim node, not a 2D mesh (recovered details §2.8).
+
+    Parameters
+    ----------
+    figure : {"fig8", "fig14"} or None
+        Only the runs of one figure (default: all).
+
+    Returns
+    -------
+    dict of str to ndarray
+        ``figure``, ``algorithm`` (the artifact's name; the builder is
+        :data:`ARTIFACT_ALGORITHMS` ``[name]``), ``chiplets``,
+        ``size_bytes``, ``chunk_bytes`` (TTO's chunk, 0 otherwise),
+        ``radix`` and ``cycles``, one entry per run (read-only).
+    """
+    names = (
+        "figure",
+        "algorithm",
+        "chiplets",
+        "size_bytes",
+        "chunk_bytes",
+        "radix",
+        "cycles",
+    )
+    out = dict(zip(names, _artifact_rows(), strict=True))
+    if figure is None:
+        return out
+    if figure not in ("fig8", "fig14"):
+        raise ValueError(f"figure must be 'fig8', 'fig14' or None, got {figure!r}")
+    sel = out["figure"] == figure
+    return {k: v[sel] for k, v in out.items()}
+
+
 def unit_timestep() -> NetworkModel:
     """One piece (byte) per link per timestep, store-and-forward per transfer."""
     return NetworkModel.unit_timestep(1).replace(
@@ -80,4 +233,5 @@ def unit_timestep() -> NetworkModel:
 
 
 TABLE_II: NetworkModel = table_ii()
+ARTIFACT: NetworkModel = artifact()
 UNIT_TIMESTEP: NetworkModel = unit_timestep()

@@ -95,6 +95,7 @@ struct NetworkModel {
   Seconds alpha_s = 0.0;               // per-message start-up delay
   Bytes packet_bytes = 0;              // 0: a message is one packet
   Bytes flit_bytes = 0;                // 0: no flit rounding / head flit
+  bool pad_packets = false;            // the last packet is sent full size
   Switching switching = Switching::cut_through;
   double gamma_s_per_byte = 0.0;       // reduction cost at the destination
   double copy_s_per_byte = 0.0;        // cost of storing a copied byte there
