@@ -62,6 +62,12 @@ _KEYS = {
     "dissemination": ("#009E73", "D"),
     # paper 002 (n150 torus)
     "swing": ("#D55E00", "^"),
+    "swing_bo": ("#D55E00", "^"),
+    "swing_lo": ("#E69F00", "v"),
+    "rd_bo": ("#0072B2", "o"),
+    "rd_lo": ("#56B4E9", "s"),
+    "shared_memory": ("#009E73", "D"),
+    "ring_bidir": ("#CC79A7", "x"),
     "recursive_doubling": ("#0072B2", "o"),
     # paper 000 (wafer)
     "star": ("#000000", "o"),

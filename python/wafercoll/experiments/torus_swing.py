@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..algorithms import build
+from ..palette import color as palette_color
 from ..simulate import simulate
 from ..topology import torus as _torus_topology
 from ..torus import hop_table, n150_network, roofline, thesis_time, wormhole_n150
@@ -132,7 +133,10 @@ def plot_hops(columns: dict[str, list[Any]], ax: Any = None) -> Any:
     ax = new_axes(ax)
     data = {k: np.asarray(v) for k, v in columns.items()}
     for (topo, h), style in ((("ideal_8x8", -1), "--"), (("n150", 10), "-")):
-        for alg, colour in (("swing", "C0"), ("rd", "C1")):
+        for alg, colour in (
+            ("swing", palette_color("swing")),
+            ("rd", palette_color("rd")),
+        ):
             sel = (
                 (data["topology"] == topo)
                 & (data["harvested_row"] == h)
@@ -282,13 +286,14 @@ def plot_roofline(columns: dict[str, list[Any]], ax: Any = None) -> Any:
     """Simulated time on the n150 (solid) and the roofline (dotted) per size."""
     ax = new_axes(ax)
     data = {k: np.asarray(v) for k, v in columns.items()}
-    for i, alg in enumerate(ALGORITHMS):
+    for alg in ALGORITHMS:
         sel = (data["topology"] == "n150") & (data["algorithm"] == alg)
         if not sel.any():
             continue
         x = data["size_bytes"][sel] / KIB
-        ax.plot(x, data["sim_s"][sel] * 1e6, "-o", color=f"C{i}", label=alg, ms=3)
-        ax.plot(x, data["roofline_s"][sel] * 1e6, ":", color=f"C{i}")
+        c = palette_color(alg)
+        ax.plot(x, data["sim_s"][sel] * 1e6, "-o", color=c, label=alg, ms=3)
+        ax.plot(x, data["roofline_s"][sel] * 1e6, ":", color=c)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("vector size per core (KiB)")

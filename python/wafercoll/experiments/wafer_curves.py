@@ -51,6 +51,7 @@ import numpy as np
 
 from .. import wafer
 from ..algorithms import build
+from ..palette import color as palette_color
 from ..schedule import Schedule
 from ..simulate import simulate, simulation_events
 from ..wafer.network import wse2_network
@@ -723,13 +724,10 @@ def run_fig13(quick: bool = False) -> tuple[dict[str, list[Any]], list[Finding]]
 # -- plotting ----------------------------------------------------------------------
 _COLOURS = {
     "broadcast": "0.3",
-    "star": "tab:blue",
-    "chain": "tab:orange",
-    "tree": "tab:green",
-    "two_phase": "tab:purple",
-    "autogen": "tab:red",
-    "ring": "tab:brown",
-    "snake": "tab:olive",
+    **{
+        a: palette_color(a)
+        for a in ("star", "chain", "tree", "two_phase", "autogen", "ring", "snake")
+    },
 }
 #: The 2D AllReduce forms drawn in Figure 13b (the columns hold all of them).
 ALLREDUCE_2D_PLOTTED = (

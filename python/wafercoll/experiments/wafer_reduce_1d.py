@@ -44,6 +44,8 @@ from typing import Any
 
 import numpy as np
 
+from ..palette import color as palette_color
+from ..palette import marker as palette_marker
 from . import Experiment, new_axes, note_explains, register_experiment
 
 __all__ = ["plot_fig1", "run_fig1"]
@@ -384,12 +386,11 @@ def plot_fig1(data: dict[str, list[Any]], ax: Any = None) -> Any:
 
 #: Colour, marker and line style of each algorithm.
 _STYLES = {
-    "star": ("tab:blue", "o", "-"),
-    "star_lemma": ("tab:blue", "", ":"),
-    "chain": ("tab:orange", "s", "-"),
-    "tree": ("tab:green", "^", "-"),
-    "two_phase": ("tab:purple", "D", "-"),
-    "autogen": ("tab:red", "*", "-"),
+    **{
+        a: (palette_color(a), palette_marker(a), "-")
+        for a in ("star", "chain", "tree", "two_phase", "autogen")
+    },
+    "star_lemma": (palette_color("star"), "", ":"),
 }
 #: Short names for the table of maxima.
 _SHORT = {**LABELS, "star": "Star", "star_lemma": "Star (L. 5.1)"}

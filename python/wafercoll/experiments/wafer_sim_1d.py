@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import wafer
 from ..analysis import metrics
+from ..palette import color as palette_color
 from ..schedule import Schedule
 from ..simulate import simulate, simulation_events
 from ..wafer.network import wse2_network
@@ -196,7 +197,7 @@ def plot_sim_check(data: dict[str, list[Any]], ax: Any = None) -> Any:
     colours = dict(
         zip(
             ("message", "broadcast", *PATTERNS),
-            ("0.5", "0.3", "C0", "C1", "C2", "C3", "C4"),
+            ("0.5", "0.3", *(palette_color(a) for a in PATTERNS)),
             strict=True,
         )
     )
