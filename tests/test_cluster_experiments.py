@@ -9,7 +9,7 @@ import pytest
 
 import wafercoll as wc
 import wafercoll.experiments as wx
-from wafercoll.cluster import costs
+from wafercoll.cluster import costs, models
 from wafercoll.experiments import node_aware
 
 
@@ -56,3 +56,24 @@ def test_model_and_simulation_agree_for_nap_at_8_bytes() -> None:
     model = costs.allreduce_time("nap", n, ppn, 8, node_aware.MEASURED)
     assert sim == pytest.approx(model, rel=0.02)
     assert np.isfinite(sim)
+
+
+def test_locality_experiment_is_the_fitted_classes_beside_the_measurements() -> None:
+    cols, findings = node_aware.run_locality(quick=True)
+    kind = np.asarray(cols["kind"])
+    loc = np.asarray(cols["locality"])
+    size = np.asarray(cols["size_bytes"], float)
+    t = np.asarray(cols["time_s"], float)
+    m = node_aware.MEASURED
+    for name in ("socket", "node"):
+        sel = (kind == "model") & (loc == name)
+        want = [
+            m.classes[name][models.protocol(s)].alpha_s
+            + s * m.classes[name][models.protocol(s)].beta_s_per_byte
+            for s in size[sel]
+        ]
+        assert t[sel] == pytest.approx(want)
+    d = models.blue_waters_pingpong()
+    one_pair = (d["pairs"] == 1).sum()
+    assert ((kind == "measured").sum()) == one_pair
+    assert len(findings) == 3 and findings[0]["ok"] and findings[2]["ok"]
