@@ -128,3 +128,46 @@ def test_bench_command_writes_a_table_and_csv(tmp_path_factory) -> None:
         assert len(lines) == 3
     # A failing bench aborts the whole job: tests/test_mpi_faults.py runs it
     # under its own mpirun.
+
+
+def test_pingpong_bench_fit_pipeline(tmp_path) -> None:
+    # Measure on this job (logical nodes of 4), benchmark two algorithms, fit
+    # the model to the ping-pong CSV and put the benchmark beside it.
+    from wafercoll.cluster import compare_bench, fit_pingpong, read_pingpong
+    from wafercoll.mpi.__main__ import main
+    from wafercoll.mpi.pingpong import pingpong, write_pingpong_csv
+
+    sizes = [8, 64, 1024, 4096, 16384, 65536]
+    rows = pingpong(COMM, sizes, 4, repeats=3, timeout_s=60)
+    folder = COMM.bcast(str(tmp_path) if RANK == 0 else None, root=0)
+    pp = f"{folder}/pp.csv"
+    benches = [f"{folder}/{a}.csv" for a in ("rd", "nap")]
+    if RANK == 0:
+        # 2 localities x 6 sizes x (2 node pairs + 4 network pairs)
+        assert len(rows) == 6 * 2 + 6 * 4
+        assert all(r["round_trip_s"] > 0 for r in rows)
+        write_pingpong_csv(pp, rows, "test run")
+    else:
+        assert rows == []
+    for algo, path in zip(("cluster_rd_allreduce", "cluster_nap_allreduce"), benches):
+        code = main(
+            ["bench", "--algorithm", algo, "--ppn", "4", "--sizes", "8,1KiB",
+             "--repeats", "3", "--csv", path if RANK == 0 else ""]
+        )  # fmt: skip
+        assert code == 0
+    if RANK == 0:
+        data = read_pingpong(pp)
+        assert set(data["locality"]) == {"node", "network"}
+        params = fit_pingpong(data)
+        assert params.nic_Bps["rendezvous"] is not None  # 4 network pairs
+        cols = compare_bench(
+            [r for b in benches for r in __import__("wafercoll").cluster.read_bench(b)],
+            params,
+        )
+        assert sorted(set(cols["algorithm"])) == ["nap", "rd"]
+        assert all(m > 0 for m in cols["model_s"])
+        assert main(["fit", pp, "--bench", *benches, "--plot", f"{folder}/f.png"]) == 0
+        import os
+
+        assert os.path.getsize(f"{folder}/f.png") > 1000
+    COMM.Barrier()

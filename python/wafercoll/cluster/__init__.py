@@ -21,7 +21,14 @@ from .builders import (
     rd_allreduce,
     smp_allreduce,
 )
-from .costs import allreduce_time, crossover_size, step_counts
+from .costs import (
+    allreduce_time,
+    compare_bench,
+    crossover_size,
+    plot_bench,
+    read_bench,
+    step_counts,
+)
 from .machine import cluster_machine
 from .models import (
     BLUE_WATERS,
@@ -31,10 +38,12 @@ from .models import (
     blue_waters_pingpong,
     fit_blue_waters,
     fit_max_rate,
+    fit_pingpong,
     fit_postal,
     max_rate_time,
     postal_time,
     protocol,
+    read_pingpong,
     split_time,
 )
 
@@ -46,19 +55,24 @@ __all__ = [
     "allreduce_time",
     "blue_waters_pingpong",
     "cluster_machine",
+    "compare_bench",
     "costs",
     "crossover_size",
     "fit_blue_waters",
     "fit_max_rate",
+    "fit_pingpong",
     "fit_postal",
     "locality_dissemination",
     "max_rate_time",
     "models",
     "nap_allreduce",
     "nap_plan",
+    "plot_bench",
     "postal_time",
     "protocol",
     "rank_table",
+    "read_bench",
+    "read_pingpong",
     "rd_allreduce",
     "smp_allreduce",
     "split_time",

@@ -34,7 +34,15 @@ from .._util import as_int
 from .builders import nap_plan
 from .models import BLUE_WATERS, ClusterParams
 
-__all__ = ["ALGORITHMS", "allreduce_time", "crossover_size", "step_counts"]
+__all__ = [
+    "ALGORITHMS",
+    "allreduce_time",
+    "compare_bench",
+    "crossover_size",
+    "plot_bench",
+    "read_bench",
+    "step_counts",
+]
 
 ALGORITHMS = ("rd", "smp", "nap", "dissemination")
 
@@ -271,3 +279,140 @@ def crossover_size(
     b = allreduce_time(slow, nodes, ppn, s, params, network=network, form=form)
     wins = np.flatnonzero(np.asarray(a) < np.asarray(b))
     return None if wins.size == 0 else float(s[wins[0]])
+
+
+_BENCH_COLUMNS = ("algorithm", "ranks", "ppn", "size_bytes", "time_s")
+
+
+def read_bench(path: Any) -> list[dict[str, Any]]:
+    """Rows of a ``python -m wafercoll.mpi bench`` CSV (numbers parsed).
+
+    Raises ``ValueError`` naming the file and the row for a malformed file.
+    """
+    import csv
+    import os
+
+    path = os.fspath(path)
+    with open(path, encoding="utf-8", newline="") as fh:
+        reader = csv.DictReader(fh)
+        missing = [c for c in _BENCH_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
+        rows = []
+        for n, r in enumerate(reader, start=1):
+            try:
+                rows.append(
+                    {
+                        **r,
+                        "ranks": int(r["ranks"]),
+                        "ppn": int(r["ppn"]),
+                        "size_bytes": int(float(r["size_bytes"])),
+                        "time_s": float(r["time_s"]),
+                        "mpi_allreduce_s": float(r.get("mpi_allreduce_s") or "nan"),
+                    }
+                )
+            except ValueError:
+                raise ValueError(
+                    f"{path}: row {n}: ranks, ppn and size_bytes must be integers "
+                    "and time_s a number"
+                ) from None
+    return rows
+
+
+def compare_bench(
+    bench: Any,
+    params: ClusterParams = BLUE_WATERS,
+    *,
+    network: str = "max_rate",
+    form: str = "equations",
+) -> dict[str, list[Any]]:
+    """Measured allreduce times beside the model's, row by row.
+
+    Parameters
+    ----------
+    bench : path or list of dict
+        A ``python -m wafercoll.mpi bench`` CSV or its rows
+        (:func:`read_bench`). Rows of algorithms without a cost equation
+        (anything but RD, SMP, NAP and the dissemination) are skipped.
+    params : ClusterParams
+        For example :func:`wafercoll.cluster.models.fit_pingpong` of a
+        ``python -m wafercoll.mpi pingpong`` run on the same machine.
+    network, form
+        As :func:`allreduce_time`.
+
+    Returns
+    -------
+    dict of str to list
+        Columns ``algorithm``, ``ranks``, ``ppn``, ``size_bytes``,
+        ``measured_s``, ``mpi_allreduce_s``, ``model_s`` and
+        ``measured_over_model``.
+    """
+    rows = read_bench(bench) if not isinstance(bench, list) else bench
+    cols: dict[str, list[Any]] = {
+        k: []
+        for k in (
+            "algorithm",
+            "ranks",
+            "ppn",
+            "size_bytes",
+            "measured_s",
+            "mpi_allreduce_s",
+            "model_s",
+            "measured_over_model",
+        )
+    }
+    for r in rows:
+        try:
+            name, n, q = _check(r["algorithm"], r["ranks"] // r["ppn"], r["ppn"])
+        except ValueError:
+            continue
+        if n * q != r["ranks"]:
+            continue
+        model = allreduce_time(
+            name, n, q, r["size_bytes"], params, network=network, form=form
+        )
+        cols["algorithm"].append(name)
+        cols["ranks"].append(r["ranks"])
+        cols["ppn"].append(q)
+        cols["size_bytes"].append(r["size_bytes"])
+        cols["measured_s"].append(r["time_s"])
+        cols["mpi_allreduce_s"].append(r.get("mpi_allreduce_s", math.nan))
+        cols["model_s"].append(model)
+        cols["measured_over_model"].append(
+            r["time_s"] / model if model > 0 else math.nan
+        )
+    return cols
+
+
+def plot_bench(cols: dict[str, list[Any]], ax: Any = None) -> Any:
+    """Model lines and measured points of :func:`compare_bench`, in µs."""
+    from ..experiments import new_axes
+    from ..palette import color, marker
+
+    ax = new_axes(ax)
+    alg = np.asarray(cols["algorithm"])
+    x = np.asarray(cols["size_bytes"], dtype=float)
+    for a in dict.fromkeys(cols["algorithm"]):
+        sel = alg == a
+        order = np.argsort(x[sel])
+        xs = x[sel][order]
+        c = color(a)
+        model = 1e6 * np.asarray(cols["model_s"], float)[sel][order]
+        meas = 1e6 * np.asarray(cols["measured_s"], float)[sel][order]
+        ax.plot(xs, model, color=c, label=f"{a.upper()} (model)")
+        ax.plot(
+            xs,
+            meas,
+            ls="none",
+            marker=marker(a),
+            color=c,
+            label=f"{a.upper()} (measured)",
+        )
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("bytes per process")
+    ax.set_ylabel("time (µs)")
+    ax.set_title("Allreduce: measured against the fitted model", fontsize="medium")
+    ax.legend(fontsize="small", ncols=2)
+    ax.grid(True, alpha=0.3)
+    return ax

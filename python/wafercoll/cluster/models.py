@@ -54,10 +54,12 @@ __all__ = [
     "blue_waters_pingpong",
     "fit_blue_waters",
     "fit_max_rate",
+    "fit_pingpong",
     "fit_postal",
     "max_rate_time",
     "postal_time",
     "protocol",
+    "read_pingpong",
     "split_time",
 ]
 
@@ -521,21 +523,64 @@ _PINGPONG = "blue_waters_pingpong.csv"
 _BW_COMMIT = "4ecec3e9a1f803e87c4075a487a01afef9819ec3"
 
 
+_PINGPONG_NAMES = ("locality", "block", "size_bytes", "pairs", "round_trip_s")
+
+
+def _parse_pingpong(text: str, where: str) -> dict[str, np.ndarray]:
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+    if not lines or tuple(c.strip() for c in lines[0].split(",")) != _PINGPONG_NAMES:
+        raise ValueError(
+            f"{where}: the first row must be the header {','.join(_PINGPONG_NAMES)}"
+        )
+    loc, block, size, pairs, rt = [], [], [], [], []
+    for n, ln in enumerate(lines[1:], start=2):
+        f = [c.strip() for c in ln.split(",")]
+        try:
+            if len(f) != 5 or f[0] not in LOCALITIES:
+                raise ValueError
+            loc.append(f[0])
+            block.append(int(f[1]))
+            size.append(float(f[2]))
+            pairs.append(int(f[3]))
+            rt.append(float(f[4]))
+        except ValueError:
+            raise ValueError(
+                f"{where}: data row {n - 1} ({ln!r}) must be locality (one of "
+                f"{', '.join(LOCALITIES)}), block, size_bytes, pairs, round_trip_s"
+            ) from None
+    out = {
+        "locality": np.array(loc, dtype=str),
+        "block": np.array(block, dtype=np.int64),
+        "size_bytes": np.array(size, dtype=np.float64),
+        "pairs": np.array(pairs, dtype=np.int64),
+        "round_trip_s": np.array(rt, dtype=np.float64),
+    }
+    for a in out.values():
+        a.setflags(write=False)
+    return out
+
+
 @functools.lru_cache(maxsize=1)
 def _pingpong_arrays() -> tuple[np.ndarray, ...]:
     from importlib.resources import files
 
     text = files("wafercoll.cluster").joinpath("data", _PINGPONG).read_text()
-    lines = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
-    rows = [ln.split(",") for ln in lines[1:]]
-    loc = np.array([r[0] for r in rows])
-    block = np.array([int(r[1]) for r in rows], dtype=np.int64)
-    size = np.array([float(r[2]) for r in rows])
-    pairs = np.array([int(r[3]) for r in rows], dtype=np.int64)
-    rt = np.array([float(r[4]) for r in rows])
-    for a in (loc, block, size, pairs, rt):
-        a.setflags(write=False)
-    return loc, block, size, pairs, rt
+    d = _parse_pingpong(text, _PINGPONG)
+    return tuple(d[k] for k in _PINGPONG_NAMES)
+
+
+def read_pingpong(path: Any) -> dict[str, np.ndarray]:
+    """Read ping-pong measurements written by ``python -m wafercoll.mpi pingpong``.
+
+    The CSV has the columns of :func:`blue_waters_pingpong` (lines starting
+    with ``#`` are comments). Raises ``ValueError`` naming the file and the
+    row for a malformed file, ``FileNotFoundError`` for a missing one.
+    """
+    import os
+
+    path = os.fspath(path)
+    with open(path, encoding="utf-8") as fh:
+        return _parse_pingpong(fh.read(), path)
 
 
 def blue_waters_pingpong() -> dict[str, np.ndarray]:
@@ -559,73 +604,139 @@ def blue_waters_pingpong() -> dict[str, np.ndarray]:
     return dict(zip(names, _pingpong_arrays(), strict=True))
 
 
+def fit_pingpong(
+    data: Mapping[str, Any] | Any,
+    *,
+    name: str = "fitted",
+    network: str = "max_rate",
+    gamma_s_per_byte: float | None = None,
+    ppn: int | None = None,
+    sources: Mapping[str, str] | None = None,
+) -> ClusterParams:
+    """Fit a :class:`ClusterParams` from ping-pong measurements by locality.
+
+    The authors' procedure (BlueWatersModel ``nodecomm_model.py``; recovered
+    details §1.7a, §1.8): the times are round trips, halved; on-node and
+    on-socket classes are postal fits per protocol over all points; the
+    network class is :func:`fit_max_rate` (NIC-bound from 4 senders) when the
+    data have rendezvous points with 4 or more pairs, else a postal fit with
+    no NIC limit.
+
+    Parameters
+    ----------
+    data : mapping or path
+        Columns as :func:`blue_waters_pingpong` returns them, or the path of
+        a CSV of ``python -m wafercoll.mpi pingpong`` (:func:`read_pingpong`).
+    name : str
+    network : {"max_rate", "postal"}
+        ``"postal"`` fits the network class over all points, whatever the
+        number of pairs (the committed setting of ``nodecomm_model.py``).
+    gamma_s_per_byte : float, optional
+        Reduction cost per byte (default: :data:`BLUE_WATERS`'s).
+    ppn : int, optional
+        Processes per node of the machine (default 16).
+    sources : mapping, optional
+        Extra source notes.
+
+    Returns
+    -------
+    ClusterParams
+        A locality the data lack takes the next one's fit: ``socket`` takes
+        ``node``'s, ``node`` takes ``socket``'s (the source says so).
+
+    Raises
+    ------
+    ValueError
+        For data without on-node or on-socket points, without network
+        points, or with a regime that has fewer than two distinct sizes.
+    """
+    if network not in ("max_rate", "postal"):
+        raise ValueError(f"network must be 'max_rate' or 'postal', got {network!r}")
+    d = data if isinstance(data, Mapping) else read_pingpong(data)
+    loc_col = np.asarray(d["locality"])
+    size = np.asarray(d["size_bytes"], dtype=np.float64)
+    half = np.asarray(d["round_trip_s"], dtype=np.float64) / 2.0
+    pairs = np.asarray(d["pairs"], dtype=np.int64)
+    src = dict(sources or {})
+    classes: dict[str, dict[str, Postal]] = {}
+    for loc in ("socket", "node"):
+        sel = loc_col == loc
+        if sel.any():
+            classes[loc] = fit_postal(size[sel], half[sel], by_protocol=True)
+            src.setdefault(loc, "postal fit per protocol of t/2 (§1.8)")
+    if not classes:
+        raise ValueError("fit_pingpong needs on-node or on-socket measurements")
+    for loc, other in (("socket", "node"), ("node", "socket")):
+        if loc not in classes:
+            classes[loc] = classes[other]
+            src[loc] = f"no {loc} measurements: the {other} fit"
+    sel = loc_col == "network"
+    if not sel.any():
+        raise ValueError("fit_pingpong needs network (off-node) measurements")
+    busy = (pairs[sel] >= MAX_RATE_MIN_SENDERS) & (size[sel] >= EAGER_MAX_BYTES)
+    rn = None
+    if network == "max_rate" and busy.any():
+        classes["network"], rn = fit_max_rate(size[sel], half[sel], pairs[sel])
+        src.setdefault(
+            "network",
+            "max-rate fit of t/2 as nodecomm_model.py MaxRateModel (short, eager: "
+            "all points; rendezvous: < 4 senders) (§1.2, §1.7a)",
+        )
+        src.setdefault(
+            "nic_Bps", "rendezvous points with >= 4 senders, t/2 - alpha on k s (§1.2)"
+        )
+    else:
+        classes["network"] = fit_postal(size[sel], half[sel], by_protocol=True)
+        src.setdefault("network", "postal fit per protocol of t/2 over all points")
+        src.setdefault("nic_Bps", "none (postal)")
+    src.setdefault("gamma", BLUE_WATERS.sources["gamma"])
+    src.setdefault("cutoffs", BLUE_WATERS.sources["cutoffs"])
+    return ClusterParams(
+        name=name,
+        classes=classes,
+        nic_Bps={"short": None, "eager": None, "rendezvous": rn},
+        gamma_s_per_byte=BLUE_WATERS.gamma_s_per_byte
+        if gamma_s_per_byte is None
+        else gamma_s_per_byte,
+        ppn=16 if ppn is None else ppn,
+        sources=src,
+    )
+
+
 def fit_blue_waters(network: str = "max_rate") -> ClusterParams:
     """Fit :data:`BLUE_WATERS_MEASURED` from :func:`blue_waters_pingpong`.
 
-    As the authors' model script does (BlueWatersModel
-    ``nodecomm_model.py``; recovered details §1.7a, §1.8): the times are
-    round trips, halved; on-node and on-socket classes are postal fits per
-    protocol over all points; ``gamma`` and ``ppn`` as :data:`BLUE_WATERS`.
+    :func:`fit_pingpong` on the authors' measurements (BlueWatersModel
+    ``nodecomm_model.py``; recovered details §1.7a, §1.8), with ``gamma``
+    and ``ppn`` as :data:`BLUE_WATERS`.
 
     Parameters
     ----------
     network : {"max_rate", "postal"}
-        ``"max_rate"``: the network class is :func:`fit_max_rate` with the
-        NIC-bound threshold of 4 senders (the figures' set).
-        ``"postal"``: postal fits per protocol over all off-node points,
-        whatever the number of senders, and no NIC limit: the setting the
+        ``"max_rate"``: the figures' set. ``"postal"``: postal fits per
+        protocol over all off-node points and no NIC limit, the setting the
         committed ``nodecomm_model.py`` has (``network_model =
         StandardArch(LocalModel)``), named ``blue_waters_measured_postal``.
     """
-    if network not in ("max_rate", "postal"):
-        raise ValueError(f"network must be 'max_rate' or 'postal', got {network!r}")
-    d = blue_waters_pingpong()
-    half = d["round_trip_s"] / 2.0
-    classes: dict[str, dict[str, Postal]] = {}
-    for loc in ("socket", "node"):
-        sel = d["locality"] == loc
-        classes[loc] = fit_postal(d["size_bytes"][sel], half[sel], by_protocol=True)
-    sel = d["locality"] == "network"
     src = f"{_BW_MODEL} {_BW_COMMIT[:8]}"
-    if network == "postal":
-        classes["network"] = fit_postal(
-            d["size_bytes"][sel], half[sel], by_protocol=True
-        )
-        rn = None
-        net_src = (
-            f"{src} bw_output/orig/max_rate, postal fit per protocol of t/2 "
-            "over all points (committed nodecomm_model.py, §1.8)"
-        )
-    else:
-        classes["network"], rn = fit_max_rate(
-            d["size_bytes"][sel], half[sel], d["pairs"][sel]
-        )
-        net_src = (
-            f"{src} bw_output/orig/max_rate, max-rate fit of t/2 as "
-            "nodecomm_model.py MaxRateModel (short, eager: all points; "
-            "rendezvous: < 4 senders) (§1.2, §1.7a)"
-        )
-    return ClusterParams(
+    files = {
+        "socket": "bw_output/on_node/on_socket.out",
+        "node": "bw_output/on_node/on_node.out",
+        "network": "bw_output/orig/max_rate",
+        "nic_Bps": "bw_output/orig/max_rate",
+    }
+    fitted = fit_pingpong(
+        blue_waters_pingpong(),
         name="blue_waters_measured" + ("_postal" if network == "postal" else ""),
-        classes=classes,
-        nic_Bps={"short": None, "eager": None, "rendezvous": rn},
-        gamma_s_per_byte=BLUE_WATERS.gamma_s_per_byte,
-        ppn=16,
-        sources={
-            "socket": f"{src} bw_output/on_node/on_socket.out, postal fit per "
-            "protocol of t/2 (§1.8)",
-            "node": f"{src} bw_output/on_node/on_node.out, postal fit per "
-            "protocol of t/2 (§1.8)",
-            "network": net_src,
-            "nic_Bps": f"{src} bw_output/orig/max_rate: rendezvous points with "
-            ">= 4 senders, t/2 - alpha on k s (§1.2)"
-            if rn is not None
-            else "none (postal)",
-            "gamma": BLUE_WATERS.sources["gamma"],
-            "cutoffs": BLUE_WATERS.sources["cutoffs"],
-            "ppn": BLUE_WATERS.sources["ppn"],
-        },
+        network=network,
+        ppn=BLUE_WATERS.ppn,
     )
+    sources = {
+        k: f"{src} {files[k]}, {v}" if k in files else v
+        for k, v in fitted.sources.items()
+    }
+    sources["ppn"] = BLUE_WATERS.sources["ppn"]
+    return fitted.replace(sources=sources)
 
 
 #: Blue Waters fitted from the authors' measurements (:func:`fit_blue_waters`):

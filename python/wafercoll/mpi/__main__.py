@@ -1,7 +1,18 @@
-"""``python -m wafercoll.mpi bench``: time a schedule next to MPI_Allreduce.
+"""``python -m wafercoll.mpi``: benchmarks on a real MPI job, and the model fit.
 
-Run under ``mpirun``; every rank builds the schedule, rank 0 prints the table
-and writes the CSV. A rank that fails (bad arguments, a build error, a
+* ``bench``: time a schedule next to MPI_Allreduce;
+* ``pingpong``: round trips by locality and concurrent pairs (the input of
+  the paper 001 models);
+* ``fit``: fit a cluster parameter set to a ``pingpong`` CSV and, with
+  ``--bench``, put a ``bench`` CSV's measured times beside the model (no MPI
+  needed)::
+
+    mpirun -n 8 python -m wafercoll.mpi pingpong --ppn 4 --csv pp.csv
+    mpirun -n 8 python -m wafercoll.mpi bench --ppn 4 --csv bench.csv
+    python -m wafercoll.mpi fit pp.csv --bench bench.csv --plot model.png
+
+Run ``bench`` and ``pingpong`` under ``mpirun``; every rank takes part, rank 0
+prints the table and writes the CSV. A rank that fails (bad arguments, a build error, a
 partner that does not answer within ``--timeout``) prints one line naming
 itself and what it waited for, and aborts the whole job (``MPI_Abort``, exit
 status 1), so no rank is left waiting.
@@ -77,7 +88,129 @@ def _parser() -> argparse.ArgumentParser:
         help="CSV written by rank 0 ('' for none)",
     )
     b.add_argument("--seed", type=int, default=0)
+    pp = sub.add_parser(
+        "pingpong", help="round trips by locality and number of concurrent pairs"
+    )
+    pp.add_argument(
+        "--ppn",
+        type=int,
+        default=None,
+        help="ranks per logical node (default: shared-memory split)",
+    )
+    pp.add_argument(
+        "--sizes",
+        type=_sizes,
+        default=[4 << k for k in range(17)],
+        help="comma-separated message sizes (default 4 B .. 256 KiB, powers of 2)",
+    )
+    pp.add_argument("--max-pairs", type=int, default=None)
+    pp.add_argument("--repeats", type=int, default=20)
+    pp.add_argument("--timeout", type=float, default=60.0)
+    pp.add_argument("--csv", default="wafercoll_pingpong.csv")
+    f = sub.add_parser(
+        "fit", help="fit the cluster model to a pingpong CSV (no MPI needed)"
+    )
+    f.add_argument("pingpong_csv")
+    f.add_argument("--bench", nargs="+", default=None, help="bench CSV(s) to compare")
+    f.add_argument("--plot", default=None, help="figure of the comparison (PNG/SVG)")
+    f.add_argument("--network", choices=("max_rate", "postal"), default="max_rate")
     return ap
+
+
+def _write_check(path: str) -> str | None:
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        return f"cannot write into {folder}"
+    return None
+
+
+def run_pingpong(args: argparse.Namespace) -> int:
+    """The ``pingpong`` command; return the exit status."""
+    from .executor import import_mpi
+    from .layout import detect_layout
+    from .pingpong import pingpong, write_pingpong_csv
+
+    comm = import_mpi().COMM_WORLD
+    ppn = args.ppn if args.ppn is not None else detect_layout(comm)[0]
+    rows = pingpong(
+        comm,
+        args.sizes,
+        ppn,
+        max_pairs=args.max_pairs,
+        repeats=args.repeats,
+        timeout_s=args.timeout,
+    )
+    if comm.Get_rank() == 0:
+        print(f"{'locality':<10}{'bytes':>10}{'pairs':>7}{'round trip [us]':>18}")
+        for r in rows:
+            print(
+                f"{r['locality']:<10}{r['size_bytes']:>10}{r['pairs']:>7}"
+                f"{r['round_trip_s'] * 1e6:>18.2f}"
+            )
+        if args.csv:
+            write_pingpong_csv(
+                args.csv,
+                rows,
+                f"python -m wafercoll.mpi pingpong, {comm.Get_size()} ranks, "
+                f"ppn {ppn}, {args.repeats} round trips per point",
+            )
+    return 0
+
+
+def run_fit(args: argparse.Namespace) -> int:
+    """The ``fit`` command; return the exit status."""
+    from ..cluster import costs, models
+
+    params = models.fit_pingpong(
+        args.pingpong_csv,
+        name=os.path.basename(args.pingpong_csv),
+        network=args.network,
+    )
+    print(f"fitted {params.name} ({args.network}):")
+    print(f"{'class':<10}{'protocol':<12}{'alpha [us]':>12}{'beta [ns/B]':>13}")
+    for loc in models.LOCALITIES:
+        for proto in models.PROTOCOLS:
+            pp = params.classes[loc][proto]
+            print(
+                f"{loc:<10}{proto:<12}{pp.alpha_s * 1e6:>12.3f}"
+                f"{pp.beta_s_per_byte * 1e9:>13.4f}"
+            )
+    rn = params.nic_Bps["rendezvous"]
+    print(f"NIC rate (rendezvous): {'none' if rn is None else f'{rn / 1e9:.3f} GB/s'}")
+    if args.bench is None:
+        return 0
+    rows = [r for path in args.bench for r in costs.read_bench(path)]
+    cols = costs.compare_bench(rows, params, network=args.network)
+    if not cols["algorithm"]:
+        print(
+            f"{', '.join(args.bench)}: no rows of rd, smp, nap or dissemination",
+            file=sys.stderr,
+        )
+        return 1
+    print(
+        f"{'algorithm':<15}{'p':>5}{'ppn':>5}{'bytes':>10}{'measured [us]':>15}"
+        f"{'model [us]':>12}{'ratio':>8}"
+    )
+    for i in range(len(cols["algorithm"])):
+        print(
+            f"{cols['algorithm'][i]:<15}{cols['ranks'][i]:>5}{cols['ppn'][i]:>5}"
+            f"{cols['size_bytes'][i]:>10}{cols['measured_s'][i] * 1e6:>15.1f}"
+            f"{cols['model_s'][i] * 1e6:>12.1f}{cols['measured_over_model'][i]:>8.2f}"
+        )
+    if args.plot:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+
+        from .._util import atomic_path
+
+        fig = Figure(figsize=(6.4, 4.2), layout="constrained")
+        FigureCanvasAgg(fig)
+        costs.plot_bench(cols, fig.add_subplot())
+        ext = os.path.splitext(args.plot)[1].lstrip(".").lower() or "png"
+        with atomic_path(args.plot) as tmp:
+            fig.savefig(tmp, format=ext, dpi=150)
+        print(f"wrote {args.plot}")
+    return 0
 
 
 def bench(args: argparse.Namespace) -> int:
@@ -157,11 +290,18 @@ def bench(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m wafercoll.mpi``."""
     args = _parser().parse_args(argv)
-    if args.csv:
-        folder = os.path.dirname(os.path.abspath(args.csv))
-        if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
-            print(f"error: --csv: cannot write into {folder}", file=sys.stderr)
+    for opt in ("csv", "plot"):
+        path = getattr(args, opt, None)
+        problem = _write_check(path) if path else None
+        if problem:
+            print(f"error: --{opt}: {problem}", file=sys.stderr)
             return 2
+    if args.command == "fit":
+        try:
+            return run_fit(args)
+        except (OSError, ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
     from .executor import abort_on_error, import_mpi
 
     try:
@@ -170,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"wafercoll.mpi: error: {exc}", file=sys.stderr, flush=True)
         return 1
     with abort_on_error():
-        return bench(args)
+        return bench(args) if args.command == "bench" else run_pingpong(args)
     return 1  # pragma: no cover - abort_on_error re-raises
 
 
