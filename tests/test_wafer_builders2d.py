@@ -175,6 +175,39 @@ def test_2d_schedules_verify_and_execute(
         assert np.array_equal(run("wafer_2d_allreduce", pattern=pattern), total)
 
 
+@pytest.mark.parametrize(("M", "N"), [*GRIDS, (3, 5), (4, 6), (6, 4)])
+@pytest.mark.parametrize("mapping", b2.RING_MAPPINGS)
+def test_xy_ring_allreduce_verifies_and_executes(
+    M: int, N: int, mapping: str, rng: np.random.Generator
+) -> None:
+    import math
+
+    P = M * N
+    L = math.lcm(M, N)
+    for B in sorted({1, 3, L, 2 * L + 1}):
+        s = wc.build(
+            "wafer_xy_ring_allreduce",
+            size_bytes=4 * B,
+            topology=wafer.wafer_grid(M, N),
+            mapping=mapping,
+        )
+        # lcm(M, N) blocks; each row ring moves every block 2 (N - 1) times
+        # among its N PEs, each column ring 2 (M - 1) times among its M.
+        sizes = s.block_bytes // 4
+        assert sizes.size == L and sizes.sum() == B
+        assert s.num_transfers == 2 * L * (M * (N - 1) + N * (M - 1))
+        wc.verify(s)
+        x = random_inputs(rng, P, B)
+        assert np.array_equal(wc.execute(s, x), np.tile(x.sum(axis=0), (P, 1)))
+
+
+def test_xy_ring_allreduce_refuses_grids_with_too_many_blocks() -> None:
+    with pytest.raises(ValueError, match="lcm"):
+        wc.build("wafer_xy_ring_allreduce", 511 * 512, 4 * 10**6, shape=(511, 512))
+    with pytest.raises(ValueError, match="mapping must be 'a' or 'b'"):
+        wc.build("wafer_xy_ring_allreduce", 4, 16, shape=(2, 2), mapping="c")
+
+
 @pytest.mark.parametrize(("M", "N"), GRIDS)
 def test_snake_path_ends_at_the_root_with_one_hop_per_step(M: int, N: int) -> None:
     order = b2.snake_order(M, N)

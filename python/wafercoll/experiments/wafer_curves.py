@@ -31,7 +31,8 @@ schedule has ``2 P (P - 1)`` transfers whatever ``B``: at ``P = 512`` one run
 takes 2 to 3 s, so the B sweep simulates it only where ``log2 B`` is a
 multiple of ``RING_SIM_STEP`` (B = 1, 64, 4096). Other rows have ``sim`` and
 ``rel_error = (model - sim) / sim`` NaN, and ``events`` NaN when the
-schedule was not built. X-Y Ring AllReduce has no schedule.
+schedule was not built. X-Y Ring AllReduce is simulated with
+``wafer_xy_ring_allreduce`` in Fig. 7b's mapping.
 
 The findings set the paper's headline ratios (measured on the CS-2) beside
 the model's over the same sweep, ask whether Ring ever wins, give the error
@@ -164,7 +165,9 @@ def _cases_2d(n: int, B: int) -> list[Case]:
         red = a.removesuffix("+bcast2d")
         pattern = "snake" if red == "snake" else red[3:]
         if a == "xy_ring":
-            make = None  # X-Y Ring AllReduce has no schedule
+            # Fig. 7b's mapping: neighbours at most two apart (Lemma 6.1 holds
+            # for both mappings).
+            make = mk("wafer_xy_ring_allreduce", mapping="b")
         elif a != red:
             make = mk("wafer_2d_allreduce", pattern=pattern)
         else:
@@ -209,7 +212,7 @@ def _sweep(
             for k, v in zip(keys, row, strict=True):
                 cols[k].append(v)
     if two_d:
-        del cols["mapping"]  # 2D has no Ring schedule, so no mapping
+        del cols["mapping"]  # 2D: X-Y Ring always uses mapping b
     else:
         del cols["PEs"]
     return cols

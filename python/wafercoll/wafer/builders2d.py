@@ -85,6 +85,7 @@ True
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -606,6 +607,56 @@ def _xy_allreduce(p: int, size: int, g: _Grid) -> Schedule:
     return tl.schedule(p, g.sizes, g.label())
 
 
+def _xy_ring_allreduce(
+    p: int,
+    size: int,
+    *,
+    topology: Any = None,
+    shape: Any = None,
+    mapping: str = "a",
+) -> Schedule:
+    """X-Y Ring AllReduce: a ring AllReduce along every row, then every column.
+
+    The 1D ring of Section 6.2 (mapping ``"a"`` or ``"b"`` of Figure 7) on
+    every row at once, then on every column, each on the whole vector: the
+    form ``xy_ring`` of :func:`wafercoll.wafer.allreduce2d_time` (Lemma 6.1
+    twice). The vector is cut into ``lcm(M, N)`` blocks, so that a row ring
+    runs over ``lcm / N`` groups of ``N`` blocks and a column ring over
+    ``lcm / M`` groups of ``M``. Each PE runs its steps in program order
+    (``rule="sendrecv"``), so a column starts once its PEs finished their rows.
+    """
+    name = "wafer_xy_ring_allreduce"
+    M, N = _grid_shape(name, p, topology, shape)
+    if mapping not in RING_MAPPINGS:
+        raise ValueError(f"mapping must be 'a' or 'b', got {mapping!r}")
+    _, B = _size_wavelets(size)
+    L = math.lcm(M, N)
+    transfers = 2 * L * (M * (N - 1) + N * (M - 1))
+    if transfers > _MAX_TRANSFERS:
+        raise ValueError(
+            f"{name}: a {M} x {N} grid needs lcm(M, N) = {L} blocks and about "
+            f"{transfers} transfers, more than a schedule holds ({_MAX_TRANSFERS}); "
+            "use a grid whose sides have a larger common factor"
+        )
+    # L blocks of floor(B/L) or ceil(B/L) wavelets, the larger ones first.
+    sizes = [WAVELET_BYTES * (B // L + (1 if b < B % L else 0)) for b in range(L)]
+    prog = kit.Program(
+        p,
+        sizes,
+        rule="sendrecv",
+        name=f"{name}(M={M}, N={N}, B={B}, mapping={mapping})",
+    )
+    if N > 1:
+        rows = np.arange(M, dtype=np.int64)[:, None] * N + ring_order(N, mapping)
+        for g in range(L // N):
+            kit.ring_allreduce(prog, rows, base=g * N)
+    if M > 1:
+        cols = np.arange(N, dtype=np.int64)[:, None] + N * ring_order(M, mapping)
+        for g in range(L // M):
+            kit.ring_allreduce(prog, cols, base=g * M)
+    return prog.schedule()
+
+
 # -- registration ------------------------------------------------------------------
 _1D = {"wavelets_per_block": None, "T_R": T_R_DEFAULT}
 for _pat in REDUCE_ALGORITHMS:
@@ -636,6 +687,19 @@ register(
         _ring,
         {"mapping": "a"},
         max_ranks=_MAX_RING,
+    )
+)
+register(
+    AlgorithmInfo(
+        "wafer_xy_ring_allreduce",
+        "allreduce",
+        ("mesh",),
+        f"{_SOURCE}, Sections 6.2 and 7.4 (X-Y Ring: Lemma 6.1 on rows, then columns)",
+        "ring AllReduce along every row, then along every column (mapping 'a' or "
+        "'b' of Fig. 7 in both)",
+        _xy_ring_allreduce,
+        {"shape": None, "mapping": "a"},
+        max_ranks=_MAX_2D,
     )
 )
 _2D: dict[str, Any] = {"shape": None}
