@@ -2,12 +2,20 @@
 
 Source: github.com/sabuj7177/TTO_HPCA_2024, commit
 156128c51d96bedebdc28315a974e8ae9fe2e502, the result files
-``HPCA_2024_final/bandwidth/*/*.json`` (Fig. 8) and
-``HPCA_2024_final/chunk_utilization/*.json`` (Fig. 14). Each file is one
-BookSim run; the CSV keeps, per run, the configuration that identifies it and
-the simulated cycles (``results.performance.allreduce.total``):
+``HPCA_2024_final/bandwidth/*/*.json`` (Fig. 8),
+``HPCA_2024_final/chunk_utilization/*.json`` (Fig. 14) and
+``HPCA_2024_final/models/*/*.json`` (the AllReduce of each DNN's gradients,
+Fig. 10). Each file is one BookSim run; the CSV keeps, per run, the
+configuration that identifies it and the simulated cycles
+(``results.performance.allreduce.total``):
 
-    figure,algorithm,chiplets,params,chunk_params,radix,cycles
+    figure,algorithm,chiplets,params,chunk_params,radix,model,cycles
+
+For the model runs ``params`` is the model's parameter count as the
+artifact's ``src/model.py`` counts it (filter height x width x channels x
+filters, summed over the layers of the SCALE-Sim topology file), and the
+topology files of the seven DNNs are copied to
+``python/wafercoll/mesh/data/dnn/`` (SCALE-Sim, MIT License, (c) 2018 Arm).
 
 ``params`` counts fp32 parameters (``--synthetic-data-size``: bytes = 4 x
 params); ``chunk_params`` is TTO's ``chunk_size`` (fp32 parameters per
@@ -26,16 +34,32 @@ import subprocess
 from pathlib import Path
 
 COMMIT = "156128c51d96bedebdc28315a974e8ae9fe2e502"
-DIRS = {"HPCA_2024_final/bandwidth": "fig8", "HPCA_2024_final/chunk_utilization": "fig14"}
+DIRS = {
+    "HPCA_2024_final/bandwidth": "fig8",
+    "HPCA_2024_final/chunk_utilization": "fig14",
+    "HPCA_2024_final/models": "fig10",
+}
+#: The seven DNNs of the paper's Figs. 10, 11 and 13 (dlrm has no topology file).
+MODELS = {
+    "alexnet": "src/SCALE-Sim/topologies/conv_nets/alexnet.csv",
+    "Googlenet": "src/SCALE-Sim/topologies/conv_nets/Googlenet.csv",
+    "AlphaGoZero": "src/SCALE-Sim/topologies/mlperf/AlphaGoZero.csv",
+    "FasterRCNN": "src/SCALE-Sim/topologies/mlperf/FasterRCNN.csv",
+    "NCF_recommendation": "src/SCALE-Sim/topologies/mlperf/NCF_recommendation.csv",
+    "Resnet152": "src/SCALE-Sim/topologies/mlperf/Resnet152.csv",
+    "Transformer": "src/SCALE-Sim/topologies/mlperf/Transformer.csv",
+}
 OUT = Path(__file__).resolve().parents[1] / "python/wafercoll/mesh/data"
 HEADER = f"""\
 # AllReduce cycle counts committed with the MCM paper's artifact (Laskar, Majhi
 # et al., HPCA 2024): github.com/sabuj7177/TTO_HPCA_2024 commit {COMMIT},
-# HPCA_2024_final/bandwidth/*/*.json (figure fig8) and
-# HPCA_2024_final/chunk_utilization/*.json (figure fig14); one BookSim run per
-# row, cycles = results.performance.allreduce.total at 1 GHz. params counts fp32
-# parameters (bytes = 4 x params); chunk_params is TTO's chunk_size. Collected
-# by tools/import_mcm_artifact.py.
+# HPCA_2024_final/bandwidth/*/*.json (figure fig8),
+# HPCA_2024_final/chunk_utilization/*.json (figure fig14) and
+# HPCA_2024_final/models/*/*.json (figure fig10: the AllReduce of a DNN's
+# gradients); one BookSim run per row, cycles =
+# results.performance.allreduce.total at 1 GHz. params counts fp32 parameters
+# (bytes = 4 x params); chunk_params is TTO's chunk_size. Collected by
+# tools/import_mcm_artifact.py.
 """
 
 
@@ -45,8 +69,22 @@ def _git(git_dir: Path, *args: str) -> str:
     ).stdout
 
 
+def _params(topology_csv: str) -> int:
+    """Parameters as the artifact's src/model.py counts them."""
+    total = 0
+    for line in topology_csv.splitlines()[1:]:
+        f = [x.strip() for x in line.split(",")]
+        if len(f) >= 8 and f[0] and all(x.isdigit() for x in f[1:8]):
+            total += int(f[3]) * int(f[4]) * int(f[5]) * int(f[6])
+    return total
+
+
 def convert(repo: Path) -> list[str]:
     git_dir = repo / ".git" if (repo / ".git").exists() else repo
+    topo = {m: _git(git_dir, "show", f"{COMMIT}:{p}") for m, p in MODELS.items()}
+    (OUT / "dnn").mkdir(parents=True, exist_ok=True)
+    for m, text in topo.items():
+        (OUT / "dnn" / f"{m}.csv").write_text(text)
     rows = []
     for d, figure in DIRS.items():
         for path in _git(git_dir, "ls-tree", "-r", "--name-only", COMMIT, d).split():
@@ -56,9 +94,15 @@ def convert(repo: Path) -> list[str]:
             c = doc["configuration"]
             cycles = doc["results"]["performance"]["allreduce"]["total"]
             chunk = c.get("chunk_size") if c["allreduce"] == "mesh_overlap_2d_1" else ""
+            model, params = "", c["synthetic_data_size"]
+            if figure == "fig10":
+                model = c["network"].split("/")[-1].removesuffix(".csv")
+                if model not in topo:
+                    continue
+                params = _params(topo[model])
             rows.append(
-                f"{figure},{c['allreduce']},{c['num_hmcs']},{c['synthetic_data_size']},"
-                f"{chunk if chunk is not None else ''},{c['radix']},{cycles}"
+                f"{figure},{c['allreduce']},{c['num_hmcs']},{params},"
+                f"{chunk if chunk is not None else ''},{c['radix']},{model},{cycles}"
             )
     return sorted(rows)
 
@@ -71,7 +115,7 @@ def main() -> None:
     out = OUT / "mcm_artifact_cycles.csv"
     out.write_text(
         HEADER
-        + "figure,algorithm,chiplets,params,chunk_params,radix,cycles\n"
+        + "figure,algorithm,chiplets,params,chunk_params,radix,model,cycles\n"
         + "\n".join(rows)
         + "\n"
     )

@@ -17,7 +17,13 @@ Training* (Laskar, Majhi et al., HPCA 2024). Every number is simulated with
 * ``mesh_fig8``: AllReduce bandwidth against size, 1 MiB .. 1 GiB (Fig. 8);
 * ``mesh_fig9``: scalability with 375 KiB x N, 3x3 .. 16x16 (Fig. 9);
 * ``mesh_fig12``: busy links over time, 9x9, 256 MiB (Fig. 12);
-* ``mesh_fig14``: TTO chunk size, 8x8, 128 MiB (Fig. 14).
+* ``mesh_fig14``: TTO chunk size, 8x8, 128 MiB (Fig. 14);
+* ``mesh_fig10``: one training epoch of seven DNNs on 8x8 and 9x9 (Fig. 10):
+  the AllReduce of each DNN's gradients simulated under the artifact preset
+  beside the artifact's own runs, the forward and backward pass from the
+  systolic model (:mod:`wafercoll.mesh.systolic`), epochs by equations (1)
+  and (2) (:mod:`wafercoll.mesh.training`), and the worked example of
+  Section VIII-B recomputed.
 """
 
 from __future__ import annotations
@@ -108,7 +114,13 @@ _NOT_A_REFERENCE = {
 
 
 def artifact_reference(
-    label: str, rows: int, cols: int, size: int, chunk: int = 0, figure: str = "fig8"
+    label: str,
+    rows: int,
+    cols: int,
+    size: int,
+    chunk: int = 0,
+    figure: str = "fig8",
+    model: str = "",
 ) -> float:
     """The artifact's committed cycles for one of our points (NaN if none)."""
     names = _ARTIFACT_NAMES.get(label)
@@ -119,6 +131,7 @@ def artifact_reference(
         (ref["algorithm"] == names[(rows * cols) % 2])
         & (ref["chiplets"] == rows * cols)
         & (ref["size_bytes"] == size)
+        & (ref["model"] == model)
     )
     if chunk:
         sel &= ref["chunk_bytes"] == chunk
@@ -711,6 +724,201 @@ def plot_fig14(cols: dict[str, list[Any]], ax: Any = None) -> Any:
     return ax
 
 
+# ------------------------------------------------------------------ Fig. 10
+
+
+def run_fig10(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
+    """One training epoch per DNN and algorithm (Fig. 10), artifact preset."""
+    from ..mesh import systolic, training
+
+    shapes = [(4, 4), (5, 5)] if quick else [(8, 8), (9, 9)]
+    models = ("AlphaGoZero", "alexnet") if quick else systolic.DNNS
+    cols: dict[str, list[Any]] = {
+        k: []
+        for k in (
+            "mesh",
+            "model",
+            "algorithm",
+            "chiplets_training",
+            "compute_s",
+            "allreduce_s",
+            "reference_allreduce_s",
+            "deviation_pct",
+            "epoch_s",
+            "epoch_speedup_vs_ring",
+            "allreduce_speedup_vs_ring",
+        )
+    }
+    for m, n in shapes:
+        for model in models:
+            size = training.BYTES_PER_PARAMETER * systolic.dnn_parameters(model)
+            compute = training.compute_time(model)
+            rows = []
+            for name in algorithms_for(m, n):
+                label = LABELS[name]
+                r = simulate_allreduce(name, m, n, size, ARTIFACT)
+                ref = artifact_reference(label, m, n, size, figure="fig10", model=model)
+                used = m * n - 1 if label == "TTO" else m * n
+                rows.append((label, used, r.time_s, ref, 100 * (r.cycles / ref - 1)))
+            ring = next(x for x in rows if x[0] == "Ring")
+            ring_epoch = training.epoch_time(ring[1], compute, ring[2])
+            for label, used, t, ref, dev in rows:
+                epoch = training.epoch_time(used, compute, t)
+                cols["mesh"].append(f"{m}x{n}")
+                cols["model"].append(model)
+                cols["algorithm"].append(label)
+                cols["chiplets_training"].append(used)
+                cols["compute_s"].append(compute)
+                cols["allreduce_s"].append(t)
+                cols["reference_allreduce_s"].append(ref * 1e-9)
+                cols["deviation_pct"].append(dev)
+                cols["epoch_s"].append(epoch)
+                cols["epoch_speedup_vs_ring"].append(ring_epoch / epoch)
+                cols["allreduce_speedup_vs_ring"].append(ring[2] / t)
+    return cols, _fig10_findings(cols)
+
+
+def _fig10_findings(cols: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    from ..mesh import training
+
+    alg = np.asarray(cols["algorithm"])
+    mesh_ = np.asarray(cols["mesh"])
+    model = np.asarray(cols["model"])
+    epoch = np.asarray(cols["epoch_s"], float)
+    findings = _agreement(cols, "Fig. 10 (AllReduce of each DNN's gradients)")
+
+    def pairs(fast: str, slow: tuple[str, ...]) -> np.ndarray:
+        out = []
+        for ms, md in dict.fromkeys(zip(mesh_, model, strict=True)):
+            here = (mesh_ == ms) & (model == md)
+            f = epoch[here & (alg == fast)]
+            s_ = epoch[here & np.isin(alg, slow)]
+            if f.size and s_.size:
+                out.append(s_[0] / f[0])
+            # speedup of fast over slow in one epoch
+        return np.asarray(out, float)
+
+    claims = [
+        ("TTO", ("MultiTree",), 33, (1.04, 1.5)),
+        ("TTO", ("RingBiEven", "RingBiOdd"), 29, (1.1, 1.69)),
+        ("RingBiOdd", ("Ring",), 50, None),
+        ("RingBiOdd", ("MultiTree",), 8, None),
+    ]
+    for fast, slow, reduction, span in claims:
+        sp = pairs(fast, slow)
+        if sp.size == 0:
+            continue
+        red = 100 * float(np.mean(1 - 1 / sp))
+        name = slow[0] if len(slow) == 1 else "the bidirectional ring"
+        findings.append(
+            {
+                "quantity": f"Fig. 10: training-time reduction of {fast} over {name} "
+                "(mean over DNNs and meshes)",
+                "paper": f"{reduction} % (abstract)",
+                "ours": f"{red:.0f} % (epoch speedups {sp.min():.2f}x to "
+                f"{sp.max():.2f}x over {sp.size} DNN x mesh cases)",
+                "note": "artifact preset AllReduce, output-stationary systolic "
+                "compute (256 x 256 MAC arrays, one sample per PE), equations "
+                "(1)-(2)",
+                "ok": abs(red - reduction) <= 10,
+                "tolerance": "within 10 percentage points",
+                "explanation": "an epoch is iterations x (compute + AllReduce); "
+                "the iterations follow equation (1) and the AllReduce times agree "
+                "with the artifact's own runs (the agreement findings above), so "
+                "the difference is the compute share: ours comes from the "
+                "analytical output-stationary model, the paper's from its "
+                "extended SCALE-Sim, whose training times the artifact does not "
+                "include",
+            }
+        )
+        if span is not None:
+            lo, hi = span
+            findings.append(
+                {
+                    "quantity": f"Fig. 10: range of {fast}'s epoch speedup over {name}",
+                    "paper": f"{lo}x to {hi}x (Section VII-C)",
+                    "ours": f"{sp.min():.2f}x to {sp.max():.2f}x",
+                    "note": "per DNN and mesh",
+                    "ok": bool(
+                        abs(sp.min() / lo - 1) <= 0.25
+                        and abs(sp.max() / hi - 1) <= 0.25
+                    ),
+                    "tolerance": "both ends within 25 %",
+                }
+            )
+    ring = alg == "Ring"
+    comp = np.asarray(cols["compute_s"], float)
+    ar = np.asarray(cols["allreduce_s"], float)
+    sel = ring & (model == "alexnet")
+    if sel.any():
+        ratio = float(np.min(comp[sel] / ar[sel]))
+        findings.append(
+            {
+                "quantity": "Fig. 10: AlexNet's compute against its Ring AllReduce",
+                "paper": "AlexNet's training time is computation dominant",
+                "ours": f"compute is {ratio:.1f}x the AllReduce (or more)",
+                "note": "per iteration, every mesh",
+                "ok": ratio > 1,
+                "tolerance": "compute above the AllReduce",
+            }
+        )
+    # Section VIII-B's worked example, recomputed from the paper's own numbers.
+    T, c_b, c_t = 1832399, 10350425, 7076228
+    g = training.gain(64, T, c_b, c_t)
+    over_tto_ar = g["gain"] / (g["I_tto"] * c_t)
+    findings.append(
+        {
+            "quantity": "Section VIII-B worked example: TTO's gain over RingBiEven "
+            "on 8x8, equations (1)-(2) with the paper's T, C_b, C_t",
+            "paper": "gain 3930030731 cycles, i.e. 44 % improvement",
+            "ours": f"gain {g['gain']:.0f} cycles ({g['I_base']} and {g['I_tto']} "
+            f"iterations): {100 * g['reduction']:.1f} % of RingBiEven's epoch "
+            f"({g['speedup']:.3f}x)",
+            "note": "pure arithmetic on the paper's numbers",
+            "ok": abs(100 * g["reduction"] - 44) <= 1,
+            "tolerance": "within 1 percentage point",
+            "explanation": f"the gain is reproduced exactly; 44 % is the gain over "
+            f"TTO's total AllReduce time I_tto C_t ({100 * over_tto_ar:.1f} %), "
+            "not over the training time, which drops by "
+            f"{100 * g['reduction']:.1f} %",
+        }
+    )
+    return findings
+
+
+def plot_fig10(cols: dict[str, list[Any]], ax: Any = None) -> Any:
+    """Epoch speedup over Ring per DNN and algorithm, one panel per mesh."""
+    ax = new_axes(ax)
+    meshes = list(dict.fromkeys(cols["mesh"]))
+    axes = _panels(ax, len(meshes))
+    mesh_ = np.asarray(cols["mesh"])
+    alg = np.asarray(cols["algorithm"])
+    model = np.asarray(cols["model"])
+    sp = np.asarray(cols["epoch_speedup_vs_ring"], float)
+    for pax, ms in zip(axes, meshes, strict=True):
+        models = list(dict.fromkeys(model[mesh_ == ms]))
+        algs = list(dict.fromkeys(alg[mesh_ == ms]))
+        w = 0.8 / len(algs)
+        x = np.arange(len(models))
+        for k, a in enumerate(algs):
+            vals = [sp[(mesh_ == ms) & (alg == a) & (model == md)][0] for md in models]
+            pax.bar(x + (k - (len(algs) - 1) / 2) * w, vals, w, color=color(a), label=a)
+        pax.axhline(1.0, color="black", lw=0.8)
+        pax.set_xticks(x, models, fontsize=7, rotation=20)
+        pax.set_ylabel("epoch speedup over Ring")
+        pax.set_title(f"{ms} mesh", fontsize="medium")
+        pax.grid(True, axis="y", alpha=0.3)
+    seen: dict[str, Any] = {}
+    for pax in axes:  # every algorithm once (RingBiOdd only on odd meshes)
+        for h, lab in zip(*pax.get_legend_handles_labels(), strict=True):
+            seen.setdefault(lab, h)
+    axes[0].legend(list(seen.values()), list(seen), fontsize=6, ncol=4)
+    axes[0].figure.suptitle(
+        "One training epoch, artifact preset AllReduce + systolic compute (Fig. 10)"
+    )
+    return axes[0]
+
+
 for _name, _title, _claim, _run, _plot in (
     (
         "mesh_table1",
@@ -742,6 +950,14 @@ for _name, _title, _claim, _run, _plot in (
         "TTO keeps about 83 % of links busy, RingBiOdd 57 %, Ring 30 %",
         run_fig12,
         plot_fig12,
+    ),
+    (
+        "mesh_fig10",
+        "Training time of seven DNNs on 8x8 and 9x9 (Fig. 10)",
+        "TTO reduces training time by 33 % over MultiTree and 29 % over the "
+        "bidirectional ring; RingBiOdd by 50 % over Ring and 8 % over MultiTree",
+        run_fig10,
+        plot_fig10,
     ),
     (
         "mesh_fig14",

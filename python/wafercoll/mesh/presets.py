@@ -172,7 +172,8 @@ def _artifact_rows() -> tuple[np.ndarray, ...]:
         np.array([4 * int(r[3]) for r in rows], dtype=np.int64),
         np.array([4 * int(r[4]) if r[4] else 0 for r in rows], dtype=np.int64),
         np.array([int(r[5]) for r in rows], dtype=np.int64),
-        np.array([int(r[6]) for r in rows], dtype=np.int64),
+        np.array([r[6] for r in rows]),
+        np.array([int(r[7]) for r in rows], dtype=np.int64),
     )
     for c in cols:
         c.setflags(write=False)
@@ -186,7 +187,10 @@ def artifact_cycles(figure: str | None = None) -> dict[str, Any]:
     ``HPCA_2024_final/bandwidth`` (``figure == "fig8"``: every algorithm on
     4x4, 5x5, 8x8 and 9x9 meshes, 1 MiB to 1 GiB) and
     ``HPCA_2024_final/chunk_utilization`` (``"fig14"``: TTO on 8x8, 128 MiB,
-    chunks of 12 KiB to 6 MiB), collected by ``tools/import_mcm_artifact.py``.
+    chunks of 12 KiB to 6 MiB) and ``HPCA_2024_final/models`` (``"fig10"``:
+    the AllReduce of each DNN's fp32 gradients on 8x8 and 9x9; ``size_bytes``
+    is 4 x the parameters the artifact counts, ``model`` the DNN), collected
+    by ``tools/import_mcm_artifact.py``.
 
     Two runs are not references for our builders: ``ring2dn`` sends half of
     the data along the rows only and half along the columns only (its
@@ -196,7 +200,7 @@ def artifact_cycles(figure: str | None = None) -> dict[str, Any]:
 
     Parameters
     ----------
-    figure : {"fig8", "fig14"} or None
+    figure : {"fig8", "fig10", "fig14"} or None
         Only the runs of one figure (default: all).
 
     Returns
@@ -205,7 +209,8 @@ def artifact_cycles(figure: str | None = None) -> dict[str, Any]:
         ``figure``, ``algorithm`` (the artifact's name; the builder is
         :data:`ARTIFACT_ALGORITHMS` ``[name]``), ``chiplets``,
         ``size_bytes``, ``chunk_bytes`` (TTO's chunk, 0 otherwise),
-        ``radix`` and ``cycles``, one entry per run (read-only).
+        ``radix``, ``model`` (empty but for ``"fig10"``) and ``cycles``, one
+        entry per run (read-only).
     """
     names = (
         "figure",
@@ -214,13 +219,16 @@ def artifact_cycles(figure: str | None = None) -> dict[str, Any]:
         "size_bytes",
         "chunk_bytes",
         "radix",
+        "model",
         "cycles",
     )
     out = dict(zip(names, _artifact_rows(), strict=True))
     if figure is None:
         return out
-    if figure not in ("fig8", "fig14"):
-        raise ValueError(f"figure must be 'fig8', 'fig14' or None, got {figure!r}")
+    if figure not in ("fig8", "fig10", "fig14"):
+        raise ValueError(
+            f"figure must be 'fig8', 'fig10', 'fig14' or None, got {figure!r}"
+        )
     sel = out["figure"] == figure
     return {k: v[sel] for k, v in out.items()}
 

@@ -9,7 +9,9 @@ epoch of ``D`` samples at ``d`` samples per chiplet takes more iterations,
 with ``T`` the forward and backward time of one iteration on one chiplet and
 ``C_b``, ``C_t`` the AllReduce times of the baseline and of TTO. The
 AllReduce times come from simulating the schedules (:func:`allreduce_time`);
-``T`` is an input (the paper gets it from SCALE-Sim).
+``T`` comes from :func:`compute_time`, the output-stationary systolic model
+of :mod:`wafercoll.mesh.systolic` on the artifact's layer shapes (the paper
+gets it from an extended SCALE-Sim), or is an input.
 
 Parameter counts of the paper's seven models (public numbers; gradients are
 fp32, Table II "Precision 32 bits"):
@@ -44,8 +46,11 @@ from .._util import as_int, as_real
 __all__ = [
     "IMAGENET_TRAIN_IMAGES",
     "MODEL_PARAMETERS",
+    "PES_PER_CHIPLET",
     "SAMPLES_PER_CHIPLET",
     "allreduce_time",
+    "compute_time",
+    "epoch_time",
     "gain",
     "iterations",
 ]
@@ -54,6 +59,8 @@ __all__ = [
 IMAGENET_TRAIN_IMAGES = 1281167
 #: Mini-batch of 16 per chiplet (Section VI-B: "16 x N").
 SAMPLES_PER_CHIPLET = 16
+#: PEs per chiplet, each one MAC array (Section VI-A: 4 x 4 PEs).
+PES_PER_CHIPLET = 16
 #: Gradient bytes per parameter (Table II: 32-bit precision).
 BYTES_PER_PARAMETER = 4
 
@@ -132,3 +139,46 @@ def allreduce_time(
     top = mesh(rows, cols)
     s = build(algorithm, topology=top, size_bytes=p * BYTES_PER_PARAMETER, **options)
     return simulate(s, top, network or TABLE_II).time_s
+
+
+def compute_time(
+    model: str,
+    array: tuple[int, int] = (256, 256),
+    *,
+    clock_Hz: float = 1e9,
+    per_chiplet: int = SAMPLES_PER_CHIPLET,
+    pes: int = PES_PER_CHIPLET,
+) -> float:
+    """Forward and backward time of one iteration on one chiplet (seconds).
+
+    Each of the chiplet's ``pes`` MAC arrays (``array`` = rows, cols) trains
+    ``ceil(per_chiplet / pes)`` samples one after the other
+    (:func:`wafercoll.mesh.systolic.training_cycles` per sample); with the
+    paper's 16 samples and 16 PEs, one sample each.
+
+    Parameters
+    ----------
+    model : str
+        One of :data:`wafercoll.mesh.systolic.DNNS` or a topology file.
+    """
+    from .systolic import dnn_layers, training_cycles
+
+    rows, cols = array
+    clock = as_real(clock_Hz, "clock_Hz", positive=True)
+    rounds = -(-as_int(per_chiplet, "per_chiplet", 1) // as_int(pes, "pes", 1))
+    return rounds * training_cycles(dnn_layers(model), rows, cols)["total"] / clock
+
+
+def epoch_time(
+    chiplets: int,
+    compute_s: float,
+    allreduce_s: float,
+    *,
+    dataset: int = IMAGENET_TRAIN_IMAGES,
+    per_chiplet: int = SAMPLES_PER_CHIPLET,
+) -> float:
+    """One epoch: ``ceil(D / (N d)) (T + C)`` seconds (equations (1), (2))."""
+    n = iterations(dataset, chiplets, per_chiplet)
+    return n * (
+        as_real(compute_s, "compute_s", 0.0) + as_real(allreduce_s, "allreduce_s", 0.0)
+    )
