@@ -101,7 +101,7 @@ def report(args):
         f"({latencies[0][1]}), target < 1 s"
     )
     rows.append({"case": "(b) Ctrl-C latency", "best_s": best, "ok": ok})
-    del snake  # the child builds its own copy
+    snake = None  # free it: the child builds its own copy
     verify_lat = [_ctrl_c(VERIFY_CHILD, d) for d in (0.05, 0.3, 1.0, 2.0)]
     worst = max(t for t, _ in verify_lat)
     ok = worst < 1.0 and all("KeyboardInterrupt" in e for _, e in verify_lat)

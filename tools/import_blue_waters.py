@@ -58,6 +58,7 @@ def _read(repo: Path, path: str) -> str:
 
 
 def convert(repo: Path) -> list[str]:
+    """The CSV rows from the repository at ``repo``."""
     rows = []
     for loc, path in FILES.items():
         block = -1
@@ -75,6 +76,7 @@ def convert(repo: Path) -> list[str]:
 
 
 def main() -> None:
+    """Command-line entry point."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("repo", type=Path, help="clone or git directory of BlueWatersModel")
     args = ap.parse_args()
@@ -82,7 +84,10 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     out = OUT / "blue_waters_pingpong.csv"
     out.write_text(
-        HEADER + "locality,block,size_bytes,pairs,round_trip_s\n" + "\n".join(rows) + "\n"
+        HEADER
+        + "locality,block,size_bytes,pairs,round_trip_s\n"
+        + "\n".join(rows)
+        + "\n"
     )
     print(f"wrote {len(rows)} measurements to {out}")
 

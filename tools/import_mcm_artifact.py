@@ -65,7 +65,10 @@ HEADER = f"""\
 
 def _git(git_dir: Path, *args: str) -> str:
     return subprocess.run(
-        ["git", f"--git-dir={git_dir}", *args], check=True, capture_output=True, text=True
+        ["git", f"--git-dir={git_dir}", *args],
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
 
 
@@ -80,6 +83,7 @@ def _params(topology_csv: str) -> int:
 
 
 def convert(repo: Path) -> list[str]:
+    """The CSV rows from the repository at ``repo``."""
     git_dir = repo / ".git" if (repo / ".git").exists() else repo
     topo = {m: _git(git_dir, "show", f"{COMMIT}:{p}") for m, p in MODELS.items()}
     (OUT / "dnn").mkdir(parents=True, exist_ok=True)
@@ -108,6 +112,7 @@ def convert(repo: Path) -> list[str]:
 
 
 def main() -> None:
+    """Command-line entry point."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("repo", type=Path, help="clone or git directory of TTO_HPCA_2024")
     rows = convert(ap.parse_args().repo)
