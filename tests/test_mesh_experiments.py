@@ -15,6 +15,7 @@ NAMES = [
     "mesh_fig9",
     "mesh_fig12",
     "mesh_fig10",
+    "mesh_fig13",
     "mesh_fig14",
 ]
 
@@ -71,7 +72,7 @@ def test_artifact_cycles_table() -> None:
     import wafercoll as wc
 
     ref = wc.mesh.artifact_cycles()
-    assert set(ref["figure"]) == {"fig8", "fig10", "fig14"}
+    assert set(ref["figure"]) == {"fig8", "fig10", "fig13", "fig14"}
     f14 = wc.mesh.artifact_cycles("fig14")
     assert (f14["chiplets"] == 64).all() and (f14["size_bytes"] == 128 << 20).all()
     assert sorted(f14["chunk_bytes"] // 1024) == [12 * 2**k for k in range(10)]
@@ -83,3 +84,21 @@ def test_artifact_cycles_table() -> None:
     got = mesh_mcm.artifact_reference("TTO", 8, 8, 128 << 20, 96 << 10, "fig14")
     assert got == f14["cycles"][f14["chunk_bytes"] == 96 << 10][0]
     assert math.isnan(mesh_mcm.artifact_reference("TTO", 3, 3, 1 << 20))
+
+
+def test_fig13_iteration_is_compute_plus_allreduce() -> None:
+    import wafercoll as wc
+
+    cols, findings = mesh_mcm.run_fig13(quick=True)
+    train = wc.mesh.artifact_training()
+    for i in range(len(cols["model"])):
+        assert cols["iteration_s"][i] == pytest.approx(
+            cols["compute_s"][i] + cols["allreduce_s"][i]
+        )
+        sel = (train["model"] == cols["model"][i]) & (
+            train["array_rows"] == cols["array"][i]
+        )
+        assert cols["artifact_compute_s"][i] == pytest.approx(
+            train["cycles"][sel][0] * 1e-9
+        )
+    assert {f["quantity"].split(":")[0] for f in findings} == {"Fig. 13"}

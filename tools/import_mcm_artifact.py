@@ -9,7 +9,7 @@ Fig. 10). Each file is one BookSim run; the CSV keeps, per run, the
 configuration that identifies it and the simulated cycles
 (``results.performance.allreduce.total``):
 
-    figure,algorithm,chiplets,params,chunk_params,radix,model,cycles
+    figure,algorithm,chiplets,params,chunk_params,radix,model,array,cycles
 
 For the model runs ``params`` is the model's parameter count as the
 artifact's ``src/model.py`` counts it (filter height x width x channels x
@@ -38,6 +38,7 @@ DIRS = {
     "HPCA_2024_final/bandwidth": "fig8",
     "HPCA_2024_final/chunk_utilization": "fig14",
     "HPCA_2024_final/models": "fig10",
+    "HPCA_2024_final/simba/comm": "fig13",
 }
 #: The seven DNNs of the paper's Figs. 10, 11 and 13 (dlrm has no topology file).
 MODELS = {
@@ -99,15 +100,34 @@ def convert(repo: Path) -> list[str]:
             cycles = doc["results"]["performance"]["allreduce"]["total"]
             chunk = c.get("chunk_size") if c["allreduce"] == "mesh_overlap_2d_1" else ""
             model, params = "", c["synthetic_data_size"]
-            if figure == "fig10":
+            if figure in ("fig10", "fig13"):
                 model = c["network"].split("/")[-1].removesuffix(".csv")
                 if model not in topo:
                     continue
                 params = _params(topo[model])
+            array = c["pe_array_height"] if figure == "fig13" else ""
             rows.append(
                 f"{figure},{c['allreduce']},{c['num_hmcs']},{params},"
-                f"{chunk if chunk is not None else ''},{c['radix']},{model},{cycles}"
+                f"{chunk if chunk is not None else ''},{c['radix']},{model},{array},"
+                f"{cycles}"
             )
+    return sorted(rows)
+
+
+def training(repo: Path) -> list[str]:
+    """Per-iteration training cycles of the Simba runs (SCALE-Sim, Fig. 13)."""
+    git_dir = repo / ".git" if (repo / ".git").exists() else repo
+    rows = []
+    d = "HPCA_2024_final/simba/train"
+    for path in _git(git_dir, "ls-tree", "-r", "--name-only", COMMIT, d).split():
+        doc = json.loads(_git(git_dir, "show", f"{COMMIT}:{path}"))
+        c = doc["configuration"]
+        model = c["network"].split("/")[-1].removesuffix(".csv")
+        per_pe = -(-c["mini_batch_size"] // (c["num_vaults"] * c["num_hmcs"]))
+        rows.append(
+            f"{model},{c['pe_array_height']},{c['pe_array_width']},{c['num_hmcs']},"
+            f"{c['num_vaults']},{per_pe},{doc['results']['performance']['training']}"
+        )
     return sorted(rows)
 
 
@@ -120,11 +140,25 @@ def main() -> None:
     out = OUT / "mcm_artifact_cycles.csv"
     out.write_text(
         HEADER
-        + "figure,algorithm,chiplets,params,chunk_params,radix,model,cycles\n"
+        + "figure,algorithm,chiplets,params,chunk_params,radix,model,array,cycles\n"
         + "\n".join(rows)
         + "\n"
     )
     print(f"wrote {len(rows)} runs to {out}")
+    train = training(ap.parse_args().repo)
+    out = OUT / "mcm_artifact_training.csv"
+    out.write_text(
+        "# Training cycles per iteration of the MCM artifact's Simba runs (Fig. 13):\n"
+        f"# github.com/sabuj7177/TTO_HPCA_2024 commit {COMMIT},\n"
+        "# HPCA_2024_final/simba/train/*/*.json, results.performance.training (the\n"
+        "# authors' extended SCALE-Sim, output stationary); samples_per_pe =\n"
+        "# ceil(mini_batch / (PEs x chiplets)). Collected by\n"
+        "# tools/import_mcm_artifact.py.\n"
+        "model,array_rows,array_cols,chiplets,pes,samples_per_pe,cycles\n"
+        + "\n".join(train)
+        + "\n"
+    )
+    print(f"wrote {len(train)} training runs to {out}")
 
 
 if __name__ == "__main__":

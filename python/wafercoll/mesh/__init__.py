@@ -28,7 +28,7 @@ Examples
 from __future__ import annotations
 
 from ..kit.orders import excluded_node, hamiltonian_cycle, hamiltonian_path
-from . import training
+from . import systolic, training
 from .builders import MESH_ALGORITHMS, mesh_shape
 from .presets import (
     ARTIFACT,
@@ -38,6 +38,7 @@ from .presets import (
     UNIT_TIMESTEP,
     artifact,
     artifact_cycles,
+    artifact_training,
     table_ii,
     unit_timestep,
 )
@@ -61,6 +62,7 @@ __all__: list[str] = [
     "TTOTrees",
     "artifact",
     "artifact_cycles",
+    "artifact_training",
     "double_binary_tree",
     "excluded_node",
     "hamiltonian_cycle",
@@ -68,6 +70,7 @@ __all__: list[str] = [
     "mesh_shape",
     "multitree",
     "table_ii",
+    "systolic",
     "training",
     "tree_depths",
     "tto_trees",

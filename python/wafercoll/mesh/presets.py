@@ -88,6 +88,7 @@ __all__ = [
     "UNIT_TIMESTEP",
     "artifact",
     "artifact_cycles",
+    "artifact_training",
     "table_ii",
     "unit_timestep",
 ]
@@ -173,7 +174,8 @@ def _artifact_rows() -> tuple[np.ndarray, ...]:
         np.array([4 * int(r[4]) if r[4] else 0 for r in rows], dtype=np.int64),
         np.array([int(r[5]) for r in rows], dtype=np.int64),
         np.array([r[6] for r in rows]),
-        np.array([int(r[7]) for r in rows], dtype=np.int64),
+        np.array([int(r[7]) if r[7] else 0 for r in rows], dtype=np.int64),
+        np.array([int(r[8]) for r in rows], dtype=np.int64),
     )
     for c in cols:
         c.setflags(write=False)
@@ -189,8 +191,10 @@ def artifact_cycles(figure: str | None = None) -> dict[str, Any]:
     ``HPCA_2024_final/chunk_utilization`` (``"fig14"``: TTO on 8x8, 128 MiB,
     chunks of 12 KiB to 6 MiB) and ``HPCA_2024_final/models`` (``"fig10"``:
     the AllReduce of each DNN's fp32 gradients on 8x8 and 9x9; ``size_bytes``
-    is 4 x the parameters the artifact counts, ``model`` the DNN), collected
-    by ``tools/import_mcm_artifact.py``.
+    is 4 x the parameters the artifact counts, ``model`` the DNN) and
+    ``HPCA_2024_final/simba/comm`` (``"fig13"``: the same on the 6x6 Simba
+    mesh, ``array`` the side of the PEs' MAC arrays, whose reductions the
+    artifact also times), collected by ``tools/import_mcm_artifact.py``.
 
     Two runs are not references for our builders: ``ring2dn`` sends half of
     the data along the rows only and half along the columns only (its
@@ -200,7 +204,7 @@ def artifact_cycles(figure: str | None = None) -> dict[str, Any]:
 
     Parameters
     ----------
-    figure : {"fig8", "fig10", "fig14"} or None
+    figure : {"fig8", "fig10", "fig13", "fig14"} or None
         Only the runs of one figure (default: all).
 
     Returns
@@ -209,8 +213,9 @@ def artifact_cycles(figure: str | None = None) -> dict[str, Any]:
         ``figure``, ``algorithm`` (the artifact's name; the builder is
         :data:`ARTIFACT_ALGORITHMS` ``[name]``), ``chiplets``,
         ``size_bytes``, ``chunk_bytes`` (TTO's chunk, 0 otherwise),
-        ``radix``, ``model`` (empty but for ``"fig10"``) and ``cycles``, one
-        entry per run (read-only).
+        ``radix``, ``model`` (empty but for ``"fig10"`` and ``"fig13"``),
+        ``array`` (0 but for ``"fig13"``) and ``cycles``, one entry per run
+        (read-only).
     """
     names = (
         "figure",
@@ -220,17 +225,54 @@ def artifact_cycles(figure: str | None = None) -> dict[str, Any]:
         "chunk_bytes",
         "radix",
         "model",
+        "array",
         "cycles",
     )
     out = dict(zip(names, _artifact_rows(), strict=True))
     if figure is None:
         return out
-    if figure not in ("fig8", "fig10", "fig14"):
+    if figure not in ("fig8", "fig10", "fig13", "fig14"):
         raise ValueError(
-            f"figure must be 'fig8', 'fig10', 'fig14' or None, got {figure!r}"
+            f"figure must be 'fig8', 'fig10', 'fig13', 'fig14' or None, got {figure!r}"
         )
     sel = out["figure"] == figure
     return {k: v[sel] for k, v in out.items()}
+
+
+@functools.lru_cache(maxsize=1)
+def _training_rows() -> tuple[np.ndarray, ...]:
+    from importlib.resources import files
+
+    text = files("wafercoll.mesh").joinpath("data", "mcm_artifact_training.csv")
+    lines = [ln for ln in text.read_text().splitlines() if ln and ln[0] != "#"]
+    rows = [ln.split(",") for ln in lines[1:]]
+    cols = (np.array([r[0] for r in rows]),) + tuple(
+        np.array([int(r[k]) for r in rows], dtype=np.int64) for k in range(1, 7)
+    )
+    for c in cols:
+        c.setflags(write=False)
+    return cols
+
+
+def artifact_training() -> dict[str, np.ndarray]:
+    """Training cycles per iteration the artifact committed for Fig. 13.
+
+    The authors' extended SCALE-Sim (output stationary) on the 6x6 Simba
+    mesh (``HPCA_2024_final/simba/train``): ``model``, ``array_rows``,
+    ``array_cols``, ``chiplets``, ``pes`` (MAC arrays per chiplet),
+    ``samples_per_pe`` and ``cycles`` (forward and backward of one
+    iteration), one entry per run (read-only).
+    """
+    names = (
+        "model",
+        "array_rows",
+        "array_cols",
+        "chiplets",
+        "pes",
+        "samples_per_pe",
+        "cycles",
+    )
+    return dict(zip(names, _training_rows(), strict=True))
 
 
 def unit_timestep() -> NetworkModel:
