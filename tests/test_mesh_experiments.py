@@ -15,6 +15,7 @@ NAMES = [
     "mesh_fig9",
     "mesh_fig12",
     "mesh_fig10",
+    "mesh_fig11",
     "mesh_fig13",
     "mesh_fig14",
 ]
@@ -102,3 +103,19 @@ def test_fig13_iteration_is_compute_plus_allreduce() -> None:
             train["cycles"][sel][0] * 1e-9
         )
     assert {f["quantity"].split(":")[0] for f in findings} == {"Fig. 13"}
+
+
+def test_fig11_overlap_never_beats_compute_nor_serial() -> None:
+    # An overlapped iteration lies between the compute alone and compute plus
+    # every AllReduce one after the other.
+    cols, _ = mesh_mcm.run_fig11(quick=True)
+    for it, ov, ar in zip(
+        cols["iteration_s"], cols["overlapped_s"], cols["allreduce_sum_s"], strict=True
+    ):
+        assert it - ar - 1e-15 <= ov <= it + 1e-15
+
+
+def test_gradient_groups_join_small_layers_to_the_next() -> None:
+    big = mesh_mcm._SMALL_LAYER
+    groups = mesh_mcm._gradient_groups([10, big, 5, 6, big + 1, 7])
+    assert groups == [(0, 10 + big), (2, 11 + big + 1), (5, 7)]

@@ -114,21 +114,30 @@ def convert(repo: Path) -> list[str]:
     return sorted(rows)
 
 
-def training(repo: Path) -> list[str]:
-    """Per-iteration training cycles of the Simba runs (SCALE-Sim, Fig. 13)."""
+def training(repo: Path) -> tuple[list[str], list[str]]:
+    """Training cycles per iteration (SCALE-Sim) and per-layer gradient times.
+
+    From the Simba runs (Fig. 13) and the 8x8 runs behind Figs. 10 and 11.
+    """
     git_dir = repo / ".git" if (repo / ".git").exists() else repo
-    rows = []
-    d = "HPCA_2024_final/simba/train"
-    for path in _git(git_dir, "ls-tree", "-r", "--name-only", COMMIT, d).split():
-        doc = json.loads(_git(git_dir, "show", f"{COMMIT}:{path}"))
-        c = doc["configuration"]
-        model = c["network"].split("/")[-1].removesuffix(".csv")
-        per_pe = -(-c["mini_batch_size"] // (c["num_vaults"] * c["num_hmcs"]))
-        rows.append(
-            f"{model},{c['pe_array_height']},{c['pe_array_width']},{c['num_hmcs']},"
-            f"{c['num_vaults']},{per_pe},{doc['results']['performance']['training']}"
-        )
-    return sorted(rows)
+    rows, layers = [], []
+    for d in ("HPCA_2024_final/simba/train", "HPCA_2024_final/overlap/train"):
+        for path in _git(git_dir, "ls-tree", "-r", "--name-only", COMMIT, d).split():
+            doc = json.loads(_git(git_dir, "show", f"{COMMIT}:{path}"))
+            c = doc["configuration"]
+            model = c["network"].split("/")[-1].removesuffix(".csv")
+            per_pe = -(-c["mini_batch_size"] // (c["num_vaults"] * c["num_hmcs"]))
+            perf = doc["results"]["performance"]
+            rows.append(
+                f"{model},{c['pe_array_height']},{c['pe_array_width']},"
+                f"{c['num_hmcs']},{c['num_vaults']},{per_pe},{perf['training']}"
+            )
+            for layer, ready in perf.get("training_by_layer", {}).items():
+                if d.endswith("overlap/train"):
+                    layers.append(f"{model},{c['pe_array_height']},{layer},{ready}")
+    return sorted(rows), sorted(
+        layers, key=lambda r: (r.split(",")[0], int(r.split(",")[2]))
+    )
 
 
 def main() -> None:
@@ -145,20 +154,32 @@ def main() -> None:
         + "\n"
     )
     print(f"wrote {len(rows)} runs to {out}")
-    train = training(ap.parse_args().repo)
+    train, layers = training(ap.parse_args().repo)
     out = OUT / "mcm_artifact_training.csv"
     out.write_text(
-        "# Training cycles per iteration of the MCM artifact's Simba runs (Fig. 13):\n"
+        "# Training cycles per iteration of the MCM artifact's runs: Simba 6x6\n"
+        "# (Fig. 13) and 8x8 with 256 x 256 arrays (Figs. 10, 11):\n"
         f"# github.com/sabuj7177/TTO_HPCA_2024 commit {COMMIT},\n"
-        "# HPCA_2024_final/simba/train/*/*.json, results.performance.training (the\n"
-        "# authors' extended SCALE-Sim, output stationary); samples_per_pe =\n"
-        "# ceil(mini_batch / (PEs x chiplets)). Collected by\n"
-        "# tools/import_mcm_artifact.py.\n"
+        "# HPCA_2024_final/{simba,overlap}/train/*/*.json,\n"
+        "# results.performance.training (the authors' extended SCALE-Sim, output\n"
+        "# stationary); samples_per_pe = ceil(mini_batch / (PEs x chiplets)).\n"
+        "# Collected by tools/import_mcm_artifact.py.\n"
         "model,array_rows,array_cols,chiplets,pes,samples_per_pe,cycles\n"
         + "\n".join(train)
         + "\n"
     )
     print(f"wrote {len(train)} training runs to {out}")
+    out = OUT / "mcm_artifact_layers.csv"
+    out.write_text(
+        "# Per layer, the cycle at which the backward pass has produced the layer's\n"
+        "# gradient, in the MCM artifact's 8x8 runs with 256 x 256 arrays (Fig. 11):\n"
+        f"# github.com/sabuj7177/TTO_HPCA_2024 commit {COMMIT},\n"
+        "# HPCA_2024_final/overlap/train/*/*.json,\n"
+        "# results.performance.training_by_layer. Collected by\n"
+        "# tools/import_mcm_artifact.py.\n"
+        "model,array,layer,ready_cycles\n" + "\n".join(layers) + "\n"
+    )
+    print(f"wrote {len(layers)} layer times to {out}")
 
 
 if __name__ == "__main__":

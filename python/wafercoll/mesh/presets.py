@@ -88,6 +88,7 @@ __all__ = [
     "UNIT_TIMESTEP",
     "artifact",
     "artifact_cycles",
+    "artifact_layers",
     "artifact_training",
     "table_ii",
     "unit_timestep",
@@ -255,10 +256,12 @@ def _training_rows() -> tuple[np.ndarray, ...]:
 
 
 def artifact_training() -> dict[str, np.ndarray]:
-    """Training cycles per iteration the artifact committed for Fig. 13.
+    """Training cycles per iteration the artifact committed (Figs. 10, 11, 13).
 
     The authors' extended SCALE-Sim (output stationary) on the 6x6 Simba
-    mesh (``HPCA_2024_final/simba/train``): ``model``, ``array_rows``,
+    mesh with 32 x 32 and 16 x 16 arrays (``HPCA_2024_final/simba/train``)
+    and on 8x8 with 256 x 256 arrays (``HPCA_2024_final/overlap/train``):
+    ``model``, ``array_rows``,
     ``array_cols``, ``chiplets``, ``pes`` (MAC arrays per chiplet),
     ``samples_per_pe`` and ``cycles`` (forward and backward of one
     iteration), one entry per run (read-only).
@@ -273,6 +276,33 @@ def artifact_training() -> dict[str, np.ndarray]:
         "cycles",
     )
     return dict(zip(names, _training_rows(), strict=True))
+
+
+@functools.lru_cache(maxsize=1)
+def _layer_rows() -> tuple[np.ndarray, ...]:
+    from importlib.resources import files
+
+    text = files("wafercoll.mesh").joinpath("data", "mcm_artifact_layers.csv")
+    lines = [ln for ln in text.read_text().splitlines() if ln and ln[0] != "#"]
+    rows = [ln.split(",") for ln in lines[1:]]
+    cols = (np.array([r[0] for r in rows]),) + tuple(
+        np.array([int(r[k]) for r in rows], dtype=np.int64) for k in range(1, 4)
+    )
+    for c in cols:
+        c.setflags(write=False)
+    return cols
+
+
+def artifact_layers() -> dict[str, np.ndarray]:
+    """When each layer's gradient is ready in the artifact's 8x8 runs (Fig. 11).
+
+    The authors' extended SCALE-Sim with 256 x 256 arrays
+    (``HPCA_2024_final/overlap/train``, ``training_by_layer``): ``model``,
+    ``array``, ``layer`` (index in the topology file) and ``ready_cycles``
+    (cycles from the start of the iteration), read-only.
+    """
+    names = ("model", "array", "layer", "ready_cycles")
+    return dict(zip(names, _layer_rows(), strict=True))
 
 
 def unit_timestep() -> NetworkModel:
