@@ -21,7 +21,7 @@ def roof(tmp_path_factory):
 
 def test_registered():
     names = [e.name for e in wx.experiments("002")]
-    assert names == ["torus_hops", "torus_roofline"]
+    assert names == ["torus_hops", "torus_roofline", "torus_fidelity"]
 
 
 def test_hops_findings(hops_record):
@@ -62,3 +62,18 @@ def test_plots_draw_on_given_axes(hops_record, roof):
         assert exp.plot(cols, ax=ax) is ax
         assert len(ax.lines) > 0
         assert np.isfinite([ln.get_ydata() for ln in ax.lines][0]).all()
+
+
+def test_fidelity_terms_accumulate_and_never_speed_things_up():
+    from wafercoll.experiments import torus_swing
+
+    cols, findings = torus_swing.run_fidelity(quick=True)
+    terms = np.asarray(cols["terms"])
+    t = np.asarray(cols["sim_s"], float)
+    labels = [label for label, _ in torus_swing.FIDELITY_TERMS]
+    # Each added cost term can only lengthen every run.
+    for before, after in zip(labels, labels[1:]):
+        assert np.all(t[terms == after] >= t[terms == before] * (1 - 1e-12))
+    # Two 8 x 8 finish maps of the 64 cores.
+    assert (terms == "finish map").sum() == 2 * 64
+    assert len(findings) == 3

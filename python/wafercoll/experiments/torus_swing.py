@@ -266,6 +266,16 @@ def _roofline_findings(cols: dict[str, list[Any]]) -> list[dict[str, Any]]:
                     "note": "ratio of simulated times; < 1 means Swing is faster",
                     "ok": (max(ratio) > 1.0) if topo == "n150" else (max(ratio) < 1.0),
                     "tolerance": "the ordering the paper states",
+                    "explanation": (
+                        "torus_fidelity adds the thesis's own cost terms (9 GB/s "
+                        "per core, per-step handshake, FP8 reduction) one by one: "
+                        "they bring the ratio towards 1 but none puts RD ahead, "
+                        "as they charge both algorithms alike or favour Swing's "
+                        "shorter routes; the thesis names start skew and DRAM "
+                        "ordering, which no cost model here has"
+                        if topo == "n150"
+                        else ""
+                    ),
                 }
             )
     sm = pick("n150", "shared_memory", "sim_s") / pick("n150", "rd_bo", "sim_s")
@@ -330,5 +340,169 @@ register_experiment(
         ),
         run=run_roofline,
         plot=plot_roofline,
+    )
+)
+
+
+# -- fidelity: which of the thesis's own cost terms could reverse Swing vs RD ------
+
+#: Cost terms added one after the other to the n150 network, with the thesis's
+#: constants (Appendix A; :data:`wafercoll.torus.roofline.THESIS`).
+FIDELITY_TERMS = (
+    ("NoC only", {}),
+    (
+        "+ 9 GB/s per core",
+        # A.6: the achievable core-to-core bandwidth (Tenstorrent's one-to-one
+        # measurements): one injection and one ejection channel per core.
+        {"ports": 1, "port_bandwidth_Bps": 9e9},
+    ),
+    (
+        "+ step handshake",
+        # A.9-A.11: a step starts with a semaphore exchange, t_sync1 = 3 x 18
+        # hops x 9 ns, charged to every step's message.
+        {"alpha_s": 3 * 18 * 9e-9},
+    ),
+    (
+        "+ reduction",
+        # A.3-A.5: FP8 adds at 262 TFLOPS / 64 cores per core.
+        {"gamma_s_per_byte": 64 / 262e12},
+    ),
+)
+#: Thesis Section 6.3.3: under Swing LO these nodes "consistently finished
+#: early (up to 6%)" (the list repeats (3, 7); (7, 7) completes the pattern).
+THESIS_EARLY = {(3, 3), (3, 7), (7, 3), (7, 7)}
+
+
+def run_fidelity(
+    quick: bool = False,
+) -> tuple[dict[str, list[Any]], list[dict[str, Any]]]:
+    """Swing against RD on the n150 as the thesis's cost terms are added."""
+    sizes = SIZES_KIB_QUICK if quick else SIZES_KIB
+    topo = wormhole_n150(10, dram=False)
+    cols: dict[str, list[Any]] = {
+        k: [] for k in ("terms", "algorithm", "size_bytes", "sim_s", "spread_pct")
+    }
+    finish: dict[tuple[str, str, int], np.ndarray] = {}
+    net = n150_network()
+    for label, change in FIDELITY_TERMS:
+        net = net.replace(**change)
+        for alg in ("swing_lo", "rd_lo", "swing_bo", "rd_bo"):
+            for kib in sizes:
+                s = build(f"torus_{alg}_allreduce", topology=topo, size_bytes=kib * KIB)
+                r = simulate(s, topo, net)
+                f = np.asarray(r.rank_finish_s[:64], float)
+                finish[(label, alg, kib)] = f
+                cols["terms"].append(label)
+                cols["algorithm"].append(alg)
+                cols["size_bytes"].append(kib * KIB)
+                cols["sim_s"].append(r.time_s)
+                cols["spread_pct"].append(100 * (f.max() - f.min()) / f.max())
+    # Per-node finish times of the last configuration, 8 x 8, for the figure.
+    for alg in ("swing_lo", "rd_lo"):
+        f = finish[(FIDELITY_TERMS[-1][0], alg, sizes[0])]
+        for i, t in enumerate(f):
+            cols["terms"].append("finish map")
+            cols["algorithm"].append(alg)
+            cols["size_bytes"].append(sizes[0] * KIB)
+            cols["sim_s"].append(float(t))
+            cols["spread_pct"].append(float(i))  # the rank
+    return cols, _fidelity_findings(cols, finish, sizes)
+
+
+def _fidelity_findings(
+    cols: dict[str, list[Any]], finish: dict, sizes: Any
+) -> list[dict[str, Any]]:
+    terms = np.asarray(cols["terms"])
+    alg = np.asarray(cols["algorithm"])
+    size = np.asarray(cols["size_bytes"])
+    t = np.asarray(cols["sim_s"], float)
+    out = []
+    for var in ("lo", "bo"):
+        parts, flips = [], False
+        for label, _ in FIDELITY_TERMS:
+            r = [
+                t[(terms == label) & (alg == f"swing_{var}") & (size == kib * KIB)][0]
+                / t[(terms == label) & (alg == f"rd_{var}") & (size == kib * KIB)][0]
+                for kib in sizes
+            ]
+            parts.append(f"{label}: {min(r):.2f}-{max(r):.2f}")
+            flips = flips or max(r) > 1.0
+        out.append(
+            {
+                "quantity": f"simulated Swing {var.upper()} / RD {var.upper()} on the "
+                f"n150 as the thesis's cost terms are added ({sizes[0]}-"
+                f"{sizes[-1]} KiB)",
+                "paper": "RD slightly faster than Swing (measured)",
+                "ours": "; ".join(parts),
+                "note": "terms from the thesis's Appendix A: per-core bandwidth "
+                "9 GB/s, t_sync1 per step, FP8 reduction at 4.09 TFLOPS per core",
+                "ok": flips,
+                "tolerance": "some configuration puts RD ahead (ratio > 1)",
+                "explanation": "no term of the thesis's own model reverses the "
+                "order: the bandwidth cap, the per-step handshake and the reduction "
+                "charge both algorithms the same (same steps, same bytes) or favour "
+                "Swing's shorter routes; the measured difference needs effects the "
+                "thesis itself names and no cost model here has (non-deterministic "
+                "start, DRAM access ordering, Section 6.3.3)",
+            }
+        )
+    last = FIDELITY_TERMS[-1][0]
+    f = finish[(last, "swing_lo", sizes[0])]
+    spread = 100 * (f.max() - f.min()) / f.max()
+    early = {divmod(int(i), 8) for i in np.argsort(f)[:4]}
+    out.append(
+        {
+            "quantity": f"Swing LO per-node finish times, n150, {sizes[0]} KiB, "
+            "all terms",
+            "paper": "nodes (3,3), (3,7), (7,3), (7,7) consistently finish up to "
+            "6 % early (Section 6.3.3)",
+            "ours": f"spread {spread:.1f} % of the slowest; earliest "
+            + ", ".join(f"({r},{c})" for r, c in sorted(early)),
+            "note": "simulated finish time of each of the 64 cores (logical row, "
+            "column)",
+            "ok": bool(spread <= 10 and len(early & THESIS_EARLY) >= 2),
+            "tolerance": "a spread of at most 10 % with at least two of the "
+            "thesis's early nodes among the four earliest",
+            "explanation": "the simulated spread has the measured size, but the "
+            "early nodes are a row of the grid, set by the order of the steps' "
+            "routes; the thesis ties its early nodes to start skew and DRAM "
+            "ordering, which the simulation does not have",
+        }
+    )
+    return out
+
+
+def plot_fidelity(cols: dict[str, list[Any]], ax: Any = None) -> Any:
+    """Per-node finish times (µs) of Swing LO and RD LO as 8 x 8 maps."""
+    ax = new_axes(ax)
+    fig = ax.figure
+    ax.remove()
+    fig.set_size_inches(10, 4.2)
+    axes = fig.subplots(1, 2)
+    terms = np.asarray(cols["terms"])
+    alg = np.asarray(cols["algorithm"])
+    t = np.asarray(cols["sim_s"], float)
+    for pax, a in zip(axes, ("swing_lo", "rd_lo"), strict=True):
+        grid = 1e6 * t[(terms == "finish map") & (alg == a)].reshape(8, 8)
+        im = pax.imshow(grid, cmap="viridis")
+        pax.set_title(f"{a}: finish time (µs)", fontsize="medium")
+        pax.set_xlabel("column")
+        pax.set_ylabel("row")
+        fig.colorbar(im, ax=pax, shrink=0.8)
+    fig.suptitle("n150, all of the thesis's cost terms: per-node finish times")
+    return axes[0]
+
+
+register_experiment(
+    Experiment(
+        name="torus_fidelity",
+        title="Swing against RD on the n150 as the thesis's cost terms are added",
+        paper="002",
+        claim=(
+            "Thesis 002, Section 6.3: RD measured slightly faster than Swing on the "
+            "n150; under Swing LO some nodes consistently finish up to 6 % early."
+        ),
+        run=run_fidelity,
+        plot=plot_fidelity,
     )
 )
