@@ -25,8 +25,9 @@ What is simulated
 A run is simulated when its schedule needs at most ``MAX_EVENTS``
 packet-stage events in 1D, ``MAX_EVENTS_2D`` in 2D
 (:func:`wafercoll.simulation_events`; Star's energy grows as ``B P^2 / 2``),
-and in 2D only on grids of at most ``MAX_SIM_PES`` PEs (larger grids exceed
-the cap at B = 256 anyway, and building their schedules takes seconds). Ring's
+and in 2D only on grids of at most ``MAX_SIM_PES`` PEs: up to 256 x 256 in
+the n sweep, where grids above 64 x 64 use the cap ``MAX_EVENTS_2D_LARGE``
+(the broadcast and the reduces that fit it; 512 x 512 is model only). Ring's
 schedule has ``2 P (P - 1)`` transfers whatever ``B``: at ``P = 512`` one run
 takes 2 to 3 s, so the B sweep simulates it only where ``log2 B`` is a
 multiple of ``RING_SIM_STEP`` (B = 1, 64, 4096). Other rows have ``sim`` and
@@ -94,8 +95,13 @@ LOG2_P_MAX, LOG2_P_MAX_QUICK = 9, 6
 #: and number 19 per point, hence a lower cap) ...
 MAX_EVENTS, MAX_EVENTS_QUICK = 2 * 10**7, 10**5
 MAX_EVENTS_2D = 5 * 10**6
-#: ... and, in 2D, on grids of at most this many PEs.
-MAX_SIM_PES, MAX_SIM_PES_QUICK = 64 * 64, 16 * 16
+#: ... except on the large grids of the n sweep, which run the patterns whose
+#: schedules stay within this cap (at 256 x 256, B = 256: the broadcast and the
+#: chain, two-phase, Auto-Gen and snake reduces, 33-66 M events, about 3-8 s
+#: each; Star and the AllReduce forms need 0.1-4.4 G and stay model only) ...
+MAX_EVENTS_2D_LARGE = 7 * 10**7
+#: ... and, in 2D, on grids of at most this many PEs (256 x 256 in the n sweep).
+MAX_SIM_PES, MAX_SIM_PES_QUICK = 256 * 256, 16 * 16
 #: Ring in the B sweep: simulated where log2 B is a multiple of this.
 RING_SIM_STEP, RING_SIM_STEP_QUICK = 6, 1
 #: The largest model error the paper reports for AllReduce (Section 8.6).
@@ -643,7 +649,17 @@ def run_fig13(quick: bool = False) -> tuple[dict[str, list[Any]], list[Finding]]
         ("vs_n", 1 << k, B_FIXED, lambda a, k=k: 1 << 2 * k <= pes)
         for k in range(2, (LOG2_P_MAX_QUICK if quick else LOG2_P_MAX) + 1)
     ]
-    cols = _sweep(points, True, MAX_EVENTS_QUICK if quick else MAX_EVENTS_2D)
+    if quick:
+        cols = _sweep(points, True, MAX_EVENTS_QUICK)
+    else:
+        # Grids up to 64 x 64 under the usual cap, larger ones under the
+        # large-grid cap (see MAX_EVENTS_2D_LARGE).
+        small = [x for x in points if x[1] <= 64]
+        large = [x for x in points if x[1] > 64]
+        cols = _sweep(small, True, MAX_EVENTS_2D)
+        more = _sweep(large, True, MAX_EVENTS_2D_LARGE)
+        for k in cols:
+            cols[k].extend(more[k])
     c = _arrays(cols)
     findings = _exact(
         c,
