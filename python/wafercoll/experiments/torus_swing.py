@@ -473,23 +473,47 @@ def _fidelity_findings(
 
 
 def plot_fidelity(cols: dict[str, list[Any]], ax: Any = None) -> Any:
-    """Per-node finish times (µs) of Swing LO and RD LO as 8 x 8 maps."""
+    """Per-node finish maps (µs) and the time each cost term adds.
+
+    Left two panels: finish time of every core of Swing LO and RD LO under
+    all the terms. Right: at the largest size, the simulated time split into
+    what each term adds on top of the previous ones (NoC transfer, the
+    per-core bandwidth cap, the synchronisation handshakes, the reduction).
+    """
     ax = new_axes(ax)
     fig = ax.figure
     ax.remove()
-    fig.set_size_inches(10, 4.2)
-    axes = fig.subplots(1, 2)
+    fig.set_size_inches(14, 4.2)
+    axes = fig.subplots(1, 3)
     terms = np.asarray(cols["terms"])
     alg = np.asarray(cols["algorithm"])
+    size = np.asarray(cols["size_bytes"])
     t = np.asarray(cols["sim_s"], float)
-    for pax, a in zip(axes, ("swing_lo", "rd_lo"), strict=True):
+    for pax, a in zip(axes[:2], ("swing_lo", "rd_lo"), strict=True):
         grid = 1e6 * t[(terms == "finish map") & (alg == a)].reshape(8, 8)
         im = pax.imshow(grid, cmap="viridis")
         pax.set_title(f"{a}: finish time (µs)", fontsize="medium")
         pax.set_xlabel("column")
         pax.set_ylabel("row")
         fig.colorbar(im, ax=pax, shrink=0.8)
-    fig.suptitle("n150, all of the thesis's cost terms: per-node finish times")
+    bx = axes[2]
+    labels = [label for label, _ in FIDELITY_TERMS]
+    top = size[terms == labels[0]].max()
+    algs = ("swing_lo", "rd_lo", "swing_bo", "rd_bo")
+    bottom = np.zeros(len(algs))
+    shades = ("#0072B2", "#56B4E9", "#E69F00", "#009E73")
+    prev = np.zeros(len(algs))
+    for label, shade in zip(labels, shades, strict=True):
+        now = np.array(
+            [1e6 * t[(terms == label) & (alg == a) & (size == top)][0] for a in algs]
+        )
+        bx.bar(algs, now - prev, bottom=bottom, color=shade, label=label)
+        bottom += now - prev
+        prev = now
+    bx.set_ylabel(f"time at {top // KIB} KiB (µs)")
+    bx.set_title("what each cost term adds", fontsize="medium")
+    bx.legend(fontsize=7)
+    fig.suptitle("n150 with the thesis's cost terms: per-node finish times, breakdown")
     return axes[0]
 
 
