@@ -126,6 +126,65 @@ _NOT_A_REFERENCE = {
 }
 
 
+def _no_reference(slow: str) -> str:
+    """Why the paper's comparison with ``slow`` cannot be checked against ours."""
+    run = "ring2dn" if slow == "Ring-2D" else "dtree"
+    return (
+        f"the paper's numbers come from the artifact, whose {run} runs are no "
+        f"reference for ours: {_NOT_A_REFERENCE[slow]}"
+    )
+
+
+def _case_ratios(
+    t: np.ndarray,
+    alg: np.ndarray,
+    fast: str,
+    slow: str | tuple[str, ...],
+    keys: tuple[np.ndarray, ...],
+    where: np.ndarray | None = None,
+) -> np.ndarray:
+    """``t`` of ``slow`` over ``t`` of ``fast``, one per distinct case of ``keys``.
+
+    A case is one combination of the key columns (say DNN and mesh) among the
+    rows ``where``; cases without both algorithms are left out.
+    """
+    slows = (slow,) if isinstance(slow, str) else slow
+    rows = np.ones(len(alg), bool) if where is None else where
+    out = []
+    for case in dict.fromkeys(zip(*(k[rows] for k in keys), strict=True)):
+        here = rows.copy()
+        for k, v in zip(keys, case, strict=True):
+            here &= k == v
+        f, sl = t[here & (alg == fast)], t[here & np.isin(alg, slows)]
+        if f.size and sl.size:
+            out.append(sl[0] / f[0])
+    return np.asarray(out, float)
+
+
+def _range_finding(
+    quantity: str,
+    paper: tuple[float, float],
+    source: str,
+    sp: Any,
+    note: str,
+    slow: str,
+) -> dict[str, Any]:
+    """A speedup range of ours against one the paper states (both ends, 25 %)."""
+    lo, hi = paper
+    got_lo, got_hi = float(np.min(sp)), float(np.max(sp))
+    f: dict[str, Any] = {
+        "quantity": quantity,
+        "paper": f"{lo}x to {hi}x ({source})",
+        "ours": f"{got_lo:.2f}x to {got_hi:.2f}x",
+        "note": note,
+        "ok": bool(abs(got_lo / lo - 1) <= 0.25 and abs(got_hi / hi - 1) <= 0.25),
+        "tolerance": "both ends within 25 %",
+    }
+    if slow in _NOT_A_REFERENCE:
+        f["explanation"] = _no_reference(slow)
+    return f
+
+
 def artifact_reference(
     label: str,
     rows: int,
@@ -377,11 +436,7 @@ def _speedups(
             "tolerance": "within 25 %",
         }
         if slow in _NOT_A_REFERENCE:
-            f["explanation"] = (
-                "the paper's figures come from the artifact, whose "
-                f"{'ring2dn' if slow == 'Ring-2D' else 'dtree'} runs are no "
-                f"reference for ours: {_NOT_A_REFERENCE[slow]}"
-            )
+            f["explanation"] = _no_reference(slow)
         out.append(f)
     return out
 
@@ -396,6 +451,32 @@ def _panels(ax: Any, count: int) -> list[Any]:
     for extra in axes[count:]:
         extra.remove()
     return list(axes[:count])
+
+
+def _legend_once(axes: list[Any], **kw: Any) -> None:
+    """One legend on the first panel, every label of all the panels once.
+
+    (RingBiOdd, say, only appears on odd meshes.)
+    """
+    seen: dict[str, Any] = {}
+    for pax in axes:
+        for h, lab in zip(*pax.get_legend_handles_labels(), strict=True):
+            seen.setdefault(lab, h)
+    axes[0].legend(list(seen.values()), list(seen), **kw)
+
+
+def _bars(pax: Any, models: list[str], values: dict[str, list[float]]) -> Any:
+    """Bars per DNN (x) and algorithm (colour); returns the bar positions."""
+    x = np.arange(len(models))
+    w = 0.8 / len(values)
+    pos = {}
+    for k, (a, vals) in enumerate(values.items()):
+        pos[a] = x + (k - (len(values) - 1) / 2) * w
+        pax.bar(pos[a], vals, w, color=color(a), label=a)
+    pax.axhline(1.0, color="black", lw=0.8)
+    pax.set_xticks(x, models, fontsize=7, rotation=20)
+    pax.grid(True, axis="y", alpha=0.3)
+    return pos
 
 
 def plot_fig8(cols: dict[str, list[Any]], ax: Any = None) -> Any:
@@ -441,13 +522,8 @@ def plot_fig8(cols: dict[str, list[Any]], ax: Any = None) -> Any:
         pax.set_xlabel("AllReduce size (MiB)")
         pax.set_ylabel("bandwidth (GiB/s)")
         pax.grid(True, alpha=0.3)
-    seen: dict[str, Any] = {}
-    for pax in axes:  # every algorithm once (RingBiOdd is only on odd meshes)
-        for h, lab in zip(*pax.get_legend_handles_labels(), strict=True):
-            seen.setdefault(lab, h)
-    axes[0].legend(
-        list(seen.values()),
-        list(seen),
+    _legend_once(
+        axes,
         fontsize=6,
         ncol=2,
         title="lines: artifact preset; dotted: Table II; x: artifact",
@@ -815,19 +891,6 @@ def _fig10_findings(cols: dict[str, list[Any]]) -> list[dict[str, Any]]:
     epoch = np.asarray(cols["epoch_s"], float)
     findings = _agreement(cols, "Fig. 10 (AllReduce of each DNN's gradients)")
 
-    def pairs(
-        fast: str, slow: tuple[str, ...], epochs: np.ndarray = epoch
-    ) -> np.ndarray:
-        """Epoch speedups of ``fast`` over ``slow``, one per DNN and mesh."""
-        out = []
-        for ms, md in dict.fromkeys(zip(mesh_, model, strict=True)):
-            here = (mesh_ == ms) & (model == md)
-            f = epochs[here & (alg == fast)]
-            s_ = epochs[here & np.isin(alg, slow)]
-            if f.size and s_.size:
-                out.append(s_[0] / f[0])
-        return np.asarray(out, float)
-
     claims = [
         ("TTO", ("MultiTree",), 33, (1.04, 1.5)),
         ("TTO", ("RingBiEven", "RingBiOdd"), 29, (1.1, 1.69)),
@@ -840,7 +903,7 @@ def _fig10_findings(cols: dict[str, list[Any]]) -> list[dict[str, Any]]:
         computes.append((art_epoch, "the artifact's SCALE-Sim cycles"))
     for epochs, what in computes:
         for fast, slow, reduction, span in claims:
-            sp = pairs(fast, slow, epochs)
+            sp = _case_ratios(epochs, alg, fast, slow, (mesh_, model))
             if sp.size == 0:
                 continue
             red = 100 * float(np.mean(1 - 1 / sp))
@@ -865,20 +928,16 @@ def _fig10_findings(cols: dict[str, list[Any]]) -> list[dict[str, Any]]:
                 }
             )
             if span is not None:
-                lo, hi = span
                 findings.append(
-                    {
-                        "quantity": f"Fig. 10: range of {fast}'s epoch speedup over "
-                        f"{name} (compute: {what})",
-                        "paper": f"{lo}x to {hi}x (Section VII-C)",
-                        "ours": f"{sp.min():.2f}x to {sp.max():.2f}x",
-                        "note": "per DNN and mesh",
-                        "ok": bool(
-                            abs(sp.min() / lo - 1) <= 0.25
-                            and abs(sp.max() / hi - 1) <= 0.25
-                        ),
-                        "tolerance": "both ends within 25 %",
-                    }
+                    _range_finding(
+                        f"Fig. 10: range of {fast}'s epoch speedup over {name} "
+                        f"(compute: {what})",
+                        span,
+                        "Section VII-C",
+                        sp,
+                        "per DNN and mesh",
+                        slow[0],
+                    )
                 )
     ring = alg == "Ring"
     comp = np.asarray(cols["compute_s"], float)
@@ -1052,35 +1111,22 @@ def _fig11_findings(cols: dict[str, list[Any]]) -> list[dict[str, Any]]:
     hidden = np.asarray(cols["hidden_pct"], float)
     findings = []
     for what in dict.fromkeys(comp):
-        for slow, (lo, hi) in _FIG11_RANGES.items():
-            sp = []
-            for md in dict.fromkeys(model):
-                here = (comp == what) & (model == md)
-                f, s_ = epoch[here & (alg == "TTO")], epoch[here & (alg == slow)]
-                if f.size and s_.size:
-                    sp.append(s_[0] / f[0])
-            if not sp:
+        for slow, span in _FIG11_RANGES.items():
+            sp = _case_ratios(epoch, alg, "TTO", slow, (model,), comp == what)
+            if sp.size == 0:
                 continue
-            f = {
-                "quantity": f"Fig. 11: range of TTO's epoch speedup over {slow} "
-                f"with layer-wise overlap (compute: {what})",
-                "paper": f"{lo}x to {hi}x (Section VII-C)",
-                "ours": f"{min(sp):.2f}x to {max(sp):.2f}x",
-                "note": "each gradient's AllReduce starts when the backward pass "
-                "has produced it and the previous AllReduce is done",
-                "ok": bool(
-                    abs(min(sp) / lo - 1) <= 0.25 and abs(max(sp) / hi - 1) <= 0.25
-                ),
-                "tolerance": "both ends within 25 %",
-            }
-            if slow in _NOT_A_REFERENCE:
-                f["explanation"] = (
-                    "the artifact's "
-                    f"{'ring2dn' if slow == 'Ring-2D' else 'dtree'} runs behind the "
-                    "paper's numbers are no reference for ours: "
-                    + _NOT_A_REFERENCE[slow]
+            findings.append(
+                _range_finding(
+                    f"Fig. 11: range of TTO's epoch speedup over {slow} with "
+                    f"layer-wise overlap (compute: {what})",
+                    span,
+                    "Section VII-C",
+                    sp,
+                    "each gradient's AllReduce starts when the backward pass has "
+                    "produced it and the previous AllReduce is done",
+                    slow,
                 )
-            findings.append(f)
+            )
         heavy = ("alexnet", "FasterRCNN", "Googlenet")
         light = ("NCF_recommendation", "Transformer")
         sel = (comp == what) & (alg == "TTO")
@@ -1116,14 +1162,14 @@ def plot_fig11(cols: dict[str, list[Any]], ax: Any = None) -> Any:
     model = np.asarray(cols["model"])[sel]
     sp = np.asarray(cols["epoch_speedup_vs_ring"], float)[sel]
     models = list(dict.fromkeys(model))
-    algs = list(dict.fromkeys(alg))
-    x = np.arange(len(models))
-    w = 0.8 / len(algs)
-    for k, a in enumerate(algs):
-        vals = [sp[(alg == a) & (model == md)][0] for md in models]
-        ax.bar(x + (k - (len(algs) - 1) / 2) * w, vals, w, color=color(a), label=a)
-    ax.axhline(1.0, color="black", lw=0.8)
-    ax.set_xticks(x, models, fontsize=7, rotation=20)
+    _bars(
+        ax,
+        models,
+        {
+            a: [sp[(alg == a) & (model == md)][0] for md in models]
+            for a in dict.fromkeys(alg)
+        },
+    )
     ax.set_ylabel("epoch speedup over Ring")
     ax.set_title(
         f"Layer-wise AllReduce overlapped with backward, 8x8 (Fig. 11; compute: "
@@ -1131,7 +1177,6 @@ def plot_fig11(cols: dict[str, list[Any]], ax: Any = None) -> Any:
         fontsize="medium",
     )
     ax.legend(fontsize=6, ncol=3)
-    ax.grid(True, axis="y", alpha=0.3)
     return ax
 
 
@@ -1231,15 +1276,10 @@ def _fig13_findings(cols: dict[str, list[Any]]) -> list[dict[str, Any]]:
             }
         )
     for slow, claim in _FIG13_ALLREDUCE.items():
-        sp = []
-        for md in dict.fromkeys(model):
-            here = (model == md) & (array == array[0])
-            a_t, b_t = ar[here & tto], ar[here & (alg == slow)]
-            if a_t.size and b_t.size:
-                sp.append(b_t[0] / a_t[0])
-        if not sp:
+        sp = _case_ratios(ar, alg, "TTO", slow, (model,), array == array[0])
+        if sp.size == 0:
             continue
-        got = _geo_mean(sp)
+        got = _geo_mean(list(sp))
         f = {
             "quantity": f"Fig. 13: TTO's AllReduce speedup over {slow} (6x6, "
             "geometric mean over DNNs)",
@@ -1250,56 +1290,35 @@ def _fig13_findings(cols: dict[str, list[Any]]) -> list[dict[str, Any]]:
             "tolerance": "within 25 %",
         }
         if slow in _NOT_A_REFERENCE:
-            f["explanation"] = (
-                "the paper's figures come from the artifact, whose "
-                f"{'ring2dn' if slow == 'Ring-2D' else 'dtree'} runs are no "
-                f"reference for ours: {_NOT_A_REFERENCE[slow]}"
-            )
+            f["explanation"] = _no_reference(slow)
         findings.append(f)
     for compute, what in ((comp, "systolic model"), (acomp, "the artifact's cycles")):
         if not np.isfinite(compute).all():
             continue
         it = compute + ar
-        for slow, (lo, hi) in _FIG13_E2E.items():
-            sp = []
-            for md in dict.fromkeys(model):
-                for a in dict.fromkeys(array):
-                    here = (model == md) & (array == a)
-                    t_t, s_t = it[here & tto], it[here & (alg == slow)]
-                    if t_t.size and s_t.size:
-                        sp.append(s_t[0] / t_t[0])
-            if not sp:
+        for slow, span in _FIG13_E2E.items():
+            sp = _case_ratios(it, alg, "TTO", slow, (model, array))
+            if sp.size == 0:
                 continue
-            got_lo, got_hi = min(sp), max(sp)
-            f = {
-                "quantity": f"Fig. 13: range of TTO's iteration speedup over {slow} "
-                f"(compute: {what})",
-                "paper": f"{lo}x to {hi}x (Section VIII-A)",
-                "ours": f"{got_lo:.2f}x to {got_hi:.2f}x",
-                "note": "per DNN and MAC array; AllReduce under mcm_artifact",
-                "ok": bool(
-                    abs(got_lo / lo - 1) <= 0.25 and abs(got_hi / hi - 1) <= 0.25
-                ),
-                "tolerance": "both ends within 25 %",
-            }
-            if slow in _NOT_A_REFERENCE:
-                f["explanation"] = (
-                    "the artifact's "
-                    f"{'ring2dn' if slow == 'Ring-2D' else 'dtree'} runs behind the "
-                    "paper's numbers are no reference for ours: "
-                    + _NOT_A_REFERENCE[slow]
+            findings.append(
+                _range_finding(
+                    f"Fig. 13: range of TTO's iteration speedup over {slow} "
+                    f"(compute: {what})",
+                    span,
+                    "Section VIII-A",
+                    sp,
+                    "per DNN and MAC array; AllReduce under mcm_artifact",
+                    slow,
                 )
-            findings.append(f)
+            )
     # Smaller arrays: more compute, less end-to-end speedup (Section VIII-A).
     it = acomp + ar if np.isfinite(acomp).all() else comp + ar
-    means = {}
-    for a in dict.fromkeys(array):
-        sp = [
-            it[(model == md) & (array == a) & (alg == "Ring")][0]
-            / it[(model == md) & (array == a) & tto][0]
-            for md in dict.fromkeys(model)
-        ]
-        means[int(a)] = _geo_mean(sp)
+    means = {
+        int(a): _geo_mean(
+            list(_case_ratios(it, alg, "TTO", "Ring", (model,), array == a))
+        )
+        for a in dict.fromkeys(array)
+    }
     if len(means) == 2:
         big, small = sorted(means, reverse=True)
         findings.append(
@@ -1335,25 +1354,22 @@ def plot_fig13(cols: dict[str, list[Any]], ax: Any = None) -> Any:
     for pax, a in zip(axes, arrays, strict=True):
         models = list(dict.fromkeys(model[array == a]))
         algs = list(dict.fromkeys(alg[array == a]))
-        x = np.arange(len(models))
-        w = 0.8 / len(algs)
-        for k, lab in enumerate(algs):
-            here = [(array == a) & (model == md) for md in models]
-            ring = [it[h & (alg == "Ring")][0] for h in here]
-            vals = [
-                r / it[h & (alg == lab)][0] for h, r in zip(here, ring, strict=True)
-            ]
-            mine = [
-                ours[h & (alg == "Ring")][0] / ours[h & (alg == lab)][0] for h in here
-            ]
-            pos = x + (k - (len(algs) - 1) / 2) * w
-            pax.bar(pos, vals, w, color=color(lab), label=lab)
-            pax.plot(pos, mine, ls="none", marker="_", color="black", ms=6)
-        pax.axhline(1.0, color="black", lw=0.8)
-        pax.set_xticks(x, models, fontsize=7, rotation=20)
+
+        def over_ring(t: np.ndarray, lab: str, a: Any = a) -> list[float]:
+            return list(_case_ratios(t, alg, lab, "Ring", (model,), array == a))
+
+        pos = _bars(pax, models, {lab: over_ring(it, lab) for lab in algs})
+        for lab in algs:
+            pax.plot(
+                pos[lab],
+                over_ring(ours, lab),
+                ls="none",
+                marker="_",
+                color="black",
+                ms=6,
+            )
         pax.set_ylabel("iteration speedup over Ring")
         pax.set_title(f"{a} x {a} MAC arrays", fontsize="medium")
-        pax.grid(True, axis="y", alpha=0.3)
     axes[0].legend(fontsize=6, ncol=3)
     axes[0].figure.suptitle(
         "Simba 6x6, one training iteration (Fig. 13); ticks: systolic-model compute"
@@ -1372,22 +1388,17 @@ def plot_fig10(cols: dict[str, list[Any]], ax: Any = None) -> Any:
     sp = np.asarray(cols["epoch_speedup_vs_ring"], float)
     for pax, ms in zip(axes, meshes, strict=True):
         models = list(dict.fromkeys(model[mesh_ == ms]))
-        algs = list(dict.fromkeys(alg[mesh_ == ms]))
-        w = 0.8 / len(algs)
-        x = np.arange(len(models))
-        for k, a in enumerate(algs):
-            vals = [sp[(mesh_ == ms) & (alg == a) & (model == md)][0] for md in models]
-            pax.bar(x + (k - (len(algs) - 1) / 2) * w, vals, w, color=color(a), label=a)
-        pax.axhline(1.0, color="black", lw=0.8)
-        pax.set_xticks(x, models, fontsize=7, rotation=20)
+        _bars(
+            pax,
+            models,
+            {
+                a: [sp[(mesh_ == ms) & (alg == a) & (model == md)][0] for md in models]
+                for a in dict.fromkeys(alg[mesh_ == ms])
+            },
+        )
         pax.set_ylabel("epoch speedup over Ring")
         pax.set_title(f"{ms} mesh", fontsize="medium")
-        pax.grid(True, axis="y", alpha=0.3)
-    seen: dict[str, Any] = {}
-    for pax in axes:  # every algorithm once (RingBiOdd only on odd meshes)
-        for h, lab in zip(*pax.get_legend_handles_labels(), strict=True):
-            seen.setdefault(lab, h)
-    axes[0].legend(list(seen.values()), list(seen), fontsize=6, ncol=4)
+    _legend_once(axes, fontsize=6, ncol=4)
     axes[0].figure.suptitle(
         "One training epoch, artifact preset AllReduce + systolic compute (Fig. 10)"
     )

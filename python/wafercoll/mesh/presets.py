@@ -160,27 +160,49 @@ ARTIFACT_ALGORITHMS = {
 }
 
 
-@functools.lru_cache(maxsize=1)
-def _artifact_rows() -> tuple[np.ndarray, ...]:
+@functools.lru_cache(maxsize=4)
+def _table(name: str) -> dict[str, np.ndarray]:
+    """The columns of a CSV of ``wafercoll/mesh/data`` (read-only arrays).
+
+    Lines starting with ``#`` are comments; a column whose values are all
+    digits (or empty, read as 0) is int64, any other a string column.
+    """
     from importlib.resources import files
 
-    text = files("wafercoll.mesh").joinpath("data", "mcm_artifact_cycles.csv")
-    lines = [ln for ln in text.read_text().splitlines() if ln and ln[0] != "#"]
+    text = files("wafercoll.mesh").joinpath("data", name).read_text()
+    lines = [ln for ln in text.splitlines() if ln and ln[0] != "#"]
+    header = lines[0].split(",")
     rows = [ln.split(",") for ln in lines[1:]]
-    cols = (
-        np.array([r[0] for r in rows]),
-        np.array([r[1] for r in rows]),
-        np.array([int(r[2]) for r in rows], dtype=np.int64),
-        np.array([4 * int(r[3]) for r in rows], dtype=np.int64),
-        np.array([4 * int(r[4]) if r[4] else 0 for r in rows], dtype=np.int64),
-        np.array([int(r[5]) for r in rows], dtype=np.int64),
-        np.array([r[6] for r in rows]),
-        np.array([int(r[7]) if r[7] else 0 for r in rows], dtype=np.int64),
-        np.array([int(r[8]) for r in rows], dtype=np.int64),
-    )
-    for c in cols:
-        c.setflags(write=False)
-    return cols
+    out = {}
+    for k, col in enumerate(header):
+        values = [r[k] for r in rows]
+        if all(v.isdigit() or not v for v in values):
+            a = np.array([int(v) if v else 0 for v in values], dtype=np.int64)
+        else:
+            a = np.array(values)
+        a.setflags(write=False)
+        out[col] = a
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def _artifact_runs() -> dict[str, np.ndarray]:
+    t = _table("mcm_artifact_cycles.csv")
+    size = 4 * t["params"]  # fp32 parameters to bytes
+    chunk = 4 * t["chunk_params"]
+    for a in (size, chunk):
+        a.setflags(write=False)
+    return {
+        "figure": t["figure"],
+        "algorithm": t["algorithm"],
+        "chiplets": t["chiplets"],
+        "size_bytes": size,
+        "chunk_bytes": chunk,
+        "radix": t["radix"],
+        "model": t["model"],
+        "array": t["array"],
+        "cycles": t["cycles"],
+    }
 
 
 def artifact_cycles(figure: str | None = None) -> dict[str, Any]:
@@ -218,18 +240,7 @@ def artifact_cycles(figure: str | None = None) -> dict[str, Any]:
         ``array`` (0 but for ``"fig13"``) and ``cycles``, one entry per run
         (read-only).
     """
-    names = (
-        "figure",
-        "algorithm",
-        "chiplets",
-        "size_bytes",
-        "chunk_bytes",
-        "radix",
-        "model",
-        "array",
-        "cycles",
-    )
-    out = dict(zip(names, _artifact_rows(), strict=True))
+    out = _artifact_runs()
     if figure is None:
         return out
     if figure not in ("fig8", "fig10", "fig13", "fig14"):
@@ -238,21 +249,6 @@ def artifact_cycles(figure: str | None = None) -> dict[str, Any]:
         )
     sel = out["figure"] == figure
     return {k: v[sel] for k, v in out.items()}
-
-
-@functools.lru_cache(maxsize=1)
-def _training_rows() -> tuple[np.ndarray, ...]:
-    from importlib.resources import files
-
-    text = files("wafercoll.mesh").joinpath("data", "mcm_artifact_training.csv")
-    lines = [ln for ln in text.read_text().splitlines() if ln and ln[0] != "#"]
-    rows = [ln.split(",") for ln in lines[1:]]
-    cols = (np.array([r[0] for r in rows]),) + tuple(
-        np.array([int(r[k]) for r in rows], dtype=np.int64) for k in range(1, 7)
-    )
-    for c in cols:
-        c.setflags(write=False)
-    return cols
 
 
 def artifact_training() -> dict[str, np.ndarray]:
@@ -266,31 +262,7 @@ def artifact_training() -> dict[str, np.ndarray]:
     ``samples_per_pe`` and ``cycles`` (forward and backward of one
     iteration), one entry per run (read-only).
     """
-    names = (
-        "model",
-        "array_rows",
-        "array_cols",
-        "chiplets",
-        "pes",
-        "samples_per_pe",
-        "cycles",
-    )
-    return dict(zip(names, _training_rows(), strict=True))
-
-
-@functools.lru_cache(maxsize=1)
-def _layer_rows() -> tuple[np.ndarray, ...]:
-    from importlib.resources import files
-
-    text = files("wafercoll.mesh").joinpath("data", "mcm_artifact_layers.csv")
-    lines = [ln for ln in text.read_text().splitlines() if ln and ln[0] != "#"]
-    rows = [ln.split(",") for ln in lines[1:]]
-    cols = (np.array([r[0] for r in rows]),) + tuple(
-        np.array([int(r[k]) for r in rows], dtype=np.int64) for k in range(1, 4)
-    )
-    for c in cols:
-        c.setflags(write=False)
-    return cols
+    return dict(_table("mcm_artifact_training.csv"))
 
 
 def artifact_layers() -> dict[str, np.ndarray]:
@@ -301,8 +273,7 @@ def artifact_layers() -> dict[str, np.ndarray]:
     ``array``, ``layer`` (index in the topology file) and ``ready_cycles``
     (cycles from the start of the iteration), read-only.
     """
-    names = ("model", "array", "layer", "ready_cycles")
-    return dict(zip(names, _layer_rows(), strict=True))
+    return dict(_table("mcm_artifact_layers.csv"))
 
 
 def unit_timestep() -> NetworkModel:

@@ -109,7 +109,8 @@ def gain(
     ct = as_real(tto_allreduce_s, "tto_allreduce_s", 0.0)
     ib = iterations(dataset, N, per_chiplet)
     it = iterations(dataset, N - 1, per_chiplet)
-    eb, et = ib * (T + cb), it * (T + ct)
+    eb = epoch_time(N, T, cb, dataset=dataset, per_chiplet=per_chiplet)
+    et = epoch_time(N - 1, T, ct, dataset=dataset, per_chiplet=per_chiplet)
     return {
         "I_base": ib,
         "I_tto": it,
