@@ -500,32 +500,50 @@ class Schedule:
             raise IndexError("the schedule has no transfers")
         return self._transfers(i, i + 1)[0]
 
-    def _transfers(self, start: int, stop: int) -> list[dict[str, Any]]:
+    def _rows(
+        self, start: int, stop: int
+    ) -> tuple[
+        list[int],
+        list[int],
+        list[list[int]],
+        list[list[tuple[int, int]]],
+        list[list[int]],
+    ]:
+        """Transfers ``start .. stop - 1`` as Python lists.
+
+        Sources, ops, and per transfer its destinations, ``(lo, hi)`` block
+        ranges and dependencies. Only the requested slice of the core's arrays
+        is converted.
+        """
         c = self._core
-        src, op = c.src.tolist(), c.op.tolist()
-        doff, dsts = c.dst_offsets.tolist(), c.dsts.tolist()
-        roff, lo, hi = (
-            c.range_offsets.tolist(),
-            c.range_lo.tolist(),
-            c.range_hi.tolist(),
+
+        def split(offsets: Any, *values: Any) -> list[list[Any]]:
+            off = np.asarray(offsets[start : stop + 1], dtype=np.int64)
+            cols = [v[off[0] : off[-1]].tolist() for v in values]
+            rel = (off - off[0]).tolist()
+            rows = cols[0] if len(cols) == 1 else list(zip(*cols, strict=True))
+            return [rows[rel[i] : rel[i + 1]] for i in range(len(rel) - 1)]
+
+        return (
+            c.src[start:stop].tolist(),
+            c.op[start:stop].tolist(),
+            split(c.dst_offsets, c.dsts),
+            split(c.range_offsets, c.range_lo, c.range_hi),
+            split(c.dep_offsets, c.deps),
         )
-        eoff, deps = c.dep_offsets.tolist(), c.deps.tolist()
-        out = []
-        for t in range(start, stop):
-            blocks: list[Any] = [
-                lo[k] if hi[k] - lo[k] == 1 else [lo[k], hi[k]]
-                for k in range(roff[t], roff[t + 1])
-            ]
-            out.append(
-                {
-                    "src": src[t],
-                    "dst": dsts[doff[t] : doff[t + 1]],
-                    "blocks": blocks,
-                    "op": "reduce" if op[t] else "copy",
-                    "deps": deps[eoff[t] : eoff[t + 1]],
-                }
-            )
-        return out
+
+    def _transfers(self, start: int, stop: int) -> list[dict[str, Any]]:
+        src, op, dsts, ranges, deps = self._rows(start, stop)
+        return [
+            {
+                "src": src[i],
+                "dst": dsts[i],
+                "blocks": [lo if hi - lo == 1 else [lo, hi] for lo, hi in ranges[i]],
+                "op": "reduce" if op[i] else "copy",
+                "deps": deps[i],
+            }
+            for i in range(len(src))
+        ]
 
     # -- derived views ------------------------------------------------------
     def stats(self) -> dict[str, Any]:

@@ -99,24 +99,13 @@ class Transfers:
 
     @classmethod
     def of(cls, schedule: Schedule) -> Transfers:
-        c = schedule._core
-        src, op = c.src.tolist(), c.op.tolist()
-        doff, dsts = c.dst_offsets.tolist(), c.dsts.tolist()
-        roff, lo, hi = (
-            c.range_offsets.tolist(),
-            c.range_lo.tolist(),
-            c.range_hi.tolist(),
-        )
-        eoff, deps = c.dep_offsets.tolist(), c.deps.tolist()
-        t = len(src)
+        src, op, dsts, ranges, deps = schedule._rows(0, schedule.num_transfers)
         return cls(
             src=src,
-            dsts=[dsts[doff[i] : doff[i + 1]] for i in range(t)],
-            ranges=[
-                [(lo[k], hi[k]) for k in range(roff[i], roff[i + 1])] for i in range(t)
-            ],
+            dsts=dsts,
+            ranges=ranges,
             op=op,
-            deps=[deps[eoff[i] : eoff[i + 1]] for i in range(t)],
+            deps=deps,
             nbytes=schedule.transfer_bytes().tolist(),
             order=schedule.topological_order().tolist(),
         )
