@@ -414,6 +414,53 @@ def test_ports_limit_concurrent_injection(ports: int) -> None:
     assert free.transfer_finish_s == pytest.approx([size / bw] * 2, rel=REL)
 
 
+@pytest.mark.parametrize("overhead", [0.0, 3e-6, 2e-5])
+def test_switch_overhead_between_incoming_streams(overhead: float) -> None:
+    # Ranks 1..m each send one S-byte message to rank 0 on a star: the
+    # root's one ejection channel takes them one after another, and every one
+    # after the first waits the switch overhead once the channel is free.
+    m, bw, size = 4, 1e9, 10_000
+    s = wc.Schedule(m + 1, [size], "reduce", root=0)
+    for r in range(1, m + 1):
+        s.add_transfer(r, 0, [0], op="reduce")
+    net = wc.NetworkModel(bw, ports=1, switch_overhead_s=overhead)
+    res = wc.simulate(s, wc.topology.star(m + 1), net, transfers=True)
+    one = size / bw  # cut-through: the stages at one bandwidth pipeline
+    expect = [one + k * (size / bw + overhead) for k in range(m)]
+    assert sorted(res.transfer_finish_s) == pytest.approx(expect, rel=REL)
+    # A chain receives one stream per rank: no switch anywhere.
+    c = wc.Schedule(m + 1, [size], "reduce", root=0)
+    prev: list[int] = []
+    for r in range(m, 0, -1):
+        prev = [c.add_transfer(r, r - 1, [0], op="reduce", deps=prev)]
+    chain = wc.simulate(c, wc.line(m + 1), net)
+    assert chain.time_s == pytest.approx(m * size / bw, rel=REL)
+
+
+def test_switch_overhead_is_hidden_by_a_late_stream() -> None:
+    # The second stream into rank 0 starts after a long transfer elsewhere,
+    # later than the channel's switch ends: the overhead costs nothing.
+    bw, size, overhead = 1e9, 1000, 1e-7
+    s = wc.Schedule(4, [size, 20 * size], "reduce", root=0)
+    a = s.add_transfer(1, 0, [0], op="reduce")
+    b = s.add_transfer(3, 2, [1], op="reduce")
+    s.add_transfer(2, 0, [0], op="reduce", deps=[b])
+    net = wc.NetworkModel(bw, ports=1, switch_overhead_s=overhead)
+    r = wc.simulate(s, wc.line(4), net, transfers=True)
+    free = wc.simulate(
+        s, wc.line(4), net.replace(switch_overhead_s=0.0), transfers=True
+    )
+    assert r.transfer_finish_s == pytest.approx(free.transfer_finish_s, rel=REL)
+    assert r.transfer_finish_s[a] < r.transfer_finish_s[2]
+
+
+def test_switch_overhead_needs_ports() -> None:
+    with pytest.raises(ValueError, match="switch_overhead_s > 0 needs ports"):
+        wc.NetworkModel(1e9, switch_overhead_s=1e-9)
+    with pytest.raises(ValueError, match="switch_overhead_s"):
+        wc.NetworkModel(1e9, ports=1, switch_overhead_s=-1.0)
+
+
 def test_port_bandwidth_can_be_lower_than_links() -> None:
     size, m, slow, fast = 10_000, 1000, 5e8, 1e9
     s = one_transfer(3, 0, 2, size)

@@ -58,6 +58,7 @@ void bind_simulate(py::module_& m) {
       .def_readwrite("ports", &NetworkModel::ports)
       .def_readwrite("port_bandwidth_Bps", &NetworkModel::port_bandwidth_Bps)
       .def_readwrite("port_latency_s", &NetworkModel::port_latency_s)
+      .def_readwrite("switch_overhead_s", &NetworkModel::switch_overhead_s)
       .def_readwrite("clock_Hz", &NetworkModel::clock_Hz)
       .def("validate", &NetworkModel::validate);
   m.def(

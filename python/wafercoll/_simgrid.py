@@ -85,6 +85,7 @@ _UNSUPPORTED = (
     ("ports", None),
     ("dependencies", "complete"),
     ("pad_packets", False),
+    ("switch_overhead_s", 0.0),
 )
 
 

@@ -22,6 +22,10 @@ The model
   ``ports`` injection and ``ports`` ejection channels with
   ``port_bandwidth_Bps`` (default: the link bandwidth) and
   ``port_latency_s``; a message takes the channel that frees up first.
+  With ``switch_overhead_s``, an ejection channel that has already taken a
+  transfer is free for the next one only that long after its last packet
+  (switching to a new incoming stream; waiting for the stream's arrival
+  hides it).
 * **Arbitration** is first come, first served by arrival time at the stage;
   simultaneous arrivals go by the position of the packet's data in the
   vector, then by a canonical order of the transfers (source, first
@@ -162,6 +166,13 @@ class NetworkModel:
         stage into that destination after the earlier transfer's last packet
         (writes stay ordered); other dependencies wait for completion. This
         is how a spatial dataflow machine such as the wafer streams.
+    switch_overhead_s : float
+        Time an ejection channel needs, once free, before it takes a transfer
+        that follows another one into it: switching to a new incoming stream
+        (on the wafer, reconfiguring the router between senders). The first
+        transfer into a channel is set up before the start, and a stream that
+        arrives later than the switch ends waits for nothing extra. Needs
+        ``ports``.
     name : str
         Label of the model (presets set it).
 
@@ -188,6 +199,7 @@ class NetworkModel:
     dependencies: str = "complete"
     name: str = "custom"
     pad_packets: bool = False
+    switch_overhead_s: float = 0.0
 
     def __post_init__(self) -> None:
         def fix(field: str, value: Any) -> None:
@@ -200,7 +212,7 @@ class NetworkModel:
                     self.bandwidth_Bps, "bandwidth_Bps", _MIN_BPS, maximum=_MAX_BPS
                 ),
             )
-        for key in ("hop_latency_s", "alpha_s", "port_latency_s"):
+        for key in ("hop_latency_s", "alpha_s", "port_latency_s", "switch_overhead_s"):
             fix(key, as_real(getattr(self, key), key, 0.0, maximum=_MAX_DELAY_S))
         if self.packet_bytes is not None:
             fix(
@@ -258,6 +270,11 @@ class NetworkModel:
         fix("pad_packets", bool(self.pad_packets))
         if self.pad_packets and self.packet_bytes is None:
             raise ValueError("pad_packets=True needs packet_bytes (the padded size)")
+        if self.switch_overhead_s > 0 and self.ports is None:
+            raise ValueError(
+                "switch_overhead_s > 0 needs ports (it is charged on the "
+                "endpoints' ejection channels)"
+            )
 
     # -- presets --------------------------------------------------------------
     @classmethod
@@ -340,6 +357,7 @@ class NetworkModel:
         m.ports = self.ports or 0
         m.port_bandwidth_Bps = self.port_bandwidth_Bps or 0.0
         m.port_latency_s = self.port_latency_s
+        m.switch_overhead_s = self.switch_overhead_s
         m.clock_Hz = self.clock_Hz or 0.0
         return m
 

@@ -125,3 +125,26 @@ TEST(Simulate, DataflowForwardsChainStreamsLikeTheWafer) {
     }
   }
 }
+
+TEST(Simulate, SwitchOverheadSerializesOnlyLaterStreams) {
+  // Star reduce of m messages into rank 0 on a line: one ejection channel,
+  // each message after the first waits the switch overhead once the channel
+  // is free. The chain (one stream per rank) is unchanged.
+  const double bw = 1e9, o = 5e-6;
+  const Bytes S = 1000;
+  NetworkModel n = model(bw, 0.0, 0.0, 0, Switching::cut_through);
+  n.ports = 1;
+  n.switch_overhead_s = o;
+  const std::int32_t P = 5;
+  std::vector<std::int32_t> star(P, 0), chain(P);
+  star[0] = -1;
+  for (std::int32_t v = 0; v < P; ++v) chain[v] = v - 1;
+  const SimResult a = simulate(tree_reduce(star, S, S), Topology::line(P), n);
+  EXPECT_NEAR(a.time_s, (P - 1) * S / bw + (P - 2) * o, 1e-12);
+  const SimResult c = simulate(tree_reduce(chain, S, S), Topology::line(P), n);
+  n.switch_overhead_s = 0.0;
+  EXPECT_NEAR(c.time_s, simulate(tree_reduce(chain, S, S), Topology::line(P), n).time_s, 1e-15);
+  n.ports = 0;
+  n.switch_overhead_s = o;
+  EXPECT_THROW(n.validate(), std::invalid_argument);
+}

@@ -84,6 +84,10 @@ void NetworkModel::validate() const {
   require(std::isfinite(port_bandwidth_Bps) && port_bandwidth_Bps >= 0.0,
           "port_bandwidth_Bps must be a finite number >= 0 (bytes per second; 0: default)");
   require(finite_nonneg(port_latency_s), "port_latency_s must be a finite number >= 0 (seconds)");
+  require(finite_nonneg(switch_overhead_s),
+          "switch_overhead_s must be a finite number >= 0 (seconds)");
+  require(switch_overhead_s == 0.0 || ports > 0,
+          "switch_overhead_s needs ports (it is charged on ejection channels)");
   require(std::isfinite(clock_Hz) && clock_Hz >= 0.0, "clock_Hz must be a finite number > 0");
 }
 
@@ -711,6 +715,8 @@ class Simulation {
   BigVector<ComputeUnit> cu;
   std::vector<double> open_a, open_b;
   std::vector<std::pair<double, double>> closed;
+  // Per ejection channel, whether a transfer has entered it (switch overhead).
+  std::vector<std::uint8_t> ej_used;
   EventQueue queue;
   bool top_consumed = true;  // whether the event being processed left the queue
   TransferId completed = 0;
@@ -759,6 +765,7 @@ void Simulation::prepare_stages() {
   M = net.packet_bytes;
   F = net.flit_bytes;
   gamma = net.gamma_s_per_byte;
+  if (net.switch_overhead_s > 0.0) ej_used.assign(static_cast<std::size_t>(E) * K, 0);
 }
 
 void Simulation::prepare_transfers() {
@@ -1062,6 +1069,7 @@ void Simulation::run() {
       continue;
     }
     std::int64_t r = nd.resource;
+    Seconds avail = 0.0;  // the stage is free from: free_at, plus a switch
     if (r == kInjPort) {
       if (hot[t].inj_res < 0)
         hot[t].inj_res = pick_channel(L + static_cast<std::int64_t>(p.place[s.src(t)]) * K);
@@ -1073,10 +1081,19 @@ void Simulation::run() {
                                        static_cast<std::int64_t>(p.place[slot_transfer_dst[nd.term]]) * K);
       r = ej;
     }
+    const std::int64_t ej_first = L + static_cast<std::int64_t>(E) * K;
+    if (k == 0 && !ej_used.empty() && r >= ej_first) {
+      // A transfer's first packet (packets enter a stage in order) at an
+      // ejection channel: a switch if another transfer came in before.
+      std::uint8_t& used = ej_used[static_cast<std::size_t>(r - ej_first)];
+      if (used) avail = net.switch_overhead_s;
+      used = 1;
+    }
+    avail += stage[r].free_at;
     const Bytes w = F > 0 ? (m + F - 1) / F * F : m;
     const double ib = stage[r].inv_bw;
-    const Seconds st = std::max(ev.t, stage[r].free_at);
-    const Seconds hs = std::max(ev.head, stage[r].free_at);  // the head moves on
+    const Seconds st = std::max(ev.t, avail);
+    const Seconds hs = std::max(ev.head, avail);  // the head moves on
     const Seconds dur = static_cast<double>(w) * ib;
     const Seconds fin = st + dur;
     stage[r].free_at = fin;

@@ -103,6 +103,11 @@ struct NetworkModel {
   std::int32_t ports = 0;              // injection and ejection channels; 0: none
   BytesPerSecond port_bandwidth_Bps = 0.0;
   Seconds port_latency_s = 0.0;
+  // Time an ejection channel needs, once free, before it takes a transfer
+  // that follows another one into it (switching to a new incoming stream:
+  // the wafer's router reconfiguration between senders). The first transfer
+  // into a channel is set up before the start. Needs ports.
+  Seconds switch_overhead_s = 0.0;
   double clock_Hz = 0.0;               // 0: no clock (no cycle counts)
 
   // Throws std::invalid_argument naming the field and the accepted range.
