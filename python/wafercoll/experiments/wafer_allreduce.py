@@ -233,7 +233,8 @@ def _headline(
         "tolerance": f"within the paper's model error ({MODEL_ERROR:.0%})",
         "explanation": (
             "at B = 1 the measured times carry fixed per-receive overheads that "
-            "equation (1) omits (Section 8.5), so the model's ratio overshoots"
+            "equation (1) omits (Section 8.5), so the model's ratio overshoots; "
+            "experiment wafer_calibrated fits that overhead"
             if b_top == 1
             else ""
         ),

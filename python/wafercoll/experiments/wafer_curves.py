@@ -424,7 +424,8 @@ def _headline(
         tolerance=f"within the paper's model error ({MODEL_ERROR:.0%})",
         explanation=(
             "the largest model ratio is at B = 1, where the measured CS-2 times also "
-            "carry fixed per-receive overheads that equation (1) omits (Section 8.5)"
+            "carry fixed per-receive overheads that equation (1) omits (Section 8.5; "
+            "experiment wafer_calibrated fits them)"
             + (
                 f"; from B = {B[low[0]]} the model is at most the measured {value}x"
                 if low.size

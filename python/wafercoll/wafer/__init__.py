@@ -73,6 +73,14 @@ from .allreduce2d import (
 )
 from .builders import CS2_CLOCK_HZ, WAVELET_BYTES, tree_schedule, wafer_row
 from .builders2d import wafer_grid
+from .calibration import (
+    MEASURED_SPEEDUPS,
+    Calibration,
+    MeasuredSpeedup,
+    calibrate_switch_overhead,
+    overhead_time,
+    predicted_speedup,
+)
 from .model import (
     T_R_DEFAULT,
     TreeMetrics,
@@ -85,6 +93,8 @@ from .model import (
     star_lemma_time,
     star_time,
     star_tree,
+    switch_contention,
+    switch_contention_many,
     tree_cycles,
     tree_lemma_time,
     tree_metrics,
@@ -117,6 +127,12 @@ from .routing2d import (
 )
 
 __all__ = [
+    "MEASURED_SPEEDUPS",
+    "Calibration",
+    "MeasuredSpeedup",
+    "calibrate_switch_overhead",
+    "overhead_time",
+    "predicted_speedup",
     "ALLREDUCE_2D_ALGORITHMS",
     "ALLREDUCE_ALGORITHMS",
     "HEATMAP_KINDS",
@@ -165,6 +181,8 @@ __all__ = [
     "star_lemma_time",
     "star_time",
     "star_tree",
+    "switch_contention",
+    "switch_contention_many",
     "tree_cycles",
     "tree_lemma_time",
     "tree_metrics",

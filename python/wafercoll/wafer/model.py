@@ -48,6 +48,8 @@ __all__ = [
     "star_lemma_time",
     "star_time",
     "star_tree",
+    "switch_contention",
+    "switch_contention_many",
     "tree_cycles",
     "tree_lemma_time",
     "tree_metrics",
@@ -333,6 +335,121 @@ def tree_metrics(parent: Any) -> TreeMetrics:
     return TreeMetrics(energy, n - 1, depth, contention, n - 1)
 
 
-def tree_cycles(parent: Any, B: int, T_R: float = T_R_DEFAULT) -> float:
-    """Equation (1) on a reduction tree for a vector of B wavelets."""
-    return tree_metrics(parent).cycles(B, T_R)
+def tree_cycles(
+    parent: Any,
+    B: int,
+    T_R: float = T_R_DEFAULT,
+    switch_overhead: float = 0.0,
+    received_before: bool = False,
+) -> float:
+    """Equation (1) on a reduction tree for a vector of B wavelets.
+
+    With ``switch_overhead`` (cycles), the contention term ``B C`` becomes
+    :func:`switch_contention`: every stream a PE takes after another one
+    costs that much more (see there; 0 gives equation (1) exactly).
+    """
+    m = tree_metrics(parent)
+    if switch_overhead == 0 and not received_before:
+        return m.cycles(B, T_R)
+    b = as_int(B, "B", 1)
+    w = switch_contention(parent, b, switch_overhead, received_before)
+    return eq1_cycles(b * m.energy, m.distance, m.depth, w, m.links, T_R)
+
+
+def switch_contention(
+    parent: Any, B: int, switch_overhead: float = 0.0, received_before: bool = False
+) -> float:
+    """Cycles of the receives in sequence, with a switch overhead per stream.
+
+    The contention recurrence of :func:`tree_metrics` weighted in cycles: a
+    PE ``v`` with children ``c_1 .. c_m`` (in receive order) takes their
+    streams of ``B`` wavelets one after another and needs ``O =
+    switch_overhead`` cycles to switch to each stream after the first (the
+    paper's Section 8.5 explains Star's measured excess by "the overhead
+    associated when a PE starts receiving from another PE"; the first stream
+    is configured before the start)::
+
+        W(v) = max(m B + (m - 1 + r) O,  max_j W(c_j) + (m - j)(B + O))
+
+    with ``r = 1`` when ``received_before`` (every PE already took a stream
+    earlier in the collective, as the column phase of an X-Y Reduce does
+    after the rows), else 0. A stream that is still on its way when the
+    switch ends waits for nothing extra, which is why the overhead of the
+    ``j``-th stream is not on the path through ``c_j``. At ``O = 0`` and
+    ``r = 0`` this is ``B`` times the contention of :func:`tree_metrics`.
+
+    Parameters
+    ----------
+    parent : array of int
+        The tree (see :func:`tree_metrics`).
+    B : int
+        Wavelets per message.
+    switch_overhead : float
+        ``O`` in cycles, at least 0.
+    received_before : bool
+        Whether every PE has taken a stream before this tree starts.
+
+    Returns
+    -------
+    float
+        ``W`` of the root, at least ``B`` when the tree has an edge.
+    """
+    p = _check_tree(parent)
+    b = as_int(B, "B", 1)
+    o = as_real(switch_overhead, "switch_overhead", 0.0, maximum=MAX_T_R)
+    if p.size == 1:
+        return 0.0
+    return _switch_contention(p, b, o, 1.0 if received_before else 0.0)
+
+
+def _switch_contention(p: np.ndarray, b: int, o: float, r: float) -> float:
+    """:func:`switch_contention` on a checked tree of at least two PEs."""
+    n = p.size
+    par = p.tolist()
+    kids = np.bincount(p[1:], minlength=n).tolist()
+    need = [0.0] * n
+    seen = [0] * n  # children of q after the current one in receive order
+    for v in range(n - 1, 0, -1):  # children before parents, last received first
+        m = kids[v]
+        w = need[v]
+        if m and m * b + (m - 1 + r) * o > w:
+            w = m * b + (m - 1 + r) * o
+        q = par[v]
+        w += seen[q] * (b + o)
+        if w > need[q]:
+            need[q] = w
+        seen[q] += 1
+    m = kids[0]
+    return max(need[0], m * b + (m - 1 + r) * o)
+
+
+def switch_contention_many(
+    parent: Any, B: int, overheads: Any, received_before: bool = False
+) -> np.ndarray:
+    """:func:`switch_contention` for many overheads at once (one per entry).
+
+    One pass over the tree with a vector per PE: a scan over a range of
+    ``O`` costs about as much as a handful of scalar calls.
+    """
+    p = _check_tree(parent)
+    b = as_int(B, "B", 1)
+    o = np.asarray(overheads, dtype=np.float64).ravel()
+    if o.size == 0 or not np.all(np.isfinite(o)) or np.any(o < 0):
+        raise ValueError("overheads must be a non-empty array of finite numbers >= 0")
+    n = p.size
+    if n == 1:
+        return np.zeros_like(o)
+    r = 1.0 if received_before else 0.0
+    par = p.tolist()
+    kids = np.bincount(p[1:], minlength=n).tolist()
+    need = np.zeros((n, o.size))
+    seen = [0] * n
+    bo = b + o
+    for v in range(n - 1, 0, -1):
+        m = kids[v]
+        w = np.maximum(need[v], m * b + (m - 1 + r) * o) if m else need[v]
+        q = par[v]
+        np.maximum(need[q], w + seen[q] * bo, out=need[q])
+        seen[q] += 1
+    m = kids[0]
+    return np.maximum(need[0], m * b + (m - 1 + r) * o)

@@ -11,7 +11,9 @@ __all__ = ["wse2_network"]
 
 
 def wse2_network(
-    T_R: float = T_R_DEFAULT, clock_Hz: float = CS2_CLOCK_HZ
+    T_R: float = T_R_DEFAULT,
+    clock_Hz: float = CS2_CLOCK_HZ,
+    switch_overhead: float = 0.0,
 ) -> NetworkModel:
     """The WSE-2 as modelled in the paper: wavelets, ramps and dataflow.
 
@@ -30,6 +32,11 @@ def wse2_network(
         Ramp latency in cycles, each way (the paper's model parameter).
     clock_Hz : float
         Clock of the PEs and the fabric.
+    switch_overhead : float
+        Cycles a PE needs to switch to each incoming stream after its first
+        (``NetworkModel.switch_overhead_s``); 0 is the paper's model.
+        :func:`wafercoll.wafer.calibrate_switch_overhead` fits it to the
+        CS-2's measured speedups.
 
     Returns
     -------
@@ -40,6 +47,7 @@ def wse2_network(
     t_r = as_ramp_latency(T_R)
     clock = as_real(clock_Hz, "clock_Hz", positive=True)
     cycle = 1.0 / clock
+    switch = as_real(switch_overhead, "switch_overhead", 0.0, maximum=1e12)
     return NetworkModel(
         WAVELET_BYTES * clock,
         hop_latency_s=cycle,
@@ -51,5 +59,6 @@ def wse2_network(
         port_latency_s=t_r * cycle,
         clock_Hz=clock,
         dependencies="dataflow",
+        switch_overhead_s=switch * cycle,
         name="wafer",
     )
