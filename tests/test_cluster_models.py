@@ -272,3 +272,66 @@ def test_script_form_is_the_authors_script_under_the_measured_set() -> None:
             for a, t in want.items():
                 got = costs.allreduce_time(a, n, 16, s, m, form="script")
                 assert got == pytest.approx(t, rel=1e-12), (a, p, s)
+
+
+@pytest.mark.parametrize("algorithm", ["rd", "smp", "nap", "dissemination"])
+def test_socket_level_limits(algorithm: str) -> None:
+    n, ppn, sizes = 32, 16, [8.0, 2000.0, 1e5]
+    P = models.BLUE_WATERS_MEASURED
+    base = costs.allreduce_time(algorithm, n, ppn, sizes, P)
+    # One process per socket: every on-node message crosses sockets (the
+    # node class), as without the socket level.
+    per_proc = costs.allreduce_time(algorithm, n, ppn, sizes, P, sockets=ppn)
+    assert per_proc == pytest.approx(base)
+    # One socket per node: every on-node message is an on-socket one, which
+    # is the default with the node class replaced by the socket class.
+    classes = dict(P.classes)
+    classes["node"] = classes["socket"]
+    one = costs.allreduce_time(algorithm, n, ppn, sizes, P, sockets=1)
+    assert one == pytest.approx(
+        costs.allreduce_time(algorithm, n, ppn, sizes, P.replace(classes=classes))
+    )
+    # Two sockets: the log2(ppn) on-node steps split 3 on-socket, 1 across.
+    two = costs.allreduce_time(algorithm, n, ppn, sizes, P, sockets=2)
+    assert np.all((one <= two + 1e-15) & (two <= base + 1e-15))
+
+
+def test_socket_split_matches_the_rd_schedule() -> None:
+    # Recursive doubling on 4 nodes of 8 processes in 2 sockets: rank 0's
+    # partners lie 2 steps on its socket, 1 across sockets, 2 off-node, the
+    # log2(ppn / sockets), log2(sockets), log2(nodes) of the equations.
+    nodes, ppn, sockets = 4, 8, 2
+    topo = wc.topology.cluster(nodes, ppn, sockets)
+    s = wc.build("cluster_rd_allreduce", nodes * ppn, 64, ppn=ppn)
+    src, dst = s.src, s.dst
+    partners = dst[src == 0]
+    counts = np.bincount([topo.locality(0, int(d)) for d in partners], minlength=3)
+    assert counts.tolist() == [
+        int(math.log2(ppn // sockets)),
+        int(math.log2(sockets)),
+        int(math.log2(nodes)),
+    ]
+
+
+def test_socket_level_rejects_bad_counts() -> None:
+    with pytest.raises(ValueError, match="sockets must divide ppn"):
+        costs.allreduce_time("rd", 4, 16, 8, sockets=3)
+    with pytest.raises(ValueError, match="sockets"):
+        costs.allreduce_time("rd", 4, 16, 8, sockets=0)
+    with pytest.raises(ValueError, match="form='equations'"):
+        costs.allreduce_time("rd", 4, 16, 8, sockets=2, form="script")
+
+
+@pytest.mark.parametrize("size", [64, 4000, 20000])
+def test_cluster_machine_socket_level_latencies(size: int) -> None:
+    # One message per locality class: that class's start-up, the network's
+    # per-process rate (the routes share the process links).
+    P = models.BLUE_WATERS_MEASURED
+    topo, net = wc.cluster.cluster_machine(2, 8, size, P, sockets=2)
+    beta = P.postal("network", size).beta_s_per_byte
+    for dst, loc in ((1, "socket"), (5, "node"), (9, "network")):
+        assert ("socket", "node", "network")[topo.locality(0, dst)] == loc
+        s = wc.Schedule(16, [size], "broadcast", root=0)
+        s.add_transfer(0, dst, [0])
+        t = wc.simulate(s, topo, net).time_s
+        assert t == pytest.approx(P.postal(loc, size).alpha_s + size * beta)

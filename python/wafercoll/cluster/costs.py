@@ -194,6 +194,7 @@ def allreduce_time(
     network: str = "max_rate",
     form: str = "equations",
     steps: Any = None,
+    sockets: int | None = None,
 ) -> Any:
     """Modelled time of an allreduce of ``size_bytes`` per process.
 
@@ -213,6 +214,16 @@ def allreduce_time(
         script (see the module docstring).
     steps : sequence of int, optional
         NAP's step sizes (default: :func:`~wafercoll.cluster.nap_plan`).
+    sockets : int, optional
+        Sockets per node (dividing ``ppn``), for the socket level of the
+        equations: a node's ranks fill its sockets in order, ``ppn /
+        sockets`` each, and every on-node exchange phase of ``log2(ppn)``
+        recursive-doubling steps splits into ``log2(ppn / sockets)`` steps
+        within a socket (the ``socket`` class) and ``log2(sockets)`` across
+        sockets (the ``node`` class), the partners at distance ``2^i`` in
+        rank order sharing a socket while ``2^i < ppn / sockets``. ``None``
+        (default): every on-node message is of the ``node`` class, as in the
+        paper's equations. Only with ``form="equations"``.
 
     Returns
     -------
@@ -224,6 +235,12 @@ def allreduce_time(
         raise ValueError(f"form must be 'equations' or 'script', got {form!r}")
     if not isinstance(params, ClusterParams):
         raise TypeError("params must be a wafercoll.cluster.models.ClusterParams")
+    if sockets is not None:
+        if form != "equations":
+            raise ValueError("sockets applies to form='equations' only")
+        k_s = as_int(sockets, "sockets", 1, q)
+        if q % k_s:
+            raise ValueError(f"sockets must divide ppn = {q}, got {k_s}")
     sizes = np.asarray(size_bytes, dtype=np.float64)
     if (sizes < 0).any() or not np.isfinite(sizes).all():
         raise ValueError("size_bytes must be finite and >= 0")
@@ -234,10 +251,15 @@ def allreduce_time(
         tl = params.local_time(s)
         tg = params.network_time  # (s, senders, model)
         gs = params.gamma_s_per_byte * s
+        # One on-node exchange phase (log2(ppn) steps), by locality class.
+        if sockets is None:
+            intra = lg(q) * tl
+        else:
+            intra = lg(q // k_s) * params.local_time(s, "socket") + lg(k_s) * tl
         if name == "rd":
-            return lg(q) * tl + lg(n) * tg(s, q, network) + lg(p) * gs
+            return intra + lg(n) * tg(s, q, network) + lg(p) * gs
         if name == "smp":
-            return 2 * lg(q) * tl + lg(n) * tg(s, 1, network) + lg(p) * gs
+            return 2 * intra + lg(n) * tg(s, 1, network) + lg(p) * gs
         if name == "nap" and form == "script":
             k = math.ceil(lg(n) / lg(q) - 1e-12) if q > 1 and n > 1 else 0
             return lg(p) * tl + k * tg(s, q, network) + (lg(p) + lg(q)) * gs
@@ -247,13 +269,13 @@ def allreduce_time(
             cs = _levels(n, q, steps)
             k = len(cs)
             net = sum(tg(s, c - 1, network) for c in cs)
-            return (k + 1) * lg(q) * tl + net + ((k + 1) * lg(q) + k) * gs
+            return (k + 1) * intra + net + ((k + 1) * lg(q) + k) * gs
         active, extra = _dissemination_active(n, q)
         k = len(active)
         net = sum(tg(s, a, network) for a in active)
         if extra:
             net += 2 * tg(s, q, network)
-        return (k + 1) * lg(q) * tl + net + ((k + 1) * lg(q) + k) * gs
+        return (k + 1) * intra + net + ((k + 1) * lg(q) + k) * gs
 
     out = np.vectorize(one, otypes=[np.float64])(sizes)
     return float(out) if out.ndim == 0 else out
@@ -269,14 +291,17 @@ def crossover_size(
     slow: str = "nap",
     network: str = "max_rate",
     form: str = "equations",
+    sockets: int | None = None,
 ) -> float | None:
     """The smallest of ``sizes`` from which ``fast`` is modelled faster than ``slow``.
 
-    Returns ``None`` when ``fast`` never wins on ``sizes``.
+    Returns ``None`` when ``fast`` never wins on ``sizes``. The keywords are
+    those of :func:`allreduce_time`.
     """
     s = np.sort(np.asarray(sizes, dtype=np.float64).ravel())
-    a = allreduce_time(fast, nodes, ppn, s, params, network=network, form=form)
-    b = allreduce_time(slow, nodes, ppn, s, params, network=network, form=form)
+    kw = {"network": network, "form": form, "sockets": sockets}
+    a = allreduce_time(fast, nodes, ppn, s, params, **kw)
+    b = allreduce_time(slow, nodes, ppn, s, params, **kw)
     wins = np.flatnonzero(np.asarray(a) < np.asarray(b))
     return None if wins.size == 0 else float(s[wins[0]])
 

@@ -12,7 +12,11 @@ __all__ = ["cluster_machine"]
 
 
 def cluster_machine(
-    nodes: int, ppn: int, size_bytes: float = 8, params: ClusterParams = BLUE_WATERS
+    nodes: int,
+    ppn: int,
+    size_bytes: float = 8,
+    params: ClusterParams = BLUE_WATERS,
+    sockets: int | None = None,
 ) -> tuple[Any, NetworkModel]:
     """The cluster topology and network model that mimic ``params`` at a size.
 
@@ -31,6 +35,15 @@ def cluster_machine(
         Message size that selects the protocol regime.
     params : ClusterParams
         The measured parameter set (default :data:`BLUE_WATERS`).
+    sockets : int or None
+        Sockets per node (dividing ``ppn``) for the socket level: each class
+        gets its own start-up, ``alpha`` of the ``socket`` class within a
+        socket, of the ``node`` class across sockets and of the ``network``
+        off-node (process links ``alpha_socket / 2``, socket links
+        ``(alpha_node - alpha_socket) / 2``, NIC links the rest; a negative
+        difference is clipped to 0). Bandwidth stays the network's per-process
+        rate on every route, since the off-node route shares the process
+        links. ``None`` (default): one on-node class, ``node``.
 
     Returns
     -------
@@ -40,14 +53,29 @@ def cluster_machine(
     loc = params.postal("node", size_bytes)
     net = params.postal("network", size_bytes)
     rn = params.nic_Bps[protocol(size_bytes)]
-    topo = cluster(
-        nodes,
-        ppn,
-        process_Bps=1.0 / net.beta_s_per_byte,
-        nic_Bps=rn if rn is not None else 1e15,
-        process_latency_s=loc.alpha_s / 2,
-        nic_latency_s=max(net.alpha_s - loc.alpha_s, 0.0) / 2,
-    )
+    if sockets is None:
+        topo = cluster(
+            nodes,
+            ppn,
+            process_Bps=1.0 / net.beta_s_per_byte,
+            nic_Bps=rn if rn is not None else 1e15,
+            process_latency_s=loc.alpha_s / 2,
+            nic_latency_s=max(net.alpha_s - loc.alpha_s, 0.0) / 2,
+        )
+    else:
+        sock = params.postal("socket", size_bytes)
+        a_node = max(loc.alpha_s, sock.alpha_s)
+        topo = cluster(
+            nodes,
+            ppn,
+            sockets,
+            process_Bps=1.0 / net.beta_s_per_byte,
+            socket_Bps=1e15,
+            nic_Bps=rn if rn is not None else 1e15,
+            process_latency_s=sock.alpha_s / 2,
+            socket_latency_s=(a_node - sock.alpha_s) / 2,
+            nic_latency_s=max(net.alpha_s - a_node, 0.0) / 2,
+        )
     model = NetworkModel(
         None, gamma_s_per_byte=params.gamma_s_per_byte, name="blue_waters"
     )
