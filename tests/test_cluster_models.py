@@ -323,15 +323,25 @@ def test_socket_level_rejects_bad_counts() -> None:
 
 
 @pytest.mark.parametrize("size", [64, 4000, 20000])
-def test_cluster_machine_socket_level_latencies(size: int) -> None:
-    # One message per locality class: that class's start-up, the network's
-    # per-process rate (the routes share the process links).
-    P = models.BLUE_WATERS_MEASURED
-    topo, net = wc.cluster.cluster_machine(2, 8, size, P, sockets=2)
-    beta = P.postal("network", size).beta_s_per_byte
+@pytest.mark.parametrize("params", [models.BLUE_WATERS, models.BLUE_WATERS_MEASURED])
+def test_cluster_machine_socket_level_costs(size: int, params) -> None:
+    # One message per locality class costs that class's postal time (the
+    # cross-socket bytes are no faster than on-socket ones in these sets).
+    topo, net = wc.cluster.cluster_machine(2, 8, size, params, sockets=2)
     for dst, loc in ((1, "socket"), (5, "node"), (9, "network")):
         assert ("socket", "node", "network")[topo.locality(0, dst)] == loc
         s = wc.Schedule(16, [size], "broadcast", root=0)
         s.add_transfer(0, dst, [0])
         t = wc.simulate(s, topo, net).time_s
-        assert t == pytest.approx(P.postal(loc, size).alpha_s + size * beta)
+        assert t == pytest.approx(params.postal(loc, size).time(size))
+    # k processes of a node sending off-node at once share the NIC through
+    # their lanes exactly as they do through the process links of the
+    # one-class layout.
+    s = wc.Schedule(16, [size], "broadcast", root=0)
+    for r in range(8):
+        s.add_transfer(r, 8 + r, [0])
+    one_class = wc.cluster.cluster_machine(2, 8, size, params)
+    t = wc.simulate(s, topo, net, transfers=True).transfer_finish_s
+    assert t == pytest.approx(
+        wc.simulate(s, *one_class, transfers=True).transfer_finish_s, rel=1e-12
+    )

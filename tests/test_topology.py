@@ -510,6 +510,30 @@ def test_cluster_routes_follow_locality(nodes, ppn, sockets):
             assert (len(nic_up.intersection(route)) == 1) == (loc[a, b] == 2)
 
 
+@pytest.mark.parametrize("sockets", [1, 2])
+def test_cluster_lanes_carry_only_off_node_traffic(sockets):
+    c = wc.topology.cluster(3, 4, sockets)
+    lanes = wc.topology.cluster(3, 4, sockets, lane_Bps=3e9, lane_latency_s=1e-6)
+    p = 12
+    assert lanes.num_links == c.num_links + 2 * p
+    src, dst = lanes.links["src"], lanes.links["dst"]
+    bw = lanes.links["bandwidth_Bps"]
+    for a in range(p):
+        for b in range(p):
+            route = lanes.route(a, b).tolist()
+            if lanes.locality(a, b) < 2:
+                assert route == c.route(a, b).tolist()
+                continue
+            assert len(route) == 4 == lanes.hops(a, b)
+            assert src[route[0]] == a and dst[route[-1]] == b
+            assert all(dst[x] == src[y] for x, y in zip(route, route[1:]))
+            assert bw[route[0]] == bw[route[-1]] == 3e9
+    with pytest.raises(ValueError, match="lane_Bps"):
+        wc.topology.cluster(2, 2, lane_Bps=0)
+    with pytest.raises(ValueError, match="lane_latency_s"):
+        wc.topology.cluster(2, 2, lane_Bps=1e9, lane_latency_s=-1)
+
+
 def test_cluster_rank_to_node_and_errors():
     c = wc.topology.cluster(2, 2, rank_to_node=[1, 0, 0, 1])
     assert c.node_of.tolist() == [1, 0, 0, 1]

@@ -122,14 +122,15 @@ void bind_topology(py::module_& m) {
       .def_static(
           "cluster",
           [](NodeId nodes, NodeId ppn, NodeId sockets, std::vector<NodeId> rank_node,
-             std::array<double, 3> bandwidth_Bps, std::array<double, 3> latency_s) {
+             std::array<double, 4> bandwidth_Bps, std::array<double, 4> latency_s) {
             return Topology::cluster(nodes, ppn, sockets, std::move(rank_node),
                                      bandwidth_Bps, latency_s);
           },
           py::arg("nodes"), py::arg("ppn"), py::arg("sockets"), py::arg("rank_node"),
           py::arg("bandwidth_Bps"), py::arg("latency_s"),
           "Processes, socket switches, node routers and a fabric switch; "
-          "bandwidth and latency per link class (process, socket, nic).")
+          "bandwidth and latency per link class (process, socket, nic, lane; "
+          "lane bandwidth 0: no lanes).")
       .def("with_labels", &Topology::with_labels, py::arg("family"), py::arg("display"))
       .def("cluster_nodes", &Topology::cluster_nodes)
       .def("ppn", &Topology::ppn)

@@ -15,9 +15,9 @@ class Topology:
     MAX_HOPS_MATRIX_ENDPOINTS: typing.ClassVar[int] = 8192
     MAX_ROUTED_ENDPOINTS: typing.ClassVar[int] = 4096
     @staticmethod
-    def cluster(nodes: typing.SupportsInt | typing.SupportsIndex, ppn: typing.SupportsInt | typing.SupportsIndex, sockets: typing.SupportsInt | typing.SupportsIndex, rank_node: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], bandwidth_Bps: typing.Annotated[collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], "FixedSize(3)"], latency_s: typing.Annotated[collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], "FixedSize(3)"]) -> Topology:
+    def cluster(nodes: typing.SupportsInt | typing.SupportsIndex, ppn: typing.SupportsInt | typing.SupportsIndex, sockets: typing.SupportsInt | typing.SupportsIndex, rank_node: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], bandwidth_Bps: typing.Annotated[collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], "FixedSize(4)"], latency_s: typing.Annotated[collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], "FixedSize(4)"]) -> Topology:
         """
-        Processes, socket switches, node routers and a fabric switch; bandwidth and latency per link class (process, socket, nic).
+        Processes, socket switches, node routers and a fabric switch; bandwidth and latency per link class (process, socket, nic, lane; lane bandwidth 0: no lanes).
         """
     @staticmethod
     def custom(num_endpoints: typing.SupportsInt | typing.SupportsIndex, num_hidden_routers: typing.SupportsInt | typing.SupportsIndex, src: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], dst: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], bandwidth_Bps: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], latency_s: typing.Annotated[numpy.typing.ArrayLike, numpy.float64]) -> Topology:

@@ -421,6 +421,27 @@ TEST(Topology, ClusterRoutesByLocality) {
     }
   }
   EXPECT_EQ(c.link(c.route(0, 4)[2]).bandwidth_Bps, 3e9);  // the NIC
+  // Lanes: off-node routes bypass the process and socket links.
+  const Topology l = Topology::cluster(3, 4, 2, {}, {1e9, 2e9, 3e9, 4e9}, {0, 0, 0, 1e-6});
+  EXPECT_EQ(l.num_links(), 2 * (12 + 6 + 3) + 2 * 12);
+  for (NodeId a = 0; a < 12; ++a) {
+    for (NodeId b = 0; b < 12; ++b) {
+      const auto r = l.route(a, b);
+      ASSERT_EQ(static_cast<std::int32_t>(r.size()), l.hops(a, b));
+      EXPECT_EQ(r, a / 4 == b / 4 ? c.route(a, b) : r);  // on-node: unchanged
+      if (a / 4 == b / 4) continue;
+      ASSERT_EQ(r.size(), 4u);
+      EXPECT_EQ(l.link(r.front()).src, a);
+      EXPECT_EQ(l.link(r.back()).dst, b);
+      EXPECT_EQ(l.link(r.front()).bandwidth_Bps, 4e9);
+      EXPECT_EQ(l.link(r[1]).bandwidth_Bps, 3e9);
+      for (std::size_t k = 1; k < r.size(); ++k) {
+        EXPECT_EQ(l.link(r[k - 1]).dst, l.link(r[k]).src);
+      }
+    }
+  }
+  EXPECT_THROW(Topology::cluster(2, 4, 2, {}, {1, 1, 1, -1}, {0, 0, 0, 0}),
+               std::invalid_argument);
   EXPECT_THROW(Topology::cluster(2, 4, 3, {}, {1, 1, 1}, {0, 0, 0}), std::invalid_argument);
   EXPECT_THROW(Topology::cluster(2, 2, 1, {0, 0, 0, 1}, {1, 1, 1}, {0, 0, 0}),
                std::invalid_argument);

@@ -85,6 +85,7 @@ struct Topology::CustomData {
 
 struct Topology::ClusterData {
   NodeId nodes = 0, ppn = 0, sockets = 0;
+  bool lanes = false;                          // per-process links to the NIC
   std::vector<NodeId> rank_node, rank_socket;  // socket: global index
 };
 
@@ -305,8 +306,8 @@ Topology Topology::custom_routed(NodeId num_endpoints, NodeId num_hidden_routers
 
 Topology Topology::cluster(NodeId nodes, NodeId ppn, NodeId sockets,
                            std::vector<NodeId> rank_node,
-                           const std::array<BytesPerSecond, 3>& bandwidth_Bps,
-                           const std::array<Seconds, 3>& latency_s) {
+                           const std::array<BytesPerSecond, 4>& bandwidth_Bps,
+                           const std::array<Seconds, 4>& latency_s) {
   const char* fn = "cluster";
   check_size(fn, "nodes", nodes);
   check_size(fn, "ppn", ppn);
@@ -320,8 +321,9 @@ Topology Topology::cluster(NodeId nodes, NodeId ppn, NodeId sockets,
     throw std::invalid_argument(cat(fn, ": sockets = ", sockets,
                                     " must divide ppn = ", ppn));
   }
-  static const char* kClass[3] = {"process_", "socket_", "nic_"};
-  for (int c = 0; c < 3; ++c) {
+  static const char* kClass[4] = {"process_", "socket_", "nic_", "lane_"};
+  const bool lanes = bandwidth_Bps[3] != 0.0;
+  for (int c = 0; c < (lanes ? 4 : 3); ++c) {
     check_bandwidth(fn, kClass[c], bandwidth_Bps[c]);
     check_latency(fn, kClass[c], latency_s[c]);
   }
@@ -329,6 +331,7 @@ Topology Topology::cluster(NodeId nodes, NodeId ppn, NodeId sockets,
   data->nodes = nodes;
   data->ppn = ppn;
   data->sockets = sockets;
+  data->lanes = lanes;
   if (rank_node.empty()) {
     rank_node.resize(static_cast<std::size_t>(p));
     for (std::int64_t r = 0; r < p; ++r) rank_node[r] = static_cast<NodeId>(r / ppn);
@@ -358,7 +361,7 @@ Topology Topology::cluster(NodeId nodes, NodeId ppn, NodeId sockets,
   const NodeId N = nodes;
   const NodeId router0 = P + S, fabric = P + S + N;
   std::vector<Link> links;
-  links.reserve(static_cast<std::size_t>(2 * (p + S + N)));
+  links.reserve(static_cast<std::size_t>(2 * (p + S + N) + (lanes ? 2 * p : 0)));
   auto sw = [&](NodeId r) {
     return sockets > 1 ? P + data->rank_socket[r] : router0 + data->rank_node[r];
   };
@@ -377,18 +380,31 @@ Topology Topology::cluster(NodeId nodes, NodeId ppn, NodeId sockets,
   for (NodeId s = 0; s < S; ++s) {
     links.push_back({router0 + s / sockets, P + s, bandwidth_Bps[sock], latency_s[sock]});
   }
+  // With lanes the NIC links leave from a node's NIC switch (ids after the
+  // fabric), which only the lanes reach; without, from the node router.
+  const NodeId nic0 = lanes ? fabric + 1 : router0;
   for (NodeId n = 0; n < N; ++n) {
-    links.push_back({router0 + n, fabric, bandwidth_Bps[nic], latency_s[nic]});
+    links.push_back({nic0 + n, fabric, bandwidth_Bps[nic], latency_s[nic]});
   }
   for (NodeId n = 0; n < N; ++n) {
-    links.push_back({fabric, router0 + n, bandwidth_Bps[nic], latency_s[nic]});
+    links.push_back({fabric, nic0 + n, bandwidth_Bps[nic], latency_s[nic]});
   }
+  if (lanes) {
+    const auto lane = static_cast<int>(ClusterLinkClass::lane);
+    for (NodeId r = 0; r < P; ++r) {
+      links.push_back({r, nic0 + data->rank_node[r], bandwidth_Bps[lane], latency_s[lane]});
+    }
+    for (NodeId r = 0; r < P; ++r) {
+      links.push_back({nic0 + data->rank_node[r], r, bandwidth_Bps[lane], latency_s[lane]});
+    }
+  }
+  const NodeId num_nodes = lanes ? fabric + 1 + N : fabric + 1;
   auto store = std::make_shared<CustomData>();
-  index_links(fn, fabric + 1, links, *store, false);
+  index_links(fn, num_nodes, links, *store, false);
   Topology t;
   t.kind_ = TopologyKind::cluster;
   t.num_endpoints_ = P;
-  t.num_nodes_ = fabric + 1;
+  t.num_nodes_ = num_nodes;
   t.num_links_ = static_cast<LinkId>(links.size());
   store->links = std::move(links);
   t.custom_ = std::move(store);
@@ -658,7 +674,7 @@ std::int32_t Topology::hops(NodeId src, NodeId dst) const {
     if (src == dst) return 0;
     if (kind_ == TopologyKind::cluster) {
       const int loc = locality(src, dst);
-      return loc == 0 ? 2 : loc == 1 ? 4 : (sockets() > 1 ? 6 : 4);
+      return loc == 0 ? 2 : loc == 1 ? 4 : (sockets() > 1 && !cluster_->lanes ? 6 : 4);
     }
     std::int64_t count = 0;
     if (routed(src, dst, &count)) {
@@ -749,6 +765,14 @@ void Topology::cluster_route(NodeId a, NodeId b, std::vector<LinkId>& out) const
   const NodeId N = c.nodes;
   const NodeId na = c.rank_node[a], nb = c.rank_node[b];
   const NodeId sa = c.rank_socket[a], sb = c.rank_socket[b];
+  if (c.lanes && na != nb) {
+    const LinkId lanes0 = 2 * P + 2 * S + 2 * N;
+    out.push_back(lanes0 + a);                      // lane up
+    out.push_back(2 * P + 2 * S + na);              // NIC up
+    out.push_back(2 * P + 2 * S + N + nb);          // NIC down
+    out.push_back(lanes0 + P + b);                  // lane down
+    return;
+  }
   out.push_back(a);  // process up
   if (na == nb && sa == sb) {
     out.push_back(P + b);

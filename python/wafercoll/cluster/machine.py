@@ -36,14 +36,19 @@ def cluster_machine(
     params : ClusterParams
         The measured parameter set (default :data:`BLUE_WATERS`).
     sockets : int or None
-        Sockets per node (dividing ``ppn``) for the socket level: each class
-        gets its own start-up, ``alpha`` of the ``socket`` class within a
-        socket, of the ``node`` class across sockets and of the ``network``
-        off-node (process links ``alpha_socket / 2``, socket links
-        ``(alpha_node - alpha_socket) / 2``, NIC links the rest; a negative
-        difference is clipped to 0). Bandwidth stays the network's per-process
-        rate on every route, since the off-node route shares the process
-        links. ``None`` (default): one on-node class, ``node``.
+        Sockets per node (dividing ``ppn``) for the socket level: every
+        locality class gets its own start-up and rate. Process links carry
+        the ``socket`` class (``alpha / 2``, ``1 / beta``), socket links the
+        rest of the ``node`` class (``(alpha_node - alpha_socket) / 2``,
+        clipped at 0, and ``1 / beta_node``), and off-node messages take the
+        processes' lanes (``alpha_network / 2`` and ``R_b = 1 / beta`` of the
+        network) and the NIC (``R_N``). A message within a socket then costs
+        ``alpha_s + beta_s s``, across sockets ``alpha_n + s max(beta_s,
+        beta_n)`` (exact when cross-socket bytes are no faster than on-socket
+        ones, as in every regime of both Blue Waters sets), off-node ``alpha
+        + s / min(R_b, R_N)`` with the node's senders sharing the NIC.
+        ``None`` (default): the layout above, one on-node class (``node``)
+        and every byte at the network's rate.
 
     Returns
     -------
@@ -64,17 +69,17 @@ def cluster_machine(
         )
     else:
         sock = params.postal("socket", size_bytes)
-        a_node = max(loc.alpha_s, sock.alpha_s)
         topo = cluster(
             nodes,
             ppn,
             sockets,
-            process_Bps=1.0 / net.beta_s_per_byte,
-            socket_Bps=1e15,
+            process_Bps=1.0 / sock.beta_s_per_byte,
+            socket_Bps=1.0 / loc.beta_s_per_byte,
             nic_Bps=rn if rn is not None else 1e15,
             process_latency_s=sock.alpha_s / 2,
-            socket_latency_s=(a_node - sock.alpha_s) / 2,
-            nic_latency_s=max(net.alpha_s - a_node, 0.0) / 2,
+            socket_latency_s=max(loc.alpha_s - sock.alpha_s, 0.0) / 2,
+            lane_Bps=1.0 / net.beta_s_per_byte,
+            lane_latency_s=net.alpha_s / 2,
         )
     model = NetworkModel(
         None, gamma_s_per_byte=params.gamma_s_per_byte, name="blue_waters"

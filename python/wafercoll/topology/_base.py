@@ -845,6 +845,8 @@ def cluster(
     process_latency_s: float = 0.0,
     socket_latency_s: float = 0.0,
     nic_latency_s: float = 0.0,
+    lane_Bps: float | None = None,
+    lane_latency_s: float = 0.0,
 ) -> Topology:
     """Build a cluster of ``nodes`` multi-core nodes with ``ppn`` processes each.
 
@@ -855,9 +857,9 @@ def cluster(
     node router a link to and from one fabric switch (``nic_Bps``: the NIC's
     injection rate ``R_N``, shared by all off-node traffic of the node). Routes
     are unique: 2 links within a socket, 4 within a node, and 4 (one socket) or
-    6 between nodes. The fabric has full bisection, so only NICs and process
-    links are contended. Link ids and node ids are listed in
-    ``cpp/include/wafercoll/topology/topology.hpp``.
+    6 between nodes (4 with lanes, see ``lane_Bps``). The fabric has full
+    bisection, so only NICs and process links are contended. Link ids and node
+    ids are listed in ``cpp/include/wafercoll/topology/topology.hpp``.
 
     Parameters
     ----------
@@ -876,6 +878,14 @@ def cluster(
         Bandwidth of each link class in bytes per second; > 0, finite.
     process_latency_s, socket_latency_s, nic_latency_s : float, optional
         Latency of each link class in seconds; >= 0, finite.
+    lane_Bps : float, optional
+        With a value, every process also gets a *lane*: a link to and from
+        its node router that only off-node messages take (route: lane, NIC,
+        NIC, lane), so they run at the per-process network rate ``R_b`` while
+        on-node messages keep the process and socket rates. ``None`` (default):
+        no lanes, off-node messages cross the process (and socket) links.
+    lane_latency_s : float, optional
+        Latency of a lane link; >= 0, finite (used only with ``lane_Bps``).
 
     Returns
     -------
@@ -914,6 +924,7 @@ def cluster(
         ("process", process_Bps, process_latency_s),
         ("socket", socket_Bps, socket_latency_s),
         ("nic", nic_Bps, nic_latency_s),
+        *([] if lane_Bps is None else [("lane", lane_Bps, lane_latency_s)]),
     ):
         b, t = _as_real(bw, f"{cls}_Bps"), _as_real(lat, f"{cls}_latency_s")
         if not (b > 0 and math.isfinite(b)):
@@ -922,4 +933,7 @@ def cluster(
             raise ValueError(f"{cls}_latency_s must be >= 0 and finite, got {t}")
         bws.append(b)
         lats.append(t)
+    if lane_Bps is None:
+        bws.append(0.0)  # no lanes
+        lats.append(0.0)
     return Topology(_core.Topology.cluster(n, q, k, rank_node, bws, lats))

@@ -87,11 +87,19 @@
 //   socket down  s: node router -> s         id 2P + S + s   (class socket)
 //   NIC up       n: node router n -> fabric  id 2P + 2S + n  (class nic)
 //   NIC down     n: fabric -> node router n  id 2P + 2S + N + n
+//   lane up      i: i -> its NIC switch      id 2P + 2S + 2N + i  (class lane)
+//   lane down    i: NIC switch -> i          id 3P + 2S + 2N + i  (class lane)
 // where a process's switch is its socket switch, or its node router when
-// sockets == 1. Routes: same socket [up a, down b]; same node [up a, socket up,
-// socket down, down b]; other node [up a, (socket up), NIC up, NIC down,
-// (socket down), down b]. All off-node traffic of a node therefore shares its
-// NIC links: the injection limit R_N of the max-rate model.
+// sockets == 1. Lanes exist only when the lane class has a bandwidth (> 0):
+// a process's own path to the NIC, so that off-node messages get the
+// per-process network rate R_b while on-node ones keep the on-node rates.
+// With lanes each node also has a NIC switch, node id P + S + N + 1 + n,
+// from which its NIC links leave instead of the node router.
+// Routes: same socket [up a, down b]; same node [up a, socket up, socket down,
+// down b]; other node [up a, (socket up), NIC up, NIC down, (socket down),
+// down b], or with lanes [lane up a, NIC up, NIC down, lane down b]. All
+// off-node traffic of a node therefore shares its NIC links: the injection
+// limit R_N of the max-rate model.
 #pragma once
 
 #include <array>
@@ -115,7 +123,7 @@ struct Link {
 enum class TopologyKind : std::uint8_t { line, ring, mesh, torus, custom, cluster };
 
 // Link classes of a cluster (bandwidth and latency are given per class).
-enum class ClusterLinkClass : std::uint8_t { process = 0, socket = 1, nic = 2 };
+enum class ClusterLinkClass : std::uint8_t { process = 0, socket = 1, nic = 2, lane = 3 };
 
 const char* to_string(TopologyKind kind);
 
@@ -152,11 +160,12 @@ class Topology {
                                 std::vector<std::int64_t> route_offsets,
                                 std::vector<LinkId> route_links);
   // nodes * ppn processes; rank_node empty = node-major order. bandwidth_Bps
-  // and latency_s per ClusterLinkClass (process, socket, nic).
+  // and latency_s per ClusterLinkClass (process, socket, nic, lane); a lane
+  // bandwidth of 0 means no lanes.
   static Topology cluster(NodeId nodes, NodeId ppn, NodeId sockets,
                           std::vector<NodeId> rank_node,
-                          const std::array<BytesPerSecond, 3>& bandwidth_Bps,
-                          const std::array<Seconds, 3>& latency_s);
+                          const std::array<BytesPerSecond, 4>& bandwidth_Bps,
+                          const std::array<Seconds, 4>& latency_s);
   // A copy whose kind() and name() read `family` and `display` (custom
   // topologies only; empty strings keep the defaults).
   Topology with_labels(std::string family, std::string display) const;
