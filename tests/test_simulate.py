@@ -830,6 +830,33 @@ def test_event_queues_give_identical_results(name: str, topo, net) -> None:
         wc.simulate(s, topo, net, event_queue="fast")
 
 
+def test_adaptive_queue_switches_and_stays_identical() -> None:
+    # Random link speeds and latencies: nearly every event has a time of its
+    # own, so "auto" moves from buckets to the heap during the run; the
+    # results must equal both fixed queues' bit for bit.
+    rng = np.random.default_rng(7)
+    n = 120
+    links = [(i, (i + j) % n) for i in range(n) for j in (1, 7)]
+    links += [(b, a) for a, b in links]
+    top = wc.topology.custom(
+        n,
+        links,
+        bandwidth_Bps=rng.uniform(1e9, 3e9, len(links)),
+        latency_s=rng.uniform(1e-7, 1e-6, len(links)),
+    )
+    s = wc.build("generic_ring_allreduce", n, 4 << 20)
+    net = wc.NetworkModel(None, packet_bytes=2048)
+    runs = [
+        wc.simulate(s, top, net, transfers=True, event_queue=q)
+        for q in ("heap", "buckets", "auto")
+    ]
+    assert runs[0].events > 4 * 65536  # past several checkpoints
+    for r in runs[1:]:
+        assert r.time_s == runs[0].time_s
+        assert np.array_equal(r.transfer_finish_s, runs[0].transfer_finish_s)
+        assert np.array_equal(r.link_busy_s, runs[0].link_busy_s)
+
+
 def test_event_queues_agree_on_the_wafer() -> None:
     s = wc.build(
         "wafer_xy_reduce", 36, 4 * 16, wc.wafer.wafer_grid(6, 6), pattern="tree"

@@ -292,7 +292,10 @@ class TimeBucketQueue {
     cache_t_[slot] = e.t;
     cache_b_[slot] = it->second;
     ++pending_;
+    ++times_made_;
   }
+  // Distinct times opened so far (each push that found no bucket).
+  std::int64_t times_made() const { return times_made_; }
 
  private:
   static constexpr std::size_t kCache = 16;
@@ -334,22 +337,57 @@ class TimeBucketQueue {
   std::size_t pos_ = 0, pending_ = 0;
   Seconds now_ = 0.0;
   bool active_ = false;
+  std::int64_t times_made_ = 0;
 };
 
 // The simulator's event queue: one of the two above (same order, different
-// speed), chosen per run.
+// speed). Fixed per run, or adaptive: start with buckets and, at the
+// checkpoints kAdaptEvery events apart, move everything to the heap when
+// pushes have opened more than one new time per kMinShare events (few
+// events share a time, so buckets only add hashing). Both orders are the
+// same, so the switch changes nothing in the results.
 class EventQueue {
  public:
-  explicit EventQueue(bool buckets) : buckets_(buckets) {}
+  EventQueue(bool buckets, bool adaptive) : buckets_(buckets), adaptive_(adaptive) {}
   bool empty() const { return buckets_ ? tb_.empty() : heap_.empty(); }
   std::size_t size() const { return buckets_ ? tb_.size() : heap_.size(); }
   const Event& top() { return buckets_ ? tb_.top() : heap_.top(); }
-  void push(const Event& e) { buckets_ ? tb_.push(e) : heap_.push(e); }
+  void push(const Event& e) {
+    if (!buckets_) {
+      heap_.push(e);
+      return;
+    }
+    tb_.push(e);
+    if (adaptive_ && ++pushes_ == next_check_) adapt();
+  }
   void pop() { buckets_ ? tb_.pop() : heap_.pop(); }
-  void replace_top(const Event& e) { buckets_ ? tb_.replace_top(e) : heap_.replace_top(e); }
+  void replace_top(const Event& e) {
+    if (!buckets_) {
+      heap_.replace_top(e);
+      return;
+    }
+    tb_.replace_top(e);
+    if (adaptive_ && ++pushes_ == next_check_) adapt();
+  }
+  bool buckets() const { return buckets_; }
 
  private:
+  static constexpr std::int64_t kAdaptEvery = std::int64_t{1} << 16;
+  static constexpr std::int64_t kMinShare = 3;
+  void adapt() {
+    next_check_ += kAdaptEvery;
+    if (tb_.times_made() * kMinShare <= pushes_) return;
+    // Drain in order into the heap (same order, so nothing observable).
+    while (!tb_.empty()) {
+      heap_.push(tb_.top());
+      tb_.pop();
+    }
+    tb_ = TimeBucketQueue();
+    buckets_ = false;
+  }
   bool buckets_;
+  bool adaptive_;
+  std::int64_t pushes_ = 0, next_check_ = kAdaptEvery;
   HeapQueue heap_;
   TimeBucketQueue tb_;
 };
@@ -646,8 +684,8 @@ class Simulation {
         L(topology.num_links()),
         K(model.ports),
         slot_transfer_dst(sched.dst_array()),
-        queue(options.queue == EventQueueKind::buckets ||
-              (options.queue == EventQueueKind::automatic && model.clock_Hz > 0.0)) {
+        queue(options.queue != EventQueueKind::heap,
+              options.queue == EventQueueKind::automatic) {
     if (opt.record_trace && p.events > kMaxTraceEvents)
       throw std::invalid_argument("a trace of " + std::to_string(p.events) +
                                   " packet-stage events is too large (limit " +
