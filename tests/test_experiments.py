@@ -276,3 +276,43 @@ def test_reproduce_reports_a_failing_experiment(tmp_path, capsys, monkeypatch):
     assert "boom" in err
     report = (tmp_path / "REPORT.md").read_text()
     assert "broken_demo" in report and "boom" in report
+
+
+def test_reproduce_jobs_write_the_same_csvs(tmp_path, capsys):
+    names = ["foundation_counts", "torus_hops", "wafer_fig1", "node_aware_locality"]
+    for jobs in ("1", "2"):
+        out = tmp_path / f"j{jobs}"
+        code = main(
+            [
+                "reproduce",
+                "--quick",
+                "--jobs",
+                jobs,
+                "--out",
+                str(out),
+                "--only",
+                *names,
+            ]
+        )
+        _, err = capsys.readouterr()
+        assert code == 0, err
+    for name in names:
+        for suffix in (".csv", ".findings.csv"):
+            a = (tmp_path / "j1" / f"{name}{suffix}").read_bytes()
+            assert a == (tmp_path / "j2" / f"{name}{suffix}").read_bytes(), name
+    # The report lists the experiments in the same (registry) order.
+    order = [
+        [
+            line.split("|")[1].strip()
+            for line in (tmp_path / j / "REPORT.md").read_text().splitlines()
+            if line.startswith("| ") and "[" in line and ".csv" in line
+        ]
+        for j in ("j1", "j2")
+    ]
+    assert order[0] == order[1] and len(order[0]) == len(names)
+
+
+def test_reproduce_rejects_negative_jobs(tmp_path, capsys):
+    code = main(["reproduce", "--quick", "--jobs", "-1", "--out", str(tmp_path)])
+    _, err = capsys.readouterr()
+    assert code == 2 and "--jobs must be >= 0" in err

@@ -16,8 +16,8 @@ Subcommands::
     wafercoll export NAME (--ranks P | --topology SPEC) --size-bytes S ...
                      | --schedule FILE
                      --format {json,msccl,chakra,goal} -o OUT [--proto P]
-    wafercoll reproduce [--out DIR] [--only NAME ...] [--quick] [--check [FILE]]
-                        [--record-expectations FILE]
+    wafercoll reproduce [--out DIR] [--only NAME ...] [--quick] [--jobs N]
+                        [--check [FILE]] [--record-expectations FILE]
 
 A schedule FILE is wafercoll JSON, MSCCL XML (``.xml``) or GOAL (``.goal``),
 by its extension; GOAL files can be simulated but not verified.
@@ -361,6 +361,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--quick", action="store_true", help="reduced sweeps (for smoke tests)"
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=0,
+        metavar="N",
+        help="experiments run at once, each in its own process (default 0: one "
+        "per CPU core; 1: one after the other in this process)",
     )
     p.add_argument(
         "--check",
@@ -977,6 +985,8 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     matplotlib.use("Agg")  # no display: figures are only written to files
     from . import experiments as wx
 
+    if args.jobs < 0:
+        raise UsageError(f"--jobs must be >= 0 (0: one per CPU core), got {args.jobs}")
     registered = wx.experiments()
     if args.only:
         known = {e.name: e for e in registered}
@@ -1014,10 +1024,76 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     return _finish_reproduce(args, records, failed, start, path)
 
 
+#: Experiments that take longest in full mode (about 45-120 s each on one
+#: core): a pool starts them first so that they do not finish last.
+_LONG_FIRST = ("wafer_fig13", "mesh_fig8", "mesh_fig9", "mesh_fig11", "mesh_fig10")
+
+
+def _pool_job(name: str, out: str, quick: bool) -> dict[str, Any]:
+    """One experiment in a worker process (Agg backend, no display)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from . import experiments as wx
+
+    return wx.run_experiment(name, out, quick=quick)
+
+
+def _run_parallel(
+    args: argparse.Namespace, selected: list[Any], records: list[Any], jobs: int
+) -> int:
+    """Run the experiments on a process pool; records in registry order."""
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    order = sorted(
+        selected,
+        key=lambda e: _LONG_FIRST.index(e.name) if e.name in _LONG_FIRST else 99,
+    )
+    done: dict[str, dict[str, Any]] = {}
+    failed = 0
+    pool = cf.ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn"))
+    try:
+        futures = {
+            pool.submit(_pool_job, e.name, args.out, args.quick): (
+                e,
+                time.perf_counter(),
+            )
+            for e in order
+        }
+        for k, fut in enumerate(cf.as_completed(futures), 1):
+            exp, t0 = futures[fut]
+            try:
+                done[exp.name] = fut.result()
+                note = f"done in {done[exp.name]['seconds']:.2f} s"
+            except Exception as exc:  # one failing experiment must not hide others
+                failed += 1
+                message = f"{type(exc).__name__}: {exc}"
+                note = f"FAILED: {message}"
+                done[exp.name] = {
+                    **exp.to_dict(),
+                    "files": [],
+                    "findings": [],
+                    "error": message,
+                }
+            print(f"[{k}/{len(selected)}] {exp.name} ... {note}", file=sys.stderr)
+    except KeyboardInterrupt:
+        pool.shutdown(wait=False, cancel_futures=True)
+        records.extend(done[e.name] for e in selected if e.name in done)
+        raise
+    pool.shutdown()
+    records.extend(done[e.name] for e in selected)
+    return failed
+
+
 def _run_experiments(
     args: argparse.Namespace, wx: Any, selected: list[Any], records: list[Any]
 ) -> int:
     """Run the experiments, appending their records; return how many failed."""
+    jobs = args.jobs if args.jobs > 0 else (os.cpu_count() or 1)
+    jobs = min(jobs, len(selected))
+    if jobs > 1:
+        return _run_parallel(args, selected, records, jobs)
     failed = 0
     for i, exp in enumerate(selected, 1):
         print(
