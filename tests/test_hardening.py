@@ -226,6 +226,8 @@ def test_interrupted_reproduce_reports_what_finished(capsys, tmp_path, monkeypat
         [
             "reproduce",
             "--quick",
+            "--jobs",
+            "1",  # in this process: the patched registry is not in workers
             "--out",
             str(tmp_path),
             "--only",

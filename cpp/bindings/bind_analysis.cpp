@@ -27,11 +27,11 @@ py::array_t<T> run(const Schedule& s, const py::array_t<T, py::array::c_style>& 
 void bind_analysis(py::module_& m) {
   m.def(
       "verify",
-      [](const Schedule& s) {
+      [](const Schedule& s, std::int64_t dense_after) {
         VerifyReport rep;
         {
           py::gil_scoped_release release;  // symbolic execution touches only C++ data
-          rep = verify(s);
+          rep = verify(s, dense_after);
         }
         py::dict d;
         d["transfers"] = rep.transfers;
@@ -40,7 +40,7 @@ void bind_analysis(py::module_& m) {
         d["reachability_queries"] = rep.reachability_queries;
         return d;
       },
-      py::arg("schedule"));
+      py::arg("schedule"), py::arg("dense_after") = kVerifyDenseAfter);
   m.def("execute_f64", &run<double>, py::arg("schedule"), py::arg("inputs"));
   m.def("execute_f32", &run<float>, py::arg("schedule"), py::arg("inputs"));
   m.def("execute_i64", &run<std::int64_t>, py::arg("schedule"), py::arg("inputs"));

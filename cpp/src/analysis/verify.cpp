@@ -315,6 +315,12 @@ class HappensBefore {
 
 // ---------------------------------------------------------------------------
 // Per-rank runs of cells with one state. A piece covers [lo, next piece's lo).
+// A rank whose runs grow past kDenseAt turns *dense*: one piece per block
+// (lo == index), never split or merged again, so a write costs O(1) instead
+// of shifting the tail of a long vector (ring-like schedules leave every
+// block of a rank in a state of its own). Runs of equal state in a dense
+// rank are walked as one run where it matters (a write's old state), so
+// what the verifier reports does not depend on the representation.
 
 struct Piece {
   BlockId lo;
@@ -323,9 +329,12 @@ struct Piece {
 
 class PieceMap {
  public:
-  void init(RankId ranks, BlockId blocks) {
+  void init(RankId ranks, BlockId blocks, std::int64_t dense_after) {
     blocks_ = blocks;
+    dense_at_ = dense_after;
     pieces_.assign(ranks, {});
+    dense_.assign(ranks, 0);
+    dense_budget_ = kDenseBudget;
   }
   std::vector<Piece>& of(RankId r) { return pieces_[r]; }
   BlockId hi(RankId r, std::size_t i) const {
@@ -333,6 +342,7 @@ class PieceMap {
   }
   // Index of the piece holding block b.
   std::size_t find(RankId r, BlockId b) const {
+    if (dense_[r]) return static_cast<std::size_t>(b);
     const auto& v = pieces_[r];
     auto it = std::upper_bound(v.begin(), v.end(), b,
                                [](BlockId x, const Piece& p) { return x < p.lo; });
@@ -342,13 +352,36 @@ class PieceMap {
   std::size_t split(RankId r, BlockId b) {
     auto& v = pieces_[r];
     if (b >= blocks_) return v.size();
+    if (dense_[r]) return static_cast<std::size_t>(b);
     const std::size_t i = find(r, b);
     if (v[i].lo == b) return i;
     v.insert(v.begin() + static_cast<std::ptrdiff_t>(i) + 1, Piece{b, v[i].state});
     return i + 1;
   }
-  // Merge equal neighbours among pieces [first, last].
+  // Merge equal neighbours among pieces [first, last] (a dense rank keeps
+  // one piece per block); a rank with many runs turns dense.
   void coalesce(RankId r, std::size_t first, std::size_t last) {
+    if (dense_[r]) return;
+    merge(r, first, last);
+    if (static_cast<std::int64_t>(pieces_[r].size()) > dense_at_ && blocks_ <= dense_budget_)
+      densify(r);
+  }
+
+ private:
+  // Most dense pieces in all (8 bytes each: 1 GiB).
+  static constexpr std::int64_t kDenseBudget = std::int64_t{1} << 27;
+  void densify(RankId r) {
+    auto& v = pieces_[r];
+    std::vector<Piece> d(static_cast<std::size_t>(blocks_));
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const BlockId end = hi(r, i);
+      for (BlockId b = v[i].lo; b < end; ++b) d[static_cast<std::size_t>(b)] = Piece{b, v[i].state};
+    }
+    v.swap(d);
+    dense_[r] = 1;
+    dense_budget_ -= blocks_;
+  }
+  void merge(RankId r, std::size_t first, std::size_t last) {
     auto& v = pieces_[r];
     if (first > 0) --first;
     last = std::min(last + 1, v.size());
@@ -361,9 +394,11 @@ class PieceMap {
             v.begin() + static_cast<std::ptrdiff_t>(last));
   }
 
- private:
   BlockId blocks_ = 0;
+  std::int64_t dense_at_ = kVerifyDenseAfter;
   std::vector<std::vector<Piece>> pieces_;
+  std::vector<std::uint8_t> dense_;
+  std::int64_t dense_budget_ = 0;
 };
 
 struct Record {
@@ -384,8 +419,8 @@ std::string cell(RankId r, BlockId b) {
 
 class Verifier {
  public:
-  explicit Verifier(const Schedule& s)
-      : s_(s), order_(topological_order(s)), hb_(s, order_) {}
+  Verifier(const Schedule& s, std::int64_t dense_after)
+      : s_(s), order_(topological_order(s)), hb_(s, order_), dense_after_(dense_after) {}
 
   VerifyReport run() {
     init_state();
@@ -414,7 +449,7 @@ class Verifier {
     const RankId p = s_.num_ranks();
     const BlockId nb = s_.num_blocks();
     const Collective& c = s_.collective();
-    cells_.init(p, nb);
+    cells_.init(p, nb, dense_after_);
     const std::int32_t empty = initial_record(0);
     std::vector<Interval> part;
     for (RankId r = 0; r < p; ++r) {
@@ -547,7 +582,7 @@ class Verifier {
   // Reads against later writes: walking the transfers backwards, each cell
   // remembers the next transfer that writes it.
   void reverse_pass() {
-    next_write_.init(s_.num_ranks(), s_.num_blocks());
+    next_write_.init(s_.num_ranks(), s_.num_blocks(), dense_after_);
     for (RankId r = 0; r < s_.num_ranks(); ++r) next_write_.of(r).push_back(Piece{0, -1});
     TransferId bad = -1;
     RankId bad_rank = -1;
@@ -666,6 +701,7 @@ class Verifier {
   const Schedule& s_;
   std::vector<TransferId> order_;
   HappensBefore hb_;
+  std::int64_t dense_after_;
   SetPool sets_;
   std::vector<Record> records_;
   PieceMap cells_;
@@ -677,6 +713,8 @@ class Verifier {
 
 }  // namespace
 
-VerifyReport verify(const Schedule& schedule) { return Verifier(schedule).run(); }
+VerifyReport verify(const Schedule& schedule, std::int64_t dense_after) {
+  return Verifier(schedule, dense_after).run();
+}
 
 }  // namespace wafercoll

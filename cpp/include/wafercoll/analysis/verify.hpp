@@ -40,6 +40,11 @@ struct VerifyReport {
 // Throws ScheduleError (kinds: "cycle", "dependency", "race", "empty_read",
 // "double_count", "missing", "unexpected") naming the first offending transfer
 // in topological order, with its rank and block.
-VerifyReport verify(const Schedule& schedule);
+//
+// dense_after: a rank's cell state turns into one piece per block once it has
+// more than that many runs (a representation choice: the outcome is the same
+// for every value; tests compare extremes).
+inline constexpr std::int64_t kVerifyDenseAfter = 48;
+VerifyReport verify(const Schedule& schedule, std::int64_t dense_after = kVerifyDenseAfter);
 
 }  // namespace wafercoll
