@@ -632,16 +632,22 @@ struct StageState {
   Bytes bytes = 0;
 };
 
+// 40 bytes per transfer: nodes number below 2^27 (kMaxNodes), channels of a
+// port below 1024.
 struct TransferHot {
-  std::int64_t npackets, last_bytes, base, inj_res;
+  std::int64_t npackets, last_bytes;
   std::uint64_t key0;
+  std::int32_t base;
+  std::int32_t inj_chan;  // injection channel once chosen, else -1
   std::uint32_t canon;
   std::int32_t stream_id;
 };
 
+// 24 bytes per destination.
 struct SlotState {
-  std::int64_t left, deliv, ej_res;
-  NodeId endpoint;  // of the destination
+  std::int64_t left, deliv;
+  std::int32_t ej_chan;  // ejection channel once chosen, else -1
+  NodeId endpoint;       // of the destination
 };
 
 struct Fifo {
@@ -749,7 +755,7 @@ class Simulation {
   double gamma = 0.0, copy_cost = 0.0;
   bool dataflow = false;
   // Per transfer / per destination slot state.
-  std::vector<std::int64_t> pending, dst_left;
+  std::vector<std::int32_t> pending, dst_left;
   std::vector<Seconds> ready, finish;
   // Per transfer, what the event loop touches for every packet, together.
   BigVector<TransferHot> hot;
@@ -832,20 +838,25 @@ void Simulation::prepare_stages() {
 }
 
 void Simulation::prepare_transfers() {
-  // Per transfer / per destination slot state.
+  // Per transfer / per destination slot state. hot takes over the prepared
+  // per-transfer arrays, which are released before the rest is allocated.
+  hot.resize(static_cast<std::size_t>(T));
+  for (TransferId t = 0; t < T; ++t)
+    hot[t] = TransferHot{p.npackets[t], p.last_bytes[t], p.key0[t],
+                         static_cast<std::int32_t>(p.base[t]), -1, p.canon[t], -1};
+  std::vector<std::int64_t>().swap(p.npackets);
+  std::vector<Bytes>().swap(p.last_bytes);
+  std::vector<std::uint64_t>().swap(p.key0);
+  std::vector<std::uint32_t>().swap(p.canon);
   pending.assign(T, 0);
   ready.assign(T, 0.0);
   finish.assign(T, 0.0);
   dst_left.assign(T, 0);
-  hot.resize(static_cast<std::size_t>(T));
-  for (TransferId t = 0; t < T; ++t)
-    hot[t] = TransferHot{p.npackets[t], p.last_bytes[t], p.base[t], -1, p.key0[t],
-                         p.canon[t], -1};
   S_slots = static_cast<std::int64_t>(s.dst_array().size());
   slot.resize(static_cast<std::size_t>(S_slots));
   for (TransferId t = 0; t < T; ++t) {
-    pending[t] = s.num_deps(t);
-    dst_left[t] = s.num_dsts(t);
+    pending[t] = static_cast<std::int32_t>(s.num_deps(t));
+    dst_left[t] = static_cast<std::int32_t>(s.num_dsts(t));
     for (std::int64_t i = s.dst_offsets()[t]; i < s.dst_offsets()[t + 1]; ++i)
       slot[i] = SlotState{hot[t].npackets, hot[t].npackets, -1, p.place[s.dst_array()[i]]};
   }
@@ -944,7 +955,7 @@ void Simulation::prepare_dataflow() {
           ++p.nodes[n].gate;
         }
       }
-      pending[t] = start_gates;
+      pending[t] = static_cast<std::int32_t>(start_gates);
     }
     // Edges by their first element, by counting sort. Edges were generated
     // in increasing order of their second element (the loop over t), so each
@@ -1134,15 +1145,16 @@ void Simulation::run() {
     std::int64_t r = nd.resource;
     Seconds avail = 0.0;  // the stage is free from: free_at, plus a switch
     if (r == kInjPort) {
-      if (hot[t].inj_res < 0)
-        hot[t].inj_res = pick_channel(L + static_cast<std::int64_t>(p.place[s.src(t)]) * K);
-      r = hot[t].inj_res;
+      const std::int64_t first = L + static_cast<std::int64_t>(p.place[s.src(t)]) * K;
+      if (hot[t].inj_chan < 0) hot[t].inj_chan = static_cast<std::int32_t>(pick_channel(first) - first);
+      r = first + hot[t].inj_chan;
     } else if (r == kEjPort) {
-      std::int64_t& ej = slot[nd.term].ej_res;
-      if (ej < 0)
-        ej = pick_channel(L + static_cast<std::int64_t>(E) * K +
-                                       static_cast<std::int64_t>(p.place[slot_transfer_dst[nd.term]]) * K);
-      r = ej;
+      const std::int64_t first =
+          L + static_cast<std::int64_t>(E) * K +
+          static_cast<std::int64_t>(p.place[slot_transfer_dst[nd.term]]) * K;
+      std::int32_t& ej = slot[nd.term].ej_chan;
+      if (ej < 0) ej = static_cast<std::int32_t>(pick_channel(first) - first);
+      r = first + ej;
     }
     const std::int64_t ej_first = L + static_cast<std::int64_t>(E) * K;
     if (k == 0 && !ej_used.empty() && r >= ej_first) {
