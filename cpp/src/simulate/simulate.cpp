@@ -860,9 +860,9 @@ void Simulation::prepare_transfers() {
     for (std::int64_t i = s.dst_offsets()[t]; i < s.dst_offsets()[t + 1]; ++i)
       slot[i] = SlotState{hot[t].npackets, hot[t].npackets, -1, p.place[s.dst_array()[i]]};
   }
-  succ = successors(s);
   copy_cost = net.copy_s_per_byte;
   dataflow = net.dependencies == Dependencies::dataflow;
+  if (!dataflow) succ = successors(s);  // dataflow releases through its own edge lists
 }
 
 void Simulation::prepare_dataflow() {
