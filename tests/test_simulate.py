@@ -832,8 +832,8 @@ def test_event_queues_give_identical_results(name: str, topo, net) -> None:
 
 def test_adaptive_queue_switches_and_stays_identical() -> None:
     # Random link speeds and latencies: nearly every event has a time of its
-    # own, so "auto" moves from buckets to the heap during the run; the
-    # results must equal both fixed queues' bit for bit.
+    # own; "auto" times both queues during the run and may move between them
+    # (twice); the results must equal both fixed queues' bit for bit.
     rng = np.random.default_rng(7)
     n = 120
     links = [(i, (i + j) % n) for i in range(n) for j in (1, 7)]
@@ -845,12 +845,12 @@ def test_adaptive_queue_switches_and_stays_identical() -> None:
         latency_s=rng.uniform(1e-7, 1e-6, len(links)),
     )
     s = wc.build("generic_ring_allreduce", n, 4 << 20)
-    net = wc.NetworkModel(None, packet_bytes=2048)
+    net = wc.NetworkModel(None, packet_bytes=1024)
     runs = [
         wc.simulate(s, top, net, transfers=True, event_queue=q)
         for q in ("heap", "buckets", "auto")
     ]
-    assert runs[0].events > 4 * 65536  # past several checkpoints
+    assert runs[0].events > 3 * 65536  # past the whole trial
     for r in runs[1:]:
         assert r.time_s == runs[0].time_s
         assert np.array_equal(r.transfer_finish_s, runs[0].transfer_finish_s)

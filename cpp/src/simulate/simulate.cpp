@@ -17,6 +17,7 @@
 #endif
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -292,10 +293,7 @@ class TimeBucketQueue {
     cache_t_[slot] = e.t;
     cache_b_[slot] = it->second;
     ++pending_;
-    ++times_made_;
   }
-  // Distinct times opened so far (each push that found no bucket).
-  std::int64_t times_made() const { return times_made_; }
 
  private:
   static constexpr std::size_t kCache = 16;
@@ -337,15 +335,15 @@ class TimeBucketQueue {
   std::size_t pos_ = 0, pending_ = 0;
   Seconds now_ = 0.0;
   bool active_ = false;
-  std::int64_t times_made_ = 0;
 };
 
 // The simulator's event queue: one of the two above (same order, different
-// speed). Fixed per run, or adaptive: start with buckets and, at the
-// checkpoints kAdaptEvery events apart, move everything to the heap when
-// pushes have opened more than one new time per kMinShare events (few
-// events share a time, so buckets only add hashing). Both orders are the
-// same, so the switch changes nothing in the results.
+// speed). Fixed per run, or adaptive: after a warm-up, time kTrial pushes
+// with buckets, then kTrial with the heap, and keep the faster one for the
+// rest of the run (the heap only if it is clearly faster). How many events
+// share a time does not tell the two apart well enough (the cost of either
+// depends on what is queued), so this measures. Both orders are the same,
+// so the choice changes nothing in the results, only the speed.
 class EventQueue {
  public:
   EventQueue(bool buckets, bool adaptive) : buckets_(buckets), adaptive_(adaptive) {}
@@ -353,31 +351,41 @@ class EventQueue {
   std::size_t size() const { return buckets_ ? tb_.size() : heap_.size(); }
   const Event& top() { return buckets_ ? tb_.top() : heap_.top(); }
   void push(const Event& e) {
-    if (!buckets_) {
-      heap_.push(e);
-      return;
-    }
-    tb_.push(e);
+    buckets_ ? tb_.push(e) : heap_.push(e);
     if (adaptive_ && ++pushes_ == next_check_) adapt();
   }
   void pop() { buckets_ ? tb_.pop() : heap_.pop(); }
   void replace_top(const Event& e) {
-    if (!buckets_) {
-      heap_.replace_top(e);
-      return;
-    }
-    tb_.replace_top(e);
+    buckets_ ? tb_.replace_top(e) : heap_.replace_top(e);
     if (adaptive_ && ++pushes_ == next_check_) adapt();
   }
-  bool buckets() const { return buckets_; }
 
  private:
-  static constexpr std::int64_t kAdaptEvery = std::int64_t{1} << 16;
-  static constexpr std::int64_t kMinShare = 3;
+  using Clock = std::chrono::steady_clock;
+  static constexpr std::int64_t kWarm = std::int64_t{1} << 16;
+  static constexpr std::int64_t kTrial = std::int64_t{1} << 16;
+  static constexpr double kHeapMargin = 1.15;  // the heap must be this much faster
   void adapt() {
-    next_check_ += kAdaptEvery;
-    if (tb_.times_made() * kMinShare <= pushes_) return;
-    // Drain in order into the heap (same order, so nothing observable).
+    const auto now = Clock::now();
+    switch (stage_++) {
+      case 0:  // warmed up: time the buckets
+        next_check_ += kTrial;
+        break;
+      case 1:  // time the heap
+        bucket_s_ = std::chrono::duration<double>(now - mark_).count();
+        to_heap();
+        next_check_ += kTrial;
+        break;
+      default: {  // keep the faster
+        const double heap_s = std::chrono::duration<double>(now - mark_).count();
+        if (heap_s * kHeapMargin > bucket_s_) to_buckets();
+        adaptive_ = false;
+        return;
+      }
+    }
+    mark_ = Clock::now();
+  }
+  void to_heap() {
     while (!tb_.empty()) {
       heap_.push(tb_.top());
       tb_.pop();
@@ -385,9 +393,20 @@ class EventQueue {
     tb_ = TimeBucketQueue();
     buckets_ = false;
   }
+  void to_buckets() {
+    while (!heap_.empty()) {
+      tb_.push(heap_.top());
+      heap_.pop();
+    }
+    heap_ = HeapQueue();
+    buckets_ = true;
+  }
   bool buckets_;
   bool adaptive_;
-  std::int64_t pushes_ = 0, next_check_ = kAdaptEvery;
+  int stage_ = 0;
+  std::int64_t pushes_ = 0, next_check_ = kWarm;
+  Clock::time_point mark_;
+  double bucket_s_ = 0.0;
   HeapQueue heap_;
   TimeBucketQueue tb_;
 };
@@ -715,8 +734,10 @@ class Simulation {
         L(topology.num_links()),
         K(model.ports),
         slot_transfer_dst(sched.dst_array()),
+        // automatic: buckets for a clocked machine (whole cycles: many events
+        // share a time); otherwise start with buckets and measure.
         queue(options.queue != EventQueueKind::heap,
-              options.queue == EventQueueKind::automatic) {
+              options.queue == EventQueueKind::automatic && model.clock_Hz == 0.0) {
     if (opt.record_trace && p.events > kMaxTraceEvents)
       throw std::invalid_argument("a trace of " + std::to_string(p.events) +
                                   " packet-stage events is too large (limit " +

@@ -118,10 +118,10 @@ struct NetworkModel {
 // heap of distinct times). Both process events in the same order, so the
 // results are identical; grouping is much faster when many events share a
 // time (a machine whose costs are whole clock cycles, links of one speed and
-// latency, streams in lockstep) and slower when almost every event has a time
-// of its own. automatic: start grouped and, every 65,536 pushes, switch to
-// the heap for good when the pushes so far opened a new time more than once
-// per 3 events.
+// latency, streams in lockstep) and can be slower when almost every event has
+// a time of its own. automatic: grouped when the network model has a clock;
+// otherwise grouped, then, after 65,536 pushes, 65,536 pushes are timed with
+// each queue and the faster is kept (the heap only when 15 % faster).
 enum class EventQueueKind : std::uint8_t { automatic = 0, heap = 1, buckets = 2 };
 
 struct SimOptions {
