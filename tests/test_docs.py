@@ -70,3 +70,22 @@ def test_readme_python_examples_run() -> None:
         for a in wc.algorithms():  # the README registers an example algorithm
             if a.name not in before:
                 wc.unregister_algorithm(a.name)
+
+
+def test_license_and_citation_agree_with_the_package_metadata():
+    import pathlib
+
+    import wafercoll as wc
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    license_text = (root / "LICENSE").read_text()
+    assert license_text.startswith("BSD 3-Clause License")
+    pyproject = (root / "pyproject.toml").read_text()
+    assert 'license = { text = "BSD-3-Clause" }' in pyproject
+    cff = (root / "CITATION.cff").read_text().splitlines()
+    fields = dict(
+        line.split(": ", 1) for line in cff if ": " in line and not line.startswith(" ")
+    )
+    assert fields["cff-version"] == "1.2.0"
+    assert fields["license"] == "BSD-3-Clause"
+    assert fields["version"] == wc.__version__
