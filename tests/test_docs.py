@@ -89,3 +89,21 @@ def test_license_and_citation_agree_with_the_package_metadata():
     assert fields["cff-version"] == "1.2.0"
     assert fields["license"] == "BSD-3-Clause"
     assert fields["version"] == wc.__version__
+
+
+def test_objects_have_html_reprs():
+    import wafercoll as wc
+    from wafercoll import torus, wafer
+
+    s = wc.build("generic_ring_allreduce", 6, 600)
+    objects = [
+        wc.verify(s),
+        wc.NetworkModel(1e9, packet_bytes=100),
+        wc.metrics(wc.build("wafer_chain_reduce", 8, 32), wafer.wafer_row(8)),
+        wafer.autogen(16, 4),
+        torus.hop_table("swing", wc.topology.torus(4, 4)),
+    ]
+    for obj in objects:
+        out = obj._repr_html_()
+        assert out.startswith("<table><caption>") and out.endswith("</table>")
+        assert "<script" not in out

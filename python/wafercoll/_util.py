@@ -118,3 +118,30 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
 def block_text(ranges: Any) -> str:
     """``"0-3,7"`` for the half-open block ranges ``[(0, 4), (7, 8)]``."""
     return ",".join(f"{lo}-{hi - 1}" if hi - lo > 1 else str(lo) for lo, hi in ranges)
+
+
+def html_table(caption: str, items: Any) -> str:
+    """A two-column HTML table (Jupyter reprs): ``items`` are (name, value) pairs.
+
+    Floats show 6 significant digits, None a dash, arrays their shape and
+    range; everything is escaped.
+    """
+    import html
+
+    def show(v: Any) -> str:
+        if isinstance(v, bool) or v is None:
+            return "-" if v is None else str(v)
+        if isinstance(v, float):
+            return f"{v:.6g}"
+        if isinstance(v, np.ndarray):
+            if v.size == 0:
+                return f"array {v.shape}"
+            return f"array {v.shape}, {v.min():.6g} .. {v.max():.6g}"
+        return str(v)
+
+    rows = "".join(
+        f"<tr><th style='text-align:left'>{html.escape(str(k))}</th>"
+        f"<td style='text-align:left'>{html.escape(show(v))}</td></tr>"
+        for k, v in items
+    )
+    return f"<table><caption>{html.escape(caption)}</caption>{rows}</table>"

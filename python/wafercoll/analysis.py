@@ -10,7 +10,7 @@ import numpy as np
 
 from . import _core
 from ._errors import ScheduleError
-from ._util import as_real
+from ._util import as_real, html_table
 from .schedule import Schedule
 
 __all__ = [
@@ -55,6 +55,9 @@ class VerifyReport:
     def to_dict(self) -> dict[str, Any]:
         """The report as a plain dict."""
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    def _repr_html_(self) -> str:
+        return html_table("Verified", self.to_dict().items())
 
 
 def _schedule(schedule: Any) -> Schedule:
@@ -272,6 +275,10 @@ class SpatialMetrics:
     def to_dict(self) -> dict[str, Any]:
         """The metrics as a plain dict."""
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    def _repr_html_(self) -> str:
+        rows = [*self.to_dict().items(), ("equation (1), T_R = 2", self.cycles())]
+        return html_table("Spatial metrics (words)", rows)
 
 
 def metrics(

@@ -96,7 +96,7 @@ from typing import Any
 import numpy as np
 
 from . import _core
-from ._util import as_int, as_real, block_text, write_atomic
+from ._util import as_int, as_real, block_text, html_table, write_atomic
 from .schedule import Schedule
 from .topology import Topology
 
@@ -341,6 +341,9 @@ class NetworkModel:
         """The model as plain data."""
         return dataclasses.asdict(self)
 
+    def _repr_html_(self) -> str:
+        return html_table(f"Network model {self.name}", self.to_dict().items())
+
     def _core_model(self) -> Any:
         """The compiled core's model of this network (``_core.NetworkModel``)."""
         m = _core.NetworkModel()
@@ -430,10 +433,14 @@ class SimResult:
     # -- derived quantities ---------------------------------------------------
     @property
     def cycles(self) -> float | None:
-        """Makespan in clock cycles (None when the model has no clock)."""
+        """Makespan in clock cycles (None when the model has no clock).
+
+        Rounded to 10^-6 cycle: times are sums of per-stage seconds, whose
+        float rounding would otherwise show (240 as 239.99999999999963).
+        """
         if self.network.clock_Hz is None:
             return None
-        return self.time_s * self.network.clock_Hz
+        return round(self.time_s * self.network.clock_Hz, 6)
 
     @property
     def link_utilization_by_link(self) -> np.ndarray:

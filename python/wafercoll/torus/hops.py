@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from .._util import html_table
 from . import swing as _sw
 from .builders import grid_of
 
@@ -70,6 +71,17 @@ class HopTable:
     def node_totals(self) -> np.ndarray:
         """Each rank's hops summed over the steps."""
         return self.hops.sum(axis=0)
+
+    def _repr_html_(self) -> str:
+        worst = " + ".join(str(int(h)) for h in self.per_step_worst)
+        rows = [
+            ("algorithm", self.algorithm),
+            ("topology", self.topology),
+            ("steps", ", ".join(self.steps)),
+            ("worst hops per step", f"{worst} = {self.worst_total}"),
+            ("per-rank totals", self.node_totals),
+        ]
+        return html_table("Hops per step", rows)
 
     def __repr__(self) -> str:
         worst = " + ".join(str(int(h)) for h in self.per_step_worst)

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from .._util import as_int
+from .._util import as_int, html_table
 from .model import (
     T_R_DEFAULT,
     as_ramp_latency,
@@ -120,6 +120,17 @@ class AutogenTree:
     def routing_plan(self) -> dict[str, Any]:
         """The per-PE router configurations of this tree (see :func:`routing_plan`)."""
         return routing_plan(self.parent)
+
+    def _repr_html_(self) -> str:
+        rows = [
+            ("P, B", f"{self.P}, {self.B}"),
+            ("T_R", self.T_R),
+            ("cycles (equation (1))", self.cycles),
+            ("depth, contention", f"{self.depth}, {self.contention}"),
+            ("energy (per wavelet)", self.energy),
+            ("most children of a PE", max(len(c) for c in self.children())),
+        ]
+        return html_table("Auto-Gen tree", rows)
 
 
 def autogen(P: int, B: int, T_R: float = T_R_DEFAULT) -> AutogenTree:
