@@ -1055,14 +1055,10 @@ def _run_parallel(
     pool = cf.ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn"))
     try:
         futures = {
-            pool.submit(_pool_job, e.name, args.out, args.quick): (
-                e,
-                time.perf_counter(),
-            )
-            for e in order
+            pool.submit(_pool_job, e.name, args.out, args.quick): e for e in order
         }
         for k, fut in enumerate(cf.as_completed(futures), 1):
-            exp, t0 = futures[fut]
+            exp = futures[fut]
             try:
                 done[exp.name] = fut.result()
                 note = f"done in {done[exp.name]['seconds']:.2f} s"

@@ -385,20 +385,21 @@ class EventQueue {
     }
     mark_ = Clock::now();
   }
-  void to_heap() {
-    while (!tb_.empty()) {
-      heap_.push(tb_.top());
-      tb_.pop();
+  // Moves every event, in order, and frees the emptied queue's storage.
+  template <typename From, typename To>
+  static void move_all(From& from, To& to) {
+    while (!from.empty()) {
+      to.push(from.top());
+      from.pop();
     }
-    tb_ = TimeBucketQueue();
+    from = From();
+  }
+  void to_heap() {
+    move_all(tb_, heap_);
     buckets_ = false;
   }
   void to_buckets() {
-    while (!heap_.empty()) {
-      tb_.push(heap_.top());
-      heap_.pop();
-    }
-    heap_ = HeapQueue();
+    move_all(heap_, tb_);
     buckets_ = true;
   }
   bool buckets_;

@@ -76,13 +76,15 @@ def simulation_setup(
     ppn: int,
     size_bytes: float,
     params: ClusterParams = BLUE_WATERS_MEASURED,
+    sockets: int | None = None,
 ) -> tuple[Any, Any]:
     """The cluster topology and network model that mimic ``params`` at a size.
 
     The machine entry ``blue_waters`` of :mod:`wafercoll.machines`
-    (:func:`wafercoll.cluster.cluster_machine`).
+    (:func:`wafercoll.cluster.cluster_machine`); ``sockets`` adds the
+    socket level.
     """
-    return cluster_machine(nodes, ppn, size_bytes, params)
+    return cluster_machine(nodes, ppn, size_bytes, params, sockets)
 
 
 def _simulate(
@@ -90,7 +92,7 @@ def _simulate(
 ) -> float:
     import wafercoll as wc
 
-    topo, model = cluster_machine(nodes, ppn, size, MEASURED, sockets)
+    topo, model = simulation_setup(nodes, ppn, size, MEASURED, sockets)
     s = wc.build(_BUILDERS[algo], nodes * ppn, size, ppn=ppn)
     return float(wc.simulate(s, topo, model).time_s)
 
@@ -347,39 +349,16 @@ def _plot(cols: dict[str, list[Any]], key: str, ax: Any, title: str) -> Any:
         x = np.sort(
             np.asarray(cols[key], dtype=float)[np.asarray(cols["algorithm"]) == a]
         )
-        c = color(a)
-        ax.plot(x, 1e6 * _get(cols, a, key, "script_s"), color=c, label=a.upper())
-        ax.plot(
-            x,
-            1e6 * _get(cols, a, key, "standard_model_s"),
-            color=c,
-            ls=":",
-            lw=1,
+        dots = {"marker": marker(a), "linestyle": "none"}
+        styles = (
+            ("script_s", {"label": a.upper()}),
+            ("standard_model_s", {"ls": ":", "lw": 1}),
+            ("socket_model_s", {"ls": "--", "lw": 1}),
+            ("sim_s", {**dots, "markersize": 4}),
+            ("socket_sim_s", {**dots, "markersize": 6, "markerfacecolor": "none"}),
         )
-        ax.plot(
-            x,
-            1e6 * _get(cols, a, key, "socket_model_s"),
-            color=c,
-            ls="--",
-            lw=1,
-        )
-        ax.plot(
-            x,
-            1e6 * _get(cols, a, key, "sim_s"),
-            color=c,
-            marker=marker(a),
-            linestyle="none",
-            markersize=4,
-        )
-        ax.plot(
-            x,
-            1e6 * _get(cols, a, key, "socket_sim_s"),
-            color=c,
-            marker=marker(a),
-            linestyle="none",
-            markersize=6,
-            markerfacecolor="none",
-        )
+        for col, style in styles:
+            ax.plot(x, 1e6 * _get(cols, a, key, col), color=color(a), **style)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("processes" if key == "p" else "bytes per process")

@@ -50,7 +50,6 @@ from .model import (
     _switch_contention,
     as_ramp_latency,
     chain_tree,
-    switch_contention_many,
     tree_metrics,
     two_phase_tree,
 )
@@ -174,11 +173,11 @@ def _times(
     if P == 1:
         return np.zeros_like(o)
     tree, m = _tree(pattern, P, B, T_R)
-    if o.size == 1:
-        r = 1.0 if received_before else 0.0
-        w = np.array([_switch_contention(tree, B, float(o[0]), r)])
-    else:
-        w = switch_contention_many(tree, B, o, received_before)
+    # One overhead goes through plain floats (several times faster).
+    one = float(o[0]) if o.size == 1 else o
+    w = np.reshape(
+        _switch_contention(tree, B, one, 1.0 if received_before else 0.0), o.shape
+    )
     t = np.maximum(w, B * m.energy / m.links + m.distance) + (2 * T_R + 1) * m.depth
     if collective == "allreduce":
         t = t + _bcast_after(P, B, o, T_R)
@@ -283,9 +282,13 @@ def predicted_speedup(
         The ratio and the ``B`` at which the model has it.
     """
     o = as_real(switch_overhead, "switch_overhead", 0.0, maximum=MAX_OVERHEAD)
-    r = _ratios(m, np.array([o]), as_ramp_latency(T_R), Bs)[:, 0]
-    j = int(np.argmax(r))
-    return float(r[j]), int(Bs[j])
+    return _largest(_ratios(m, np.array([o]), as_ramp_latency(T_R), Bs)[:, 0], Bs)
+
+
+def _largest(ratios: Any, Bs: Sequence[int]) -> tuple[float, int]:
+    """The largest ratio and the ``B`` it is at."""
+    j = int(np.argmax(ratios))
+    return float(ratios[j]), int(Bs[j])
 
 
 @functools.lru_cache(maxsize=64)
@@ -331,8 +334,7 @@ def simulated_speedup(
         / simulate(_schedule(m.fast, m.collective, m.n, B), row, net).cycles
         for B in Bs
     ]
-    j = int(np.argmax(r))
-    return float(r[j]), int(Bs[j])
+    return _largest(r, Bs)
 
 
 @dataclass(frozen=True)

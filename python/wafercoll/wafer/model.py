@@ -402,25 +402,27 @@ def switch_contention(
     return _switch_contention(p, b, o, 1.0 if received_before else 0.0)
 
 
-def _switch_contention(p: np.ndarray, b: int, o: float, r: float) -> float:
-    """:func:`switch_contention` on a checked tree of at least two PEs."""
+def _switch_contention(p: np.ndarray, b: int, o: Any, r: float) -> Any:
+    """:func:`switch_contention` on a checked tree of at least two PEs.
+
+    ``o`` is a float (plain Python arithmetic, the fast path for one value)
+    or an array of overheads (the same recurrence on vectors).
+    """
+    maximum = np.maximum if isinstance(o, np.ndarray) else max
     n = p.size
     par = p.tolist()
     kids = np.bincount(p[1:], minlength=n).tolist()
-    need = [0.0] * n
+    need = [0.0 * o] * n  # never changed in place: entries are replaced
     seen = [0] * n  # children of q after the current one in receive order
+    bo = b + o
     for v in range(n - 1, 0, -1):  # children before parents, last received first
         m = kids[v]
-        w = need[v]
-        if m and m * b + (m - 1 + r) * o > w:
-            w = m * b + (m - 1 + r) * o
+        w = maximum(need[v], m * b + (m - 1 + r) * o) if m else need[v]
         q = par[v]
-        w += seen[q] * (b + o)
-        if w > need[q]:
-            need[q] = w
+        need[q] = maximum(need[q], w + seen[q] * bo)
         seen[q] += 1
     m = kids[0]
-    return max(need[0], m * b + (m - 1 + r) * o)
+    return maximum(need[0], m * b + (m - 1 + r) * o)
 
 
 def switch_contention_many(
@@ -436,20 +438,6 @@ def switch_contention_many(
     o = np.asarray(overheads, dtype=np.float64).ravel()
     if o.size == 0 or not np.all(np.isfinite(o)) or np.any(o < 0):
         raise ValueError("overheads must be a non-empty array of finite numbers >= 0")
-    n = p.size
-    if n == 1:
+    if p.size == 1:
         return np.zeros_like(o)
-    r = 1.0 if received_before else 0.0
-    par = p.tolist()
-    kids = np.bincount(p[1:], minlength=n).tolist()
-    need = np.zeros((n, o.size))
-    seen = [0] * n
-    bo = b + o
-    for v in range(n - 1, 0, -1):
-        m = kids[v]
-        w = np.maximum(need[v], m * b + (m - 1 + r) * o) if m else need[v]
-        q = par[v]
-        np.maximum(need[q], w + seen[q] * bo, out=need[q])
-        seen[q] += 1
-    m = kids[0]
-    return np.maximum(need[0], m * b + (m - 1 + r) * o)
+    return _switch_contention(p, b, o, 1.0 if received_before else 0.0)
