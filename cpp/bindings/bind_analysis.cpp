@@ -68,4 +68,24 @@ void bind_analysis(py::module_& m) {
         return d;
       },
       py::arg("schedule"), py::arg("topology"), py::arg("word_bytes"), py::arg("placement"));
+  m.def(
+      "loads",
+      [](const Schedule& s, const Topology& topo, const std::vector<NodeId>& placement) {
+        Loads r;
+        {
+          py::gil_scoped_release release;
+          r = loads(s, topo, placement);
+        }
+        py::dict d;
+        d["link_bytes"] = py::array_t<std::int64_t>(r.link_bytes.size(), r.link_bytes.data());
+        d["sent_bytes"] = py::array_t<std::int64_t>(r.sent_bytes.size(), r.sent_bytes.data());
+        d["received_bytes"] =
+            py::array_t<std::int64_t>(r.received_bytes.size(), r.received_bytes.data());
+        d["reduced_bytes"] =
+            py::array_t<std::int64_t>(r.reduced_bytes.size(), r.reduced_bytes.data());
+        return d;
+      },
+      "Bytes per link (multicast once per link) and per endpoint: sent, received, "
+      "reduced.",
+      py::arg("schedule"), py::arg("topology"), py::arg("placement"));
 }

@@ -7,7 +7,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['NetworkModel', 'Schedule', 'Topology', 'binomial_broadcast', 'binomial_reduce', 'block_element_offsets', 'even_blocks', 'execute_f32', 'execute_f64', 'execute_i32', 'execute_i64', 'rabenseifner_allreduce', 'recursive_doubling_allreduce', 'ring_allreduce', 'simulate', 'simulation_events', 'spatial_metrics', 'tree_reduce', 'verify', 'wafer_autogen', 'wafer_autogen_cycles', 'wafer_fixed_pattern_cycles', 'wafer_lower_bound_cycles', 'wafer_lower_bound_energy']
+__all__: list[str] = ['NetworkModel', 'Schedule', 'Topology', 'binomial_broadcast', 'binomial_reduce', 'block_element_offsets', 'even_blocks', 'execute_f32', 'execute_f64', 'execute_i32', 'execute_i64', 'loads', 'rabenseifner_allreduce', 'recursive_doubling_allreduce', 'ring_allreduce', 'simulate', 'simulation_events', 'spatial_metrics', 'tree_reduce', 'verify', 'wafer_autogen', 'wafer_autogen_cycles', 'wafer_fixed_pattern_cycles', 'wafer_lower_bound_cycles', 'wafer_lower_bound_energy']
 class Topology:
     MAX_CLUSTER_RANKS: typing.ClassVar[int] = 2097152
     MAX_CUSTOM_NODES: typing.ClassVar[int] = 20000
@@ -271,6 +271,10 @@ def execute_i32(schedule: Schedule, inputs: typing.Annotated[numpy.typing.ArrayL
     ...
 def execute_i64(schedule: Schedule, inputs: typing.Annotated[numpy.typing.ArrayLike, numpy.int64]) -> numpy.typing.NDArray[numpy.int64]:
     ...
+def loads(schedule: Schedule, topology: Topology, placement: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> dict:
+    """
+    Bytes per link (multicast once per link) and per endpoint: sent, received, reduced.
+    """
 def rabenseifner_allreduce(p: typing.SupportsInt | typing.SupportsIndex, size_bytes: typing.SupportsInt | typing.SupportsIndex) -> Schedule:
     ...
 def recursive_doubling_allreduce(p: typing.SupportsInt | typing.SupportsIndex, size_bytes: typing.SupportsInt | typing.SupportsIndex) -> Schedule:

@@ -136,6 +136,10 @@ class AlgorithmInfo:
         Options beyond ``ranks`` and ``size_bytes``, with their defaults.
     max_ranks : int
         Largest rank count the builder accepts.
+    predict : callable or None
+        Closed-form time, ``predict(ranks, size_bytes, topology, network)``
+        in seconds (``None`` where the form does not apply), for
+        :func:`wafercoll.advise`.
     """
 
     name: str
@@ -146,6 +150,9 @@ class AlgorithmInfo:
     builder: Callable[..., Any] = field(repr=False, compare=False)
     parameters: dict[str, Any] = field(default_factory=dict)
     max_ranks: int = 1 << 24
+    predict: Callable[..., float | None] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     def to_dict(self) -> dict[str, Any]:
         """The record without the builder function."""
@@ -157,6 +164,7 @@ class AlgorithmInfo:
             "summary": self.summary,
             "parameters": dict(self.parameters),
             "max_ranks": self.max_ranks,
+            "predicts": self.predict is not None,
         }
 
 
@@ -209,6 +217,7 @@ def register_algorithm(
     summary: str = "",
     parameters: dict[str, Any] | None = None,
     max_ranks: int = 1 << 24,
+    predict: Callable[..., float | None] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register a builder under ``name``; use as a decorator.
 
@@ -234,6 +243,9 @@ def register_algorithm(
         Options beyond ``ranks`` and ``size_bytes``, with their defaults.
     max_ranks : int
         Largest rank count accepted.
+    predict : callable, optional
+        Closed-form time ``predict(ranks, size_bytes, topology, network)`` in
+        seconds, or ``None`` where it does not apply.
 
     Returns
     -------
@@ -271,6 +283,7 @@ def register_algorithm(
                 fn,
                 params,
                 max_ranks,
+                predict,
             )
         )
         return fn
@@ -425,5 +438,11 @@ def build(
         raise ValueError(
             f"{name} is registered as a {info.collective} but built a "
             f"{s.collective} schedule"
+        )
+    if topology is not None and s.num_ranks > topology.num_endpoints:
+        raise ValueError(
+            f"{name} built {s.num_ranks} ranks (helpers included) but "
+            f"{topology.name} has {topology.num_endpoints} endpoints; it needs a "
+            f"topology of the families {', '.join(info.families)} with room for them"
         )
     return s

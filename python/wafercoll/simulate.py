@@ -429,6 +429,16 @@ class SimResult:
             self.transfer_op = schedule.op
         self._schedule = schedule if self.transfer_ready_s is not None else None
         self._topology = topology  # link ends for chrome_trace(), read on demand
+        # What the collective asks for (not its transfers): the lower bound's input.
+        self._collective = (
+            schedule.collective,
+            schedule.size_bytes,
+            schedule.root,
+            schedule.participants,
+            schedule.owners,
+            schedule.block_bytes if schedule.owners is not None else None,
+        )
+        self._bound: Any = None
 
     # -- derived quantities ---------------------------------------------------
     @property
@@ -517,14 +527,46 @@ class SimResult:
         }
 
     # -- export ---------------------------------------------------------------
+    @property
+    def lower_bound(self) -> Any:
+        """Lower bound on any schedule of this collective on this machine.
+
+        A :class:`wafercoll.bounds.LowerBound` for the same topology, network
+        model, placement, participants and block owners (computed once, on
+        first use); see :mod:`wafercoll.bounds` for its components.
+        """
+        if self._bound is None:
+            from . import bounds
+
+            kind, size, root, part, owners, blocks = self._collective
+            demand = bounds._demand(
+                kind,
+                size,
+                np.asarray(self.placement, dtype=np.int64),
+                np.flatnonzero(np.asarray(part, dtype=bool)),
+                root,
+                np.zeros(0) if blocks is None else blocks,
+                None if owners is None else np.asarray(owners, dtype=np.int64),
+                self._topology.num_endpoints,
+            )
+            self._bound = bounds._bound(demand, self._topology, self.network, True)
+        return self._bound
+
+    @property
+    def optimality_ratio(self) -> float:
+        """``time_s`` over :attr:`lower_bound` (1 would be optimal)."""
+        return self.lower_bound.ratio(self.time_s)
+
     def summary(self) -> dict[str, Any]:
-        """Headline numbers as a dict."""
+        """Headline numbers as a dict (the lower bound is computed on first use)."""
         return {
             "schedule": self.schedule_name,
             "topology": self.topology_name,
             "network": self.network.name,
             "time_s": self.time_s,
             "cycles": self.cycles,
+            "lower_bound_s": self.lower_bound.time_s,
+            "optimality_ratio": self.optimality_ratio,
             "link_utilization": self.link_utilization,
             "link_utilization_used": self.link_utilization_used,
             "links_used": self.links_used,
@@ -729,13 +771,12 @@ class SimResult:
         write_atomic(path, json.dumps(self.chrome_trace()))
 
     def __repr__(self) -> str:
-        s = self.summary()
-        cyc = f", cycles={s['cycles']:.6g}" if s["cycles"] is not None else ""
+        cyc = f", cycles={self.cycles:.6g}" if self.cycles is not None else ""
         return (
-            f"SimResult({s['schedule'] or 'schedule'} on {s['topology']}: "
-            f"time_s={s['time_s']:.6g}{cyc}, "
-            f"link_utilization={s['link_utilization']:.3f}, "
-            f"links_used={s['links_used']}/{s['links']})"
+            f"SimResult({self.schedule_name or 'schedule'} on {self.topology_name}: "
+            f"time_s={self.time_s:.6g}{cyc}, "
+            f"link_utilization={self.link_utilization:.3f}, "
+            f"links_used={self.links_used}/{self.num_links})"
         )
 
     def _repr_html_(self) -> str:

@@ -188,6 +188,29 @@ TEST(SpatialMetrics, ChainAndStarOnALineHaveTheirClosedForms) {
   }
 }
 
+TEST(Loads, StarOnALineCountsEveryHopAndEndpoint) {
+  // A star reduce into PE 0 on a line: the stream from v crosses links
+  // v -> v-1 .. 1 -> 0, so the link into u from u + 1 carries (P - 1 - u) B.
+  for (std::int32_t P : {2, 3, 8, 17}) {
+    const Topology line = Topology::line(P);
+    const std::int64_t B = 24;
+    std::vector<std::int32_t> star(P);
+    for (std::int32_t v = 0; v < P; ++v) star[v] = v == 0 ? -1 : 0;
+    const Loads l = loads(tree_reduce(star, B, B), line);
+    for (std::int32_t u = 0; u + 1 < P; ++u) {
+      const LinkId back = line.link_id(u + 1, u);
+      EXPECT_EQ(l.link_bytes[back], (P - 1 - u) * B);
+      EXPECT_EQ(l.link_bytes[line.link_id(u, u + 1)], 0);
+    }
+    EXPECT_EQ(l.received_bytes[0], (P - 1) * B);
+    EXPECT_EQ(l.reduced_bytes[0], (P - 1) * B);
+    for (std::int32_t v = 1; v < P; ++v) {
+      EXPECT_EQ(l.sent_bytes[v], B);
+      EXPECT_EQ(l.received_bytes[v], 0);
+    }
+  }
+}
+
 TEST(Execute, BlockOffsetsAndACopyAfterAReduce) {
   // Two blocks of 8 and 16 bytes over 24 elements: offsets in proportion.
   Collective c;

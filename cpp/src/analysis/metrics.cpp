@@ -9,9 +9,11 @@
 
 namespace wafercoll {
 
-SpatialMetrics spatial_metrics(const Schedule& s, const Topology& topo, Bytes word_bytes,
-                               const std::vector<NodeId>& placement) {
-  if (word_bytes < 1) throw std::invalid_argument("word_bytes must be >= 1");
+namespace {
+
+// Endpoint of every rank: ``placement`` checked, or rank r on endpoint r.
+std::vector<NodeId> resolve_placement(const Schedule& s, const Topology& topo,
+                                      const std::vector<NodeId>& placement) {
   const RankId P = s.num_ranks();
   std::vector<NodeId> place = placement;
   if (place.empty()) {
@@ -24,6 +26,15 @@ SpatialMetrics spatial_metrics(const Schedule& s, const Topology& topo, Bytes wo
   } else if (static_cast<RankId>(place.size()) != P) {
     throw std::invalid_argument("placement must list one endpoint per rank");
   }
+  return place;
+}
+
+}  // namespace
+
+SpatialMetrics spatial_metrics(const Schedule& s, const Topology& topo, Bytes word_bytes,
+                               const std::vector<NodeId>& placement) {
+  if (word_bytes < 1) throw std::invalid_argument("word_bytes must be >= 1");
+  const std::vector<NodeId> place = resolve_placement(s, topo, placement);
   const TransferId T = s.num_transfers();
   std::vector<std::int64_t> L(T, 0), D(T, 0), R(T, 0);
   std::vector<std::uint8_t> used(topo.num_links(), 0);
@@ -71,6 +82,41 @@ SpatialMetrics spatial_metrics(const Schedule& s, const Topology& topo, Bytes wo
   }
   for (std::uint8_t u : used) m.links += u;
   return m;
+}
+
+Loads loads(const Schedule& s, const Topology& topo, const std::vector<NodeId>& placement) {
+  const std::vector<NodeId> place = resolve_placement(s, topo, placement);
+  Loads out;
+  out.link_bytes.assign(topo.num_links(), 0);
+  out.sent_bytes.assign(topo.num_endpoints(), 0);
+  out.received_bytes.assign(topo.num_endpoints(), 0);
+  out.reduced_bytes.assign(topo.num_endpoints(), 0);
+  std::vector<std::uint32_t> mark(topo.num_links(), 0);  // per-transfer dedup
+  std::vector<LinkId> route;
+  std::uint32_t stamp = 0;
+  const TransferId T = s.num_transfers();
+  for (TransferId t = 0; t < T; ++t) {
+    const std::int64_t b = s.transfer_bytes(t);
+    const bool reduce = s.op(t) == Op::reduce;
+    if (++stamp == 0) {  // wrapped: forget every mark
+      std::fill(mark.begin(), mark.end(), 0);
+      stamp = 1;
+    }
+    out.sent_bytes[place[s.src(t)]] += b;
+    for (const RankId* d = s.dsts_begin(t); d != s.dsts_end(t); ++d) {
+      out.received_bytes[place[*d]] += b;
+      if (reduce) out.reduced_bytes[place[*d]] += b;
+      route.clear();
+      topo.append_route(place[s.src(t)], place[*d], route);
+      for (LinkId l : route) {
+        if (mark[l] != stamp) {
+          mark[l] = stamp;
+          out.link_bytes[l] += b;
+        }
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace wafercoll

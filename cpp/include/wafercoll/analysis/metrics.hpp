@@ -42,4 +42,19 @@ struct SpatialMetrics {
 SpatialMetrics spatial_metrics(const Schedule& s, const Topology& topo, Bytes word_bytes,
                                const std::vector<NodeId>& placement = {});
 
+// The bytes a schedule puts on each link and each endpoint, whatever the
+// timing: a transfer's payload counts once on every link of its route (for a
+// multicast, of the union of its routes), once at its source (sent) and once
+// at every destination (received; reduced too when it reduces). These are
+// the loads behind a schedule's own lower bound: no stage can finish its
+// bytes faster than its bandwidth allows.
+struct Loads {
+  std::vector<std::int64_t> link_bytes;     // per link
+  std::vector<std::int64_t> sent_bytes;     // per endpoint
+  std::vector<std::int64_t> received_bytes; // per endpoint
+  std::vector<std::int64_t> reduced_bytes;  // per endpoint
+};
+
+Loads loads(const Schedule& s, const Topology& topo, const std::vector<NodeId>& placement = {});
+
 }  // namespace wafercoll

@@ -1,0 +1,901 @@
+"""Lower bounds on the time of a collective on any topology, under a network model.
+
+:func:`lower_bound` answers "how fast could *any* schedule of this collective
+be on this machine?" under the simulator's model (:mod:`wafercoll.simulate`),
+so that every :class:`~wafercoll.SimResult` can state its optimality ratio
+(:attr:`SimResult.lower_bound`). :func:`schedule_lower_bound` answers the
+narrower "how fast could *this* schedule be?" from the bytes it puts on each
+link and endpoint, whatever the timing; the advisor uses it to skip
+simulations that cannot win.
+
+Every bound is the largest of several components, each a proof on its own:
+
+``latency``
+    Some participant needs data from the participant farthest from it (in
+    link latency + ``hop_latency_s`` along the topology's shortest path):
+    ``alpha + 2 port_latency + max dist``. One round is all the model forces:
+    a direct exchange (everyone multicasts its vector to everyone) has a
+    single message on every dependency chain.
+``injection`` / ``ejection``
+    What each endpoint must send or receive, over what it can send or receive
+    through its links (and its ports, when the model has ports). In an
+    allreduce every participant must send each element of its input at least
+    once (its contribution leaves it) and receive each element at least once
+    (the others' contributions arrive); in a reduce the root receives, in a
+    broadcast the root sends, and so on.
+``ejection_total``
+    All receptions together, over the sum of the endpoints' receive
+    capacities. For an allreduce of ``m`` participants every element needs at
+    least ``2 (m - 1)`` receptions: this is the one-way gossip count (every
+    partial sum is a set of contributions; a multicast to ``k`` ranks counts
+    as ``k`` one-way calls, and messages take positive time). Proof sketch:
+    let ``t0`` be the earliest time a participant ``v`` holds the complete
+    sum of an element. (a) Each other participant ``u``'s contribution has
+    reached ``v`` by ``t0`` along a chain of messages; the chain's first
+    reception is of a message sent by ``u``, delivered before ``t0`` or, at
+    ``t0``, into ``v``: ``m - 1`` receptions of distinct senders. (b) Each
+    participant ``w != v`` becomes complete on a reception into ``w`` at or
+    after ``t0``: ``m - 1`` receptions by distinct receivers, none into
+    ``v``. No reception is in both sets, so there are ``2 (m - 1)``. For
+    uniform links of bandwidth ``b`` and degree ``d`` this is the classic
+    ``2 (p - 1) S / (p d b)`` of bandwidth-optimal allreduce (Patarasuk and
+    Yuan, "Bandwidth optimal all-reduce algorithms for clusters of
+    workstations", JPDC 69(2), 2009). A reduce or a broadcast needs ``m - 1``
+    receptions per element, a reduce-scatter or an allgather ``m - 1`` per
+    element of every block.
+``cut``
+    For a cut of the topology into sides ``A`` and ``B``, the bytes that must
+    cross from ``A`` to ``B`` over the bandwidth of the links from ``A`` to
+    ``B``: ``S`` for an allreduce when both sides hold participants, ``S``
+    into the root's side of a reduce, the blocks owned in ``B`` of a
+    reduce-scatter, ... (the cut-set argument of network flow). The cuts
+    tried: every prefix of rows and of columns of a grid, every node and
+    socket of a cluster, and on other graphs of up to 2,000 nodes (the
+    n150, custom topologies) a Stoer-Wagner global minimum cut and a
+    Kernighan-Lin bisection (NetworkX).
+``compute``
+    An element summed over ``m`` participants needs ``m - 1`` reductions of
+    ``gamma_s_per_byte`` each, spread at best over every rank's reduction
+    unit.
+
+Each byte component also adds the time no byte can avoid: the start-up
+``alpha_s``, the port latencies and the smallest latency of the links it is
+counted on (bytes that cross a link of latency ``l`` into an endpoint must
+have left that link ``l`` before the end). The bound ignores packet and flit
+overheads, store-and-forward delays and the switch overhead, which only add
+time, so it holds for every schedule the simulator can run; a property test
+checks it against every registered algorithm on every family.
+
+Examples
+--------
+A unidirectional ring allreduce on a ring uses half of every endpoint's two
+incoming links, so it runs at twice the bound; the bidirectional ring uses
+both:
+
+>>> import wafercoll as wc
+>>> topo, net = wc.ring(8), wc.NetworkModel(1e9)
+>>> b = wc.bounds.lower_bound(topo, net, "allreduce", 1 << 20)
+>>> b.binding
+'ejection_total'
+>>> s = wc.build("generic_ring_allreduce", ranks=8, size_bytes=1 << 20)
+>>> round(wc.simulate(s, topo, net).time_s / b.time_s, 3)
+2.0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+from typing import Any
+
+import numpy as np
+
+from . import _core
+from ._util import as_int, html_table
+from .schedule import COLLECTIVES, Schedule
+from .simulate import NetworkModel
+from .topology import Topology
+
+__all__ = ["LowerBound", "collective_bound", "lower_bound", "schedule_lower_bound"]
+
+#: Graphs up to this many nodes also get NetworkX's minimum cut and bisection.
+MAX_GRAPH_CUT_NODES = 2000
+#: Most grid prefixes tried per dimension (evenly spaced, the middle included).
+MAX_GRID_CUTS = 64
+#: Most sources of the shortest-path latency search.
+MAX_LATENCY_SOURCES = 32
+
+
+@dataclasses.dataclass(frozen=True)
+class LowerBound:
+    """A lower bound on a collective's time, with the components it is made of.
+
+    Attributes
+    ----------
+    time_s : float
+        The bound: the largest component.
+    binding : str
+        Name of the largest component.
+    components : dict of str to float
+        Every component's bound in seconds (see :mod:`wafercoll.bounds`).
+    details : dict of str to str
+        For each component, where it binds (the endpoint, the cut, the pair).
+    collective : str
+    size_bytes : int
+    topology : str
+        Name of the topology.
+    network : str
+        Name of the network model.
+    """
+
+    time_s: float
+    binding: str
+    components: dict[str, float]
+    details: dict[str, str]
+    collective: str
+    size_bytes: int
+    topology: str
+    network: str
+
+    def ratio(self, time_s: float) -> float:
+        """``time_s`` over the bound (``inf`` when the bound is 0)."""
+        t = float(time_s)
+        return t / self.time_s if self.time_s > 0 else float("inf")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form (JSON-ready)."""
+        return dataclasses.asdict(self)
+
+    def __repr__(self) -> str:
+        return (
+            f"LowerBound({self.collective}, {self.size_bytes} B on {self.topology}: "
+            f"{self.time_s:.6g} s, binding {self.binding})"
+        )
+
+    def _repr_html_(self) -> str:
+        rows = [("bound", f"{self.time_s:.6g} s ({html.escape(self.binding)})")]
+        for name, t in sorted(self.components.items(), key=lambda kv: -kv[1]):
+            where = self.details.get(name, "")
+            rows.append((name, f"{t:.6g} s" + (f": {where}" if where else "")))
+        caption = (
+            f"lower bound: {self.collective}, {self.size_bytes} B on "
+            f"{self.topology} under {self.network}"
+        )
+        return html_table(caption, rows)
+
+
+# ----------------------------------------------------------------------------
+# What the collective demands of each endpoint and each cut
+
+
+@dataclasses.dataclass
+class _Demand:
+    """Bytes a collective forces on endpoints and cuts (endpoint-indexed)."""
+
+    kind: str
+    size_bytes: int
+    ranks: np.ndarray  # endpoint of every rank
+    inputs: np.ndarray  # endpoints holding input (participants)
+    outputs: np.ndarray  # endpoints needing output, per block for rs/ag
+    root: int  # endpoint of the root (reduce, broadcast) or -1
+    block_bytes: np.ndarray  # per block (reduce_scatter, allgather)
+    block_owner: np.ndarray  # endpoint owning each block
+    send: np.ndarray  # per endpoint
+    recv: np.ndarray  # per endpoint
+    recv_total: float
+    reduce_total: float
+
+    def crossing(self, side_a: np.ndarray) -> tuple[float, float]:
+        """Bytes that must cross A -> B and B -> A (``side_a``: endpoint mask)."""
+        S = float(self.size_bytes)
+        in_a = side_a[self.inputs]
+        ins_a, ins_b = bool(in_a.any()), bool((~in_a).any())
+        if self.kind == "allreduce":
+            both = ins_a and ins_b
+            return (S, S) if both else (0.0, 0.0)
+        if self.kind == "reduce":
+            ra = bool(side_a[self.root])
+            return (S if ins_a and not ra else 0.0, S if ins_b and ra else 0.0)
+        if self.kind == "broadcast":
+            ra = bool(side_a[self.root])
+            out_a = side_a[self.outputs]
+            return (
+                S if ra and (~out_a).any() else 0.0,
+                S if not ra and out_a.any() else 0.0,
+            )
+        owner_a = side_a[self.block_owner]
+        w = self.block_bytes
+        if self.kind == "reduce_scatter":
+            # Block b's owner needs every input: it crosses into the owner's side.
+            ab = float(w[~owner_a].sum()) if ins_a else 0.0
+            ba = float(w[owner_a].sum()) if ins_b else 0.0
+            return ab, ba
+        # allgather: block b leaves its owner for every output on the far side.
+        out_a = side_a[self.outputs]
+        ab = float(w[owner_a].sum()) if (~out_a).any() else 0.0
+        ba = float(w[~owner_a].sum()) if out_a.any() else 0.0
+        return ab, ba
+
+
+def _demand(
+    kind: str,
+    size_bytes: int,
+    place: np.ndarray,
+    participants: np.ndarray,
+    root: int | None,
+    block_bytes: np.ndarray,
+    owners: np.ndarray | None,
+    endpoints: int,
+) -> _Demand:
+    """Per-endpoint and total demands of a collective (see the module text)."""
+    S = float(size_bytes)
+    part = place[participants]
+    m = len(part)
+    send = np.zeros(endpoints)
+    recv = np.zeros(endpoints)
+    root_e = int(place[root]) if root is not None else -1
+    owner_e = place[owners] if owners is not None else np.zeros(0, dtype=np.int64)
+    w = np.asarray(block_bytes, dtype=np.float64) if owners is not None else np.zeros(0)
+    recv_total = reduce_total = 0.0
+    if kind == "allreduce" and m >= 2:
+        send[part] = S
+        recv[part] = S
+        recv_total = 2.0 * (m - 1) * S
+        reduce_total = (m - 1) * S
+    elif kind == "reduce":
+        others = part[part != root_e]
+        if len(others):
+            send[others] = S
+            recv[root_e] = S
+            recv_total = len(others) * S
+            reduce_total = max(m - 1, 0) * S
+    elif kind == "broadcast":
+        others = part[part != root_e]
+        if len(others):
+            send[root_e] = S
+            recv[others] = S
+            recv_total = len(others) * S
+    elif kind in ("reduce_scatter", "allgather"):
+        is_part = np.zeros(endpoints, dtype=bool)
+        is_part[part] = True
+        owner_is_part = is_part[owner_e]
+        if kind == "allgather":  # a block without input stays zero: no traffic
+            w = w * owner_is_part
+        # Participants other than the block's owner.
+        others = m - owner_is_part.astype(np.int64)
+        has_others = others > 0
+        recv_total = float((w * others).sum())
+        if kind == "reduce_scatter":
+            np.add.at(recv, owner_e[has_others], w[has_others])
+            total = float(w.sum())
+            # A participant sends every block it does not own.
+            own = np.zeros(endpoints)
+            np.add.at(own, owner_e, w)
+            send[part] = total - own[part]
+            reduce_total = float((w * max(m - 1, 0)).sum())
+        else:
+            np.add.at(send, owner_e[has_others], w[has_others])
+            total = float(w.sum())
+            own = np.zeros(endpoints)
+            np.add.at(own, owner_e, w)
+            recv[part] = total - own[part]
+    return _Demand(
+        kind,
+        int(size_bytes),
+        place,
+        part,
+        part,
+        root_e,
+        w,
+        owner_e,
+        send,
+        recv,
+        recv_total,
+        reduce_total,
+    )
+
+
+# ----------------------------------------------------------------------------
+# What the machine can do
+
+
+@dataclasses.dataclass
+class _Machine:
+    """Link capacities and latencies of a topology under a network model."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    bw: np.ndarray  # per link, B/s
+    lat: np.ndarray  # per link: own latency + hop latency
+    in_cap: np.ndarray  # per endpoint: sum of incoming link bandwidths
+    out_cap: np.ndarray
+    in_lat: np.ndarray  # per endpoint: smallest incoming link latency
+    out_lat: np.ndarray
+    port_cap: np.ndarray | None  # per endpoint: ports x port bandwidth
+    pre: float  # alpha + injection port latency
+    port_lat: float  # ejection port latency (0 without ports)
+    nodes: int
+    endpoints: int
+
+
+def _machine(topology: Topology, network: NetworkModel) -> _Machine:
+    links = topology.links
+    src = links["src"].astype(np.int64)
+    dst = links["dst"].astype(np.int64)
+    if network.bandwidth_Bps is not None:
+        bw = np.full(len(src), float(network.bandwidth_Bps))
+    else:
+        bw = links["bandwidth_Bps"].astype(np.float64)
+    lat = links["latency_s"].astype(np.float64) + network.hop_latency_s
+    n, e = topology.num_nodes, topology.num_endpoints
+    in_cap = np.bincount(dst, weights=bw, minlength=n)[:e]
+    out_cap = np.bincount(src, weights=bw, minlength=n)[:e]
+    in_lat = np.full(n, np.inf)
+    out_lat = np.full(n, np.inf)
+    np.minimum.at(in_lat, dst, lat)
+    np.minimum.at(out_lat, src, lat)
+    port_cap = None
+    port_lat = 0.0
+    pre = network.alpha_s
+    if network.ports is not None:
+        if network.port_bandwidth_Bps is not None:
+            pbw = np.full(e, float(network.port_bandwidth_Bps))
+        elif network.bandwidth_Bps is not None:
+            pbw = np.full(e, float(network.bandwidth_Bps))
+        else:  # the fastest link at the endpoint
+            fastest = np.zeros(n)
+            np.maximum.at(fastest, dst, bw)
+            np.maximum.at(fastest, src, bw)
+            pbw = fastest[:e]
+        port_cap = network.ports * pbw
+        port_lat = network.port_latency_s
+        pre += port_lat
+    return _Machine(
+        src,
+        dst,
+        bw,
+        lat,
+        in_cap,
+        out_cap,
+        in_lat[:e],
+        out_lat[:e],
+        port_cap,
+        pre,
+        port_lat,
+        n,
+        e,
+    )
+
+
+#: Up to this many ranks, endpoint capacities count only the links that the
+#: routes between ranks start or end on (p^2 routes are looked up).
+MAX_ROUTED_RANKS = 512
+
+
+def _restrict_to_routes(topology: Topology, mach: _Machine, ends: np.ndarray) -> None:
+    """Keep in ``in_cap`` / ``out_cap`` only links some route between ranks uses.
+
+    Routes are the topology's, fixed: bytes from ``e`` leave on the first
+    link of a route from ``e``, so links no route starts on carry none of
+    ``e``'s sends (on the n150, two neighbours' exchange uses one of four
+    links). Skipped above :data:`MAX_ROUTED_RANKS` ranks (the bound stays
+    valid, only looser).
+    """
+    if len(ends) > MAX_ROUTED_RANKS or len(ends) < 2:
+        return
+    first = np.zeros(len(mach.src), dtype=bool)
+    last = np.zeros(len(mach.src), dtype=bool)
+    core = topology._core
+    for a in ends.tolist():
+        for b in ends.tolist():
+            if a != b:
+                route = core.route(a, b)
+                if len(route):
+                    first[route[0]] = True
+                    last[route[-1]] = True
+    e = mach.endpoints
+    mach.out_cap = np.bincount(
+        mach.src[first], weights=mach.bw[first], minlength=mach.nodes
+    )[:e]
+    mach.in_cap = np.bincount(
+        mach.dst[last], weights=mach.bw[last], minlength=mach.nodes
+    )[:e]
+    out_lat = np.full(mach.nodes, np.inf)
+    in_lat = np.full(mach.nodes, np.inf)
+    np.minimum.at(out_lat, mach.src[first], mach.lat[first])
+    np.minimum.at(in_lat, mach.dst[last], mach.lat[last])
+    mach.out_lat, mach.in_lat = out_lat[:e], in_lat[:e]
+
+
+def _safe_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a / b`` with 0 where ``a`` is 0 and ``inf`` where only ``b`` is 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(a > 0, a / np.where(b > 0, b, 0.0), 0.0)
+    return np.where((a > 0) & (b <= 0), np.inf, out)
+
+
+def _endpoint_terms(
+    name: str, need: np.ndarray, cap: np.ndarray, lat: np.ndarray, mach: _Machine
+) -> tuple[float, str]:
+    """``max_e pre + need_e / cap_e + lat_e + port_lat`` over needy endpoints."""
+    need_e = need[: mach.endpoints]
+    used = need_e > 0
+    if not used.any():
+        return 0.0, ""
+    t = np.full(mach.endpoints, -np.inf)
+    lat_u = np.where(np.isfinite(lat), lat, 0.0)
+    t[used] = (
+        mach.pre + _safe_div(need_e[used], cap[used]) + lat_u[used] + mach.port_lat
+    )
+    e = int(np.argmax(t))
+    how = "sends" if name == "injection" else "receives"
+    return float(t[e]), f"endpoint {e} {how} {need_e[e]:.6g} B"
+
+
+def _cut_candidates(topology: Topology, mach: _Machine) -> list[tuple[str, np.ndarray]]:
+    """Node masks (side A) of the cuts worth trying on this topology."""
+    cuts: list[tuple[str, np.ndarray]] = []
+    n, e = mach.nodes, mach.endpoints
+    kind = topology.kind
+    if kind in ("line", "ring", "mesh", "torus") and n == e:
+        rows, cols = topology.shape
+        ids = np.arange(n)
+        r, c = ids // cols, ids % cols
+        for dim, size, coord in (("col", cols, c), ("row", rows, r)):
+            if size < 2:
+                continue
+            picks = np.unique(
+                np.concatenate(
+                    [
+                        np.linspace(1, size - 1, min(size - 1, MAX_GRID_CUTS)),
+                        [size // 2],
+                    ]
+                ).astype(np.int64)
+            )
+            for k in picks:
+                cuts.append((f"{dim} < {int(k)}", coord < k))
+    if kind == "cluster":
+        node_of = topology.node_of
+        sock_of = topology.socket_of
+        for g in range(int(node_of.max()) + 1):
+            cuts.append((f"node {g}", _with_hidden(node_of == g, mach)))
+        if topology.sockets > 1:
+            key = node_of.astype(np.int64) * topology.sockets + sock_of
+            for g in np.unique(key):
+                cuts.append(
+                    (
+                        f"node {int(g) // topology.sockets} socket "
+                        f"{int(g) % topology.sockets}",
+                        _with_hidden(key == g, mach),
+                    )
+                )
+    if not cuts and 2 <= n <= MAX_GRAPH_CUT_NODES:  # no structure to go by
+        cuts.extend(_graph_cuts(mach))
+    return cuts
+
+
+def _with_hidden(endpoint_mask: np.ndarray, mach: _Machine) -> np.ndarray:
+    """Extend an endpoint mask to hidden routers.
+
+    A router joins side A when more of its link bandwidth goes to A than to B
+    (any choice gives a valid cut; this one keeps the cut small).
+    """
+    side = np.zeros(mach.nodes, dtype=bool)
+    side[: mach.endpoints] = endpoint_mask
+    if mach.nodes == mach.endpoints:
+        return side
+    for _ in range(3):
+        toward_a = np.bincount(
+            mach.src, weights=mach.bw * side[mach.dst], minlength=mach.nodes
+        )
+        toward_b = np.bincount(
+            mach.src, weights=mach.bw * ~side[mach.dst], minlength=mach.nodes
+        )
+        hidden = np.arange(mach.endpoints, mach.nodes)
+        side[hidden] = toward_a[hidden] > toward_b[hidden]
+    return side
+
+
+def _graph_cuts(mach: _Machine) -> list[tuple[str, np.ndarray]]:
+    """Stoer-Wagner minimum cut and Kernighan-Lin bisection (NetworkX)."""
+    try:
+        import networkx as nx
+    except ImportError:  # pragma: no cover - networkx is a dependency
+        return []
+    g = nx.Graph()
+    g.add_nodes_from(range(mach.nodes))
+    for u, v, b in zip(
+        mach.src.tolist(), mach.dst.tolist(), mach.bw.tolist(), strict=True
+    ):
+        if u == v:
+            continue
+        w = g.get_edge_data(u, v, {"weight": 0.0})["weight"]
+        g.add_edge(u, v, weight=w + b)
+    out: list[tuple[str, np.ndarray]] = []
+    if not nx.is_connected(g):
+        comp = next(iter(nx.connected_components(g)))
+        side = np.zeros(mach.nodes, dtype=bool)
+        side[list(comp)] = True
+        return [("a connected component", side)]
+    _, (part_a, _) = nx.stoer_wagner(g)
+    side = np.zeros(mach.nodes, dtype=bool)
+    side[list(part_a)] = True
+    out.append(("Stoer-Wagner minimum cut", side))
+    part_a, _ = nx.algorithms.community.kernighan_lin_bisection(g, seed=0)
+    side = np.zeros(mach.nodes, dtype=bool)
+    side[list(part_a)] = True
+    out.append(("Kernighan-Lin bisection", side))
+    return out
+
+
+def _cut_term(
+    demand: _Demand, mach: _Machine, cuts: list[tuple[str, np.ndarray]]
+) -> tuple[float, str]:
+    best, where = 0.0, ""
+    for label, side in cuts:
+        side_e = side[: mach.endpoints]
+        ab, ba = demand.crossing(side_e)
+        for need, fwd in ((ab, True), (ba, False)):
+            if need <= 0:
+                continue
+            a_src = side[mach.src] if fwd else ~side[mach.src]
+            crossing = a_src & ~(side[mach.dst] if fwd else ~side[mach.dst])
+            cap = float(mach.bw[crossing].sum())
+            lat = float(mach.lat[crossing].min()) if crossing.any() else 0.0
+            t = mach.pre + (need / cap if cap > 0 else np.inf) + lat + mach.port_lat
+            if t > best:
+                arrow = "A -> B" if fwd else "B -> A"
+                best = t
+                where = f"{label}: {need:.6g} B {arrow} over {cap:.6g} B/s"
+    return best, where
+
+
+def _latency_term(demand: _Demand, mach: _Machine) -> tuple[float, str]:
+    """``alpha + ports + max`` shortest-path latency over the pairs that must talk."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import dijkstra
+
+    kind = demand.kind
+    part = demand.inputs
+    if kind == "reduce":
+        sources, targets = part[part != demand.root], np.array([demand.root])
+    elif kind == "broadcast":
+        sources, targets = np.array([demand.root]), part[part != demand.root]
+    elif kind == "reduce_scatter":
+        sources, targets = part, np.unique(demand.block_owner)
+    elif kind == "allgather":
+        sources, targets = np.unique(demand.block_owner), part
+    else:
+        sources, targets = part, part
+    if (
+        len(sources) == 0
+        or len(targets) == 0
+        or (len(part) < 2 and kind == "allreduce")
+    ):
+        return 0.0, ""
+    # Shortest paths on latency + a tiny epsilon (SciPy drops zero-weight
+    # entries), corrected below by the most hops any path can have.
+    eps = 1e-30
+    graph = csr_matrix(
+        (mach.lat + eps, (mach.src, mach.dst)), shape=(mach.nodes, mach.nodes)
+    )
+    step = max(1, -(-len(sources) // MAX_LATENCY_SOURCES))
+    picked = sources[::step]
+    if kind in ("reduce",):  # one target: search backwards from it
+        dist = dijkstra(graph.T.tocsr(), indices=targets)
+        row = dist[0, sources]
+        k = int(np.argmax(np.where(np.isfinite(row), row, -1.0)))
+        d = float(row[k])
+        pair = (int(sources[k]), int(targets[0]))
+    else:
+        dist = dijkstra(graph, indices=picked)[:, targets]
+        mask = picked[:, None] != targets[None, :]
+        dist = np.where(mask & np.isfinite(dist), dist, -1.0)
+        i, j = np.unravel_index(int(np.argmax(dist)), dist.shape)
+        d = float(dist[i, j])
+        pair = (int(picked[i]), int(targets[j]))
+    if d < 0:
+        return 0.0, ""
+    d = max(0.0, d - eps * mach.nodes)
+    t = mach.pre + d + mach.port_lat
+    return t, f"endpoint {pair[0]} to {pair[1]}: {d:.6g} s of path latency"
+
+
+def _bound(
+    demand: _Demand,
+    topology: Topology,
+    network: NetworkModel,
+    cuts: bool | list[tuple[str, np.ndarray]],
+) -> LowerBound:
+    mach = _machine(topology, network)
+    _restrict_to_routes(topology, mach, np.unique(demand.ranks))
+    comps: dict[str, float] = {}
+    details: dict[str, str] = {}
+
+    def put(name: str, value: tuple[float, str]) -> None:
+        comps[name], details[name] = float(value[0]), value[1]
+
+    put("latency", _latency_term(demand, mach))
+    put(
+        "injection",
+        _endpoint_terms("injection", demand.send, mach.out_cap, mach.out_lat, mach),
+    )
+    put(
+        "ejection",
+        _endpoint_terms("ejection", demand.recv, mach.in_cap, mach.in_lat, mach),
+    )
+    if mach.port_cap is not None:
+        inj = _endpoint_terms(
+            "injection", demand.send, mach.port_cap, mach.out_lat, mach
+        )
+        ej = _endpoint_terms("ejection", demand.recv, mach.port_cap, mach.in_lat, mach)
+        put("injection_ports", inj)
+        put("ejection_ports", ej)
+    # All receptions over the ranks' endpoints' total receive capacity.
+    if demand.recv_total > 0:
+        ends = np.unique(demand.ranks)
+        caps = [("ejection_total", mach.in_cap[ends], mach.in_lat[ends])]
+        if mach.port_cap is not None:
+            caps.append(
+                ("ejection_total_ports", mach.port_cap[ends], mach.in_lat[ends])
+            )
+        for name, cap, lat in caps:
+            lat = np.where(np.isfinite(lat), lat, 0.0)
+            total = float(cap.sum())
+            # sum_e cap_e (T - pre - lat_e - port_lat) >= recv_total
+            t = (
+                (
+                    demand.recv_total
+                    + float((cap * (mach.pre + lat + mach.port_lat)).sum())
+                )
+                / total
+                if total > 0
+                else np.inf
+            )
+            put(name, (t, f"{demand.recv_total:.6g} B received over {total:.6g} B/s"))
+    if demand.reduce_total > 0 and network.gamma_s_per_byte > 0:
+        units = len(np.unique(demand.ranks))
+        t = network.alpha_s + demand.reduce_total * network.gamma_s_per_byte / units
+        put("compute", (t, f"{demand.reduce_total:.6g} B reduced on {units} units"))
+    cut_list = _cut_candidates(topology, mach) if cuts is True else (cuts or [])
+    if cut_list:
+        put("cut", _cut_term(demand, mach, cut_list))
+    comps = _shave(comps)
+    binding = max(comps, key=lambda k: comps[k])
+    return LowerBound(
+        comps[binding],
+        binding,
+        comps,
+        details,
+        demand.kind,
+        demand.size_bytes,
+        topology.name,
+        network.name,
+    )
+
+
+def _shave(comps: dict[str, float]) -> dict[str, float]:
+    """Lower every component by 10^-12 of itself.
+
+    The simulator sums the same terms in another order, and a tight bound
+    must not exceed its time by a rounding error.
+    """
+    return {k: v * (1.0 - 1e-12) for k, v in comps.items()}
+
+
+def _check_inputs(topology: Any, network: Any) -> None:
+    if not isinstance(topology, Topology):
+        raise TypeError(
+            f"topology must be a wafercoll.Topology, got {type(topology).__name__}"
+        )
+    if not isinstance(network, NetworkModel):
+        raise TypeError(
+            f"network must be a wafercoll.NetworkModel, got {type(network).__name__}"
+        )
+
+
+def _placement(placement: Any, ranks: int, topology: Topology) -> np.ndarray:
+    if placement is None:
+        if ranks > topology.num_endpoints:
+            raise ValueError(
+                f"ranks = {ranks} exceeds the {topology.num_endpoints} endpoints "
+                f"of {topology.name}"
+            )
+        return np.arange(ranks, dtype=np.int64)
+    pl = np.asarray(placement)
+    if pl.ndim != 1 or len(pl) != ranks or not np.issubdtype(pl.dtype, np.integer):
+        raise ValueError(f"placement must list one endpoint per rank ({ranks})")
+    if pl.min() < 0 or pl.max() >= topology.num_endpoints:
+        raise ValueError(
+            f"placement entries must be endpoint ids in [0, {topology.num_endpoints})"
+        )
+    if len(np.unique(pl)) != ranks:
+        raise ValueError("placement must put every rank on its own endpoint")
+    return pl.astype(np.int64)
+
+
+def lower_bound(
+    topology: Topology,
+    network: NetworkModel,
+    collective: str = "allreduce",
+    size_bytes: int = 1 << 20,
+    *,
+    ranks: int | None = None,
+    root: int = 0,
+    placement: Any = None,
+    cuts: bool = True,
+) -> LowerBound:
+    """Lower bound on the time of any schedule of a collective on a topology.
+
+    Parameters
+    ----------
+    topology : Topology
+    network : NetworkModel
+        The model the schedule would be simulated under.
+    collective : {"allreduce", "reduce", "broadcast", "reduce_scatter", "allgather"}
+    size_bytes : int
+        Bytes of every rank's vector (a reduce-scatter's or allgather's
+        vector is cut into one block per rank, as the builders do).
+    ranks : int, optional
+        Ranks, all participants (default: every endpoint).
+    root : int
+        Root rank of a reduce or broadcast.
+    placement : sequence of int, optional
+        Endpoint of each rank (distinct); default rank ``r`` on endpoint ``r``.
+    cuts : bool
+        Also try cut bounds (the slowest part on very large graphs).
+
+    Returns
+    -------
+    LowerBound
+
+    Raises
+    ------
+    ValueError
+        For an unknown collective, a size below 1 B, more ranks than
+        endpoints or a root outside the ranks.
+    """
+    _check_inputs(topology, network)
+    if collective not in COLLECTIVES:
+        raise ValueError(
+            f"collective must be one of {', '.join(COLLECTIVES)}; got {collective!r}"
+        )
+    S = as_int(size_bytes, "size_bytes", 1)
+    p = (
+        topology.num_endpoints
+        if ranks is None
+        else as_int(ranks, "ranks", 1, topology.num_endpoints)
+    )
+    place = _placement(placement, p, topology)
+    rt = None
+    if collective in ("reduce", "broadcast"):
+        rt = as_int(root, "root", 0, p - 1)
+    owners = None
+    blocks = np.zeros(0)
+    if collective in ("reduce_scatter", "allgather"):
+        # One block per rank, split as evenly as bytes allow.
+        blocks = np.full(p, S // p, dtype=np.float64)
+        blocks[: S % p] += 1
+        owners = np.arange(p)
+    demand = _demand(
+        collective,
+        S,
+        place,
+        np.arange(p),
+        rt,
+        blocks,
+        owners,
+        topology.num_endpoints,
+    )
+    return _bound(demand, topology, network, cuts)
+
+
+def _schedule_demand(schedule: Schedule, topology: Topology, placement: Any) -> _Demand:
+    place = _placement(placement, schedule.num_ranks, topology)
+    owners = schedule.owners
+    return _demand(
+        schedule.collective,
+        schedule.size_bytes,
+        place,
+        np.flatnonzero(np.asarray(schedule.participants, dtype=bool)),
+        schedule.root,
+        schedule.block_bytes,
+        None if owners is None else np.asarray(owners, dtype=np.int64),
+        topology.num_endpoints,
+    )
+
+
+def collective_bound(
+    schedule: Schedule,
+    topology: Topology,
+    network: NetworkModel,
+    *,
+    placement: Any = None,
+    cuts: bool = True,
+) -> LowerBound:
+    """:func:`lower_bound` for the collective a schedule implements.
+
+    Takes the collective, root, participants and block owners from
+    ``schedule`` (but nothing from its transfers): the bound on *any*
+    schedule of the same collective, the denominator of the optimality ratio.
+    """
+    if not isinstance(schedule, Schedule):
+        raise TypeError(
+            f"schedule must be a wafercoll.Schedule, got {type(schedule).__name__}"
+        )
+    _check_inputs(topology, network)
+    return _bound(
+        _schedule_demand(schedule, topology, placement), topology, network, cuts
+    )
+
+
+def schedule_lower_bound(
+    schedule: Schedule,
+    topology: Topology,
+    network: NetworkModel,
+    *,
+    placement: Any = None,
+) -> LowerBound:
+    """Lower bound on the simulated time of this very schedule.
+
+    From the bytes the schedule puts on every link and endpoint
+    (``_core.loads``), whatever the timing: the busiest link's bytes over its
+    bandwidth (plus start-up and latencies), each endpoint's sent, received
+    and reduced bytes over its port bandwidth and reduction rate. Never
+    smaller than the bound on the collective it does not include; meant for
+    ranking schedules cheaply (the advisor skips simulations that cannot win).
+    """
+    if not isinstance(schedule, Schedule):
+        raise TypeError(
+            f"schedule must be a wafercoll.Schedule, got {type(schedule).__name__}"
+        )
+    _check_inputs(topology, network)
+    place = _placement(placement, schedule.num_ranks, topology)
+    mach = _machine(topology, network)
+    loads = _core.loads(schedule._core, topology._core, place.astype(np.int32).tolist())
+    comps: dict[str, float] = {}
+    details: dict[str, str] = {}
+    lb = loads["link_bytes"].astype(np.float64)
+    if lb.any():
+        t = mach.pre + _safe_div(lb, mach.bw) + mach.lat + mach.port_lat
+        t = np.where(lb > 0, t, 0.0)
+        k = int(np.argmax(t))
+        comps["link"] = float(t[k])
+        details["link"] = (
+            f"link {k} ({int(mach.src[k])} -> {int(mach.dst[k])}) carries {lb[k]:.6g} B"
+        )
+    if mach.port_cap is not None:
+        comps["injection_ports"], details["injection_ports"] = _endpoint_terms(
+            "injection",
+            loads["sent_bytes"].astype(np.float64),
+            mach.port_cap,
+            mach.out_lat,
+            mach,
+        )
+        comps["ejection_ports"], details["ejection_ports"] = _endpoint_terms(
+            "ejection",
+            loads["received_bytes"].astype(np.float64),
+            mach.port_cap,
+            mach.in_lat,
+            mach,
+        )
+    if network.gamma_s_per_byte > 0:
+        red = loads["reduced_bytes"].astype(np.float64)
+        k = int(np.argmax(red))
+        comps["compute"] = network.alpha_s + red[k] * network.gamma_s_per_byte
+        details["compute"] = f"endpoint {k} reduces {red[k]:.6g} B"
+    comps["latency"], details["latency"] = _latency_term(
+        _schedule_demand(schedule, topology, placement), mach
+    )
+    comps = _shave(comps)
+    binding = max(comps, key=lambda k: comps[k])
+    return LowerBound(
+        comps[binding],
+        binding,
+        comps,
+        details,
+        schedule.collective,
+        schedule.size_bytes,
+        topology.name,
+        network.name,
+    )
