@@ -42,12 +42,15 @@ from .simulate import NetworkModel, SimResult, simulate, simulation_events
 from .topology import Topology, custom, line, ring
 from . import machines  # noqa: E402 - after the families it tabulates
 from . import io  # noqa: E402,F401 - wc.io
+from . import bounds  # noqa: E402 - wc.bounds
+from .advisor import Advice, advise, crossover  # noqa: E402
 from .machines import network_presets
 
 __version__: str = _core.__version__
 
 __all__ = [
     "COLLECTIVES",
+    "Advice",
     "AlgorithmInfo",
     "NetworkModel",
     "Schedule",
@@ -58,10 +61,13 @@ __all__ = [
     "VerifyReport",
     "WafercollWarning",
     "__version__",
+    "advise",
     "algorithm_info",
     "algorithms",
+    "bounds",
     "build",
     "cluster",
+    "crossover",
     "custom",
     "execute",
     "generic",

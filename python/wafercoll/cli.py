@@ -37,6 +37,7 @@ written, or an experiment fails), 2 for errors in the arguments.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import inspect
 import json
 import os
@@ -82,6 +83,34 @@ def _size(text: str) -> int:
             "kB/MB/GB/TB (powers of 1000) or KiB/MiB/GiB/TiB (powers of 1024))"
         )
     return int(m.group(1)) * _SIZE_UNITS[unit]
+
+
+def _size_range(text: str) -> list[int]:
+    """Parse ``LO:HI[:FACTOR]`` into the sizes LO, LO * FACTOR, ... <= HI."""
+    parts = text.split(":")
+    if len(parts) not in (2, 3):
+        raise argparse.ArgumentTypeError(
+            f"invalid size range {text!r} (expected LO:HI or LO:HI:FACTOR, "
+            "e.g. 1KiB:1GiB:4)"
+        )
+    lo, hi = _size(parts[0]), _size(parts[1])
+    factor = 4
+    if len(parts) == 3:
+        if not re.fullmatch(r"\s*[0-9]+\s*", parts[2]) or int(parts[2]) < 2:
+            raise argparse.ArgumentTypeError(
+                f"invalid factor {parts[2]!r} in {text!r} (an integer >= 2)"
+            )
+        factor = int(parts[2])
+    if lo < 1 or hi < lo:
+        raise argparse.ArgumentTypeError(
+            f"invalid size range {text!r} (need 1 <= LO <= HI)"
+        )
+    sizes = [lo]
+    while sizes[-1] * factor <= hi:
+        sizes.append(sizes[-1] * factor)
+    if len(sizes) > 64:
+        raise argparse.ArgumentTypeError(f"{text!r} gives more than 64 sizes")
+    return sizes
 
 
 def _human_bytes(n: float) -> str:
@@ -201,56 +230,8 @@ def _add_source_args(p: argparse.ArgumentParser) -> None:
     _add_build_args(p, required=False)
 
 
-def _parser() -> argparse.ArgumentParser:
-    from . import __version__
-
-    parser = argparse.ArgumentParser(
-        prog="wafercoll",
-        description="Build, verify and reproduce collective-communication schedules.",
-    )
-    parser.add_argument(
-        "--version", action="version", version=f"wafercoll {__version__}"
-    )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    p = sub.add_parser("list", help="list the registered algorithms")
-    p.add_argument("--json", action="store_true", help="print the registry as JSON")
-
-    p = sub.add_parser(
-        "info", help="an algorithm's collective, families, parameters and source"
-    )
-    p.add_argument("name", metavar="NAME", help="a registered algorithm (see `list`)")
-    p.add_argument("--json", action="store_true", help="print the record as JSON")
-
-    p = sub.add_parser("build", help="build and verify a schedule, write it as JSON")
-    p.add_argument("name", metavar="NAME", help="a registered algorithm (see `list`)")
-    _add_build_args(p, required=True)
-    p.add_argument(
-        "--json",
-        "-o",
-        dest="output",
-        required=True,
-        metavar="FILE",
-        help="where to write the schedule",
-    )
-    p.add_argument(
-        "--indent", type=_indent, default=None, help="JSON indentation (0 to 16)"
-    )
-
-    p = sub.add_parser("verify", help="verify a schedule file or a built algorithm")
-    p.add_argument(
-        "target", metavar="FILE|NAME", help="a schedule JSON file or an algorithm"
-    )
-    _add_build_args(p, required=False)
-
-    p = sub.add_parser(
-        "simulate",
-        help="simulate a schedule on a topology, print time and link utilization",
-        description="Simulate a built algorithm (NAME with --ranks and "
-        "--size-bytes) or a schedule file (--schedule) on a topology under a "
-        "network model; see wafercoll.simulate for the model.",
-    )
-    _add_source_args(p)
+def _add_network_args(p: argparse.ArgumentParser) -> None:
+    """The network model flags of ``simulate`` and ``advise``."""
     p.add_argument(
         "--network",
         "-n",
@@ -301,6 +282,59 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="injection and ejection channels per endpoint (default: unlimited)",
     )
+
+
+def _parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="wafercoll",
+        description="Build, verify and reproduce collective-communication schedules.",
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"wafercoll {__version__}"
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("list", help="list the registered algorithms")
+    p.add_argument("--json", action="store_true", help="print the registry as JSON")
+
+    p = sub.add_parser(
+        "info", help="an algorithm's collective, families, parameters and source"
+    )
+    p.add_argument("name", metavar="NAME", help="a registered algorithm (see `list`)")
+    p.add_argument("--json", action="store_true", help="print the record as JSON")
+
+    p = sub.add_parser("build", help="build and verify a schedule, write it as JSON")
+    p.add_argument("name", metavar="NAME", help="a registered algorithm (see `list`)")
+    _add_build_args(p, required=True)
+    p.add_argument(
+        "--json",
+        "-o",
+        dest="output",
+        required=True,
+        metavar="FILE",
+        help="where to write the schedule",
+    )
+    p.add_argument(
+        "--indent", type=_indent, default=None, help="JSON indentation (0 to 16)"
+    )
+
+    p = sub.add_parser("verify", help="verify a schedule file or a built algorithm")
+    p.add_argument(
+        "target", metavar="FILE|NAME", help="a schedule JSON file or an algorithm"
+    )
+    _add_build_args(p, required=False)
+
+    p = sub.add_parser(
+        "simulate",
+        help="simulate a schedule on a topology, print time and link utilization",
+        description="Simulate a built algorithm (NAME with --ranks and "
+        "--size-bytes) or a schedule file (--schedule) on a topology under a "
+        "network model; see wafercoll.simulate for the model.",
+    )
+    _add_source_args(p)
+    _add_network_args(p)
     p.add_argument(
         "--engine",
         choices=("wafercoll", "simgrid"),
@@ -316,6 +350,51 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--json", action="store_true", help="print the result summary as JSON"
     )
+
+    p = sub.add_parser(
+        "advise",
+        help="rank every registered algorithm on a machine at a size",
+        description="Build, verify and simulate every registered algorithm of a "
+        "collective that applies to the topology, and rank them by simulated time "
+        "with their bandwidth, their optimality ratio against the lower bound "
+        "(wafercoll.bounds) and their closed form where they have one. With "
+        "--sizes, the winner at every size (a crossover chart).",
+    )
+    p.add_argument(
+        "--topology", "-t", type=_topology_spec, required=True, help=_TOPOLOGY_HELP
+    )
+    p.add_argument(
+        "--collective",
+        "-c",
+        default="allreduce",
+        help="allreduce (default), reduce, broadcast, reduce_scatter or allgather",
+    )
+    size = p.add_mutually_exclusive_group(required=True)
+    size.add_argument(
+        "--size-bytes", "-s", type=_size, metavar="BYTES", help="size per rank"
+    )
+    size.add_argument(
+        "--sizes",
+        type=_size_range,
+        metavar="LO:HI[:FACTOR]",
+        help="every size from LO to HI, multiplied by FACTOR (default 4) each time",
+    )
+    _add_network_args(p)
+    p.add_argument(
+        "--keep",
+        type=int,
+        default=3,
+        metavar="K",
+        help="simulate at least the K most promising and skip those that cannot "
+        "beat them (default: 3)",
+    )
+    p.add_argument("--exhaustive", action="store_true", help="simulate every candidate")
+    p.add_argument(
+        "--all", action="store_true", help="also list other families' algorithms"
+    )
+    p.add_argument("--csv", metavar="FILE", help="also write the table as CSV")
+    p.add_argument("--plot", metavar="FILE", help="with --sizes: draw the chart")
+    p.add_argument("--json", action="store_true", help="print the ranking as JSON")
 
     p = sub.add_parser(
         "export",
@@ -1147,6 +1226,106 @@ def _finish_reproduce(
     return 1 if failed else 0
 
 
+def _cmd_advise(args: argparse.Namespace) -> int:
+    import wafercoll as wc
+
+    if args.keep < 1:
+        raise UsageError(f"--keep must be >= 1, got {args.keep}")
+    keep = None if args.exhaustive else args.keep
+    sizes = args.sizes or [args.size_bytes]
+    if sizes[0] < 1:
+        raise UsageError("--size-bytes must be >= 1")
+    args.size_bytes = sizes[-1]
+    topology, machine = _make_topology(args.topology, None, sizes[-1])
+    network = _network(args, machine)
+    try:
+        if args.sizes is None:
+            adv = wc.advise(
+                topology,
+                sizes[0],
+                args.collective,
+                network,
+                keep=keep,
+                progress=not args.json,
+            )
+            results = [adv]
+        else:
+            cross = wc.crossover(
+                topology,
+                sizes,
+                args.collective,
+                network,
+                keep=keep,
+                progress=not args.json,
+            )
+            results = cross["advice"]
+    except (ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from None
+    if args.json:
+        doc = [
+            {
+                "size_bytes": a.size_bytes,
+                "lower_bound": a.bound.to_dict(),
+                "candidates": [dataclasses.asdict(c) for c in a.candidates],
+            }
+            for a in results
+        ]
+        print(json.dumps(doc if args.sizes else doc[0], indent=2))
+    elif args.sizes is None:
+        print(results[0].table(show_all=args.all))
+    else:
+        width = max(len(_human_bytes(a.size_bytes)) for a in results)
+        print(
+            f"{args.collective} on {topology.name} under {network.name}: "
+            "the fastest at each size"
+        )
+        for a in results:
+            b = a.best
+            print(
+                f"{_human_bytes(a.size_bytes).rjust(width)}  {b.name}  "
+                f"{_human_seconds(b.time_s)}  ratio {b.ratio:.3f}"
+            )
+    try:
+        if args.csv:
+            from ._util import write_atomic
+
+            one = len(results) == 1 and args.sizes is None
+            write_atomic(
+                args.csv, results[0].to_csv() if one else _crossover_csv(results)
+            )
+            print(f"wrote {args.csv}", file=sys.stderr)
+        if args.plot:
+            if args.sizes is None:
+                raise UsageError("--plot needs --sizes")
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+
+            from .advisor import plot_crossover
+
+            ax = plot_crossover(cross)
+            ax.figure.tight_layout()
+            ax.figure.savefig(args.plot, dpi=150)
+            plt.close(ax.figure)
+            print(f"wrote {args.plot}", file=sys.stderr)
+    except OSError as exc:
+        print(f"error: cannot write: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _crossover_csv(results: list[Any]) -> str:
+    """One CSV for many sizes: the size, then each candidate's row."""
+    lines: list[str] = []
+    for a in results:
+        head, *rows = a.to_csv().rstrip("\n").split("\n")
+        if not lines:
+            lines.append("size_bytes," + head)
+        lines.extend(f"{a.size_bytes},{r}" for r in rows)
+    return "\n".join(lines) + "\n"
+
+
 _COMMANDS = {
     "list": _cmd_list,
     "info": _cmd_info,
@@ -1154,6 +1333,7 @@ _COMMANDS = {
     "verify": _cmd_verify,
     "simulate": _cmd_simulate,
     "export": _cmd_export,
+    "advise": _cmd_advise,
     "reproduce": _cmd_reproduce,
 }
 

@@ -18,6 +18,22 @@ posted in program order):
 ``generic_binomial_reduce``, ``generic_binomial_broadcast``
     Binomial trees rooted at ``root``, ``ceil(log2 p)`` steps, whole vector.
 
+Each carries its closed form in the Hockney model of the same paper
+(``AlgorithmInfo.predict``), contention-free: ``alpha`` = the model's start-up
+plus one hop's latency, ``beta`` = 1 / the link bandwidth, ``gamma`` the
+reduction cost per byte, ``q = 2^floor(log2 p)`` and two fold steps when
+``p != q``:
+
+* ring: ``2 (p - 1) alpha + 2 (p - 1) / p S beta + (p - 1) / p S gamma``
+  (exact on a ring of ``p`` with one packet per message: the closed form of
+  :mod:`wafercoll.simulate`);
+* recursive doubling: ``log2 q (alpha + S beta + S gamma)`` + folds;
+* Rabenseifner: ``2 log2 q alpha + 2 (q - 1) / q S beta + (q - 1) / q S gamma``
+  + folds;
+* binomial: ``ceil(log2 p) (alpha + S beta [+ S gamma])``.
+
+They do not apply (``None``) with ports, which the form does not model.
+
 Examples
 --------
 >>> import wafercoll as wc
@@ -42,6 +58,68 @@ __all__ = [
     "ring_allreduce",
 ]
 
+
+def _hockney(topology: Any, network: Any) -> tuple[float, float, float] | None:
+    """``(alpha, beta, gamma)`` of one neighbour hop, or None without a form."""
+    if topology is None or network is None or network.ports is not None:
+        return None
+    links = topology.links
+    if len(links["src"]) == 0:
+        return None
+    bw = network.bandwidth_Bps or float(links["bandwidth_Bps"].min())
+    alpha = network.alpha_s + float(links["latency_s"].min()) + network.hop_latency_s
+    return alpha, 1.0 / bw, network.gamma_s_per_byte
+
+
+def _fold(p: int) -> tuple[int, int]:
+    """``(log2 q, fold steps)`` with ``q = 2^floor(log2 p)``."""
+    k = p.bit_length() - 1
+    return k, 0 if p == 1 << k else 2
+
+
+def _predict_ring(p: int, size: int, topology: Any, network: Any) -> float | None:
+    h = _hockney(topology, network)
+    if h is None:
+        return None
+    a, b, g = h
+    return 2 * (p - 1) * a + (p - 1) / p * size * (2 * b + g)
+
+
+def _predict_rd(p: int, size: int, topology: Any, network: Any) -> float | None:
+    h = _hockney(topology, network)
+    if h is None:
+        return None
+    a, b, g = h
+    k, fold = _fold(p)
+    folds = (2 * a + size * (2 * b + g)) if fold else 0.0
+    return k * (a + size * (b + g)) + folds
+
+
+def _predict_rabenseifner(
+    p: int, size: int, topology: Any, network: Any
+) -> float | None:
+    h = _hockney(topology, network)
+    if h is None:
+        return None
+    a, b, g = h
+    k, fold = _fold(p)
+    q = 1 << k
+    folds = (2 * a + size * (2 * b + g)) if fold else 0.0
+    return 2 * k * a + (q - 1) / q * size * (2 * b + g) + folds
+
+
+def _predict_binomial(reduce: bool) -> Any:
+    def predict(p: int, size: int, topology: Any, network: Any) -> float | None:
+        h = _hockney(topology, network)
+        if h is None:
+            return None
+        a, b, g = h
+        steps = (p - 1).bit_length()
+        return steps * (a + size * (b + (g if reduce else 0.0)))
+
+    return predict
+
+
 _SOURCE = (
     "Thakur, Rabenseifner, Gropp, Optimization of Collective Communication "
     "Operations in MPICH, IJHPCA 2005"
@@ -55,6 +133,7 @@ LOG_MAX_RANKS = 1 << 20
 @register_algorithm(
     "generic_ring_allreduce",
     "allreduce",
+    predict=_predict_ring,
     source=_SOURCE + "; ring allreduce",
     summary="unidirectional ring: reduce-scatter then allgather, 2(p-1) steps of "
     "size/p",
@@ -77,6 +156,7 @@ def ring_allreduce(ranks: int, size_bytes: int, *, topology: Any = None) -> Any:
 @register_algorithm(
     "generic_recursive_doubling_allreduce",
     "allreduce",
+    predict=_predict_rd,
     source=_SOURCE + "; recursive doubling",
     summary="full-vector pairwise exchanges at distance 1, 2, 4, ...; extra ranks "
     "folded",
@@ -97,6 +177,7 @@ def recursive_doubling_allreduce(
 @register_algorithm(
     "generic_rabenseifner_allreduce",
     "allreduce",
+    predict=_predict_rabenseifner,
     source=_SOURCE + "; Rabenseifner's algorithm",
     summary="reduce-scatter by recursive halving, allgather by recursive doubling",
     max_ranks=LOG_MAX_RANKS,
@@ -122,6 +203,7 @@ def rabenseifner_allreduce(ranks: int, size_bytes: int, *, topology: Any = None)
 @register_algorithm(
     "generic_binomial_reduce",
     "reduce",
+    predict=_predict_binomial(reduce=True),
     source=_SOURCE + "; binomial tree",
     summary="binomial tree towards the root, ceil(log2 p) steps",
     parameters={"root": 0},
@@ -147,6 +229,7 @@ def binomial_reduce(
 @register_algorithm(
     "generic_binomial_broadcast",
     "broadcast",
+    predict=_predict_binomial(reduce=False),
     source=_SOURCE + "; binomial tree",
     summary="binomial tree from the root, one message at a time per rank",
     parameters={"root": 0},

@@ -1,0 +1,478 @@
+"""Which algorithm for this machine and this size? Rank every registered one.
+
+:func:`advise` builds every registered algorithm of a collective (plugins
+included) that applies to a topology, verifies it, puts its closed-form
+prediction beside it where the algorithm has one, simulates it under the
+network model and ranks the results by simulated time, with each one's
+bandwidth (``size / time``) and optimality ratio against
+:func:`wafercoll.bounds.lower_bound`.
+
+Simulations that cannot win are skipped: before simulating, every schedule
+gets its own lower bound from the bytes it puts on each link and endpoint
+(:func:`wafercoll.bounds.schedule_lower_bound`, no simulation needed), and
+candidates are simulated from the most promising up; once ``keep``
+algorithms have been simulated, one whose own bound already exceeds the
+``keep``-th best time is reported as ``"pruned"`` with that bound (it is
+certainly slower) instead of being simulated. ``keep=None`` simulates all.
+
+:func:`crossover` does this at many sizes and reports which algorithm wins
+where (the wafer paper's Fig. 8 for any machine), as a table and a plot.
+
+Examples
+--------
+>>> import wafercoll as wc
+>>> adv = wc.advise(wc.ring(8), 1 << 20, network=wc.NetworkModel(1e9))
+>>> adv.best.name
+'torus_ring_bidir_allreduce'
+>>> round(adv.best.ratio, 3)
+1.0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import math
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import bounds
+from ._util import as_int, html_table
+from .algorithms import ANY, AlgorithmInfo, algorithms, build
+from .analysis import verify
+from .schedule import COLLECTIVES
+from .simulate import NetworkModel, simulate
+from .topology import Topology
+
+__all__ = ["Advice", "Candidate", "advise", "crossover"]
+
+_STATUSES = ("simulated", "pruned", "not applicable", "failed")
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    """One algorithm's row in an :class:`Advice`.
+
+    Attributes
+    ----------
+    name : str
+        Registered name.
+    status : {"simulated", "pruned", "not applicable", "failed"}
+        ``pruned``: its own lower bound exceeds a time already simulated,
+        so it cannot rank first (``time_s`` is ``None``).
+    time_s : float or None
+        Simulated time.
+    bandwidth_Bps : float or None
+        ``size_bytes / time_s``.
+    ratio : float or None
+        ``time_s`` over the collective's lower bound.
+    schedule_bound_s : float or None
+        The schedule's own lower bound (from its link and endpoint loads).
+    predicted_s : float or None
+        The algorithm's closed form, where it has one.
+    transfers : int or None
+        Transfers in the schedule.
+    note : str
+        Why it was not applicable, failed or pruned.
+    """
+
+    name: str
+    status: str
+    time_s: float | None = None
+    bandwidth_Bps: float | None = None
+    ratio: float | None = None
+    schedule_bound_s: float | None = None
+    predicted_s: float | None = None
+    transfers: int | None = None
+    note: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Advice:
+    """The ranking :func:`advise` returns.
+
+    Attributes
+    ----------
+    candidates : list of Candidate
+        Simulated ones by time, then pruned ones by their bound, then the
+        rest.
+    bound : LowerBound
+        Lower bound on any schedule of the collective.
+    collective : str
+    size_bytes : int
+    topology : str
+    network : str
+    """
+
+    candidates: list[Candidate]
+    bound: bounds.LowerBound
+    collective: str
+    size_bytes: int
+    topology: str
+    network: str
+
+    @property
+    def best(self) -> Candidate:
+        """The fastest simulated candidate."""
+        for c in self.candidates:
+            if c.status == "simulated":
+                return c
+        raise ValueError("no algorithm could be simulated on this machine")
+
+    def ranked(self) -> list[Candidate]:
+        """Simulated and pruned candidates, fastest first."""
+        return [c for c in self.candidates if c.status in ("simulated", "pruned")]
+
+    def to_pandas(self) -> Any:
+        """One row per candidate (pandas needed)."""
+        import pandas as pd
+
+        return pd.DataFrame([dataclasses.asdict(c) for c in self.candidates])
+
+    def to_csv(self) -> str:
+        """The table as CSV text (no pandas needed)."""
+        fields = [f.name for f in dataclasses.fields(Candidate)]
+        lines = [",".join(["rank", *fields])]
+        for i, c in enumerate(self.candidates, 1):
+            row = [str(i)]
+            for f in fields:
+                v = getattr(c, f)
+                text = (
+                    ""
+                    if v is None
+                    else (f"{v:.9g}" if isinstance(v, float) else str(v))
+                )
+                if "," in text or '"' in text:
+                    text = '"' + text.replace('"', '""') + '"'
+                row.append(text)
+            lines.append(",".join(row))
+        return "\n".join(lines) + "\n"
+
+    def table(self, show_all: bool = False) -> str:
+        """A plain-text table (what ``wafercoll advise`` prints).
+
+        Algorithms of other topology families are counted, not listed,
+        unless ``show_all``.
+        """
+        head = (
+            f"{self.collective} of {_bytes(self.size_bytes)} on {self.topology} "
+            f"under {self.network}\nlower bound {_secs(self.bound.time_s)} "
+            f"({self.bound.binding}: {self.bound.details[self.bound.binding]})"
+        )
+        rows = [("#", "algorithm", "time", "bandwidth", "ratio", "predicted", "status")]
+        hidden = 0
+        for i, c in enumerate(self.candidates, 1):
+            if (
+                not show_all
+                and c.status == "not applicable"
+                and c.note.startswith("for ")
+            ):
+                hidden += 1
+                continue
+            if c.status == "simulated":
+                cells = (
+                    _secs(c.time_s),
+                    f"{c.bandwidth_Bps / 1e9:.3f} GB/s",
+                    f"{c.ratio:.3f}",
+                )
+            elif c.status == "pruned":
+                cells = (f">= {_secs(c.schedule_bound_s)}", "", "")
+            else:
+                cells = ("", "", "")
+            pred = _secs(c.predicted_s) if c.predicted_s is not None else ""
+            status = c.status if not c.note else f"{c.status}: {c.note}"
+            rows.append((str(i), c.name, *cells, pred, status))
+        widths = [max(len(r[k]) for r in rows) for k in range(6)]
+        out = [head]
+        for r in rows:
+            out.append("  ".join(r[k].ljust(widths[k]) for k in range(6)) + "  " + r[6])
+        if hidden:
+            out.append(f"({hidden} algorithms of other topology families not listed)")
+        return "\n".join(line.rstrip() for line in out)
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def _repr_html_(self) -> str:
+        items = [("lower bound", f"{_secs(self.bound.time_s)} ({self.bound.binding})")]
+        for i, c in enumerate(self.candidates, 1):
+            if c.status == "simulated":
+                text = (
+                    f"{_secs(c.time_s)}, {c.bandwidth_Bps / 1e9:.3f} GB/s, "
+                    f"ratio {c.ratio:.3f}"
+                )
+            elif c.status == "pruned":
+                text = f"pruned: >= {_secs(c.schedule_bound_s)}"
+            else:
+                text = f"{c.status}: {c.note}"
+            items.append((f"{i}. {c.name}", text))
+        caption = (
+            f"advice: {self.collective} of {_bytes(self.size_bytes)} on "
+            f"{html.escape(self.topology)} under {html.escape(self.network)}"
+        )
+        return html_table(caption, items)
+
+
+def _bytes(n: float) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.4g} {unit}"
+    return f"{int(n)} B"
+
+
+def _secs(t: float | None) -> str:
+    if t is None:
+        return ""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
+        if t >= scale:
+            return f"{t / scale:.4g} {unit}"
+    return f"{t:.3g} s"
+
+
+def _applies(info: AlgorithmInfo, topology: Topology) -> bool:
+    return ANY in info.families or topology.kind in info.families
+
+
+def advise(
+    topology: Topology,
+    size_bytes: int,
+    collective: str = "allreduce",
+    network: NetworkModel | None = None,
+    *,
+    names: Sequence[str] | None = None,
+    keep: int | None = 3,
+    progress: bool = False,
+) -> Advice:
+    """Rank every registered algorithm of a collective on a machine.
+
+    Parameters
+    ----------
+    topology : Topology
+    size_bytes : int
+        Bytes of every rank's vector (>= 1).
+    collective : str
+        One of :data:`wafercoll.COLLECTIVES`.
+    network : NetworkModel, optional
+        Default: ``NetworkModel(1e9)`` (1 GB/s links, nothing else).
+    names : sequence of str, optional
+        Only these algorithms (default: every registered one that applies).
+    keep : int or None
+        Simulate at least the ``keep`` most promising; skip the others whose
+        own bound exceeds the ``keep``-th best time (module docstring).
+        ``None``: simulate every candidate.
+    progress : bool
+        Print one line per candidate to stderr.
+
+    Returns
+    -------
+    Advice
+
+    Raises
+    ------
+    ValueError
+        For an unknown collective or algorithm name, or a size below 1 B.
+    """
+    if not isinstance(topology, Topology):
+        raise TypeError(
+            f"topology must be a wafercoll.Topology, got {type(topology).__name__}"
+        )
+    if collective not in COLLECTIVES:
+        raise ValueError(
+            f"collective must be one of {', '.join(COLLECTIVES)}; got {collective!r}"
+        )
+    S = as_int(size_bytes, "size_bytes", 1)
+    if network is None:
+        network = NetworkModel(1e9)
+    if not isinstance(network, NetworkModel):
+        raise TypeError(
+            f"network must be a wafercoll.NetworkModel, got {type(network).__name__}"
+        )
+    if keep is not None:
+        keep = as_int(keep, "keep", 1)
+    pool = algorithms(collective)
+    if names is not None:
+        known = {a.name: a for a in pool}
+        bad = [n for n in names if n not in known]
+        if bad:
+            raise ValueError(
+                f"not a registered {collective} algorithm: {', '.join(bad)}"
+            )
+        pool = [known[n] for n in names]
+    rows: list[Candidate] = []
+    built: list[tuple[float, AlgorithmInfo, Any, float | None]] = []
+    for info in pool:
+        if not _applies(info, topology):
+            fams = ", ".join(info.families)
+            rows.append(Candidate(info.name, "not applicable", note=f"for {fams}"))
+            continue
+        try:
+            s = build(info.name, size_bytes=S, topology=topology)
+        except (ValueError, TypeError) as exc:
+            rows.append(Candidate(info.name, "not applicable", note=str(exc)))
+            continue
+        rep = verify(s)
+        if not rep.ok:  # pragma: no cover - the verifier guards every builder
+            rows.append(Candidate(info.name, "failed", note="verification failed"))
+            continue
+        pred = None
+        if info.predict is not None:
+            pred = info.predict(s.num_ranks, S, topology, network)
+        own = bounds.schedule_lower_bound(s, topology, network).time_s
+        built.append((own, info, s, pred))
+    built.sort(key=lambda item: item[0])
+    bound = bounds.lower_bound(topology, network, collective, S, ranks=None)
+    times: list[float] = []
+    done: list[Candidate] = []
+    pruned: list[Candidate] = []
+    for own, info, s, pred in built:
+        if keep is not None and len(times) >= keep and own > sorted(times)[keep - 1]:
+            pruned.append(
+                Candidate(
+                    info.name,
+                    "pruned",
+                    schedule_bound_s=own,
+                    predicted_s=pred,
+                    transfers=s.num_transfers,
+                    note=f"cannot beat the {keep} fastest",
+                )
+            )
+            continue
+        if progress:
+            print(f"advise: simulating {info.name}", file=sys.stderr, flush=True)
+        try:
+            r = simulate(s, topology, network)
+        except (ValueError, MemoryError) as exc:
+            done.append(Candidate(info.name, "failed", note=str(exc)))
+            continue
+        times.append(r.time_s)
+        # The bound for this schedule's own participants and owners.
+        ratio = r.optimality_ratio
+        done.append(
+            Candidate(
+                info.name,
+                "simulated",
+                time_s=r.time_s,
+                bandwidth_Bps=S / r.time_s if r.time_s > 0 else math.inf,
+                ratio=ratio,
+                schedule_bound_s=own,
+                predicted_s=pred,
+                transfers=s.num_transfers,
+            )
+        )
+    # Simulated by time and pruned by their bound, in one order: a pruned
+    # candidate is certainly slower than the first ``keep``, not necessarily
+    # than the simulated ones after them.
+    ranked = sorted(
+        [*(c for c in done if c.status == "simulated"), *pruned],
+        key=lambda c: c.time_s if c.status == "simulated" else c.schedule_bound_s,
+    )
+    failed = [c for c in done if c.status != "simulated"]
+    return Advice(
+        [*ranked, *failed, *rows],
+        bound,
+        collective,
+        S,
+        topology.name,
+        network.name,
+    )
+
+
+def crossover(
+    topology: Topology,
+    sizes: Sequence[int],
+    collective: str = "allreduce",
+    network: NetworkModel | None = None,
+    *,
+    names: Sequence[str] | None = None,
+    keep: int | None = 3,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """:func:`advise` at every size: who wins where.
+
+    Returns
+    -------
+    dict
+        ``"sizes"`` (the sizes), ``"winner"`` (the best algorithm at each),
+        ``"advice"`` (the :class:`Advice` of each size) and ``"rows"``: one
+        dict per simulated (size, algorithm) with ``size_bytes``,
+        ``algorithm``, ``time_s``, ``bandwidth_Bps``, ``ratio`` and
+        ``winner`` (bool), ready for a CSV or a DataFrame.
+    """
+    sizes_l = [as_int(s, "sizes[]", 1) for s in sizes]
+    if not sizes_l:
+        raise ValueError("sizes must list at least one size")
+    advice: list[Advice] = []
+    rows: list[dict[str, Any]] = []
+    for k, size in enumerate(sizes_l):
+        if progress:
+            print(
+                f"crossover: size {k + 1}/{len(sizes_l)} ({_bytes(size)})",
+                file=sys.stderr,
+                flush=True,
+            )
+        adv = advise(topology, size, collective, network, names=names, keep=keep)
+        advice.append(adv)
+        best = adv.best.name
+        for c in adv.candidates:
+            if c.status == "simulated":
+                rows.append(
+                    {
+                        "size_bytes": size,
+                        "algorithm": c.name,
+                        "time_s": c.time_s,
+                        "bandwidth_Bps": c.bandwidth_Bps,
+                        "ratio": c.ratio,
+                        "winner": c.name == best,
+                    }
+                )
+    return {
+        "sizes": sizes_l,
+        "winner": [a.best.name for a in advice],
+        "advice": advice,
+        "rows": rows,
+    }
+
+
+def plot_crossover(result: dict[str, Any], ax: Any = None) -> Any:
+    """Bandwidth against size for every simulated algorithm; winners marked.
+
+    Parameters
+    ----------
+    result : dict
+        What :func:`crossover` returned.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4))
+    by_name: dict[str, list[tuple[int, float, bool]]] = {}
+    for row in result["rows"]:
+        by_name.setdefault(row["algorithm"], []).append(
+            (row["size_bytes"], row["bandwidth_Bps"], row["winner"])
+        )
+    for name, pts in sorted(by_name.items()):
+        pts.sort()
+        x = np.array([p[0] for p in pts], dtype=float)
+        y = np.array([p[1] for p in pts]) / 1e9
+        (line,) = ax.plot(x, y, marker="o", ms=3, lw=1, label=name)
+        win = np.array([p[2] for p in pts])
+        if win.any():
+            ax.plot(x[win], y[win], "o", ms=8, mfc="none", color=line.get_color())
+    adv = result["advice"][0]
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("size per rank (bytes)")
+    ax.set_ylabel("bandwidth (GB/s)")
+    ax.set_title(
+        f"{adv.collective} on {adv.topology} ({adv.network}); circled: fastest"
+    )
+    ax.legend(fontsize=7, ncol=2)
+    return ax

@@ -1,0 +1,170 @@
+"""The advisor (wc.advise, wc.crossover, ``wafercoll advise``) and the
+closed forms the algorithms carry (AlgorithmInfo.predict)."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+import wafercoll as wc
+from wafercoll.cli import main
+
+GENERIC = [
+    "generic_ring_allreduce",
+    "generic_recursive_doubling_allreduce",
+    "generic_rabenseifner_allreduce",
+    "generic_binomial_reduce",
+    "generic_binomial_broadcast",
+]
+
+
+@pytest.mark.parametrize("p", [3, 5, 8, 13])
+def test_ring_closed_form_is_exact_on_a_ring(p: int) -> None:
+    topo = wc.ring(p)
+    net = wc.NetworkModel(1e9, alpha_s=1e-6, hop_latency_s=1e-7, gamma_s_per_byte=1e-10)
+    S = p * 4096
+    s = wc.build("generic_ring_allreduce", size_bytes=S, topology=topo)
+    pred = wc.algorithm_info("generic_ring_allreduce").predict(p, S, topo, net)
+    assert wc.simulate(s, topo, net).time_s == pytest.approx(pred, rel=1e-9)
+
+
+@pytest.mark.parametrize("name", GENERIC)
+@pytest.mark.parametrize("p", [2, 5, 8])
+def test_hockney_forms_are_contention_free_lower_estimates(name: str, p: int) -> None:
+    # Exact for two ranks; below the simulation otherwise (more hops, contention).
+    topo = wc.ring(p)
+    net = wc.NetworkModel(1e9, alpha_s=1e-6, hop_latency_s=1e-7, gamma_s_per_byte=1e-10)
+    S = p * 4096
+    t = wc.simulate(wc.build(name, size_bytes=S, topology=topo), topo, net).time_s
+    pred = wc.algorithm_info(name).predict(p, S, topo, net)
+    if p == 2:
+        assert t == pytest.approx(pred, rel=1e-9)
+    else:
+        assert pred <= t * (1 + 1e-9)
+    assert wc.algorithm_info(name).predict(p, S, topo, net.replace(ports=1)) is None
+
+
+def test_advise_ranks_by_simulated_time_and_prunes_soundly() -> None:
+    topo = wc.topology.torus(3, 4)
+    net = wc.NetworkModel(1e9, hop_latency_s=1e-8, packet_bytes=4096)
+    full = wc.advise(topo, 1 << 18, network=net, keep=None)
+    fast = wc.advise(topo, 1 << 18, network=net, keep=2)
+    sim = [c for c in full.candidates if c.status == "simulated"]
+    times = [c.time_s for c in sim]
+    assert times == sorted(times) and len(sim) >= 4
+    assert full.best.name == fast.best.name
+    exact = {c.name: c.time_s for c in sim}
+    second = times[1]
+    for c in fast.candidates:
+        if c.status == "simulated":
+            assert c.time_s == exact[c.name]
+            assert c.ratio == pytest.approx(
+                c.time_s
+                / wc.simulate(
+                    wc.build(c.name, size_bytes=1 << 18, topology=topo), topo, net
+                ).lower_bound.time_s
+            )
+        elif c.status == "pruned":
+            # A pruned algorithm really is slower than the second best, and
+            # its own bound is below its real time.
+            assert exact[c.name] >= second
+            assert c.schedule_bound_s <= exact[c.name]
+    assert any(c.status == "pruned" for c in fast.candidates)
+    for c in full.candidates:
+        if c.status == "simulated":
+            assert c.ratio >= 1.0
+            assert c.bandwidth_Bps == pytest.approx((1 << 18) / c.time_s)
+
+
+def test_advise_reports_the_bidirectional_ring_optimal_on_a_ring() -> None:
+    adv = wc.advise(wc.ring(8), 1 << 20, network=wc.NetworkModel(1e9))
+    assert adv.best.name == "torus_ring_bidir_allreduce"
+    assert adv.best.ratio == pytest.approx(1.0, abs=1e-6)
+    text = adv.table()
+    assert "torus_ring_bidir_allreduce" in text and "not listed" in text
+    assert "mesh_tto_allreduce" in adv.table(show_all=True)
+    rows = list(csv.DictReader(io.StringIO(adv.to_csv())))
+    assert rows[0]["name"] == adv.best.name and rows[0]["rank"] == "1"
+    assert "advice" in adv._repr_html_()
+
+
+def test_advise_other_collectives_and_names() -> None:
+    topo = wc.line(6)
+    adv = wc.advise(topo, 4096, "broadcast", wc.NetworkModel(1e9))
+    assert {c.name for c in adv.candidates} == {
+        a.name for a in wc.algorithms("broadcast")
+    }
+    only = wc.advise(
+        topo, 4096, network=wc.NetworkModel(1e9), names=["generic_ring_allreduce"]
+    )
+    assert [c.name for c in only.candidates] == ["generic_ring_allreduce"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "text"),
+    [
+        ({"collective": "alltoall"}, ValueError, "collective"),
+        ({"size_bytes": 0}, ValueError, "size_bytes"),
+        ({"keep": 0}, ValueError, "keep"),
+        ({"names": ["nope_nope_allreduce"]}, ValueError, "not a registered"),
+        ({"network": 1e9}, TypeError, "network"),
+    ],
+)
+def test_advise_refuses_bad_input(kwargs: dict, error: type, text: str) -> None:
+    args = {"size_bytes": 1024, **kwargs}
+    with pytest.raises(error, match=text):
+        wc.advise(wc.ring(4), **args)
+
+
+def test_crossover_names_a_winner_per_size() -> None:
+    topo = wc.ring(6)
+    net = wc.NetworkModel(1e9, alpha_s=2e-6)
+    res = wc.crossover(topo, [64, 1 << 20], network=net)
+    assert res["sizes"] == [64, 1 << 20]
+    # Small messages: few start-ups win; large ones: bandwidth wins.
+    assert res["winner"][0] != res["winner"][1]
+    assert all(r["ratio"] >= 1.0 for r in res["rows"])
+    assert sum(r["winner"] for r in res["rows"]) == 2
+    with pytest.raises(ValueError, match="sizes"):
+        wc.crossover(topo, [])
+
+
+def test_cli_advise_table_csv_and_plot(tmp_path, capsys) -> None:
+    code = main(
+        [
+            "advise",
+            "--topology",
+            "mesh:3x3",
+            "--size-bytes",
+            "1MiB",
+            "--network",
+            "mcm_table_ii",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    first = out.splitlines()[3]
+    assert first.split()[0] == "1"
+    csv_path, png = tmp_path / "x.csv", tmp_path / "x.png"
+    code = main(
+        [
+            "advise",
+            "-t",
+            "ring:6",
+            "--sizes",
+            "1KiB:1MiB:32",
+            "--csv",
+            str(csv_path),
+            "--plot",
+            str(png),
+        ]
+    )
+    assert code == 0
+    rows = list(csv.DictReader(io.StringIO(csv_path.read_text())))
+    assert {int(r["size_bytes"]) for r in rows} == {1024, 32768, 1048576}
+    assert png.stat().st_size > 1000
+    assert main(["advise", "-t", "ring:6", "--sizes", "1MiB:1KiB"]) == 2
+    assert main(["advise", "-t", "ring:6", "-s", "1KiB", "-c", "alltoall"]) == 2
+    assert main(["advise", "-t", "ring:6", "-s", "1KiB", "--json"]) == 0
