@@ -660,27 +660,34 @@ def _bound(
     cut_list = _cut_candidates(topology, mach) if cuts is True else (cuts or [])
     if cut_list:
         put("cut", _cut_term(demand, mach, cut_list))
-    comps = _shave(comps)
+    return _result(comps, details, demand.kind, demand.size_bytes, topology, network)
+
+
+def _result(
+    comps: dict[str, float],
+    details: dict[str, str],
+    kind: str,
+    size_bytes: int,
+    topology: Topology,
+    network: NetworkModel,
+) -> LowerBound:
+    """The bound from its components, each lowered by 10^-12 of itself.
+
+    The simulator sums the same terms in another order, and a tight bound
+    must not exceed its time by a rounding error.
+    """
+    comps = {k: v * (1.0 - 1e-12) for k, v in comps.items()}
     binding = max(comps, key=lambda k: comps[k])
     return LowerBound(
         comps[binding],
         binding,
         comps,
         details,
-        demand.kind,
-        demand.size_bytes,
+        kind,
+        size_bytes,
         topology.name,
         network.name,
     )
-
-
-def _shave(comps: dict[str, float]) -> dict[str, float]:
-    """Lower every component by 10^-12 of itself.
-
-    The simulator sums the same terms in another order, and a tight bound
-    must not exceed its time by a rounding error.
-    """
-    return {k: v * (1.0 - 1e-12) for k, v in comps.items()}
 
 
 def _check_inputs(topology: Any, network: Any) -> None:
@@ -887,15 +894,6 @@ def schedule_lower_bound(
     comps["latency"], details["latency"] = _latency_term(
         _schedule_demand(schedule, topology, placement), mach
     )
-    comps = _shave(comps)
-    binding = max(comps, key=lambda k: comps[k])
-    return LowerBound(
-        comps[binding],
-        binding,
-        comps,
-        details,
-        schedule.collective,
-        schedule.size_bytes,
-        topology.name,
-        network.name,
+    return _result(
+        comps, details, schedule.collective, schedule.size_bytes, topology, network
     )
