@@ -44,6 +44,8 @@ from . import machines  # noqa: E402 - after the families it tabulates
 from . import io  # noqa: E402,F401 - wc.io
 from . import bounds  # noqa: E402 - wc.bounds
 from .advisor import Advice, advise, crossover  # noqa: E402
+from . import synthesis  # noqa: E402 - registers synth_treepack_allreduce
+from .synthesis import synthesize  # noqa: E402
 from .machines import network_presets
 
 __version__: str = _core.__version__
@@ -82,6 +84,8 @@ __all__ = [
     "ring",
     "simulate",
     "simulation_events",
+    "synthesis",
+    "synthesize",
     "topology",
     "torus",
     "unregister_algorithm",

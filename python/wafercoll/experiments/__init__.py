@@ -385,6 +385,7 @@ from . import (  # noqa: E402, F401
     node_aware,
     torus_swing,
     wafer_allreduce,
+    wafer_autogen_table1,
     wafer_calibrated,
     wafer_curves,
     wafer_reduce_1d,

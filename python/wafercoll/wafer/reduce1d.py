@@ -36,6 +36,7 @@ import numpy as np
 
 from .. import _core
 from .._util import as_int, html_table
+from ..kit.trees import tree_depths
 from .model import (
     T_R_DEFAULT,
     as_ramp_latency,
@@ -54,6 +55,7 @@ __all__ = [
     "AutogenTree",
     "autogen",
     "autogen_cycles",
+    "table1_cycles",
     "lower_bound",
     "lower_bound_cycles",
     "optimality_ratios",
@@ -133,16 +135,45 @@ class AutogenTree:
         return html_table("Auto-Gen tree", rows)
 
 
-def autogen(P: int, B: int, T_R: float = T_R_DEFAULT) -> AutogenTree:
+#: Largest row the Table 1 variant of Auto-Gen takes (its DP is O(P^5)).
+MAX_TABLE1_P = 48
+
+
+def autogen(
+    P: int, B: int, T_R: float = T_R_DEFAULT, *, contention: str = "recurrence"
+) -> AutogenTree:
     """The optimal Auto-Gen tree for ``P`` PEs and ``B`` wavelets.
+
+    Parameters
+    ----------
+    P, B : int
+        PEs in the row and vector length in wavelets.
+    T_R : float
+        Ramp latency in cycles.
+    contention : {"recurrence", "table1"}
+        Which contention equation (1) charges. ``"recurrence"`` (the paper's
+        DP, Section 5.5): a PE takes its children's streams one after another,
+        so the ``j``-th of ``m`` children's subtree must finish within
+        ``C - (m - j)`` (:func:`wafercoll.wafer.tree_metrics`).
+        ``"table1"``: Table 1's definition, the largest number of wavelets a
+        PE receives, ``B`` times its most children; a looser constraint, so
+        its optimum is never worse in the model (up to about 4 % better at
+        small P). Rows up to :data:`MAX_TABLE1_P` PEs.
 
     Raises
     ------
     ValueError
-        For ``P`` outside ``[1, 65536]``, ``B < 1``, ``T_R < 0``, or a table
-        larger than a few GiB (the message names the size).
+        For ``P`` outside ``[1, 65536]`` (``[1, 48]`` for ``"table1"``),
+        ``B < 1``, ``T_R < 0``, an unknown ``contention``, or a table larger
+        than a few GiB (the message names the size).
     """
+    if contention not in ("recurrence", "table1"):
+        raise ValueError(
+            f"contention must be 'recurrence' or 'table1', got {contention!r}"
+        )
     P, B, T_R = _args(P, B, T_R)
+    if contention == "table1":
+        return _autogen_table1(P, B, T_R)
     r = _core.wafer_autogen(P, B, T_R)
     parent = np.asarray(r["parent"], dtype=np.int64)
     return AutogenTree(
@@ -157,6 +188,124 @@ def autogen(P: int, B: int, T_R: float = T_R_DEFAULT) -> AutogenTree:
         depth_bound=int(r["depth_bound"]),
         contention_bound=int(r["contention_bound"]),
     )
+
+
+def _table1_layers(P: int, c: int, dmax: int) -> list[list[np.ndarray]]:
+    """Energies ``E[d][r][n]`` of Table 1's Auto-Gen DP for one bound ``c``.
+
+    ``E[d][r][n]`` is the least energy of a row tree on ``n`` PEs of height
+    <= d whose root has <= r children and every other PE <= c (inf: none).
+
+    Peeling the root's last child, rooted ``i`` PEs to its right:
+    ``E[d][r][n] = min_i E[d][r-1][i] + i + E[d-1][c][n-i]``.
+    """
+    inf = np.inf
+    base = np.full(P + 1, inf)
+    base[1] = 0.0
+    layers = [[base.copy() for _ in range(c + 1)]]  # d = 0: single PEs only
+    i_idx = np.arange(1, P)
+    for _d in range(1, dmax + 1):
+        prev_full = layers[-1][c]
+        row = [base.copy()]  # r = 0
+        for _r in range(1, c + 1):
+            a = row[-1]
+            out = base.copy()
+            for n in range(2, P + 1):
+                i = i_idx[: n - 1]
+                out[n] = np.min(a[i] + i + prev_full[n - i])
+            row.append(out)
+        layers.append(row)
+    return layers
+
+
+def _table1_rebuild(
+    layers: list[list[np.ndarray]], c: int, d: int, P: int
+) -> np.ndarray:
+    """A tree achieving ``layers[d][c][P]`` (parent array)."""
+    parent = np.full(P, -1, dtype=np.int64)
+    stack = [(0, P, d, c)]  # (first PE, PEs, height budget, root budget)
+    while stack:
+        base, n, dd, r = stack.pop()
+        if n == 1:
+            continue
+        a, b = layers[dd][r - 1], layers[dd - 1][c]
+        i = np.arange(1, n)
+        vals = a[i] + i + b[n - i]
+        split = int(i[int(np.argmin(vals))])
+        parent[base + split] = base
+        stack.append((base, split, dd, r - 1))
+        stack.append((base + split, n - split, dd - 1, c))
+    return parent
+
+
+def _autogen_table1(P: int, B: int, T_R: float) -> AutogenTree:
+    """Auto-Gen with Table 1's contention (see :func:`autogen`)."""
+    if P > MAX_TABLE1_P:
+        raise ValueError(
+            f"contention='table1' takes rows of up to {MAX_TABLE1_P} PEs (its DP is "
+            f"O(P^5)), got P = {P}"
+        )
+    if P == 1:
+        return AutogenTree(P, B, T_R, 0.0, 0, 0, 0, np.array([-1]), 0, 0)
+    k = 2.0 * T_R + 1.0
+    # Upper bound: the paper's tree, whose most children never exceed its
+    # recurrence contention.
+    ref = autogen(P, B, T_R)
+    best = table1_cycles(ref.parent, B, T_R)
+    best_dc = None
+    for c in range(1, P):
+        if B * c + k > best + 1e-9:
+            break
+        dmax = int(min(P - 1, np.floor((best - B - (P - 1)) / k + 1e-9)))
+        if dmax < 1:
+            continue
+        layers = _table1_layers(P, c, dmax)
+        for d in range(1, dmax + 1):
+            e = layers[d][c][P]
+            if not np.isfinite(e):
+                continue
+            t = max(B * c, B * e / (P - 1) + P - 1) + k * d
+            if t < best - 1e-9:
+                best, best_dc = t, (c, d, layers)
+    if best_dc is None:
+        parent = ref.parent
+    else:
+        c, d, layers = best_dc
+        parent = _table1_rebuild(layers, c, d, P)
+    depth = int(tree_depths(parent).max())
+    most = int(np.bincount(parent[1:], minlength=P).max())
+    energy = int(np.sum(np.arange(1, P) - parent[1:]))
+    cycles = table1_cycles(parent, B, T_R)
+    return AutogenTree(
+        P,
+        B,
+        T_R,
+        cycles,
+        depth,
+        most,
+        energy,
+        parent,
+        depth if best_dc is None else best_dc[1],
+        most if best_dc is None else best_dc[0],
+    )
+
+
+def table1_cycles(parent: Any, B: int, T_R: float = T_R_DEFAULT) -> float:
+    """Equation (1) of a row tree with Table 1's contention (B x most children).
+
+    The counterpart of :func:`wafercoll.wafer.tree_cycles`, whose contention
+    is the Auto-Gen recurrence's.
+    """
+    par = np.asarray(parent, dtype=np.int64)
+    P = par.size
+    if P <= 1:
+        return 0.0
+    b = as_int(B, "B", 1)
+    k = 2.0 * as_ramp_latency(T_R) + 1.0
+    energy = float(np.sum(np.arange(1, P) - par[1:]))
+    most = int(np.bincount(par[1:], minlength=P).max())
+    depth = int(tree_depths(par).max())
+    return max(b * most, b * energy / (P - 1) + P - 1) + k * depth
 
 
 def autogen_cycles(P: int, B: int, T_R: float = T_R_DEFAULT) -> np.ndarray:
