@@ -33,8 +33,10 @@ from __future__ import annotations
 import dataclasses
 import html
 import math
+import os
 import sys
 from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Any
 
 import numpy as np
@@ -244,6 +246,7 @@ def advise(
     *,
     names: Sequence[str] | None = None,
     keep: int | None = 3,
+    jobs: int | None = None,
     progress: bool = False,
 ) -> Advice:
     """Rank every registered algorithm of a collective on a machine.
@@ -263,6 +266,10 @@ def advise(
         Simulate at least the ``keep`` most promising; skip the others whose
         own bound exceeds the ``keep``-th best time (module docstring).
         ``None``: simulate every candidate.
+    jobs : int, optional
+        Simulations run at once on threads (default: one per core). The
+        ranking does not depend on it; which candidates are pruned may (a
+        pruned one is always slower than the ``keep`` fastest).
     progress : bool
         Print one line per candidate to stderr.
 
@@ -327,41 +334,62 @@ def advise(
     times: list[float] = []
     done: list[Candidate] = []
     pruned: list[Candidate] = []
-    for own, info, s, pred in built:
-        if keep is not None and len(times) >= keep and own > sorted(times)[keep - 1]:
-            pruned.append(
-                Candidate(
-                    info.name,
-                    "pruned",
-                    schedule_bound_s=own,
-                    predicted_s=pred,
-                    transfers=s.num_transfers,
-                    note=f"cannot beat the {keep} fastest",
-                )
-            )
-            continue
-        if progress:
-            print(f"advise: simulating {info.name}", file=sys.stderr, flush=True)
+
+    def finish(fut: Any, own: float, info: AlgorithmInfo, s: Any, pred: Any) -> None:
         try:
-            r = simulate(s, topology, network)
+            r = fut.result()
         except (ValueError, MemoryError) as exc:
             done.append(Candidate(info.name, "failed", note=str(exc)))
-            continue
+            return
         times.append(r.time_s)
-        # The bound for this schedule's own participants and owners.
-        ratio = r.optimality_ratio
         done.append(
             Candidate(
                 info.name,
                 "simulated",
                 time_s=r.time_s,
                 bandwidth_Bps=S / r.time_s if r.time_s > 0 else math.inf,
-                ratio=ratio,
+                # Against the bound for this schedule's own participants.
+                ratio=r.optimality_ratio,
                 schedule_bound_s=own,
                 predicted_s=pred,
                 transfers=s.num_transfers,
             )
         )
+
+    # Simulations run on threads (the simulator releases the GIL), the most
+    # promising first. A candidate is pruned only once ``keep`` simulations
+    # have finished and its own bound exceeds the keep-th best of them: the
+    # final keep-th best can only be smaller, so pruning stays sound.
+    workers = (os.cpu_count() or 1) if jobs is None else as_int(jobs, "jobs", 1, 256)
+    pending: dict[Any, tuple[float, AlgorithmInfo, Any, Any]] = {}
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for own, info, s, pred in built:
+            while len(pending) >= workers:
+                first, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in first:
+                    finish(fut, *pending.pop(fut))
+            if (
+                keep is not None
+                and len(times) >= keep
+                and own > sorted(times)[keep - 1]
+            ):
+                pruned.append(
+                    Candidate(
+                        info.name,
+                        "pruned",
+                        schedule_bound_s=own,
+                        predicted_s=pred,
+                        transfers=s.num_transfers,
+                        note=f"cannot beat the {keep} fastest",
+                    )
+                )
+                continue
+            if progress:
+                print(f"advise: simulating {info.name}", file=sys.stderr, flush=True)
+            pending[pool.submit(simulate, s, topology, network)] = (own, info, s, pred)
+        for fut in list(pending):
+            finish(fut, *pending.pop(fut))
+    done.sort(key=lambda c: c.name)  # finishing order must not matter
     # Simulated by time and pruned by their bound, in one order: a pruned
     # candidate is certainly slower than the first ``keep``, not necessarily
     # than the simulated ones after them.

@@ -242,8 +242,33 @@ def pack_spanning_trees(
     )
 
 
+#: Most transfers the default chunking makes (more chunks only add transfers
+#: under dataflow forwarding, which streams a chunk packet by packet).
+MAX_DEFAULT_TRANSFERS = 200_000
+
+
 def _chunk_count(size: int, largest_share: float, chunk_bytes: int) -> int:
     return max(1, int(round(size * largest_share / chunk_bytes)))
+
+
+_PACKINGS: dict[tuple[Any, ...], TreePacking] = {}
+
+
+def _cached_packing(topology: Topology) -> TreePacking:
+    """:func:`pack_spanning_trees` with the defaults, once per topology."""
+    links = topology.links
+    key = (
+        topology.name,
+        topology.num_endpoints,
+        links["src"].tobytes(),
+        links["dst"].tobytes(),
+        links["bandwidth_Bps"].tobytes(),
+    )
+    if key not in _PACKINGS:
+        if len(_PACKINGS) >= 16:
+            _PACKINGS.pop(next(iter(_PACKINGS)))
+        _PACKINGS[key] = pack_spanning_trees(topology)
+    return _PACKINGS[key]
 
 
 @register_algorithm(
@@ -273,7 +298,7 @@ def treepack_allreduce(
     size = as_int(size_bytes, "size_bytes", 1)
     chunk = DEFAULT_CHUNK_BYTES if chunk_bytes is None else chunk_bytes
     chunk = as_int(chunk, "chunk_bytes", 1)
-    pack = pack_spanning_trees(topology)
+    pack = _cached_packing(topology)
     frac = pack.shares / pack.rate
     K = len(frac)
     # Bytes per tree in proportion to its share (largest remainders).
@@ -281,8 +306,10 @@ def treepack_allreduce(
     per_tree = np.floor(raw).astype(np.int64)
     short = size - int(per_tree.sum())
     per_tree[np.argsort(-(raw - per_tree))[:short]] += 1
-    C = min(_chunk_count(size, float(frac.max()), chunk), int(per_tree.min()) or 1)
-    C = max(C, 1)
+    C = _chunk_count(size, float(frac.max()), chunk)
+    if chunk_bytes is None:  # cap the transfers: 2 (p - 1) per tree and chunk
+        C = min(C, max(4, MAX_DEFAULT_TRANSFERS // (2 * max(ranks - 1, 1) * K)))
+    C = max(min(C, int(per_tree.min()) or 1), 1)
     blocks = np.zeros((C, K), dtype=np.int64)
     for k in range(K):
         blocks[:, k] = split_bytes(int(per_tree[k]), C)
@@ -316,7 +343,11 @@ def synthesize(
         When given, the chunk size defaults to 4 of its packets (at least
         :data:`DEFAULT_CHUNK_BYTES`).
     chunk_bytes : int, optional
-        Bytes per chunk of the largest tree's stream.
+        Bytes per chunk of the largest tree's stream. Default: 96 KiB, but
+        no more chunks than keep the schedule within
+        :data:`MAX_DEFAULT_TRANSFERS` transfers (under dataflow forwarding a
+        chunk streams packet by packet, so larger chunks cost nothing; under
+        ``dependencies="complete"`` give smaller ones for a deep pipeline).
 
     Returns
     -------
