@@ -380,6 +380,7 @@ def run_experiment(
 
 # Experiments register themselves on import; keep these imports at the end.
 from . import (  # noqa: E402, F401
+    bounds_ratios,
     demo,
     mesh_mcm,
     node_aware,
