@@ -242,19 +242,14 @@ def _demand(
         recv[part] = S
         recv_total = 2.0 * (m - 1) * S
         reduce_total = (m - 1) * S
-    elif kind == "reduce":
+    elif kind in ("reduce", "broadcast"):  # mirror images of each other
         others = part[part != root_e]
         if len(others):
-            send[others] = S
-            recv[root_e] = S
+            into_root = kind == "reduce"
+            send[others if into_root else root_e] = S
+            recv[root_e if into_root else others] = S
             recv_total = len(others) * S
-            reduce_total = max(m - 1, 0) * S
-    elif kind == "broadcast":
-        others = part[part != root_e]
-        if len(others):
-            send[root_e] = S
-            recv[others] = S
-            recv_total = len(others) * S
+            reduce_total = max(m - 1, 0) * S if into_root else 0.0
     elif kind in ("reduce_scatter", "allgather"):
         is_part = np.zeros(endpoints, dtype=bool)
         is_part[part] = True
