@@ -440,6 +440,46 @@ class SimResult:
         )
         self._bound: Any = None
 
+    # -- equality (pickled results compare equal) ------------------------------
+    _EQ_FIELDS = (
+        "time_s",
+        "events",
+        "packets",
+        "network",
+        "schedule_name",
+        "topology_name",
+        "num_links",
+    )
+    _EQ_ARRAYS = (
+        "rank_finish_s",
+        "link_busy_s",
+        "link_bytes",
+        "injection_busy_s",
+        "ejection_busy_s",
+        "compute_busy_s",
+        "placement",
+        "transfer_ready_s",
+        "transfer_finish_s",
+        "timeline_t",
+        "timeline_busy",
+    )
+
+    def __eq__(self, other: object) -> bool:
+        """Same headline numbers, per-link and per-rank arrays and model."""
+        if not isinstance(other, SimResult):
+            return NotImplemented
+        if any(getattr(self, k) != getattr(other, k) for k in self._EQ_FIELDS):
+            return False
+        for k in self._EQ_ARRAYS:
+            a, b = getattr(self, k), getattr(other, k)
+            if (a is None) != (b is None) or (
+                a is not None and not np.array_equal(a, b)
+            ):
+                return False
+        return True
+
+    __hash__ = None  # type: ignore[assignment]
+
     # -- derived quantities ---------------------------------------------------
     @property
     def cycles(self) -> float | None:

@@ -29,6 +29,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import html
 import math
 from collections.abc import Sequence
@@ -49,6 +50,30 @@ __all__ = [
     "ring",
     "torus",
 ]
+
+
+def recorded(fn: Any) -> Any:
+    """Decorate a topology factory so that its topologies pickle as its call."""
+
+    @functools.wraps(fn)
+    def factory(*args: Any, **kwargs: Any) -> Topology:
+        topo = fn(*args, **kwargs)
+        topo._recipe = (fn.__module__, fn.__qualname__, args, kwargs)
+        return topo
+
+    return factory
+
+
+def _rebuild(
+    module: str, qualname: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Topology:
+    """Call the factory a pickled topology came from."""
+    import importlib
+
+    fn = importlib.import_module(module)
+    for part in qualname.split("."):
+        fn = getattr(fn, part)
+    return fn(*args, **kwargs)
 
 
 def _as_size(value: Any, name: str, minimum: int, maximum: int) -> int:
@@ -141,6 +166,37 @@ class Topology:
             )
         self._core = core
         self._links: dict[str, np.ndarray] | None = None
+        # How a public factory made it: (module, function, args, kwargs).
+        self._recipe: tuple[str, str, tuple[Any, ...], dict[str, Any]] | None = None
+
+    # ------------------------------------------------------ pickling, equality
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as the factory call that made it (topologies are immutable)."""
+        if self._recipe is None:
+            raise TypeError(
+                f"{self.name} was not made by a wafercoll topology factory "
+                "(line, ring, mesh, torus, star, custom, cluster, wormhole_n150), "
+                "so it cannot be pickled"
+            )
+        return (_rebuild, self._recipe)
+
+    def __eq__(self, other: object) -> bool:
+        """Same family, name, endpoints, links and link parameters."""
+        if not isinstance(other, Topology):
+            return NotImplemented
+        if (self.kind, self.name, self.num_endpoints, self.num_nodes) != (
+            other.kind,
+            other.name,
+            other.num_endpoints,
+            other.num_nodes,
+        ):
+            return False
+        a, b = self.links, other.links
+        return all(np.array_equal(a[k], b[k]) for k in a)
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.name, self.num_endpoints, self.num_links))
 
     # ------------------------------------------------------------ description
 
@@ -516,6 +572,7 @@ def _grid(factory: Any, sizes: dict[str, Any], bw: Any, lat: Any) -> Topology:
     )
 
 
+@recorded
 def line(n: int, *, bandwidth_Bps: float = 1e9, latency_s: float = 0.0) -> Topology:
     """Build a line of nodes ``0 .. n - 1``, linked both ways to their neighbours.
 
@@ -543,6 +600,7 @@ def line(n: int, *, bandwidth_Bps: float = 1e9, latency_s: float = 0.0) -> Topol
     return _grid(_core.Topology.line, {"n": n}, bandwidth_Bps, latency_s)
 
 
+@recorded
 def ring(n: int, *, bandwidth_Bps: float = 1e9, latency_s: float = 0.0) -> Topology:
     """Build a ring: a line whose ends ``n - 1`` and ``0`` are also linked.
 
@@ -567,6 +625,7 @@ def ring(n: int, *, bandwidth_Bps: float = 1e9, latency_s: float = 0.0) -> Topol
     return _grid(_core.Topology.ring, {"n": n}, bandwidth_Bps, latency_s)
 
 
+@recorded
 def mesh(
     rows: int, cols: int, *, bandwidth_Bps: float = 1e9, latency_s: float = 0.0
 ) -> Topology:
@@ -595,6 +654,7 @@ def mesh(
     return _grid(_core.Topology.mesh, sizes, bandwidth_Bps, latency_s)
 
 
+@recorded
 def torus(
     rows: int, cols: int, *, bandwidth_Bps: float = 1e9, latency_s: float = 0.0
 ) -> Topology:
@@ -624,6 +684,7 @@ def torus(
     return _grid(_core.Topology.torus, sizes, bandwidth_Bps, latency_s)
 
 
+@recorded
 def star(n: int, *, bandwidth_Bps: float = 1e9, latency_s: float = 0.0) -> Topology:
     """``n`` endpoints on one switch: an uplink and a downlink per endpoint.
 
@@ -651,6 +712,7 @@ def star(n: int, *, bandwidth_Bps: float = 1e9, latency_s: float = 0.0) -> Topol
     )
 
 
+@recorded
 def custom(
     num_endpoints: int,
     links: Sequence[tuple[int, int]] | np.ndarray,
@@ -833,6 +895,7 @@ def check_rank_to_node(rank_to_node: Any, nodes: int, ppn: int) -> np.ndarray:
     return r2n.astype(np.int32)
 
 
+@recorded
 def cluster(
     nodes: int,
     ppn: int,

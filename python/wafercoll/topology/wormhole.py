@@ -59,7 +59,7 @@ from typing import Any
 import numpy as np
 
 from .._util import as_int, as_real
-from ._base import Topology, custom
+from ._base import Topology, custom, recorded
 
 __all__ = [
     "CLOCK_HZ",
@@ -197,6 +197,7 @@ def _tile_kind(x: int, y: int, harvested: int) -> str:
     return "H" if y == harvested else "T"
 
 
+@recorded
 def wormhole_n150(
     harvested_row: int = 10,
     noc: int | str = "shortest",
