@@ -46,6 +46,7 @@ from . import bounds  # noqa: E402 - wc.bounds
 from .advisor import Advice, advise, crossover  # noqa: E402
 from . import synthesis  # noqa: E402 - registers synth_treepack_allreduce
 from .synthesis import synthesize  # noqa: E402
+from .sweeps import sweep  # noqa: E402
 from .machines import network_presets
 
 __version__: str = _core.__version__
@@ -84,6 +85,7 @@ __all__ = [
     "ring",
     "simulate",
     "simulation_events",
+    "sweep",
     "synthesis",
     "synthesize",
     "topology",

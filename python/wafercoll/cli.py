@@ -397,6 +397,29 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the ranking as JSON")
 
     p = sub.add_parser(
+        "sweep",
+        help="run a grid of algorithms x topologies x sizes x networks",
+        description="Run every point of the grid in a TOML file (keys algorithm, "
+        "topology, size_bytes, network, options; a list each, sizes may read "
+        "'1MiB') and write one CSV row per point: time, bandwidth, link "
+        "utilization, lower bound, optimality ratio. Points are cached on disk, "
+        "so an interrupted sweep resumes; --scheduler runs them on Dask.",
+    )
+    p.add_argument("spec", metavar="SPEC.toml", help="the grid")
+    p.add_argument("--out", "-o", default="sweep.csv", metavar="FILE", help="CSV")
+    p.add_argument("--jobs", "-j", type=int, metavar="N", help="worker processes")
+    p.add_argument(
+        "--scheduler", metavar="ADDRESS", help="a Dask scheduler, tcp://host:8786"
+    )
+    p.add_argument(
+        "--cache",
+        metavar="DIR",
+        help="where finished points are kept (default: $WAFERCOLL_CACHE or "
+        "~/.cache/wafercoll)",
+    )
+    p.add_argument("--no-cache", action="store_true", help="compute every point")
+
+    p = sub.add_parser(
         "export",
         help="write a verified schedule as MSCCL XML, Chakra ET, GOAL or JSON",
         description="Build (NAME ...) or read (--schedule FILE) a schedule, "
@@ -1326,6 +1349,50 @@ def _crossover_csv(results: list[Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    import wafercoll as wc
+
+    try:
+        import tomllib
+    except ImportError:  # pragma: no cover - Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        with open(args.spec, "rb") as f:
+            grid = tomllib.load(f)
+    except OSError as exc:
+        print(f"error: cannot read {args.spec}: {exc}", file=sys.stderr)
+        return 1
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{args.spec}: {exc}") from None
+    sizes = grid.get("size_bytes")
+    if isinstance(sizes, list):
+        try:
+            grid["size_bytes"] = [_size(v) if isinstance(v, str) else v for v in sizes]
+        except argparse.ArgumentTypeError as exc:
+            raise UsageError(f"{args.spec}: size_bytes: {exc}") from None
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
+    cache: Any = False if args.no_cache else (args.cache or True)
+    try:
+        df = wc.sweep(
+            grid, jobs=args.jobs, scheduler=args.scheduler, cache=cache, progress=True
+        )
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"{args.spec}: {exc}") from None
+    from ._util import write_atomic
+
+    try:
+        write_atomic(args.out, df.to_csv(index=False))
+    except OSError as exc:
+        print(f"error: cannot write {args.out}: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"wrote {args.out}: {len(df)} points ({df.attrs['computed']} computed, "
+        f"{df.attrs['cached']} from the cache)"
+    )
+    return 0
+
+
 _COMMANDS = {
     "list": _cmd_list,
     "info": _cmd_info,
@@ -1334,6 +1401,7 @@ _COMMANDS = {
     "simulate": _cmd_simulate,
     "export": _cmd_export,
     "advise": _cmd_advise,
+    "sweep": _cmd_sweep,
     "reproduce": _cmd_reproduce,
 }
 
