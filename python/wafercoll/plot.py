@@ -39,7 +39,17 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from .simulate import SimResult
     from .topology import Topology
 
-__all__ = ["plot_link_load", "plot_link_utilization", "plot_timeline"]
+__all__ = [
+    "animate",
+    "draw_grid",
+    "draw_row",
+    "draw_tree",
+    "node_positions",
+    "plot_link_load",
+    "plot_link_utilization",
+    "plot_timeline",
+    "plot_timeline_density",
+]
 
 #: Transfer operations: (op code in the schedule, legend label, colour).
 _OP_STYLE = ((0, "copy", "tab:blue"), (1, "reduce", "tab:orange"))
@@ -70,9 +80,24 @@ def _time_unit(t_max_s: float) -> tuple[float, str]:
 
 
 def plot_timeline(
-    result: SimResult, ax: Axes | None = None, *, max_transfers: int = 20000
+    result: SimResult,
+    ax: Axes | None = None,
+    *,
+    max_transfers: int = 20000,
+    lanes: str = "rank",
+    schedule: Any = None,
+    window: tuple[float, float] | None = None,
+    bins: int = 600,
+    max_lanes: int = 256,
 ) -> Axes:
-    """Gantt chart of the transfers: one row per source rank.
+    """Gantt chart of the transfers, or their density when there are many.
+
+    Up to ``max_transfers`` transfers, every transfer is a bar (below). Above
+    it, the chart aggregates: lanes (source ranks, or steps) are grouped into
+    at most ``max_lanes`` rows, time into ``bins`` columns, and each cell
+    shows how many transfers of its lanes are in flight on average over its
+    span; this stays quick and readable at millions of transfers (see
+    :func:`plot_timeline_density`).
 
     Each transfer is a bar from when it became ready (its dependencies done)
     to when it completed at all its destinations, so waiting for a busy link
@@ -87,32 +112,38 @@ def plot_timeline(
     ax : matplotlib.axes.Axes, optional
         Where to draw; default: a new figure.
     max_transfers : int
-        Refuse results with more transfers (a chart of more bars is unreadable
-        and slow to draw).
+        Draw one bar per transfer up to this many; aggregate above.
+    lanes, schedule, window, bins, max_lanes
+        For the aggregated chart: see :func:`plot_timeline_density`.
 
     Returns
     -------
     matplotlib.axes.Axes
-        One PolyCollection per operation present, one polygon per transfer.
+        One PolyCollection per operation present, one polygon per transfer;
+        or, aggregated, one image.
 
     Raises
     ------
     ValueError
-        If the transfers were not recorded or there are more than
-        ``max_transfers`` of them.
+        If the transfers were not recorded.
     """
     if result.transfer_ready_s is None or result.transfer_finish_s is None:
         raise ValueError("plot_timeline() needs simulate(..., transfers=True)")
     cap = as_int(max_transfers, "max_transfers", 1)
     ready = np.asarray(result.transfer_ready_s, dtype=np.float64)
     finish = np.asarray(result.transfer_finish_s, dtype=np.float64)
+    if ready.size > cap or lanes != "rank" or window is not None:
+        return plot_timeline_density(
+            result,
+            ax,
+            lanes=lanes,
+            schedule=schedule,
+            window=window,
+            bins=bins,
+            max_lanes=max_lanes,
+        )
     src = np.asarray(result.transfer_src, dtype=np.float64)
     op = np.asarray(result.transfer_op)
-    if ready.size > cap:
-        raise ValueError(
-            f"plot_timeline: {ready.size} transfers exceed max_transfers = {cap}; "
-            "raise max_transfers or simulate a smaller schedule"
-        )
     from matplotlib.collections import PolyCollection
 
     ax = _new_axes(ax)
@@ -148,6 +179,114 @@ def plot_timeline(
     ax.set_title(f"{result.schedule_name or 'schedule'} on {result.topology_name}")
     if op.size:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), title="transfers")
+    return ax
+
+
+def plot_timeline_density(
+    result: SimResult,
+    ax: Axes | None = None,
+    *,
+    lanes: str = "rank",
+    schedule: Any = None,
+    window: tuple[float, float] | None = None,
+    bins: int = 600,
+    max_lanes: int = 256,
+) -> Axes:
+    """Transfers in flight per lane and time bin, for schedules of any size.
+
+    Each transfer is in flight from when it became ready to when it
+    completed. Lanes are its source rank (``lanes="rank"``) or its step
+    (``lanes="step"``: the schedule's rounds, :meth:`Schedule.steps`; needs
+    ``schedule``), grouped into at most ``max_lanes`` rows of consecutive
+    lanes. A cell shows the mean number of that row's transfers in flight over
+    the cell's time span (exact: in-flight time summed over the row's
+    transfers, divided by the span). Cost: O(transfers + lanes x bins).
+
+    Parameters
+    ----------
+    result : SimResult
+        From ``simulate(..., transfers=True)``.
+    ax : matplotlib.axes.Axes, optional
+    lanes : {"rank", "step"}
+    schedule : Schedule, optional
+        The simulated schedule (for ``lanes="step"``).
+    window : (float, float), optional
+        Only this time span, in seconds (zoom).
+    bins : int
+        Time bins across the window.
+    max_lanes : int
+        Most rows; consecutive lanes are merged above it.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        With one image (``ax.images[0]``; its array is the density).
+    """
+    if result.transfer_ready_s is None or result.transfer_finish_s is None:
+        raise ValueError("plot_timeline_density() needs simulate(..., transfers=True)")
+    n_bins = as_int(bins, "bins", 1, 100_000)
+    cap = as_int(max_lanes, "max_lanes", 1, 100_000)
+    ready = np.asarray(result.transfer_ready_s, dtype=np.float64)
+    finish = np.asarray(result.transfer_finish_s, dtype=np.float64)
+    if lanes == "rank":
+        lane = np.asarray(result.transfer_src, dtype=np.int64)
+        n_lanes = len(result.rank_finish_s)
+        what = "source rank"
+    elif lanes == "step":
+        if schedule is None or schedule.num_transfers != ready.size:
+            raise ValueError(
+                'lanes="step" needs schedule=, the schedule that was simulated'
+            )
+        lane = np.asarray(schedule.steps(), dtype=np.int64)
+        n_lanes = int(lane.max()) + 1 if lane.size else 1
+        what = "step"
+    else:
+        raise ValueError(f'lanes must be "rank" or "step", got {lanes!r}')
+    t0, t1 = (0.0, result.time_s) if window is None else map(float, window)
+    if not (np.isfinite(t0) and np.isfinite(t1) and t1 > t0):
+        raise ValueError(
+            f"window must be (start, end) seconds with end > start, got {window}"
+        )
+    group = -(-n_lanes // cap)
+    rows = -(-n_lanes // group)
+    row = lane // group
+    edges = np.linspace(t0, t1, n_bins + 1)
+    width = (t1 - t0) / n_bins
+    # In-flight time per (row, bin): add each transfer's clipped interval as
+    # full bins between its partial first and last bins (difference array).
+    a = np.clip(ready, t0, t1)
+    b = np.clip(finish, t0, t1)
+    keep = b > a
+    a, b, row = a[keep], b[keep], row[keep]
+    ia = np.minimum(((a - t0) / width).astype(np.int64), n_bins - 1)
+    ib = np.minimum(((b - t0) / width).astype(np.int64), n_bins - 1)
+    dens = np.zeros((rows, n_bins + 1))
+    same = ia == ib
+    np.add.at(dens, (row[same], ia[same]), b[same] - a[same])
+    d = ~same
+    np.add.at(dens, (row[d], ia[d]), edges[ia[d] + 1] - a[d])
+    np.add.at(dens, (row[d], ib[d]), b[d] - edges[ib[d]])
+    full = np.zeros((rows, n_bins + 1))
+    np.add.at(full, (row[d], ia[d] + 1), width)
+    np.add.at(full, (row[d], ib[d]), -width)
+    dens = (dens + np.cumsum(full, axis=1))[:, :n_bins] / width
+    ax = _new_axes(ax)
+    scale, unit = _time_unit(t1)
+    im = ax.imshow(
+        dens,
+        aspect="auto",
+        interpolation="nearest",
+        origin="upper",
+        extent=(t0 / scale, t1 / scale, rows * group - 0.5, -0.5),
+        cmap="magma_r",
+    )
+    ax.figure.colorbar(im, ax=ax, label="transfers in flight")
+    ax.set_xlabel(f"time ({unit})")
+    ax.set_ylabel(what + (f" (groups of {group})" if group > 1 else ""))
+    ax.set_title(
+        f"{result.schedule_name or 'schedule'} on {result.topology_name}: "
+        f"{ready.size} transfers"
+    )
     return ax
 
 
@@ -231,6 +370,87 @@ def _link_segments(topology: Topology, used: np.ndarray) -> np.ndarray:
     return np.stack([start + side, end + side], axis=1)
 
 
+def node_positions(topology: Topology) -> np.ndarray:
+    """Where :func:`plot_link_load` draws every node: ``(num_nodes, 2)`` (x, y).
+
+    ``y`` grows downwards (row 0 on top). Grids (line, ring, mesh, torus):
+    (column, row). The Wormhole n150: the physical tile grid, DRAM regions
+    beside their controller. A cluster: each node's processes in a block,
+    its switch above them, the network's switch above all. Anything else: a
+    spring layout (NetworkX, seeded). Hidden routers without a place of their
+    own sit one row above their neighbours, centred over them.
+    """
+    n = topology.num_nodes
+    pos = np.full((n, 2), np.nan)
+    kind = topology.kind
+    if kind in _GRID_KINDS:
+        cols = topology.shape[1]
+        ids = np.arange(n)
+        return np.stack([ids % cols, ids // cols], axis=1).astype(np.float64)
+    if hasattr(topology, "physical_xy"):  # the n150
+        for v in range(n):
+            try:
+                pos[v] = topology.physical_xy(v)
+            except ValueError:
+                pass
+    elif kind == "cluster":
+        node_of = topology.node_of
+        per_row = max(1, int(np.ceil(np.sqrt(topology.ppn))))
+        width = per_row + 1.5
+        for g in range(int(node_of.max()) + 1):
+            members = np.flatnonzero(node_of == g)
+            k = np.arange(members.size)
+            pos[members, 0] = g * width + k % per_row
+            pos[members, 1] = 2.0 + k // per_row
+    else:
+        import networkx as nx
+
+        g = nx.DiGraph()
+        g.add_nodes_from(range(n))
+        links = topology.links
+        g.add_edges_from(zip(links["src"].tolist(), links["dst"].tolist(), strict=True))
+        layout = nx.spring_layout(g.to_undirected(), seed=0)
+        pos = np.array([layout[v] for v in range(n)]) * max(2.0, np.sqrt(n))
+        return pos
+    # Unplaced nodes (hidden routers, DRAM): above the mean of placed
+    # neighbours, in rounds outwards.
+    links = topology.links
+    src, dst = links["src"], links["dst"]
+    for _ in range(4):
+        missing = np.flatnonzero(np.isnan(pos[:, 0]))
+        if not missing.size:
+            break
+        for v in missing:
+            nb = np.concatenate([dst[src == v], src[dst == v]])
+            nb = nb[~np.isnan(pos[nb, 0])]
+            if nb.size:
+                pos[v] = (pos[nb, 0].mean(), pos[nb, 1].min() - 1.0)
+    pos[np.isnan(pos)] = 0.0
+    return pos
+
+
+def _free_segments(topology: Topology, used: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """Segments of used links between node positions.
+
+    Each direction is offset to its right; a wrap-around link of the n150's
+    torus is a stub outwards.
+    """
+    links = topology.links
+    p0, p1 = pos[links["src"][used]], pos[links["dst"][used]]
+    delta = p1 - p0
+    wrap = np.zeros(len(p0), dtype=bool)
+    if hasattr(topology, "physical_xy"):
+        wrap = (np.abs(delta) > 1.5).any(axis=1)
+    length = np.maximum(np.hypot(delta[:, 0], delta[:, 1]), 1e-9)
+    unit = delta / length[:, None]
+    unit[wrap] = -np.sign(delta[wrap])
+    shrink = np.minimum(0.15, 0.3 * length)[:, None]
+    start = p0 + shrink * unit
+    end = np.where(wrap[:, None], p0 + 0.5 * unit, p1 - shrink * unit)
+    side = _LINK_OFFSET * np.stack([-unit[:, 1], unit[:, 0]], axis=1)
+    return np.stack([start + side, end + side], axis=1)
+
+
 def plot_link_load(
     result: SimResult,
     topology: Topology,
@@ -240,9 +460,11 @@ def plot_link_load(
     colorbar: bool = True,
     max_links: int = 100_000,
 ) -> Axes:
-    """Utilization of each used link, drawn on the grid of a line, ring, mesh or torus.
+    """Utilization of each used link, drawn on the topology's layout.
 
-    Nodes sit at (column, row) with row 0 on top. Every link that carried
+    Nodes sit where :func:`node_positions` puts them: (column, row) on a
+    grid with row 0 on top, the physical tile grid of the n150, processes in
+    their nodes under the switches of a cluster. Every link that carried
     bytes is a segment coloured by its utilization (busy time / makespan).
     Each direction of a wire is shifted to the right of its direction of
     travel, and a wrap-around link is a stub from its source towards the edge
@@ -273,14 +495,9 @@ def plot_link_load(
     Raises
     ------
     ValueError
-        For a custom topology (no grid), a topology that is not the one of
-        ``result``, or more than ``max_links`` used links.
+        For a topology that is not the one of ``result``, or more than
+        ``max_links`` used links.
     """
-    if topology.kind not in _GRID_KINDS:
-        raise ValueError(
-            f"plot_link_load needs a grid topology (line, ring, mesh or torus) to "
-            f"place the nodes; {topology.name} is {topology.kind}"
-        )
     if topology.name != result.topology_name or topology.num_links != len(
         result.link_bytes
     ):
@@ -299,19 +516,29 @@ def plot_link_load(
     from matplotlib.ticker import MaxNLocator, PercentFormatter
 
     ax = _new_axes(ax)
-    rows, cols = topology.shape
-    nodes = np.arange(topology.num_nodes)
+    grid = topology.kind in _GRID_KINDS
+    pos = node_positions(topology)
+    span = np.ptp(pos, axis=0) + 1.0
+    rows, cols = topology.shape if grid else (int(span[1]), int(span[0]))
     size = float(np.clip(2000.0 / max(rows, cols) ** 2, 4.0, 80.0))
+    e = topology.num_endpoints
     ax.scatter(
-        nodes % cols,
-        nodes // cols,
+        pos[:e, 0],
+        pos[:e, 1],
         s=size,
         facecolors="white",
         edgecolors="0.35",
         zorder=3,
     )
+    if topology.num_nodes > e:  # hidden routers: small grey squares
+        ax.scatter(
+            pos[e:, 0], pos[e:, 1], s=size / 2, marker="s", color="0.6", zorder=3
+        )
+    segments = (
+        _link_segments(topology, used) if grid else _free_segments(topology, used, pos)
+    )
     lines = LineCollection(
-        _link_segments(topology, used),
+        segments,
         array=result.link_utilization_by_link[used],
         cmap=cmap,
         norm=Normalize(0.0, 1.0),
@@ -321,15 +548,26 @@ def plot_link_load(
     )
     ax.add_collection(lines)
     ax.set_aspect("equal")
-    ax.set_xlim(-0.7, cols - 0.3)
-    ax.set_ylim(rows - 0.3, -0.7)  # row 0 on top
-    for axis, count in ((ax.xaxis, cols), (ax.yaxis, rows)):
-        if count <= 32:
-            axis.set_ticks(range(count))
+    if grid:
+        ax.set_xlim(-0.7, cols - 0.3)
+        ax.set_ylim(rows - 0.3, -0.7)  # row 0 on top
+        for axis, count in ((ax.xaxis, cols), (ax.yaxis, rows)):
+            if count <= 32:
+                axis.set_ticks(range(count))
+            else:
+                axis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("column")
+        ax.set_ylabel("row")
+    else:
+        lo, hi = pos.min(axis=0) - 0.8, pos.max(axis=0) + 0.8
+        ax.set_xlim(lo[0], hi[0])
+        ax.set_ylim(hi[1], lo[1])
+        if hasattr(topology, "physical_xy"):
+            ax.set_xlabel("physical x")
+            ax.set_ylabel("physical y")
         else:
-            axis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("column")
-    ax.set_ylabel("row")
+            ax.set_xticks([])
+            ax.set_yticks([])
     ax.set_title(
         f"{result.schedule_name or 'schedule'} on {topology.name}: "
         f"{int(used.sum())} of {topology.num_links} links used"
@@ -342,4 +580,281 @@ def plot_link_load(
             format=PercentFormatter(1.0),
             location="bottom" if cols >= 2 * rows else "right",
         )
+    return ax
+
+
+def animate(
+    result: SimResult,
+    topology: Topology,
+    path: str | None = None,
+    *,
+    frames: int = 60,
+    fps: int = 10,
+) -> Any:
+    """An animation of the links at work: which carry a packet at each moment.
+
+    Frame ``k`` shows, on :func:`node_positions`'s layout, the links serving a
+    packet at time ``k / (frames - 1)`` of the makespan (from the packet
+    trace), over the used links in grey.
+
+    Parameters
+    ----------
+    result : SimResult
+        From ``simulate(..., trace=True)`` on ``topology``.
+    topology : Topology
+    path : str, optional
+        Also write the animation: ``.gif`` (Pillow, always available) or
+        ``.mp4`` (needs ffmpeg).
+    frames, fps : int
+        Number of frames and frames per second.
+
+    Returns
+    -------
+    matplotlib.animation.FuncAnimation
+        In Jupyter, ``IPython.display.HTML(anim.to_jshtml())`` plays it inline.
+
+    Raises
+    ------
+    ValueError
+        Without a packet trace, or for a topology other than the result's.
+    """
+    if result._trace is None:
+        raise ValueError("animate() needs simulate(..., trace=True)")
+    n = as_int(frames, "frames", 2, 10_000)
+    rate = as_int(fps, "fps", 1, 120)
+    from matplotlib.animation import FuncAnimation, PillowWriter
+
+    ax = plot_link_load(result, topology, colorbar=False)
+    (lines,) = [c for c in ax.collections if c.__class__.__name__ == "LineCollection"]
+    used = np.flatnonzero(np.asarray(result.link_bytes) > 0)
+    tr = result.trace()
+    on_link = tr["kind"] == 0
+    link = tr["link"][on_link]
+    start, finish = tr["start_s"][on_link], tr["finish_s"][on_link]
+    times = np.linspace(0.0, result.time_s, n)
+    # busy[l, f]: services of link l covering frame f (difference array).
+    row = np.searchsorted(used, link)
+    fa = np.searchsorted(times, start, side="left")
+    fb = np.searchsorted(times, finish, side="left")
+    diff = np.zeros((used.size, n + 1), dtype=np.int64)
+    np.add.at(diff, (row, fa), 1)
+    np.add.at(diff, (row, fb), -1)
+    busy = np.cumsum(diff, axis=1)[:, :n] > 0
+    from matplotlib.colors import ListedColormap
+
+    lines.set_cmap(ListedColormap(["0.85", "tab:red"]))
+    lines.set_clim(0, 1)
+    scale, unit = _time_unit(result.time_s)
+    title = ax.get_title()
+
+    def draw(k: int) -> tuple[Any, ...]:
+        lines.set_array(busy[:, k].astype(float))
+        ax.set_title(f"{title}\nt = {times[k] / scale:.3g} {unit}", fontsize="medium")
+        return (lines,)
+
+    anim = FuncAnimation(ax.figure, draw, frames=n, interval=1000 / rate, blit=False)
+    if path is not None:
+        if str(path).endswith(".gif"):
+            anim.save(path, writer=PillowWriter(fps=rate))
+        else:
+            anim.save(path, fps=rate)
+    return anim
+
+
+def _row_axes(ax: Axes | None, P: int, height: float, lower: float, title: str) -> Axes:
+    ax = _new_axes(ax)
+    ax.plot(range(P), np.zeros(P), "o", color="black", markersize=3, zorder=3)
+    ax.set_xlim(-0.8, P - 0.2)
+    ax.set_ylim(lower * height, 1.1 * height)
+    ax.set_yticks([])
+    for side in ("left", "right", "top"):
+        ax.spines[side].set_visible(False)
+    ax.set_xticks(range(0, P, max(1, P // 8)))
+    ax.set_title(title, fontsize="small")
+    return ax
+
+
+def draw_tree(parent: Any, ax: Axes | None = None, *, title: str = "") -> Axes:
+    """A reduction tree over a row of PEs: an arc from every PE to its parent.
+
+    Arcs are coloured by the child's depth; the root (``parent == -1``) is a
+    red square. The drawing of the wafer paper's 1D trees (Figs. 2-5).
+
+    Parameters
+    ----------
+    parent : array_like of int
+        ``parent[v]`` is the PE ``v`` sends to; ``-1`` at the root.
+    ax : matplotlib.axes.Axes, optional
+    title : str
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        One Arc patch per tree edge.
+    """
+    from matplotlib.patches import Arc
+
+    from .kit.trees import tree_depths
+
+    par = np.asarray(parent, dtype=np.int64)
+    if par.ndim != 1 or par.size == 0 or (par == -1).sum() != 1:
+        raise ValueError("parent must be a 1-D parent array with one root (-1)")
+    depth = tree_depths(par)
+    P = par.size
+    kids = np.flatnonzero(par >= 0)
+    height = max([abs(int(v - par[v])) for v in kids], default=1) / 2
+    ax = _row_axes(ax, P, height, -0.1, title)
+    import matplotlib
+
+    cmap = matplotlib.colormaps["viridis"]
+    top = max(1, int(depth.max()))
+    for v in kids:
+        u = int(par[v])
+        span = abs(int(v) - u)
+        ax.add_patch(
+            Arc(
+                ((u + v) / 2, 0),
+                span,
+                span,
+                theta1=0,
+                theta2=180,
+                color=cmap((depth[v] - 1) / top),
+                linewidth=1.4,
+            )
+        )
+    root = int(np.flatnonzero(par == -1)[0])
+    ax.plot([root], [0], "s", color="tab:red", markersize=6, zorder=4)
+    return ax
+
+
+def draw_row(
+    edges: Any,
+    P: int,
+    ax: Axes | None = None,
+    *,
+    title: str = "",
+    roots: Any = (),
+) -> Axes:
+    """Messages between PEs of a row: rightward arcs above, leftward below.
+
+    Parameters
+    ----------
+    edges : iterable of (int, int)
+        ``(source, destination)`` PEs.
+    P : int
+        PEs in the row.
+    ax : matplotlib.axes.Axes, optional
+    title : str
+    roots : iterable of int
+        PEs marked with a red square.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        One Arc patch per edge.
+    """
+    from matplotlib.patches import Arc
+
+    p = as_int(P, "P", 1)
+    pairs = [(int(u), int(v)) for u, v in edges]
+    height = max([abs(v - u) for u, v in pairs], default=1) / 2
+    ax = _row_axes(ax, p, height, -1.1, title)
+    ax.spines["bottom"].set_visible(False)
+    for u, v in pairs:
+        span = abs(v - u)
+        up = v > u
+        ax.add_patch(
+            Arc(
+                ((u + v) / 2, 0),
+                span,
+                span,
+                theta1=0 if up else 180,
+                theta2=180 if up else 360,
+                color="tab:blue" if up else "tab:orange",
+                linewidth=1.3,
+            )
+        )
+    for r in roots:
+        ax.plot([int(r)], [0], "s", color="tab:red", markersize=6, zorder=4)
+    return ax
+
+
+def draw_grid(
+    schedule: Any,
+    rows: int,
+    cols: int,
+    ax: Axes | None = None,
+    *,
+    title: str = "",
+    roots: Any = (0,),
+    max_transfers: int = 5000,
+) -> Axes:
+    """A schedule's transfers as arrows on a grid of PEs, coloured by step.
+
+    Rank ``r`` sits at row ``r // cols``, column ``r % cols``; an arrow goes
+    from each transfer's source to each destination. The drawing of the
+    wafer paper's 2D patterns (Fig. 9).
+
+    Parameters
+    ----------
+    schedule : Schedule
+    rows, cols : int
+        The grid (``rows * cols`` ranks at least).
+    ax : matplotlib.axes.Axes, optional
+    title : str
+    roots : iterable of int
+        Ranks marked with a red square.
+    max_transfers : int
+        Refuse larger schedules (arrows would hide each other).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    import matplotlib
+
+    m, n = as_int(rows, "rows", 1), as_int(cols, "cols", 1)
+    if schedule.num_ranks > m * n:
+        raise ValueError(
+            f"the schedule has {schedule.num_ranks} ranks, more than {m} x {n}"
+        )
+    cap = as_int(max_transfers, "max_transfers", 1)
+    if schedule.num_transfers > cap:
+        raise ValueError(
+            f"draw_grid: {schedule.num_transfers} transfers exceed "
+            f"max_transfers = {cap}"
+        )
+    ax = _new_axes(ax)
+    steps = schedule.steps()
+    top = max(1, int(steps.max())) if steps.size else 1
+    cmap = matplotlib.colormaps["viridis"]
+    dsts, offsets = schedule.destinations()
+    src = schedule.src
+    for i in range(schedule.num_transfers):
+        a, b = divmod(int(src[i]), n)
+        for d in dsts[offsets[i] : offsets[i + 1]]:
+            c, e = divmod(int(d), n)
+            ax.annotate(
+                "",
+                xy=(e, c),
+                xytext=(b, a),
+                arrowprops={
+                    "arrowstyle": "-|>",
+                    "color": cmap(steps[i] / top),
+                    "lw": 1.2,
+                    "shrinkA": 4,
+                    "shrinkB": 4,
+                },
+            )
+    jj, ii = np.meshgrid(range(n), range(m))
+    ax.plot(jj.ravel(), ii.ravel(), "o", color="black", markersize=3)
+    for r in roots:
+        rr, cc = divmod(int(r), n)
+        ax.plot([cc], [rr], "s", color="tab:red", markersize=7)
+    ax.set_xlim(-0.6, n - 0.4)
+    ax.set_ylim(m - 0.4, -0.6)  # row 0 on top
+    ax.set_aspect("equal")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_title(title, fontsize="small")
     return ax
