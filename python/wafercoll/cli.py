@@ -1193,9 +1193,15 @@ def _run_experiments(
     if jobs > 1:
         return _run_parallel(args, selected, records, jobs)
     failed = 0
+    # In a terminal, long experiments show their own sweep's progress below
+    # the experiment's line.
+    wx.SHOW_PROGRESS = sys.stderr.isatty()
     for i, exp in enumerate(selected, 1):
         print(
-            f"[{i}/{len(selected)}] {exp.name} ...", end="", file=sys.stderr, flush=True
+            f"[{i}/{len(selected)}] {exp.name} ...",
+            end="\n" if wx.SHOW_PROGRESS else "",
+            file=sys.stderr,
+            flush=True,
         )
         t0 = time.perf_counter()
         try:

@@ -60,6 +60,7 @@ __all__ = [
     "get_experiment",
     "new_axes",
     "note_explains",
+    "progress",
     "register_experiment",
     "run_experiment",
     "split_result",
@@ -195,6 +196,21 @@ def split_result(
             raise ValueError(f"{name}: finding {i} lacks {', '.join(missing)}")
         checked.append(_with_verdict(dict(f), f"{name}: finding {i}"))
     return columns, checked
+
+
+#: Whether long experiments show a progress bar of their own sweep (the
+#: command line sets it when it runs experiments one by one in a terminal;
+#: the process pool of ``reproduce --jobs`` reports whole experiments).
+SHOW_PROGRESS = False
+
+
+def progress(items: Any, desc: str, total: int | None = None) -> Any:
+    """``items``, with a tqdm bar on stderr when :data:`SHOW_PROGRESS` is set."""
+    if not SHOW_PROGRESS:
+        return items
+    from tqdm.auto import tqdm
+
+    return tqdm(items, desc=desc, total=total, leave=False, unit="point")
 
 
 def note_explains(finding: dict[str, Any]) -> dict[str, Any]:

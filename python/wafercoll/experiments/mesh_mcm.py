@@ -51,7 +51,7 @@ from ..mesh import (
 from ..palette import color, marker
 from ..simulate import simulate
 from ..topology import mesh
-from . import Experiment, new_axes, register_experiment
+from . import Experiment, new_axes, progress, register_experiment
 
 __all__ = [
     "algorithms_for",
@@ -327,21 +327,21 @@ def run_fig8(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
             "deviation_pct",
         )
     }
-    for m, n in shapes:
-        for size in sizes:
-            for name in algorithms_for(m, n):
-                r = simulate_allreduce(name, m, n, size)
-                a = simulate_allreduce(name, m, n, size, ARTIFACT)
-                ref = artifact_reference(LABELS[name], m, n, size)
-                cols["mesh"].append(f"{m}x{n}")
-                cols["algorithm"].append(LABELS[name])
-                cols["size_bytes"].append(size)
-                cols["time_s"].append(r.time_s)
-                cols["GBps"].append(size / r.time_s / 1e9)
-                cols["artifact_time_s"].append(a.time_s)
-                cols["artifact_GiBps"].append(size / a.time_s / GIB)
-                cols["reference_GiBps"].append(size / (ref * 1e-9) / GIB)
-                cols["deviation_pct"].append(100 * (a.cycles / ref - 1))
+    grid = [(m, n, size) for m, n in shapes for size in sizes]
+    for m, n, size in progress(grid, "mesh_fig8"):
+        for name in algorithms_for(m, n):
+            r = simulate_allreduce(name, m, n, size)
+            a = simulate_allreduce(name, m, n, size, ARTIFACT)
+            ref = artifact_reference(LABELS[name], m, n, size)
+            cols["mesh"].append(f"{m}x{n}")
+            cols["algorithm"].append(LABELS[name])
+            cols["size_bytes"].append(size)
+            cols["time_s"].append(r.time_s)
+            cols["GBps"].append(size / r.time_s / 1e9)
+            cols["artifact_time_s"].append(a.time_s)
+            cols["artifact_GiBps"].append(size / a.time_s / GIB)
+            cols["reference_GiBps"].append(size / (ref * 1e-9) / GIB)
+            cols["deviation_pct"].append(100 * (a.cycles / ref - 1))
     findings = _speedups(cols, "Fig. 8", 3.2)
     findings += _speedups(cols, "Fig. 8", 3.2, preset="artifact")
     findings += _agreement(cols, "Fig. 8")

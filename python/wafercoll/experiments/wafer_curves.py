@@ -57,7 +57,7 @@ from ..palette import color as palette_color
 from ..schedule import Schedule
 from ..simulate import simulate, simulation_events
 from ..wafer.network import wse2_network
-from . import Experiment, new_axes, register_experiment
+from . import Experiment, new_axes, progress, register_experiment
 from .wafer_allreduce import (
     MODEL_ERROR,
     PAPER_AUTOGEN_ALLREDUCE_1D,
@@ -206,7 +206,7 @@ def _sweep(
     keys = ["sweep", "panel", "algorithm", "mapping", "n" if two_d else "P", "PEs"]
     keys += ["B", "bytes", "model", "sim", "rel_error", "events"]
     cols: dict[str, list[Any]] = {k: [] for k in keys}
-    for sweep, size, B, sim_ok in points:
+    for sweep, size, B, sim_ok in progress(points, "2D" if two_d else "1D"):
         cases = _cases_2d(size, B) if two_d else _cases_1d(size, B)
         topo = wafer.wafer_grid(size, size) if two_d else wafer.wafer_row(size)
         for panel, algorithm, mapping, model, make in cases:
