@@ -80,6 +80,22 @@ def test_results_models_and_advice_round_trip() -> None:
     assert r2 != r
 
 
+def test_dataclasses_with_arrays_round_trip_and_compare() -> None:
+    n150 = wc.machines.get("wormhole_n150").topology()
+    objs = [
+        wc.metrics(
+            wc.build("generic_ring_allreduce", ranks=4, size_bytes=64), wc.ring(4)
+        ),
+        wc.wafer.autogen(9, 17),
+        wc.synthesis.pack_spanning_trees(wc.topology.mesh(3, 3)),
+        wc.torus.hop_table("rd", n150),
+        wc.algorithm_info("generic_ring_allreduce"),
+    ]
+    for obj in objs:
+        assert pickle.loads(pickle.dumps(obj)) == obj
+    assert wc.wafer.autogen(9, 17) != wc.wafer.autogen(9, 18)
+
+
 def test_topology_without_a_factory_refuses_to_pickle() -> None:
     bare = wc.Topology(wc.ring(4)._core)
     with pytest.raises(TypeError, match="factory"):

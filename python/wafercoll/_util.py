@@ -145,3 +145,25 @@ def html_table(caption: str, items: Any) -> str:
         for k, v in items
     )
     return f"<table><caption>{html.escape(caption)}</caption>{rows}</table>"
+
+
+def fields_equal(a: Any, b: Any) -> bool:
+    """``==`` for dataclasses with NumPy array fields (arrays compared whole).
+
+    Use as ``__eq__ = fields_equal`` in the class body: the generated
+    ``__eq__`` would ask a NumPy array for a single truth value.
+    """
+    import dataclasses
+
+    if type(a) is not type(b):
+        return NotImplemented
+    for f in dataclasses.fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+            if not (isinstance(x, np.ndarray) and isinstance(y, np.ndarray)):
+                return False
+            if not np.array_equal(x, y):
+                return False
+        elif x != y:
+            return False
+    return True

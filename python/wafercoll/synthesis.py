@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from ._util import as_int
+from ._util import as_int, fields_equal
 from .algorithms import register_algorithm
 from .analysis import verify
 from .kit.blocks import split_bytes
@@ -86,6 +86,8 @@ class TreePacking:
     rounds : int
         Column-generation rounds.
     """
+
+    __eq__ = fields_equal  # array fields compare whole
 
     parents: np.ndarray
     shares: np.ndarray

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .._util import html_table
+from .._util import fields_equal, html_table
 from . import swing as _sw
 from .builders import grid_of
 
@@ -50,6 +50,8 @@ class HopTable:
     hops : numpy.ndarray
         ``(steps, ranks)`` hops from every rank to its peer.
     """
+
+    __eq__ = fields_equal  # array fields compare whole
 
     algorithm: str
     topology: str

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from .._util import as_int, html_table
+from .._util import as_int, fields_equal, html_table
 from ..kit.trees import tree_depths
 from .model import (
     T_R_DEFAULT,
@@ -100,6 +100,8 @@ class AutogenTree:
     depth_bound, contention_bound : int
         The DP's optimal (d, c), of which (depth, contention) is a tree.
     """
+
+    __eq__ = fields_equal  # array fields compare whole
 
     P: int
     B: int
