@@ -167,3 +167,20 @@ def fields_equal(a: Any, b: Any) -> bool:
         elif x != y:
             return False
     return True
+
+
+def human_bytes(n: float) -> str:
+    """``67108864`` -> ``64.0 MiB``."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} B" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def human_seconds(t: float) -> str:
+    """``0.00504`` -> ``5.04 ms``."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if abs(t) >= scale or unit == "ns":
+            return f"{t / scale:.3g} {unit}"
+    raise AssertionError("unreachable")

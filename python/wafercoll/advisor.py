@@ -42,11 +42,12 @@ from typing import Any
 import numpy as np
 
 from . import bounds
-from ._util import as_int, html_table
+from ._errors import ScheduleError
+from ._util import as_int, html_table, human_bytes, human_seconds
 from .algorithms import ANY, AlgorithmInfo, algorithms, build
 from .analysis import verify
 from .schedule import COLLECTIVES
-from .simulate import NetworkModel, simulate
+from .simulate import NetworkModel, _check_machine, simulate
 from .topology import Topology
 
 __all__ = ["Advice", "Candidate", "advise", "crossover"]
@@ -160,7 +161,7 @@ class Advice:
         unless ``show_all``.
         """
         head = (
-            f"{self.collective} of {_bytes(self.size_bytes)} on {self.topology} "
+            f"{self.collective} of {human_bytes(self.size_bytes)} on {self.topology} "
             f"under {self.network}\nlower bound {_secs(self.bound.time_s)} "
             f"({self.bound.binding}: {self.bound.details[self.bound.binding]})"
         )
@@ -184,7 +185,7 @@ class Advice:
                 cells = (f">= {_secs(c.schedule_bound_s)}", "", "")
             else:
                 cells = ("", "", "")
-            pred = _secs(c.predicted_s) if c.predicted_s is not None else ""
+            pred = _secs(c.predicted_s)
             status = c.status if not c.note else f"{c.status}: {c.note}"
             rows.append((str(i), c.name, *cells, pred, status))
         widths = [max(len(r[k]) for r in rows) for k in range(6)]
@@ -212,26 +213,14 @@ class Advice:
                 text = f"{c.status}: {c.note}"
             items.append((f"{i}. {c.name}", text))
         caption = (
-            f"advice: {self.collective} of {_bytes(self.size_bytes)} on "
+            f"advice: {self.collective} of {human_bytes(self.size_bytes)} on "
             f"{html.escape(self.topology)} under {html.escape(self.network)}"
         )
         return html_table(caption, items)
 
 
-def _bytes(n: float) -> str:
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale:
-            return f"{n / scale:.4g} {unit}"
-    return f"{int(n)} B"
-
-
 def _secs(t: float | None) -> str:
-    if t is None:
-        return ""
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
-        if t >= scale:
-            return f"{t / scale:.4g} {unit}"
-    return f"{t:.3g} s"
+    return "" if t is None else human_seconds(t)
 
 
 def _applies(info: AlgorithmInfo, topology: Topology) -> bool:
@@ -282,21 +271,14 @@ def advise(
     ValueError
         For an unknown collective or algorithm name, or a size below 1 B.
     """
-    if not isinstance(topology, Topology):
-        raise TypeError(
-            f"topology must be a wafercoll.Topology, got {type(topology).__name__}"
-        )
+    if network is None:
+        network = NetworkModel(1e9)
+    _check_machine(topology, network)
     if collective not in COLLECTIVES:
         raise ValueError(
             f"collective must be one of {', '.join(COLLECTIVES)}; got {collective!r}"
         )
     S = as_int(size_bytes, "size_bytes", 1)
-    if network is None:
-        network = NetworkModel(1e9)
-    if not isinstance(network, NetworkModel):
-        raise TypeError(
-            f"network must be a wafercoll.NetworkModel, got {type(network).__name__}"
-        )
     if keep is not None:
         keep = as_int(keep, "keep", 1)
     pool = algorithms(collective)
@@ -320,9 +302,10 @@ def advise(
         except (ValueError, TypeError) as exc:
             rows.append(Candidate(info.name, "not applicable", note=str(exc)))
             continue
-        rep = verify(s)
-        if not rep.ok:  # pragma: no cover - the verifier guards every builder
-            rows.append(Candidate(info.name, "failed", note="verification failed"))
+        try:
+            verify(s)
+        except ScheduleError as exc:  # a plugin's defective schedule
+            rows.append(Candidate(info.name, "failed", note=str(exc)))
             continue
         pred = None
         if info.predict is not None:
@@ -437,7 +420,7 @@ def crossover(
     for k, size in enumerate(sizes_l):
         if progress:
             print(
-                f"crossover: size {k + 1}/{len(sizes_l)} ({_bytes(size)})",
+                f"crossover: size {k + 1}/{len(sizes_l)} ({human_bytes(size)})",
                 file=sys.stderr,
                 flush=True,
             )

@@ -93,7 +93,8 @@ import numpy as np
 from . import _core
 from ._util import as_int, html_table
 from .schedule import COLLECTIVES, Schedule
-from .simulate import NetworkModel
+from .simulate import NetworkModel, _check_machine
+from .simulate import _check_inputs as _check_schedule_inputs
 from .topology import Topology
 
 __all__ = ["LowerBound", "collective_bound", "lower_bound", "schedule_lower_bound"]
@@ -175,8 +176,7 @@ class _Demand:
     kind: str
     size_bytes: int
     ranks: np.ndarray  # endpoint of every rank
-    inputs: np.ndarray  # endpoints holding input (participants)
-    outputs: np.ndarray  # endpoints needing output, per block for rs/ag
+    inputs: np.ndarray  # endpoints of the participants (input and output)
     root: int  # endpoint of the root (reduce, broadcast) or -1
     block_bytes: np.ndarray  # per block (reduce_scatter, allgather)
     block_owner: np.ndarray  # endpoint owning each block
@@ -198,11 +198,7 @@ class _Demand:
             return (S if ins_a and not ra else 0.0, S if ins_b and ra else 0.0)
         if self.kind == "broadcast":
             ra = bool(side_a[self.root])
-            out_a = side_a[self.outputs]
-            return (
-                S if ra and (~out_a).any() else 0.0,
-                S if not ra and out_a.any() else 0.0,
-            )
+            return (S if ra and ins_b else 0.0, S if not ra and ins_a else 0.0)
         owner_a = side_a[self.block_owner]
         w = self.block_bytes
         if self.kind == "reduce_scatter":
@@ -210,10 +206,9 @@ class _Demand:
             ab = float(w[~owner_a].sum()) if ins_a else 0.0
             ba = float(w[owner_a].sum()) if ins_b else 0.0
             return ab, ba
-        # allgather: block b leaves its owner for every output on the far side.
-        out_a = side_a[self.outputs]
-        ab = float(w[owner_a].sum()) if (~out_a).any() else 0.0
-        ba = float(w[~owner_a].sum()) if out_a.any() else 0.0
+        # allgather: block b leaves its owner for every participant beyond.
+        ab = float(w[owner_a].sum()) if ins_b else 0.0
+        ba = float(w[~owner_a].sum()) if ins_a else 0.0
         return ab, ba
 
 
@@ -260,25 +255,22 @@ def _demand(
         others = m - owner_is_part.astype(np.int64)
         has_others = others > 0
         recv_total = float((w * others).sum())
+        # Bytes of the blocks each endpoint owns; a participant receives
+        # (reduce-scatter: sends) every block it does not own.
+        own = np.zeros(endpoints)
+        np.add.at(own, owner_e, w)
+        not_owned = float(w.sum()) - own[part]
         if kind == "reduce_scatter":
             np.add.at(recv, owner_e[has_others], w[has_others])
-            total = float(w.sum())
-            # A participant sends every block it does not own.
-            own = np.zeros(endpoints)
-            np.add.at(own, owner_e, w)
-            send[part] = total - own[part]
+            send[part] = not_owned
             reduce_total = float((w * max(m - 1, 0)).sum())
         else:
             np.add.at(send, owner_e[has_others], w[has_others])
-            total = float(w.sum())
-            own = np.zeros(endpoints)
-            np.add.at(own, owner_e, w)
-            recv[part] = total - own[part]
+            recv[part] = not_owned
     return _Demand(
         kind,
         int(size_bytes),
         place,
-        part,
         part,
         root_e,
         w,
@@ -323,12 +315,6 @@ def _machine(topology: Topology, network: NetworkModel) -> _Machine:
         bw = links["bandwidth_Bps"].astype(np.float64)
     lat = links["latency_s"].astype(np.float64) + network.hop_latency_s
     n, e = topology.num_nodes, topology.num_endpoints
-    in_cap = np.bincount(dst, weights=bw, minlength=n)[:e]
-    out_cap = np.bincount(src, weights=bw, minlength=n)[:e]
-    in_lat = np.full(n, np.inf)
-    out_lat = np.full(n, np.inf)
-    np.minimum.at(in_lat, dst, lat)
-    np.minimum.at(out_lat, src, lat)
     port_cap = None
     port_lat = 0.0
     pre = network.alpha_s
@@ -345,21 +331,27 @@ def _machine(topology: Topology, network: NetworkModel) -> _Machine:
         port_cap = network.ports * pbw
         port_lat = network.port_latency_s
         pre += port_lat
-    return _Machine(
-        src,
-        dst,
-        bw,
-        lat,
-        in_cap,
-        out_cap,
-        in_lat[:e],
-        out_lat[:e],
-        port_cap,
-        pre,
-        port_lat,
-        n,
-        e,
+    mach = _Machine(
+        src, dst, bw, lat, *(np.zeros(0),) * 4, port_cap, pre, port_lat, n, e
     )
+    every = np.ones(len(src), dtype=bool)
+    _endpoint_links(mach, every, every)
+    return mach
+
+
+def _endpoint_links(mach: _Machine, first: np.ndarray, last: np.ndarray) -> None:
+    """Set each endpoint's send and receive capacity and smallest latency.
+
+    Sends leave on the ``first`` links, receptions arrive on the ``last``.
+    """
+    n, e = mach.nodes, mach.endpoints
+    mach.out_cap = np.bincount(mach.src[first], weights=mach.bw[first], minlength=n)[:e]
+    mach.in_cap = np.bincount(mach.dst[last], weights=mach.bw[last], minlength=n)[:e]
+    out_lat = np.full(n, np.inf)
+    in_lat = np.full(n, np.inf)
+    np.minimum.at(out_lat, mach.src[first], mach.lat[first])
+    np.minimum.at(in_lat, mach.dst[last], mach.lat[last])
+    mach.out_lat, mach.in_lat = out_lat[:e], in_lat[:e]
 
 
 #: Up to this many ranks, endpoint capacities count only the links that the
@@ -388,18 +380,7 @@ def _restrict_to_routes(topology: Topology, mach: _Machine, ends: np.ndarray) ->
                 if len(route):
                     first[route[0]] = True
                     last[route[-1]] = True
-    e = mach.endpoints
-    mach.out_cap = np.bincount(
-        mach.src[first], weights=mach.bw[first], minlength=mach.nodes
-    )[:e]
-    mach.in_cap = np.bincount(
-        mach.dst[last], weights=mach.bw[last], minlength=mach.nodes
-    )[:e]
-    out_lat = np.full(mach.nodes, np.inf)
-    in_lat = np.full(mach.nodes, np.inf)
-    np.minimum.at(out_lat, mach.src[first], mach.lat[first])
-    np.minimum.at(in_lat, mach.dst[last], mach.lat[last])
-    mach.out_lat, mach.in_lat = out_lat[:e], in_lat[:e]
+    _endpoint_links(mach, first, last)
 
 
 def _safe_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -479,6 +460,7 @@ def _with_hidden(endpoint_mask: np.ndarray, mach: _Machine) -> np.ndarray:
     side[: mach.endpoints] = endpoint_mask
     if mach.nodes == mach.endpoints:
         return side
+    hidden = np.arange(mach.endpoints, mach.nodes)
     for _ in range(3):
         toward_a = np.bincount(
             mach.src, weights=mach.bw * side[mach.dst], minlength=mach.nodes
@@ -486,7 +468,6 @@ def _with_hidden(endpoint_mask: np.ndarray, mach: _Machine) -> np.ndarray:
         toward_b = np.bincount(
             mach.src, weights=mach.bw * ~side[mach.dst], minlength=mach.nodes
         )
-        hidden = np.arange(mach.endpoints, mach.nodes)
         side[hidden] = toward_a[hidden] > toward_b[hidden]
     return side
 
@@ -506,21 +487,21 @@ def _graph_cuts(mach: _Machine) -> list[tuple[str, np.ndarray]]:
             continue
         w = g.get_edge_data(u, v, {"weight": 0.0})["weight"]
         g.add_edge(u, v, weight=w + b)
-    out: list[tuple[str, np.ndarray]] = []
+
+    def side(members: Any) -> np.ndarray:
+        mask = np.zeros(mach.nodes, dtype=bool)
+        mask[list(members)] = True
+        return mask
+
     if not nx.is_connected(g):
         comp = next(iter(nx.connected_components(g)))
-        side = np.zeros(mach.nodes, dtype=bool)
-        side[list(comp)] = True
-        return [("a connected component", side)]
-    _, (part_a, _) = nx.stoer_wagner(g)
-    side = np.zeros(mach.nodes, dtype=bool)
-    side[list(part_a)] = True
-    out.append(("Stoer-Wagner minimum cut", side))
-    part_a, _ = nx.algorithms.community.kernighan_lin_bisection(g, seed=0)
-    side = np.zeros(mach.nodes, dtype=bool)
-    side[list(part_a)] = True
-    out.append(("Kernighan-Lin bisection", side))
-    return out
+        return [("a connected component", side(comp))]
+    _, (cut_a, _) = nx.stoer_wagner(g)
+    half_a, _ = nx.algorithms.community.kernighan_lin_bisection(g, seed=0)
+    return [
+        ("Stoer-Wagner minimum cut", side(cut_a)),
+        ("Kernighan-Lin bisection", side(half_a)),
+    ]
 
 
 def _cut_term(
@@ -533,8 +514,8 @@ def _cut_term(
         for need, fwd in ((ab, True), (ba, False)):
             if need <= 0:
                 continue
-            a_src = side[mach.src] if fwd else ~side[mach.src]
-            crossing = a_src & ~(side[mach.dst] if fwd else ~side[mach.dst])
+            frm, to = (side, ~side) if fwd else (~side, side)
+            crossing = frm[mach.src] & to[mach.dst]
             cap = float(mach.bw[crossing].sum())
             lat = float(mach.lat[crossing].min()) if crossing.any() else 0.0
             t = mach.pre + (need / cap if cap > 0 else np.inf) + lat + mach.port_lat
@@ -576,7 +557,7 @@ def _latency_term(demand: _Demand, mach: _Machine) -> tuple[float, str]:
     )
     step = max(1, -(-len(sources) // MAX_LATENCY_SOURCES))
     picked = sources[::step]
-    if kind in ("reduce",):  # one target: search backwards from it
+    if kind == "reduce":  # one target: search backwards from it
         dist = dijkstra(graph.T.tocsr(), indices=targets)
         row = dist[0, sources]
         k = int(np.argmax(np.where(np.isfinite(row), row, -1.0)))
@@ -685,17 +666,6 @@ def _result(
     )
 
 
-def _check_inputs(topology: Any, network: Any) -> None:
-    if not isinstance(topology, Topology):
-        raise TypeError(
-            f"topology must be a wafercoll.Topology, got {type(topology).__name__}"
-        )
-    if not isinstance(network, NetworkModel):
-        raise TypeError(
-            f"network must be a wafercoll.NetworkModel, got {type(network).__name__}"
-        )
-
-
 def _placement(placement: Any, ranks: int, topology: Topology) -> np.ndarray:
     if placement is None:
         if ranks > topology.num_endpoints:
@@ -757,7 +727,7 @@ def lower_bound(
         For an unknown collective, a size below 1 B, more ranks than
         endpoints or a root outside the ranks.
     """
-    _check_inputs(topology, network)
+    _check_machine(topology, network)
     if collective not in COLLECTIVES:
         raise ValueError(
             f"collective must be one of {', '.join(COLLECTIVES)}; got {collective!r}"
@@ -792,19 +762,30 @@ def lower_bound(
     return _bound(demand, topology, network, cuts)
 
 
-def _schedule_demand(schedule: Schedule, topology: Topology, placement: Any) -> _Demand:
-    place = _placement(placement, schedule.num_ranks, topology)
+def _collective(schedule: Schedule) -> tuple[Any, ...]:
+    """What a schedule's collective asks for, not its transfers (small)."""
     owners = schedule.owners
-    return _demand(
+    return (
         schedule.collective,
         schedule.size_bytes,
-        place,
-        np.flatnonzero(np.asarray(schedule.participants, dtype=bool)),
         schedule.root,
-        schedule.block_bytes,
+        np.flatnonzero(np.asarray(schedule.participants, dtype=bool)),
         None if owners is None else np.asarray(owners, dtype=np.int64),
-        topology.num_endpoints,
+        schedule.block_bytes if owners is not None else np.zeros(0),
     )
+
+
+def _collective_demand(
+    collective: tuple[Any, ...], place: np.ndarray, endpoints: int
+) -> _Demand:
+    """:func:`_demand` of a :func:`_collective` at a placement."""
+    kind, size, root, part, owners, blocks = collective
+    return _demand(kind, size, place, part, root, blocks, owners, endpoints)
+
+
+def _schedule_demand(schedule: Schedule, topology: Topology, placement: Any) -> _Demand:
+    place = _placement(placement, schedule.num_ranks, topology)
+    return _collective_demand(_collective(schedule), place, topology.num_endpoints)
 
 
 def collective_bound(
@@ -821,11 +802,7 @@ def collective_bound(
     ``schedule`` (but nothing from its transfers): the bound on *any*
     schedule of the same collective, the denominator of the optimality ratio.
     """
-    if not isinstance(schedule, Schedule):
-        raise TypeError(
-            f"schedule must be a wafercoll.Schedule, got {type(schedule).__name__}"
-        )
-    _check_inputs(topology, network)
+    _check_schedule_inputs(schedule, topology, network, None)
     return _bound(
         _schedule_demand(schedule, topology, placement), topology, network, cuts
     )
@@ -847,11 +824,7 @@ def schedule_lower_bound(
     smaller than the bound on the collective it does not include; meant for
     ranking schedules cheaply (the advisor skips simulations that cannot win).
     """
-    if not isinstance(schedule, Schedule):
-        raise TypeError(
-            f"schedule must be a wafercoll.Schedule, got {type(schedule).__name__}"
-        )
-    _check_inputs(topology, network)
+    _check_schedule_inputs(schedule, topology, network, None)
     place = _placement(placement, schedule.num_ranks, topology)
     mach = _machine(topology, network)
     loads = _core.loads(schedule._core, topology._core, place.astype(np.int32).tolist())

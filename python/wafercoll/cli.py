@@ -47,6 +47,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from ._util import human_bytes as _human_bytes
+from ._util import human_seconds as _human_seconds
+
 __all__ = ["main"]
 
 #: Byte units of ``--size-bytes``: decimal (kB, MB = 1000**k) and binary
@@ -111,23 +114,6 @@ def _size_range(text: str) -> list[int]:
     if len(sizes) > 64:
         raise argparse.ArgumentTypeError(f"{text!r} gives more than 64 sizes")
     return sizes
-
-
-def _human_bytes(n: float) -> str:
-    """``67108864`` -> ``64.0 MiB``."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} B" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    raise AssertionError("unreachable")
-
-
-def _human_seconds(t: float) -> str:
-    """``0.00504`` -> ``5.04 ms``."""
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
-        if abs(t) >= scale or unit == "ns":
-            return f"{t / scale:.3g} {unit}"
-    raise AssertionError("unreachable")
 
 
 def _topology_spec(text: str) -> tuple[str, tuple[int, ...]]:
@@ -721,18 +707,11 @@ def _network(args: argparse.Namespace, machine: Any) -> Any:
     }
     given = {k: v for k, v in fields.items() if v is not None}
     try:
-        if args.network is not None:
-            presets = wc.network_presets()
-            if args.network not in presets:
-                raise UsageError(
-                    f"--network: unknown preset {args.network!r}; "
-                    f"known: {', '.join(presets)}"
-                )
-            factory = presets[args.network]
-            model = factory(**_size_kw(factory, args.size_bytes))
-        elif machine is not None:
-            model = machine.network(**_size_kw(machine.network, args.size_bytes))
-        else:
+        try:
+            model = _preset_network(args.network, machine, args.size_bytes)
+        except KeyError as exc:
+            raise UsageError(f"--network: {exc.args[0]}") from None
+        if model is None:
             return wc.NetworkModel(given.pop("bandwidth_Bps", 1e9), **given)
         return model.replace(**given) if given else model
     except TypeError as exc:
@@ -742,6 +721,29 @@ def _network(args: argparse.Namespace, machine: Any) -> Any:
         ) from None
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+
+
+def _preset_network(preset: str | None, machine: Any, size_bytes: int | None) -> Any:
+    """A network preset by name, else the machine's preset, else None.
+
+    Presets whose parameters depend on the message size get ``size_bytes``.
+
+    Raises
+    ------
+    KeyError
+        For an unknown preset name (the message lists the known ones).
+    """
+    import wafercoll as wc
+
+    if preset is not None:
+        presets = wc.network_presets()
+        if preset not in presets:
+            raise KeyError(f"unknown preset {preset!r}; known: {', '.join(presets)}")
+        factory = presets[preset]
+        return factory(**_size_kw(factory, size_bytes))
+    if machine is not None:
+        return machine.network(**_size_kw(machine.network, size_bytes))
+    return None
 
 
 def _source_file(args: argparse.Namespace) -> Any:
@@ -1260,6 +1262,8 @@ def _cmd_advise(args: argparse.Namespace) -> int:
 
     if args.keep < 1:
         raise UsageError(f"--keep must be >= 1, got {args.keep}")
+    if args.plot and args.sizes is None:
+        raise UsageError("--plot needs --sizes")
     keep = None if args.exhaustive else args.keep
     sizes = args.sizes or [args.size_bytes]
     if sizes[0] < 1:
@@ -1267,29 +1271,19 @@ def _cmd_advise(args: argparse.Namespace) -> int:
     args.size_bytes = sizes[-1]
     topology, machine = _make_topology(args.topology, None, sizes[-1])
     network = _network(args, machine)
+    run = wc.advise if args.sizes is None else wc.crossover
     try:
-        if args.sizes is None:
-            adv = wc.advise(
-                topology,
-                sizes[0],
-                args.collective,
-                network,
-                keep=keep,
-                progress=not args.json,
-            )
-            results = [adv]
-        else:
-            cross = wc.crossover(
-                topology,
-                sizes,
-                args.collective,
-                network,
-                keep=keep,
-                progress=not args.json,
-            )
-            results = cross["advice"]
+        out = run(
+            topology,
+            sizes[0] if args.sizes is None else sizes,
+            args.collective,
+            network,
+            keep=keep,
+            progress=not args.json,
+        )
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from None
+    results = [out] if args.sizes is None else out["advice"]
     if args.json:
         doc = [
             {
@@ -1318,14 +1312,12 @@ def _cmd_advise(args: argparse.Namespace) -> int:
         if args.csv:
             from ._util import write_atomic
 
-            one = len(results) == 1 and args.sizes is None
+            one = args.sizes is None
             write_atomic(
                 args.csv, results[0].to_csv() if one else _crossover_csv(results)
             )
             print(f"wrote {args.csv}", file=sys.stderr)
         if args.plot:
-            if args.sizes is None:
-                raise UsageError("--plot needs --sizes")
             import matplotlib
 
             matplotlib.use("Agg")
@@ -1333,7 +1325,7 @@ def _cmd_advise(args: argparse.Namespace) -> int:
 
             from .advisor import plot_crossover
 
-            ax = plot_crossover(cross)
+            ax = plot_crossover(out)
             ax.figure.tight_layout()
             ax.figure.savefig(args.plot, dpi=150)
             plt.close(ax.figure)

@@ -346,30 +346,6 @@ def plot_link_utilization(
     return ax
 
 
-def _link_segments(topology: Topology, used: np.ndarray) -> np.ndarray:
-    """Segments ``(n, 2, 2)`` of the used links in (column, row) coordinates.
-
-    A link is shifted sideways off its wire so the two directions of a wire
-    are apart: to the right of its direction of travel as drawn (row 0 on
-    top). A wrap-around link of a ring or torus is drawn as a stub from its
-    source out towards the edge it wraps over.
-    """
-    links = topology.links
-    cols = topology.shape[1]
-    src, dst = links["src"][used], links["dst"][used]
-    p0 = np.stack([src % cols, src // cols], axis=1).astype(np.float64)
-    p1 = np.stack([dst % cols, dst // cols], axis=1).astype(np.float64)
-    delta = p1 - p0
-    wrap = (np.abs(delta) > 1).any(axis=1)
-    step = np.sign(delta)
-    step[wrap] = -step[wrap]  # a wrap link leaves the grid the other way
-    start = p0 + 0.15 * step
-    end = np.where(wrap[:, None], p0 + 0.5 * step, p1 - 0.15 * step)
-    # Right of (dx, dy) on screen is (-dy, dx) in data, as the y axis is inverted.
-    side = _LINK_OFFSET * np.stack([-step[:, 1], step[:, 0]], axis=1)
-    return np.stack([start + side, end + side], axis=1)
-
-
 def node_positions(topology: Topology) -> np.ndarray:
     """Where :func:`plot_link_load` draws every node: ``(num_nodes, 2)`` (x, y).
 
@@ -429,18 +405,20 @@ def node_positions(topology: Topology) -> np.ndarray:
     return pos
 
 
-def _free_segments(topology: Topology, used: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    """Segments of used links between node positions.
+def _link_segments(topology: Topology, used: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """Segments ``(n, 2, 2)`` of the used links between node positions.
 
-    Each direction is offset to its right; a wrap-around link of the n150's
-    torus is a stub outwards.
+    A link is shifted sideways off its wire so the two directions of a wire
+    are apart: to the right of its direction of travel as drawn (y grows
+    downwards). A wrap-around link of a ring, torus or the n150's torus is
+    drawn as a stub from its source out towards the edge it wraps over.
     """
     links = topology.links
     p0, p1 = pos[links["src"][used]], pos[links["dst"][used]]
     delta = p1 - p0
     wrap = np.zeros(len(p0), dtype=bool)
-    if hasattr(topology, "physical_xy"):
-        wrap = (np.abs(delta) > 1.5).any(axis=1)
+    if topology.kind in _GRID_KINDS or hasattr(topology, "physical_xy"):
+        wrap = (np.abs(delta) > 1.5).any(axis=1)  # neighbours are 1 apart
     length = np.maximum(np.hypot(delta[:, 0], delta[:, 1]), 1e-9)
     unit = delta / length[:, None]
     unit[wrap] = -np.sign(delta[wrap])
@@ -534,11 +512,8 @@ def plot_link_load(
         ax.scatter(
             pos[e:, 0], pos[e:, 1], s=size / 2, marker="s", color="0.6", zorder=3
         )
-    segments = (
-        _link_segments(topology, used) if grid else _free_segments(topology, used, pos)
-    )
     lines = LineCollection(
-        segments,
+        _link_segments(topology, used, pos),
         array=result.link_utilization_by_link[used],
         cmap=cmap,
         norm=Normalize(0.0, 1.0),
@@ -623,9 +598,10 @@ def animate(
     n = as_int(frames, "frames", 2, 10_000)
     rate = as_int(fps, "fps", 1, 120)
     from matplotlib.animation import FuncAnimation, PillowWriter
+    from matplotlib.collections import LineCollection
 
     ax = plot_link_load(result, topology, colorbar=False)
-    (lines,) = [c for c in ax.collections if c.__class__.__name__ == "LineCollection"]
+    (lines,) = [c for c in ax.collections if isinstance(c, LineCollection)]
     used = np.flatnonzero(np.asarray(result.link_bytes) > 0)
     tr = result.trace()
     on_link = tr["kind"] == 0

@@ -429,15 +429,10 @@ class SimResult:
             self.transfer_op = schedule.op
         self._schedule = schedule if self.transfer_ready_s is not None else None
         self._topology = topology  # link ends for chrome_trace(), read on demand
+        from . import bounds
+
         # What the collective asks for (not its transfers): the lower bound's input.
-        self._collective = (
-            schedule.collective,
-            schedule.size_bytes,
-            schedule.root,
-            schedule.participants,
-            schedule.owners,
-            schedule.block_bytes if schedule.owners is not None else None,
-        )
+        self._collective = bounds._collective(schedule)
         self._bound: Any = None
 
     # -- equality (pickled results compare equal) ------------------------------
@@ -578,15 +573,9 @@ class SimResult:
         if self._bound is None:
             from . import bounds
 
-            kind, size, root, part, owners, blocks = self._collective
-            demand = bounds._demand(
-                kind,
-                size,
+            demand = bounds._collective_demand(
+                self._collective,
                 np.asarray(self.placement, dtype=np.int64),
-                np.flatnonzero(np.asarray(part, dtype=bool)),
-                root,
-                np.zeros(0) if blocks is None else blocks,
-                None if owners is None else np.asarray(owners, dtype=np.int64),
                 self._topology.num_endpoints,
             )
             self._bound = bounds._bound(demand, self._topology, self.network, True)
@@ -841,14 +830,7 @@ def _check_inputs(
         raise TypeError(
             f"schedule must be a wafercoll.Schedule, got {type(schedule).__name__}"
         )
-    if not isinstance(topology, Topology):
-        raise TypeError(
-            f"topology must be a wafercoll.Topology, got {type(topology).__name__}"
-        )
-    if not isinstance(network, NetworkModel):
-        raise TypeError(
-            f"network must be a wafercoll.NetworkModel, got {type(network).__name__}"
-        )
+    _check_machine(topology, network)
     if placement is None:
         return schedule, topology, network, []
     if isinstance(placement, (str, bytes)) or not isinstance(
@@ -857,6 +839,18 @@ def _check_inputs(
         raise TypeError("placement must be a sequence of endpoint ids, one per rank")
     pl = [as_int(x, f"placement[{i}]", 0) for i, x in enumerate(placement)]
     return schedule, topology, network, pl
+
+
+def _check_machine(topology: Any, network: Any) -> None:
+    """TypeError unless a Topology and a NetworkModel."""
+    if not isinstance(topology, Topology):
+        raise TypeError(
+            f"topology must be a wafercoll.Topology, got {type(topology).__name__}"
+        )
+    if not isinstance(network, NetworkModel):
+        raise TypeError(
+            f"network must be a wafercoll.NetworkModel, got {type(network).__name__}"
+        )
 
 
 def simulate(

@@ -96,26 +96,21 @@ def _topology(spec: Any, size_bytes: int) -> tuple[Topology, Any]:
 
 
 def _network(spec: Any, machine: Any, size_bytes: int) -> NetworkModel:
-    from .cli import _size_kw
-    from .machines import network_presets
+    """A point's network model: given, a preset name, the machine's, or 1 GB/s."""
+    from .cli import _preset_network
 
     if isinstance(spec, NetworkModel):
         return spec
-    if spec is None:
-        if machine is not None:
-            return machine.network(**_size_kw(machine.network, size_bytes))
-        return NetworkModel(1e9)
-    if isinstance(spec, str):
-        presets = network_presets()
-        if spec not in presets:
-            raise ValueError(
-                f"unknown network preset {spec!r}; known: {', '.join(presets)}"
-            )
-        factory = presets[spec]
-        return factory(**_size_kw(factory, size_bytes))
-    raise TypeError(
-        f"network must be a NetworkModel or a preset name, got {type(spec).__name__}"
-    )
+    if spec is not None and not isinstance(spec, str):
+        raise TypeError(
+            "network must be a NetworkModel or a preset name, got "
+            f"{type(spec).__name__}"
+        )
+    try:
+        model = _preset_network(spec, machine, size_bytes)
+    except KeyError as exc:
+        raise ValueError(f"network: {exc.args[0]}") from None
+    return NetworkModel(1e9) if model is None else model
 
 
 def _points(grid: Any) -> list[dict[str, Any]]:

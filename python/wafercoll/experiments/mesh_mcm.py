@@ -309,6 +309,22 @@ def plot_table1(cols: dict[str, list[Any]], ax: Any = None) -> Any:
 # ------------------------------------------------------------------ Fig. 8
 
 
+def _append_bandwidths(
+    cols: dict[str, list[Any]], size: int, r: Any, a: Any, ref: float
+) -> None:
+    """Append one row's times and bandwidths.
+
+    From the Table II run ``r``, the artifact-preset run ``a`` and the
+    artifact's committed cycles ``ref``.
+    """
+    cols["time_s"].append(r.time_s)
+    cols["GBps"].append(size / r.time_s / 1e9)
+    cols["artifact_time_s"].append(a.time_s)
+    cols["artifact_GiBps"].append(size / a.time_s / GIB)
+    cols["reference_GiBps"].append(size / (ref * 1e-9) / GIB)
+    cols["deviation_pct"].append(100 * (a.cycles / ref - 1))
+
+
 def run_fig8(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
     """AllReduce bandwidth (size / time) against size on four meshes, two presets."""
     shapes = [(4, 4), (5, 5)] if quick else [(4, 4), (5, 5), (8, 8), (9, 9)]
@@ -336,12 +352,7 @@ def run_fig8(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
             cols["mesh"].append(f"{m}x{n}")
             cols["algorithm"].append(LABELS[name])
             cols["size_bytes"].append(size)
-            cols["time_s"].append(r.time_s)
-            cols["GBps"].append(size / r.time_s / 1e9)
-            cols["artifact_time_s"].append(a.time_s)
-            cols["artifact_GiBps"].append(size / a.time_s / GIB)
-            cols["reference_GiBps"].append(size / (ref * 1e-9) / GIB)
-            cols["deviation_pct"].append(100 * (a.cycles / ref - 1))
+            _append_bandwidths(cols, size, r, a, ref)
     findings = _speedups(cols, "Fig. 8", 3.2)
     findings += _speedups(cols, "Fig. 8", 3.2, preset="artifact")
     findings += _agreement(cols, "Fig. 8")
@@ -713,12 +724,7 @@ def run_fig14(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
         )
         ref = artifact_reference("TTO", m, n, size, c, figure="fig14")
         cols["chunk_bytes"].append(c)
-        cols["time_s"].append(r.time_s)
-        cols["GBps"].append(size / r.time_s / 1e9)
-        cols["artifact_time_s"].append(a.time_s)
-        cols["artifact_GiBps"].append(size / a.time_s / GIB)
-        cols["reference_GiBps"].append(size / (ref * 1e-9) / GIB)
-        cols["deviation_pct"].append(100 * (a.cycles / ref - 1))
+        _append_bandwidths(cols, size, r, a, ref)
     bw = np.asarray(cols["GBps"])
     abw = np.asarray(cols["artifact_GiBps"])
     best = cols["chunk_bytes"][int(np.argmax(bw))]

@@ -274,22 +274,20 @@ def _autogen_table1(P: int, B: int, T_R: float) -> AutogenTree:
     else:
         c, d, layers = best_dc
         parent = _table1_rebuild(layers, c, d, P)
-    depth = int(tree_depths(parent).max())
-    most = int(np.bincount(parent[1:], minlength=P).max())
-    energy = int(np.sum(np.arange(1, P) - parent[1:]))
-    cycles = table1_cycles(parent, B, T_R)
+    energy, most, depth = _row_tree_counts(parent)
+    d_bound, c_bound = (depth, most) if best_dc is None else (best_dc[1], best_dc[0])
     return AutogenTree(
-        P,
-        B,
-        T_R,
-        cycles,
-        depth,
-        most,
-        energy,
-        parent,
-        depth if best_dc is None else best_dc[1],
-        most if best_dc is None else best_dc[0],
-    )
+        P, B, T_R, table1_cycles(parent, B, T_R), depth, most, energy, parent,
+        d_bound, c_bound,
+    )  # fmt: skip
+
+
+def _row_tree_counts(parent: np.ndarray) -> tuple[int, int, int]:
+    """Energy (sum of edge lengths), most children and height of a row tree."""
+    P = parent.size
+    energy = int(np.sum(np.arange(1, P) - parent[1:]))
+    most = int(np.bincount(parent[1:], minlength=P).max())
+    return energy, most, int(tree_depths(parent).max())
 
 
 def table1_cycles(parent: Any, B: int, T_R: float = T_R_DEFAULT) -> float:
@@ -304,9 +302,7 @@ def table1_cycles(parent: Any, B: int, T_R: float = T_R_DEFAULT) -> float:
         return 0.0
     b = as_int(B, "B", 1)
     k = 2.0 * as_ramp_latency(T_R) + 1.0
-    energy = float(np.sum(np.arange(1, P) - par[1:]))
-    most = int(np.bincount(par[1:], minlength=P).max())
-    depth = int(tree_depths(par).max())
+    energy, most, depth = _row_tree_counts(par)
     return max(b * most, b * energy / (P - 1) + P - 1) + k * depth
 
 
