@@ -832,8 +832,9 @@ def test_event_queues_give_identical_results(name: str, topo, net) -> None:
 
 def test_adaptive_queue_switches_and_stays_identical() -> None:
     # Random link speeds and latencies: nearly every event has a time of its
-    # own; "auto" times both queues during the run and may move between them
-    # (twice); the results must equal both fixed queues' bit for bit.
+    # own; "auto" times both queues during the run, again after 4x as many
+    # pushes, and may move between them each time; the results must equal
+    # both fixed queues' bit for bit.
     rng = np.random.default_rng(7)
     n = 120
     links = [(i, (i + j) % n) for i in range(n) for j in (1, 7)]
@@ -850,7 +851,7 @@ def test_adaptive_queue_switches_and_stays_identical() -> None:
         wc.simulate(s, top, net, transfers=True, event_queue=q)
         for q in ("heap", "buckets", "auto")
     ]
-    assert runs[0].events > 3 * 65536  # past the whole trial
+    assert runs[0].events > 4 * 3 * 65536 + 2 * 65536  # past the second trial
     for r in runs[1:]:
         assert r.time_s == runs[0].time_s
         assert np.array_equal(r.transfer_finish_s, runs[0].transfer_finish_s)
@@ -865,11 +866,27 @@ def test_event_queues_agree_on_the_wafer() -> None:
     a = wc.simulate(
         s, wc.wafer.wafer_grid(6, 6), net, event_queue="heap", transfers=True
     )
-    b = wc.simulate(
-        s, wc.wafer.wafer_grid(6, 6), net, event_queue="buckets", transfers=True
-    )
-    assert a.time_s == b.time_s
-    assert np.array_equal(a.transfer_finish_s, b.transfer_finish_s)
+    for q in ("buckets", "auto"):
+        b = wc.simulate(
+            s, wc.wafer.wafer_grid(6, 6), net, event_queue=q, transfers=True
+        )
+        assert a.time_s == b.time_s
+        assert np.array_equal(a.transfer_finish_s, b.transfer_finish_s)
+
+
+def test_auto_queue_is_identical_on_a_clocked_noc() -> None:
+    # A clocked model whose packets take fractions of a cycle (Table II of
+    # the chiplet paper: 8 KiB at 25 GB/s): "auto" measures there too.
+    top = wc.topology.mesh(5, 5)
+    s = wc.build("mesh_dbtree_allreduce", topology=top, size_bytes=16 << 20)
+    runs = [
+        wc.simulate(s, top, wc.mesh.TABLE_II, transfers=True, event_queue=q)
+        for q in ("heap", "buckets", "auto")
+    ]
+    assert runs[0].events > 3 * 65536
+    for r in runs[1:]:
+        assert r.time_s == runs[0].time_s
+        assert np.array_equal(r.transfer_finish_s, runs[0].transfer_finish_s)
 
 
 def test_trace_records_every_stage_service() -> None:

@@ -893,10 +893,11 @@ def simulate(
         are identical; grouping is much faster when many events share a time
         (a clocked machine, links of one speed and latency, streams in
         lockstep) and slower when nearly every event has a time of its own.
-        ``"auto"`` groups when the model has a clock; otherwise it starts
-        grouped, times 65,536 events with each queue after a warm-up and keeps
-        the faster (the heap only when 15 % faster). The choice never changes
-        the results.
+        ``"auto"`` starts grouped, times 65,536 events with each queue after
+        a warm-up and keeps the faster (the heap only when 15 % faster),
+        whether or not the model has a clock (a clocked NoC whose packets
+        take fractions of a cycle gives nearly every event a time of its
+        own). The choice never changes the results.
     trace : bool
         Also record every packet-stage service (``result.trace()``): for
         detailed checks of small runs (at most 2^25 services).

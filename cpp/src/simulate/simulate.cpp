@@ -339,11 +339,15 @@ class TimeBucketQueue {
 
 // The simulator's event queue: one of the two above (same order, different
 // speed). Fixed per run, or adaptive: after a warm-up, time kTrial pushes
-// with buckets, then kTrial with the heap, and keep the faster one for the
-// rest of the run (the heap only if it is clearly faster). How many events
-// share a time does not tell the two apart well enough (the cost of either
-// depends on what is queued), so this measures. Both orders are the same,
-// so the choice changes nothing in the results, only the speed.
+// with the current queue, then kTrial with the other, and keep the faster
+// (the heap only when clearly faster). What is queued changes as a run goes
+// on (a tree's first hops, then every stream in flight at once), so the
+// trial is repeated after 4x as many pushes as the previous one: a few
+// trials in all, whose cost (two trial windows and at most two moves of the
+// queue) stays a small share of the run. How many events share a time does
+// not tell the two apart well enough (the cost of either depends on what is
+// queued), so this measures. Both orders are the same, so the choice changes
+// nothing in the results, only the speed.
 class EventQueue {
  public:
   EventQueue(bool buckets, bool adaptive) : buckets_(buckets), adaptive_(adaptive) {}
@@ -364,22 +368,26 @@ class EventQueue {
   using Clock = std::chrono::steady_clock;
   static constexpr std::int64_t kWarm = std::int64_t{1} << 16;
   static constexpr std::int64_t kTrial = std::int64_t{1} << 16;
+  static constexpr std::int64_t kGrowth = 4;  // pushes between trials grow 4x
   static constexpr double kHeapMargin = 1.15;  // the heap must be this much faster
   void adapt() {
     const auto now = Clock::now();
     switch (stage_++) {
-      case 0:  // warmed up: time the buckets
+      case 0:  // time the current queue
         next_check_ += kTrial;
         break;
-      case 1:  // time the heap
-        bucket_s_ = std::chrono::duration<double>(now - mark_).count();
-        to_heap();
+      case 1:  // then the other
+        (buckets_ ? bucket_s_ : heap_s_) = std::chrono::duration<double>(now - mark_).count();
+        buckets_ ? to_heap() : to_buckets();
         next_check_ += kTrial;
         break;
-      default: {  // keep the faster
-        const double heap_s = std::chrono::duration<double>(now - mark_).count();
-        if (heap_s * kHeapMargin > bucket_s_) to_buckets();
-        adaptive_ = false;
+      default: {  // keep the faster; try again later
+        (buckets_ ? bucket_s_ : heap_s_) = std::chrono::duration<double>(now - mark_).count();
+        const bool heap_wins = heap_s_ * kHeapMargin <= bucket_s_;
+        if (heap_wins && buckets_) to_heap();
+        if (!heap_wins && !buckets_) to_buckets();
+        stage_ = 0;
+        next_check_ = pushes_ * kGrowth;
         return;
       }
     }
@@ -407,7 +415,7 @@ class EventQueue {
   int stage_ = 0;
   std::int64_t pushes_ = 0, next_check_ = kWarm;
   Clock::time_point mark_;
-  double bucket_s_ = 0.0;
+  double bucket_s_ = 0.0, heap_s_ = 0.0;
   HeapQueue heap_;
   TimeBucketQueue tb_;
 };
@@ -735,10 +743,11 @@ class Simulation {
         L(topology.num_links()),
         K(model.ports),
         slot_transfer_dst(sched.dst_array()),
-        // automatic: buckets for a clocked machine (whole cycles: many events
-        // share a time); otherwise start with buckets and measure.
+        // automatic: start with buckets and measure. A clock says nothing
+        // about whether times coincide (a clocked NoC with 327.68 ns packets
+        // has a time per event; the wafer's whole cycles share them).
         queue(options.queue != EventQueueKind::heap,
-              options.queue == EventQueueKind::automatic && model.clock_Hz == 0.0) {
+              options.queue == EventQueueKind::automatic) {
     if (opt.record_trace && p.events > kMaxTraceEvents)
       throw std::invalid_argument("a trace of " + std::to_string(p.events) +
                                   " packet-stage events is too large (limit " +

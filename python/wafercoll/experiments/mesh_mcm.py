@@ -61,6 +61,7 @@ __all__ = [
     "run_fig14",
     "run_table1",
     "simulate_allreduce",
+    "simulate_presets",
 ]
 
 MIB = 1 << 20
@@ -96,9 +97,16 @@ def simulate_allreduce(
     name: str, rows: int, cols: int, size: int, network: Any = None, **kw: Any
 ) -> Any:
     """Build ``name`` on a ``rows x cols`` mesh and simulate it (Table II)."""
+    return simulate_presets(name, rows, cols, size, (network or TABLE_II,), **kw)[0]
+
+
+def simulate_presets(
+    name: str, rows: int, cols: int, size: int, networks: Any, **kw: Any
+) -> list[Any]:
+    """Build ``name`` once on a ``rows x cols`` mesh; simulate it per network."""
     top = mesh(rows, cols)
     s = build(name, topology=top, size_bytes=size, **kw)
-    return simulate(s, top, network or TABLE_II)
+    return [simulate(s, top, net) for net in networks]
 
 
 #: The artifact's name of each algorithm (even mesh, odd mesh).
@@ -244,8 +252,7 @@ def run_table1(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
             top = mesh(m, n)
             s = build(name, topology=top, size_bytes=pieces, **kw)
             unit = simulate(s, top, UNIT_TIMESTEP)
-            r = simulate_allreduce(name, m, n, size_t2)
-            art = simulate_allreduce(name, m, n, size_t2, ARTIFACT)
+            r, art = simulate_presets(name, m, n, size_t2, (TABLE_II, ARTIFACT))
             cols["artifact_pct"].append(100 * art.link_utilization)
             cols["mesh"].append(f"{m}x{n}")
             cols["algorithm"].append(LABELS[name])
@@ -346,8 +353,7 @@ def run_fig8(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
     grid = [(m, n, size) for m, n in shapes for size in sizes]
     for m, n, size in progress(grid, "mesh_fig8"):
         for name in algorithms_for(m, n):
-            r = simulate_allreduce(name, m, n, size)
-            a = simulate_allreduce(name, m, n, size, ARTIFACT)
+            r, a = simulate_presets(name, m, n, size, (TABLE_II, ARTIFACT))
             ref = artifact_reference(LABELS[name], m, n, size)
             cols["mesh"].append(f"{m}x{n}")
             cols["algorithm"].append(LABELS[name])
@@ -570,8 +576,7 @@ def run_fig9(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
     for n in ns:
         size = 375 * KIB * n * n
         for name in algorithms_for(n, n):
-            r = simulate_allreduce(name, n, n, size)
-            a = simulate_allreduce(name, n, n, size, ARTIFACT)
+            r, a = simulate_presets(name, n, n, size, (TABLE_II, ARTIFACT))
             cols["artifact_time_s"].append(a.time_s)
             cols["mesh"].append(f"{n}x{n}")
             cols["n"].append(n)
@@ -718,9 +723,8 @@ def run_fig14(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
         )
     }
     for c in chunks:
-        r = simulate_allreduce("mesh_tto_allreduce", m, n, size, chunk_bytes=c)
-        a = simulate_allreduce(
-            "mesh_tto_allreduce", m, n, size, ARTIFACT, chunk_bytes=c
+        r, a = simulate_presets(
+            "mesh_tto_allreduce", m, n, size, (TABLE_II, ARTIFACT), chunk_bytes=c
         )
         ref = artifact_reference("TTO", m, n, size, c, figure="fig14")
         cols["chunk_bytes"].append(c)
