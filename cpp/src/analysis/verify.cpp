@@ -194,7 +194,8 @@ class HappensBefore {
         chain_(s.num_transfers()),
         index_(s.num_transfers()),
         level_(s.num_transfers(), 0),
-        stamp_(s.num_transfers(), 0) {
+        stamp_(s.num_transfers(), 0),
+        succ_(successors(s)) {
     std::vector<std::uint8_t> is_tail(s.num_transfers(), 0);
     std::int32_t chains = 0;
     for (std::size_t i = 0; i < order.size(); ++i) {
@@ -237,9 +238,22 @@ class HappensBefore {
     if (a == b) return true;
     if (level_[a] >= level_[b]) return false;
     if (chain_[a] == chain_[b]) return index_[a] < index_[b];
-    if (direct(a, b)) return true;
+    // One dependency away: b depends on a, or on a transfer that a's chain
+    // reaches (a rank's program continues after a, and b waits for a later
+    // point of it: the usual order between two accesses to one cell).
+    for (const TransferId* e = s_.deps_begin(b); e != s_.deps_end(b); ++e)
+      if (*e == a || (chain_[*e] == chain_[a] && index_[*e] > index_[a])) return true;
     for (const TransferId* e = s_.deps_begin(b); e != s_.deps_end(b); ++e)
       if (pos_[*e] > pos_[a] && direct(a, *e)) return true;
+    // Through one successor y of a and a chain: a -> y, then along y's chain
+    // to b or to one of b's dependencies (a message's receiver goes on with
+    // its program, which b then waits for).
+    for (std::int64_t i = succ_.offsets[a]; i < succ_.offsets[a + 1]; ++i) {
+      const TransferId y = succ_.list[i];
+      if (chain_[y] == chain_[b] && index_[y] < index_[b]) return true;
+      for (const TransferId* e = s_.deps_begin(b); e != s_.deps_end(b); ++e)
+        if (chain_[y] == chain_[*e] && index_[y] <= index_[*e]) return true;
+    }
     const std::uint64_t key =
         (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) |
         static_cast<std::uint32_t>(b);
@@ -311,6 +325,7 @@ class HappensBefore {
   std::uint32_t gen_ = 0;
   std::vector<TransferId> stack_;
   std::unordered_map<std::uint64_t, bool> cache_;
+  Successors succ_;
 };
 
 // ---------------------------------------------------------------------------
