@@ -183,14 +183,13 @@ class SetPool {
 
 class HappensBefore {
  public:
-  // Besides topological positions, the transfers are covered greedily by
-  // chains (each transfer extends the chain of one of its dependencies,
-  // preferring one sent by the same rank). Along a chain reachability is an
-  // index comparison, and a search may stop at the first transfer of the
-  // source's chain that comes after the source.
+  // Besides levels, the transfers are covered greedily by chains (each
+  // transfer extends the chain of one of its dependencies, preferring one
+  // sent by the same rank). Along a chain reachability is an index
+  // comparison, and a search may stop at the first transfer of the source's
+  // chain that comes after the source.
   HappensBefore(const Schedule& s, const std::vector<TransferId>& order)
       : s_(s),
-        pos_(s.num_transfers()),
         chain_(s.num_transfers()),
         index_(s.num_transfers()),
         level_(s.num_transfers(), 0),
@@ -201,7 +200,6 @@ class HappensBefore {
     for (std::size_t i = 0; i < order.size(); ++i) {
       if ((i & 65535) == 65535) poll_interrupt();
       const TransferId t = order[i];
-      pos_[t] = static_cast<std::int32_t>(i);
       TransferId extend = -1;
       for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d) {
         level_[t] = std::max(level_[t], level_[*d] + 1);
@@ -227,12 +225,6 @@ class HappensBefore {
     return steps;
   }
 
-  bool direct(TransferId a, TransferId b) const {
-    for (const TransferId* d = s_.deps_begin(b); d != s_.deps_end(b); ++d)
-      if (*d == a) return true;
-    return false;
-  }
-
   // True when a == b or a is a transitive dependency of b.
   bool reaches(TransferId a, TransferId b) {
     if (a == b) return true;
@@ -242,12 +234,11 @@ class HappensBefore {
     // reaches (a rank's program continues after a, and b waits for a later
     // point of it: the usual order between two accesses to one cell).
     for (const TransferId* e = s_.deps_begin(b); e != s_.deps_end(b); ++e)
-      if (*e == a || (chain_[*e] == chain_[a] && index_[*e] > index_[a])) return true;
-    for (const TransferId* e = s_.deps_begin(b); e != s_.deps_end(b); ++e)
-      if (pos_[*e] > pos_[a] && direct(a, *e)) return true;
+      if (chain_[*e] == chain_[a] && index_[*e] >= index_[a]) return true;
     // Through one successor y of a and a chain: a -> y, then along y's chain
     // to b or to one of b's dependencies (a message's receiver goes on with
-    // its program, which b then waits for).
+    // its program, which b then waits for; y itself a dependency of b is the
+    // two-step path a -> y -> b).
     for (std::int64_t i = succ_.offsets[a]; i < succ_.offsets[a + 1]; ++i) {
       const TransferId y = succ_.list[i];
       if (chain_[y] == chain_[b] && index_[y] < index_[b]) return true;
@@ -317,7 +308,6 @@ class HappensBefore {
 
  public:
   const Schedule& s_;
-  std::vector<std::int32_t> pos_;
   std::vector<std::int32_t> chain_;
   std::vector<std::int32_t> index_;
   std::vector<std::int32_t> level_;  // longest dependency chain before the transfer

@@ -352,10 +352,10 @@ class TimeBucketQueue {
 // events are queued than a trial window pushes (moving them would cost more
 // than the trial; a wafer's bucketed wavefront holds millions), and while
 // the time buckets are in use and 7 in 8 pushes since the last check joined
-// a time already queued (then grouping is what pays). How many events share a time does
-// not tell the two apart well enough (the cost of either depends on what is
-// queued), so this measures. Both orders are the same, so the choice changes
-// nothing in the results, only the speed.
+// a time already queued (then grouping is what pays). Short of that extreme,
+// how many events share a time does not tell the two apart (the cost of
+// either depends on what is queued), so this measures. Both orders are the
+// same, so the choice changes nothing in the results, only the speed.
 class EventQueue {
  public:
   EventQueue(bool buckets, bool adaptive) : buckets_(buckets), adaptive_(adaptive) {}
