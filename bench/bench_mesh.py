@@ -6,7 +6,7 @@ Run from the repository root after installing wafercoll::
     python bench/bench_mesh.py --no-sweep      # only the TTO headline
 
 (a) TTO on a 9x9 mesh, 1 GiB, 96 KiB chunks: building the schedule and
-simulating it with ``wc.mesh.TABLE_II`` are timed separately (target: the
+simulating it with ``wc.mcm.TABLE_II`` are timed separately (target: the
 simulation under 10 s, issue 8). The same schedule is also simulated with
 ``dependencies="complete"`` to show what the dataflow reading of the
 dependencies costs the simulator. The result is checked after timing against
@@ -42,7 +42,7 @@ def tto_case(repeat: int) -> list[dict[str, Any]]:
     build_s = time.perf_counter() - t0
     rows = []
     for deps in ("dataflow", "complete"):
-        net = wc.mesh.TABLE_II.replace(dependencies=deps)
+        net = wc.mcm.TABLE_II.replace(dependencies=deps)
         sim_s, r = best_of(lambda net=net: wc.simulate(s, top, net), repeat)
         gbps = GIB / r.time_s / 1e9
         if not 0 < gbps < 3 * 25.0:

@@ -79,7 +79,7 @@ def check_e(s: Any) -> str:
 
 
 def check_b(t: Any) -> str:
-    return f"RD worst hops {wc.torus.hop_table('rd', t).per_step_worst.tolist()}"
+    return f"RD worst hops {wc.wormhole.hop_table('rd', t).per_step_worst.tolist()}"
 
 
 def check_c(result: Any) -> str:
@@ -93,7 +93,7 @@ def report(args: argparse.Namespace) -> list[dict[str, Any]]:
     roof = wx.get_experiment("torus_roofline")
     cases: list[TargetCase] = [
         ("(a) build + verify swing_bo 32x32, 1 MiB", case_a, check_a, 3.0),
-        ("(b) wormhole_n150() topology", wc.torus.wormhole_n150, check_b, 1.0),
+        ("(b) wormhole_n150() topology", wc.wormhole.wormhole_n150, check_b, 1.0),
         ("(c) torus_roofline experiment (full)", roof.run, check_c, 10.0),
         ("(d) build + verify rd_bo 24x40, 1 MiB", case_d, check_a, 3.0),
         ("(e) build + verify ring_bidir 32x32, 1 MiB", case_e, check_e, 15.0),

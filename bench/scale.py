@@ -20,7 +20,7 @@ phase (build, verify, simulate) and the peak. The cases:
 * ``ring_ring_4096``: ring allreduce on a ring of 4096 ranks, 64 MiB, 25 GB/s
   links, 64 KiB packets.
 * ``tto_16x16``: TTO on a 16 x 16 mesh, 1 GiB, 96 KiB chunks, under the
-  paper's Table II network (``wc.mesh.TABLE_II``).
+  paper's Table II network (``wc.mcm.TABLE_II``).
 * ``hops_1`` / ``hops_many``: simulator throughput in packet-hops per second
   (one packet-stage event per hop) on the ring schedule on ring(1024) with
   transfers of one packet (1 MiB vector, 1 KiB chunks as packets) and of many
@@ -148,7 +148,7 @@ def run_case(name: str, queue: str) -> dict[str, Any]:
                 chunk_bytes=96 * 1024,
             ),
             top,
-            wc.mesh.TABLE_II,
+            wc.mcm.TABLE_II,
             queue,
         )
     elif name in ("hops_1", "hops_many"):

@@ -9,7 +9,7 @@ import pytest
 
 import wafercoll as wc
 import wafercoll.experiments as wx
-from wafercoll.cluster import costs, models
+from wafercoll.cluster import costs, model
 from wafercoll.experiments import node_aware
 
 
@@ -68,12 +68,12 @@ def test_locality_experiment_is_the_fitted_classes_beside_the_measurements() -> 
     for name in ("socket", "node"):
         sel = (kind == "model") & (loc == name)
         want = [
-            m.classes[name][models.protocol(s)].alpha_s
-            + s * m.classes[name][models.protocol(s)].beta_s_per_byte
+            m.classes[name][model.protocol(s)].alpha_s
+            + s * m.classes[name][model.protocol(s)].beta_s_per_byte
             for s in size[sel]
         ]
         assert t[sel] == pytest.approx(want)
-    d = models.blue_waters_pingpong()
+    d = model.blue_waters_pingpong()
     one_pair = (d["pairs"] == 1).sum()
     assert ((kind == "measured").sum()) == one_pair
     assert len(findings) == 3 and findings[0]["ok"] and findings[2]["ok"]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import wafercoll as wc
-from wafercoll.cluster import compare_bench, costs, fit_pingpong, models, read_pingpong
+from wafercoll.cluster import compare_bench, costs, fit_pingpong, model, read_pingpong
 from wafercoll.mpi.__main__ import main
 from wafercoll.mpi.pingpong import write_pingpong_csv
 
@@ -29,7 +29,7 @@ def synthetic_rows() -> list[dict]:
     rows = []
     for loc, classes in TRUE.items():
         for s in SIZES:
-            a, b = classes[models.protocol(s)]
+            a, b = classes[model.protocol(s)]
             for k in range(1, (4 if loc == "node" else 8) + 1):
                 t = a + b * s
                 if loc == "network" and s >= 8000 and k >= 4:
@@ -79,7 +79,7 @@ def test_malformed_pingpong_files_name_the_row(tmp_path) -> None:
 
 def test_compare_bench_puts_the_model_beside_each_row(tmp_path) -> None:
     params = fit_pingpong({k: np.asarray([r[k] for r in synthetic_rows()])
-                           for k in models._PINGPONG_NAMES})  # fmt: skip
+                           for k in model._PINGPONG_NAMES})  # fmt: skip
     bench = tmp_path / "bench.csv"
     with open(bench, "w", newline="") as fh:
         w = csv.DictWriter(
@@ -109,6 +109,6 @@ def test_compare_bench_puts_the_model_beside_each_row(tmp_path) -> None:
 
 
 def test_fit_pingpong_is_what_fit_blue_waters_does() -> None:
-    a = models.fit_pingpong(models.blue_waters_pingpong())
+    a = model.fit_pingpong(model.blue_waters_pingpong())
     b = wc.cluster.BLUE_WATERS_MEASURED
     assert a.classes == b.classes and a.nic_Bps == b.nic_Bps

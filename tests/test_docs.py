@@ -25,16 +25,16 @@ MODULES = [
     "wafercoll.wafer.builders2d",
     "wafercoll.cluster.builders",
     "wafercoll.cluster.costs",
-    "wafercoll.cluster.models",
-    "wafercoll.mesh.builders",
-    "wafercoll.mesh.presets",
-    "wafercoll.mesh.training",
-    "wafercoll.mesh.trees",
-    "wafercoll.torus.builders",
-    "wafercoll.torus.hops",
-    "wafercoll.torus.n150",
-    "wafercoll.torus.roofline",
-    "wafercoll.torus.swing",
+    "wafercoll.cluster.model",
+    "wafercoll.mcm.builders",
+    "wafercoll.mcm.machine",
+    "wafercoll.mcm.training",
+    "wafercoll.mcm.trees",
+    "wafercoll.wormhole.builders",
+    "wafercoll.wormhole.hops",
+    "wafercoll.wormhole.machine",
+    "wafercoll.wormhole.model",
+    "wafercoll.wormhole.swing",
     "wafercoll.mpi.executor",
 ]
 
@@ -93,7 +93,7 @@ def test_license_and_citation_agree_with_the_package_metadata():
 
 def test_objects_have_html_reprs():
     import wafercoll as wc
-    from wafercoll import torus, wafer
+    from wafercoll import wafer, wormhole
 
     s = wc.build("generic_ring_allreduce", 6, 600)
     objects = [
@@ -101,7 +101,7 @@ def test_objects_have_html_reprs():
         wc.NetworkModel(1e9, packet_bytes=100),
         wc.metrics(wc.build("wafer_chain_reduce", 8, 32), wafer.wafer_row(8)),
         wafer.autogen(16, 4),
-        torus.hop_table("swing", wc.topology.torus(4, 4)),
+        wormhole.hop_table("swing", wc.topology.torus(4, 4)),
     ]
     for obj in objects:
         out = obj._repr_html_()

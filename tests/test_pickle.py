@@ -88,7 +88,7 @@ def test_dataclasses_with_arrays_round_trip_and_compare() -> None:
         ),
         wc.wafer.autogen(9, 17),
         wc.synthesis.pack_spanning_trees(wc.topology.mesh(3, 3)),
-        wc.torus.hop_table("rd", n150),
+        wc.wormhole.hop_table("rd", n150),
         wc.algorithm_info("generic_ring_allreduce"),
     ]
     for obj in objs:

@@ -157,24 +157,31 @@ def test_builder_must_build_its_collective() -> None:
         wc.unregister_algorithm("testfam_wrong_reduce")
 
 
-@pytest.mark.parametrize("old", sorted(reg.RENAMED))
-def test_old_names_build_with_a_deprecation_warning(old: str) -> None:
-    new = reg.RENAMED[old]
-    assert new in {a.name for a in wc.algorithms()}, new
-    with pytest.warns(DeprecationWarning, match=f"use '{new}'"):
-        info = wc.algorithm_info(old)
-    assert info.name == new
+def test_an_unknown_name_suggests_the_closest_registered_ones() -> None:
+    with pytest.raises(ValueError, match="did you mean 'mesh_tto_allreduce'"):
+        wc.build("mesh_tto_allreduc", topology=wc.topology.mesh(3, 3), size_bytes=8)
+    with pytest.raises(ValueError, match="wafercoll list") as err:
+        wc.algorithm_info("zzzz")
+    assert "did you mean" not in str(err.value)
+    # the old short names of unreleased versions are gone, not aliased
+    with pytest.raises(ValueError, match="unknown algorithm 'mesh_tto'"):
+        wc.algorithm_info("mesh_tto")
 
 
-def test_mesh_phase_maps_to_the_variant_of_that_collective() -> None:
-    m = wc.topology.mesh(3, 3)
-    with pytest.warns(DeprecationWarning, match="mesh_tto_reduce_scatter"):
-        s = wc.build("mesh_tto", topology=m, size_bytes=9 * 64, phase="reduce_scatter")
-    assert s.collective == "reduce_scatter"
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        t = wc.build("mesh_tto_reduce_scatter", topology=m, size_bytes=9 * 64)
-    assert t.to_json() == s.to_json()
+def test_every_name_is_its_parts_in_the_registry() -> None:
+    for a in wc.algorithms():
+        assert reg.algorithm_name(a.family, a.algorithm, a.collective, a.variant) == a.name
+        assert reg.find(a.family, a.algorithm, a.collective, a.variant) is a
+        assert a.label
+    with pytest.raises(ValueError, match="unknown algorithm"):
+        reg.find("mesh", "nothing", "allreduce")
+
+
+def test_a_built_schedule_is_named_by_its_registry_key() -> None:
+    s = wc.build("generic_ring_allreduce", ranks=6, size_bytes=48)
+    assert s.name == "generic_ring_allreduce"
+    r = wc.simulate(s, wc.ring(6), wc.NetworkModel())
+    assert r.schedule_name == "generic_ring_allreduce"
 
 
 def test_every_collective_has_its_algorithms() -> None:

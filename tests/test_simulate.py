@@ -880,7 +880,7 @@ def test_auto_queue_is_identical_on_a_clocked_noc() -> None:
     top = wc.topology.mesh(5, 5)
     s = wc.build("mesh_dbtree_allreduce", topology=top, size_bytes=16 << 20)
     runs = [
-        wc.simulate(s, top, wc.mesh.TABLE_II, transfers=True, event_queue=q)
+        wc.simulate(s, top, wc.mcm.TABLE_II, transfers=True, event_queue=q)
         for q in ("heap", "buckets", "auto")
     ]
     assert runs[0].events > 3 * 65536

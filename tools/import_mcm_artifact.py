@@ -15,7 +15,7 @@ For the model runs ``params`` is the model's parameter count as the
 artifact's ``src/model.py`` counts it (filter height x width x channels x
 filters, summed over the layers of the SCALE-Sim topology file), and the
 topology files of the seven DNNs are copied to
-``python/wafercoll/mesh/data/dnn/`` (SCALE-Sim, MIT License, (c) 2018 Arm).
+``python/wafercoll/mcm/data/dnn/`` (SCALE-Sim, MIT License, (c) 2018 Arm).
 
 ``params`` counts fp32 parameters (``--synthetic-data-size``: bytes = 4 x
 params); ``chunk_params`` is TTO's ``chunk_size`` (fp32 parameters per
@@ -50,7 +50,7 @@ MODELS = {
     "Resnet152": "src/SCALE-Sim/topologies/mlperf/Resnet152.csv",
     "Transformer": "src/SCALE-Sim/topologies/mlperf/Transformer.csv",
 }
-OUT = Path(__file__).resolve().parents[1] / "python/wafercoll/mesh/data"
+OUT = Path(__file__).resolve().parents[1] / "python/wafercoll/mcm/data"
 HEADER = f"""\
 # AllReduce cycle counts committed with the MCM paper's artifact (Laskar, Majhi
 # et al., HPCA 2024): github.com/sabuj7177/TTO_HPCA_2024 commit {COMMIT},

@@ -23,13 +23,15 @@ except ImportError as exc:  # pragma: no cover - only without a compiled build
         "built. Install it with `pip install .` from the source tree."
     ) from exc
 
-# Packages of algorithms per machine family (the topology constructors are
-# plain functions of wc.topology: wc.topology.torus(8, 8)).
-from . import cluster, generic, kit, mesh, topology, torus, wafer  # noqa: E402,I001 - register builders
+# Packages of algorithms per machine family, named after the machines (wafer,
+# cluster, mcm, wormhole) so that no package hides a topology constructor:
+# wc.mesh(3, 3) and wc.torus(8, 8) build topologies.
+from . import cluster, generic, kit, mcm, topology, wafer, wormhole  # noqa: E402,I001 - register builders
 from ._errors import ScheduleError, WafercollWarning
 from .algorithms import (
     AlgorithmInfo,
     algorithm_info,
+    algorithm_name,
     algorithms,
     build,
     register,
@@ -39,7 +41,7 @@ from .algorithms import (
 from .analysis import SpatialMetrics, VerifyReport, execute, metrics, verify
 from .schedule import COLLECTIVES, Schedule
 from .simulate import NetworkModel, SimResult, simulate, simulation_events
-from .topology import Topology, custom, line, ring
+from .topology import Topology, custom, line, mesh, ring, star, torus
 from . import machines  # noqa: E402 - after the families it tabulates
 from . import io  # noqa: E402,F401 - wc.io
 from . import bounds  # noqa: E402 - wc.bounds
@@ -66,6 +68,7 @@ __all__ = [
     "__version__",
     "advise",
     "algorithm_info",
+    "algorithm_name",
     "algorithms",
     "bounds",
     "build",
@@ -77,6 +80,7 @@ __all__ = [
     "kit",
     "line",
     "machines",
+    "mcm",
     "mesh",
     "metrics",
     "network_presets",
@@ -85,6 +89,7 @@ __all__ = [
     "ring",
     "simulate",
     "simulation_events",
+    "star",
     "sweep",
     "synthesis",
     "synthesize",
@@ -93,4 +98,5 @@ __all__ = [
     "unregister_algorithm",
     "verify",
     "wafer",
+    "wormhole",
 ]

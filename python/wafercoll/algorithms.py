@@ -17,11 +17,18 @@ that run on any topology, ``cluster``, ``torus``, ``mesh``, ``wafer`` for
 the papers' machines, or a plugin's own), the algorithm is the paper's name
 for it and the collective is the one the schedule implements
 (``allreduce``, ``reduce``, ``broadcast``, ``reduce_scatter``,
-``allgather``). Variants that build another collective are registered
-under their own names (``mesh_tto_reduce_scatter``), so
-``wc.algorithms("reduce_scatter")`` finds them. The names of earlier
-releases still build, with a :class:`DeprecationWarning` naming the new one
-(:data:`RENAMED`).
+``allgather``), with an optional variant before it
+(``torus_swing_bo_allreduce``). Variants that build another collective are
+registered under their own names (``mesh_tto_reduce_scatter``), so
+``wc.algorithms("reduce_scatter")`` finds them.
+
+The parts of a name are data: every :class:`AlgorithmInfo` carries its
+``family``, ``algorithm``, ``variant`` and ``collective``, a human ``label``
+(the paper's name, used in figures and reports) and the names the authors'
+artifacts give it. Code that needs the algorithm of a family asks the
+registry (:func:`find`) instead of assembling a name, and code that needs a
+name's parts reads its record (:func:`algorithm_info`) instead of parsing
+it; :func:`algorithm_name` is the one place a name is put together.
 
 Your own algorithm
 ------------------
@@ -48,6 +55,7 @@ load gives a :class:`~wafercoll.WafercollWarning` and is left out.
 
 from __future__ import annotations
 
+import difflib
 import re
 import warnings
 from collections.abc import Callable
@@ -60,11 +68,12 @@ from .schedule import COLLECTIVES, Schedule
 
 __all__ = [
     "ENTRY_POINT_GROUP",
-    "RENAMED",
     "AlgorithmInfo",
     "algorithm_info",
+    "algorithm_name",
     "algorithms",
     "build",
+    "find",
     "register",
     "register_algorithm",
     "unregister_algorithm",
@@ -72,47 +81,27 @@ __all__ = [
 
 #: The entry-point group through which other packages add algorithms.
 ENTRY_POINT_GROUP = "wafercoll.algorithms"
-#: Names of earlier releases and the names they now have (they still build,
-#: with a DeprecationWarning). A mesh name with ``phase=`` maps to the
-#: variant of that collective.
-RENAMED: dict[str, str] = {
-    "ring": "generic_ring_allreduce",
-    "recursive_doubling": "generic_recursive_doubling_allreduce",
-    "rabenseifner": "generic_rabenseifner_allreduce",
-    "binomial_reduce": "generic_binomial_reduce",
-    "binomial_broadcast": "generic_binomial_broadcast",
-    "rd_allreduce": "cluster_rd_allreduce",
-    "smp_allreduce": "cluster_smp_allreduce",
-    "nap_allreduce": "cluster_nap_allreduce",
-    "locality_dissemination": "cluster_dissemination_allreduce",
-    "mesh_ring": "mesh_ring_allreduce",
-    "mesh_ring_bi": "mesh_ring_bi_allreduce",
-    "mesh_ring_bi_odd": "mesh_ring_bi_odd_allreduce",
-    "mesh_ring_2d": "mesh_ring_2d_allreduce",
-    "mesh_dbtree": "mesh_dbtree_allreduce",
-    "mesh_multitree": "mesh_multitree_allreduce",
-    "mesh_tto": "mesh_tto_allreduce",
-    "swing_lo": "torus_swing_lo_allreduce",
-    "swing_bo": "torus_swing_bo_allreduce",
-    "rd_lo": "torus_rd_lo_allreduce",
-    "rd_bo": "torus_rd_bo_allreduce",
-    "shared_memory": "torus_shared_memory_allreduce",
-    "ring_bidir": "torus_ring_bidir_allreduce",
-    "wafer_star": "wafer_star_reduce",
-    "wafer_chain": "wafer_chain_reduce",
-    "wafer_tree": "wafer_tree_reduce",
-    "wafer_two_phase": "wafer_two_phase_reduce",
-    "wafer_autogen": "wafer_autogen_reduce",
-    "wafer_star_bcast": "wafer_star_allreduce",
-    "wafer_chain_bcast": "wafer_chain_allreduce",
-    "wafer_tree_bcast": "wafer_tree_allreduce",
-    "wafer_two_phase_bcast": "wafer_two_phase_allreduce",
-    "wafer_autogen_bcast": "wafer_autogen_allreduce",
-    "wafer_ring": "wafer_ring_allreduce",
-}
 _NAME_RE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)+$")
 
 ANY = "any"
+
+
+def algorithm_name(
+    family: str, algorithm: str, collective: str, variant: str = ""
+) -> str:
+    """The registry name of an algorithm: ``<family>_<algorithm>[_<variant>]_<collective>``.
+
+    The one place where a name is assembled from its parts; everything else
+    looks algorithms up by their parts with :func:`find`.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> wc.algorithm_name("torus", "swing", "allreduce", variant="bo")
+    'torus_swing_bo_allreduce'
+    """
+    parts = [family, algorithm, variant, collective]
+    return "_".join(str(x) for x in parts if x)
 
 
 @dataclass(frozen=True)
@@ -122,7 +111,7 @@ class AlgorithmInfo:
     Attributes
     ----------
     name : str
-        Registry key.
+        Registry key, ``<family>_<algorithm>[_<variant>]_<collective>``.
     collective : str
         The collective its schedules implement.
     families : tuple of str
@@ -140,6 +129,25 @@ class AlgorithmInfo:
         Closed-form time, ``predict(ranks, size_bytes, topology, network)``
         in seconds (``None`` where the form does not apply), for
         :func:`wafercoll.advise`.
+    family : str
+        The package (or plugin) that holds the builder: the name's first part.
+    algorithm : str
+        The algorithm's own part of the name (``"tto"``, ``"swing"``).
+    variant : str
+        The variant part (``"lo"``, ``"bo"``), or ``""``.
+    label : str
+        The paper's name for it, as figures and reports print it
+        (``"TTO"``, ``"Swing (BO)"``).
+    artifact_names : tuple of str
+        The names the authors' artifact gives it, if any (for the meshes of
+        chiplets: the artifact's name on even meshes, then on odd meshes).
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> info = wc.algorithm_info("mesh_ring_bi_odd_allreduce")
+    >>> info.family, info.algorithm, info.label
+    ('mesh', 'ring_bi_odd', 'RingBiOdd')
     """
 
     name: str
@@ -153,6 +161,49 @@ class AlgorithmInfo:
     predict: Callable[..., float | None] | None = field(
         default=None, repr=False, compare=False
     )
+    family: str = ""
+    algorithm: str = ""
+    variant: str = ""
+    label: str = ""
+    artifact_names: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # A record made with only a name (a plugin's) gets its parts from the
+        # name's documented shape; records of this package state them.
+        name = str(self.name)
+        family = self.family or name.split("_", 1)[0]
+        algorithm = self.algorithm
+        if not algorithm:
+            rest = name[len(family) + 1 :]
+            suffix = "_" + str(self.collective)
+            rest = rest[: -len(suffix)] if rest.endswith(suffix) else rest
+            if self.variant and rest.endswith("_" + self.variant):
+                rest = rest[: -len(self.variant) - 1]
+            algorithm = rest or name
+        object.__setattr__(self, "family", family)
+        object.__setattr__(self, "algorithm", algorithm)
+        object.__setattr__(self, "label", self.label or algorithm)
+        object.__setattr__(self, "artifact_names", tuple(self.artifact_names))
+
+    @classmethod
+    def of(
+        cls,
+        family: str,
+        algorithm: str,
+        collective: str,
+        *,
+        variant: str = "",
+        **fields: Any,
+    ) -> AlgorithmInfo:
+        """A record named from its parts (:func:`algorithm_name`)."""
+        return cls(
+            name=algorithm_name(family, algorithm, collective, variant),
+            collective=collective,
+            family=family,
+            algorithm=algorithm,
+            variant=variant,
+            **fields,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The record without the builder function."""
@@ -165,6 +216,11 @@ class AlgorithmInfo:
             "parameters": dict(self.parameters),
             "max_ranks": self.max_ranks,
             "predicts": self.predict is not None,
+            "family": self.family,
+            "algorithm": self.algorithm,
+            "variant": self.variant,
+            "label": self.label,
+            "artifact_names": list(self.artifact_names),
         }
 
 
@@ -173,8 +229,6 @@ _PLUGINS_LOADED = False
 
 
 def _check_name(name: Any) -> str:
-    if isinstance(name, str) and name in RENAMED:  # pragma: no cover - transition
-        return name
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise ValueError(
             f"algorithm name {name!r} must read <family>_<algorithm>_<collective> "
@@ -218,6 +272,9 @@ def register_algorithm(
     parameters: dict[str, Any] | None = None,
     max_ranks: int = 1 << 24,
     predict: Callable[..., float | None] | None = None,
+    label: str = "",
+    variant: str = "",
+    artifact_names: tuple[str, ...] = (),
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register a builder under ``name``; use as a decorator.
 
@@ -246,6 +303,12 @@ def register_algorithm(
     predict : callable, optional
         Closed-form time ``predict(ranks, size_bytes, topology, network)`` in
         seconds, or ``None`` where it does not apply.
+    label : str, optional
+        The name figures and reports print (default: the algorithm part).
+    variant : str, optional
+        The variant part of the name, if it has one.
+    artifact_names : tuple of str, optional
+        The names an artifact of the algorithm's source gives it.
 
     Returns
     -------
@@ -284,6 +347,9 @@ def register_algorithm(
                 params,
                 max_ranks,
                 predict,
+                variant=variant,
+                label=label,
+                artifact_names=artifact_names,
             )
         )
         return fn
@@ -341,34 +407,71 @@ def algorithms(collective: str | None = None) -> list[AlgorithmInfo]:
     ]
 
 
-def _resolve(name: Any, options: dict[str, Any]) -> str:
-    """The registered name for ``name`` (old names warn); may consume ``phase``."""
+def _unknown(name: str) -> ValueError:
+    """The error for an unregistered name, with the closest registered ones."""
+    close = difflib.get_close_matches(name, list(_REGISTRY), n=3, cutoff=0.6)
+    hint = (
+        f"; did you mean {' or '.join(repr(c) for c in close)}?"
+        if close
+        else "; `wafercoll list` or wc.algorithms() names them all"
+    )
+    return ValueError(f"unknown algorithm {name!r}{hint}")
+
+
+def _resolve(name: Any) -> str:
+    """``name`` checked against the registry."""
     if not isinstance(name, str):
         raise TypeError(f"name must be a string, got {type(name).__name__}")
     _load_plugins()
-    if name in _REGISTRY:
-        return name
-    new = RENAMED.get(name)
-    if new is None:
-        known = ", ".join(sorted(_REGISTRY))
-        raise ValueError(f"unknown algorithm {name!r}; registered: {known}")
-    phase = options.get("phase")
-    if name.startswith("mesh_") and phase in ("reduce_scatter", "allgather"):
-        options.pop("phase")
-        new = new[: -len("allreduce")] + phase
-    elif phase == "allreduce":
-        options.pop("phase")
-    warnings.warn(
-        f"algorithm name {name!r} is deprecated; use {new!r}",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    return new
+    if name not in _REGISTRY:
+        raise _unknown(name)
+    return name
 
 
 def algorithm_info(name: str) -> AlgorithmInfo:
-    """The registry record of ``name`` (an old name warns and is resolved)."""
-    return _REGISTRY[_resolve(name, {})]
+    """The registry record of ``name``.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> wc.algorithm_info("cluster_nap_allreduce").label
+    'NAP'
+    """
+    return _REGISTRY[_resolve(name)]
+
+
+def find(
+    family: str, algorithm: str, collective: str, variant: str = ""
+) -> AlgorithmInfo:
+    """The registered algorithm with these parts.
+
+    Parameters
+    ----------
+    family, algorithm, collective, variant : str
+        The parts of its name (:attr:`AlgorithmInfo.family` and so on).
+
+    Raises
+    ------
+    ValueError
+        If no registered algorithm has them.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> from wafercoll.algorithms import find
+    >>> find("wafer", "chain", "reduce").name
+    'wafer_chain_reduce'
+    """
+    _load_plugins()
+    for info in _REGISTRY.values():
+        if (info.family, info.algorithm, info.collective, info.variant) == (
+            family,
+            algorithm,
+            collective,
+            variant,
+        ):
+            return info
+    raise _unknown(algorithm_name(family, algorithm, collective, variant))
 
 
 def build(
@@ -383,7 +486,7 @@ def build(
     Parameters
     ----------
     name : str
-        A name from :func:`algorithms` (old names warn and still build).
+        A name from :func:`algorithms`.
     ranks : int, optional
         Number of ranks; defaults to the topology's number of endpoints.
     size_bytes : int
@@ -399,7 +502,7 @@ def build(
         For an unknown name, missing or out-of-range sizes, a topology of
         another family or with too few endpoints, or unknown options.
     """
-    name = _resolve(name, options)
+    name = _resolve(name)
     info = _REGISTRY[name]
     if topology is not None:
         kind = getattr(topology, "kind", None)
@@ -439,6 +542,8 @@ def build(
             f"{name} is registered as a {info.collective} but built a "
             f"{s.collective} schedule"
         )
+    # One name per thing: a built schedule goes by its registry key.
+    s.name = name
     if topology is not None and s.num_ranks > topology.num_endpoints:
         raise ValueError(
             f"{name} built {s.num_ranks} ranks (helpers included) but "

@@ -138,6 +138,7 @@ LOG_MAX_RANKS = 1 << 20
     summary="unidirectional ring: reduce-scatter then allgather, 2(p-1) steps of "
     "size/p",
     max_ranks=RING_MAX_RANKS,
+    label="Ring",
 )
 def ring_allreduce(ranks: int, size_bytes: int, *, topology: Any = None) -> Any:
     """Ring allreduce over ranks ``0 .. p - 1`` (module docstring)."""
@@ -161,6 +162,7 @@ def ring_allreduce(ranks: int, size_bytes: int, *, topology: Any = None) -> Any:
     summary="full-vector pairwise exchanges at distance 1, 2, 4, ...; extra ranks "
     "folded",
     max_ranks=LOG_MAX_RANKS,
+    label="Recursive doubling",
 )
 def recursive_doubling_allreduce(
     ranks: int, size_bytes: int, *, topology: Any = None
@@ -181,6 +183,7 @@ def recursive_doubling_allreduce(
     source=_SOURCE + "; Rabenseifner's algorithm",
     summary="reduce-scatter by recursive halving, allgather by recursive doubling",
     max_ranks=LOG_MAX_RANKS,
+    label="Rabenseifner",
 )
 def rabenseifner_allreduce(ranks: int, size_bytes: int, *, topology: Any = None) -> Any:
     """Rabenseifner's allreduce with pairwise folding (module docstring)."""
@@ -207,6 +210,7 @@ def rabenseifner_allreduce(ranks: int, size_bytes: int, *, topology: Any = None)
     source=_SOURCE + "; binomial tree",
     summary="binomial tree towards the root, ceil(log2 p) steps",
     parameters={"root": 0},
+    label="Binomial reduce",
 )
 def binomial_reduce(
     ranks: int, size_bytes: int, *, topology: Any = None, root: int = 0
@@ -233,6 +237,7 @@ def binomial_reduce(
     source=_SOURCE + "; binomial tree",
     summary="binomial tree from the root, one message at a time per rank",
     parameters={"root": 0},
+    label="Binomial broadcast",
 )
 def binomial_broadcast(
     ranks: int, size_bytes: int, *, topology: Any = None, root: int = 0

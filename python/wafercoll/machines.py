@@ -39,13 +39,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .cluster.machine import cluster_machine
-from .mesh.presets import artifact, table_ii, unit_timestep
+from .mcm.machine import artifact, table_ii, unit_timestep
 from .simulate import NetworkModel
 from .topology import Topology, mesh, wormhole_n150
-from .torus.n150 import n150_network
 from .wafer.builders import wafer_row
 from .wafer.builders2d import wafer_grid
-from .wafer.network import wse2_network
+from .wafer.machine import wse2_network
+from .wormhole.machine import n150_network
 
 __all__ = ["Machine", "get", "machines", "names", "network_presets"]
 

@@ -4,8 +4,10 @@ The colours are the Okabe-Ito palette (Okabe and Ito, "Color Universal Design",
 2008; also Wong, "Points of view: Color blindness", Nature Methods 8, 441,
 2011), distinguishable under the common colour-vision deficiencies, then the
 darker half of matplotlib's ``tab20`` for the rest. An algorithm keeps its
-colour across papers' figures: the paper labels (``"TTO"``, ``"Ring"``) and
-the registry names (``"mesh_tto_allreduce"``) map to the same entry.
+colour across papers' figures: a registry name (``"mesh_tto_allreduce"``)
+and the paper label its record carries (``"TTO"``) map to the same entry,
+found through the registry (:attr:`wafercoll.AlgorithmInfo.label`), so the
+palette keeps no names of its own beyond the algorithm parts it colours.
 
 Examples
 --------
@@ -46,12 +48,14 @@ _EXTRA = (
     "#17becf",
 )
 
+#: Colour and marker per algorithm part of a registry name (with its variant
+#: where variants differ: ``swing_bo``).
 _KEYS = {
     # paper 004 (meshes of chiplets)
     "ring": ("#000000", "o"),
-    "ringbieven": ("#56B4E9", "s"),
-    "ringbiodd": ("#0072B2", "D"),
-    "ring-2d": ("#F0E442", "v"),
+    "ring_bi": ("#56B4E9", "s"),
+    "ring_bi_odd": ("#0072B2", "D"),
+    "ring_2d": ("#F0E442", "v"),
     "dbtree": ("#CC79A7", "x"),
     "multitree": ("#009E73", "^"),
     "tto": ("#D55E00", "*"),
@@ -76,26 +80,19 @@ _KEYS = {
     "two_phase": ("#56B4E9", "D"),
     "autogen": ("#D55E00", "*"),
 }
-_ALIASES = {
-    "mesh_ring_allreduce": "ring",
-    "mesh_ring_bi_allreduce": "ringbieven",
-    "mesh_ring_bi_odd_allreduce": "ringbiodd",
-    "mesh_ring_2d_allreduce": "ring-2d",
-    "mesh_dbtree_allreduce": "dbtree",
-    "mesh_multitree_allreduce": "multitree",
-    "mesh_tto_allreduce": "tto",
-    "cluster_rd_allreduce": "rd",
-    "cluster_smp_allreduce": "smp",
-    "cluster_nap_allreduce": "nap",
-    "locality_dissemination": "dissemination",
-    "two-phase": "two_phase",
-    "auto-gen": "autogen",
-}
 
 
 def _key(name: str) -> str:
-    k = str(name).strip().lower()
-    return _ALIASES.get(k, k)
+    """The palette key of a registry name, a paper label or a bare key."""
+    from .algorithms import algorithms
+
+    text = str(name).strip()
+    low = text.lower()
+    for info in algorithms():
+        if text == info.name or low == info.label.lower():
+            variant = f"{info.algorithm}_{info.variant}"
+            return variant if info.variant and variant in _KEYS else info.algorithm
+    return low
 
 
 def color(name: str) -> str:

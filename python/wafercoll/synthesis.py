@@ -58,7 +58,7 @@ MAX_ROUNDS = 2000
 #: Trees whose share is below this fraction of the total are dropped.
 MIN_SHARE = 0.001
 #: Default bytes per chunk of the largest tree's stream: TTO's chunk
-#: (``wafercoll.mesh.presets.TTO_CHUNK_BYTES``, the MCM artifact's 96 KiB), so
+#: (``wafercoll.mcm.machine.TTO_CHUNK_BYTES``, the MCM artifact's 96 KiB), so
 #: that the two compare at equal chunk sizes.
 DEFAULT_CHUNK_BYTES = 98304
 
@@ -276,6 +276,7 @@ def _cached_packing(topology: Topology) -> TreePacking:
 @register_algorithm(
     "synth_treepack_allreduce",
     "allreduce",
+    label="Tree packing",
     source="original: fractional spanning-tree packing by LP (HiGHS) with column "
     "generation; the packing theorem of Nash-Williams and Tutte (1961), as used by "
     "ForestColl (Zhao et al., 2024)",

@@ -1,7 +1,7 @@
 """Node-aware collectives on clusters of multi-core nodes (paper 001).
 
 *Node-Aware Improvements to Allreduce* (Bienz, Olson, Gropp, ExaMPI@SC19):
-the performance models (:mod:`wafercoll.cluster.models`: postal, intra/inter
+the performance models (:mod:`wafercoll.cluster.model`: postal, intra/inter
 split, max-rate, protocol regimes, Blue Waters parameters, ``fit_postal``),
 verified schedule builders (:mod:`wafercoll.cluster.builders`:
 ``rd_allreduce``, ``smp_allreduce``, ``nap_allreduce``,
@@ -12,7 +12,7 @@ The topology is :func:`wafercoll.topology.cluster`.
 
 from __future__ import annotations
 
-from . import costs, models
+from . import costs, model
 from .builders import (
     locality_dissemination,
     nap_allreduce,
@@ -30,7 +30,7 @@ from .costs import (
     step_counts,
 )
 from .machine import cluster_machine
-from .models import (
+from .model import (
     BLUE_WATERS,
     BLUE_WATERS_MEASURED,
     ClusterParams,
@@ -64,7 +64,7 @@ __all__ = [
     "fit_postal",
     "locality_dissemination",
     "max_rate_time",
-    "models",
+    "model",
     "nap_allreduce",
     "nap_plan",
     "plot_bench",

@@ -454,6 +454,13 @@ def _wrap(fn: Any, needs_ppn: bool = True) -> Any:
 
 
 _SRC = "Bienz, Olson, Gropp, Node-Aware Improvements to Allreduce, ExaMPI 2019"
+#: The paper's names (its Figures 10 and 11), and the dissemination variant's.
+_LABELS = {
+    "cluster_rd_allreduce": "RD",
+    "cluster_smp_allreduce": "SMP",
+    "cluster_nap_allreduce": "NAP",
+    "cluster_dissemination_allreduce": "Dissemination",
+}
 for _name, _fn, _sec, _summary, _params in (
     (
         "cluster_rd_allreduce",
@@ -496,5 +503,6 @@ for _name, _fn, _sec, _summary, _params in (
             _wrap(_fn, _name != "cluster_rd_allreduce"),
             _params,
             max_ranks=MAX_RANKS,
+            label=_LABELS[_name],
         )
     )

@@ -32,7 +32,7 @@ import numpy as np
 
 from .._util import as_int
 from .builders import nap_plan
-from .models import BLUE_WATERS, ClusterParams
+from .model import BLUE_WATERS, ClusterParams
 
 __all__ = [
     "ALGORITHMS",
@@ -48,10 +48,14 @@ ALGORITHMS = ("rd", "smp", "nap", "dissemination")
 
 
 def _check(algorithm: str, nodes: int, ppn: int) -> tuple[str, int, int]:
-    # short names, registry names (cluster_nap_allreduce) and old names
-    name = str(algorithm).removesuffix("_allreduce").removeprefix("cluster_")
-    if name == "locality_dissemination":
-        name = "dissemination"
+    # short names ("nap") or registry names (cluster_nap_allreduce), whose
+    # record says which algorithm they are
+    from ..algorithms import algorithms
+
+    name = str(algorithm)
+    info = next((a for a in algorithms() if a.name == name), None)
+    if info is not None and info.family == "cluster":
+        name = info.algorithm
     if name not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
     n = as_int(nodes, "nodes", 1, 1 << 22)
@@ -206,7 +210,7 @@ def allreduce_time(
     size_bytes : float or array_like
         Vector size ``s`` in bytes; the protocol regime follows ``s``.
     params : ClusterParams
-        Default :data:`~wafercoll.cluster.models.BLUE_WATERS`.
+        Default :data:`~wafercoll.cluster.model.BLUE_WATERS`.
     network : {"max_rate", "postal"}
         Off-node cost model (``postal``: every sender alone).
     form : {"equations", "script"}
@@ -234,7 +238,7 @@ def allreduce_time(
     if form not in ("equations", "script"):
         raise ValueError(f"form must be 'equations' or 'script', got {form!r}")
     if not isinstance(params, ClusterParams):
-        raise TypeError("params must be a wafercoll.cluster.models.ClusterParams")
+        raise TypeError("params must be a wafercoll.cluster.model.ClusterParams")
     if sockets is not None:
         if form != "equations":
             raise ValueError("sockets applies to form='equations' only")
@@ -360,7 +364,7 @@ def compare_bench(
         (:func:`read_bench`). Rows of algorithms without a cost equation
         (anything but RD, SMP, NAP and the dissemination) are skipped.
     params : ClusterParams
-        For example :func:`wafercoll.cluster.models.fit_pingpong` of a
+        For example :func:`wafercoll.cluster.model.fit_pingpong` of a
         ``python -m wafercoll.mpi pingpong`` run on the same machine.
     network, form
         As :func:`allreduce_time`.

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..simulate import NetworkModel
 from ..topology import cluster
-from .models import BLUE_WATERS, ClusterParams, protocol
+from .model import BLUE_WATERS, ClusterParams, protocol
 
 __all__ = ["cluster_machine"]
 

@@ -3,15 +3,15 @@
 *Enhancing Collective Communication in MCM Accelerators for Deep Learning
 Training* (Laskar, Majhi et al., HPCA 2024). Every number is simulated with
 :func:`wafercoll.simulate` under two presets, or counted in unit timesteps
-(:data:`wafercoll.mesh.UNIT_TIMESTEP`):
+(:data:`wafercoll.mcm.UNIT_TIMESTEP`):
 
-* :data:`wafercoll.mesh.TABLE_II`, the network as the paper states it;
+* :data:`wafercoll.mcm.TABLE_II`, the network as the paper states it;
   bandwidths in GB/s = 1e9 B/s;
-* :data:`wafercoll.mesh.ARTIFACT`, the network as the authors' BookSim
+* :data:`wafercoll.mcm.ARTIFACT`, the network as the authors' BookSim
   artifact simulates it (357 cycles per whole 8 KiB message per link,
   chunk-level forwarding); bandwidths in GiB/s, as the authors plot them,
   beside the artifact's own committed results
-  (:func:`wafercoll.mesh.artifact_cycles`) where it has a run.
+  (:func:`wafercoll.mcm.artifact_cycles`) where it has a run.
 
 * ``mesh_table1``: used-link percentage per algorithm on 8x8 and 9x9 (Table I);
 * ``mesh_fig8``: AllReduce bandwidth against size, 1 MiB .. 1 GiB (Fig. 8);
@@ -21,8 +21,8 @@ Training* (Laskar, Majhi et al., HPCA 2024). Every number is simulated with
 * ``mesh_fig10``: one training epoch of seven DNNs on 8x8 and 9x9 (Fig. 10):
   the AllReduce of each DNN's gradients simulated under the artifact preset
   beside the artifact's own runs, the forward and backward pass from the
-  systolic model (:mod:`wafercoll.mesh.systolic`), epochs by equations (1)
-  and (2) (:mod:`wafercoll.mesh.training`), and the worked example of
+  systolic model (:mod:`wafercoll.mcm.systolic`), epochs by equations (1)
+  and (2) (:mod:`wafercoll.mcm.training`), and the worked example of
   Section VIII-B recomputed;
 * ``mesh_fig11``: the same with each layer's gradient AllReduce started as
   soon as the backward pass produced it (Fig. 11), with the per-layer times
@@ -39,8 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from ..algorithms import build
-from ..mesh import (
+from ..algorithms import algorithm_info, algorithms, build
+from ..mcm import (
     ARTIFACT,
     TABLE_II,
     UNIT_TIMESTEP,
@@ -69,15 +69,11 @@ KIB = 1 << 10
 GIB = 1 << 30
 #: Agreement with the artifact's committed cycles that counts as reproduced.
 ARTIFACT_TOLERANCE = 0.05
-LABELS = {
-    "mesh_ring_allreduce": "Ring",
-    "mesh_ring_bi_allreduce": "RingBiEven",
-    "mesh_ring_bi_odd_allreduce": "RingBiOdd",
-    "mesh_ring_2d_allreduce": "Ring-2D",
-    "mesh_dbtree_allreduce": "DBTree",
-    "mesh_multitree_allreduce": "MultiTree",
-    "mesh_tto_allreduce": "TTO",
-}
+
+
+def paper_label(name: str) -> str:
+    """The paper's label of a registered mesh algorithm (its registry record)."""
+    return algorithm_info(name).label
 
 
 def algorithms_for(rows: int, cols: int) -> list[str]:
@@ -109,16 +105,12 @@ def simulate_presets(
     return [simulate(s, top, net) for net in networks]
 
 
-#: The artifact's name of each algorithm (even mesh, odd mesh).
-_ARTIFACT_NAMES = {
-    "Ring": ("ring", "ring_odd"),
-    "RingBiEven": ("ring_bi", "ring_bi"),
-    "RingBiOdd": ("ring_odd_bi", "ring_odd_bi"),
-    "Ring-2D": ("ring2dn", "ring2dn"),
-    "DBTree": ("dtree", "dtree"),
-    "MultiTree": ("multitree", "multitree"),
-    "TTO": ("mesh_overlap_2d_1", "mesh_overlap_2d_1"),
-}
+def _artifact_names(label: str) -> tuple[str, ...]:
+    """The artifact's names (even mesh, odd mesh) of the mesh algorithm ``label``."""
+    for info in algorithms("allreduce"):
+        if info.family == "mesh" and info.label == label:
+            return info.artifact_names
+    return ()
 
 #: Why two of the artifact's runs are no reference for our builders.
 _NOT_A_REFERENCE = {
@@ -204,8 +196,8 @@ def artifact_reference(
     array: int = 0,
 ) -> float:
     """The artifact's committed cycles for one of our points (NaN if none)."""
-    names = _ARTIFACT_NAMES.get(label)
-    if names is None:
+    names = _artifact_names(label)
+    if not names:
         return math.nan
     ref = artifact_cycles(figure)
     sel = (
@@ -255,7 +247,7 @@ def run_table1(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
             r, art = simulate_presets(name, m, n, size_t2, (TABLE_II, ARTIFACT))
             cols["artifact_pct"].append(100 * art.link_utilization)
             cols["mesh"].append(f"{m}x{n}")
-            cols["algorithm"].append(LABELS[name])
+            cols["algorithm"].append(paper_label(name))
             cols["unit_pct"].append(100 * unit.link_utilization)
             cols["table2_pct"].append(100 * r.link_utilization)
             cols["links_pct"].append(100 * r.links_used / r.num_links)
@@ -354,9 +346,9 @@ def run_fig8(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
     for m, n, size in progress(grid, "mesh_fig8"):
         for name in algorithms_for(m, n):
             r, a = simulate_presets(name, m, n, size, (TABLE_II, ARTIFACT))
-            ref = artifact_reference(LABELS[name], m, n, size)
+            ref = artifact_reference(paper_label(name), m, n, size)
             cols["mesh"].append(f"{m}x{n}")
-            cols["algorithm"].append(LABELS[name])
+            cols["algorithm"].append(paper_label(name))
             cols["size_bytes"].append(size)
             _append_bandwidths(cols, size, r, a, ref)
     findings = _speedups(cols, "Fig. 8", 3.2)
@@ -580,7 +572,7 @@ def run_fig9(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
             cols["artifact_time_s"].append(a.time_s)
             cols["mesh"].append(f"{n}x{n}")
             cols["n"].append(n)
-            cols["algorithm"].append(LABELS[name])
+            cols["algorithm"].append(paper_label(name))
             cols["size_bytes"].append(size)
             cols["time_s"].append(r.time_s)
             if name == "mesh_ring_allreduce" and n in (3, 4):
@@ -644,14 +636,14 @@ def run_fig12(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
         for preset, net in (("table_ii", TABLE_II), ("artifact", ARTIFACT)):
             r = simulate(s, top, net, timeline=True)
             centres, busy = r.busy_links(bins)
-            means[(preset, LABELS[name])] = 100 * r.link_utilization
+            means[(preset, paper_label(name))] = 100 * r.link_utilization
             for c, b in zip(centres, busy, strict=True):
                 cols["preset"].append(preset)
-                cols["algorithm"].append(LABELS[name])
+                cols["algorithm"].append(paper_label(name))
                 cols["t_frac"].append(float(c / r.time_s))
                 cols["busy_pct"].append(float(100 * b / r.num_links))
                 cols["time_s"].append(r.time_s)
-                cols["mean_pct"].append(means[(preset, LABELS[name])])
+                cols["mean_pct"].append(means[(preset, paper_label(name))])
     findings = [
         {
             "quantity": f"mean link utilization of {a} ({m}x{n}, {size // MIB} MiB)"
@@ -830,7 +822,7 @@ def plot_fig14(cols: dict[str, list[Any]], ax: Any = None) -> Any:
 
 def run_fig10(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
     """One training epoch per DNN and algorithm (Fig. 10), artifact preset."""
-    from ..mesh import systolic, training
+    from ..mcm import systolic, training
 
     shapes = [(4, 4), (5, 5)] if quick else [(8, 8), (9, 9)]
     models = ("AlphaGoZero", "alexnet") if quick else systolic.DNNS
@@ -863,7 +855,7 @@ def run_fig10(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
             theirs = float(train["cycles"][sel][0]) * 1e-9 if sel.any() else math.nan
             rows = []
             for name in algorithms_for(m, n):
-                label = LABELS[name]
+                label = paper_label(name)
                 r = simulate_allreduce(name, m, n, size, ARTIFACT)
                 ref = artifact_reference(label, m, n, size, figure="fig10", model=model)
                 used = m * n - 1 if label == "TTO" else m * n
@@ -893,7 +885,7 @@ def run_fig10(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
 
 
 def _fig10_findings(cols: dict[str, list[Any]]) -> list[dict[str, Any]]:
-    from ..mesh import training
+    from ..mcm import training
 
     alg = np.asarray(cols["algorithm"])
     mesh_ = np.asarray(cols["mesh"])
@@ -1034,7 +1026,7 @@ def _overlapped(
 
 def run_fig11(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
     """Layer-wise AllReduce overlapped with the backward pass (Fig. 11), 8x8."""
-    from ..mesh import systolic, training
+    from ..mcm import systolic, training
 
     m = n = 4 if quick else 8
     models = ("AlphaGoZero", "alexnet") if quick else systolic.DNNS
@@ -1080,7 +1072,7 @@ def run_fig11(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
         cache: dict[tuple[str, int], float] = {}
         rows = []
         for name in algorithms_for(m, n):
-            label = LABELS[name]
+            label = paper_label(name)
 
             def ar(size: int, name: str = name, cache: dict = cache) -> float:
                 key = (name, size)
@@ -1212,7 +1204,7 @@ _FIG13_E2E = {
 
 def run_fig13(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
     """One iteration on Simba (6x6, 16 PEs per chiplet) for two MAC arrays."""
-    from ..mesh import systolic, training
+    from ..mcm import systolic, training
 
     m = n = 4 if quick else 6
     models = ("AlphaGoZero", "alexnet") if quick else systolic.DNNS
@@ -1236,7 +1228,7 @@ def run_fig13(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
     for model in models:
         size = training.BYTES_PER_PARAMETER * systolic.dnn_parameters(model)
         times = {
-            LABELS[a]: simulate_allreduce(a, m, n, size, ARTIFACT).time_s
+            paper_label(a): simulate_allreduce(a, m, n, size, ARTIFACT).time_s
             for a in algorithms_for(m, n)
         }
         for a in arrays:

@@ -10,10 +10,10 @@ the max-rate model (:func:`wafercoll.cluster.costs.allreduce_time`, recovered
 details §1.7-1.8) and the authors' model script (``form="script"``), under two
 Blue Waters parameter sets:
 
-* :data:`~wafercoll.cluster.models.BLUE_WATERS_MEASURED` (the default),
+* :data:`~wafercoll.cluster.model.BLUE_WATERS_MEASURED` (the default),
   fitted from the authors' ping-pong measurements by their own procedure:
   the set the paper's figures were drawn with (§1.7a);
-* :data:`~wafercoll.cluster.models.BLUE_WATERS`, the "standard" network rows
+* :data:`~wafercoll.cluster.model.BLUE_WATERS`, the "standard" network rows
   hard-coded in the authors' model file, shown beside it;
 
 and simulate the builders' schedules on a cluster topology
@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from ..cluster import cluster_machine, costs
-from ..cluster.models import (
+from ..cluster.model import (
     BLUE_WATERS,
     BLUE_WATERS_MEASURED,
     LOCALITIES,
@@ -393,9 +393,9 @@ def run_locality(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]
 
     The model is :data:`MEASURED` (max-rate, one sender: postal per protocol
     regime); the measured points are the authors' one-pair ping-pong times
-    (round trip / 2) of :func:`~wafercoll.cluster.models.blue_waters_pingpong`.
+    (round trip / 2) of :func:`~wafercoll.cluster.model.blue_waters_pingpong`.
     """
-    from ..cluster.models import blue_waters_pingpong
+    from ..cluster.model import blue_waters_pingpong
 
     sizes = [1 << k for k in range(0, 17 if quick else 21)]
     cols: dict[str, list[Any]] = {

@@ -8,9 +8,9 @@ the thesis's node examples.
 ``torus_roofline`` (thesis Sections 6.2-6.3.1, Figure 6.1, Appendix A.3):
 for vector sizes of 2 KiB to 640 KiB, the thesis's theoretical runtime (its
 equations A.14/A.15 as written), the same three terms evaluated on our
-schedules with the topology's hop counts (:func:`wafercoll.torus.roofline`),
+schedules with the topology's hop counts (:func:`wafercoll.wormhole.model`),
 and the packet-level simulation on an ideal 8 x 8 torus and on the n150
-(:func:`wafercoll.torus.n150_network`), for Swing and recursive doubling,
+(:func:`wafercoll.wormhole.machine_network`), for Swing and recursive doubling,
 latency- and bandwidth-optimal, the shared-memory algorithm (n150 only: it
 needs the DRAM endpoint) and the bidirectional ring.
 """
@@ -22,11 +22,12 @@ from typing import Any
 import numpy as np
 
 from ..algorithms import build
+from ..wormhole.builders import registered_name
 from ..palette import color as palette_color
 from ..simulate import simulate
 from ..topology import torus as _torus_topology
-from ..torus import hop_table, n150_network, roofline, thesis_time, wormhole_n150
-from ..torus.n150 import TENSIX_ROWS
+from ..wormhole import hop_table, n150_network, roofline, thesis_time, wormhole_n150
+from ..wormhole.machine import TENSIX_ROWS
 from . import Experiment, new_axes, register_experiment
 
 __all__ = ["plot_hops", "plot_roofline", "run_hops", "run_roofline"]
@@ -188,7 +189,7 @@ def run_roofline(
                 continue
             for kib in sizes:
                 n = kib * KIB
-                s = build(f"torus_{alg}_allreduce", topology=topo, size_bytes=n)
+                s = build(registered_name(alg), topology=topo, size_bytes=n)
                 base = alg.split("_")[0]
                 rf = roofline(
                     s,
@@ -347,7 +348,7 @@ register_experiment(
 # -- fidelity: which of the thesis's own cost terms could reverse Swing vs RD ------
 
 #: Cost terms added one after the other to the n150 network, with the thesis's
-#: constants (Appendix A; :data:`wafercoll.torus.roofline.THESIS`).
+#: constants (Appendix A; :data:`wafercoll.wormhole.model.THESIS`).
 FIDELITY_TERMS = (
     ("NoC only", {}),
     (
@@ -388,7 +389,9 @@ def run_fidelity(
         net = net.replace(**change)
         for alg in ("swing_lo", "rd_lo", "swing_bo", "rd_bo"):
             for kib in sizes:
-                s = build(f"torus_{alg}_allreduce", topology=topo, size_bytes=kib * KIB)
+                s = build(
+                    registered_name(alg), topology=topo, size_bytes=kib * KIB
+                )
                 r = simulate(s, topo, net)
                 f = np.asarray(r.rank_finish_s[:64], float)
                 finish[(label, alg, kib)] = f

@@ -24,7 +24,7 @@ import numpy as np
 from .. import wafer
 from ..simulate import simulate
 from ..wafer.builders import tree_schedule
-from ..wafer.network import wse2_network
+from ..wafer.machine import wse2_network
 from ..wafer.reduce1d import autogen, table1_cycles
 from . import Experiment, new_axes, register_experiment
 

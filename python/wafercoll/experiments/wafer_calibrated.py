@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from .. import wafer
-from ..algorithms import build
+from ..algorithms import build, find
 from ..palette import color as palette_color
 from ..simulate import simulate
 from . import Experiment, new_axes, register_experiment
@@ -121,7 +121,7 @@ def run_calibrated(
     net = fits[1].network()
     for B in SMALL_B:
         for p in PATTERNS:
-            c = simulate(build(f"wafer_{p}_reduce", P_ROW, 4 * B), row, net).cycles
+            c = simulate(build(find("wafer", p, "reduce").name, P_ROW, 4 * B), row, net).cycles
             _row(
                 cols,
                 kind="small_B",

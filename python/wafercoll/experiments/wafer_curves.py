@@ -52,11 +52,11 @@ from typing import Any
 import numpy as np
 
 from .. import wafer
-from ..algorithms import build
+from ..algorithms import build, find
 from ..palette import color as palette_color
 from ..schedule import Schedule
 from ..simulate import simulate, simulation_events
-from ..wafer.network import wse2_network
+from ..wafer.machine import wse2_network
 from . import Experiment, new_axes, progress, register_experiment
 from .wafer_allreduce import (
     MODEL_ERROR,
@@ -131,11 +131,11 @@ def _cases_1d(P: int, B: int) -> list[Case]:
     out: list[Case] = [("broadcast", "broadcast", "", bcast, lambda: _bcast(P, B))]
     for p in PATTERNS:
         t = wafer.reduce_time(p, P, B, T_R)
-        out.append(("reduce", p, "", t, mk(f"wafer_{p}_reduce")))
+        out.append(("reduce", p, "", t, mk(find("wafer", p, "reduce").name)))
     for p in PATTERNS:
         t = wafer.allreduce_time(f"{p}+bcast", P, B, T_R)
         out.append(
-            ("allreduce", f"{p}+bcast", "", t, mk(f"wafer_{p}_allreduce", topology=row))
+            ("allreduce", f"{p}+bcast", "", t, mk(find("wafer", p, "allreduce").name, topology=row))
         )
     t = wafer.ring_time(P, B, T_R)
     for m in ("a", "b"):

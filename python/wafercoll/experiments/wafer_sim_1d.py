@@ -32,7 +32,7 @@ from ..analysis import metrics
 from ..palette import color as palette_color
 from ..schedule import Schedule
 from ..simulate import simulate, simulation_events
-from ..wafer.network import wse2_network
+from ..wafer.machine import wse2_network
 from . import Experiment, new_axes, note_explains, register_experiment
 
 __all__ = ["plot_sim_check", "run_sim_check"]
@@ -56,7 +56,7 @@ def _broadcast(P: int, B: int) -> Schedule:
 
 
 def _cases(P: int, B: int) -> list[tuple[str, Any, float]]:
-    from ..algorithms import build
+    from ..algorithms import build, find
 
     out: list[tuple[str, Any, float]] = [
         ("message", lambda: _message(P, B), wafer.message_time(P, B, T_R)),
@@ -66,7 +66,7 @@ def _cases(P: int, B: int) -> list[tuple[str, Any, float]]:
         out.append(
             (
                 name,
-                lambda name=name: build(f"wafer_{name}_reduce", P, 4 * B),
+                lambda name=name: build(find("wafer", name, "reduce").name, P, 4 * B),
                 wafer.reduce_time(name, P, B, T_R),
             )
         )

@@ -2,7 +2,7 @@
 
 Butterfly algorithms pair every rank with a *peer* at each step: recursive
 doubling with ``r XOR 2^s``, Swing with ``r +- rho(s)`` (see
-:mod:`wafercoll.torus.swing`), Bine with its own rule. A step is one
+:mod:`wafercoll.wormhole.swing`), Bine with its own rule. A step is one
 :meth:`~wafercoll.kit.Program.step` of pairwise exchanges; what is sent
 decides the algorithm:
 

@@ -159,17 +159,17 @@ def run_pingpong(args: argparse.Namespace) -> int:
 
 def run_fit(args: argparse.Namespace) -> int:
     """The ``fit`` command; return the exit status."""
-    from ..cluster import costs, models
+    from ..cluster import costs, model
 
-    params = models.fit_pingpong(
+    params = model.fit_pingpong(
         args.pingpong_csv,
         name=os.path.basename(args.pingpong_csv),
         network=args.network,
     )
     print(f"fitted {params.name} ({args.network}):")
     print(f"{'class':<10}{'protocol':<12}{'alpha [us]':>12}{'beta [ns/B]':>13}")
-    for loc in models.LOCALITIES:
-        for proto in models.PROTOCOLS:
+    for loc in model.LOCALITIES:
+        for proto in model.PROTOCOLS:
             pp = params.classes[loc][proto]
             print(
                 f"{loc:<10}{proto:<12}{pp.alpha_s * 1e6:>12.3f}"

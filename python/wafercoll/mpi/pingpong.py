@@ -4,9 +4,9 @@
 pairs of one node communicating at once, as the measurements behind the
 paper 001 models were taken (BlueWatersModel ``bw_output``; recovered
 details §1.8). Its rows have the columns of
-:func:`wafercoll.cluster.models.blue_waters_pingpong`, so
-:func:`wafercoll.cluster.models.fit_pingpong` turns them into a
-:class:`~wafercoll.cluster.models.ClusterParams` the cost equations and the
+:func:`wafercoll.cluster.model.blue_waters_pingpong`, so
+:func:`wafercoll.cluster.model.fit_pingpong` turns them into a
+:class:`~wafercoll.cluster.model.ClusterParams` the cost equations and the
 simulator use, and :func:`wafercoll.cluster.compare_bench` puts a benchmark's
 measured allreduce times beside the model's.
 

@@ -43,7 +43,7 @@ direction, so ``"shortest"`` reproduces the thesis's per-step choice.
 DRAM (for the shared-memory allreduce): a DRAM controller (a hidden router)
 hangs off one DRAM tile (``dram_tile``) by a link each way of
 ``dram_bandwidth_Bps``; behind it sit ``cores + 1`` endpoints, the DRAM
-regions of :func:`wafercoll.torus.builders.shared_memory_schedule` (one per
+regions of :func:`wafercoll.wormhole.builders.shared_memory_schedule` (one per
 core's vector and one for the result), each linked to the controller at the
 same bandwidth. Core-to-DRAM routes follow the TT-Metalium convention of the
 thesis's shared-memory kernel (Listing A.7): writes on NoC 0, reads on NoC 1.
@@ -236,7 +236,7 @@ def wormhole_n150(
     -------
     WormholeN150
         Kind ``"wormhole_n150"``; link latencies are 0 (the hop latency is
-        in :func:`wafercoll.torus.n150.n150_network`).
+        in :func:`wafercoll.wormhole.machine.n150_network`).
 
     Raises
     ------

@@ -81,6 +81,7 @@ from .calibration import (
     overhead_time,
     predicted_speedup,
 )
+from .machine import wse2_network
 from .model import (
     T_R_DEFAULT,
     TreeMetrics,
@@ -104,7 +105,6 @@ from .model import (
     two_phase_time,
     two_phase_tree,
 )
-from .network import wse2_network
 from .reduce1d import (
     REDUCE_ALGORITHMS,
     AutogenTree,

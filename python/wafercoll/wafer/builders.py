@@ -55,7 +55,7 @@ def wafer_row(ranks: int, clock_Hz: float = CS2_CLOCK_HZ) -> Topology:
     return line(p, bandwidth_Bps=WAVELET_BYTES * clock, latency_s=0.0)
 
 
-def _size_wavelets(size_bytes: Any) -> tuple[int, int]:
+def size_wavelets(size_bytes: Any) -> tuple[int, int]:
     """The checked vector size in bytes (a positive multiple of 4) and in wavelets."""
     size = as_int(size_bytes, "size_bytes", WAVELET_BYTES)
     if size % WAVELET_BYTES:
@@ -119,7 +119,7 @@ def tree_schedule(
         non-crossing. With ``row=False`` any rooted tree over the ranks is
         accepted (a rank takes its children in increasing rank order).
     """
-    size, B = _size_wavelets(size_bytes)
+    size, B = size_wavelets(size_bytes)
     w = (
         B
         if wavelets_per_block is None
@@ -165,43 +165,56 @@ def _autogen_builder(
 
 _SOURCE = "Luczynski, Gianinazzi et al., Near-Optimal Wafer-Scale Reduce, HPDC 2024"
 _MAX = 1 << 16
-for _name, _tree, _sec, _summary in (
-    ("wafer_star", star_tree, "5.1", "every PE streams its vector to the root"),
+#: The paper's names of the 1D patterns (Section 5).
+PATTERN_LABELS = {
+    "star": "Star",
+    "chain": "Chain",
+    "tree": "Tree",
+    "two_phase": "Two-Phase",
+    "autogen": "Auto-Gen",
+}
+for _alg, _tree, _sec, _summary in (
+    ("star", star_tree, "5.1", "every PE streams its vector to the root"),
     (
-        "wafer_chain",
+        "chain",
         chain_tree,
         "5.2",
         "every PE adds and forwards to its left neighbour",
     ),
-    ("wafer_tree", binary_tree, "5.3", "binary tree: halve the active PEs every round"),
+    ("tree", binary_tree, "5.3", "binary tree: halve the active PEs every round"),
     (
-        "wafer_two_phase",
+        "two_phase",
         two_phase_tree,
         "5.4",
         "chains in groups of floor(sqrt P) from the far end, then a chain of leaders",
     ),
 ):
     register(
-        AlgorithmInfo(
-            f"{_name}_reduce",
+        AlgorithmInfo.of(
+            "wafer",
+            _alg,
             "reduce",
-            ("line",),
-            f"{_SOURCE}, Section {_sec}",
-            _summary,
-            _pattern(_name, _tree),
-            {"wavelets_per_block": None},
+            families=("line",),
+            source=f"{_SOURCE}, Section {_sec}",
+            summary=_summary,
+            builder=_pattern(f"wafer_{_alg}", _tree),
+            parameters={"wavelets_per_block": None},
             max_ranks=_MAX,
+            label=PATTERN_LABELS[_alg],
         )
     )
 register(
-    AlgorithmInfo(
-        "wafer_autogen_reduce",
+    AlgorithmInfo.of(
+        "wafer",
+        "autogen",
         "reduce",
-        ("line",),
-        f"{_SOURCE}, Section 5.5",
-        "the reduction tree that minimises the cost model (Auto-Gen DP) for this B",
-        _autogen_builder,
-        {"wavelets_per_block": None, "T_R": T_R_DEFAULT},
+        families=("line",),
+        source=f"{_SOURCE}, Section 5.5",
+        summary="the reduction tree that minimises the cost model (Auto-Gen DP) "
+        "for this B",
+        builder=_autogen_builder,
+        parameters={"wavelets_per_block": None, "T_R": T_R_DEFAULT},
         max_ranks=_MAX,
+        label=PATTERN_LABELS["autogen"],
     )
 )

@@ -97,7 +97,13 @@ from .._util import as_int, as_real
 from ..algorithms import AlgorithmInfo, register
 from ..schedule import Schedule
 from ..topology import Topology, mesh
-from .builders import CS2_CLOCK_HZ, WAVELET_BYTES, _size_wavelets, tree_schedule
+from .builders import (
+    CS2_CLOCK_HZ,
+    PATTERN_LABELS,
+    WAVELET_BYTES,
+    size_wavelets,
+    tree_schedule,
+)
 from .model import (
     T_R_DEFAULT,
     as_ramp_latency,
@@ -136,7 +142,7 @@ _COPY, _REDUCE = 0, 1
 def wafer_grid(rows: int, cols: int, clock_Hz: float = CS2_CLOCK_HZ) -> Topology:
     """A ``rows x cols`` grid of PEs (the paper's M x N), a wavelet per cycle per link.
 
-    A :func:`~wafercoll.mesh` (PE ``(r, c)`` is node ``r N + c``; routes go
+    A :func:`~wafercoll.mcm` (PE ``(r, c)`` is node ``r N + c``; routes go
     along the row, then along the column) with ``4 * clock_Hz`` bytes per
     second per link and no link latency: the cycle per hop and the ramps are
     in :func:`wafercoll.wafer.wse2_network`, the model to simulate with.
@@ -394,7 +400,7 @@ def _blocks(size: Any, wavelets_per_block: Any, pes: int) -> tuple[int, list[int
     over ``pes`` PEs can hold: a reduce and a broadcast move each block over
     every PE once, ``2 (pes - 1)`` transfers per block.
     """
-    s, B = _size_wavelets(size)
+    s, B = size_wavelets(size)
     w = (
         B
         if wavelets_per_block is None
@@ -467,7 +473,7 @@ def _reduce_bcast(pattern: str) -> Any:
 
 
 def _ring(p: int, size: int, *, topology: Any = None, mapping: str = "a") -> Schedule:
-    _, B = _size_wavelets(size)
+    _, B = size_wavelets(size)
     order = ring_order(p, mapping).tolist()
     # P blocks of floor(B/P) or ceil(B/P) wavelets, the larger ones first.
     sizes = [WAVELET_BYTES * (B // p + (1 if b < B % p else 0)) for b in range(p)]
@@ -629,7 +635,7 @@ def _xy_ring_allreduce(
     M, N = _grid_shape(name, p, topology, shape)
     if mapping not in RING_MAPPINGS:
         raise ValueError(f"mapping must be 'a' or 'b', got {mapping!r}")
-    _, B = _size_wavelets(size)
+    _, B = size_wavelets(size)
     L = math.lcm(M, N)
     transfers = 2 * L * (M * (N - 1) + N * (M - 1))
     if transfers > _MAX_TRANSFERS:
@@ -664,16 +670,19 @@ for _pat in REDUCE_ALGORITHMS:
     if _pat == "autogen":
         _opts["T_R"] = T_R_DEFAULT
     register(
-        AlgorithmInfo(
-            f"wafer_{_pat}_allreduce",
+        AlgorithmInfo.of(
+            "wafer",
+            _pat,
             "allreduce",
-            ("line",),
-            f"{_SOURCE}, Section 6.1 (Reduce: Section 5, Broadcast: Section 4.2)",
-            f"Reduce-then-Broadcast: the {_pat} reduce to PE root (the pattern on "
-            "each side), then a multicast of the sum",
-            _reduce_bcast(_pat),
-            _opts,
+            families=("line",),
+            source=f"{_SOURCE}, Section 6.1 (Reduce: Section 5, Broadcast: "
+            "Section 4.2)",
+            summary=f"Reduce-then-Broadcast: the {_pat} reduce to PE root (the "
+            "pattern on each side), then a multicast of the sum",
+            builder=_reduce_bcast(_pat),
+            parameters=_opts,
             max_ranks=_MAX_1D,
+            label=f"{PATTERN_LABELS[_pat]}+Bcast",
         )
     )
 register(
@@ -687,6 +696,7 @@ register(
         _ring,
         {"mapping": "a"},
         max_ranks=_MAX_RING,
+        label="Ring",
     )
 )
 register(
@@ -700,9 +710,18 @@ register(
         _xy_ring_allreduce,
         {"shape": None, "mapping": "a"},
         max_ranks=_MAX_2D,
+        label="X-Y Ring",
     )
 )
 _2D: dict[str, Any] = {"shape": None}
+#: The paper's names of the 2D collectives (Section 7).
+_LABELS_2D = {
+    "wafer_2d_broadcast": "2D broadcast",
+    "wafer_xy_reduce": "X-Y",
+    "wafer_snake_reduce": "Snake",
+    "wafer_xy_allreduce": "X-Y AllReduce",
+    "wafer_2d_allreduce": "2D AllReduce",
+}
 for _name, _coll, _sec, _summary, _fn, _params in (
     (
         "wafer_2d_broadcast",
@@ -755,5 +774,6 @@ for _name, _coll, _sec, _summary, _fn, _params in (
             _fn,
             _params,
             max_ranks=_MAX_2D,
+            label=_LABELS_2D[_name],
         )
     )

@@ -319,7 +319,7 @@ def simulated_speedup(
     """
     from ..simulate import simulate
     from .builders import wafer_row
-    from .network import wse2_network
+    from .machine import wse2_network
 
     if m.grid:
         raise ValueError(
@@ -377,7 +377,7 @@ class Calibration:
 
     def network(self) -> Any:
         """The simulator preset with this overhead (:func:`wse2_network`)."""
-        from .network import wse2_network
+        from .machine import wse2_network
 
         return wse2_network(self.T_R, switch_overhead=self.switch_overhead)
 

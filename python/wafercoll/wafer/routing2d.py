@@ -110,8 +110,8 @@ from ..schedule import Schedule
 from ..simulate import NetworkModel, simulate
 from ..topology import Topology
 from .builders2d import pattern_tree
+from .machine import wse2_network
 from .model import T_R_DEFAULT, as_ramp_latency
-from .network import wse2_network
 from .reduce1d import MAX_DP_P, REDUCE_ALGORITHMS
 
 __all__ = [

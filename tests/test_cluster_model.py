@@ -8,17 +8,17 @@ import numpy as np
 import pytest
 
 import wafercoll as wc
-from wafercoll.cluster import costs, models
-from wafercoll.cluster.models import BLUE_WATERS, Postal
+from wafercoll.cluster import costs, model
+from wafercoll.cluster.model import BLUE_WATERS, Postal
 
 
 def test_postal_and_split_are_the_linear_forms() -> None:
-    t = models.postal_time(
+    t = model.postal_time(
         3, 1000, 500, alpha_s=2e-6, beta_s_per_byte=1e-9, gamma_s_per_byte=4e-10
     )
     assert t == pytest.approx(3 * 2e-6 + 1000 * 1e-9 + 500 * 4e-10)
     loc, net = Postal(1e-6, 2e-10), Postal(5e-6, 1e-9)
-    t = models.split_time(
+    t = model.split_time(
         4, 800, 2, 400, 100, local=loc, network=net, gamma_s_per_byte=1e-9
     )
     assert t == pytest.approx(4e-6 + 800 * 2e-10 + 2 * 5e-6 + 400e-9 + 100e-9)
@@ -27,25 +27,25 @@ def test_postal_and_split_are_the_linear_forms() -> None:
 def test_max_rate_limits_k_senders_by_the_nic() -> None:
     a, rb, rn = 1e-6, 1e9, 4e9
     k = np.arange(1, 9)
-    t = models.max_rate_time(k, 1e6, alpha_s=a, R_b_Bps=rb, R_N_Bps=rn)
+    t = model.max_rate_time(k, 1e6, alpha_s=a, R_b_Bps=rb, R_N_Bps=rn)
     expect = [a + kk * 1e6 / min(rn, kk * rb) for kk in k]
     np.testing.assert_allclose(t, expect)
     # k = 1 is the postal cost; up to R_N / R_b senders run at full speed
     assert t[0] == pytest.approx(
-        models.postal_time(1, 1e6, alpha_s=a, beta_s_per_byte=1 / rb)
+        model.postal_time(1, 1e6, alpha_s=a, beta_s_per_byte=1 / rb)
     )
     np.testing.assert_allclose(t[:4], t[0])
     assert t[7] == pytest.approx(a + 8e6 / rn)
     with pytest.raises(ValueError, match="senders must be >= 1"):
-        models.max_rate_time(0, 1, alpha_s=0, R_b_Bps=1, R_N_Bps=1)
+        model.max_rate_time(0, 1, alpha_s=0, R_b_Bps=1, R_N_Bps=1)
 
 
 def test_protocol_cutoffs() -> None:
-    assert models.protocol(499) == "short"
-    assert models.protocol(500) == "eager"
-    assert models.protocol(7999) == "eager"
-    assert models.protocol(8000) == "rendezvous"
-    assert list(models.protocol([0, 600, 9000])) == ["short", "eager", "rendezvous"]
+    assert model.protocol(499) == "short"
+    assert model.protocol(500) == "eager"
+    assert model.protocol(7999) == "eager"
+    assert model.protocol(8000) == "rendezvous"
+    assert list(model.protocol([0, 600, 9000])) == ["short", "eager", "rendezvous"]
 
 
 def test_fit_postal_recovers_known_parameters() -> None:
@@ -53,16 +53,16 @@ def test_fit_postal_recovers_known_parameters() -> None:
     sizes = np.repeat(2.0 ** np.arange(0, 20), 3)
     alpha, beta = 3e-6, 4e-10
     times = 2 * (alpha + beta * sizes) * (1 + 1e-4 * rng.standard_normal(sizes.size))
-    fit = models.fit_postal(sizes, times, round_trip=True)
+    fit = model.fit_postal(sizes, times, round_trip=True)
     assert fit.alpha_s == pytest.approx(alpha, rel=1e-2)
     assert fit.beta_s_per_byte == pytest.approx(beta, rel=1e-3)
-    per = models.fit_postal(sizes, times / 2, by_protocol=True)
-    assert set(per) == set(models.PROTOCOLS)
+    per = model.fit_postal(sizes, times / 2, by_protocol=True)
+    assert set(per) == set(model.PROTOCOLS)
     assert per["rendezvous"].beta_s_per_byte == pytest.approx(beta, rel=1e-2)
     with pytest.raises(ValueError, match="same length"):
-        models.fit_postal([1, 2], [1.0])
+        model.fit_postal([1, 2], [1.0])
     with pytest.raises(ValueError, match="two distinct sizes"):
-        models.fit_postal([8, 8], [1.0, 1.0])
+        model.fit_postal([8, 8], [1.0, 1.0])
 
 
 def test_blue_waters_set_has_sources_and_a_user_set_can_replace_it() -> None:
@@ -79,7 +79,7 @@ def test_blue_waters_set_has_sources_and_a_user_set_can_replace_it() -> None:
     with pytest.raises(ValueError, match="model must be"):
         bw.network_time(8, 1, "hockney")
     with pytest.raises(ValueError, match="must be a Postal"):
-        models.ClusterParams("x", {}, {}, 0.0, 1)
+        model.ClusterParams("x", {}, {}, 0.0, 1)
 
 
 @pytest.mark.parametrize(("n", "ppn"), [(16, 16), (256, 16), (64, 4)])
@@ -136,7 +136,7 @@ def test_simulator_on_a_cluster_shows_the_max_rate_behaviour() -> None:
         for i in range(k):
             sched.add_transfer(i, 8 + i, [0])
         r = wc.simulate(sched, topo, net)
-        want = models.max_rate_time(k, s, alpha_s=3e-6, R_b_Bps=rb, R_N_Bps=rn)
+        want = model.max_rate_time(k, s, alpha_s=3e-6, R_b_Bps=rb, R_N_Bps=rn)
         assert r.time_s == pytest.approx(want, rel=0.01), k
 
 
@@ -165,19 +165,19 @@ def test_fit_max_rate_recovers_known_parameters() -> None:
                 times.append(2 * (a_r + b_r * s))
             else:
                 times.append(2 * (a_r + k * s * inv_rn))
-    fit, rn = models.fit_max_rate(sizes, times, senders, round_trip=True)
+    fit, rn = model.fit_max_rate(sizes, times, senders, round_trip=True)
     assert fit["short"].alpha_s == pytest.approx(a_s)
     assert fit["eager"].beta_s_per_byte == pytest.approx(b_s)
     assert fit["rendezvous"].alpha_s == pytest.approx(a_r)
     assert fit["rendezvous"].beta_s_per_byte == pytest.approx(b_r)
     assert 1 / rn == pytest.approx(inv_rn)
     with pytest.raises(ValueError, match="senders must be >= 1"):
-        models.fit_max_rate([9000, 9000], [1e-5, 1e-5], [0, 1])
+        model.fit_max_rate([9000, 9000], [1e-5, 1e-5], [0, 1])
     with pytest.raises(ValueError, match="same length"):
-        models.fit_max_rate([9000], [1e-5, 1e-5], [1])
+        model.fit_max_rate([9000], [1e-5, 1e-5], [1])
     small = [s for s in sizes if s < 8000]
     with pytest.raises(ValueError, match="rendezvous points"):
-        models.fit_max_rate(small, times[: len(small)], senders[: len(small)])
+        model.fit_max_rate(small, times[: len(small)], senders[: len(small)])
 
 
 def _measured_by_normal_equations(locality: str) -> dict[str, tuple[float, ...]]:
@@ -224,7 +224,7 @@ def _measured_by_normal_equations(locality: str) -> dict[str, tuple[float, ...]]
 
 @pytest.mark.parametrize("locality", ["network", "node", "socket"])
 def test_measured_set_is_the_least_squares_fit_of_the_shipped_data(locality) -> None:
-    m = models.BLUE_WATERS_MEASURED
+    m = model.BLUE_WATERS_MEASURED
     want = _measured_by_normal_equations(locality)
     for proto, vals in want.items():
         got = m.classes[locality][proto]
@@ -233,7 +233,7 @@ def test_measured_set_is_the_least_squares_fit_of_the_shipped_data(locality) -> 
     if locality == "network":
         assert 1 / m.nic_Bps["rendezvous"] == pytest.approx(want["rendezvous"][2])
         assert m.nic_Bps["short"] is None and m.nic_Bps["eager"] is None
-    d = models.blue_waters_pingpong()
+    d = model.blue_waters_pingpong()
     assert set(d["locality"]) == {"network", "node", "socket"}
     assert d["pairs"][d["locality"] == "network"].max() == 16
     with pytest.raises(ValueError):
@@ -247,14 +247,14 @@ def test_script_form_is_the_authors_script_under_the_measured_set() -> None:
     # 16 senders (NIC-bound from 4 senders: alpha + 16 s / R_N), SMP's = one
     # sender (alpha + beta s), NAP with log2 p local steps and
     # ceil(log2 n / 4) network steps.
-    m = models.BLUE_WATERS_MEASURED
+    m = model.BLUE_WATERS_MEASURED
     g = m.gamma_s_per_byte
     for p_exp in (7, 11, 15, 16):
         p = 1 << p_exp
         n = p // 16
         for s in (8.0, 1024.0, 7992.0, 8000.0, 16384.0):
-            node = m.classes["node"][models.protocol(s)]
-            net = m.classes["network"][models.protocol(s)]
+            node = m.classes["node"][model.protocol(s)]
+            net = m.classes["network"][model.protocol(s)]
             intra = node.alpha_s + node.beta_s_per_byte * s
             if s >= 8000:
                 inter = net.alpha_s + 16 * s / m.nic_Bps["rendezvous"]
@@ -277,7 +277,7 @@ def test_script_form_is_the_authors_script_under_the_measured_set() -> None:
 @pytest.mark.parametrize("algorithm", ["rd", "smp", "nap", "dissemination"])
 def test_socket_level_limits(algorithm: str) -> None:
     n, ppn, sizes = 32, 16, [8.0, 2000.0, 1e5]
-    P = models.BLUE_WATERS_MEASURED
+    P = model.BLUE_WATERS_MEASURED
     base = costs.allreduce_time(algorithm, n, ppn, sizes, P)
     # One process per socket: every on-node message crosses sockets (the
     # node class), as without the socket level.
@@ -323,7 +323,7 @@ def test_socket_level_rejects_bad_counts() -> None:
 
 
 @pytest.mark.parametrize("size", [64, 4000, 20000])
-@pytest.mark.parametrize("params", [models.BLUE_WATERS, models.BLUE_WATERS_MEASURED])
+@pytest.mark.parametrize("params", [model.BLUE_WATERS, model.BLUE_WATERS_MEASURED])
 def test_cluster_machine_socket_level_costs(size: int, params) -> None:
     # One message per locality class costs that class's postal time (the
     # cross-socket bytes are no faster than on-socket ones in these sets).

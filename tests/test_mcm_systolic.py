@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from wafercoll.experiments import mesh_mcm
-from wafercoll.mesh import systolic, training
+from wafercoll.mcm import systolic, training
 
 
 def test_one_gemm_by_hand() -> None:

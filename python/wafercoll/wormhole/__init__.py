@@ -1,23 +1,23 @@
-"""Collectives on tori: Swing and recursive doubling, the Wormhole n150.
+"""The Tenstorrent Wormhole n150 (paper 002): Swing and recursive doubling on tori.
 
 The topology itself is :func:`wafercoll.topology.torus` (``wc.topology.torus(rows,
 cols)``); this package holds the algorithms and models.
 
-Modules: :mod:`~wafercoll.torus.swing` (peers and the block rule),
-:mod:`~wafercoll.torus.builders` (``swing_lo``, ``swing_bo``, ``rd_lo``,
+Modules: :mod:`~wafercoll.wormhole.swing` (peers and the block rule),
+:mod:`~wafercoll.wormhole.builders` (``swing_lo``, ``swing_bo``, ``rd_lo``,
 ``rd_bo``, ``shared_memory``, ``ring_bidir`` for :func:`wafercoll.build`),
-:mod:`~wafercoll.torus.n150` (the Wormhole n150 topology and its network
-preset ``"wormhole_n150"``), :mod:`~wafercoll.torus.hops` (per-step hop
-tables) and :mod:`~wafercoll.torus.roofline` (the thesis's runtime model).
+:mod:`~wafercoll.wormhole.machine` (the Wormhole n150 topology and its network
+preset ``"wormhole_n150"``), :mod:`~wafercoll.wormhole.hops` (per-step hop
+tables) and :mod:`~wafercoll.wormhole.model` (the thesis's runtime model).
 """
 
 from __future__ import annotations
 
-from . import builders, n150, swing
+from . import builders, machine, model, swing
 from .builders import TORUS_ALGORITHMS, hamiltonian_ring
 from .hops import HopTable, hop_table
-from .n150 import WormholeN150, n150_network, wormhole_n150
-from .roofline import THESIS, RooflineParams, roofline, thesis_time
+from .machine import WormholeN150, n150_network, wormhole_n150
+from .model import THESIS, RooflineParams, roofline, thesis_time
 from .swing import (
     peer_table,
     rd_peer,
@@ -38,7 +38,8 @@ __all__: list[str] = [
     "hop_table",
     "WormholeN150",
     "builders",
-    "n150",
+    "machine",
+    "model",
     "n150_network",
     "wormhole_n150",
     "hamiltonian_ring",

@@ -179,7 +179,7 @@ def dnn_layers(name: str) -> tuple[Layer, ...]:
     if name in DNNS:
         from importlib.resources import files
 
-        text = files("wafercoll.mesh").joinpath("data", "dnn", f"{name}.csv")
+        text = files("wafercoll.mcm").joinpath("data", "dnn", f"{name}.csv")
         return _parse(text.read_text(), f"{name}.csv")
     import os
 

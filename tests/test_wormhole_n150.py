@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import wafercoll as wc
-from wafercoll.torus import n150
+from wafercoll.wormhole import n150
 
 COLS = [1, 2, 3, 4, 6, 7, 8, 9]
 ROWS = [1, 2, 3, 4, 5, 7, 8, 9, 10, 11]
@@ -19,7 +19,7 @@ ROWS = [1, 2, 3, 4, 5, 7, 8, 9, 10, 11]
 
 @pytest.fixture(scope="module")
 def board():
-    return wc.torus.wormhole_n150(harvested_row=10)
+    return wc.wormhole.wormhole_n150(harvested_row=10)
 
 
 def phys(harvested, r):
@@ -55,7 +55,7 @@ def test_layout_and_links(board):
 
 @pytest.mark.parametrize("noc", [0, 1, "shortest"])
 def test_routes_follow_the_noc(noc):
-    t = wc.torus.wormhole_n150(10, noc, dram=False)
+    t = wc.wormhole.wormhole_n150(10, noc, dram=False)
     links = t.links
     for a in range(0, 64, 3):
         for b in range(64):
@@ -94,23 +94,23 @@ def test_dram_routes_write_on_noc0_read_on_noc1(board):
 def test_bad_input_raises():
     for row in (0, 6, 12, -1):
         with pytest.raises(ValueError, match="harvested_row"):
-            wc.torus.wormhole_n150(harvested_row=row)
+            wc.wormhole.wormhole_n150(harvested_row=row)
     with pytest.raises(ValueError, match="larger"):
-        wc.torus.wormhole_n150(rows=10)
+        wc.wormhole.wormhole_n150(rows=10)
     with pytest.raises(ValueError, match="larger"):
-        wc.torus.wormhole_n150(cols=9)
+        wc.wormhole.wormhole_n150(cols=9)
     with pytest.raises(ValueError, match="noc"):
-        wc.torus.wormhole_n150(noc=2)
+        wc.wormhole.wormhole_n150(noc=2)
     with pytest.raises(ValueError, match="dram_tile"):
-        wc.torus.wormhole_n150(dram_tile=(1, 1))
+        wc.wormhole.wormhole_n150(dram_tile=(1, 1))
     with pytest.raises(TypeError):
-        wc.torus.wormhole_n150(harvested_row=10.0)
-    t = wc.torus.wormhole_n150(rows=9, dram=False)  # the whole usable 9 x 8
+        wc.wormhole.wormhole_n150(harvested_row=10.0)
+    t = wc.wormhole.wormhole_n150(rows=9, dram=False)  # the whole usable 9 x 8
     assert t.num_endpoints == 72
 
 
 def model_worst(alg, harvested):
-    peers = wc.torus.peer_table(alg, (8, 8))
+    peers = wc.wormhole.peer_table(alg, (8, 8))
     return [
         max(min(model_hops(harvested, r, int(peers[s, r]))) for r in range(64))
         for s in range(6)
@@ -119,16 +119,16 @@ def model_worst(alg, harvested):
 
 @pytest.mark.parametrize("harvested", [1, 3, 5, 8, 10, 11])
 def test_hop_table_matches_the_ring_distance_model(harvested):
-    t = wc.torus.wormhole_n150(harvested, dram=False)
+    t = wc.wormhole.wormhole_n150(harvested, dram=False)
     for alg in ("swing", "rd"):
-        table = wc.torus.hop_table(alg, t)
+        table = wc.wormhole.hop_table(alg, t)
         assert table.per_step_worst.tolist() == model_worst(alg, harvested)
         assert table.steps == ["x0", "y0", "x1", "y1", "x2", "y2"]
 
 
 def test_rd_worst_hops_on_the_n150_reproduce_the_thesis(board):
     # The claim of thesis Section 6.3.2 (acceptance): 1 + 2 + 2 + 3 + 5 + 5.
-    table = wc.torus.hop_table("rd_bo", board)
+    table = wc.wormhole.hop_table("rd_bo", board)
     assert table.per_step_worst.tolist() == [1, 2, 2, 3, 5, 5]
     assert table.worst_total == 18
 
@@ -137,10 +137,10 @@ def test_ideal_torus_totals():
     # Every node: ring distances |rho(k)| = 1, 1, 3 (Swing) or 2^k (RD) on a
     # ring of 8, twice (two dimensions).
     t = wc.topology.torus(8, 8)
-    swing = wc.torus.hop_table("swing", t)
-    rd = wc.torus.hop_table("rd", t)
+    swing = wc.wormhole.hop_table("swing", t)
+    rd = wc.wormhole.hop_table("rd", t)
     ring = [
-        min(abs(wc.torus.rho(k)) % 8, 8 - abs(wc.torus.rho(k)) % 8) for k in range(3)
+        min(abs(wc.wormhole.rho(k)) % 8, 8 - abs(wc.wormhole.rho(k)) % 8) for k in range(3)
     ]
     assert (swing.node_totals == 2 * sum(ring)).all()
     assert (rd.node_totals == 2 * (1 + 2 + 4)).all()
@@ -175,7 +175,7 @@ def link_loads(schedule, topo):
 
 def test_swing_bo_has_lower_link_load_than_rd_bo_on_an_ideal_torus():
     topo = wc.topology.torus(8, 8, bandwidth_Bps=32e9)
-    net = wc.torus.n150_network()
+    net = wc.wormhole.n150_network()
     size = 64 * 1024
     peak = {}
     for name in ("torus_swing_bo_allreduce", "torus_rd_bo_allreduce"):
@@ -189,26 +189,26 @@ def test_swing_bo_has_lower_link_load_than_rd_bo_on_an_ideal_torus():
 
 def test_roofline_terms():
     n = 256 * 1024
-    p = wc.torus.THESIS
-    lo = wc.torus.thesis_time("lo", n)
+    p = wc.wormhole.THESIS
+    lo = wc.wormhole.thesis_time("lo", n)
     comm = n / 9e9
     comp = n / (262e12 / 64)
     assert lo["total"] == pytest.approx(6 * max(comm, comp) + 3 * 18 * 9e-9)
-    bo = wc.torus.thesis_time("bo", n)
+    bo = wc.wormhole.thesis_time("bo", n)
     assert bo["total"] == pytest.approx(max(comm, comp) + comm + 5 * 18 * 9e-9)
     s = wc.build("torus_swing_lo_allreduce", 64, n, dims=(8, 8))
-    r = wc.torus.roofline(s, step_hops=[1, 2, 3, 4, 5, 6])
+    r = wc.wormhole.roofline(s, step_hops=[1, 2, 3, 4, 5, 6])
     assert r["t_comm"] == pytest.approx(6 * comm)
     assert r["t_comp"] == pytest.approx(6 * comp)
     assert r["t_sync"] == pytest.approx(21 * p.hop_s)
     assert r["regime"] == "transfer"
     bo_s = wc.build("torus_rd_bo_allreduce", 64, n, dims=(8, 8))
-    rb = wc.torus.roofline(bo_s)
+    rb = wc.wormhole.roofline(bo_s)
     assert rb["t_comm"] == pytest.approx(2 * (63 / 64) * comm)
     with pytest.raises(ValueError, match="variant"):
-        wc.torus.thesis_time("xo", n)
+        wc.wormhole.thesis_time("xo", n)
     with pytest.raises(ValueError, match="step_hops"):
-        wc.torus.roofline(s, step_hops=[1] * 7)
+        wc.wormhole.roofline(s, step_hops=[1] * 7)
 
 
 def test_constants_have_their_documented_values():
@@ -222,7 +222,7 @@ def test_hop_table_reads_the_peers_of_a_built_schedule():
     # Sides that are not powers of two: the shrink steps leave ranks idle.
     t = wc.topology.torus(3, 4)
     s = wc.build("torus_rd_lo_allreduce", 12, 96, topology=t)
-    table = wc.torus.hop_table(s, t)
+    table = wc.wormhole.hop_table(s, t)
     assert table.peers.shape == (s.num_steps, 12)
     expect = np.full((s.num_steps, 12), -1)
     for k, step in enumerate(s.steps()):
@@ -234,6 +234,6 @@ def test_hop_table_reads_the_peers_of_a_built_schedule():
     busy = np.argwhere(~idle)
     assert all(table.hops[a, r] == t.hops(r, expect[a, r]) for a, r in busy)
     with pytest.raises(ValueError, match="algorithm"):
-        wc.torus.hop_table("ring", t)
+        wc.wormhole.hop_table("ring", t)
     with pytest.raises(TypeError, match="Schedule"):
-        wc.torus.hop_table(3, t)
+        wc.wormhole.hop_table(3, t)

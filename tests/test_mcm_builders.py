@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import wafercoll as wc
-from wafercoll import mesh
+from wafercoll import mcm
 
 SHAPES = [(m, n) for m in range(2, 10) for n in range(2, 10) if m <= n and m * n <= 30]
 SHAPES += [
@@ -40,7 +40,7 @@ def _applies(name: str, m: int, n: int) -> bool:
     return True
 
 
-@pytest.mark.parametrize("name", mesh.MESH_ALGORITHMS)
+@pytest.mark.parametrize("name", mcm.MESH_ALGORITHMS)
 def test_every_builder_verifies_and_executes(
     name: str, rng: np.random.Generator
 ) -> None:
@@ -112,7 +112,7 @@ def test_ring_bi_odd_centre_and_corners() -> None:
 def test_tto_trees_are_disjoint_and_span() -> None:
     for m in range(2, 10):
         for n in range(2, 10):
-            tr = mesh.tto_trees(m, n)
+            tr = mcm.tto_trees(m, n)
             assert tr.excluded == (m - 1) * n
             links: set[tuple[int, int]] = set()
             for par, root in zip(tr.parents, tr.roots, strict=True):
@@ -128,7 +128,7 @@ def test_tto_trees_are_disjoint_and_span() -> None:
                     assert abs(u // n - v // n) + abs(u % n - v % n) == 1
                     assert (int(v), u) not in links
                     links.add((int(v), u))
-                depth = mesh.tree_depths(par)
+                depth = mcm.tree_depths(par)
                 assert depth[root] == 0 and (depth[members] >= 0).all()
             # N - 1 edges in the corner trees, N - 2 in the third
             assert len(links) == 3 * m * n - 4
@@ -146,17 +146,17 @@ def test_hamiltonian_cycles_are_cycles() -> None:
     for m in range(2, 12):
         for n in range(2, 12):
             if (m * n) % 2 == 0:
-                check(mesh.hamiltonian_cycle(m, n), m, n, None)
+                check(mcm.hamiltonian_cycle(m, n), m, n, None)
                 with pytest.raises(ValueError, match="exclude"):
-                    mesh.hamiltonian_cycle(m, n, exclude="corner")
+                    mcm.hamiltonian_cycle(m, n, exclude="corner")
                 continue
             with pytest.raises(ValueError, match="no Hamiltonian cycle"):
-                mesh.hamiltonian_cycle(m, n)
+                mcm.hamiltonian_cycle(m, n)
             for r, c in [(0, 0), (0, n - 1), (m - 1, 0), (m - 1, n - 1)]:
-                check(mesh.hamiltonian_cycle(m, n, (r, c)), m, n, r * n + c)
+                check(mcm.hamiltonian_cycle(m, n, (r, c)), m, n, r * n + c)
             if m == n:
-                check(mesh.hamiltonian_cycle(m, n, "centre"), m, n, (m * n) // 2)
-    path = mesh.hamiltonian_path(3, 4)
+                check(mcm.hamiltonian_cycle(m, n, "centre"), m, n, (m * n) // 2)
+    path = mcm.hamiltonian_path(3, 4)
     top = wc.topology.mesh(3, 4)
     assert sorted(path.tolist()) == list(range(12))
     assert all(top.link_id(int(a), int(b)) >= 0 for a, b in zip(path, path[1:]))
@@ -169,7 +169,7 @@ def _steps(name: str, m: int, n: int, size: int, **kw: object) -> float:
     top = wc.topology.mesh(m, n)
     name = name.replace("allreduce", str(kw.pop("phase", "allreduce")))
     s = wc.build(name, topology=top, size_bytes=size, **kw)
-    return wc.simulate(s, top, mesh.UNIT_TIMESTEP).cycles
+    return wc.simulate(s, top, mcm.UNIT_TIMESTEP).cycles
 
 
 def test_fig5_two_corner_trees_on_a_line() -> None:
@@ -187,7 +187,7 @@ def test_fig5_two_corner_trees_on_a_line() -> None:
         phase="reduce_scatter",
     )
     assert two == 2 * (3 + chunks - 1)
-    mt = mesh.multitree(1, 4)
+    mt = mcm.multitree(1, 4)
     assert mt.steps == 3
     four = _steps(
         "mesh_multitree_allreduce",
@@ -210,8 +210,8 @@ def test_fig7_tto_against_multitree_3x3() -> None:
     tto = _steps(
         "mesh_tto_allreduce", 3, 3, 9 * C, chunk_bytes=9, phase="reduce_scatter"
     )
-    assert tto == 3 * (mesh.tto_trees(3, 3).height + C - 1)
-    T = mesh.multitree(3, 3, sort=True).steps
+    assert tto == 3 * (mcm.tto_trees(3, 3).height + C - 1)
+    T = mcm.multitree(3, 3, sort=True).steps
     mt = _steps(
         "mesh_multitree_allreduce",
         3,
@@ -262,7 +262,7 @@ def test_multitree_steps_from_the_simulator(
         (True, "reference", ref_on),
         (False, "clean", clean),
     ):
-        assert mesh.multitree(d, d, sort=sort, rule=rule).steps == want
+        assert mcm.multitree(d, d, sort=sort, rule=rule).steps == want
         got = _steps(
             "mesh_multitree_allreduce",
             d,
@@ -278,14 +278,14 @@ def test_multitree_steps_from_the_simulator(
 
 def test_multitree_reference_test_vectors() -> None:
     # recovered details 2.3: 2x2 (sort off) tree 0 and 3x3 tree 4
-    t = mesh.multitree(2, 2, sort=False)
+    t = mcm.multitree(2, 2, sort=False)
     assert t.steps == 2
     assert {(v, int(t.parents[0, v]), int(t.times[0, v])) for v in (1, 2, 3)} == {
         (2, 0, 0),
         (1, 0, 0),
         (3, 2, 1),
     }
-    t = mesh.multitree(3, 3, sort=False)
+    t = mcm.multitree(3, 3, sort=False)
     got = {(v, int(t.parents[4, v]), int(t.times[4, v])) for v in range(9) if v != 4}
     assert got == {
         (1, 4, 0),
@@ -301,10 +301,10 @@ def test_multitree_reference_test_vectors() -> None:
 
 def test_double_binary_tree_rules() -> None:
     for n in range(2, 40):
-        t0, t1 = mesh.double_binary_tree(n)
+        t0, t1 = mcm.double_binary_tree(n)
         for t in (t0, t1):
             assert (t < 0).sum() == 1
-            depth = mesh.tree_depths(t)
+            depth = mcm.tree_depths(t)
             assert (depth >= 0).all()
             kids = np.bincount(t[t >= 0], minlength=n)
             assert kids.max() <= 2
@@ -334,7 +334,7 @@ def test_bad_input_names_the_alternative() -> None:
             size_bytes=100,
             chunk_bytes=101,
         )
-    for name in mesh.MESH_ALGORITHMS:
+    for name in mcm.MESH_ALGORITHMS:
         with pytest.raises(ValueError, match="1x1"):
             wc.build(name, topology=wc.topology.mesh(1, 1), size_bytes=100)
         with pytest.raises(ValueError, match="mesh"):
@@ -375,10 +375,10 @@ def test_bad_input_names_the_alternative() -> None:
 def test_presets_are_registered_and_documented() -> None:
     assert "mcm_table_ii" in wc.network_presets()
     assert "mcm_unit_timestep" in wc.network_presets()
-    t2 = mesh.TABLE_II
+    t2 = mcm.TABLE_II
     assert (t2.bandwidth_Bps, t2.packet_bytes, t2.flit_bytes) == (25e9, 8192, 512)
     assert t2.switching == "cut_through" and t2.hop_latency_s == 21e-9
-    u = mesh.UNIT_TIMESTEP
+    u = mcm.UNIT_TIMESTEP
     assert u.switching == "store_and_forward" and u.packet_bytes is None
     # one transfer of k pieces over h hops: h * k timesteps
     s = wc.Schedule(9, [5], "broadcast", root=0)
@@ -391,12 +391,12 @@ def test_table_ii_single_transfer_closed_form() -> None:
     S, h = 3 * 8192, 3
     s = wc.Schedule(4, [S], "broadcast", root=0)
     s.add_transfer(0, 3, [0])
-    r = wc.simulate(s, wc.topology.mesh(1, 4), mesh.TABLE_II)
+    r = wc.simulate(s, wc.topology.mesh(1, 4), mcm.TABLE_II)
     bw, lat, F = 25e9, 21e-9, 512
     assert r.time_s == pytest.approx(h * lat + (h - 1) * F / bw + S / bw, rel=1e-12)
 
 
-@pytest.mark.parametrize("name", ["wafercoll.mesh", "wafercoll.kit.orders"])
+@pytest.mark.parametrize("name", ["wafercoll.mcm", "wafercoll.kit.orders"])
 def test_docstring_examples(name: str) -> None:
     import doctest
     import importlib

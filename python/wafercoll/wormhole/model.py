@@ -12,7 +12,7 @@ Thesis ``002``, Appendix A.3.1, with ``n`` bytes per core and FP8 data
 :func:`thesis_time` evaluates these as written. :func:`roofline` applies
 the same three terms to any schedule: per step, the most bytes any rank
 sends (over ``B_comm``) and reduces (over its FLOPS), plus the latency of
-the worst hop count of the step (:func:`wafercoll.torus.hop_table` for
+the worst hop count of the step (:func:`wafercoll.wormhole.hop_table` for
 Swing and recursive doubling, one hop per step otherwise), so that hop
 counts of the topology enter as they do in the thesis's synchronisation
 term. The shared-memory algorithm moves ``(3 p - 1) n`` bytes through the

@@ -162,14 +162,14 @@ ARTIFACT_ALGORITHMS = {
 
 @functools.lru_cache(maxsize=4)
 def _table(name: str) -> dict[str, np.ndarray]:
-    """The columns of a CSV of ``wafercoll/mesh/data`` (read-only arrays).
+    """The columns of a CSV of ``wafercoll/mcm/data`` (read-only arrays).
 
     Lines starting with ``#`` are comments; a column whose values are all
     digits (or empty, read as 0) is int64, any other a string column.
     """
     from importlib.resources import files
 
-    text = files("wafercoll.mesh").joinpath("data", name).read_text()
+    text = files("wafercoll.mcm").joinpath("data", name).read_text()
     lines = [ln for ln in text.splitlines() if ln and ln[0] != "#"]
     header = lines[0].split(",")
     rows = [ln.split(",") for ln in lines[1:]]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import wafercoll as wc
-from wafercoll.torus import builders, swing
+from wafercoll.wormhole import builders, swing
 
 GRID_BUILDERS = [
     "torus_swing_lo_allreduce",
@@ -36,33 +36,33 @@ def test_swing_peer_is_the_papers_formula():
             for r in range(p):
                 d = rho_by_sum(s)
                 want = (r + d) % p if r % 2 == 0 else (r - d) % p
-                assert wc.torus.swing_peer(r, s, p) == want
-    assert [wc.torus.rho(s) for s in range(8)] == [rho_by_sum(s) for s in range(8)]
+                assert wc.wormhole.swing_peer(r, s, p) == want
+    assert [wc.wormhole.rho(s) for s in range(8)] == [rho_by_sum(s) for s in range(8)]
 
 
 @pytest.mark.parametrize("p", range(2, 65, 2))
 def test_swing_peer_is_an_involution_for_even_p(p):
     for s in range(8):
         for r in range(p):
-            q = wc.torus.swing_peer(r, s, p)
-            assert q != r and wc.torus.swing_peer(q, s, p) == r
+            q = wc.wormhole.swing_peer(r, s, p)
+            assert q != r and wc.wormhole.swing_peer(q, s, p) == r
             assert (q - r) % 2 == 1  # even ranks pair with odd ranks
 
 
 def test_rd_peer_and_bad_input():
-    assert [wc.torus.rd_peer(5, s, 8) for s in range(3)] == [4, 7, 1]
+    assert [wc.wormhole.rd_peer(5, s, 8) for s in range(3)] == [4, 7, 1]
     with pytest.raises(ValueError, match="power of two"):
-        wc.torus.rd_peer(0, 0, 6)
+        wc.wormhole.rd_peer(0, 0, 6)
     with pytest.raises(ValueError, match="r must be"):
-        wc.torus.swing_peer(8, 0, 8)
+        wc.wormhole.swing_peer(8, 0, 8)
     with pytest.raises(ValueError, match="p must be"):
-        wc.torus.swing_peer(0, 0, 0)
+        wc.wormhole.swing_peer(0, 0, 0)
     with pytest.raises(TypeError):
-        wc.torus.swing_peer(0.5, 0, 8)
+        wc.wormhole.swing_peer(0.5, 0, 8)
     with pytest.raises(ValueError, match="first"):
-        wc.torus.step_plan((8, 8), first="z")
+        wc.wormhole.step_plan((8, 8), first="z")
     with pytest.raises(ValueError, match="limit"):
-        wc.torus.peer_table("swing", (64, 64))
+        wc.wormhole.peer_table("swing", (64, 64))
 
 
 def reach_sets(peers):
@@ -81,7 +81,7 @@ def reach_sets(peers):
 
 
 def test_block_sets_of_the_paper_example():
-    blocks = wc.torus.send_blocks("swing", 8)
+    blocks = wc.wormhole.send_blocks("swing", 8)
     assert [set(b) for b in blocks[0]] == [{1, 2, 5, 6}, {4, 7}, {3}]
     assert [set(b) for b in blocks[1]] == [{0, 3, 4, 7}, {2, 5}, {6}]
 
@@ -90,16 +90,16 @@ def test_block_sets_of_the_paper_example():
     "alg,dims", [("swing", 8), ("swing", (4, 4)), ("rd", 16), ("rd", (4, 8))]
 )
 def test_block_sets_are_the_reach_sets_for_powers_of_two(alg, dims):
-    peers = wc.torus.peer_table(alg, dims)
+    peers = wc.wormhole.peer_table(alg, dims)
     reach = reach_sets(peers)
-    blocks = wc.torus.send_blocks(alg, dims)
+    blocks = wc.wormhole.send_blocks(alg, dims)
     for r, per_step in enumerate(blocks):
         for s, b in enumerate(per_step):
             assert set(b) == reach(int(peers[s, r]), s + 1)
 
 
 def test_step_plan_alternates_and_skips():
-    assert wc.torus.step_plan((8, 8)) == [
+    assert wc.wormhole.step_plan((8, 8)) == [
         ("x", 0),
         ("y", 0),
         ("x", 1),
@@ -107,7 +107,7 @@ def test_step_plan_alternates_and_skips():
         ("x", 2),
         ("y", 2),
     ]
-    assert wc.torus.step_plan((2, 8), first="y") == [
+    assert wc.wormhole.step_plan((2, 8), first="y") == [
         ("y", 0),
         ("x", 0),
         ("x", 1),
@@ -209,7 +209,7 @@ def test_ring_fallback_steps_and_hops(alg):
         rs = sum(side_steps(alg, d) for d in dims)
         assert s.num_steps == 2 * rs, dims
         topo = wc.ring(p) if dims[0] == 1 else wc.topology.torus(*dims)
-        for label, dst, _ in wc.torus.reduce_scatter_steps(alg, dims):
+        for label, dst, _ in wc.wormhole.reduce_scatter_steps(alg, dims):
             if "ring" not in label:
                 continue
             d = dims[1] if label[0] == "x" else dims[0]
@@ -222,15 +222,15 @@ def test_ring_fallback_matches_the_reach_rule_where_the_rule_applies():
     # latest-step reach rule of send_mask.
     for alg, dims in [("swing", (6, 4)), ("swing", (2, 10)), ("rd", (4, 8))]:
         for first in "xy":
-            want = swing.send_mask(wc.torus.peer_table(alg, dims, first))
-            got = [m for _, _, m in wc.torus.reduce_scatter_steps(alg, dims, first)]
+            want = swing.send_mask(wc.wormhole.peer_table(alg, dims, first))
+            got = [m for _, _, m in wc.wormhole.reduce_scatter_steps(alg, dims, first)]
             assert np.array_equal(np.stack(got), want)
 
 
 def test_rd_bo_on_six_ranks_by_hand():
     # Ring fallback: RD on the factor 2 ({0,1}, {2,3}, {4,5}), then a ring
     # 0 -> 2 -> 4 -> 0 (and 1 -> 3 -> 5 -> 1) over the factor 3.
-    blocks = wc.torus.send_blocks("rd", 6)
+    blocks = wc.wormhole.send_blocks("rd", 6)
     assert blocks[0] == [[1, 3, 5], [4], [2]]
     assert blocks[3] == [[0, 2, 4], [1], [5]]
     s = wc.build("torus_rd_bo_allreduce", 6, 600)
@@ -270,12 +270,12 @@ def test_lo_sends_the_whole_vector_every_step():
 
 def test_hamiltonian_ring_uses_neighbour_links():
     for dims in [(2, 3), (4, 4), (3, 4), (8, 8), (6, 5)]:
-        order = wc.torus.hamiltonian_ring(dims)
+        order = wc.wormhole.hamiltonian_ring(dims)
         assert sorted(order) == list(range(dims[0] * dims[1]))
         t = wc.topology.torus(*dims)
         hops = [t.hops(a, b) for a, b in zip(order, order[1:] + order[:1])]
         assert hops == [1] * len(order)
-    order = wc.torus.hamiltonian_ring((3, 5))
+    order = wc.wormhole.hamiltonian_ring((3, 5))
     t = wc.topology.torus(3, 5)
     hops = [t.hops(a, b) for a, b in zip(order, order[1:] + order[:1])]
     assert sorted(order) == list(range(15)) and hops[:-1] == [1] * 14
@@ -298,7 +298,7 @@ def test_ring_bidir_follows_the_ring_both_ways():
     # i + 1 - t (half 0) and i - 1 + t (half 1) and copies.
     for dims in [(1, 2), (1, 5), (2, 3), (3, 3), (4, 4), (3, 5)]:
         p = dims[0] * dims[1]
-        order = wc.torus.hamiltonian_ring(dims)
+        order = wc.wormhole.hamiltonian_ring(dims)
         s = wc.build("torus_ring_bidir_allreduce", p, 2 * p * 8, dims=dims)
         k = 0
         for phase, op in ((0, "reduce"), (1, "copy")):

@@ -2,7 +2,7 @@
 
 For every step of a built schedule, each rank's hops to its peer (read from
 the schedule's transfers) are the link count of ``topology.route(rank,
-peer)``: on :func:`wafercoll.torus` the
+peer)``: on :func:`wafercoll.wormhole` the
 ring distance in the step's dimension, on the Wormhole n150 the hops on the
 chosen NoC across the physical 10 x 12 grid, hidden rows and columns
 included (recovered details, Section 4.5). The thesis's "worst case" of a
@@ -14,7 +14,7 @@ the steps backwards), so one table covers ``swing_lo`` and ``swing_bo``.
 Examples
 --------
 >>> import wafercoll as wc
->>> t = wc.torus.hop_table("rd", wc.torus.wormhole_n150(harvested_row=10))
+>>> t = wc.wormhole.hop_table("rd", wc.wormhole.wormhole_n150(harvested_row=10))
 >>> t.per_step_worst.tolist(), t.worst_total
 ([1, 2, 2, 3, 5, 5], 18)
 """
@@ -106,6 +106,35 @@ class HopTable:
         }
 
 
+#: The short names hop_table takes, and the algorithm each means (the
+#: variant does not change who talks to whom at a step).
+_SHORT_NAMES = {
+    "swing": "swing",
+    "rd": "rd",
+    "swing_lo": "swing",
+    "swing_bo": "swing",
+    "rd_lo": "rd",
+    "rd_bo": "rd",
+}
+
+
+def _grid_algorithm(name: str) -> str:
+    """The torus algorithm (``"swing"`` or ``"rd"``) a short or registry name means."""
+    from ..algorithms import algorithms
+
+    alg = _SHORT_NAMES.get(name)
+    if alg is None:
+        info = next((a for a in algorithms() if a.name == name), None)
+        if info is not None and info.family == "torus":
+            alg = info.algorithm
+    if alg not in _sw.ALGORITHMS:
+        raise ValueError(
+            "algorithm must be a Schedule, 'swing', 'rd', 'swing_lo', 'swing_bo', "
+            f"'rd_lo', 'rd_bo' or a registered torus Swing or RD name, got {name!r}"
+        )
+    return alg
+
+
 def hop_table(algorithm: Any, topology: Any, first: str = "x") -> HopTable:
     """Per-step hops of a built schedule (Swing or recursive doubling) on a topology.
 
@@ -134,7 +163,7 @@ def hop_table(algorithm: Any, topology: Any, first: str = "x") -> HopTable:
         nothing at step ``s`` (the shrink steps of sides that are not powers
         of two); where it sends more than once, the farthest peer counts.
     """
-    from ..algorithms import build
+    from ..algorithms import build, find
     from ..schedule import Schedule
 
     if getattr(topology, "kind", None) is None:
@@ -142,16 +171,10 @@ def hop_table(algorithm: Any, topology: Any, first: str = "x") -> HopTable:
     if isinstance(algorithm, Schedule):
         schedule, alg = algorithm, algorithm.name or "schedule"
     elif isinstance(algorithm, str):
-        alg = algorithm.removeprefix("torus_").removesuffix("_allreduce")
-        alg = alg.removesuffix("_lo").removesuffix("_bo")
-        if alg not in _sw.ALGORITHMS:
-            raise ValueError(
-                "algorithm must be a Schedule, 'swing', 'rd', 'swing_lo', 'swing_bo', "
-                f"'rd_lo' or 'rd_bo', got {algorithm!r}"
-            )
+        alg = _grid_algorithm(algorithm)
         dims = grid_of(None, topology)
         schedule = build(
-            f"torus_{alg}_lo_allreduce",
+            find("torus", alg, "allreduce", variant="lo").name,
             dims[0] * dims[1],
             8,
             topology=topology,

@@ -1,7 +1,7 @@
 """Allreduce schedules on tori, registered with :func:`wafercoll.build`.
 
 The algorithms of the thesis ``002`` (Chapter 5) on a ``rows x cols`` torus
-of ranks (row-major, see :mod:`wafercoll.torus.swing`), a ring of ``p``
+of ranks (row-major, see :mod:`wafercoll.wormhole.swing`), a ring of ``p``
 (``dims = (1, p)``) or the 8 x 8 compute grid of the Wormhole n150:
 
 ``swing_lo``, ``rd_lo``
@@ -9,7 +9,7 @@ of ranks (row-major, see :mod:`wafercoll.torus.swing`), a ring of ``p``
     its peer and adds what it receives (``log2 p`` steps).
 ``swing_bo``, ``rd_bo``
     Bandwidth-optimal: a reduce-scatter by the block rule of
-    :func:`wafercoll.torus.swing.send_mask` (the vector is cut into one block
+    :func:`wafercoll.wormhole.swing.send_mask` (the vector is cut into one block
     per rank; block ``b`` ends at rank ``b``), then an allgather that runs the
     steps backwards with sends and receives swapped (``2 log2 p`` steps).
 ``shared_memory``
@@ -36,7 +36,7 @@ fallbacks, chosen by ``fallback=``:
     Recursive doubling runs on the power-of-two factor ``2^k`` of
     ``d = 2^k m`` and a ring reduce-scatter over the odd factor ``m``
     (an odd Swing side is one ring); see
-    :func:`wafercoll.torus.swing.reduce_scatter_steps`. Every rank sends
+    :func:`wafercoll.wormhole.swing.reduce_scatter_steps`. Every rank sends
     exactly ``(p - 1) / p`` of the vector in the reduce-scatter, in
     ``k + m - 1`` steps for the side instead of ``ceil(log2 d)`` (plus the
     fold).
@@ -83,6 +83,35 @@ __all__ = [
 
 #: Algorithms of this module, in the order the experiments show them.
 TORUS_ALGORITHMS = ("swing_lo", "swing_bo", "rd_lo", "rd_bo", "shared_memory")
+
+
+def registered_name(short: str) -> str:
+    """The registry name of a torus algorithm's short name (``"swing_bo"``).
+
+    The short name is the algorithm, then its variant if it has one, as the
+    thesis's figures and :data:`TORUS_ALGORITHMS` write them.
+
+    Examples
+    --------
+    >>> from wafercoll.wormhole.builders import registered_name
+    >>> registered_name("swing_bo")
+    'torus_swing_bo_allreduce'
+    """
+    from ..algorithms import algorithms
+
+    for info in algorithms("allreduce"):
+        if info.family != "torus":
+            continue
+        if short in (info.algorithm, f"{info.algorithm}_{info.variant}"):
+            if info.variant and short == info.algorithm:
+                continue  # "swing" alone names no single schedule
+            return info.name
+    raise ValueError(
+        f"unknown torus algorithm {short!r}; short names: "
+        f"{', '.join((*TORUS_ALGORITHMS, 'ring_bidir'))}"
+    )
+
+
 _FAMILIES = ("torus", "ring", "wormhole_n150")
 _COPY, _REDUCE = 0, 1
 #: Largest ring of :func:`ring_bidir_schedule` (it has ``4 p (p - 1)`` transfers).
@@ -203,7 +232,7 @@ def allreduce_schedule(
     Parameters
     ----------
     algorithm : {"swing", "rd"}
-        Peer rule (:mod:`wafercoll.torus.swing`).
+        Peer rule (:mod:`wafercoll.wormhole.swing`).
     variant : {"lo", "bo"}
         Latency-optimal (whole vector each step) or bandwidth-optimal
         (reduce-scatter by the block rule, then the mirrored allgather).
@@ -220,7 +249,7 @@ def allreduce_schedule(
         is not a power of two). ``"shrink"``: the shrink/enlarge of the
         recovered details (the folded ranks send their whole vector).
         ``"ring"``: the side's odd factor is reduce-scattered by a ring
-        (:func:`wafercoll.torus.swing.reduce_scatter_steps`), so every rank
+        (:func:`wafercoll.wormhole.swing.reduce_scatter_steps`), so every rank
         sends exactly ``(p - 1) / p`` of the vector, in more steps (``m - 1``
         ring steps per odd factor ``m``: for a large ``m`` ``"shrink"`` is
         the choice with fewer steps).
@@ -382,7 +411,7 @@ def shared_memory_schedule(p: int, size_bytes: int) -> Schedule:
     region that holds core ``q``'s vector and rank ``2 p`` the region of the
     result. The DRAM ranks hold no input (they are not participants); on a
     topology they are the endpoints behind the DRAM port (see
-    :func:`wafercoll.torus.with_dram` and the Wormhole n150).
+    :func:`wafercoll.wormhole.with_dram` and the Wormhole n150).
 
     Steps (thesis Section 5.2.2): every core copies its vector to its region;
     core ``r`` reads slice ``r`` of every other region and adds it; it writes
@@ -453,6 +482,9 @@ def _shared_memory_builder(
 
 _THESIS = "Allreduce on the Tenstorrent Wormhole n150 (thesis 002)"
 _SWING = "De Sensi et al., Swing, NSDI 2024; " + _THESIS
+#: The thesis's names of the algorithms (latency- and bandwidth-optimal
+#: variants are suffixed LO and BO, Section 2.3.3).
+_LABELS = {"swing": "Swing", "rd": "RD"}
 for _alg, _var, _src, _summary in (
     (
         "swing",
@@ -480,15 +512,18 @@ for _alg, _var, _src, _summary in (
     ),
 ):
     register(
-        AlgorithmInfo(
-            f"torus_{_alg}_{_var}_allreduce",
+        AlgorithmInfo.of(
+            "torus",
+            _alg,
             "allreduce",
-            _FAMILIES,
-            _src,
-            _summary,
-            _grid_builder(_alg, _var),
-            {"first": "x", "dims": None, "fallback": "auto"},
+            variant=_var,
+            families=_FAMILIES,
+            source=_src,
+            summary=_summary,
+            builder=_grid_builder(_alg, _var),
+            parameters={"first": "x", "dims": None, "fallback": "auto"},
             max_ranks=_sw.MAX_GRID_RANKS,
+            label=f"{_LABELS[_alg]} {_var.upper()}",
         )
     )
 register(
@@ -501,6 +536,7 @@ register(
         _shared_memory_builder,
         {"dims": None},
         max_ranks=_sw.MAX_GRID_RANKS * 2 + 1,
+        label="Shared memory",
     )
 )
 register(
@@ -513,5 +549,6 @@ register(
         _ring_bidir_builder,
         {"dims": None},
         max_ranks=RING_BIDIR_MAX_RANKS,
+        label="Bidirectional ring",
     )
 )

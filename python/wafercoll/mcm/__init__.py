@@ -3,14 +3,14 @@
 The algorithms of *Enhancing Collective Communication in MCM Accelerators for
 Deep Learning Training* (Laskar, Majhi et al., HPCA 2024) and its baselines,
 as verified schedules on :func:`wafercoll.topology.mesh`:
-:mod:`~wafercoll.mesh.builders` registers ``mesh_ring``, ``mesh_ring_bi``,
+:mod:`~wafercoll.mcm.builders` registers ``mesh_ring``, ``mesh_ring_bi``,
 ``mesh_ring_bi_odd``, ``mesh_ring_2d``, ``mesh_dbtree``, ``mesh_multitree`` and
-``mesh_tto`` with :func:`wafercoll.build`; :mod:`~wafercoll.mesh.presets` holds
+``mesh_tto`` with :func:`wafercoll.build`; :mod:`~wafercoll.mcm.machine` holds
 the network models ``TABLE_II`` (as the paper states it), ``ARTIFACT`` (as
 the authors' BookSim artifact simulates it, with its committed cycle counts in
 :func:`artifact_cycles`) and ``UNIT_TIMESTEP``;
-:mod:`~wafercoll.kit.orders` the cycles; :mod:`~wafercoll.mesh.trees`
-the trees; :mod:`~wafercoll.mesh.training` the training-time model of
+:mod:`~wafercoll.kit.orders` the cycles; :mod:`~wafercoll.mcm.trees`
+the trees; :mod:`~wafercoll.mcm.training` the training-time model of
 Section VIII-B.
 
 The topology itself is :func:`wafercoll.topology.mesh` (``wc.topology.mesh(rows,
@@ -21,7 +21,7 @@ Examples
 >>> import wafercoll as wc
 >>> m = wc.topology.mesh(3, 3)
 >>> s = wc.build("mesh_tto_reduce_scatter", topology=m, size_bytes=45, chunk_bytes=9)
->>> wc.simulate(s, m, wc.mesh.UNIT_TIMESTEP).cycles  # Fig. 7: 24
+>>> wc.simulate(s, m, wc.mcm.UNIT_TIMESTEP).cycles  # Fig. 7: 24
 24.0
 """
 
@@ -30,7 +30,7 @@ from __future__ import annotations
 from ..kit.orders import excluded_node, hamiltonian_cycle, hamiltonian_path
 from . import systolic, training
 from .builders import MESH_ALGORITHMS, mesh_shape
-from .presets import (
+from .machine import (
     ARTIFACT,
     ARTIFACT_ALGORITHMS,
     TABLE_II,

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from wafercoll.mesh import training
+from wafercoll.mcm import training
 
 
 def test_resnet152_example_from_the_formula() -> None:

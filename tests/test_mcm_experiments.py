@@ -56,7 +56,7 @@ def test_fig14_every_chunk_reduces_the_same_data() -> None:
 def test_artifact_preset_is_derived_from_the_artifact_configuration() -> None:
     import wafercoll as wc
 
-    net = wc.mesh.ARTIFACT
+    net = wc.mcm.ARTIFACT
     # 17 flits of 21 cycles per 8 KiB message at 1 GHz
     assert net.bandwidth_Bps == pytest.approx(8192 / (17 * 21e-9))
     assert net.pad_packets and net.packet_bytes == 8192
@@ -72,16 +72,16 @@ def test_artifact_preset_is_derived_from_the_artifact_configuration() -> None:
 def test_artifact_cycles_table() -> None:
     import wafercoll as wc
 
-    ref = wc.mesh.artifact_cycles()
+    ref = wc.mcm.artifact_cycles()
     assert set(ref["figure"]) == {"fig8", "fig10", "fig13", "fig14"}
-    f14 = wc.mesh.artifact_cycles("fig14")
+    f14 = wc.mcm.artifact_cycles("fig14")
     assert (f14["chiplets"] == 64).all() and (f14["size_bytes"] == 128 << 20).all()
     assert sorted(f14["chunk_bytes"] // 1024) == [12 * 2**k for k in range(10)]
-    assert set(wc.mesh.artifact_cycles("fig8")["algorithm"]) == set(
-        wc.mesh.ARTIFACT_ALGORITHMS
+    assert set(wc.mcm.artifact_cycles("fig8")["algorithm"]) == set(
+        wc.mcm.ARTIFACT_ALGORITHMS
     )
     with pytest.raises(ValueError, match="figure must be"):
-        wc.mesh.artifact_cycles("fig9")
+        wc.mcm.artifact_cycles("fig9")
     got = mesh_mcm.artifact_reference("TTO", 8, 8, 128 << 20, 96 << 10, "fig14")
     assert got == f14["cycles"][f14["chunk_bytes"] == 96 << 10][0]
     assert math.isnan(mesh_mcm.artifact_reference("TTO", 3, 3, 1 << 20))
@@ -91,7 +91,7 @@ def test_fig13_iteration_is_compute_plus_allreduce() -> None:
     import wafercoll as wc
 
     cols, findings = mesh_mcm.run_fig13(quick=True)
-    train = wc.mesh.artifact_training()
+    train = wc.mcm.artifact_training()
     for i in range(len(cols["model"])):
         assert cols["iteration_s"][i] == pytest.approx(
             cols["compute_s"][i] + cols["allreduce_s"][i]

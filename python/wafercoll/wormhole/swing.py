@@ -15,7 +15,7 @@ starting with ``first`` (``"x"``, the thesis's horizontal first step, or
 (recovered details, Section 5.2).
 
 Ranks are row-major: rank ``y * cols + x`` sits at row ``y`` and column
-``x`` (the layout of :func:`wafercoll.torus`).
+``x`` (the layout of :func:`wafercoll.wormhole`).
 
 The bandwidth-optimal block rule (recovered details, Section 5.3): with
 ``Reach(q, s)`` the ranks reached from ``q`` using steps ``s, s+1, ...``
@@ -31,10 +31,10 @@ ring over the side's odd factor, so the reduce-scatter stays minimal.
 
 Examples
 --------
->>> from wafercoll.torus import swing_peer
+>>> from wafercoll.wormhole import swing_peer
 >>> [swing_peer(0, s, 8) for s in range(3)]
 [1, 7, 3]
->>> from wafercoll.torus.swing import send_blocks
+>>> from wafercoll.wormhole.swing import send_blocks
 >>> send_blocks("swing", (1, 8))[0]
 [[1, 2, 5, 6], [4, 7], [3]]
 """

@@ -10,7 +10,7 @@ with ``T`` the forward and backward time of one iteration on one chiplet and
 ``C_b``, ``C_t`` the AllReduce times of the baseline and of TTO. The
 AllReduce times come from simulating the schedules (:func:`allreduce_time`);
 ``T`` comes from :func:`compute_time`, the output-stationary systolic model
-of :mod:`wafercoll.mesh.systolic` on the artifact's layer shapes (the paper
+of :mod:`wafercoll.mcm.systolic` on the artifact's layer shapes (the paper
 gets it from an extended SCALE-Sim), or is an input.
 
 Parameter counts of the paper's seven models (public numbers; gradients are
@@ -134,7 +134,7 @@ def allreduce_time(
     from ..algorithms import build
     from ..simulate import simulate
     from ..topology import mesh
-    from .presets import TABLE_II
+    from .machine import TABLE_II
 
     p = as_int(parameters, "parameters", 1)
     top = mesh(rows, cols)
@@ -154,13 +154,13 @@ def compute_time(
 
     Each of the chiplet's ``pes`` MAC arrays (``array`` = rows, cols) trains
     ``ceil(per_chiplet / pes)`` samples one after the other
-    (:func:`wafercoll.mesh.systolic.training_cycles` per sample); with the
+    (:func:`wafercoll.mcm.systolic.training_cycles` per sample); with the
     paper's 16 samples and 16 PEs, one sample each.
 
     Parameters
     ----------
     model : str
-        One of :data:`wafercoll.mesh.systolic.DNNS` or a topology file.
+        One of :data:`wafercoll.mcm.systolic.DNNS` or a topology file.
     """
     from .systolic import dnn_layers, training_cycles
 

@@ -41,7 +41,7 @@ def test_roofline_rows_agree_with_fresh_runs(roof, tmp_path):
     s = wc.build(
         "torus_swing_bo_allreduce", topology=topo, size_bytes=cols["size_bytes"][i]
     )
-    r = wc.simulate(s, topo, wc.torus.n150_network())
+    r = wc.simulate(s, topo, wc.wormhole.n150_network())
     assert cols["topology"][i] == "ideal_8x8"
     assert cols["sim_s"][i] == pytest.approx(r.time_s)
     assert cols["max_link_bytes"][i] == int(r.link_bytes.max())

@@ -32,7 +32,7 @@ dependencies come from a program order of single-block transfers (data,
 write order, anti-dependences and stream order on a link). Reductions of two
 children into one buffer are ordered, as the schedule semantics require;
 the simulator's ``"dataflow"`` reading (both presets of
-:mod:`wafercoll.mesh.presets`) still lets them overlap.
+:mod:`wafercoll.mcm.machine`) still lets them overlap.
 
 Excluded nodes
 --------------
@@ -55,7 +55,7 @@ from .._util import as_int
 from ..algorithms import AlgorithmInfo, register
 from ..kit.orders import excluded_node, hamiltonian_cycle, hamiltonian_path
 from ..schedule import Schedule
-from .presets import TTO_CHUNK_BYTES
+from .machine import TTO_CHUNK_BYTES
 from .trees import double_binary_tree, multitree, tto_trees
 
 __all__ = ["MESH_ALGORITHMS", "mesh_shape"]
@@ -497,44 +497,57 @@ _SRC = (
     "Laskar, Majhi et al., Enhancing Collective Communication in MCM "
     "Accelerators for Deep Learning Training, HPCA 2024"
 )
-for _name, _fn, _summary, _params, _where in (
+#: The paper's label of each algorithm and the names the authors' BookSim
+#: artifact gives it (on even meshes, on odd meshes; its
+#: ``src/allreduce/*.py``).
+_NAMES = {
+    "ring": ("Ring", ("ring", "ring_odd")),
+    "ring_bi": ("RingBiEven", ("ring_bi", "ring_bi")),
+    "ring_bi_odd": ("RingBiOdd", ("ring_odd_bi", "ring_odd_bi")),
+    "ring_2d": ("Ring-2D", ("ring2dn", "ring2dn")),
+    "dbtree": ("DBTree", ("dtree", "dtree")),
+    "multitree": ("MultiTree", ("multitree", "multitree")),
+    "tto": ("TTO", ("mesh_overlap_2d_1", "mesh_overlap_2d_1")),
+}
+
+for _alg, _fn, _summary, _params, _where in (
     (
-        "mesh_ring",
+        "ring",
         _ring,
         "unidirectional ring over a Hamiltonian cycle, or the snake path",
         {"phase": "allreduce"},
         "Section II-B (Ring)",
     ),
     (
-        "mesh_ring_bi",
+        "ring_bi",
         _ring_bi,
         "two opposite rings over a Hamiltonian cycle, half the data each",
         {"phase": "allreduce"},
         "Section III-B (Bidirectional Ring, RingBiEven)",
     ),
     (
-        "mesh_ring_bi_odd",
+        "ring_bi_odd",
         _ring_bi_odd,
         "RingBiOdd: opposite rings over N - 1 nodes, the excluded node merged",
         {"exclude": "corner", "phase": "allreduce"},
         "Section IV, Algorithm 1",
     ),
     (
-        "mesh_ring_2d",
+        "ring_2d",
         _ring_2d,
         "hierarchical ring: half rows then columns, half columns then rows",
         {},
         "Section II-B (Ring-2D)",
     ),
     (
-        "mesh_dbtree",
+        "dbtree",
         _dbtree,
         "NCCL double binary tree over row-major ranks, chunks pipelined",
         {"chunk_bytes": None, "phase": "allreduce"},
         "Section II-B (DBTree); recovered details 2.5-2.6",
     ),
     (
-        "mesh_multitree",
+        "multitree",
         _multitree,
         "MultiTree: one greedy tree per node, link-conflict-free steps",
         {
@@ -547,7 +560,7 @@ for _name, _fn, _summary, _params, _where in (
         "Section II-B (MultiTree, ISCA 2021); recovered details 2.3-2.4",
     ),
     (
-        "mesh_tto",
+        "tto",
         _tto,
         "TTO: three disjoint corner trees, chunks pipelined and overlapped",
         {"chunk_bytes": None, "phase": "allreduce"},
@@ -560,14 +573,19 @@ for _name, _fn, _summary, _params, _where in (
     _opts = {k: v for k, v in _params.items() if k != "phase"}
     for _coll in _PHASES if _phased else ("allreduce",):
         register(
-            AlgorithmInfo(
-                f"{_name}_{_coll}",
+            AlgorithmInfo.of(
+                "mesh",
+                _alg,
                 _coll,
-                ("mesh",),
-                f"{_SRC}, {_where}",
-                _summary if _coll == "allreduce" else f"{_coll} phase: {_summary}",
-                functools.partial(_fn, phase=_coll) if _phased else _fn,
-                _opts,
+                families=("mesh",),
+                source=f"{_SRC}, {_where}",
+                summary=(
+                    _summary if _coll == "allreduce" else f"{_coll} phase: {_summary}"
+                ),
+                builder=functools.partial(_fn, phase=_coll) if _phased else _fn,
+                parameters=_opts,
                 max_ranks=1 << 16,
+                label=_NAMES[_alg][0],
+                artifact_names=_NAMES[_alg][1],
             )
         )
