@@ -6,7 +6,6 @@ import importlib
 import subprocess
 import sys
 import textwrap
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -170,7 +169,9 @@ def test_an_unknown_name_suggests_the_closest_registered_ones() -> None:
 
 def test_every_name_is_its_parts_in_the_registry() -> None:
     for a in wc.algorithms():
-        assert reg.algorithm_name(a.family, a.algorithm, a.collective, a.variant) == a.name
+        assert (
+            reg.algorithm_name(a.family, a.algorithm, a.collective, a.variant) == a.name
+        )
         assert reg.find(a.family, a.algorithm, a.collective, a.variant) is a
         assert a.label
     with pytest.raises(ValueError, match="unknown algorithm"):

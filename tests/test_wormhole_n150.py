@@ -140,7 +140,8 @@ def test_ideal_torus_totals():
     swing = wc.wormhole.hop_table("swing", t)
     rd = wc.wormhole.hop_table("rd", t)
     ring = [
-        min(abs(wc.wormhole.rho(k)) % 8, 8 - abs(wc.wormhole.rho(k)) % 8) for k in range(3)
+        min(abs(wc.wormhole.rho(k)) % 8, 8 - abs(wc.wormhole.rho(k)) % 8)
+        for k in range(3)
     ]
     assert (swing.node_totals == 2 * sum(ring)).all()
     assert (rd.node_totals == 2 * (1 + 2 + 4)).all()

@@ -89,7 +89,7 @@ ANY = "any"
 def algorithm_name(
     family: str, algorithm: str, collective: str, variant: str = ""
 ) -> str:
-    """The registry name of an algorithm: ``<family>_<algorithm>[_<variant>]_<collective>``.
+    """The registry name of ``<family>_<algorithm>[_<variant>]_<collective>``.
 
     The one place where a name is assembled from its parts; everything else
     looks algorithms up by their parts with :func:`find`.

@@ -112,6 +112,7 @@ def _artifact_names(label: str) -> tuple[str, ...]:
             return info.artifact_names
     return ()
 
+
 #: Why two of the artifact's runs are no reference for our builders.
 _NOT_A_REFERENCE = {
     "Ring-2D": "the artifact's ring2dn (src/allreduce/ring2d_n_allreduce.py) "

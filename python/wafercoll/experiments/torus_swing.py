@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 
 from ..algorithms import build
-from ..wormhole.builders import registered_name
 from ..palette import color as palette_color
 from ..simulate import simulate
 from ..topology import torus as _torus_topology
 from ..wormhole import hop_table, n150_network, roofline, thesis_time, wormhole_n150
+from ..wormhole.builders import registered_name
 from ..wormhole.machine import TENSIX_ROWS
 from . import Experiment, new_axes, register_experiment
 
@@ -389,9 +389,7 @@ def run_fidelity(
         net = net.replace(**change)
         for alg in ("swing_lo", "rd_lo", "swing_bo", "rd_bo"):
             for kib in sizes:
-                s = build(
-                    registered_name(alg), topology=topo, size_bytes=kib * KIB
-                )
+                s = build(registered_name(alg), topology=topo, size_bytes=kib * KIB)
                 r = simulate(s, topo, net)
                 f = np.asarray(r.rank_finish_s[:64], float)
                 finish[(label, alg, kib)] = f

@@ -121,7 +121,9 @@ def run_calibrated(
     net = fits[1].network()
     for B in SMALL_B:
         for p in PATTERNS:
-            c = simulate(build(find("wafer", p, "reduce").name, P_ROW, 4 * B), row, net).cycles
+            c = simulate(
+                build(find("wafer", p, "reduce").name, P_ROW, 4 * B), row, net
+            ).cycles
             _row(
                 cols,
                 kind="small_B",

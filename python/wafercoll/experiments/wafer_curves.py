@@ -135,7 +135,13 @@ def _cases_1d(P: int, B: int) -> list[Case]:
     for p in PATTERNS:
         t = wafer.allreduce_time(f"{p}+bcast", P, B, T_R)
         out.append(
-            ("allreduce", f"{p}+bcast", "", t, mk(find("wafer", p, "allreduce").name, topology=row))
+            (
+                "allreduce",
+                f"{p}+bcast",
+                "",
+                t,
+                mk(find("wafer", p, "allreduce").name, topology=row),
+            )
         )
     t = wafer.ring_time(P, B, T_R)
     for m in ("a", "b"):
