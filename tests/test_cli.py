@@ -214,7 +214,7 @@ def test_simulate_text_reports_the_closed_form(capsys):
     code, out, err = run(capsys, *argv)
     assert code == 0, err
     rows = dict(line.split(None, 1) for line in out.splitlines())
-    assert rows["schedule"] == "ring(p=8)" and rows["topology"] == "ring(8)"
+    assert rows["schedule"] == "generic_ring_allreduce" and rows["topology"] == "ring(8)"
     expected = 2 * (p - 1) * (2e-6 + 1e-6 + size / p / 1e9)
     value, unit = rows["time_s"].split()
     scale = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "ns": 1e-9}[unit]

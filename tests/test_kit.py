@@ -248,12 +248,12 @@ def test_no_builder_constructs_schedules_outside_the_kit() -> None:
 
 
 # -- core modules stand below the paper packages, without import circles ----------
-_FAMILIES = ("wafer", "cluster", "torus", "mesh", "experiments")
+_FAMILIES = ("wafer", "cluster", "wormhole", "mcm", "experiments")
 _CORE = ("schedule", "topology", "analysis", "simulate", "kit", "algorithms", "plot")
 
 
-def _module_imports() -> dict[str, set[str]]:
-    """Module-level imports inside the package: module -> imported modules."""
+def _module_imports(top_level_only: bool = False) -> dict[str, set[str]]:
+    """Imports inside the package, function-level ones included: module -> modules."""
     import ast
 
     mods: dict[str, Path] = {}
@@ -268,7 +268,9 @@ def _module_imports() -> dict[str, set[str]]:
         here = name.split(".") if name else []
         pkg = here if is_pkg else here[:-1]
         out: set[str] = set()
-        for node in ast.parse(path.read_text()).body:  # top level only
+        tree = ast.parse(path.read_text())
+        nodes = tree.body if top_level_only else ast.walk(tree)
+        for node in nodes:
             if not isinstance(node, ast.ImportFrom) or not node.level:
                 continue
             base = pkg[: len(pkg) - (node.level - 1)] if node.level > 1 else pkg
@@ -316,3 +318,37 @@ def test_no_import_circles() -> None:
         if m not in state:
             visit(m, [m])
     assert cycles == []
+
+
+def _private_imports() -> list[str]:
+    """``from .x import _name`` where ``_name`` is not a module: a private name
+    taken across a module boundary."""
+    import ast
+
+    found = []
+    for path in sorted(PKG.rglob("*.py")):
+        here = path.parent
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or not node.level:
+                continue
+            base = here
+            for _ in range(node.level - 1):
+                base = base.parent
+            target = (
+                base.joinpath(*(node.module or "").split(".")) if node.module else base
+            )
+            for alias in node.names:
+                if not alias.name.startswith("_") or alias.name == "__version__":
+                    continue
+                sub = target / alias.name
+                if (
+                    any(sub.parent.glob(alias.name + ".*"))
+                    or (sub / "__init__.py").exists()
+                ):
+                    continue  # a private module of the package, not a private name
+                found.append(f"{path.relative_to(PKG)}:{node.lineno}: {alias.name}")
+    return found
+
+
+def test_no_private_name_crosses_a_module() -> None:
+    assert _private_imports() == []

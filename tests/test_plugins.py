@@ -181,7 +181,7 @@ def test_every_name_is_its_parts_in_the_registry() -> None:
 def test_a_built_schedule_is_named_by_its_registry_key() -> None:
     s = wc.build("generic_ring_allreduce", ranks=6, size_bytes=48)
     assert s.name == "generic_ring_allreduce"
-    r = wc.simulate(s, wc.ring(6), wc.NetworkModel())
+    r = wc.simulate(s, wc.ring(6), wc.NetworkModel(bandwidth_Bps=1e9))
     assert r.schedule_name == "generic_ring_allreduce"
 
 

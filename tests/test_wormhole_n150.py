@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import wafercoll as wc
-from wafercoll.wormhole import n150
+from wafercoll.wormhole import machine
 
 COLS = [1, 2, 3, 4, 6, 7, 8, 9]
 ROWS = [1, 2, 3, 4, 5, 7, 8, 9, 10, 11]
@@ -214,9 +214,9 @@ def test_roofline_terms():
 
 def test_constants_have_their_documented_values():
     # The documented derivations (recovered details, Section 4.3).
-    assert n150.LINK_BYTES_PER_CYCLE * n150.CLOCK_HZ == 32e9
-    assert n150.MAX_PACKET_BYTES == 256 * n150.FLIT_BYTES
-    assert len(n150.DRAM_TILES) == 18
+    assert machine.LINK_BYTES_PER_CYCLE * machine.CLOCK_HZ == 32e9
+    assert machine.MAX_PACKET_BYTES == 256 * machine.FLIT_BYTES
+    assert len(machine.DRAM_TILES) == 18
 
 
 def test_hop_table_reads_the_peers_of_a_built_schedule():

@@ -40,10 +40,12 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from .topology import Topology
 
 __all__ = [
+    "FIGSIZE",
     "animate",
     "draw_grid",
     "draw_row",
     "draw_tree",
+    "new_axes",
     "node_positions",
     "plot_link_load",
     "plot_link_utilization",
@@ -56,18 +58,38 @@ _OP_STYLE = ((0, "copy", "tab:blue"), (1, "reduce", "tab:orange"))
 #: Time axis units, largest first: (seconds per unit, label).
 _TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
 _GRID_KINDS = ("line", "ring", "mesh", "torus")
+#: The size of the experiments' and models' figures (inches).
+FIGSIZE = (6.4, 4.2)
 #: Gantt bar height and the sideways shift of a link off its wire (in rows).
 _BAR_HEIGHT = 0.8
 _LINK_OFFSET = 0.12
 
 
-def _new_axes(ax: Axes | None) -> Axes:
-    """``ax`` itself, or the Axes of a new figure."""
+def new_axes(
+    ax: Axes | None = None, figsize: tuple[float, float] | None = None
+) -> Axes:
+    """``ax`` itself, or the Axes of a new figure.
+
+    The new figure comes from ``matplotlib.pyplot`` (so that notebooks show
+    it), with a constrained layout and ``figsize`` inches (Matplotlib's
+    default when None).
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> from wafercoll.plot import new_axes
+    >>> ax = new_axes(figsize=(4, 3))
+    >>> new_axes(ax) is ax
+    True
+    >>> tuple(ax.figure.get_size_inches())
+    (4.0, 3.0)
+    """
     if ax is not None:
         return ax
     import matplotlib.pyplot as plt
 
-    _, new = plt.subplots(layout="constrained")
+    _, new = plt.subplots(figsize=figsize, layout="constrained")
     return new
 
 
@@ -146,7 +168,7 @@ def plot_timeline(
     op = np.asarray(result.transfer_op)
     from matplotlib.collections import PolyCollection
 
-    ax = _new_axes(ax)
+    ax = new_axes(ax)
     scale, unit = _time_unit(result.time_s)
     x0, x1 = ready / scale, finish / scale
     lo, hi = src - _BAR_HEIGHT / 2, src + _BAR_HEIGHT / 2
@@ -270,7 +292,7 @@ def plot_timeline_density(
     np.add.at(full, (row[d], ia[d] + 1), width)
     np.add.at(full, (row[d], ib[d]), -width)
     dens = (dens + np.cumsum(full, axis=1))[:, :n_bins] / width
-    ax = _new_axes(ax)
+    ax = new_axes(ax)
     scale, unit = _time_unit(t1)
     im = ax.imshow(
         dens,
@@ -326,7 +348,7 @@ def plot_link_utilization(
     edges = np.linspace(0.0, result.time_s, n + 1)
     links = result.num_links
     frac = np.clip(busy / links, 0.0, 1.0) if links else np.zeros_like(busy)
-    ax = _new_axes(ax)
+    ax = new_axes(ax)
     scale, unit = _time_unit(result.time_s)
     ax.plot(
         np.repeat(edges, 2)[1:-1] / scale,
@@ -493,7 +515,7 @@ def plot_link_load(
     from matplotlib.colors import Normalize
     from matplotlib.ticker import MaxNLocator, PercentFormatter
 
-    ax = _new_axes(ax)
+    ax = new_axes(ax)
     grid = topology.kind in _GRID_KINDS
     pos = node_positions(topology)
     span = np.ptp(pos, axis=0) + 1.0
@@ -638,7 +660,7 @@ def animate(
 
 
 def _row_axes(ax: Axes | None, P: int, height: float, lower: float, title: str) -> Axes:
-    ax = _new_axes(ax)
+    ax = new_axes(ax)
     ax.plot(range(P), np.zeros(P), "o", color="black", markersize=3, zorder=3)
     ax.set_xlim(-0.8, P - 0.2)
     ax.set_ylim(lower * height, 1.1 * height)
@@ -800,7 +822,7 @@ def draw_grid(
             f"draw_grid: {schedule.num_transfers} transfers exceed "
             f"max_transfers = {cap}"
         )
-    ax = _new_axes(ax)
+    ax = new_axes(ax)
     steps = schedule.steps()
     top = max(1, int(steps.max())) if steps.size else 1
     cmap = matplotlib.colormaps["viridis"]

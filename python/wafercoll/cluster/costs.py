@@ -415,10 +415,10 @@ def compare_bench(
 
 def plot_bench(cols: dict[str, list[Any]], ax: Any = None) -> Any:
     """Model lines and measured points of :func:`compare_bench`, in µs."""
-    from ..experiments import new_axes
     from ..palette import color, marker
+    from ..plot import FIGSIZE, new_axes
 
-    ax = new_axes(ax)
+    ax = new_axes(ax, figsize=FIGSIZE)
     alg = np.asarray(cols["algorithm"])
     x = np.asarray(cols["size_bytes"], dtype=float)
     for a in dict.fromkeys(cols["algorithm"]):

@@ -262,17 +262,14 @@ def _column(values: Any, what: str) -> list[Any]:
 
 
 def new_axes(ax: Any = None) -> Any:
-    """Return ``ax``, or the Axes of a new figure when ``ax`` is None.
+    """Return ``ax``, or the Axes of a new figure of the experiments' size.
 
-    The new figure comes from ``matplotlib.pyplot`` so that notebooks display
-    it; this is the only use of pyplot in the experiments.
+    :func:`wafercoll.plot.new_axes` at :data:`wafercoll.plot.FIGSIZE`; this
+    is the only figure the experiments open themselves.
     """
-    if ax is not None:
-        return ax
-    import matplotlib.pyplot as plt
+    from .. import plot
 
-    _, new = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
-    return new
+    return plot.new_axes(ax, figsize=plot.FIGSIZE)
 
 
 def _write_csv(path: str, columns: Mapping[str, list[Any]]) -> int:

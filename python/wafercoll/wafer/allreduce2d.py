@@ -51,12 +51,12 @@ from .model import (
     MAX_P,
     T_R_DEFAULT,
     TreeMetrics,
-    _contention_depth,
     as_ramp_latency,
     binary_tree,
     broadcast_time,
     chain_time,
     chain_tree,
+    contention_depth,
     star_time,
     star_tree,
     tree_metrics,
@@ -262,7 +262,7 @@ def rooted_tree_metrics(parent: Any) -> TreeMetrics:
     # farthest from the root first; at equal distance the right one first.
     dist = np.abs(v - r)
     order = np.lexsort((-v, -dist))[:-1]  # the root (distance 0) comes last
-    contention, depth = _contention_depth(p, r, order.tolist())
+    contention, depth = contention_depth(p, r, order.tolist())
     return TreeMetrics(energy, max(r, n - 1 - r), depth, contention, n - 1)
 
 

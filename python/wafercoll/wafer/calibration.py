@@ -47,9 +47,9 @@ from .model import (
     MAX_P,
     T_R_DEFAULT,
     TreeMetrics,
-    _switch_contention,
     as_ramp_latency,
     chain_tree,
+    checked_switch_contention,
     tree_metrics,
     two_phase_tree,
 )
@@ -176,7 +176,8 @@ def _times(
     # One overhead goes through plain floats (several times faster).
     one = float(o[0]) if o.size == 1 else o
     w = np.reshape(
-        _switch_contention(tree, B, one, 1.0 if received_before else 0.0), o.shape
+        checked_switch_contention(tree, B, one, 1.0 if received_before else 0.0),
+        o.shape,
     )
     t = np.maximum(w, B * m.energy / m.links + m.distance) + (2 * T_R + 1) * m.depth
     if collective == "allreduce":

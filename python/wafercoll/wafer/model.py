@@ -275,9 +275,7 @@ def _check_tree(parent: Any) -> np.ndarray:
     return p
 
 
-def _contention_depth(
-    p: np.ndarray, root: int, order: Iterable[int]
-) -> tuple[int, int]:
+def contention_depth(p: np.ndarray, root: int, order: Iterable[int]) -> tuple[int, int]:
     """Contention and depth of a rooted tree whose PEs take their children in order.
 
     ``p`` is the int64 parent array (``p[root] == -1``); ``order`` lists every
@@ -331,7 +329,7 @@ def tree_metrics(parent: Any) -> TreeMetrics:
         return TreeMetrics(0, 0, 0, 0, 0)
     energy = int(np.sum(np.arange(1, n) - p[1:]))
     # Right to left: a PE's children in reverse receive order.
-    contention, depth = _contention_depth(p, 0, range(n - 1, 0, -1))
+    contention, depth = contention_depth(p, 0, range(n - 1, 0, -1))
     return TreeMetrics(energy, n - 1, depth, contention, n - 1)
 
 
@@ -399,10 +397,10 @@ def switch_contention(
     o = as_real(switch_overhead, "switch_overhead", 0.0, maximum=MAX_T_R)
     if p.size == 1:
         return 0.0
-    return _switch_contention(p, b, o, 1.0 if received_before else 0.0)
+    return checked_switch_contention(p, b, o, 1.0 if received_before else 0.0)
 
 
-def _switch_contention(p: np.ndarray, b: int, o: Any, r: float) -> Any:
+def checked_switch_contention(p: np.ndarray, b: int, o: Any, r: float) -> Any:
     """:func:`switch_contention` on a checked tree of at least two PEs.
 
     ``o`` is a float (plain Python arithmetic, the fast path for one value)
@@ -440,4 +438,4 @@ def switch_contention_many(
         raise ValueError("overheads must be a non-empty array of finite numbers >= 0")
     if p.size == 1:
         return np.zeros_like(o)
-    return _switch_contention(p, b, o, 1.0 if received_before else 0.0)
+    return checked_switch_contention(p, b, o, 1.0 if received_before else 0.0)
