@@ -5,7 +5,7 @@ The format and the limits of the import are described in
 :class:`_MscclReader` that leaves its result on the reader for the next:
 
 parse
-    XML to one :class:`_Step` list per (GPU, thread block), every attribute
+    XML to one :class:`Step` list per (GPU, thread block), every attribute
     checked where it is read, so an error names the element and its line.
 match
     Pair sends with receives per connection (sender, receiver, channel), in
@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import heapq
 import os
-import xml.parsers.expat
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..schedule import Schedule
-from ._common import FormatError, read_text
+from ._common import read_text
+from ._msccl_parse import ElementParser, Step, int_attr
 
 __all__ = ["read_msccl"]
 
@@ -50,120 +50,6 @@ _STEP_TYPES = _RECV_TYPES | _SEND_TYPES | _LOCAL_TYPES
 #: The line errors about ``<algo>`` attributes name. Always line 1, where
 #: ``<algo>`` opens in the files msccl-tools and :func:`write_msccl` write.
 _ALGO_LINE = 1
-
-
-@dataclass
-class _Step:
-    gpu: int
-    tb: int
-    s: int
-    kind: str
-    srcbuf: str
-    srcoff: int
-    dstbuf: str
-    dstoff: int
-    cnt: int
-    depid: int
-    deps: int
-    line: int
-    send: int = -1
-    recv: int = -1
-    chan: int = 0
-
-    def where(self) -> str:
-        return f"GPU {self.gpu} tb {self.tb} step {self.s}"
-
-
-class _Parser:
-    """Expat-based reader that keeps line numbers for every element."""
-
-    def __init__(self, path: str | None) -> None:
-        self.path = path
-        self.algo: dict[str, str] | None = None
-        self.gpus: list[dict[str, Any]] = []
-        self.cur_gpu: dict[str, Any] | None = None
-        self.cur_tb: dict[str, Any] | None = None
-        self.p = xml.parsers.expat.ParserCreate()
-        self.p.StartElementHandler = self.start
-        self.p.EndElementHandler = self.end
-
-    def err(
-        self, msg: str, element: str | None = None, line: int | None = None
-    ) -> FormatError:
-        return FormatError(
-            msg,
-            path=self.path,
-            element=element,
-            line=self.p.CurrentLineNumber if line is None else line,
-        )
-
-    def start(self, tag: str, attrs: dict[str, str]) -> None:
-        line = self.p.CurrentLineNumber
-        if tag == "algo":
-            if self.algo is not None:
-                raise self.err("a file holds one <algo>", tag)
-            self.algo = dict(attrs)
-        elif tag == "gpu":
-            if self.algo is None or self.cur_gpu is not None:
-                raise self.err("<gpu> must be a child of <algo>", tag)
-            self.cur_gpu = {"attrs": dict(attrs), "line": line, "tbs": []}
-        elif tag == "tb":
-            if self.cur_gpu is None or self.cur_tb is not None:
-                raise self.err("<tb> must be a child of <gpu>", tag)
-            self.cur_tb = {"attrs": dict(attrs), "line": line, "steps": []}
-        elif tag == "step":
-            if self.cur_tb is None:
-                raise self.err("<step> must be a child of <tb>", tag)
-            self.cur_tb["steps"].append((dict(attrs), line))
-        else:
-            raise self.err(f"unknown element <{tag}>", tag)
-
-    def end(self, tag: str) -> None:
-        if tag == "tb":
-            self.cur_gpu["tbs"].append(self.cur_tb)
-            self.cur_tb = None
-        elif tag == "gpu":
-            self.gpus.append(self.cur_gpu)
-            self.cur_gpu = None
-
-    def parse(self, text: str) -> None:
-        try:
-            self.p.Parse(text, True)
-        except xml.parsers.expat.ExpatError as exc:
-            raise FormatError(
-                f"not well-formed XML: {xml.parsers.expat.ErrorString(exc.code)}",
-                path=self.path,
-                line=exc.lineno,
-            ) from None
-        if self.algo is None:
-            raise FormatError("no <algo> element", path=self.path, element="algo")
-
-
-def _int_attr(
-    attrs: dict[str, str],
-    key: str,
-    where: str,
-    parser: _Parser,
-    element: str,
-    line: int,
-    default: int | None = None,
-    lo: int | None = None,
-    hi: int | None = None,
-) -> int:
-    if key not in attrs:
-        if default is not None:
-            return default
-        raise parser.err(f"{where}: attribute {key!r} is missing", element, line)
-    try:
-        v = int(attrs[key])
-    except ValueError:
-        raise parser.err(
-            f"{where}: attribute {key}={attrs[key]!r} is not an integer", element, line
-        ) from None
-    if (lo is not None and v < lo) or (hi is not None and v > hi):
-        rng = f"[{lo}, {hi}]" if hi is not None else f">= {lo}"
-        raise parser.err(f"{where}: {key}={v} is outside {rng}", element, line)
-    return v
 
 
 @dataclass
@@ -225,19 +111,19 @@ class _MscclReader:
     def __init__(self, text: str, path: str | None, chunk_bytes: int | None):
         self.text = text
         self.chunk_bytes = chunk_bytes
-        self.ps = _Parser(path)
+        self.ps = ElementParser(path)
         # parse: (gpu, tb) -> its steps in program order
-        self.steps: dict[tuple[int, int], list[_Step]] = {}
+        self.steps: dict[tuple[int, int], list[Step]] = {}
         # match: id(receive step) -> its send step
-        self.match_send: dict[int, _Step] = {}
+        self.match_send: dict[int, Step] = {}
         # order: every step, and the replay order as indices into it
-        self.all_steps: list[_Step] = []
+        self.all_steps: list[Step] = []
         self.sequence: list[int] = []
         # replay
         self.msgs = _Messages()
         self.done: dict[int, tuple[frozenset[int], int]] = {}  # step -> after it
         self.send_info: dict[int, tuple[frozenset[int], int, list[int]]] = {}
-        self.scratch: dict[tuple[int, int], tuple[_Step, _Step, int, int]] = {}
+        self.scratch: dict[tuple[int, int], tuple[Step, Step, int, int]] = {}
         self.n_tokens = 0
 
     def run(self) -> Schedule:
@@ -253,7 +139,7 @@ class _MscclReader:
         self._read_header()
         gpu_seen: set[int] = set()
         for g in self.ps.gpus:
-            gid = _int_attr(
+            gid = int_attr(
                 g["attrs"],
                 "id",
                 "<gpu>",
@@ -297,20 +183,20 @@ class _MscclReader:
                 line,
             )
         coll = self.coll = _COLL[coll_name.lower()]
-        ngpus = _int_attr(algo, "ngpus", where, ps, "algo", line, lo=1, hi=1 << 16)
+        ngpus = int_attr(algo, "ngpus", where, ps, "algo", line, lo=1, hi=1 << 16)
         self.ngpus = ngpus
-        nchunks = self.nchunks = _int_attr(
+        nchunks = self.nchunks = int_attr(
             algo, "nchunksperloop", where, ps, "algo", line, lo=1, hi=1 << 20
         )
         if self.chunk_bytes is None:
-            self.cb = _int_attr(
+            self.cb = int_attr(
                 algo, "chunkbytes", where, ps, "algo", line, default=1 << 20, lo=1
             )
         else:
             from .._util import as_int
 
             self.cb = as_int(self.chunk_bytes, "chunk_bytes", 1)
-        self.root = _int_attr(
+        self.root = int_attr(
             algo, "root", where, ps, "algo", line, default=0, lo=0, hi=ngpus - 1
         )
         if coll in ("allgather", "reduce_scatter") and nchunks % ngpus:
@@ -329,17 +215,15 @@ class _MscclReader:
 
     def _read_tb(
         self, gid: int, tb: dict[str, Any], tb_ids: list[int]
-    ) -> tuple[int, list[_Step]]:
+    ) -> tuple[int, list[Step]]:
         """A thread block's peers and channel, then its steps."""
         ps, attrs, line, hi = self.ps, tb["attrs"], tb["line"], self.ngpus - 1
-        tid = _int_attr(
-            attrs, "id", f"GPU {gid} <tb>", ps, "tb", line, lo=0, hi=1 << 16
-        )
+        tid = int_attr(attrs, "id", f"GPU {gid} <tb>", ps, "tb", line, lo=0, hi=1 << 16)
         w = f"GPU {gid} tb {tid}"
         # -1: no peer that way (a thread block may only send or only receive).
-        send = _int_attr(attrs, "send", w, ps, "tb", line, lo=-1, hi=hi)
-        recv = _int_attr(attrs, "recv", w, ps, "tb", line, lo=-1, hi=hi)
-        chan = _int_attr(attrs, "chan", w, ps, "tb", line, default=0, lo=0, hi=1 << 10)
+        send = int_attr(attrs, "send", w, ps, "tb", line, lo=-1, hi=hi)
+        recv = int_attr(attrs, "recv", w, ps, "tb", line, lo=-1, hi=hi)
+        chan = int_attr(attrs, "chan", w, ps, "tb", line, default=0, lo=0, hi=1 << 10)
         if gid in (send, recv):
             raise ps.err(f"{w}: a thread block cannot talk to its own GPU", "tb", line)
         if tid in tb_ids:
@@ -360,12 +244,12 @@ class _MscclReader:
         sa: dict[str, str],
         line: int,
         peers: tuple[int, int, int],
-    ) -> _Step:
+    ) -> Step:
         """Step ``i`` of a thread block whose (send, recv, chan) are ``peers``."""
         ps, ws = self.ps, f"GPU {gid} tb {tid} step {i}"
         # Dependencies name steps by index, so a gap or reordering would make
         # them point elsewhere: the numbering must be the position.
-        k = _int_attr(sa, "s", ws, ps, "step", line, lo=0)
+        k = int_attr(sa, "s", ws, ps, "step", line, lo=0)
         if k != i:
             raise ps.err(
                 f"{ws}: steps must be numbered 0, 1, ... (found s={k})", "step", line
@@ -376,11 +260,11 @@ class _MscclReader:
             raise ps.err(f"{ws}: unknown step type {kind!r}{hint}", "step", line)
 
         def num(key: str, default: int, lo: int) -> int:
-            return _int_attr(sa, key, ws, ps, "step", line, default=default, lo=lo)
+            return int_attr(sa, key, ws, ps, "step", line, default=default, lo=lo)
 
         # Arguments are evaluated in order, so the first bad attribute is the
         # one reported.
-        st = _Step(
+        st = Step(
             gid,
             tid,
             i,
@@ -413,7 +297,7 @@ class _MscclReader:
             raise ps.err(f"{ws}: cnt must be >= 1", "step", line)
         return st
 
-    def _blocks(self, st: _Step, bufname: str, off: int, gpu: int) -> list[int]:
+    def _blocks(self, st: Step, bufname: str, off: int, gpu: int) -> list[int]:
         """Block of each chunk; scratch chunks give ``-1 - offset``.
 
         Input and output are one vector (see the module notes); an
@@ -472,15 +356,15 @@ class _MscclReader:
     def _connections(
         self,
     ) -> tuple[
-        dict[tuple[int, int, int], list[_Step]], dict[tuple[int, int, int], list[_Step]]
+        dict[tuple[int, int, int], list[Step]], dict[tuple[int, int, int], list[Step]]
     ]:
         """Sends and receives per connection (sender, receiver, channel).
 
         A connection belongs to one thread block at each end: two would make
         the order of its messages, and so the matching, undefined.
         """
-        sends: dict[tuple[int, int, int], list[_Step]] = defaultdict(list)
-        recvs: dict[tuple[int, int, int], list[_Step]] = defaultdict(list)
+        sends: dict[tuple[int, int, int], list[Step]] = defaultdict(list)
+        recvs: dict[tuple[int, int, int], list[Step]] = defaultdict(list)
         conn_tb: dict[tuple[str, int, int, int], int] = {}
         for (gid, tid), prog in sorted(self.steps.items()):
             for st in prog:
@@ -592,7 +476,7 @@ class _MscclReader:
             raise self.ps.err("the program moves no data", "algo", _ALGO_LINE)
         return self._schedule()
 
-    def _after(self, st: _Step) -> tuple[set[int], int]:
+    def _after(self, st: Step) -> tuple[set[int], int]:
         """Transfers and tokens ``st`` waits for (program order and ``depid``)."""
         ts: set[int] = set()
         tok = 0
@@ -606,7 +490,7 @@ class _MscclReader:
         return ts, tok
 
     def _receive(
-        self, st: _Step, a_ts: set[int], a_tok: int, completed: set[int]
+        self, st: Step, a_ts: set[int], a_tok: int, completed: set[int]
     ) -> int:
         """A receive: a transfer, or data parked in scratch (its new token)."""
         snd = self.match_send[id(st)]
@@ -635,7 +519,7 @@ class _MscclReader:
         completed.add(t)
         return 0
 
-    def _receive_into_scratch(self, st: _Step, snd: _Step, s_blocks: list[int]) -> int:
+    def _receive_into_scratch(self, st: Step, snd: Step, s_blocks: list[int]) -> int:
         """Park a message in scratch until a ``re`` / ``cpy`` step applies it.
 
         No transfer yet: the message becomes one when it is applied. The
@@ -657,9 +541,7 @@ class _MscclReader:
             self.scratch[(st.gpu, st.dstoff + j)] = (snd, st, new_tok, s_blocks[j])
         return new_tok
 
-    def _local(
-        self, st: _Step, a_ts: set[int], a_tok: int, completed: set[int]
-    ) -> None:
+    def _local(self, st: Step, a_ts: set[int], a_tok: int, completed: set[int]) -> None:
         """A ``re`` / ``cpy`` step: applying scratch, or a no-op in place."""
         if st.srcbuf == "s":
             self._apply_scratch(st, a_ts, a_tok, completed)
@@ -678,7 +560,7 @@ class _MscclReader:
             )
 
     def _apply_scratch(
-        self, st: _Step, a_ts: set[int], a_tok: int, completed: set[int]
+        self, st: Step, a_ts: set[int], a_tok: int, completed: set[int]
     ) -> None:
         """Apply scratch chunks: one transfer per message they came from.
 
@@ -692,7 +574,7 @@ class _MscclReader:
                 "step",
                 st.line,
             )
-        groups: dict[tuple[int, int], tuple[_Step, _Step, list[int]]] = {}
+        groups: dict[tuple[int, int], tuple[Step, Step, list[int]]] = {}
         for j in range(st.cnt):
             ent = self.scratch.get((st.gpu, st.srcoff + j))
             if ent is None:
@@ -737,7 +619,7 @@ class _MscclReader:
             completed.add(t)
 
     def _record_send(
-        self, st: _Step, a_ts: set[int], a_tok: int, completed: set[int]
+        self, st: Step, a_ts: set[int], a_tok: int, completed: set[int]
     ) -> None:
         """What the message of a sending step waits for, and its blocks."""
         if st.kind == "s":
