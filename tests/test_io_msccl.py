@@ -484,3 +484,50 @@ def test_removed_dependency_in_an_export_is_refuted_by_the_verifier():
     lines[k] = re.sub(r'depid="\d+" deps="\d+"', 'depid="-1" deps="-1"', lines[k])
     with pytest.raises(wc.ScheduleError, match=r"GPU \d+ tb \d+ step \d+"):
         wc.verify(read_msccl("".join(lines)))
+
+
+def _two_gpus(steps0: str, steps1: str, nchunks: int = 1) -> str:
+    """Two GPUs with one thread block each, talking to each other."""
+    return (
+        f'<algo coll="allreduce" ngpus="2" nchunksperloop="{nchunks}">\n'
+        '<gpu id="0">\n<tb id="0" send="1" recv="1" chan="0">\n'
+        f"{steps0}</tb>\n</gpu>\n"
+        '<gpu id="1">\n<tb id="0" send="0" recv="0" chan="0">\n'
+        f"{steps1}</tb>\n</gpu>\n</algo>\n"
+    )
+
+
+def _st(k: int, kind: str, off: int = 0, doff: int = 0, cnt: int | str = 1) -> str:
+    return (
+        f'<step s="{k}" type="{kind}" srcbuf="i" srcoff="{off}" dstbuf="i" '
+        f'dstoff="{doff}" cnt="{cnt}" depid="-1" deps="-1" hasdep="0"/>\n'
+    )
+
+
+@pytest.mark.parametrize(
+    ("phase", "text", "line", "match"),
+    [
+        # parse: an attribute that is not a number
+        ("parse", _two_gpus(_st(0, "s", cnt="x"), _st(0, "r")), 4,
+         r"GPU 0 tb 0 step 0: attribute cnt='x' is not an integer"),
+        # match: a send that no receive takes
+        ("match", _two_gpus(_st(0, "s") + _st(1, "s"), _st(0, "r")), 5,
+         r"GPU 0 tb 0 step 1 \('s'\) has no matching receive"),
+        # order: each GPU receives before it sends
+        ("order", _two_gpus(_st(0, "r") + _st(1, "s"), _st(0, "r") + _st(1, "s")), 4,
+         r"would deadlock: GPU 0 tb 0 step 0 waits"),
+        # replay: chunk 0 arrives as chunk 1
+        ("replay", _two_gpus(_st(0, "s"), _st(0, "r", doff=1), nchunks=2), 9,
+         r"GPU 0 tb 0 step 0 -> GPU 1 tb 0 step 0 moves chunks \[0\] into chunks \[1\]"),
+    ],
+)  # fmt: skip
+def test_each_reader_phase_names_file_element_and_line(
+    tmp_path, phase, text, line, match
+):
+    f = tmp_path / f"{phase}.xml"
+    f.write_text(text)
+    with pytest.raises(FormatError, match=match) as info:
+        read_msccl(f)
+    err = info.value
+    assert (err.path, err.element, err.line) == (str(f), "step", line)
+    assert str(err).startswith(f"{f}, line {line}, <step>: ")

@@ -12,7 +12,14 @@ from typing import Any
 
 from ..schedule import Schedule
 
-__all__ = ["FormatError", "RankFrontier", "Transfers", "read_text"]
+__all__ = [
+    "MAX_FILE_BYTES",
+    "FormatError",
+    "RankFrontier",
+    "Transfers",
+    "check_verified",
+    "read_text",
+]
 
 #: Largest input file the readers accept (bytes); larger files are refused
 #: before they are read.

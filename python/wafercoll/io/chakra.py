@@ -46,6 +46,7 @@ from ._common import (
     Transfers,
     check_verified,
 )
+from ._messages import Op, messages_schedule
 
 __all__ = ["CHAKRA_NODE_TYPES", "chakra_messages", "read_chakra", "write_chakra"]
 
@@ -374,14 +375,12 @@ def read_chakra(
         communication attributes, a dependency on an unknown node, an
         unmatched send or receive, or a cycle (naming the file and record).
     """
-    from .goal import _messages_schedule, _Op
-
     Node = chakra_messages()["Node"]
     from google.protobuf.message import DecodeError
 
     files = _rank_files(prefix)
     p = len(files)
-    ops: list[dict[str, _Op]] = [{} for _ in range(p)]
+    ops: list[dict[str, Op]] = [{} for _ in range(p)]
     reqs: list[list[tuple[str, str, str, int]]] = [[] for _ in range(p)]
     kinds = {
         CHAKRA_NODE_TYPES["COMM_SEND_NODE"]: "send",
@@ -423,7 +422,7 @@ def read_chakra(
                 attrs = {a.name: a for a in node.attr}
                 kind = kinds.get(node.type, "calc")
                 if kind == "calc":
-                    ops[r][label] = _Op(r, label, "calc", 0, -1, -1, k)
+                    ops[r][label] = Op(r, label, "calc", 0, -1, -1, k)
                 else:
                     need = ("comm_src", "comm_dst", "comm_size", "comm_tag")
                     missing = [a for a in need if a not in attrs]
@@ -448,7 +447,7 @@ def read_chakra(
                             path=path,
                             element=f"record {k}",
                         )
-                    ops[r][label] = _Op(
+                    ops[r][label] = Op(
                         r,
                         label,
                         kind,
@@ -471,7 +470,7 @@ def read_chakra(
                     )
                 reqs[r].append((label, by_id[d][0], "requires", rec))
     name = os.path.basename(files[0]).rsplit(".", 2)[0]
-    return _messages_schedule(
+    return messages_schedule(
         p,
         ops,
         reqs,

@@ -39,12 +39,9 @@ with :func:`wafercoll.topology.star` charges the same parameters.
 
 from __future__ import annotations
 
-import heapq
 import os
 import re
-from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from .._util import as_real, write_atomic
@@ -56,6 +53,7 @@ from ._common import (
     check_verified,
     read_text,
 )
+from ._messages import GoalMessage, Op, messages_schedule
 
 __all__ = ["GoalMessage", "goal_text", "read_goal", "write_goal"]
 
@@ -138,34 +136,6 @@ def write_goal(
 # --------------------------------------------------------------------------- #
 # import
 # --------------------------------------------------------------------------- #
-@dataclass(frozen=True)
-class GoalMessage:
-    """One message of a GOAL file (what ``read_goal(messages=...)`` maps).
-
-    ``index`` counts the messages in the order of the returned transfers;
-    ``send_label`` and ``recv_label`` are the operations' labels.
-    """
-
-    index: int
-    src: int
-    dst: int
-    tag: int
-    size: int
-    send_label: str
-    recv_label: str
-
-
-@dataclass
-class _Op:
-    rank: int
-    label: str
-    kind: str  # send, recv, calc
-    size: int
-    peer: int
-    tag: int
-    line: int
-
-
 _TOKEN = re.compile(
     r"""[ \t\r]*(?:
       (?P<comment>//[^\n]*|/\*.*?\*/)
@@ -209,7 +179,7 @@ def _tokens(text: str, path: str | None) -> list[tuple[str, int]]:
 
 def _parse(
     text: str, path: str | None
-) -> tuple[int, list[dict[str, _Op]], list[list[tuple[str, str, str, int]]]]:
+) -> tuple[int, list[dict[str, Op]], list[list[tuple[str, str, str, int]]]]:
     toks = _tokens(text, path)
     # Split into statements (a line each; braces are statements of their own).
     stmts: list[list[tuple[str, int]]] = []
@@ -251,7 +221,7 @@ def _parse(
         raise err(
             f"num_ranks must be in [1, {1 << 20}], got {p}", stmts[0][0][1], "num_ranks"
         )
-    ops: list[dict[str, _Op]] = [dict() for _ in range(p)]
+    ops: list[dict[str, Op]] = [dict() for _ in range(p)]
     reqs: list[list[tuple[str, str, str, int]]] = [[] for _ in range(p)]
     rank: int | None = None
     seen_ranks: set[int] = set()
@@ -321,12 +291,12 @@ def _parse(
                 raise err(
                     f"peer {peer} must be another rank in [0, {p - 1}]", line, kind
                 )
-            ops[rank][label] = _Op(rank, label, kind, size, peer, tag, line)
+            ops[rank][label] = Op(rank, label, kind, size, peer, tag, line)
         elif kind == "calc":
             if len(body) < 2:
                 raise err("expected 'calc TIME'", line, kind)
             num(body[1], line, "calc time")
-            ops[rank][label] = _Op(rank, label, kind, int(body[1]), -1, -1, line)
+            ops[rank][label] = Op(rank, label, kind, int(body[1]), -1, -1, line)
         else:
             raise err(f"unknown operation {kind!r} (send, recv or calc)", line)
     if rank is not None:
@@ -393,7 +363,7 @@ def read_goal(
     text, path = read_text(source, "GOAL")
     p, ops, reqs = _parse(text, path)
     name = os.path.basename(path) if path else "goal"
-    return _messages_schedule(
+    return messages_schedule(
         p,
         ops,
         reqs,
@@ -407,155 +377,3 @@ def read_goal(
         root,
         owners,
     )
-
-
-def _messages_schedule(
-    p: int,
-    ops: list[dict[str, _Op]],
-    reqs: list[list[tuple[str, str, str, int]]],
-    path: str | None,
-    fmt: str,
-    reader: str,
-    name: str,
-    messages: Callable[[GoalMessage], tuple[Any, str]] | None,
-    block_bytes: Sequence[int] | None,
-    collective: str | None,
-    root: int | None,
-    owners: Sequence[int] | None,
-) -> Schedule:
-    """A schedule from per-rank send / recv / calc operations (GOAL, Chakra).
-
-    ``ops[r]`` maps labels to operations; ``reqs[r]`` holds ``(a, b, kind,
-    line)``: operation ``a`` requires ``b``. Errors name ``path`` and the
-    operation's line (for Chakra, its record).
-    """
-
-    def where(op: _Op) -> dict[str, Any]:
-        if fmt == "GOAL":
-            return {"path": path, "element": op.kind, "line": op.line}
-        return {"path": path, "element": f"record {op.line}"}
-
-    # Matching: k-th send x->y with tag g <-> k-th recv at y from x with tag g,
-    # in the order of the file.
-    sends: dict[tuple[int, int, int], list[_Op]] = defaultdict(list)
-    recvs: dict[tuple[int, int, int], list[_Op]] = defaultdict(list)
-    for r in range(p):
-        for op in ops[r].values():
-            if op.kind == "send":
-                sends[(r, op.peer, op.tag)].append(op)
-            elif op.kind == "recv":
-                recvs[(op.peer, r, op.tag)].append(op)
-    partner: dict[int, _Op] = {}
-    for key in set(sends) | set(recvs):
-        ss, rr = sends.get(key, []), recvs.get(key, [])
-        for a, b in zip(ss, rr, strict=False):
-            if a.size != b.size:
-                raise FormatError(
-                    f"rank {a.rank} {a.label} sends {a.size} bytes; the matching "
-                    f"receive, rank {b.rank} {b.label}, takes {b.size}",
-                    **where(b),
-                )
-            partner[id(a)] = b
-            partner[id(b)] = a
-        if len(ss) != len(rr):
-            extra = ss[len(rr)] if len(ss) > len(rr) else rr[len(ss)]
-            x, y, g = key
-            raise FormatError(
-                f"rank {extra.rank} {extra.label} ({extra.kind}) has no match: rank "
-                f"{x} sends {len(ss)} messages with tag {g} to rank {y}, which "
-                f"receives {len(rr)}",
-                **where(extra),
-            )
-    # Kahn over operations: requires (after completion), irequires (after
-    # start; the same here: operations start when their predecessors allow),
-    # and message edges.
-    allops = [op for r in range(p) for op in ops[r].values()]
-    idx = {id(op): i for i, op in enumerate(allops)}
-    preds: list[list[int]] = [[] for _ in allops]
-    for r in range(p):
-        for a, b, _kind, _line in reqs[r]:
-            preds[idx[id(ops[r][a])]].append(idx[id(ops[r][b])])
-    for op in allops:
-        if op.kind == "recv":
-            preds[idx[id(op)]].append(idx[id(partner[id(op)])])
-    succ: list[list[int]] = [[] for _ in allops]
-    indeg = [0] * len(allops)
-    for i, pr in enumerate(preds):
-        for j in pr:
-            succ[j].append(i)
-            indeg[i] += 1
-    heap = [
-        (allops[i].rank, allops[i].line, i) for i in range(len(allops)) if indeg[i] == 0
-    ]
-    heapq.heapify(heap)
-    order: list[int] = []
-    while heap:
-        *_, i = heapq.heappop(heap)
-        order.append(i)
-        for j in succ[i]:
-            indeg[j] -= 1
-            if indeg[j] == 0:
-                heapq.heappush(heap, (allops[j].rank, allops[j].line, j))
-    if len(order) != len(allops):
-        stuck = next(op for i, op in enumerate(allops) if indeg[i] > 0)
-        raise FormatError(
-            f"rank {stuck.rank} {stuck.label} waits for itself through "
-            "requires and messages (the schedule would deadlock)",
-            **where(stuck),
-        )
-    done: dict[int, set[int]] = {}
-    send_after: dict[int, set[int]] = {}
-    msgs: list[GoalMessage] = []
-    deps: list[set[int]] = []
-    for i in order:
-        op = allops[i]
-        after: set[int] = set()
-        for j in preds[i]:
-            if (
-                allops[j].kind == "send"
-                and op.kind == "recv"
-                and partner.get(id(op)) is allops[j]
-            ):
-                continue
-            after |= done[j]
-        if op.kind == "send":
-            send_after[i] = after
-            done[i] = after
-        elif op.kind == "recv":
-            snd = partner[id(op)]
-            t = len(msgs)
-            msgs.append(
-                GoalMessage(t, snd.rank, op.rank, op.tag, op.size, snd.label, op.label)
-            )
-            deps.append(send_after[idx[id(snd)]] | after)
-            done[i] = {t}
-        else:
-            done[i] = after
-    if not msgs:
-        raise FormatError(f"the {fmt} input has no messages", path=path)
-    if messages is None:
-        s = Schedule(p, [max(m.size, 0) for m in msgs], "broadcast", name=name)
-        for m in msgs:
-            s.add_transfer(m.src, m.dst, [m.index], deps=sorted(deps[m.index]))
-        s._opaque = (
-            f"a {fmt} file carries message sizes, not data, so this schedule "
-            f"cannot be verified: pass {reader}(..., messages=f, block_bytes=..., "
-            "collective=...) with f(msg) -> (blocks, op) to say which blocks each "
-            "message moves"
-        )
-    else:
-        if not callable(messages):
-            raise TypeError("messages must be a callable msg -> (blocks, op)")
-        if block_bytes is None or collective is None:
-            raise ValueError(
-                f"{reader}(messages=...) also needs block_bytes and collective"
-            )
-        s = Schedule(p, block_bytes, collective, root=root, owners=owners, name=name)
-        for m in msgs:
-            blocks, op = messages(m)
-            s.add_transfer(m.src, m.dst, blocks, op=op, deps=sorted(deps[m.index]))
-    s.labels = [
-        f"rank {m.src} {m.send_label} -> rank {m.dst} {m.recv_label} (tag {m.tag})"
-        for m in msgs
-    ]
-    return s
