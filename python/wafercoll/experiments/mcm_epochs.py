@@ -66,7 +66,7 @@ def run_fig10(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
     train = artifact_training()
     for m, n in shapes:
         for model in models:
-            size = training.BYTES_PER_PARAMETER * systolic.dnn_parameters(model)
+            size = training.gradient_bytes(model)
             compute = training.compute_time(model)
             # One sample per 256 x 256 array whatever the mesh: the artifact's
             # 8x8 cycles hold for 9x9 too.
@@ -230,9 +230,6 @@ def plot_fig10(cols: dict[str, list[Any]], ax: Any = None) -> Any:
 
 # ------------------------------------------------------------------ Fig. 11
 
-#: Layers below this many parameters join the next one's AllReduce (the
-#: artifact's src/model.py groups them the same way).
-_SMALL_LAYER = 32768
 #: Section VII-C: TTO's speedup ranges with layer-wise overlap (8x8).
 _FIG11_RANGES = {
     "Ring": (0.99, 2.5),
@@ -241,34 +238,6 @@ _FIG11_RANGES = {
     "MultiTree": (0.98, 1.54),
     "RingBiEven": (0.99, 1.6),
 }
-
-
-def _gradient_groups(params: list[int]) -> list[tuple[int, int]]:
-    """(first layer, parameters) of each AllReduce, small layers joined on."""
-    groups, pending, first = [], 0, None
-    for i, p in enumerate(params):
-        first = i if first is None else first
-        pending += p
-        if p >= _SMALL_LAYER:
-            groups.append((first, pending))
-            pending, first = 0, None
-    if pending:
-        groups.append((first, pending))
-    return groups
-
-
-def _overlapped(
-    ready: dict[int, float], groups: list[tuple[int, int]], total: float, ar: Any
-) -> float:
-    """Iteration time with each group's AllReduce overlapped with the backward.
-
-    A group's AllReduce starts once its gradient is ready and the previous
-    AllReduce is done (backward order).
-    """
-    end = 0.0
-    for first, size in sorted(groups, key=lambda g: -g[0]):
-        end = max(ready[first], end) + ar(size)
-    return max(total, end)
 
 
 def run_fig11(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
@@ -293,20 +262,10 @@ def run_fig11(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
         )
     }
     for model in models:
-        layers = systolic.dnn_layers(model)
-        params = [x.parameters for x in layers]
-        groups = _gradient_groups(params)
-        # Our readiness: forward, then backward from the last layer.
-        cyc = [
-            systolic.layer_cycles(x, 256, 256, input_gradient=i > 0)
-            for i, x in enumerate(layers)
-        ]
-        fwd = sum(c["forward"] for c in cyc)
-        ours, t = {}, float(fwd)
-        for i in range(len(layers) - 1, -1, -1):
-            t += cyc[i]["input_gradient"] + cyc[i]["weight_gradient"]
-            ours[i] = t * 1e-9
-        computes = [("systolic model", ours, t * 1e-9)]
+        groups = training.gradient_groups(
+            [x.parameters for x in systolic.dnn_layers(model)]
+        )
+        computes = [("systolic model", *training.gradient_ready(model))]
         sel = (lay["model"] == model) & (lay["array"] == 256)
         if sel.any():
             theirs = {
@@ -329,13 +288,12 @@ def run_fig11(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
                 return cache[key]
 
             used = m * n - 1 if label == "TTO" else m * n
-            total_ar = sum(ar(sz) for _, sz in groups)
             for what, ready, total in computes:
-                it = _overlapped(ready, groups, total, ar)
-                hidden = 100 * (1 - (it - total) / total_ar) if total_ar else 100.0
+                o = training.layerwise_overlap(ready, groups, total, ar)
+                it = o["overlapped_s"]
                 rows.append(
-                    (what, label, total + total_ar, it, total_ar, hidden,
-                     training.epoch_time(used, it, 0.0))
+                    (what, label, o["serial_s"], it, o["allreduce_s"],
+                     100 * o["hidden"], training.epoch_time(used, it, 0.0))
                 )  # fmt: skip
         for what in dict.fromkeys(r[0] for r in rows):
             ring = next(r for r in rows if r[0] == what and r[1] == "Ring")

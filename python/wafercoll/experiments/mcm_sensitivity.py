@@ -84,7 +84,7 @@ def run_fig13(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
         )
     }
     for model in models:
-        size = training.BYTES_PER_PARAMETER * systolic.dnn_parameters(model)
+        size = training.gradient_bytes(model)
         times = {
             paper_label(a): simulate_allreduce(a, m, n, size, ARTIFACT).time_s
             for a in algorithms_for(m, n)
