@@ -113,9 +113,3 @@ def test_fig11_overlap_never_beats_compute_nor_serial() -> None:
         cols["iteration_s"], cols["overlapped_s"], cols["allreduce_sum_s"], strict=True
     ):
         assert it - ar - 1e-15 <= ov <= it + 1e-15
-
-
-def test_gradient_groups_join_small_layers_to_the_next() -> None:
-    big = mesh_mcm._SMALL_LAYER
-    groups = mesh_mcm._gradient_groups([10, big, 5, 6, big + 1, 7])
-    assert groups == [(0, 10 + big), (2, 11 + big + 1), (5, 7)]

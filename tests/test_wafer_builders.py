@@ -190,3 +190,67 @@ def test_one_transfer_per_stream_simulates_like_one_per_wavelet(P: int, B: int) 
         per_stream = wc.build(name, P, 4 * B)
         assert per_stream.num_transfers == P - 1
         assert cycles(per_wavelet, P) == pytest.approx(cycles(per_stream, P), rel=1e-12)
+
+
+# -- the flooding broadcast (Lemma 4.1) -----------------------------------------------
+
+FLOOD_PES = [1, 2, 3, 5, 6, 7, 9, 12, 17, 31, 33, 64, 100, 127]
+
+
+@pytest.mark.parametrize("P", FLOOD_PES)
+@pytest.mark.parametrize("w", [None, 1, 3])
+def test_flood_broadcast_verifies_and_copies_the_root(
+    rng: np.random.Generator, P: int, w: int | None
+) -> None:
+    for B in (1, 2, 5, 16):
+        s = wc.build("wafer_flood_broadcast", P, 4 * B, wavelets_per_block=w)
+        assert wc.verify(s).ok
+        assert s.collective == "broadcast" and s.root == 0
+        # one multicast of every block; blocks of w wavelets, the last shorter
+        assert s.num_transfers == (P > 1)
+        assert s.num_blocks == (1 if w is None else math.ceil(B / w))
+        assert int(s.block_bytes.sum()) == 4 * B
+        x = rng.standard_normal((P, B))
+        assert np.array_equal(wc.execute(s, x), np.tile(x[0], (P, 1)))
+
+
+@pytest.mark.parametrize("P", [2, 3, 7, 12, 33, 100])
+@pytest.mark.parametrize("B", [1, 6, 64])
+def test_flood_broadcast_simulates_to_lemma_4_1(P: int, B: int) -> None:
+    # Lemma 4.1: B wavelets stream through P PEs with two ramps: B + P + 2 T_R.
+    row = wafer.wafer_row(P)
+    for T_R in (0, 2, 5):
+        for w in (None, 1):
+            s = wafer.flood_broadcast(P, 4 * B, w)
+            got = wc.simulate(s, row, wafer.wse2_network(T_R)).cycles
+            assert got == B + P + 2 * T_R
+
+
+@pytest.mark.parametrize(("P", "B"), [(2, 1), (5, 3), (8, 16), (31, 7), (100, 256)])
+def test_flood_broadcast_is_the_one_multicast_written_by_hand(P: int, B: int) -> None:
+    def plain(s: wc.Schedule) -> dict:
+        d = s.to_dict()
+        d.pop("name")
+        return d
+
+    whole = wc.Schedule(P, [4 * B], "broadcast", root=0)
+    whole.add_transfer(0, list(range(1, P)), 0)
+    per_wavelet = wc.Schedule(P, [4] * B, "broadcast", root=0)
+    per_wavelet.add_transfer(0, list(range(1, P)), [(0, B)])
+    assert plain(wafer.flood_broadcast(P, 4 * B)) == plain(whole)
+    assert plain(wafer.flood_broadcast(P, 4 * B, 1)) == plain(per_wavelet)
+
+
+def test_flood_broadcast_registry_record_and_bad_input() -> None:
+    info = wc.algorithm_info("wafer_flood_broadcast")
+    assert (info.family, info.algorithm, info.collective) == (
+        "wafer",
+        "flood",
+        "broadcast",
+    )
+    assert info.label == "Flooding broadcast"
+    assert wc.build("wafer_flood_broadcast", 4, 8).name == "wafer_flood_broadcast"
+    with pytest.raises(ValueError, match="multiple of 4"):
+        wafer.flood_broadcast(4, 6)
+    with pytest.raises(ValueError, match="wavelets_per_block"):
+        wafer.flood_broadcast(4, 8, 0)

@@ -113,13 +113,6 @@ Case = tuple[str, str, str, float, Callable[[], Schedule] | None]
 
 
 # -- the cases of one point -----------------------------------------------------------
-def _bcast(P: int, B: int) -> Schedule:
-    """The flooding broadcast of Lemma 4.1: one multicast from PE 0."""
-    s = Schedule(P, [4 * B], "broadcast", root=0, name=f"broadcast(P={P}, B={B})")
-    s.add_transfer(0, list(range(1, P)), 0)
-    return s
-
-
 def _cases_1d(P: int, B: int) -> list[Case]:
     """``(panel, algorithm, mapping, model, make)`` of every 1D collective."""
     row = wafer.wafer_row(P)
@@ -128,7 +121,9 @@ def _cases_1d(P: int, B: int) -> list[Case]:
         return lambda: build(name, P, 4 * B, **kw)
 
     bcast = wafer.broadcast_time(P, B, T_R)
-    out: list[Case] = [("broadcast", "broadcast", "", bcast, lambda: _bcast(P, B))]
+    out: list[Case] = [
+        ("broadcast", "broadcast", "", bcast, mk("wafer_flood_broadcast"))
+    ]
     for p in PATTERNS:
         t = wafer.reduce_time(p, P, B, T_R)
         out.append(("reduce", p, "", t, mk(find("wafer", p, "reduce").name)))

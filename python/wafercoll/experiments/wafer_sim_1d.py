@@ -49,18 +49,17 @@ def _message(P: int, B: int) -> Schedule:
     return s
 
 
-def _broadcast(P: int, B: int) -> Schedule:
-    s = Schedule(P, [4] * B, "broadcast", root=0, name=f"broadcast({P}, {B})")
-    s.add_transfer(0, list(range(1, P)), [(0, B)])
-    return s
-
-
 def _cases(P: int, B: int) -> list[tuple[str, Any, float]]:
     from ..algorithms import build, find
 
     out: list[tuple[str, Any, float]] = [
         ("message", lambda: _message(P, B), wafer.message_time(P, B, T_R)),
-        ("broadcast", lambda: _broadcast(P, B), wafer.broadcast_time(P, B, T_R)),
+        # the flooding broadcast (Lemma 4.1), a block per wavelet like the message
+        (
+            "broadcast",
+            lambda: build("wafer_flood_broadcast", P, 4 * B, wavelets_per_block=1),
+            wafer.broadcast_time(P, B, T_R),
+        ),
     ]
     for name in PATTERNS:
         out.append(

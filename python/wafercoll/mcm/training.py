@@ -34,11 +34,19 @@ Transformer       65,000,000   Vaswani et al. 2017, Table 3 (base model)
 
 The SCALE-Sim topologies the paper simulated may differ from these public
 models; pass your own counts to :func:`allreduce_time`.
+
+Layer-wise overlap (Section VII-C, Fig. 11): the gradients of one iteration
+are AllReduced in groups (:func:`gradient_groups`: a layer of fewer than
+:data:`SMALL_LAYER_PARAMETERS` weights joins the next layer's AllReduce),
+each group as soon as the backward pass has produced it
+(:func:`gradient_ready`) and the previous group's AllReduce is done
+(:func:`overlapped_iteration`, :func:`layerwise_overlap`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .._util import as_int, as_real
@@ -48,11 +56,17 @@ __all__ = [
     "MODEL_PARAMETERS",
     "PES_PER_CHIPLET",
     "SAMPLES_PER_CHIPLET",
+    "SMALL_LAYER_PARAMETERS",
     "allreduce_time",
     "compute_time",
     "epoch_time",
     "gain",
+    "gradient_bytes",
+    "gradient_groups",
+    "gradient_ready",
     "iterations",
+    "layerwise_overlap",
+    "overlapped_iteration",
 ]
 
 #: ImageNet-1k training images (Section VIII-B: D = 1281167).
@@ -63,6 +77,9 @@ SAMPLES_PER_CHIPLET = 16
 PES_PER_CHIPLET = 16
 #: Gradient bytes per parameter (Table II: 32-bit precision).
 BYTES_PER_PARAMETER = 4
+#: Layers with fewer weights than this join the next layer's AllReduce (the
+#: artifact's src/model.py groups them the same way).
+SMALL_LAYER_PARAMETERS = 32768
 
 MODEL_PARAMETERS: dict[str, int] = {
     "AlexNet": 61_100_840,
@@ -183,3 +200,214 @@ def epoch_time(
     return n * (
         as_real(compute_s, "compute_s", 0.0) + as_real(allreduce_s, "allreduce_s", 0.0)
     )
+
+
+def gradient_bytes(model: str) -> int:
+    """Bytes of one DNN's gradients: its weights, as the artifact counts them.
+
+    Parameters
+    ----------
+    model : str
+        One of :data:`wafercoll.mcm.systolic.DNNS` or a topology file.
+
+    Returns
+    -------
+    int
+        :data:`BYTES_PER_PARAMETER` per weight of
+        :func:`wafercoll.mcm.systolic.dnn_parameters`.
+
+    Examples
+    --------
+    >>> from wafercoll.mcm import systolic, training
+    >>> training.gradient_bytes("alexnet") == 4 * systolic.dnn_parameters("alexnet")
+    True
+    """
+    from .systolic import dnn_parameters
+
+    return BYTES_PER_PARAMETER * dnn_parameters(model)
+
+
+def gradient_groups(
+    parameters: Sequence[int], small: int = SMALL_LAYER_PARAMETERS
+) -> list[tuple[int, int]]:
+    """The AllReduces of one iteration's gradients, small layers joined on.
+
+    Going through the layers in forward order, a layer of fewer than
+    ``small`` weights joins the AllReduce of the next layer that has at
+    least ``small``; small layers at the end form a group of their own.
+
+    Parameters
+    ----------
+    parameters : sequence of int
+        Weights of every layer, in forward order.
+    small : int
+        Layers below this many weights join the next one's AllReduce.
+
+    Returns
+    -------
+    list of (int, int)
+        One ``(first layer, weights)`` per AllReduce, in forward order; the
+        group holds the layers ``first`` up to the next group's first.
+
+    Examples
+    --------
+    >>> from wafercoll.mcm import training
+    >>> training.gradient_groups([10, 40000, 5, 6, 50000, 7])
+    [(0, 40010), (2, 50011), (5, 7)]
+    """
+    least = as_int(small, "small", 0)
+    groups: list[tuple[int, int]] = []
+    pending, first = 0, None
+    for i, p in enumerate(parameters):
+        weights = as_int(p, f"parameters[{i}]", 0)
+        first = i if first is None else first
+        pending += weights
+        if weights >= least:
+            groups.append((first, pending))
+            pending, first = 0, None
+    if pending:
+        groups.append((first, pending))
+    return groups
+
+
+def gradient_ready(
+    model: str, array: tuple[int, int] = (256, 256), *, clock_Hz: float = 1e9
+) -> tuple[dict[int, float], float]:
+    """When the backward pass has produced each layer's gradients (seconds).
+
+    One sample on one MAC array (the paper's 16 samples on a chiplet's 16
+    PEs: one each), with the layer times of
+    :func:`wafercoll.mcm.systolic.layer_cycles`: the forward pass through
+    every layer, then the backward pass from the last layer to the first,
+    each layer's input gradient (none for the first layer) and weight
+    gradient.
+
+    Parameters
+    ----------
+    model : str
+        One of :data:`wafercoll.mcm.systolic.DNNS` or a topology file.
+    array : (int, int)
+        Rows and columns of the MAC array.
+    clock_Hz : float
+        Cycles per second.
+
+    Returns
+    -------
+    ready : dict of int to float
+        Layer index (forward order) to the time its weight gradients are
+        ready, from the start of the iteration.
+    compute_s : float
+        The forward and backward pass: when layer 0's gradients are ready.
+
+    Examples
+    --------
+    >>> from wafercoll.mcm import training
+    >>> ready, compute = training.gradient_ready("alexnet")
+    >>> compute == ready[0] == max(ready.values())
+    True
+    >>> ready[0] > ready[len(ready) - 1]  # the last layer's come first
+    True
+    """
+    from .systolic import dnn_layers, layer_cycles
+
+    rows, cols = array
+    # Multiplying by the period (1 / 1e9 is the double nearest 1e-9) keeps
+    # the times of the published runs to the last bit.
+    period = 1.0 / as_real(clock_Hz, "clock_Hz", positive=True)
+    layers = dnn_layers(model)
+    cyc = [
+        layer_cycles(x, rows, cols, input_gradient=i > 0) for i, x in enumerate(layers)
+    ]
+    t = float(sum(c["forward"] for c in cyc))
+    ready: dict[int, float] = {}
+    for i in range(len(layers) - 1, -1, -1):
+        t += cyc[i]["input_gradient"] + cyc[i]["weight_gradient"]
+        ready[i] = t * period
+    return ready, t * period
+
+
+def overlapped_iteration(
+    ready: Mapping[int, float],
+    groups: Sequence[tuple[int, int]],
+    compute_s: float,
+    allreduce: Callable[[int], float],
+) -> float:
+    """One iteration with each group's AllReduce overlapped with the backward pass.
+
+    The groups' AllReduces run one at a time in backward order (the group of
+    the last layers first); each starts once the gradients of its first
+    layer are ready and the previous AllReduce is done. The iteration ends
+    when both the compute and the last AllReduce have.
+
+    Parameters
+    ----------
+    ready : mapping of int to float
+        Time each layer's gradients are ready (:func:`gradient_ready`).
+    groups : sequence of (int, int)
+        ``(first layer, weights)`` of every AllReduce (:func:`gradient_groups`).
+    compute_s : float
+        Forward and backward time of the iteration.
+    allreduce : callable
+        ``allreduce(weights)``: the time of one group's AllReduce.
+
+    Returns
+    -------
+    float
+        The iteration's time.
+
+    Examples
+    --------
+    Three layers whose gradients are ready at 1, 2 and 3 (backward from the
+    last), an AllReduce of 0.5 each: the last one ends at 3.5.
+
+    >>> from wafercoll.mcm import training
+    >>> ready = {0: 3.0, 1: 2.0, 2: 1.0}
+    >>> groups = [(0, 10), (1, 10), (2, 10)]
+    >>> training.overlapped_iteration(ready, groups, 3.0, lambda w: 0.5)
+    3.5
+    """
+    end = 0.0
+    for first, weights in sorted(groups, key=lambda g: -g[0]):
+        end = max(ready[first], end) + allreduce(weights)
+    return max(compute_s, end)
+
+
+def layerwise_overlap(
+    ready: Mapping[int, float],
+    groups: Sequence[tuple[int, int]],
+    compute_s: float,
+    allreduce: Callable[[int], float],
+) -> dict[str, float]:
+    """An iteration with every AllReduce after the backward pass and overlapped.
+
+    Parameters are those of :func:`overlapped_iteration`; ``allreduce`` is
+    called once per group.
+
+    Returns
+    -------
+    dict
+        ``serial_s`` (compute, then every AllReduce one after the other),
+        ``overlapped_s`` (:func:`overlapped_iteration`), ``allreduce_s`` (the
+        sum of the groups' AllReduce times) and ``hidden``, the share of that
+        sum hidden behind the backward pass, ``1 - (overlapped_s -
+        compute_s) / allreduce_s`` (1 without any AllReduce time).
+
+    Examples
+    --------
+    >>> from wafercoll.mcm import training
+    >>> ready = {0: 3.0, 1: 2.0, 2: 1.0}
+    >>> groups = [(0, 10), (1, 10), (2, 10)]
+    >>> r = training.layerwise_overlap(ready, groups, 3.0, lambda w: 0.5)
+    >>> r["serial_s"], r["overlapped_s"], r["allreduce_s"], r["hidden"]
+    (4.5, 3.5, 1.5, 0.6666666666666667)
+    """
+    times = [allreduce(weights) for _, weights in groups]
+    total = sum(times)
+    cost = dict(zip((w for _, w in groups), times, strict=True))
+    it = overlapped_iteration(ready, groups, compute_s, cost.__getitem__)
+    return {
+        "serial_s": compute_s + total,
+        "overlapped_s": it,
+        "allreduce_s": total,
+        "hidden": 1 - (it - compute_s) / total if total else 1.0,
+    }

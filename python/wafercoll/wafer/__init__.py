@@ -71,7 +71,13 @@ from .allreduce2d import (
     rooted_tree_metrics,
     speedup_heatmap,
 )
-from .builders import CS2_CLOCK_HZ, WAVELET_BYTES, tree_schedule, wafer_row
+from .builders import (
+    CS2_CLOCK_HZ,
+    WAVELET_BYTES,
+    flood_broadcast,
+    tree_schedule,
+    wafer_row,
+)
 from .builders2d import wafer_grid
 from .calibration import (
     MEASURED_SPEEDUPS,
@@ -151,6 +157,7 @@ __all__ = [
     "speedup_heatmap",
     "CS2_CLOCK_HZ",
     "WAVELET_BYTES",
+    "flood_broadcast",
     "tree_schedule",
     "wafer_row",
     "wafer_grid",

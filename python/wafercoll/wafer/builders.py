@@ -1,4 +1,4 @@
-"""Schedules of the 1D wafer Reduce patterns, registered with :func:`wafercoll.build`.
+"""Schedules of the 1D wafer patterns, registered with :func:`wafercoll.build`.
 
 Every pattern is a reduction tree (:mod:`wafercoll.wafer.model`) turned into
 a schedule by the core's ``tree_reduce``: the vector of ``B = size_bytes / 4``
@@ -10,6 +10,11 @@ streams one at a time, left to right. With the
 each stream wavelet by wavelet, as the wafer does, whatever the block size;
 :func:`wafercoll.metrics` derives their energy, distance, depth and
 contention (also independent of the block size).
+
+The flooding broadcast of Lemma 4.1 (``wafer_flood_broadcast``,
+:func:`flood_broadcast`) is one multicast from PE 0 down the row: the
+routers copy every wavelet on as it passes, so the whole row receives the
+vector in ``B + P + 2 T_R`` cycles (:func:`wafercoll.wafer.broadcast_time`).
 
 Examples
 --------
@@ -34,7 +39,13 @@ from ..topology import Topology, line
 from .model import T_R_DEFAULT, binary_tree, chain_tree, star_tree, two_phase_tree
 from .reduce1d import autogen
 
-__all__ = ["CS2_CLOCK_HZ", "WAVELET_BYTES", "tree_schedule", "wafer_row"]
+__all__ = [
+    "CS2_CLOCK_HZ",
+    "WAVELET_BYTES",
+    "flood_broadcast",
+    "tree_schedule",
+    "wafer_row",
+]
 
 #: Bytes per wavelet: the WSE moves 32-bit packets (the paper, Section 2.2).
 WAVELET_BYTES = 4
@@ -133,6 +144,71 @@ def tree_schedule(
     return kit.tree_reduce(par, size, w * WAVELET_BYTES)
 
 
+def flood_broadcast(
+    ranks: int, size_bytes: int, wavelets_per_block: int | None = None
+) -> Any:
+    """The flooding broadcast of Lemma 4.1: one multicast from PE 0 to every PE.
+
+    PE 0 sends its vector once; the routers of the row copy every wavelet to
+    their PE and on to the next router, so a single multicast transfer to
+    PEs ``1 .. ranks - 1`` is the whole schedule (none on one PE). On a
+    :func:`wafer_row` the simulator's dataflow mode streams it wavelet by
+    wavelet: ``B + P + 2 T_R`` cycles for ``B`` wavelets on ``P`` PEs
+    (:func:`wafercoll.wafer.broadcast_time`).
+
+    Parameters
+    ----------
+    ranks : int
+        PEs of the row (the paper's P), >= 1.
+    size_bytes : int
+        Vector size, a positive multiple of 4 (32-bit wavelets).
+    wavelets_per_block : int, optional
+        Block size in wavelets (the last block takes the rest). The default,
+        the whole vector, is one block; with 1 every wavelet is a block of
+        its own, all moved by the same multicast (the same times).
+
+    Returns
+    -------
+    wafercoll.Schedule
+        A broadcast rooted at PE 0.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> s = wc.wafer.flood_broadcast(8, 4 * 16)            # 8 PEs, 16 wavelets
+    >>> wc.verify(s).ok, s.num_transfers
+    (True, 1)
+    >>> net = wc.wafer.wse2_network(2)                     # T_R = 2
+    >>> wc.simulate(s, wc.wafer.wafer_row(8), net).cycles  # B + P + 2 T_R
+    28.0
+    """
+    p = as_int(ranks, "ranks", 1)
+    size, B = size_wavelets(size_bytes)
+    w = (
+        B
+        if wavelets_per_block is None
+        else min(B, as_int(wavelets_per_block, "wavelets_per_block", 1))
+    )
+    blocks = kit.split_bytes(size, chunk=w * WAVELET_BYTES, unit=WAVELET_BYTES)
+    prog = kit.Program(
+        p,
+        blocks,
+        "broadcast",
+        rule="sendrecv",
+        root=0,
+        name=f"wafer_flood(P={p}, B={B})",
+    )
+    if p > 1:
+        prog.send(0, list(range(1, p)), (0, len(blocks)))
+    return prog.schedule()
+
+
+def _flood_builder(
+    p: int, size: int, *, topology: Any = None, wavelets_per_block: int | None = None
+) -> Any:
+    return flood_broadcast(p, size, wavelets_per_block)
+
+
 def _pattern(name: str, tree: Callable[[int], np.ndarray]) -> Callable[..., Any]:
     def builder(
         p: int,
@@ -216,5 +292,20 @@ register(
         parameters={"wavelets_per_block": None, "T_R": T_R_DEFAULT},
         max_ranks=_MAX,
         label=PATTERN_LABELS["autogen"],
+    )
+)
+register(
+    AlgorithmInfo.of(
+        "wafer",
+        "flood",
+        "broadcast",
+        families=("line",),
+        source=f"{_SOURCE}, Section 4.2 (Lemma 4.1)",
+        summary="one multicast from PE 0 down the row; the routers copy every "
+        "wavelet on",
+        builder=_flood_builder,
+        parameters={"wavelets_per_block": None},
+        max_ranks=_MAX,
+        label="Flooding broadcast",
     )
 )

@@ -51,8 +51,9 @@ count (small ``B``), while mapping "b" stays within a few cycles of the lemma.
 
 2D (Section 7), on :func:`wafer_grid` ``(M, N)``, PE ``(r, c)`` = rank ``r N + c``
 -----------------------------------------------------------------------------------
-* ``wafer_2d_broadcast`` (Lemma 7.1): one multicast from ``(0, 0)``; routes
-  go along the row first, so the copies follow row 0 and then every column.
+* ``wafer_2d_broadcast`` (Lemma 7.1): one multicast from ``(0, 0)`` (the
+  schedule of :func:`~wafercoll.wafer.flood_broadcast`); routes go along the
+  row first, so the copies follow row 0 and then every column.
 * ``wafer_xy_reduce``: every row reduces to its column-0 PE with the
   pattern's tree over the row, then column 0 reduces to ``(0, 0)`` with the
   pattern's tree over the column (Auto-Gen picks a tree per axis length). A
@@ -101,6 +102,7 @@ from .builders import (
     CS2_CLOCK_HZ,
     PATTERN_LABELS,
     WAVELET_BYTES,
+    flood_broadcast,
     size_wavelets,
     tree_schedule,
 )
@@ -547,10 +549,10 @@ def _grid_reduce(parent: np.ndarray, size: int, g: _Grid) -> Any:
 
 
 @_grid_builder("wafer_2d_broadcast")
-def _broadcast_2d(p: int, size: int, g: _Grid) -> Schedule:
-    s = Schedule(p, g.sizes, "broadcast", root=0, name=g.label())
-    if p > 1:
-        s.add_transfer(0, list(range(1, p)), 0)
+def _broadcast_2d(p: int, size: int, g: _Grid) -> Any:
+    # The row's flooding broadcast: one multicast; the grid's routes make it 2D.
+    s = flood_broadcast(p, size)
+    s.name = g.label()
     return s
 
 

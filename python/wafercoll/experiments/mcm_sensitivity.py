@@ -1,0 +1,360 @@
+"""Paper 004's Section VIII: MAC arrays on Simba (Fig. 13) and TTO's chunk (Fig. 14).
+
+* ``mesh_fig13``: one training iteration on the 6x6 Simba mesh with 32 x 32
+  and 16 x 16 MAC arrays (Fig. 13), the compute from the systolic model and
+  from the artifact's own SCALE-Sim cycles, side by side;
+* ``mesh_fig14``: TTO chunk size, 8x8, 128 MiB (Fig. 14), under both presets
+  beside the artifact's committed cycles.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..mcm import ARTIFACT, TABLE_II, artifact_training
+from ..palette import color
+from . import new_axes
+from .mcm_common import (
+    GIB,
+    KIB,
+    MIB,
+    NOT_A_REFERENCE,
+    agreement,
+    algorithms_for,
+    append_bandwidths,
+    artifact_reference,
+    bars,
+    case_ratios,
+    geo_mean,
+    no_reference,
+    panels,
+    paper_label,
+    range_finding,
+    simulate_allreduce,
+    simulate_presets,
+)
+
+__all__ = ["plot_fig13", "plot_fig14", "run_fig13", "run_fig14"]
+
+
+# ------------------------------------------------------------------ Fig. 13
+
+#: Section VIII-A's TTO AllReduce speedups on Simba (32 x 32 and 16 x 16).
+_FIG13_ALLREDUCE = {
+    "Ring": 2.76,
+    "Ring-2D": 2.52,
+    "DBTree": 9.7,
+    "MultiTree": 1.64,
+    "RingBiEven": 1.41,
+}
+#: ... and its end-to-end speedup ranges per iteration.
+_FIG13_E2E = {
+    "Ring": (0.97, 1.8),
+    "Ring-2D": (0.97, 1.73),
+    "DBTree": (0.98, 5.56),
+    "MultiTree": (0.97, 1.31),
+    "RingBiEven": (0.97, 1.17),
+}
+
+
+def run_fig13(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
+    """One iteration on Simba (6x6, 16 PEs per chiplet) for two MAC arrays."""
+    from ..mcm import systolic, training
+
+    m = n = 4 if quick else 6
+    models = ("AlphaGoZero", "alexnet") if quick else systolic.DNNS
+    arrays = (32, 16)
+    train = artifact_training()
+    cols: dict[str, list[Any]] = {
+        k: []
+        for k in (
+            "model",
+            "array",
+            "algorithm",
+            "allreduce_s",
+            "reference_allreduce_s",
+            "deviation_pct",
+            "compute_s",
+            "artifact_compute_s",
+            "iteration_s",
+            "artifact_iteration_s",
+        )
+    }
+    for model in models:
+        size = training.gradient_bytes(model)
+        times = {
+            paper_label(a): simulate_allreduce(a, m, n, size, ARTIFACT).time_s
+            for a in algorithms_for(m, n)
+        }
+        for a in arrays:
+            ours = training.compute_time(model, (a, a))
+            sel = (train["model"] == model) & (train["array_rows"] == a)
+            theirs = float(train["cycles"][sel][0]) * 1e-9 if sel.any() else math.nan
+            for label, t in times.items():
+                ref = artifact_reference(
+                    label, m, n, size, figure="fig13", model=model, array=a
+                )
+                cols["model"].append(model)
+                cols["array"].append(a)
+                cols["algorithm"].append(label)
+                cols["allreduce_s"].append(t)
+                cols["reference_allreduce_s"].append(ref * 1e-9)
+                cols["deviation_pct"].append(100 * (t * 1e9 / ref - 1))
+                cols["compute_s"].append(ours)
+                cols["artifact_compute_s"].append(theirs)
+                cols["iteration_s"].append(ours + t)
+                cols["artifact_iteration_s"].append(theirs + t)
+    return cols, _fig13_findings(cols)
+
+
+def _fig13_findings(cols: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    alg = np.asarray(cols["algorithm"])
+    model = np.asarray(cols["model"])
+    array = np.asarray(cols["array"])
+    ar = np.asarray(cols["allreduce_s"], float)
+    comp = np.asarray(cols["compute_s"], float)
+    acomp = np.asarray(cols["artifact_compute_s"], float)
+    findings = agreement(cols, "Fig. 13 (AllReduce of each DNN's gradients, 6x6)")
+    tto = alg == "TTO"
+    if np.isfinite(acomp).any():
+        ratio = comp[tto] / acomp[tto]
+        worst = int(np.argmax(np.abs(np.log(ratio))))
+        findings.append(
+            {
+                "quantity": "Fig. 13: compute per iteration, systolic model against "
+                "the artifact's SCALE-Sim cycles (7 DNNs, 32 x 32 and 16 x 16)",
+                "paper": "the authors' extended SCALE-Sim (TTO_HPCA_2024)",
+                "ours": f"median ratio {float(np.median(ratio)):.2f}, from "
+                f"{ratio.min():.2f} to {ratio.max():.2f} (furthest: "
+                f"{model[tto][worst]}, {array[tto][worst]} x {array[tto][worst]})",
+                "note": "output-stationary analytical runtime, one sample per PE",
+                "ok": bool(abs(float(np.median(ratio)) - 1) <= 0.2),
+                "tolerance": "median ratio within 20 % of 1",
+            }
+        )
+    for slow, claim in _FIG13_ALLREDUCE.items():
+        sp = case_ratios(ar, alg, "TTO", slow, (model,), array == array[0])
+        if sp.size == 0:
+            continue
+        got = geo_mean(list(sp))
+        f = {
+            "quantity": f"Fig. 13: TTO's AllReduce speedup over {slow} (6x6, "
+            "geometric mean over DNNs)",
+            "paper": f"about {claim}x (Section VIII-A)",
+            "ours": f"{got:.2f}x",
+            "note": "mcm_artifact preset",
+            "ok": bool(abs(got / claim - 1) <= 0.25),
+            "tolerance": "within 25 %",
+        }
+        if slow in NOT_A_REFERENCE:
+            f["explanation"] = no_reference(slow)
+        findings.append(f)
+    for compute, what in ((comp, "systolic model"), (acomp, "the artifact's cycles")):
+        if not np.isfinite(compute).all():
+            continue
+        it = compute + ar
+        for slow, span in _FIG13_E2E.items():
+            sp = case_ratios(it, alg, "TTO", slow, (model, array))
+            if sp.size == 0:
+                continue
+            findings.append(
+                range_finding(
+                    f"Fig. 13: range of TTO's iteration speedup over {slow} "
+                    f"(compute: {what})",
+                    span,
+                    "Section VIII-A",
+                    sp,
+                    "per DNN and MAC array; AllReduce under mcm_artifact",
+                    slow,
+                )
+            )
+    # Smaller arrays: more compute, less end-to-end speedup (Section VIII-A).
+    it = acomp + ar if np.isfinite(acomp).all() else comp + ar
+    means = {
+        int(a): geo_mean(
+            list(case_ratios(it, alg, "TTO", "Ring", (model,), array == a))
+        )
+        for a in dict.fromkeys(array)
+    }
+    if len(means) == 2:
+        big, small = sorted(means, reverse=True)
+        findings.append(
+            {
+                "quantity": "Fig. 13: TTO's mean iteration speedup over Ring, "
+                f"{big} x {big} against {small} x {small} MAC arrays",
+                "paper": "smaller MAC arrays show less speedup",
+                "ours": f"{means[big]:.2f}x against {means[small]:.2f}x",
+                "note": "geometric mean over the DNNs",
+                "ok": bool(means[small] < means[big]),
+                "tolerance": "less speedup with the smaller array",
+            }
+        )
+    return findings
+
+
+def plot_fig13(cols: dict[str, list[Any]], ax: Any = None) -> Any:
+    """Iteration speedup over Ring per DNN and algorithm, one panel per array.
+
+    Bars: compute from the artifact's SCALE-Sim cycles; black ticks: from
+    the systolic model.
+    """
+    ax = new_axes(ax)
+    arrays = list(dict.fromkeys(cols["array"]))
+    axes = panels(ax, len(arrays))
+    alg = np.asarray(cols["algorithm"])
+    model = np.asarray(cols["model"])
+    array = np.asarray(cols["array"])
+    it = np.asarray(cols["artifact_iteration_s"], float)
+    if not np.isfinite(it).all():
+        it = np.asarray(cols["iteration_s"], float)
+    ours = np.asarray(cols["iteration_s"], float)
+    for pax, a in zip(axes, arrays, strict=True):
+        models = list(dict.fromkeys(model[array == a]))
+        algs = list(dict.fromkeys(alg[array == a]))
+
+        def over_ring(t: np.ndarray, lab: str, a: Any = a) -> list[float]:
+            return list(case_ratios(t, alg, lab, "Ring", (model,), array == a))
+
+        pos = bars(pax, models, {lab: over_ring(it, lab) for lab in algs})
+        for lab in algs:
+            pax.plot(
+                pos[lab],
+                over_ring(ours, lab),
+                ls="none",
+                marker="_",
+                color="black",
+                ms=6,
+            )
+        pax.set_ylabel("iteration speedup over Ring")
+        pax.set_title(f"{a} x {a} MAC arrays", fontsize="medium")
+    axes[0].legend(fontsize=6, ncol=3)
+    axes[0].figure.suptitle(
+        "Simba 6x6, one training iteration (Fig. 13); ticks: systolic-model compute"
+    )
+    return axes[0]
+
+
+# ------------------------------------------------------------------ Fig. 14
+
+
+def run_fig14(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
+    """TTO bandwidth against chunk size, 8x8, 128 MiB, under both presets."""
+    m = n = 4 if quick else 8
+    size = 4 * MIB if quick else 128 * MIB
+    chunks = [12 * KIB * 2**k for k in range(6 if quick else 10)]
+    cols: dict[str, list[Any]] = {
+        k: []
+        for k in (
+            "chunk_bytes",
+            "time_s",
+            "GBps",
+            "artifact_time_s",
+            "artifact_GiBps",
+            "reference_GiBps",
+            "deviation_pct",
+        )
+    }
+    for c in chunks:
+        r, a = simulate_presets(
+            "mesh_tto_allreduce", m, n, size, (TABLE_II, ARTIFACT), chunk_bytes=c
+        )
+        ref = artifact_reference("TTO", m, n, size, c, figure="fig14")
+        cols["chunk_bytes"].append(c)
+        append_bandwidths(cols, size, r, a, ref)
+    bw = np.asarray(cols["GBps"])
+    abw = np.asarray(cols["artifact_GiBps"])
+    best = cols["chunk_bytes"][int(np.argmax(bw))]
+    i_best = int(np.argmax(abw))
+    abest = cols["chunk_bytes"][i_best]
+    spread = 100 * (bw.max() / bw.min() - 1)
+    paper = "96-192 KiB"
+    findings = [
+        {
+            "quantity": f"best TTO chunk ({m}x{n}, {size // MIB} MiB), Table II",
+            "paper": paper,
+            "ours": f"{best // KIB} KiB (the whole sweep within {spread:.1f} %)",
+            "note": "Table II network as stated, dataflow dependencies",
+            "ok": 96 * KIB <= best <= 192 * KIB,
+            "tolerance": "the best chunk within the paper's 96-192 KiB",
+            "explanation": (
+                "under the Table II preset TTO streams packet by packet (dataflow "
+                "dependencies) and a short packet costs only its bytes, so the chunk "
+                "size barely matters; the artifact preset models what makes it "
+                "matter (whole 8 KiB messages, chunk-level forwarding)"
+            ),
+        },
+        {
+            "quantity": f"TTO bandwidth has an interior optimum over the chunk "
+            f"({m}x{n}, {size // MIB} MiB), artifact preset",
+            "paper": "bandwidth rises, peaks, then falls with the chunk (Fig. 14)",
+            "ours": f"peak at {abest // KIB} KiB: {abw[i_best]:.2f} GiB/s against "
+            f"{abw[0]:.2f} at {chunks[0] // KIB} KiB and {abw[-1]:.2f} at "
+            f"{chunks[-1] // KIB} KiB",
+            "note": "small chunks are padded to whole messages; large ones fill "
+            "the trees' pipeline slowly (chunk-level forwarding)",
+            "ok": bool(0 < i_best < len(chunks) - 1),
+            "tolerance": "the best chunk is neither the smallest nor the largest",
+        },
+    ]
+    ref = np.asarray(cols["reference_GiBps"], float)
+    if np.isfinite(ref).all():
+        flat = abw >= abw.max() * (1 - 0.025)
+        rflat = ref >= ref.max() * (1 - 0.025)
+        near = [c // KIB for c, f in zip(chunks, rflat, strict=True) if f]
+        findings.append(
+            {
+                "quantity": f"best TTO chunk ({m}x{n}, {size // MIB} MiB), "
+                "artifact preset",
+                "paper": f"{paper}; the artifact's results peak at "
+                f"{chunks[int(np.argmax(ref))] // KIB} KiB",
+                "ours": f"{abest // KIB} KiB; within 2.5 % of the peak: "
+                + ", ".join(
+                    str(c // KIB) for c, f in zip(chunks, flat, strict=True) if f
+                )
+                + " KiB (the artifact: "
+                + ", ".join(map(str, near))
+                + " KiB)",
+                "note": "mcm_artifact preset",
+                "ok": 96 * KIB <= abest <= 192 * KIB,
+                "tolerance": "the best chunk within the paper's 96-192 KiB",
+                "explanation": "both curves are flat within 2.5 % over the same "
+                "range of chunks; the artifact's small lead at its peak comes from "
+                "its driver's per-flow scheduling cycles and buffer limits, which "
+                "the preset does not model (more, smaller flows pay them more often)",
+            }
+        )
+        findings += agreement({**cols, "algorithm": ["TTO"] * len(chunks)}, "Fig. 14")
+    return cols, findings
+
+
+def plot_fig14(cols: dict[str, list[Any]], ax: Any = None) -> Any:
+    """Bandwidth against chunk size: both presets and the artifact's results."""
+    ax = new_axes(ax)
+    x = [c / KIB for c in cols["chunk_bytes"]]
+    c = color("TTO")
+    ax.plot(x, cols["artifact_GiBps"], marker="o", color=c, label="artifact preset")
+    ax.plot(
+        x,
+        np.asarray(cols["GBps"]) * 1e9 / GIB,
+        ls=":",
+        marker=".",
+        color="#0072B2",
+        label="Table II as stated",
+    )
+    ref = np.asarray(cols.get("reference_GiBps", [math.nan] * len(x)), float)
+    if np.isfinite(ref).any():
+        ax.plot(
+            x, ref, ls="none", marker="x", color="black", label="artifact's results"
+        )
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter("{x:g}")
+    ax.set_xlabel("TTO chunk (KiB)")
+    ax.set_ylabel("bandwidth (GiB/s)")
+    ax.set_ylim(bottom=0)  # a 0.4 % spread stays flat, not a trend
+    ax.set_title("TTO chunk size (Fig. 14)", fontsize="medium")
+    ax.legend(fontsize="small")
+    ax.grid(True, alpha=0.3)
+    return ax
