@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import wafercoll as wc
+from wafercoll.algorithms import find
 
 
 def _canonical(s: wc.Schedule) -> str:
@@ -54,19 +55,23 @@ def _topo(spec: tuple[str, tuple[int, ...]] | None) -> Any:
 def cases() -> Iterator[tuple[str, dict[str, Any]]]:
     """``(algorithm, build arguments)`` pairs; topologies as ``(kind, args)``."""
     sizes_p = [*range(1, 34), 48, 64, 100]
-    for name in ("ring", "recursive_doubling", "rabenseifner"):
+    for name in (
+        "generic_ring_allreduce",
+        "generic_recursive_doubling_allreduce",
+        "generic_rabenseifner_allreduce",
+    ):
         for p in sizes_p:
             for size in (8 * p, 1000):
                 yield name, {"ranks": p, "size_bytes": size}
-    for name in ("binomial_reduce", "binomial_broadcast"):
+    for name in ("generic_binomial_reduce", "generic_binomial_broadcast"):
         for p in sizes_p:
             for root in sorted({0, p // 2, p - 1}):
                 yield name, {"ranks": p, "size_bytes": 64, "root": root}
     for name in (
-        "rd_allreduce",
-        "smp_allreduce",
-        "nap_allreduce",
-        "locality_dissemination",
+        "cluster_rd_allreduce",
+        "cluster_smp_allreduce",
+        "cluster_nap_allreduce",
+        "cluster_dissemination_allreduce",
     ):
         for nodes, ppn in (
             (1, 1),
@@ -94,7 +99,10 @@ def cases() -> Iterator[tuple[str, dict[str, Any]]]:
                     {"ranks": p, "size_bytes": 64, "ppn": ppn, "rank_to_node": r2n},
                 )
     for steps in (1, 2, 3):
-        yield "nap_allreduce", {"ranks": 64, "size_bytes": 8, "ppn": 4, "steps": steps}
+        yield (
+            "cluster_nap_allreduce",
+            {"ranks": 64, "size_bytes": 8, "ppn": 4, "steps": steps},
+        )
     shapes = [
         (2, 2),
         (2, 3),
@@ -110,25 +118,30 @@ def cases() -> Iterator[tuple[str, dict[str, Any]]]:
         (4, 1),
         (2, 5),
     ]
-    for name in (
-        "mesh_ring",
-        "mesh_ring_bi",
-        "mesh_ring_bi_odd",
-        "mesh_ring_2d",
-        "mesh_dbtree",
-        "mesh_multitree",
-        "mesh_tto",
+    for alg in (
+        "ring",
+        "ring_bi",
+        "ring_bi_odd",
+        "ring_2d",
+        "dbtree",
+        "multitree",
+        "tto",
     ):
+        name = find("mesh", alg, "allreduce").name
         for m, n in shapes:
             for size in (m * n * 64, 1 << 16):
                 yield name, {"topology": ("mesh", (m, n)), "size_bytes": size}
         for phase in ("reduce_scatter", "allgather"):
-            if name != "mesh_ring_2d":
+            if alg != "ring_2d":
                 yield (
-                    name,
-                    {"topology": ("mesh", (4, 4)), "size_bytes": 4096, "phase": phase},
+                    find("mesh", alg, phase).name,
+                    {"topology": ("mesh", (4, 4)), "size_bytes": 4096},
                 )
-    for name in ("mesh_dbtree", "mesh_multitree", "mesh_tto"):
+    for name in (
+        "mesh_dbtree_allreduce",
+        "mesh_multitree_allreduce",
+        "mesh_tto_allreduce",
+    ):
         for chunk in (512, 1000, 4096):
             yield (
                 name,
@@ -140,44 +153,44 @@ def cases() -> Iterator[tuple[str, dict[str, Any]]]:
             )
     for opts in ({"sort": False}, {"rule": "paper"}, {"sync": "step"}):
         yield (
-            "mesh_multitree",
+            "mesh_multitree_allreduce",
             {"topology": ("mesh", (4, 4)), "size_bytes": 8192, **opts},
         )
     yield (
-        "mesh_ring_bi_odd",
+        "mesh_ring_bi_odd_allreduce",
         {"topology": ("mesh", (5, 5)), "size_bytes": 4096, "exclude": "centre"},
     )
     for name in (
-        "swing_lo",
-        "swing_bo",
-        "rd_lo",
-        "rd_bo",
-        "shared_memory",
-        "ring_bidir",
+        "torus_swing_lo_allreduce",
+        "torus_swing_bo_allreduce",
+        "torus_rd_lo_allreduce",
+        "torus_rd_bo_allreduce",
+        "torus_shared_memory_allreduce",
+        "torus_ring_bidir_allreduce",
     ):
         for p in range(1, 21):
             yield name, {"topology": ("ring", (p,)), "size_bytes": 8 * p + 5}
         for m, n in ((2, 2), (2, 3), (3, 3), (4, 4), (3, 5), (4, 6), (8, 8), (6, 6)):
             yield name, {"topology": ("torus", (m, n)), "size_bytes": 64 * m * n}
         yield name, {"topology": ("n150", (10,)), "size_bytes": 1 << 14}
-    for name in ("swing_bo", "rd_bo"):
+    for name in ("torus_swing_bo_allreduce", "torus_rd_bo_allreduce"):
         for fb in ("shrink", "ring"):
             for p in (6, 10, 12):
                 yield (
                     name,
                     {"topology": ("ring", (p,)), "size_bytes": 96, "fallback": fb},
                 )
-    for name in ("swing_lo", "rd_bo"):
+    for name in ("torus_swing_lo_allreduce", "torus_rd_bo_allreduce"):
         yield name, {"topology": ("torus", (4, 6)), "size_bytes": 4096, "first": "y"}
     for pat in ("star", "chain", "tree", "two_phase", "autogen"):
         for P in (*range(1, 18), 33, 64):
             for B in (1, 7, 64):
                 yield (
-                    f"wafer_{pat}",
+                    find("wafer", pat, "reduce").name,
                     {"topology": ("wafer_row", (P,)), "size_bytes": 4 * B},
                 )
                 yield (
-                    f"wafer_{pat}_bcast",
+                    find("wafer", pat, "allreduce").name,
                     {
                         "topology": ("wafer_row", (P,)),
                         "size_bytes": 4 * B,
@@ -185,7 +198,7 @@ def cases() -> Iterator[tuple[str, dict[str, Any]]]:
                     },
                 )
             yield (
-                f"wafer_{pat}",
+                find("wafer", pat, "reduce").name,
                 {
                     "topology": ("wafer_row", (P,)),
                     "size_bytes": 400,
@@ -195,7 +208,7 @@ def cases() -> Iterator[tuple[str, dict[str, Any]]]:
     for P in (*range(1, 18), 33):
         for mapping in ("a", "b"):
             yield (
-                "wafer_ring",
+                "wafer_ring_allreduce",
                 {
                     "topology": ("wafer_row", (P,)),
                     "size_bytes": 4 * 37,
