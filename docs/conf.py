@@ -2,7 +2,14 @@
 
 Build: ``bash tools/docs.sh`` (``sphinx-build -W``: warnings are errors).
 The API reference comes from the docstrings (numpydoc); the tutorials are the
-notebooks of ``notebooks/``, executed at build time by myst-nb.
+notebooks of ``notebooks/``, executed at build time by myst-nb, and a cell
+that writes to stderr (a warning, a traceback) fails the build.
+
+Links into the Python, NumPy, pandas and Matplotlib documentation
+(intersphinx) need their inventories, which are downloaded at build time; a
+failed download is a warning, which ``-W`` makes an error. So they are on only
+with ``WAFERCOLL_DOCS_INTERSPHINX=1``, and an offline build (CI has no network
+but the package index) passes without them.
 """
 
 from __future__ import annotations
@@ -24,6 +31,17 @@ extensions = [
     "numpydoc",
     "myst_nb",
 ]
+
+# Cross-references to the libraries the API takes and returns.
+if os.environ.get("WAFERCOLL_DOCS_INTERSPHINX", "0") == "1":
+    extensions.append("sphinx.ext.intersphinx")
+    intersphinx_mapping = {
+        "python": ("https://docs.python.org/3", None),
+        "numpy": ("https://numpy.org/doc/stable", None),
+        "pandas": ("https://pandas.pydata.org/docs", None),
+        "matplotlib": ("https://matplotlib.org/stable", None),
+    }
+    intersphinx_timeout = 30
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
 exclude_patterns = ["_build", "**.ipynb_checkpoints"]
 root_doc = "index"
@@ -41,6 +59,11 @@ nb_execution_mode = os.environ.get("WAFERCOLL_DOCS_EXECUTE", "force")
 nb_execution_timeout = 900
 nb_execution_raise_on_error = True
 nb_merge_streams = True
+# A tutorial that warns is a defect: stderr output is an error (failing the
+# build), and the kernels show every warning once (they inherit this variable),
+# DeprecationWarning and FutureWarning from library code included.
+nb_output_stderr = "error"
+os.environ.setdefault("PYTHONWARNINGS", "default")
 myst_enable_extensions = ["dollarmath", "colon_fence"]
 
 html_theme = "pydata_sphinx_theme"

@@ -245,6 +245,18 @@ def register(info: AlgorithmInfo) -> AlgorithmInfo:
     ------
     ValueError
         For a name taken already, a malformed name or an unknown collective.
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> import wafercoll as wc
+    >>> base = wc.algorithm_info("generic_ring_allreduce")
+    >>> info = dataclasses.replace(base, name="mylab_ring_allreduce", family="mylab")
+    >>> wc.register(info).name
+    'mylab_ring_allreduce'
+    >>> wc.build("mylab_ring_allreduce", ranks=3, size_bytes=24).num_transfers
+    12
+    >>> wc.unregister_algorithm("mylab_ring_allreduce")
     """
     if not isinstance(info, AlgorithmInfo):
         raise TypeError(f"register takes an AlgorithmInfo, got {type(info).__name__}")
@@ -358,7 +370,19 @@ def register_algorithm(
 
 
 def unregister_algorithm(name: str) -> None:
-    """Remove a registered algorithm (for notebooks and tests that add one)."""
+    """Remove a registered algorithm (for notebooks and tests that add one).
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> import wafercoll as wc
+    >>> base = wc.algorithm_info("generic_ring_allreduce")
+    >>> info = dataclasses.replace(base, name="mylab_tmp_allreduce", family="mylab")
+    >>> _ = wc.register(info)
+    >>> wc.unregister_algorithm("mylab_tmp_allreduce")
+    >>> "mylab_tmp_allreduce" in {a.name for a in wc.algorithms()}
+    False
+    """
     if name not in _REGISTRY:
         raise ValueError(f"algorithm {name!r} is not registered")
     del _REGISTRY[name]
@@ -394,6 +418,13 @@ def algorithms(collective: str | None = None) -> list[AlgorithmInfo]:
 
     Algorithms of installed plugins (entry-point group
     ``wafercoll.algorithms``) are included.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> names = [a.name for a in wc.algorithms("broadcast")]
+    >>> names[:2]
+    ['generic_binomial_broadcast', 'wafer_2d_broadcast']
     """
     if collective is not None and collective not in COLLECTIVES:
         raise ValueError(
@@ -501,6 +532,16 @@ def build(
     ValueError
         For an unknown name, missing or out-of-range sizes, a topology of
         another family or with too few endpoints, or unknown options.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> s = wc.build("generic_ring_allreduce", ranks=4, size_bytes=64)
+    >>> s.name, s.num_ranks, s.num_transfers
+    ('generic_ring_allreduce', 4, 24)
+    >>> s = wc.build("mesh_tto_allreduce", topology=wc.mesh(3, 3), size_bytes=576)
+    >>> wc.verify(s).ok
+    True
     """
     name = _resolve(name)
     info = _REGISTRY[name]

@@ -91,6 +91,21 @@ def verify(schedule: Schedule) -> VerifyReport:
     ScheduleError
         Naming the first offending transfer (in dependency order), rank and
         block, and the kind of defect.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> s = wc.build("generic_binomial_broadcast", ranks=5, size_bytes=40)
+    >>> report = wc.verify(s)
+    >>> report.ok, report.steps
+    (True, 3)
+    >>> bad = wc.Schedule(2, [8], "allreduce")
+    >>> _ = bad.add_transfer(0, [1], 0, op="reduce")
+    >>> try:
+    ...     wc.verify(bad)
+    ... except wc.ScheduleError as e:
+    ...     print(str(e).split(":")[0])
+    block 0 of rank 0 ends without the contribution of rank 1
     """
     s = _schedule(schedule)
     if s._opaque is not None:
@@ -179,6 +194,18 @@ def execute(schedule: Schedule, inputs: Any, *, check: bool = True) -> np.ndarra
         Every rank's buffer after the schedule ran. Cells that hold no input
         (non-root ranks of a broadcast, non-owned blocks of an allgather,
         non-participants) start at zero.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import wafercoll as wc
+    >>> s = wc.build("generic_ring_allreduce", ranks=4, size_bytes=4 * 8)
+    >>> x = np.arange(16).reshape(4, 4)
+    >>> wc.execute(s, x)
+    array([[24, 28, 32, 36],
+           [24, 28, 32, 36],
+           [24, 28, 32, 36],
+           [24, 28, 32, 36]])
     """
     s = _schedule(schedule)
     if s._opaque is not None:
@@ -229,6 +256,12 @@ def eq1_cycles(
     (``E / N`` is 0 when ``N = 0``) and the ramp latency ``T_R``. The model
     applies to any schedule on a spatial machine, so it lives beside
     :func:`metrics`; :func:`wafercoll.wafer.eq1_cycles` is the same function.
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.eq1_cycles(E=10, L=4, D=2, C=3, N=1, T_R=2)
+    24.0
     """
     t_r = as_real(T_R, "T_R", 0.0)
     flow = E / N if N > 0 else 0.0
@@ -304,6 +337,14 @@ def metrics(
         Size of a word (a wavelet: 4 bytes).
     placement : sequence of int, optional
         Endpoint of each rank; default: rank ``r`` on endpoint ``r``.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> s = wc.build("wafer_chain_reduce", 8, 32)
+    >>> m = wc.metrics(s, wc.wafer.wafer_row(8))
+    >>> m.cycles(T_R=2)
+    50.0
     """
     from ._util import as_int
     from .topology import Topology

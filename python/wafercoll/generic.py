@@ -141,7 +141,15 @@ LOG_MAX_RANKS = 1 << 20
     label="Ring",
 )
 def ring_allreduce(ranks: int, size_bytes: int, *, topology: Any = None) -> Any:
-    """Ring allreduce over ranks ``0 .. p - 1`` (module docstring)."""
+    """Ring allreduce over ranks ``0 .. p - 1`` (module docstring).
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> s = wc.build("generic_ring_allreduce", ranks=6, size_bytes=48)
+    >>> s.name, wc.verify(s).steps
+    ('generic_ring_allreduce', 10)
+    """
     p = ranks
     prog = kit.Program(
         p,
@@ -167,7 +175,15 @@ def ring_allreduce(ranks: int, size_bytes: int, *, topology: Any = None) -> Any:
 def recursive_doubling_allreduce(
     ranks: int, size_bytes: int, *, topology: Any = None
 ) -> Any:
-    """Recursive-doubling allreduce with pairwise folding (module docstring)."""
+    """Recursive-doubling allreduce with pairwise folding (module docstring).
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> s = wc.build("generic_recursive_doubling_allreduce", ranks=6, size_bytes=48)
+    >>> s.name, wc.verify(s).steps
+    ('generic_recursive_doubling_allreduce', 4)
+    """
     p = ranks
     prog = kit.Program(
         p, [size_bytes], "allreduce", rule="sendrecv", name=f"recursive_doubling(p={p})"
@@ -186,7 +202,15 @@ def recursive_doubling_allreduce(
     label="Rabenseifner",
 )
 def rabenseifner_allreduce(ranks: int, size_bytes: int, *, topology: Any = None) -> Any:
-    """Rabenseifner's allreduce with pairwise folding (module docstring)."""
+    """Rabenseifner's allreduce with pairwise folding (module docstring).
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> s = wc.build("generic_rabenseifner_allreduce", ranks=6, size_bytes=48)
+    >>> s.name, wc.verify(s).steps
+    ('generic_rabenseifner_allreduce', 6)
+    """
     p = ranks
     fold = kit.Fold(p)
     prog = kit.Program(
@@ -215,7 +239,15 @@ def rabenseifner_allreduce(ranks: int, size_bytes: int, *, topology: Any = None)
 def binomial_reduce(
     ranks: int, size_bytes: int, *, topology: Any = None, root: int = 0
 ) -> Any:
-    """Binomial-tree reduce to ``root`` (module docstring)."""
+    """Binomial-tree reduce to ``root`` (module docstring).
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> s = wc.build("generic_binomial_reduce", ranks=6, size_bytes=48, root=2)
+    >>> s.name, wc.verify(s).steps
+    ('generic_binomial_reduce', 3)
+    """
     p = ranks
     r = as_int(root, "root", 0, p - 1)
     prog = kit.Program(
@@ -242,7 +274,15 @@ def binomial_reduce(
 def binomial_broadcast(
     ranks: int, size_bytes: int, *, topology: Any = None, root: int = 0
 ) -> Any:
-    """Binomial-tree broadcast from ``root`` (module docstring)."""
+    """Binomial-tree broadcast from ``root`` (module docstring).
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> s = wc.build("generic_binomial_broadcast", ranks=6, size_bytes=48, root=2)
+    >>> s.name, wc.verify(s).steps
+    ('generic_binomial_broadcast', 3)
+    """
     p = ranks
     r = as_int(root, "root", 0, p - 1)
     prog = kit.Program(

@@ -148,6 +148,16 @@ def plot_timeline(
     ------
     ValueError
         If the transfers were not recorded.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> from wafercoll import plot
+    >>> s = wc.build("generic_ring_allreduce", 4, 64)
+    >>> r = wc.simulate(s, wc.ring(4), wc.NetworkModel(1e9), transfers=True)
+    >>> ax = plot.plot_timeline(r)
+    >>> ax.get_xlabel()
+    'time (ns)'
     """
     if result.transfer_ready_s is None or result.transfer_finish_s is None:
         raise ValueError("plot_timeline() needs simulate(..., transfers=True)")
@@ -243,6 +253,16 @@ def plot_timeline_density(
     -------
     matplotlib.axes.Axes
         With one image (``ax.images[0]``; its array is the density).
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> from wafercoll import plot
+    >>> s = wc.build("generic_ring_allreduce", 4, 64)
+    >>> r = wc.simulate(s, wc.ring(4), wc.NetworkModel(1e9), transfers=True)
+    >>> ax = plot.plot_timeline_density(r)
+    >>> ax.get_xlabel()
+    'time (ns)'
     """
     if result.transfer_ready_s is None or result.transfer_finish_s is None:
         raise ValueError("plot_timeline_density() needs simulate(..., transfers=True)")
@@ -337,6 +357,16 @@ def plot_link_utilization(
     ------
     ValueError
         If the timeline was not recorded.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> from wafercoll import plot
+    >>> s = wc.build("generic_ring_allreduce", 4, 64)
+    >>> r = wc.simulate(s, wc.ring(4), wc.NetworkModel(1e9), timeline=True)
+    >>> ax = plot.plot_link_utilization(r)
+    >>> ax.get_xlabel()
+    'time (ns)'
     """
     if result.timeline_t is None or result.timeline_busy is None:
         raise ValueError("plot_link_utilization() needs simulate(..., timeline=True)")
@@ -377,6 +407,13 @@ def node_positions(topology: Topology) -> np.ndarray:
     its switch above them, the network's switch above all. Anything else: a
     spring layout (NetworkX, seeded). Hidden routers without a place of their
     own sit one row above their neighbours, centred over them.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> from wafercoll import plot
+    >>> plot.node_positions(wc.mesh(2, 2)).shape
+    (4, 2)
     """
     n = topology.num_nodes
     pos = np.full((n, 2), np.nan)
@@ -497,6 +534,16 @@ def plot_link_load(
     ValueError
         For a topology that is not the one of ``result``, or more than
         ``max_links`` used links.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> from wafercoll import plot
+    >>> topo = wc.mesh(2, 2)
+    >>> s = wc.build("generic_ring_allreduce", 4, 64)
+    >>> ax = plot.plot_link_load(wc.simulate(s, topo, wc.NetworkModel(1e9)), topo)
+    >>> type(ax).__name__
+    'Axes'
     """
     if topology.name != result.topology_name or topology.num_links != len(
         result.link_bytes
@@ -614,6 +661,19 @@ def animate(
     ------
     ValueError
         Without a packet trace, or for a topology other than the result's.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import wafercoll as wc
+    >>> from wafercoll import plot
+    >>> topo = wc.ring(4)
+    >>> s = wc.build("generic_ring_allreduce", 4, 64)
+    >>> r = wc.simulate(s, topo, wc.NetworkModel(1e9), trace=True)
+    >>> path = os.path.join(tempfile.mkdtemp(), "ring.gif")
+    >>> anim = plot.animate(r, topo, path, frames=3)
+    >>> os.path.getsize(path) > 0
+    True
     """
     if result._trace is None:
         raise ValueError("animate() needs simulate(..., trace=True)")
@@ -689,6 +749,13 @@ def draw_tree(parent: Any, ax: Axes | None = None, *, title: str = "") -> Axes:
     -------
     matplotlib.axes.Axes
         One Arc patch per tree edge.
+
+    Examples
+    --------
+    >>> from wafercoll import plot, wafer
+    >>> ax = plot.draw_tree(wafer.two_phase_tree(9), title="Two-Phase")
+    >>> ax.get_title()
+    'Two-Phase'
     """
     from matplotlib.patches import Arc
 
@@ -750,6 +817,13 @@ def draw_row(
     -------
     matplotlib.axes.Axes
         One Arc patch per edge.
+
+    Examples
+    --------
+    >>> from wafercoll import plot
+    >>> ax = plot.draw_row([(1, 0), (2, 1), (3, 0)], 4, roots=[0])
+    >>> len(ax.patches) >= 3
+    True
     """
     from matplotlib.patches import Arc
 
@@ -808,6 +882,15 @@ def draw_grid(
     Returns
     -------
     matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> from wafercoll import plot
+    >>> s = wc.build("wafer_xy_reduce", 9, 16, topology=wc.wafer.wafer_grid(3, 3))
+    >>> ax = plot.draw_grid(s, 3, 3, title="X-Y reduce")
+    >>> ax.get_title()
+    'X-Y reduce'
     """
     import matplotlib
 

@@ -164,6 +164,13 @@ def pack_spanning_trees(
     ValueError
         For hidden routers, a disconnected topology or more than
         :data:`MAX_NODES` nodes.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> packing = wc.synthesis.pack_spanning_trees(wc.ring(4))
+    >>> round(packing.rate, 6)
+    1333333333.333333
     """
     import networkx as nx
     from scipy.optimize import linprog
@@ -356,6 +363,13 @@ def synthesize(
     -------
     Schedule
         Verified (the verifier raised otherwise).
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> s = wc.synthesize(wc.ring(4), size_bytes=4096)
+    >>> s.collective, wc.verify(s).ok
+    ('allreduce', True)
     """
     if collective != "allreduce":
         raise ValueError(

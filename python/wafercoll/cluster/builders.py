@@ -97,6 +97,13 @@ def rank_table(
     ValueError
         If ``ppn`` does not divide ``ranks`` or ``rank_to_node`` is not a
         valid map.
+
+    Examples
+    --------
+    >>> from wafercoll import cluster
+    >>> cluster.rank_table(6, 3)
+    array([[0, 1, 2],
+           [3, 4, 5]])
     """
     p = as_int(ranks, "ranks", 1, MAX_RANKS)
     q = as_int(ppn, "ppn", 1, p)
@@ -180,6 +187,13 @@ def rd_allreduce(
     (MPICH style) instead: for powers of two both are the same schedule.
     The algorithm is node-agnostic; ``ppn`` and ``rank_to_node`` are only
     checked, so that every cluster builder takes the same options.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> s = wc.cluster.rd_allreduce(12, 96, ppn=4)
+    >>> s.name, wc.verify(s).steps
+    ('rd_allreduce(p=12)', 5)
     """
     rank_table(ranks, ppn, rank_to_node)
     size = as_int(size_bytes, "size_bytes", 0)
@@ -200,6 +214,13 @@ def smp_allreduce(
     A binomial reduce to local rank 0 (``ceil(log2 ppn)`` steps), recursive
     doubling among the masters with the authors' fold, and a binomial
     broadcast from local rank 0.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> s = wc.cluster.smp_allreduce(12, 96, ppn=4)
+    >>> s.name, wc.verify(s).steps
+    ('smp_allreduce(p=12, ppn=4)', 7)
     """
     table = rank_table(ranks, ppn, rank_to_node)
     size = as_int(size_bytes, "size_bytes", 0)
@@ -252,6 +273,12 @@ def nap_plan(
     ------
     ValueError
         If a step size is outside ``[2, ppn]`` or the product is not ``nodes``.
+
+    Examples
+    --------
+    >>> from wafercoll import cluster
+    >>> cluster.nap_plan(4, 2)
+    [[(0, (1, 1)), (2, (1, 1))], [(0, (2, 2))]]
     """
     n = as_int(nodes, "nodes", 1, MAX_RANKS)
     q = as_int(ppn, "ppn", 1)
@@ -357,6 +384,13 @@ def nap_allreduce(
         Explicit step sizes (see :func:`nap_plan`).
     rank_to_node : array_like of int, optional
         Node of every rank (see :func:`rank_table`).
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> s = wc.cluster.nap_allreduce(16, 128, ppn=4)
+    >>> s.name, wc.verify(s).steps
+    ('nap_allreduce(p=16, ppn=4)', 5)
     """
     table = rank_table(ranks, ppn, rank_to_node)
     size = as_int(size_bytes, "size_bytes", 0)
@@ -394,6 +428,13 @@ def locality_dissemination(
     ``S (l+1) < M``), followed by an allreduce inside the node; the folded
     nodes get the result back at the end. Local rank 0 adds what it receives
     to the node's value, the others keep only what they receive.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> s = wc.cluster.locality_dissemination(12, 96, ppn=4)
+    >>> s.name, wc.verify(s).steps
+    ('locality_dissemination(p=12, ppn=4)', 5)
     """
     table = rank_table(ranks, ppn, rank_to_node)
     size = as_int(size_bytes, "size_bytes", 0)

@@ -135,6 +135,12 @@ def step_counts(
         two the intra/inter split is not given (``None``). NAP counts hold
         where every inter-node step combines groups of one block count
         (e.g. ``n = ppn**a * r``, ``r <= ppn``).
+
+    Examples
+    --------
+    >>> from wafercoll import cluster
+    >>> cluster.step_counts("nap", 16, 4)["steps"]
+    8
     """
     name, n, q = _check(algorithm, nodes, ppn)
     p = n * q
@@ -233,6 +239,13 @@ def allreduce_time(
     -------
     float or numpy.ndarray
         Seconds, with the shape of ``size_bytes``.
+
+    Examples
+    --------
+    >>> from wafercoll import cluster
+    >>> t = cluster.allreduce_time("nap", 64, 16, 8)
+    >>> f"{t * 1e6:.1f} us"
+    '18.3 us'
     """
     name, n, q = _check(algorithm, nodes, ppn)
     if form not in ("equations", "script"):
@@ -301,6 +314,12 @@ def crossover_size(
 
     Returns ``None`` when ``fast`` never wins on ``sizes``. The keywords are
     those of :func:`allreduce_time`.
+
+    Examples
+    --------
+    >>> from wafercoll import cluster
+    >>> cluster.crossover_size(64, 16, [8, 512, 8192, 65536])
+    65536.0
     """
     s = np.sort(np.asarray(sizes, dtype=np.float64).ravel())
     kw = {"network": network, "form": form, "sockets": sockets}
@@ -317,6 +336,18 @@ def read_bench(path: Any) -> list[dict[str, Any]]:
     """Rows of a ``python -m wafercoll.mpi bench`` CSV (numbers parsed).
 
     Raises ``ValueError`` naming the file and the row for a malformed file.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from wafercoll import cluster
+    >>> path = os.path.join(tempfile.mkdtemp(), "bench.csv")
+    >>> with open(path, "w") as f:
+    ...     print("algorithm,ranks,ppn,size_bytes,time_s", file=f)
+    ...     print("cluster_nap_allreduce,8,4,8,2.1e-05", file=f)
+    >>> rows = cluster.read_bench(path)
+    >>> rows[0]["algorithm"], rows[0]["time_s"]
+    ('cluster_nap_allreduce', 2.1e-05)
     """
     import csv
     import os
@@ -375,6 +406,15 @@ def compare_bench(
         Columns ``algorithm``, ``ranks``, ``ppn``, ``size_bytes``,
         ``measured_s``, ``mpi_allreduce_s``, ``model_s`` and
         ``measured_over_model``.
+
+    Examples
+    --------
+    >>> from wafercoll import cluster
+    >>> rows = [{"algorithm": "cluster_nap_allreduce", "ranks": 8, "ppn": 4,
+    ...          "size_bytes": 8, "time_s": 2.1e-05}]
+    >>> cols = cluster.compare_bench(rows)
+    >>> cols["algorithm"], f"{cols['model_s'][0] * 1e6:.1f} us"
+    (['nap'], '7.4 us')
     """
     rows = read_bench(bench) if not isinstance(bench, list) else bench
     cols: dict[str, list[Any]] = {
@@ -414,7 +454,17 @@ def compare_bench(
 
 
 def plot_bench(cols: dict[str, list[Any]], ax: Any = None) -> Any:
-    """Model lines and measured points of :func:`compare_bench`, in µs."""
+    """Model lines and measured points of :func:`compare_bench`, in µs.
+
+    Examples
+    --------
+    >>> from wafercoll import cluster
+    >>> rows = [{"algorithm": "cluster_nap_allreduce", "ranks": 8, "ppn": 4,
+    ...          "size_bytes": s, "time_s": 2e-05} for s in (8, 64)]
+    >>> ax = cluster.plot_bench(cluster.compare_bench(rows))
+    >>> len(ax.lines) > 0
+    True
+    """
     from ..palette import color, marker
     from ..plot import FIGSIZE, new_axes
 

@@ -54,6 +54,13 @@ def cluster_machine(
     -------
     (Topology, NetworkModel)
         Entry ``blue_waters`` of :mod:`wafercoll.machines`.
+
+    Examples
+    --------
+    >>> from wafercoll import cluster
+    >>> topo, net = cluster.cluster_machine(4, 8, size_bytes=8)
+    >>> topo.num_endpoints
+    32
     """
     loc = params.postal("node", size_bytes)
     net = params.postal("network", size_bytes)

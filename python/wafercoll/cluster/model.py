@@ -95,6 +95,13 @@ def postal_time(
         Messages, bytes and bytes reduced on the critical path (>= 0).
     alpha_s, beta_s_per_byte, gamma_s_per_byte : float
         Latency per message, time per byte sent and per byte reduced.
+
+    Examples
+    --------
+    >>> from wafercoll import cluster
+    >>> t = cluster.postal_time(3, 1024, alpha_s=1e-6, beta_s_per_byte=1e-9)
+    >>> f"{t * 1e6:.3f} us"
+    '4.024 us'
     """
     a = as_real(alpha_s, "alpha_s", 0.0)
     b = as_real(beta_s_per_byte, "beta_s_per_byte", 0.0)
@@ -122,6 +129,15 @@ def split_time(
 
     ``alpha_l m_l + beta_l s_l + alpha m_g + beta s_g + gamma f`` with
     ``local = (alpha_l, beta_l)`` and ``network = (alpha, beta)``.
+
+    Examples
+    --------
+    >>> from wafercoll import cluster
+    >>> local = cluster.Postal(alpha_s=1e-6, beta_s_per_byte=1e-10)
+    >>> network = cluster.Postal(alpha_s=4e-6, beta_s_per_byte=5e-10)
+    >>> t = cluster.split_time(2, 1024, 1, 1024, local=local, network=network)
+    >>> f"{t * 1e6:.2f} us"
+    '6.61 us'
     """
     t = postal_time(
         local_messages, local_bytes, flops, **local.kw(), gamma_s_per_byte=0.0
@@ -157,6 +173,13 @@ def max_rate_time(
         Per-process rate (``1 / beta``).
     R_N_Bps : float or None
         NIC injection rate; ``None`` means unlimited (the postal model).
+
+    Examples
+    --------
+    >>> from wafercoll import cluster
+    >>> t = cluster.max_rate_time(4, 1e6, alpha_s=2e-6, R_b_Bps=2e9, R_N_Bps=5e9)
+    >>> f"{t * 1e6:.0f} us"
+    '802 us'
     """
     k = np.asarray(senders, dtype=np.float64)
     if (k < 1).any() or not np.isfinite(k).all():
@@ -180,6 +203,12 @@ def protocol(
     Short below ``short_max`` bytes, eager below ``eager_max``, rendezvous
     otherwise (BlueWatersModel ``arch_model.py``; recovered details §1.2).
     Returns a str for a scalar and an array of str otherwise.
+
+    Examples
+    --------
+    >>> from wafercoll import cluster
+    >>> cluster.protocol(8), cluster.protocol(4096), cluster.protocol(1 << 20)
+    ('short', 'eager', 'rendezvous')
     """
     s = _arr(size_bytes, "size_bytes")
     lo = as_int(short_max, "short_max", 0)
@@ -406,6 +435,14 @@ def fit_postal(
     ValueError
         For arrays of different lengths, fewer than two distinct sizes, or
         negative or non-finite values.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from wafercoll import cluster
+    >>> sizes = np.array([8.0, 64.0, 512.0])
+    >>> cluster.fit_postal(sizes, 1e-6 + 2e-10 * sizes)
+    Postal(alpha_s=1e-06, beta_s_per_byte=1.9999999999999972e-10)
     """
     s = _arr(sizes, "sizes").ravel()
     t = _arr(times, "times").ravel()
@@ -482,6 +519,17 @@ def fit_max_rate(
         For arrays of different lengths, negative or non-finite values, a
         regime with fewer than two distinct sizes, or no NIC-bound point, or
         a fitted ``1 / R_N`` that is not positive.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from wafercoll import cluster
+    >>> sizes = np.array([8, 64, 1000, 4000, 1e5, 1e6, 1e5, 1e6])
+    >>> senders = np.array([1, 1, 1, 1, 1, 1, 8, 8])
+    >>> times = 2e-6 + senders * sizes / np.minimum(5e9, senders * 2e9)
+    >>> fits, R_N = cluster.fit_max_rate(sizes, times, senders)
+    >>> sorted(fits), f"{R_N:.2e} B/s"
+    (['eager', 'rendezvous', 'short'], '5.00e+09 B/s')
     """
     s = _arr(sizes, "sizes").ravel()
     t = _arr(times, "times").ravel()
@@ -575,6 +623,19 @@ def read_pingpong(path: Any) -> dict[str, np.ndarray]:
     The CSV has the columns of :func:`blue_waters_pingpong` (lines starting
     with ``#`` are comments). Raises ``ValueError`` naming the file and the
     row for a malformed file, ``FileNotFoundError`` for a missing one.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from wafercoll import cluster
+    >>> data = cluster.blue_waters_pingpong()
+    >>> path = os.path.join(tempfile.mkdtemp(), "pp.csv")
+    >>> with open(path, "w") as f:
+    ...     print(",".join(data), file=f)
+    ...     for row in zip(*data.values()):
+    ...         print(",".join(str(v) for v in row), file=f)
+    >>> sorted(cluster.read_pingpong(path)) == sorted(data)
+    True
     """
     import os
 
@@ -599,6 +660,13 @@ def blue_waters_pingpong() -> dict[str, np.ndarray]:
         ``locality`` (str), ``block`` (measurement block of the file),
         ``size_bytes``, ``pairs`` (pairs communicating at once) and
         ``round_trip_s``, one entry per measurement.
+
+    Examples
+    --------
+    >>> from wafercoll import cluster
+    >>> data = cluster.blue_waters_pingpong()
+    >>> sorted(data)
+    ['block', 'locality', 'pairs', 'round_trip_s', 'size_bytes']
     """
     names = ("locality", "block", "size_bytes", "pairs", "round_trip_s")
     return dict(zip(names, _pingpong_arrays(), strict=True))
@@ -649,6 +717,13 @@ def fit_pingpong(
     ValueError
         For data without on-node or on-socket points, without network
         points, or with a regime that has fewer than two distinct sizes.
+
+    Examples
+    --------
+    >>> from wafercoll import cluster
+    >>> params = cluster.fit_pingpong(cluster.blue_waters_pingpong(), name="bw")
+    >>> params.name, sorted(params.classes)
+    ('bw', ['network', 'node', 'socket'])
     """
     if network not in ("max_rate", "postal"):
         raise ValueError(f"network must be 'max_rate' or 'postal', got {network!r}")
@@ -717,6 +792,13 @@ def fit_blue_waters(network: str = "max_rate") -> ClusterParams:
         protocol over all off-node points and no NIC limit, the setting the
         committed ``nodecomm_model.py`` has (``network_model =
         StandardArch(LocalModel)``), named ``blue_waters_measured_postal``.
+
+    Examples
+    --------
+    >>> from wafercoll import cluster
+    >>> params = cluster.fit_blue_waters()
+    >>> params.name, sorted(params.classes)
+    ('blue_waters_measured', ['network', 'node', 'socket'])
     """
     src = f"{_BW_MODEL} {_BW_COMMIT[:8]}"
     files = {

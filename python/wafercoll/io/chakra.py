@@ -162,7 +162,15 @@ def _varint(n: int) -> bytes:
 
 
 def chakra_traces(schedule: Schedule, *, element_bytes: int = 4) -> list[bytes]:
-    """The ``.et`` file contents of each rank (see :func:`write_chakra`)."""
+    """The ``.et`` file contents of each rank (see :func:`write_chakra`).
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> traces = wc.io.chakra_traces(wc.build("generic_ring_allreduce", 4, 64))
+    >>> len(traces), type(traces[0]).__name__
+    (4, 'bytes')
+    """
     from .._util import as_int
 
     s = check_verified(schedule, "Chakra export")
@@ -374,6 +382,17 @@ def read_chakra(
         For a truncated or undecodable record, a node without its
         communication attributes, a dependency on an unknown node, an
         unmatched send or receive, or a cycle (naming the file and record).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import wafercoll as wc
+    >>> s = wc.build("generic_ring_allreduce", 4, 64)
+    >>> prefix = os.path.join(tempfile.mkdtemp(), "ring")
+    >>> files = wc.io.write_chakra(s, prefix)
+    >>> t = wc.io.read_chakra(prefix)
+    >>> t.num_ranks, t.num_transfers == s.num_transfers
+    (4, True)
     """
     Node = chakra_messages()["Node"]
     from google.protobuf.message import DecodeError

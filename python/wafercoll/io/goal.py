@@ -62,7 +62,15 @@ __all__ = ["GoalMessage", "goal_text", "read_goal", "write_goal"]
 # export
 # --------------------------------------------------------------------------- #
 def goal_text(schedule: Schedule, *, reduce_ns_per_byte: float = 0.0) -> str:
-    """The GOAL text of a verified schedule (see :func:`write_goal`)."""
+    """The GOAL text of a verified schedule (see :func:`write_goal`).
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> text = wc.io.goal_text(wc.build("generic_ring_allreduce", 2, 16))
+    >>> text.splitlines()[1]
+    'num_ranks 2'
+    """
     s = check_verified(schedule, "GOAL export")
     cost = as_real(reduce_ns_per_byte, "reduce_ns_per_byte", 0.0)
     tr = Transfers.of(s)
@@ -129,6 +137,15 @@ def write_goal(
     edges order each rank's operations after those of the nearest earlier
     transfers (by the schedule's dependencies) at that rank. Run it with
     ``txt2bin -i FILE.goal -o FILE.bin && LogGOPSim -f FILE.bin``.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import wafercoll as wc
+    >>> path = os.path.join(tempfile.mkdtemp(), "ring.goal")
+    >>> wc.io.write_goal(wc.build("generic_ring_allreduce", 4, 64), path)
+    >>> os.path.getsize(path) > 0
+    True
     """
     write_atomic(path, goal_text(schedule, reduce_ns_per_byte=reduce_ns_per_byte))
 
@@ -359,6 +376,17 @@ def read_goal(
     FormatError
         For a malformed file (naming file, statement and line), an unmatched
         send or receive, or operations that wait for each other in a cycle.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import wafercoll as wc
+    >>> s = wc.build("generic_ring_allreduce", 4, 64)
+    >>> path = os.path.join(tempfile.mkdtemp(), "ring.goal")
+    >>> wc.io.write_goal(s, path)
+    >>> t = wc.io.read_goal(path)
+    >>> t.num_ranks, t.num_transfers == s.num_transfers
+    (4, True)
     """
     text, path = read_text(source, "GOAL")
     p, ops, reqs = _parse(text, path)

@@ -24,7 +24,14 @@ __all__ = ["binomial_broadcast", "binomial_reduce", "binomial_steps"]
 
 
 def binomial_steps(p: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``(child, parent)`` positions of every reduce step, masks increasing."""
+    """``(child, parent)`` positions of every reduce step, masks increasing.
+
+    Examples
+    --------
+    >>> from wafercoll import kit
+    >>> [(c.tolist(), p.tolist()) for c, p in kit.binomial_steps(5)]
+    [([1, 3], [0, 2]), ([2], [0]), ([4], [0])]
+    """
     steps = []
     mask = 1
     while mask < p:
@@ -43,7 +50,17 @@ def _real(p: int, root: int, ranks: Any, pos: np.ndarray) -> np.ndarray:
 def binomial_reduce(
     prog: Any, p: int, blocks: Any, *, root: int = 0, ranks: Any = None
 ) -> None:
-    """Reduce ``blocks`` of ``p`` positions to position 0 (rank ``root``)."""
+    """Reduce ``blocks`` of ``p`` positions to position 0 (rank ``root``).
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> from wafercoll import kit
+    >>> prog = kit.Program(5, [40], "reduce", root=2, rule="sendrecv")
+    >>> kit.binomial_reduce(prog, 5, 0, root=2)
+    >>> wc.verify(prog.schedule()).steps
+    3
+    """
     for child, parent in binomial_steps(p):
         prog.step(
             _real(p, root, ranks, child),
@@ -56,7 +73,17 @@ def binomial_reduce(
 def binomial_broadcast(
     prog: Any, p: int, blocks: Any, *, root: int = 0, ranks: Any = None
 ) -> None:
-    """Broadcast ``blocks`` from position 0 (rank ``root``) to ``p`` positions."""
+    """Broadcast ``blocks`` from position 0 (rank ``root``) to ``p`` positions.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> from wafercoll import kit
+    >>> prog = kit.Program(5, [40], "broadcast", root=2, rule="sendrecv")
+    >>> kit.binomial_broadcast(prog, 5, 0, root=2)
+    >>> wc.verify(prog.schedule()).steps
+    3
+    """
     for child, parent in reversed(binomial_steps(p)):
         prog.step(
             _real(p, root, ranks, parent), _real(p, root, ranks, child), blocks, "copy"

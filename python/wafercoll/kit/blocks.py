@@ -63,6 +63,16 @@ def split_bytes(
     Returns
     -------
     numpy.ndarray of int64
+
+    Examples
+    --------
+    >>> from wafercoll.kit import split_bytes
+    >>> split_bytes(10, 4).tolist()
+    [3, 3, 2, 2]
+    >>> split_bytes(10, chunk=4).tolist()
+    [4, 4, 2]
+    >>> split_bytes(40, 3, unit=4).tolist()
+    [16, 12, 12]
     """
     u = as_int(unit, "unit", 1)
     size = as_int(total, name, 0, 1 << 62)

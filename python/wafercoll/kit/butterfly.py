@@ -90,14 +90,40 @@ def at(ranks: Any, positions: np.ndarray) -> np.ndarray:
 
 
 def fold_in(prog: Any, fold: Fold, blocks: Any, *, ranks: Any = None) -> None:
-    """The folded ranks add ``blocks`` into their keepers (one step)."""
+    """The folded ranks add ``blocks`` into their keepers (one step).
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> from wafercoll import kit
+    >>> prog = kit.Program(6, [48], "allreduce", rule="sendrecv")
+    >>> fold = kit.Fold(6)
+    >>> kit.fold_in(prog, fold, 0)
+    >>> kit.exchange(prog, fold, kit.xor_peer, 2, 0)
+    >>> kit.fold_out(prog, fold, 0)
+    >>> wc.verify(prog.schedule()).steps
+    4
+    """
     a, b = fold.pairs()
     if a.size:
         prog.step(at(ranks, a), at(ranks, b), blocks, "reduce")
 
 
 def fold_out(prog: Any, fold: Fold, blocks: Any, *, ranks: Any = None) -> None:
-    """The keepers copy ``blocks`` back to the folded ranks (one step)."""
+    """The keepers copy ``blocks`` back to the folded ranks (one step).
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> from wafercoll import kit
+    >>> prog = kit.Program(6, [48], "allreduce", rule="sendrecv")
+    >>> fold = kit.Fold(6)
+    >>> kit.fold_in(prog, fold, 0)
+    >>> kit.exchange(prog, fold, kit.xor_peer, 2, 0)
+    >>> kit.fold_out(prog, fold, 0)
+    >>> wc.verify(prog.schedule()).steps
+    4
+    """
     a, b = fold.pairs()
     if a.size:
         prog.step(at(ranks, b), at(ranks, a), blocks, "copy")
@@ -113,14 +139,33 @@ def exchange(
     *,
     ranks: Any = None,
 ) -> None:
-    """``steps`` steps: virtual rank ``v`` sends ``blocks`` to ``peer(v, s)``."""
+    """``steps`` steps: virtual rank ``v`` sends ``blocks`` to ``peer(v, s)``.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> from wafercoll import kit
+    >>> prog = kit.Program(4, [32], "allreduce", rule="sendrecv")
+    >>> fold = kit.Fold(4)
+    >>> kit.exchange(prog, fold, kit.xor_peer, 2, 0)
+    >>> wc.verify(prog.schedule()).steps
+    2
+    """
     v = np.arange(fold.q, dtype=np.int64)
     for s in range(steps):
         prog.step(at(ranks, fold.real(v)), at(ranks, fold.real(peer(v, s))), blocks, op)
 
 
 def xor_peer(v: np.ndarray, s: int) -> np.ndarray:
-    """Recursive doubling's partner at step ``s``: ``v XOR 2^s``."""
+    """Recursive doubling's partner at step ``s``: ``v XOR 2^s``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from wafercoll import kit
+    >>> kit.xor_peer(np.arange(4), 1).tolist()
+    [2, 3, 0, 1]
+    """
     return v ^ (1 << s)
 
 
@@ -131,6 +176,15 @@ def recursive_doubling(
 
     Fold in, ``log2 q`` exchanges with :func:`xor_peer` (the receiver adds),
     fold out. Nothing happens for ``p = 1``.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> from wafercoll import kit
+    >>> prog = kit.Program(6, [48], "allreduce", rule="sendrecv")
+    >>> kit.recursive_doubling(prog, 6, 0)
+    >>> wc.verify(prog.schedule()).steps
+    4
     """
     if p <= 1:
         return
@@ -148,6 +202,16 @@ def halving_doubling(prog: Any, fold: Fold) -> None:
     sends the upper half (the upper one the reverse), which the receiver adds.
     The allgather runs the masks backwards, each partner copying its whole
     range, so both end with the union.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> from wafercoll import kit
+    >>> fold = kit.Fold(4)
+    >>> prog = kit.Program(4, kit.split_bytes(64, fold.q), "allreduce", rule="sendrecv")
+    >>> kit.halving_doubling(prog, fold)
+    >>> wc.verify(prog.schedule()).steps
+    4
     """
     q = fold.q
     v = np.arange(q, dtype=np.int64)

@@ -77,6 +77,14 @@ def excluded_node(rows: int, cols: int, exclude: Any) -> int:
     Returns
     -------
     int
+
+    Examples
+    --------
+    >>> from wafercoll import kit
+    >>> kit.excluded_node(3, 3, "corner"), kit.excluded_node(3, 3, "centre")
+    (8, 4)
+    >>> kit.excluded_node(3, 3, (1, 2))
+    5
     """
     m, n = _sides(rows, cols)
     if isinstance(exclude, str):
@@ -249,6 +257,12 @@ def hamiltonian_path(rows: int, cols: int) -> np.ndarray:
     -------
     numpy.ndarray
         Node ids in path order (int64); consecutive nodes are neighbours.
+
+    Examples
+    --------
+    >>> from wafercoll import kit
+    >>> kit.hamiltonian_path(2, 3).tolist()
+    [0, 1, 2, 5, 4, 3]
     """
     m, n = _sides(rows, cols)
     ids = np.arange(m * n, dtype=np.int64).reshape(m, n)
@@ -261,7 +275,14 @@ snake = hamiltonian_path
 
 
 def row_major(p: int) -> np.ndarray:
-    """Ranks ``0 .. p - 1`` in order (a ring of ``p`` closes ``p - 1 -> 0``)."""
+    """Ranks ``0 .. p - 1`` in order (a ring of ``p`` closes ``p - 1 -> 0``).
+
+    Examples
+    --------
+    >>> from wafercoll import kit
+    >>> kit.row_major(4).tolist()
+    [0, 1, 2, 3]
+    """
     return np.arange(as_int(p, "p", 1, 1 << 24), dtype=np.int64)
 
 
@@ -272,6 +293,12 @@ def folded(p: int) -> np.ndarray:
     at most two apart (the wafer paper's ring mapping of Fig. 7b).
 
     >>> folded(6).tolist()
+    [0, 2, 4, 5, 3, 1]
+
+    Examples
+    --------
+    >>> from wafercoll import kit
+    >>> kit.folded(6).tolist()
     [0, 2, 4, 5, 3, 1]
     """
     n = as_int(p, "p", 1, 1 << 24)
@@ -291,6 +318,12 @@ def torus_cycle(rows: int, cols: int) -> np.ndarray:
     ``0 .. p-1``.
 
     >>> torus_cycle(2, 3).tolist()
+    [0, 1, 2, 5, 4, 3]
+
+    Examples
+    --------
+    >>> from wafercoll import kit
+    >>> kit.torus_cycle(2, 3).tolist()
     [0, 1, 2, 5, 4, 3]
     """
     m, n = _sides(rows, cols)

@@ -74,6 +74,13 @@ def ring_steps(
     ------
     RingStep
         ``K - 1`` reduce steps, then ``K - 1`` copy steps (as asked).
+
+    Examples
+    --------
+    >>> from wafercoll import kit
+    >>> steps = list(kit.ring_steps([0, 1, 2]))
+    >>> len(steps), [s.op for s in steps]
+    (4, ['reduce', 'reduce', 'copy', 'copy'])
     """
     rows = np.asarray(order, dtype=np.int64)
     rows = rows.reshape(1, -1) if rows.ndim <= 1 else rows
@@ -101,6 +108,12 @@ def ring_owners(order: Any, *, base: int = 0) -> np.ndarray:
 
     Position ``i`` ends with block ``base + (i + 1) mod K``; the result is
     indexed by ``block - base`` (for a 2-D ``order``, one row per ring).
+
+    Examples
+    --------
+    >>> from wafercoll import kit
+    >>> kit.ring_owners([0, 1, 2, 3]).tolist()
+    [3, 0, 1, 2]
     """
     o = np.asarray(order, dtype=np.int64)
     k = o.shape[-1]
@@ -121,6 +134,15 @@ def ring_allreduce(
 
     With ``stream >= 0`` (rule ``"cells"``) the reduce-scatter runs on stream
     ``stream`` and the allgather on ``stream + 1``.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> from wafercoll import kit
+    >>> prog = kit.Program(4, kit.split_bytes(64, 4), "allreduce", rule="sendrecv")
+    >>> kit.ring_allreduce(prog, kit.folded(4))
+    >>> wc.verify(prog.schedule()).steps
+    6
     """
     for st in ring_steps(order, base=base, phase=phase):
         tag = -1 if stream < 0 else stream + (st.op == "copy")

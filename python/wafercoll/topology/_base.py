@@ -596,6 +596,15 @@ def line(n: int, *, bandwidth_Bps: float = 1e9, latency_s: float = 0.0) -> Topol
         If ``n`` is not an integer or a link parameter not a real number.
     ValueError
         If a value is out of range (the message names the parameter).
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> t = wc.line(4)
+    >>> t
+    <Topology line(4): 4 endpoints, 6 links>
+    >>> t.num_endpoints, t.num_links
+    (4, 6)
     """
     return _grid(_core.Topology.line, {"n": n}, bandwidth_Bps, latency_s)
 
@@ -621,6 +630,15 @@ def ring(n: int, *, bandwidth_Bps: float = 1e9, latency_s: float = 0.0) -> Topol
     ------
     TypeError, ValueError
         As for :func:`line`.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> t = wc.ring(4)
+    >>> t
+    <Topology ring(4): 4 endpoints, 8 links>
+    >>> t.num_endpoints, t.num_links
+    (4, 8)
     """
     return _grid(_core.Topology.ring, {"n": n}, bandwidth_Bps, latency_s)
 
@@ -649,6 +667,15 @@ def mesh(
     ------
     TypeError, ValueError
         As for :func:`line`.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> t = wc.mesh(2, 3)
+    >>> t
+    <Topology mesh(2x3): 6 endpoints, 14 links>
+    >>> t.num_endpoints, t.num_links
+    (6, 14)
     """
     sizes = {"rows": rows, "cols": cols}
     return _grid(_core.Topology.mesh, sizes, bandwidth_Bps, latency_s)
@@ -679,6 +706,15 @@ def torus(
     ------
     TypeError, ValueError
         As for :func:`line`.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> t = wc.torus(3, 3)
+    >>> t
+    <Topology torus(3x3): 9 endpoints, 36 links>
+    >>> t.num_endpoints, t.num_links
+    (9, 36)
     """
     sizes = {"rows": rows, "cols": cols}
     return _grid(_core.Topology.torus, sizes, bandwidth_Bps, latency_s)
@@ -873,6 +909,12 @@ def check_rank_to_node(rank_to_node: Any, nodes: int, ppn: int) -> np.ndarray:
     ValueError
         For a wrong length, a node id outside ``[0, nodes)`` or a node that
         does not get exactly ``ppn`` ranks.
+
+    Examples
+    --------
+    >>> from wafercoll import topology
+    >>> topology.check_rank_to_node([0, 1, 0, 1], nodes=2, ppn=2).tolist()
+    [0, 1, 0, 1]
     """
     p = nodes * ppn
     r2n = np.asarray(rank_to_node).ravel()

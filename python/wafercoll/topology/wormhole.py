@@ -244,6 +244,13 @@ def wormhole_n150(
         For a harvested row that is not a Tensix row, a grid larger than the
         physical one, a ``noc`` other than 0, 1, "shortest", or a
         ``dram_tile`` that is not a DRAM tile.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> n150 = wc.topology.wormhole_n150(harvested_row=10)
+    >>> n150.num_endpoints >= 64
+    True
     """
     harvested = as_int(harvested_row, "harvested_row")
     if harvested not in TENSIX_ROWS:

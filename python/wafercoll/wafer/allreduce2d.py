@@ -171,6 +171,12 @@ def ring_time(P: int, B: int, T_R: float = T_R_DEFAULT) -> float:
         ``B / P`` is kept real (see the module docstring).
     T_R : float
         Ramp latency in cycles.
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.ring_time(16, 64)
+    328.0
     """
     P, B, T_R = _row(P, B, T_R)
     return 2 * (P - 1) * B / P + 4 * P - 6 + 2 * (P - 1) * (2 * T_R + 1)
@@ -187,6 +193,12 @@ def rooted_broadcast_time(
     contention ``B``. Equation (1) gives
     ``max(B, B + max(r, P-1-r)) + 2 T_R + 1``; at ``r = 0`` this is Lemma
     4.1's ``B + P + 2 T_R``.
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.rooted_broadcast_time(16, 64), wafer.rooted_broadcast_time(16, 64, root=8)
+    (84.0, 77.0)
     """
     P, B, T_R = _row(P, B, T_R)
     r = as_int(root, "root", 0, P - 1)
@@ -233,6 +245,12 @@ def rooted_tree_metrics(parent: Any) -> TreeMetrics:
     ValueError
         If there is not exactly one root, or some ``parent[v]`` is not on
         ``v``'s side of the root and strictly closer to it.
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.rooted_tree_metrics([1, 2, -1, 2, 3])
+    TreeMetrics(energy=4, distance=2, depth=2, contention=2, links=4)
     """
     p = np.asarray(parent)
     if p.ndim != 1 or p.size == 0 or not np.issubdtype(p.dtype, np.integer):
@@ -310,6 +328,12 @@ def rooted_reduce_tree(
     -------
     ndarray of int64
         ``parent`` with ``parent[root] == -1``.
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.rooted_reduce_tree("chain", 5, root=2).tolist()
+    [1, 2, -1, 2, 3]
     """
     pattern = _choice(pattern, "pattern", PATTERNS)
     P, B, T_R = _row(P, B, T_R)
@@ -341,6 +365,12 @@ def rooted_reduce_time(
         The root PE, ``0 <= root < P``.
     T_R : float
         Ramp latency in cycles.
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.rooted_reduce_time("chain", 16, 64, root=8)
+    168.0
     """
     pattern = _choice(pattern, "pattern", PATTERNS)
     P, B, T_R = _row(P, B, T_R)
@@ -430,6 +460,12 @@ def best_root(
     ``autogen`` solves the DP for every part size ``1 .. P`` (the parts of
     all roots): about 1 s at ``P = 1024`` for ``B >= 256``, but 13 s at
     ``B = 1``, where each solve is slowest.
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.best_root("chain+bcast", 16, 64)
+    (0, 238.0)
     """
     algorithm = _choice(algorithm, "algorithm", ALLREDUCE_ALGORITHMS)
     P, B, T_R = _row(P, B, T_R)
@@ -523,6 +559,12 @@ def broadcast_2d_time(M: int, N: int, B: int, T_R: float = T_R_DEFAULT) -> float
         Vector length in wavelets.
     T_R : float
         Ramp latency in cycles.
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.broadcast_2d_time(4, 4, 64)
+    75.0
     """
     M, N, B, T_R = _grid(M, N, B, T_R)
     return B + M + N - 2 + 2 * T_R + 1
@@ -564,6 +606,14 @@ def reduce_2d_time(
     TypeError, ValueError
         For a non-string or unknown algorithm, ``M`` or ``N`` below 1,
         ``M * N < 2``, ``B < 1`` or ``T_R < 0`` (the message names which).
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.reduce_2d_time("xy_chain", 4, 4, 64)
+    164.0
+    >>> wafer.reduce_2d_time("snake", 4, 4, 64)
+    154.0
     """
     algorithm = _choice(algorithm, "algorithm", REDUCE_2D_ALGORITHMS)
     M, N, B, T_R = _grid(M, N, B, T_R)
@@ -590,6 +640,14 @@ def allreduce_2d_time(
         :func:`broadcast_2d_time`.
     M, N, B, T_R
         As for :func:`reduce_2d_time`, which also lists the errors raised.
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.allreduce_2d_time("xy_chain+bcast2d", 4, 4, 64)
+    239.0
+    >>> wafer.allreduce_2d_time("snake+bcast2d", 4, 4, 64)
+    229.0
     """
     algorithm = _choice(algorithm, "algorithm", ALLREDUCE_2D_ALGORITHMS)
     M, N, B, T_R = _grid(M, N, B, T_R)
@@ -614,6 +672,12 @@ def lower_bound_2d(M: int, N: int, B: int, T_R: float = T_R_DEFAULT) -> float:
     stays above the bound anyway (each axis costs at least ``2 T_R + 1``);
     on a single row or column it can exceed them at small ``B`` (``1 x 2``,
     ``B = 1``: bound 7.125, Chain 7 cycles).
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.lower_bound_2d(4, 4, 64)
+    69.0
     """
     M, N, B, T_R = _grid(M, N, B, T_R)
     return max(B, B / 8 + M + N - 1) + 2 * T_R + 1
@@ -732,6 +796,13 @@ def speedup_heatmap(
     to ``max(Ps)`` (:func:`wafercoll.wafer.autogen_cycles`); Tree and
     Two-Phase from their tree metrics, once per ``P``. Every cell equals the
     scalar functions (:func:`allreduce_time` and so on) for the same inputs.
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> h = wafer.speedup_heatmap("1d_reduce", [16, 64], [1, 256])
+    >>> sorted(h)[:3]
+    ['Bs', 'Ps', 'algorithms']
     """
     if not isinstance(kind, str):
         raise TypeError(f"kind must be a string, got {type(kind).__name__}")

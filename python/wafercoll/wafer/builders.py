@@ -60,6 +60,12 @@ def wafer_row(ranks: int, clock_Hz: float = CS2_CLOCK_HZ) -> Topology:
     Their own latency is 0: the cycle a wavelet takes per hop is the
     ``hop_latency_s`` of :func:`wafercoll.wafer.wse2_network`, the model to
     simulate with.
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.wafer_row(8)
+    <Topology line(8): 8 endpoints, 14 links>
     """
     p = as_int(ranks, "ranks", 1)
     clock = as_real(clock_Hz, "clock_Hz", positive=True)
@@ -129,6 +135,14 @@ def tree_schedule(
         Require a row tree of Section 5.5: rooted at PE 0, pre-order,
         non-crossing. With ``row=False`` any rooted tree over the ranks is
         accepted (a rank takes its children in increasing rank order).
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> from wafercoll import wafer
+    >>> s = wafer.tree_schedule(wafer.chain_tree(4), 4 * 8)
+    >>> s.collective, s.num_transfers, wc.verify(s).ok
+    ('reduce', 3, True)
     """
     size, B = size_wavelets(size_bytes)
     w = (

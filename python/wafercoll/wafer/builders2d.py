@@ -148,6 +148,12 @@ def wafer_grid(rows: int, cols: int, clock_Hz: float = CS2_CLOCK_HZ) -> Topology
     along the row, then along the column) with ``4 * clock_Hz`` bytes per
     second per link and no link latency: the cycle per hop and the ramps are
     in :func:`wafercoll.wafer.wse2_network`, the model to simulate with.
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.wafer_grid(3, 4)
+    <Topology mesh(3x4): 12 endpoints, 34 links>
     """
     rows = as_int(rows, "rows", 1)
     cols = as_int(cols, "cols", 1)

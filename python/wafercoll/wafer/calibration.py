@@ -230,6 +230,14 @@ def overhead_time(
         Cycles; at ``switch_overhead = 0`` and ``received_before = False``
         the paper's equation (1) (:func:`wafercoll.wafer.reduce_time` and
         :func:`wafercoll.wafer.allreduce_time`).
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.overhead_time("two_phase", "reduce", 16, 64, switch_overhead=0)
+    158.0
+    >>> wafer.overhead_time("two_phase", "reduce", 16, 64, switch_overhead=10)
+    168.0
     """
     if pattern not in _PATTERNS:
         raise ValueError(
@@ -281,6 +289,14 @@ def predicted_speedup(
     -------
     (float, int)
         The ratio and the ``B`` at which the model has it.
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> m = wafer.MEASURED_SPEEDUPS[0]
+    >>> ratio, B = wafer.predicted_speedup(m, switch_overhead=0)
+    >>> m.name, round(ratio, 2), B
+    ('reduce_1d', 5.73, 1)
     """
     o = as_real(switch_overhead, "switch_overhead", 0.0, maximum=MAX_OVERHEAD)
     return _largest(_ratios(m, np.array([o]), as_ramp_latency(T_R), Bs)[:, 0], Bs)
@@ -430,6 +446,13 @@ def calibrate_switch_overhead(
     ValueError
         If ``fit`` is empty or names an unknown measurement, ``engine`` is
         unknown, or the simulator is asked to fit a grid measurement.
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> cal = wafer.calibrate_switch_overhead()
+    >>> round(cal.switch_overhead, 1)
+    356.9
     """
     from scipy.optimize import minimize_scalar
 

@@ -43,6 +43,13 @@ def wse2_network(
     NetworkModel
         The preset named ``"wse2"`` (machine entries ``wse2_row`` and
         ``wse2_grid`` of :mod:`wafercoll.machines`).
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> net = wafer.wse2_network(T_R=2)
+    >>> net.clock_Hz
+    850000000.0
     """
     t_r = as_ramp_latency(T_R)
     clock = as_real(clock_Hz, "clock_Hz", positive=True)

@@ -85,18 +85,39 @@ def _check(P: Any, B: Any, T_R: Any) -> tuple[int, int, float]:
 
 # -- closed forms, as the paper states them -----------------------------------
 def message_time(P: int, B: int, T_R: float = T_R_DEFAULT) -> float:
-    """Section 4.1: a message of B wavelets across P PEs, ``B + P + 2 T_R``."""
+    """Section 4.1: a message of B wavelets across P PEs, ``B + P + 2 T_R``.
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.message_time(16, 64)
+    84.0
+    """
     P, B, T_R = _check(P, B, T_R)
     return B + P + 2 * T_R
 
 
 def broadcast_time(P: int, B: int, T_R: float = T_R_DEFAULT) -> float:
-    """Lemma 4.1: flooding broadcast with router multicast, ``B + P + 2 T_R``."""
+    """Lemma 4.1: flooding broadcast with router multicast, ``B + P + 2 T_R``.
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.broadcast_time(16, 64)
+    84.0
+    """
     return message_time(P, B, T_R)
 
 
 def star_lemma_time(P: int, B: int, T_R: float = T_R_DEFAULT) -> float:
-    """Lemma 5.1 (the model's bound): ``max(B(P-1), P B / 2 + P - 1) + 2 T_R + 1``."""
+    """Lemma 5.1 (the model's bound): ``max(B(P-1), P B / 2 + P - 1) + 2 T_R + 1``.
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.star_lemma_time(16, 64)
+    965.0
+    """
     P, B, T_R = _check(P, B, T_R)
     return max(B * (P - 1), P * B / 2 + P - 1) + 2 * T_R + 1
 
@@ -107,13 +128,26 @@ def star_time(P: int, B: int, T_R: float = T_R_DEFAULT) -> float:
     The paper argues that the wavelets reach the root as a perfect pipeline,
     so the contention at the root alone sets the pace. At ``B = 1`` this is
     ``P + 2 T_R``, below the distance-and-energy term of equation (1).
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.star_time(16, 64)
+    965.0
     """
     P, B, T_R = _check(P, B, T_R)
     return B * (P - 1) + 2 * T_R + 1
 
 
 def chain_time(P: int, B: int, T_R: float = T_R_DEFAULT) -> float:
-    """Lemma 5.2: ``B + (2 T_R + 2)(P - 1)``."""
+    """Lemma 5.2: ``B + (2 T_R + 2)(P - 1)``.
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.chain_time(16, 64)
+    154.0
+    """
     P, B, T_R = _check(P, B, T_R)
     return B + (2 * T_R + 2) * (P - 1)
 
@@ -122,6 +156,12 @@ def tree_lemma_time(P: int, B: int, T_R: float = T_R_DEFAULT) -> float:
     """Lemma 5.3 for P a power of two.
 
     ``max(B log2 P, B P log2 P / (2 (P - 1)) + P - 1) + (2 T_R + 1) log2 P``.
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.tree_lemma_time(16, 64)
+    276.0
     """
     P, B, T_R = _check(P, B, T_R)
     if P & (P - 1):
@@ -133,13 +173,27 @@ def tree_lemma_time(P: int, B: int, T_R: float = T_R_DEFAULT) -> float:
 
 
 def tree_time(P: int, B: int, T_R: float = T_R_DEFAULT) -> float:
-    """Tree Reduce for any P: equation (1) on :func:`binary_tree` (Lemma 5.3 at 2^k)."""
+    """Tree Reduce for any P: equation (1) on :func:`binary_tree` (Lemma 5.3 at 2^k).
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.tree_time(16, 64)
+    276.0
+    """
     P, B, T_R = _check(P, B, T_R)
     return tree_cycles(binary_tree(P), B, T_R)
 
 
 def two_phase_group_size(P: int) -> int:
-    """Group size of Two-Phase: ``floor(sqrt(P))`` (``sqrt(P)`` when P is a square)."""
+    """Group size of Two-Phase: ``floor(sqrt(P))`` (``sqrt(P)`` when P is a square).
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.two_phase_group_size(16), wafer.two_phase_group_size(20)
+    (4, 4)
+    """
     P = as_int(P, "P", 1, MAX_P)
     return max(1, math.isqrt(P))
 
@@ -149,6 +203,12 @@ def two_phase_lemma_time(P: int, B: int, T_R: float = T_R_DEFAULT) -> float:
 
     ``max(2B, 2B - 2B / sqrt(P) + P) + (2 sqrt(P) - 2)(2 T_R + 1)``: the
     paper bounds the links by ``P`` and the distance by ``P``.
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.two_phase_lemma_time(16, 64)
+    158.0
     """
     P, B, T_R = _check(P, B, T_R)
     s = math.isqrt(P)
@@ -166,6 +226,12 @@ def two_phase_time(P: int, B: int, T_R: float = T_R_DEFAULT) -> float:
     ``E / N + L`` is then smaller by ``2 B / (P + sqrt P) - 1``, so for
     ``B > (P + sqrt P) / 2`` the lemma's value lies slightly *below* equation
     (1) on the same tree (when the flow term is the maximum).
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.two_phase_time(16, 64)
+    158.0
     """
     P, B, T_R = _check(P, B, T_R)
     return tree_cycles(two_phase_tree(P), B, T_R)
@@ -173,7 +239,14 @@ def two_phase_time(P: int, B: int, T_R: float = T_R_DEFAULT) -> float:
 
 # -- reduction trees ---------------------------------------------------------
 def star_tree(P: int) -> np.ndarray:
-    """Every PE sends to the root."""
+    """Every PE sends to the root.
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.star_tree(5).tolist()
+    [-1, 0, 0, 0, 0]
+    """
     P = as_int(P, "P", 1, MAX_P)
     parent = np.zeros(P, dtype=np.int64)
     parent[0] = -1
@@ -181,7 +254,14 @@ def star_tree(P: int) -> np.ndarray:
 
 
 def chain_tree(P: int) -> np.ndarray:
-    """Every PE sends to its left neighbour."""
+    """Every PE sends to its left neighbour.
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.chain_tree(5).tolist()
+    [-1, 0, 1, 2, 3]
+    """
     P = as_int(P, "P", 1, MAX_P)
     return np.arange(-1, P - 1, dtype=np.int64)
 
@@ -194,6 +274,12 @@ def binary_tree(P: int) -> np.ndarray:
     ``2^t`` is the lowest set bit of ``v``, in round ``t + 1``; there are
     ``ceil(log2 P)`` rounds. For P not a power of two these are the rounds
     of the next power of two with the PEs beyond ``P - 1`` absent.
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.binary_tree(8).tolist()
+    [-1, 0, 0, 2, 0, 4, 4, 6]
     """
     P = as_int(P, "P", 1, MAX_P)
     v = np.arange(P, dtype=np.int64)
@@ -209,6 +295,12 @@ def two_phase_tree(P: int, S: int | None = None) -> np.ndarray:
     group that holds PE 0 and the ``P mod S`` (or S) PEs left over. Inside a
     group every PE sends to its left neighbour; each group's leftmost PE (its
     leader) then sends to the next leader to the left, PE 0 last.
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.two_phase_tree(9).tolist()
+    [-1, 0, 1, 0, 3, 4, 3, 6, 7]
     """
     P = as_int(P, "P", 1, MAX_P)
     S = two_phase_group_size(P) if S is None else as_int(S, "S", 1, P)
@@ -322,6 +414,12 @@ def tree_metrics(parent: Any) -> TreeMetrics:
     children of its own: in ``[-1, 0, 1, 1, 0]`` PE 0 and PE 1 each receive
     two messages, but PE 0 can only take PE 4's after PE 1 has taken both
     of its own, so C = 3.
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.tree_metrics(wafer.chain_tree(4))
+    TreeMetrics(energy=3, distance=3, depth=3, contention=1, links=3)
     """
     p = _check_tree(parent)
     n = p.size
@@ -345,6 +443,12 @@ def tree_cycles(
     With ``switch_overhead`` (cycles), the contention term ``B C`` becomes
     :func:`switch_contention`: every stream a PE takes after another one
     costs that much more (see there; 0 gives equation (1) exactly).
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.tree_cycles(wafer.chain_tree(16), 64)
+    154.0
     """
     m = tree_metrics(parent)
     if switch_overhead == 0 and not received_before:
@@ -391,6 +495,12 @@ def switch_contention(
     -------
     float
         ``W`` of the root, at least ``B`` when the tree has an edge.
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.switch_contention(wafer.star_tree(4), 8, switch_overhead=2)
+    28.0
     """
     p = _check_tree(parent)
     b = as_int(B, "B", 1)
@@ -430,6 +540,12 @@ def switch_contention_many(
 
     One pass over the tree with a vector per PE: a scan over a range of
     ``O`` costs about as much as a handful of scalar calls.
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.switch_contention_many(wafer.star_tree(4), 8, [0, 2]).tolist()
+    [24.0, 28.0]
     """
     p = _check_tree(parent)
     b = as_int(B, "B", 1)

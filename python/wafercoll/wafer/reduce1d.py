@@ -168,6 +168,13 @@ def autogen(
         For ``P`` outside ``[1, 65536]`` (``[1, 48]`` for ``"table1"``),
         ``B < 1``, ``T_R < 0``, an unknown ``contention``, or a table larger
         than a few GiB (the message names the size).
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> t = wafer.autogen(16, 64)
+    >>> t.cycles, t.parent.tolist()
+    (153.0, [-1, 0, 1, 2, 3, 4, 1, 6, 7, 8, 6, 10, 11, 10, 13, 13])
     """
     if contention not in ("recurrence", "table1"):
         raise ValueError(
@@ -307,19 +314,40 @@ def table1_cycles(parent: Any, B: int, T_R: float = T_R_DEFAULT) -> float:
 
 
 def autogen_cycles(P: int, B: int, T_R: float = T_R_DEFAULT) -> np.ndarray:
-    """Auto-Gen's optimum for every row length ``n = 1 .. P`` (entry ``n - 1``)."""
+    """Auto-Gen's optimum for every row length ``n = 1 .. P`` (entry ``n - 1``).
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.autogen_cycles(4, 64).tolist()
+    [0.0, 70.0, 76.0, 82.0]
+    """
     P, B, T_R = _args(P, B, T_R)
     return np.asarray(_core.wafer_autogen_cycles(P, B, T_R))
 
 
 def lower_bound_cycles(P: int, B: int, T_R: float = T_R_DEFAULT) -> np.ndarray:
-    """Lemma 5.5's bound ``T*(n, B)`` for every ``n = 1 .. P`` (entry ``n - 1``)."""
+    """Lemma 5.5's bound ``T*(n, B)`` for every ``n = 1 .. P`` (entry ``n - 1``).
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.lower_bound_cycles(4, 64).tolist()
+    [0.0, 70.0, 76.0, 82.0]
+    """
     P, B, T_R = _args(P, B, T_R)
     return np.asarray(_core.wafer_lower_bound_cycles(P, B, T_R))
 
 
 def lower_bound(P: int, B: int, T_R: float = T_R_DEFAULT) -> float:
-    """Lemma 5.5: ``min_D B E*(P, 1, D) / (P - 1) + P - 1 + D (2 T_R + 1)``."""
+    """Lemma 5.5: ``min_D B E*(P, 1, D) / (P - 1) + P - 1 + D (2 T_R + 1)``.
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.lower_bound(16, 64) <= wafer.autogen(16, 64).cycles
+    True
+    """
     return float(lower_bound_cycles(P, B, T_R)[-1])
 
 
@@ -339,6 +367,12 @@ def reduce_time(algorithm: str, P: int, B: int, T_R: float = T_R_DEFAULT) -> flo
         PEs in the row and vector length in wavelets.
     T_R : float
         Ramp latency in cycles.
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> wafer.reduce_time("chain", 16, 64), wafer.reduce_time("autogen", 16, 64)
+    (154.0, 153.0)
     """
     P, B, T_R = _args(P, B, T_R)
     forms = {
@@ -384,6 +418,14 @@ def optimality_ratios(
     ``B``, ``algorithm``, ``cycles``, ``lower_bound`` and ``ratio``.
     Auto-Gen comes from one DP per ``B`` for all ``P`` up to the largest
     requested, the bound from one energy table for all ``B``.
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> r = wafer.optimality_ratios([16], [64])
+    >>> sorted(r), sorted(set(r["algorithm"].tolist()))
+    (['B', 'P', 'algorithm', 'cycles', 'lower_bound', 'ratio'], ['autogen', 'chain',
+    'star', 'tree', 'two_phase'])
     """
     p_list = sorted({as_int(p, "Ps[i]", 2, MAX_DP_P) for p in Ps})
     b_list = sorted({as_int(b, "Bs[i]", 1, 1 << 40) for b in Bs})
@@ -457,6 +499,14 @@ def routing_plan(parent: Any) -> dict[str, Any]:
     (``colour``, ``rx``, ``tx``, ``stream`` = the sending PE), and
     ``max_configurations_per_colour`` (the WSE holds four per colour;
     beyond that a teardown is needed).
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> plan = wafer.routing_plan(wafer.chain_tree(4))
+    >>> sorted(plan)
+    ['P', 'colours', 'depth', 'format', 'max_configurations_per_colour', 'pes',
+    'version']
     """
     p = np.asarray(parent)
     metrics = tree_metrics(p)  # validates
@@ -533,5 +583,14 @@ def routing_plan(parent: Any) -> dict[str, Any]:
 
 
 def routing_plan_json(parent: Any, indent: int | None = 1) -> str:
-    """:func:`routing_plan` as JSON text."""
+    """:func:`routing_plan` as JSON text.
+
+    Examples
+    --------
+    >>> import json
+    >>> from wafercoll import wafer
+    >>> text = wafer.routing_plan_json(wafer.chain_tree(4), indent=None)
+    >>> json.loads(text) == wafer.routing_plan(wafer.chain_tree(4))
+    True
+    """
     return json.dumps(routing_plan(parent), indent=indent)

@@ -219,6 +219,16 @@ def routing_plan_2d(
     ValueError
         For a pattern not listed, ``M`` or ``N`` outside ``[1, 65536]``,
         ``B < 1`` or ``T_R < 0``.
+
+    Examples
+    --------
+    >>> from wafercoll import wafer
+    >>> plan = wafer.routing_plan_2d(3, 3, 16)
+    >>> sorted(plan)
+    ['B', 'M', 'N', 'T_R', 'colours', 'colours_available', 'column_parent',
+    'configurations_per_colour', 'control_wavelets', 'format',
+    'max_configurations_per_colour', 'num_colours', 'pattern', 'pes',
+    'routers_over_limit', 'row_parent', 'version']
     """
     m = as_int(M, "M", 1, MAX_DP_P)
     n = as_int(N, "N", 1, MAX_DP_P)
@@ -321,7 +331,16 @@ def routing_plan_2d_json(
     pattern: str = "autogen",
     indent: int | None = 1,
 ) -> str:
-    """:func:`routing_plan_2d` as JSON text."""
+    """:func:`routing_plan_2d` as JSON text.
+
+    Examples
+    --------
+    >>> import json
+    >>> from wafercoll import wafer
+    >>> plan = json.loads(wafer.routing_plan_2d_json(3, 3, 16, indent=None))
+    >>> plan == wafer.routing_plan_2d(3, 3, 16)
+    True
+    """
     return json.dumps(routing_plan_2d(M, N, B, T_R, pattern), indent=indent)
 
 
@@ -350,6 +369,16 @@ def colour_of_transfers(schedule: Schedule, plan: dict[str, Any]) -> np.ndarray:
     ValueError
         If the schedule has a different number of ranks, or a transfer that
         is not a stream of the plan.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> from wafercoll import wafer
+    >>> grid = wafer.wafer_grid(3, 3)
+    >>> s = wc.build("wafer_xy_reduce", 9, 4 * 16, topology=grid, pattern="autogen")
+    >>> colours = wafer.colour_of_transfers(s, wafer.routing_plan_2d(3, 3, 16))
+    >>> sorted(set(colours.tolist()))
+    [0, 1, 2]
     """
     pes = plan["pes"]
     if schedule.num_ranks != len(pes):
@@ -451,6 +480,17 @@ def check_colour_collisions(
     ValueError
         For a wrong number of colours, a network without a clock, or an
         unknown rule (and whatever :func:`wafercoll.simulate` raises).
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> from wafercoll import wafer
+    >>> grid = wafer.wafer_grid(3, 3)
+    >>> s = wc.build("wafer_xy_reduce", 9, 4 * 16, topology=grid, pattern="autogen")
+    >>> colours = wafer.colour_of_transfers(s, wafer.routing_plan_2d(3, 3, 16))
+    >>> report = wafer.check_colour_collisions(s, grid, colours)
+    >>> report["collisions"]
+    []
     """
     col = np.asarray(colours, dtype=np.int64).reshape(-1)
     if col.size != schedule.num_transfers:

@@ -362,6 +362,12 @@ def hamiltonian_ring(dims: Any) -> list[int]:
     the other rows, and home up column 0. With both odd, every row is walked
     rightwards (wrapping) starting below the previous row's last rank; only
     the closing hop is longer than one link. A ring of ``p`` is ``0 .. p-1``.
+
+    Examples
+    --------
+    >>> from wafercoll import wormhole
+    >>> wormhole.hamiltonian_ring((2, 3))
+    [0, 1, 2, 5, 4, 3]
     """
     rows, cols = _sw._check_dims(dims)
     return kit.torus_cycle(rows, cols).tolist()

@@ -162,6 +162,14 @@ def hop_table(algorithm: Any, topology: Any, first: str = "x") -> HopTable:
         ``peers[s, r]`` is -1 (and ``hops[s, r]`` 0) where rank ``r`` sends
         nothing at step ``s`` (the shrink steps of sides that are not powers
         of two); where it sends more than once, the farthest peer counts.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> t = wc.wormhole.hop_table("swing", wc.torus(4, 4))
+    >>> t
+    <HopTable swing on torus(4x4): worst per step 1 + 1 + 1 + 1 = 4; per-node totals
+    4..4 over 16 ranks>
     """
     from ..algorithms import build, find
     from ..schedule import Schedule

@@ -61,6 +61,13 @@ def n150_network(
     :func:`wormhole_n150`; pass ``bandwidth_Bps=32e9`` to a plain torus).
     ``result.cycles`` gives cycles. The header flit of every packet
     (8192 / 8224 of raw throughput) is not modelled.
+
+    Examples
+    --------
+    >>> from wafercoll import wormhole
+    >>> net = wormhole.n150_network()
+    >>> net.clock_Hz
+    1000000000.0
     """
     clock = as_real(clock_Hz, "clock_Hz", positive=True)
     return NetworkModel(

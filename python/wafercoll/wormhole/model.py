@@ -100,6 +100,13 @@ def thesis_time(
     dict
         ``t_comp``, ``t_comm``, ``t_sync`` (the synchronisation terms added)
         and ``total`` in seconds.
+
+    Examples
+    --------
+    >>> from wafercoll import wormhole
+    >>> t = wormhole.thesis_time("bo", 1 << 20)
+    >>> sorted(t)
+    ['t_comm', 't_comp', 't_sync', 'total']
     """
     if variant not in ("lo", "bo"):
         raise ValueError(f"variant must be 'lo' or 'bo', got {variant!r}")
@@ -146,6 +153,15 @@ def roofline(
         ``t_comp``, ``t_comm``, ``t_sync`` and ``total`` (seconds), with
         ``total = sum over steps of max(comm, comp) + hops * hop_s``, and
         ``regime``: the largest of the three.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> topo = wc.torus(8, 8)
+    >>> s = wc.build("torus_swing_lo_allreduce", topology=topo, size_bytes=1 << 20)
+    >>> r = wc.wormhole.roofline(s)
+    >>> sorted(r)[:4]
+    ['regime', 't_comm', 't_comp', 't_sync']
     """
     if not isinstance(schedule, Schedule):
         raise TypeError("schedule must be a wafercoll.Schedule")

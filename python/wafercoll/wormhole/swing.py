@@ -81,6 +81,12 @@ def rho(s: int) -> int:
     -------
     int
         1, -1, 3, -5, 11, -21, ... (equation 3.2 of the thesis).
+
+    Examples
+    --------
+    >>> from wafercoll import wormhole
+    >>> [wormhole.rho(s) for s in range(5)]
+    [1, -1, 3, -5, 11]
     """
     k = as_int(s, "s", 0, 60)
     return (1 - (-2) ** (k + 1)) // 3
@@ -113,6 +119,12 @@ def swing_peer(r: int, s: int, p: int) -> int:
     ------
     TypeError, ValueError
         For a non-integer or out-of-range argument.
+
+    Examples
+    --------
+    >>> from wafercoll import wormhole
+    >>> [wormhole.swing_peer(0, s, 8) for s in range(3)]
+    [1, 7, 3]
     """
     n = as_int(p, "p", 1)
     rank = as_int(r, "r", 0, n - 1)
@@ -136,6 +148,12 @@ def rd_peer(r: int, s: int, p: int) -> int:
     ------
     ValueError
         If ``p`` is not a power of two or ``s`` is not a step of it.
+
+    Examples
+    --------
+    >>> from wafercoll import wormhole
+    >>> [wormhole.rd_peer(0, s, 8) for s in range(3)]
+    [1, 2, 4]
     """
     n = as_int(p, "p", 1)
     if n & (n - 1):
@@ -186,6 +204,12 @@ def step_plan(dims: Any, first: str = "x") -> list[tuple[str, int]]:
         ``("x", k)``: the ``k``-th step along the rows (changing the column);
         ``("y", k)``: along the columns. On 8 x 8 with ``first="x"``:
         x0, y0, x1, y1, x2, y2.
+
+    Examples
+    --------
+    >>> from wafercoll import wormhole
+    >>> wormhole.step_plan((4, 4))
+    [('x', 0), ('y', 0), ('x', 1), ('y', 1)]
     """
     rows, cols = _check_dims(dims)
     axis = _check_first(first)
@@ -230,6 +254,12 @@ def peer_table(algorithm: str, dims: Any, first: str = "x") -> np.ndarray:
     numpy.ndarray
         ``(steps, rows * cols)`` int64; ``[s, r]`` is the peer of ``r`` at
         step ``s``.
+
+    Examples
+    --------
+    >>> from wafercoll import wormhole
+    >>> wormhole.peer_table("swing", (1, 8)).tolist()[:2]
+    [[1, 0, 3, 2, 5, 4, 7, 6], [7, 2, 1, 4, 3, 6, 5, 0]]
     """
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be 'swing' or 'rd', got {algorithm!r}")
@@ -392,6 +422,13 @@ def reduce_scatter_steps(
         ``(p,)`` int64, where each rank sends at this step.
     mask : numpy.ndarray
         ``(p, p)`` bool, ``[r, b]`` when rank ``r`` sends block ``b``.
+
+    Examples
+    --------
+    >>> from wafercoll import wormhole
+    >>> steps = wormhole.reduce_scatter_steps("swing", (1, 4))
+    >>> [(name, peers.tolist()) for name, peers, _ in steps]
+    [('x:swing0', [1, 0, 3, 2]), ('x:swing1', [3, 2, 1, 0])]
     """
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be 'swing' or 'rd', got {algorithm!r}")
@@ -452,6 +489,12 @@ def send_blocks(algorithm: str, dims: Any, first: str = "x") -> list[list[list[i
     list
         ``out[r][s]`` is the sorted list of blocks rank ``r`` sends at step
         ``s``; for ``p = 8``, rank 0: ``[[1, 2, 5, 6], [4, 7], [3]]``.
+
+    Examples
+    --------
+    >>> from wafercoll import wormhole
+    >>> wormhole.send_blocks("swing", (1, 4))[0]
+    [[1, 2], [3]]
     """
     masks = [m for _, _, m in reduce_scatter_steps(algorithm, dims, first)]
     p = masks[0].shape[0] if masks else 1
