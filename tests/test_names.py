@@ -11,7 +11,7 @@ import wafercoll as wc
 from wafercoll import palette
 from wafercoll.algorithms import algorithm_name, find
 from wafercoll.cluster import costs
-from wafercoll.experiments import mesh_mcm
+from wafercoll.experiments import mcm_common, mesh_mcm
 from wafercoll.wormhole import hops
 from wafercoll.wormhole.builders import registered_name
 
@@ -80,8 +80,8 @@ def test_the_mesh_experiments_take_labels_and_artifact_names_from_the_registry()
         assert len(info.artifact_names) == 2, name
     # the artifact's own names reach the comparison through the label
     tto = wc.algorithm_info("mesh_tto_allreduce")
-    assert mesh_mcm._artifact_names(tto.label) == tto.artifact_names
-    assert mesh_mcm._artifact_names("no such label") == ()
+    assert mcm_common._artifact_names(tto.label) == tto.artifact_names
+    assert mcm_common._artifact_names("no such label") == ()
 
 
 @pytest.mark.parametrize(

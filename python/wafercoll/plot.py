@@ -82,8 +82,8 @@ def new_axes(
     >>> ax = new_axes(figsize=(4, 3))
     >>> new_axes(ax) is ax
     True
-    >>> tuple(ax.figure.get_size_inches())
-    (4.0, 3.0)
+    >>> [float(x) for x in ax.figure.get_size_inches()]
+    [4.0, 3.0]
     """
     if ax is not None:
         return ax
