@@ -62,9 +62,11 @@ def test_advise_ranks_by_simulated_time_and_prunes_soundly() -> None:
             assert c.time_s == exact[c.name]
             assert c.ratio == pytest.approx(
                 c.time_s
-                / wc.simulate(
-                    wc.build(c.name, size_bytes=1 << 18, topology=topo), topo, net
-                ).lower_bound.time_s
+                / wc.bounds.result_bound(
+                    wc.simulate(
+                        wc.build(c.name, size_bytes=1 << 18, topology=topo), topo, net
+                    )
+                ).time_s
             )
         elif c.status == "pruned":
             # A pruned algorithm really is slower than the second best, and

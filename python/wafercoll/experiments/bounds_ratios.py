@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import machines
 from ..algorithms import algorithms, build
+from ..bounds import optimality_ratio, result_bound
 from ..simulate import simulate
 from ..topology import mesh as mesh_topology
 from . import Experiment, new_axes, register_experiment
@@ -119,7 +120,7 @@ def run_ratios(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
             except (ValueError, TypeError):
                 continue  # not for this size or shape
             r = simulate(s, topo, net)
-            b = r.lower_bound
+            b = result_bound(r)
             for key, value in zip(
                 COLUMNS,
                 (
@@ -130,7 +131,7 @@ def run_ratios(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
                     size,
                     r.time_s,
                     b.time_s,
-                    r.optimality_ratio,
+                    optimality_ratio(r, b),
                     b.binding,
                 ),
                 strict=True,
