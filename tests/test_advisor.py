@@ -157,7 +157,9 @@ def test_cli_advise_table_csv_and_plot(tmp_path, capsys) -> None:
             "ring:6",
             "--sizes",
             "1KiB:1MiB:32",
-            "--csv",
+            "--format",
+            "csv",
+            "-o",
             str(csv_path),
             "--plot",
             str(png),
@@ -169,4 +171,4 @@ def test_cli_advise_table_csv_and_plot(tmp_path, capsys) -> None:
     assert png.stat().st_size > 1000
     assert main(["advise", "-t", "ring:6", "--sizes", "1MiB:1KiB"]) == 2
     assert main(["advise", "-t", "ring:6", "-s", "1KiB", "-c", "alltoall"]) == 2
-    assert main(["advise", "-t", "ring:6", "-s", "1KiB", "--json"]) == 0
+    assert main(["advise", "-t", "ring:6", "-s", "1KiB", "--format", "json"]) == 0

@@ -51,7 +51,15 @@ from .schedule import COLLECTIVES
 from .simulate import simulate
 from .topology import Topology
 
-__all__ = ["Advice", "Candidate", "advise", "crossover"]
+__all__ = [
+    "Advice",
+    "Candidate",
+    "advise",
+    "crossover",
+    "crossover_csv",
+    "crossover_table",
+    "plot_crossover",
+]
 
 _STATUSES = ("simulated", "pruned", "not applicable", "failed")
 
@@ -135,6 +143,14 @@ class Advice:
         import pandas as pd
 
         return pd.DataFrame([dataclasses.asdict(c) for c in self.candidates])
+
+    def to_dict(self) -> dict[str, Any]:
+        """The size, the lower bound and every candidate as plain data."""
+        return {
+            "size_bytes": self.size_bytes,
+            "lower_bound": self.bound.to_dict(),
+            "candidates": [dataclasses.asdict(c) for c in self.candidates],
+        }
 
     def to_csv(self) -> str:
         """The table as CSV text (no pandas needed)."""
@@ -453,6 +469,40 @@ def crossover(
         "advice": advice,
         "rows": rows,
     }
+
+
+def crossover_table(result: dict[str, Any]) -> str:
+    """The fastest algorithm at each size of a :func:`crossover`, as text."""
+    advice = result["advice"]
+    a0 = advice[0]
+    width = max(len(human_bytes(a.size_bytes)) for a in advice)
+    lines = [
+        f"{a0.collective} on {a0.topology} under {a0.network}: the fastest at each size"
+    ]
+    for a in advice:
+        b = a.best
+        lines.append(
+            f"{human_bytes(a.size_bytes).rjust(width)}  {b.name}  "
+            f"{human_seconds(b.time_s)}  ratio {b.ratio:.3f}"
+        )
+    return "\n".join(lines)
+
+
+def crossover_csv(advice: Sequence[Advice]) -> str:
+    """One CSV for many sizes: ``size_bytes``, then each candidate's row.
+
+    Parameters
+    ----------
+    advice : sequence of Advice
+        ``crossover(...)["advice"]``.
+    """
+    lines: list[str] = []
+    for a in advice:
+        head, *rows = a.to_csv().rstrip("\n").split("\n")
+        if not lines:
+            lines.append("size_bytes," + head)
+        lines.extend(f"{a.size_bytes},{r}" for r in rows)
+    return "\n".join(lines) + "\n"
 
 
 def plot_crossover(result: dict[str, Any], ax: Any = None) -> Any:

@@ -49,7 +49,7 @@ from . import machines
 from .network import NetworkModel
 from .topology import Topology
 
-__all__ = ["COLUMNS", "default_cache", "sweep"]
+__all__ = ["COLUMNS", "default_cache", "read_grid", "sweep"]
 
 #: Columns of the DataFrame, in order.
 COLUMNS = (
@@ -75,6 +75,47 @@ def default_cache() -> str:
     return os.environ.get(
         "WAFERCOLL_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "wafercoll")
     )
+
+
+def read_grid(path: str | os.PathLike[str]) -> dict[str, Any]:
+    r"""A grid from a TOML file; sizes may be strings with units (``"1MiB"``).
+
+    Raises
+    ------
+    OSError
+        When the file cannot be read.
+    ValueError
+        For malformed TOML or sizes (the message names the file).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "g.toml")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write('algorithm = ["x"]\nsize_bytes = ["1KiB", 8]\n')
+    >>> read_grid(path)["size_bytes"]
+    [1024, 8]
+    """
+    try:
+        import tomllib
+    except ImportError:  # pragma: no cover - Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    from .units import parse_size
+
+    with open(path, "rb") as f:
+        try:
+            grid = tomllib.load(f)
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"{os.fspath(path)}: {exc}") from None
+    sizes = grid.get("size_bytes")
+    if isinstance(sizes, list):
+        try:
+            grid["size_bytes"] = [
+                parse_size(v, "size_bytes") if isinstance(v, str) else v for v in sizes
+            ]
+        except ValueError as exc:
+            raise ValueError(f"{os.fspath(path)}: {exc}") from None
+    return grid
 
 
 def _topology(spec: Any, size_bytes: int) -> tuple[Topology, NetworkModel | None]:
