@@ -176,7 +176,7 @@ def test_cli_indent_is_bounded(capsys, tmp_path):
         ]
     )
     _, err = capsys.readouterr()
-    assert code == 2 and "invalid indent" in err
+    assert code == 2 and "--indent" in err
 
 
 def test_cli_schedule_errors_name_the_file(capsys, tmp_path):

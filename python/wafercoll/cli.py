@@ -1,18 +1,7 @@
 """The ``wafercoll`` command line: parsing and printing only.
 
-Subcommands::
-
-    wafercoll list | info NAME                    the registry
-    wafercoll build NAME (-p P | -t SPEC) -s SIZE  a verified schedule as JSON
-    wafercoll verify FILE | NAME ...
-    wafercoll simulate NAME -t SPEC -s SIZE | --schedule FILE -t SPEC [network]
-    wafercoll advise -t SPEC (-s SIZE | --sizes LO:HI[:F]) [network]
-    wafercoll sweep GRID.toml
-    wafercoll export NAME ... | --schedule FILE --format {json,msccl,chakra,goal}
-    wafercoll reproduce [-o DIR] [--only NAME ...] [--quick] [--jobs N] [--check]
-    wafercoll mpi {bench,pingpong,fit} ...
-
-One convention for every command: ``-o/--output FILE`` (``-``, the default
+Subcommands: list, info, build, verify, simulate, advise, sweep, export,
+reproduce, mpi (``wafercoll COMMAND --help``). One convention for every command: ``-o/--output FILE`` (``-``, the default
 for most, is stdout) and ``--format {text,json,csv}`` where a command has
 those outputs; messages about files written go to stderr when the data went
 to stdout. ``--topology`` (or ``--machine``) takes a spec of
@@ -26,11 +15,11 @@ written, or an experiment fails), 2 for errors in the arguments.
 from __future__ import annotations
 
 import argparse
-import inspect
+import contextlib
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from . import units
@@ -44,6 +33,18 @@ class UsageError(Exception):
     """An error in the arguments: reported without traceback, exit code 2."""
 
 
+class WriteError(Exception):
+    """An output that cannot be written: reported without traceback, exit code 1."""
+
+
+@contextlib.contextmanager
+def _writing(path: str) -> Iterator[None]:
+    try:
+        yield
+    except OSError as exc:
+        raise WriteError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
 def _typed(parse: Callable[[str, str], Any], flag: str) -> Callable[[str], Any]:
     """An argparse type from a units parser; its message names ``flag``."""
 
@@ -55,14 +56,6 @@ def _typed(parse: Callable[[str, str], Any], flag: str) -> Callable[[str], Any]:
 
     convert.__name__ = parse.__name__
     return convert
-
-
-def _indent(text: str) -> int:
-    if not text.strip().isdigit() or int(text) > 16:
-        raise argparse.ArgumentTypeError(
-            f"invalid indent {text!r} (an integer from 0 to 16)"
-        )
-    return int(text)
 
 
 def _option(text: str) -> tuple[str, Any]:
@@ -166,7 +159,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("name", metavar="NAME")
     _add_build_args(p)
     _add_output(p)
-    p.add_argument("--indent", type=_indent, help="JSON indentation (0 to 16)")
+    p.add_argument("--indent", type=int, choices=range(17), metavar="0..16")
     p = sub.add_parser("verify", help="verify a schedule file or a built algorithm")
     p.add_argument("target", metavar="FILE|NAME")
     _add_build_args(p)
@@ -225,7 +218,8 @@ def _emit(path: str, text: str) -> None:
     """Write ``text`` to ``path``, or to stdout for ``-``."""
     if path == "-":
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
-    else:
+        return
+    with _writing(path):
         write_atomic(path, text)
 
 
@@ -332,19 +326,23 @@ def _summary(s: Any, rep: Any) -> str:
     )
 
 
+_NETWORK_FIELDS = (
+    "bandwidth_Bps",
+    "hop_latency_s",
+    "alpha_s",
+    "packet_bytes",
+    "switching",
+    "gamma_s_per_byte",
+    "ports",
+)
+
+
 def _network(args: argparse.Namespace, base: Any) -> Any:
     """The network model of the flags; warns on stderr for a default one."""
     from . import machines
 
-    fields = {
-        "bandwidth_Bps": args.bandwidth,
-        "hop_latency_s": args.latency,
-        "alpha_s": args.alpha,
-        "packet_bytes": args.packet,
-        "switching": args.switching,
-        "gamma_s_per_byte": args.gamma,
-        "ports": args.ports,
-    }
+    flags = ("bandwidth", "latency", "alpha", "packet", "switching", "gamma", "ports")
+    fields = dict(zip(_NETWORK_FIELDS, (getattr(args, f) for f in flags), strict=True))
     try:
         net = machines.network_model(
             args.preset, base=base, size_bytes=args.size_bytes, **fields
@@ -375,43 +373,20 @@ def _network_line(net: Any) -> str:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    import wafercoll as wc
+    from .algorithms import algorithms, algorithms_table
 
-    infos = wc.algorithms()
     if args.format == "json":
-        _emit(args.output, json.dumps([a.to_dict() for a in infos], indent=2))
-        return 0
-    rows = [("NAME", "COLLECTIVE", "FAMILIES", "PARAMETERS", "SOURCE")]
-    for a in infos:
-        params = ", ".join(f"{k}={v}" for k, v in a.parameters.items()) or "-"
-        rows.append((a.name, a.collective, ",".join(a.families), params, a.source))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    lines = [
-        "  ".join([*(c.ljust(w) for c, w in zip(r, widths, strict=False)), r[-1]])
-        for r in rows
-    ]
-    _emit(args.output, "\n".join(lines))
+        text = json.dumps([a.to_dict() for a in algorithms()], indent=2)
+    else:
+        text = algorithms_table()
+    _emit(args.output, text)
     return 0
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
     info = _info(args.name)
-    if args.format == "json":
-        _emit(args.output, json.dumps(info.to_dict(), indent=2))
-        return 0
-    doc = inspect.getdoc(getattr(info.builder, "func", info.builder)) or ""
-    rows = [
-        ("name", info.name),
-        ("collective", info.collective),
-        ("families", ", ".join(info.families)),
-        ("source", info.source),
-        ("summary", info.summary),
-        ("max ranks", str(info.max_ranks)),
-    ]
-    params = [f"{k} = {v!r}" for k, v in info.parameters.items()] or ["none"]
-    lines = [f"{key:<11} {value}" for key, value in rows]
-    lines.append("parameters  " + "\n            ".join(params))
-    _emit(args.output, "\n".join(lines) + ("\n\n" + doc if doc else ""))
+    text = json.dumps(info.to_dict(), indent=2) if args.format == "json" else None
+    _emit(args.output, text or info.describe())
     return 0
 
 
@@ -422,13 +397,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
         raise UsageError("build needs --size-bytes")
     s = _build(args)
     rep = wc.verify(s)
-    try:
-        _emit(args.output, s.to_json(indent=args.indent))
-    except OSError as exc:
-        print(
-            f"error: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr
-        )
-        return 1
+    _emit(args.output, s.to_json(indent=args.indent))
     _note(args.output, f"wrote {args.output}: {_summary(s, rep)} (verified)")
     return 0
 
@@ -441,17 +410,16 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         if s is None:
             return 1
     else:
-        if args.target not in {a.name for a in wc.algorithms()}:
-            try:
-                wc.algorithm_info(args.target)
-            except ValueError as exc:
-                raise UsageError(
-                    f"{args.target!r} is neither a file nor a registered "
-                    f"algorithm ({exc})"
-                ) from None
-        missing = [f for f, v in (("--size-bytes", args.size_bytes),) if v is None]
-        if args.ranks is None and args.topology is None:
-            missing.insert(0, "--ranks")
+        try:
+            wc.algorithm_info(args.target)
+        except ValueError as exc:
+            msg = f"{args.target!r} is neither a file nor a registered algorithm"
+            raise UsageError(f"{msg} ({exc})") from None
+        need = [
+            ("--ranks", args.ranks or args.topology),
+            ("--size-bytes", args.size_bytes),
+        ]
+        missing = [flag for flag, value in need if value is None]
         if missing:
             raise UsageError(f"verify {args.target} needs {' and '.join(missing)}")
         args.name = args.target
@@ -464,38 +432,21 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     import wafercoll as wc
     from wafercoll import bounds
 
-    info, specific = None, []
-    if args.schedule is None and args.name is not None:
-        info = _info(args.name)
-        specific = [f for f in info.families if f != "any"]
     if args.topology is None:
-        ranks = args.ranks or 8
-        if specific:
-            raise UsageError(
-                f"{info.name} is built for {', '.join(specific)} topologies: "
-                f"give --topology ({SPEC_HELP})"
-            )
+        info = _info(args.name) if args.schedule is None and args.name else None
+        specific = [f for f in info.families if f != "any"] if info else []
+        where = f"{info.name} is built for {', '.join(specific)}" if specific else ""
         raise UsageError(
-            "simulate needs --topology SPEC (or --machine NAME): where the "
-            f"schedule runs, e.g. -t ring:{ranks}, -t mesh:4x4, -t torus:8x8, "
-            f"-t n150, -t mcm_table_ii:3x3 (specs: {SPEC_HELP})"
+            f"simulate needs --topology SPEC (or --machine NAME) to say where it "
+            f"runs{': ' + where if where else ''}; e.g. -t ring:{args.ranks or 8}, "
+            f"-t mesh:4x4, -t torus:8x8, -t n150, -t mcm_table_ii:3x3 ({SPEC_HELP})"
         )
     s = _source(args)
     if s is None:
         return 1
     if args.schedule is not None:
         args.machine_topology, args.machine_network = _resolve(args, s.num_ranks)
-    elif specific and args.machine_topology.kind not in specific:
-        raise UsageError(
-            f"{info.name} is built for {', '.join(specific)} topologies, "
-            f"not {args.machine_topology.kind}"
-        )
     topology = args.machine_topology
-    if s.num_ranks > topology.num_endpoints:
-        raise UsageError(
-            f"the schedule has {s.num_ranks} ranks but {topology.name} has "
-            f"{topology.num_endpoints} endpoints"
-        )
     network = _network(args, args.machine_network)
     traced = args.trace is not None
     try:
@@ -505,11 +456,8 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     except (ImportError, ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from None
     if traced:
-        try:
+        with _writing(args.trace):
             result.to_chrome_trace(args.trace)
-        except OSError as exc:
-            print(f"error: cannot write {args.trace}: {exc}", file=sys.stderr)
-            return 1
         print(
             f"wrote {args.trace} (open it in https://ui.perfetto.dev)", file=sys.stderr
         )
@@ -522,28 +470,25 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             summary["optimality_ratio"] = bounds.optimality_ratio(result, bound)
     if args.format == "json":
         _emit(args.output, json.dumps(summary, indent=2))
-        return 0
-    if args.format == "csv":
+    elif args.format == "csv":
         _emit(args.output, _csv([summary]))
-        return 0
-    width = max(len(k) for k in summary)
-    lines = []
-    for key, value in summary.items():
-        if key == "network":
-            text = _network_line(network)
-        elif value is None:
-            text = "-"
-        elif key.endswith("_s"):
-            text = human_seconds(value)
-        elif key.startswith("bytes"):
-            text = human_bytes(value)
-        elif isinstance(value, float):
-            text = f"{value:.6g}"
-        else:
-            text = str(value)
-        lines.append(f"{key.ljust(width)}  {text}")
-    _emit(args.output, "\n".join(lines))
+    else:
+        summary["network"] = _network_line(network)
+        width = max(len(k) for k in summary)
+        lines = [f"{k.ljust(width)}  {_show(k, v)}" for k, v in summary.items()]
+        _emit(args.output, "\n".join(lines))
     return 0
+
+
+def _show(key: str, value: Any) -> str:
+    """One value of a simulation summary, in units people read."""
+    if value is None:
+        return "-"
+    if key.endswith("_s"):
+        return human_seconds(value)
+    if key.startswith("bytes"):
+        return human_bytes(value)
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
@@ -557,7 +502,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
         raise UsageError("--format chakra writes one file per rank: give -o PREFIX")
     try:
         if args.format == "chakra":
-            written = wc.io.write_chakra(s, out)
+            with _writing(out):
+                written = wc.io.write_chakra(s, out)
         else:
             if args.format == "json":
                 text = s.to_json()
@@ -571,9 +517,6 @@ def _cmd_export(args: argparse.Namespace) -> int:
         raise
     except (ImportError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"error: cannot write {out}: {exc}", file=sys.stderr)
         return 1
     where = written[0] if len(written) == 1 else f"{len(written)} files {out}.*.et"
     _note(out, f"wrote {where} ({args.format}): {_summary(s, rep)} (verified)")
@@ -595,29 +538,15 @@ def _cmd_advise(args: argparse.Namespace) -> int:
     topology, preset = _resolve(args, None)
     network = _network(args, preset)
     keep = None if args.exhaustive else args.keep
+    run, what = (wc.advise, sizes[0]) if args.sizes is None else (wc.crossover, sizes)
+    progress = args.format == "text"
     try:
-        if args.sizes is None:
-            out: Any = wc.advise(
-                topology,
-                sizes[0],
-                args.collective,
-                network,
-                keep=keep,
-                progress=args.format == "text",
-            )
-            results = [out]
-        else:
-            out = wc.crossover(
-                topology,
-                sizes,
-                args.collective,
-                network,
-                keep=keep,
-                progress=args.format == "text",
-            )
-            results = out["advice"]
+        out = run(
+            topology, what, args.collective, network, keep=keep, progress=progress
+        )
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from None
+    results = [out] if args.sizes is None else out["advice"]
     if args.format == "json":
         docs = [a.to_dict() for a in results]
         text = json.dumps(docs if args.sizes else docs[0], indent=2)
@@ -631,22 +560,19 @@ def _cmd_advise(args: argparse.Namespace) -> int:
         text = results[0].table(show_all=args.all)
     else:
         text = advisor.crossover_table(out)
-    try:
-        _emit(args.output, text)
-        if args.output != "-":
-            print(f"wrote {args.output}", file=sys.stderr)
-        if args.plot:
-            from matplotlib.backends.backend_agg import FigureCanvasAgg
-            from matplotlib.figure import Figure
+    _emit(args.output, text)
+    if args.output != "-":
+        print(f"wrote {args.output}", file=sys.stderr)
+    if args.plot:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
 
-            fig = Figure(figsize=(7, 4), layout="constrained")
-            FigureCanvasAgg(fig)
-            advisor.plot_crossover(out, ax=fig.add_subplot())
+        fig = Figure(figsize=(7, 4), layout="constrained")
+        FigureCanvasAgg(fig)
+        advisor.plot_crossover(out, ax=fig.add_subplot())
+        with _writing(args.plot):
             fig.savefig(args.plot, dpi=150)
-            print(f"wrote {args.plot}", file=sys.stderr)
-    except OSError as exc:
-        print(f"error: cannot write: {exc}", file=sys.stderr)
-        return 1
+        print(f"wrote {args.plot}", file=sys.stderr)
     return 0
 
 
@@ -667,11 +593,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     except (ValueError, TypeError) as exc:
         msg = str(exc)
         raise UsageError(msg if args.spec in msg else f"{args.spec}: {msg}") from None
-    try:
-        _emit(args.output, df.to_csv(index=False))
-    except OSError as exc:
-        print(f"error: cannot write {args.output}: {exc}", file=sys.stderr)
-        return 1
+    _emit(args.output, df.to_csv(index=False))
     _note(
         args.output,
         f"wrote {args.output}: {len(df)} points ({df.attrs['computed']} computed, "
@@ -694,13 +616,15 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     try:
         os.makedirs(args.out, exist_ok=True)
+        if not os.access(args.out, os.W_OK | os.X_OK):
+            raise PermissionError(f"cannot write into {args.out}")
     except OSError as exc:
         print(
-            f"error: cannot create {args.out}: {exc.strerror or exc}", file=sys.stderr
+            f"error: cannot create {args.out}: {exc.strerror or exc}"
+            if exc.strerror
+            else f"error: {exc}",
+            file=sys.stderr,
         )
-        return 2
-    if not os.access(args.out, os.W_OK | os.X_OK):
-        print(f"error: cannot write into {args.out}", file=sys.stderr)
         return 2
     return report.reproduce(
         args.out,
@@ -752,6 +676,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"wafercoll {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except WriteError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     except wc.ScheduleError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
