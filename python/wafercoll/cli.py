@@ -1,10 +1,11 @@
 """The ``wafercoll`` command line: parsing and printing only.
 
 Subcommands: list, info, build, verify, simulate, advise, sweep, export,
-reproduce, mpi (``wafercoll COMMAND --help``). One convention for every command: ``-o/--output FILE`` (``-``, the default
-for most, is stdout) and ``--format {text,json,csv}`` where a command has
-those outputs; messages about files written go to stderr when the data went
-to stdout. ``--topology`` (or ``--machine``) takes a spec of
+reproduce, mpi (``wafercoll COMMAND --help``). One convention for every
+command: ``-o/--output FILE`` (``-``, the default for most, is stdout) and
+``--format {text,json,csv}`` where a command has those outputs; messages
+about files written go to stderr when the data went to stdout.
+``--topology`` (or ``--machine``) takes a spec of
 :func:`wafercoll.machines.resolve`; sizes, rates and times take units
 (:mod:`wafercoll.units`: ``64KiB``, ``25GB/s``, ``1us``).
 
@@ -33,8 +34,8 @@ class UsageError(Exception):
     """An error in the arguments: reported without traceback, exit code 2."""
 
 
-class WriteError(Exception):
-    """An output that cannot be written: reported without traceback, exit code 1."""
+class Failure(Exception):
+    """A file that cannot be read or written: reported as is, exit code 1."""
 
 
 @contextlib.contextmanager
@@ -42,7 +43,7 @@ def _writing(path: str) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        raise WriteError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise Failure(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def _typed(parse: Callable[[str, str], Any], flag: str) -> Callable[[str], Any]:
@@ -70,9 +71,6 @@ def _option(text: str) -> tuple[str, Any]:
     return key.strip().replace("-", "_"), parsed
 
 
-# -- parser ------------------------------------------------------------------------
-
-
 def _add_output(p: argparse.ArgumentParser, formats: Sequence[str] = ()) -> None:
     p.add_argument(
         "-o", "--output", default="-", metavar="FILE", help="where (- = stdout)"
@@ -82,31 +80,12 @@ def _add_output(p: argparse.ArgumentParser, formats: Sequence[str] = ()) -> None
 
 
 def _add_build_args(p: argparse.ArgumentParser) -> None:
+    size = _typed(units.parse_size, "--size-bytes")
     p.add_argument("--ranks", "-p", type=int, metavar="P")
-    p.add_argument(
-        "--size-bytes",
-        "-s",
-        type=_typed(units.parse_size, "--size-bytes"),
-        metavar="S",
-        help="bytes per rank (KiB, MiB = powers of 1024; kB, MB = of 1000)",
-    )
+    p.add_argument("--size-bytes", "-s", type=size, metavar="S", help="64KiB, 1MB")
     p.add_argument("--root", type=int, metavar="R", help="root (rooted algorithms)")
-    p.add_argument(
-        "--option",
-        type=_option,
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="algorithm option, repeatable; VALUE is parsed as JSON when possible",
-    )
-    p.add_argument(
-        "--topology",
-        "--machine",
-        "-t",
-        dest="topology",
-        metavar="SPEC",
-        help=f"the machine to build for and run on: {SPEC_HELP}",
-    )
+    p.add_argument("--option", type=_option, action="append", default=[], metavar="K=V")
+    p.add_argument("--topology", "--machine", "-t", metavar="SPEC", help=SPEC_HELP)
 
 
 def _add_source_args(p: argparse.ArgumentParser) -> None:
@@ -116,26 +95,20 @@ def _add_source_args(p: argparse.ArgumentParser) -> None:
 
 
 def _add_network_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--preset",
-        "--network",
-        "-n",
-        dest="preset",
-        metavar="PRESET",
-        help="a preset of wafercoll.network_presets() (default: the machine's, "
-        "else 1 GB/s links and nothing else); the flags below override it",
-    )
+    preset = "wafercoll.network_presets() (default: the machine's, or 1 GB/s)"
+    p.add_argument("--preset", "--network", "-n", metavar="PRESET", help=preset)
     time = units.parse_time
-    for flag, parse, help_ in (
-        ("--bandwidth", units.parse_rate, "link bandwidth: 25GB/s, 100Gbit/s, 1e9"),
-        ("--latency", time, "latency per hop: 1us, 500ns, 2e-6 (seconds)"),
-        ("--alpha", time, "start-up delay per message: 2us"),
-        ("--gamma", time, "reduction time per byte: 0.1ns"),
-        ("--packet", units.parse_size, "packet size: 4KiB (default: one per message)"),
+    for flag, field, parse, help_ in (
+        ("--bandwidth", "bandwidth_Bps", units.parse_rate, "per link: 25GB/s, 1e9"),
+        ("--latency", "hop_latency_s", time, "per hop: 1us, 500ns, 2e-6 (seconds)"),
+        ("--alpha", "alpha_s", time, "start-up delay per message: 2us"),
+        ("--gamma", "gamma_s_per_byte", time, "reduction time per byte: 0.1ns"),
+        ("--packet", "packet_bytes", units.parse_size, "packet size: 4KiB"),
+        ("--ports", "ports", int, "injection and ejection channels per endpoint"),
     ):
-        p.add_argument(flag, type=_typed(parse, flag), metavar="X", help=help_)
+        kind = int if parse is int else _typed(parse, flag)
+        p.add_argument(flag, dest=field, type=kind, metavar="X", help=help_)
     p.add_argument("--switching", choices=("cut_through", "store_and_forward"))
-    p.add_argument("--ports", type=int, metavar="N", help="channels per endpoint")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -211,9 +184,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-# -- helpers -----------------------------------------------------------------------
-
-
 def _emit(path: str, text: str) -> None:
     """Write ``text`` to ``path``, or to stdout for ``-``."""
     if path == "-":
@@ -284,7 +254,7 @@ def _build(args: argparse.Namespace) -> Any:
 
 
 def _schedule_file(path: str, args: argparse.Namespace, where: str) -> Any:
-    """Read a schedule file; None (after a message) when it cannot be read."""
+    """Read a schedule file, unless build options were given too."""
     import wafercoll as wc
 
     pairs = [
@@ -303,8 +273,7 @@ def _schedule_file(path: str, args: argparse.Namespace, where: str) -> Any:
     try:
         return wc.io.read_schedule(path)
     except (OSError, UnicodeDecodeError) as exc:
-        print(f"error: cannot read {path}: {exc}", file=sys.stderr)
-        return None
+        raise Failure(f"cannot read {path}: {exc}") from None
 
 
 def _source(args: argparse.Namespace) -> Any:
@@ -326,32 +295,22 @@ def _summary(s: Any, rep: Any) -> str:
     )
 
 
-_NETWORK_FIELDS = (
-    "bandwidth_Bps",
-    "hop_latency_s",
-    "alpha_s",
-    "packet_bytes",
-    "switching",
-    "gamma_s_per_byte",
-    "ports",
-)
+_NETWORK_FIELDS = ("bandwidth_Bps", "hop_latency_s", "alpha_s", "packet_bytes")
+_NETWORK_FIELDS += ("switching", "gamma_s_per_byte", "ports")
 
 
 def _network(args: argparse.Namespace, base: Any) -> Any:
     """The network model of the flags; warns on stderr for a default one."""
     from . import machines
 
-    flags = ("bandwidth", "latency", "alpha", "packet", "switching", "gamma", "ports")
-    fields = dict(zip(_NETWORK_FIELDS, (getattr(args, f) for f in flags), strict=True))
+    fields = {f: getattr(args, f) for f in _NETWORK_FIELDS}
     try:
         net = machines.network_model(
             args.preset, base=base, size_bytes=args.size_bytes, **fields
         )
     except TypeError as exc:
-        raise UsageError(
-            f"--preset {args.preset}: {exc}; give the model with --bandwidth, "
-            "--alpha, ... instead"
-        ) from None
+        hint = "give the model with --bandwidth, --alpha, ... instead"
+        raise UsageError(f"--preset {args.preset}: {exc}; {hint}") from None
     except ValueError as exc:
         raise UsageError(f"--preset: {exc}" if args.preset else str(exc)) from None
     if net.name == "default" and net.hop_latency_s == 0 and net.alpha_s == 0:
@@ -367,9 +326,6 @@ def _network_line(net: Any) -> str:
     rate = "per link" if bw is None else f"{bw / 1e9:.3g} GB/s"
     line = f"{net.name} (latency {human_seconds(net.hop_latency_s)}, bandwidth {rate})"
     return line + ("; pass --preset or --latency" if net.name == "default" else "")
-
-
-# -- commands ----------------------------------------------------------------------
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
@@ -407,21 +363,15 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
     if os.path.isfile(args.target):
         s = _schedule_file(args.target, args, f"a schedule file ({args.target})")
-        if s is None:
-            return 1
     else:
         try:
             wc.algorithm_info(args.target)
         except ValueError as exc:
             msg = f"{args.target!r} is neither a file nor a registered algorithm"
             raise UsageError(f"{msg} ({exc})") from None
-        need = [
-            ("--ranks", args.ranks or args.topology),
-            ("--size-bytes", args.size_bytes),
-        ]
-        missing = [flag for flag, value in need if value is None]
-        if missing:
-            raise UsageError(f"verify {args.target} needs {' and '.join(missing)}")
+        if args.size_bytes is None or (args.ranks or args.topology) is None:
+            need = "--ranks (or --topology) and --size-bytes"
+            raise UsageError(f"verify {args.target} needs {need}")
         args.name = args.target
         s = _build(args)
     print(f"ok {args.target}: {_summary(s, wc.verify(s))}")
@@ -442,8 +392,6 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             f"-t mesh:4x4, -t torus:8x8, -t n150, -t mcm_table_ii:3x3 ({SPEC_HELP})"
         )
     s = _source(args)
-    if s is None:
-        return 1
     if args.schedule is not None:
         args.machine_topology, args.machine_network = _resolve(args, s.num_ranks)
     topology = args.machine_topology
@@ -495,8 +443,6 @@ def _cmd_export(args: argparse.Namespace) -> int:
     import wafercoll as wc
 
     s = _source(args)
-    if s is None:
-        return 1
     rep, out = wc.verify(s), args.output
     if args.format == "chakra" and out == "-":
         raise UsageError("--format chakra writes one file per rank: give -o PREFIX")
@@ -505,19 +451,15 @@ def _cmd_export(args: argparse.Namespace) -> int:
             with _writing(out):
                 written = wc.io.write_chakra(s, out)
         else:
-            if args.format == "json":
-                text = s.to_json()
-            elif args.format == "msccl":
-                text = wc.io.msccl_xml(s, proto=args.proto)
-            else:
-                text = wc.io.goal_text(s)
+            text = {
+                "json": s.to_json,
+                "msccl": lambda: wc.io.msccl_xml(s, proto=args.proto),
+                "goal": lambda: wc.io.goal_text(s),
+            }[args.format]()
             _emit(out, text)
             written = [out]
-    except wc.ScheduleError:
-        raise
-    except (ImportError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    except (ImportError, ValueError) as exc:  # a defective schedule among them
+        raise Failure(str(exc)) from None
     where = written[0] if len(written) == 1 else f"{len(written)} files {out}.*.et"
     _note(out, f"wrote {where} ({args.format}): {_summary(s, rep)} (verified)")
     return 0
@@ -551,11 +493,8 @@ def _cmd_advise(args: argparse.Namespace) -> int:
         docs = [a.to_dict() for a in results]
         text = json.dumps(docs if args.sizes else docs[0], indent=2)
     elif args.format == "csv":
-        text = (
-            results[0].to_csv()
-            if args.sizes is None
-            else advisor.crossover_csv(results)
-        )
+        one = args.sizes is None
+        text = results[0].to_csv() if one else advisor.crossover_csv(results)
     elif args.sizes is None:
         text = results[0].table(show_all=args.all)
     else:
@@ -588,8 +527,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             grid, jobs=args.jobs, scheduler=args.scheduler, cache=cache, progress=True
         )
     except OSError as exc:
-        print(f"error: cannot read {args.spec}: {exc}", file=sys.stderr)
-        return 1
+        raise Failure(f"cannot read {args.spec}: {exc}") from None
     except (ValueError, TypeError) as exc:
         msg = str(exc)
         raise UsageError(msg if args.spec in msg else f"{args.spec}: {msg}") from None
@@ -614,18 +552,6 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         selected = report.select(args.only)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    try:
-        os.makedirs(args.out, exist_ok=True)
-        if not os.access(args.out, os.W_OK | os.X_OK):
-            raise PermissionError(f"cannot write into {args.out}")
-    except OSError as exc:
-        print(
-            f"error: cannot create {args.out}: {exc.strerror or exc}"
-            if exc.strerror
-            else f"error: {exc}",
-            file=sys.stderr,
-        )
-        return 2
     return report.reproduce(
         args.out,
         selected,
@@ -636,31 +562,11 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     )
 
 
-def _cmd_mpi(args: argparse.Namespace) -> int:
-    from .mpi.cli import run
-
-    return run(args)
-
-
-_COMMANDS = {
-    name[5:]: fn for name, fn in list(globals().items()) if name.startswith("_cmd_")
-}
+_COMMANDS = {n[5:]: fn for n, fn in list(globals().items()) if n.startswith("_cmd_")}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line.
-
-    Parameters
-    ----------
-    argv : sequence of str, optional
-        Arguments without the program name (default: ``sys.argv[1:]``).
-
-    Returns
-    -------
-    int
-        The exit code: 0 success, 1 defective schedule or failed experiment,
-        2 invalid arguments.
-    """
+    """Run the command line on ``argv`` (default ``sys.argv[1:]``); the exit code."""
     parser = _parser()
     try:
         args = parser.parse_args(None if argv is None else list(argv))
@@ -672,14 +578,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     import wafercoll as wc
 
     try:
+        if args.command == "mpi":
+            from .mpi.cli import run
+
+            return run(args)
         return _COMMANDS[args.command](args)
     except UsageError as exc:
         print(f"wafercoll {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    except WriteError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except wc.ScheduleError as exc:
+    except (Failure, wc.ScheduleError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except BrokenPipeError:  # e.g. `wafercoll list --format json | head`

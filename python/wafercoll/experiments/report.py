@@ -440,7 +440,7 @@ def reproduce(
     Parameters
     ----------
     out : str
-        An existing, writable directory.
+        The output directory (created when missing).
     selected : list of Experiment
         What :func:`select` returned.
     quick, jobs
@@ -454,8 +454,17 @@ def reproduce(
     -------
     int
         The exit status: 0, 1 when an experiment failed or the check did not
-        pass, 130 when interrupted (the report then lists what finished).
+        pass, 2 when ``out`` cannot be written into, 130 when interrupted
+        (the report then lists what finished).
     """
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as exc:
+        print(f"error: cannot create {out}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    if not os.access(out, os.W_OK | os.X_OK):
+        print(f"error: cannot write into {out}", file=sys.stderr)
+        return 2
     records: list[dict[str, Any]] = []
     start = time.perf_counter()
     try:
