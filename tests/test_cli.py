@@ -450,3 +450,165 @@ def test_info_shows_parameters_and_source(capsys):
     code, out, _ = run(capsys, "info", "mesh_tto_reduce_scatter", "--format", "json")
     rec = json.loads(out)
     assert rec["collective"] == "reduce_scatter" and "chunk_bytes" in rec["parameters"]
+
+
+# -- one output convention, units, helpful errors ----------------------------------
+def test_dash_output_writes_to_stdout(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    argv = "build generic_ring_allreduce -p 4 -s 64 -o -".split()
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    assert wc.Schedule.from_dict(json.loads(out)).num_ranks == 4
+    assert "wrote -" in err  # the message does not mix with the data
+    argv = "export generic_ring_allreduce -p 4 -s 64 --format goal -o -".split()
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    assert "send " in out
+    assert not (tmp_path / "-").exists()  # no file named "-"
+    code, _, err = run(capsys, *argv[:-4], "--format", "chakra", "-o", "-")
+    assert code == 2 and "PREFIX" in err
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv", "text"])
+def test_simulate_formats(capsys, tmp_path, fmt):
+    argv = f"simulate generic_ring_allreduce -t ring:4 -s 4KiB --format {fmt}"
+    code, out, err = run(capsys, *argv.split(), "--latency", "1us")
+    assert code == 0, err
+    if fmt == "json":
+        assert json.loads(out)["topology"] == "ring(4)"
+    elif fmt == "csv":
+        head, row = out.splitlines()
+        assert head.split(",")[:3] == ["schedule", "topology", "network"]
+        assert row.split(",")[1] == "ring(4)"
+    else:
+        assert out.splitlines()[1].split() == ["topology", "ring(4)"]
+    path = tmp_path / f"r.{fmt}"
+    code, out, err = run(capsys, *argv.split(), "-o", str(path))
+    assert code == 0 and out == "" and path.read_text().strip()
+
+
+def test_list_and_advise_formats(capsys):
+    code, out, _ = run(capsys, "list", "--format", "json")
+    assert code == 0 and {a["name"] for a in json.loads(out)} >= {
+        "generic_ring_allreduce"
+    }
+    argv = "advise -t ring:4 -s 1KiB --format csv".split()
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    assert out.splitlines()[0].startswith("rank,name,status")
+
+
+@pytest.mark.parametrize(
+    ("text", "parse", "value"),
+    [
+        ("25GB/s", units.parse_rate, 25e9),
+        ("1e9", units.parse_rate, 1e9),
+        ("100Gbit/s", units.parse_rate, 12.5e9),
+        ("2GiB/s", units.parse_rate, 2.0 * (1 << 30)),
+        ("1us", units.parse_time, 1e-6),
+        ("500ns", units.parse_time, 5e-7),
+        ("2e-6", units.parse_time, 2e-6),
+        ("0.5ms", units.parse_time, 5e-4),
+    ],
+)
+def test_units(text, parse, value):
+    assert parse(text) == value
+
+
+def test_units_in_simulate_match_plain_numbers(capsys):
+    base = "simulate generic_ring_allreduce -t ring:4 -s 64KiB --format json".split()
+    code, out, _ = run(capsys, *base, "--bandwidth", "25GB/s", "--latency", "1us")
+    code2, out2, _ = run(capsys, *base, "--bandwidth", "2.5e10", "--latency", "1e-6")
+    assert code == code2 == 0
+    assert json.loads(out)["time_s"] == json.loads(out2)["time_s"]
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("--bandwidth", "25GB"), ("--bandwidth", "fast"), ("--latency", "1 parsec")],
+)
+def test_bad_units_name_the_flag(capsys, flag, value):
+    argv = "simulate generic_ring_allreduce -t ring:4 -s 64".split()
+    code, out, err = run(capsys, *argv, flag, value)
+    assert code == 2 and out == ""
+    assert f"argument {flag}" in err and f"{flag}: invalid" in err
+    assert "Traceback" not in err
+
+
+def test_simulate_without_topology_says_how_to_name_one(capsys):
+    code, out, err = run(capsys, *"simulate generic_ring_allreduce -p 4 -s 64".split())
+    assert code == 2 and out == ""
+    assert "--topology" in err and "ring:4" in err and "mesh:4x4" in err
+
+
+def test_default_network_is_named_with_its_latency(capsys):
+    argv = "simulate generic_ring_allreduce -t ring:4 -s 64".split()
+    code, out, err = run(capsys, *argv)
+    assert code == 0
+    assert "default (latency 0 ns, bandwidth 1 GB/s); pass --preset" in out
+    assert err.startswith("warning: the default network has zero latency")
+    code, out, err = run(capsys, *argv, "--preset", "mcm_table_ii")
+    assert code == 0 and "warning" not in err and "mcm_table_ii (latency" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        ("simulate generic_ring_allreduc -t ring:4 -s 64", "'generic_ring_allreduce'"),
+        ("info generic_ring_allreduc", "did you mean 'generic_ring_allreduce'"),
+        ("simulate generic_ring_allreduce -t meshh:3x3 -s 64", "did you mean 'mesh'"),
+        ("simulate generic_ring_allreduce -t ring:4 -s 8 --preset mcm_tabel_ii", "did"),
+        ("reproduce --only torus_hop", "did you mean 'torus_hops'"),
+    ],
+)
+def test_did_you_mean(capsys, argv, needle):
+    code, _, err = run(capsys, *argv.split())
+    assert code == 2
+    assert needle in err and "did you mean" in err
+    assert err.count("\n") == 1  # one line, not the list of every algorithm
+
+
+def test_advise_numbers_rows_consecutively(capsys):
+    code, out, err = run(capsys, *"advise -t mesh:3x3 -s 4KiB".split())
+    assert code == 0, err
+    lines = out.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("#")) + 1
+    numbers = [ln.split()[0] for ln in lines[start:] if ln[:1].isdigit()]
+    assert numbers == [str(i) for i in range(1, len(numbers) + 1)]
+    assert "not listed" in lines[-1]  # other families were hidden, not numbered
+
+
+def test_mpi_is_a_subcommand(capsys):
+    code, out, _ = run(capsys, "mpi", "--help")
+    assert code == 0 and "bench" in out and "pingpong" in out and "fit" in out
+    code, out, _ = run(capsys, "mpi", "bench", "--help")
+    assert code == 0 and "--sizes" in out
+    code, _, err = run(capsys, "mpi", "bench", "--sizes", "1K")
+    assert code == 2 and "--sizes: ambiguous size" in err
+
+
+def test_python_dash_m_mpi_is_the_same_command():
+    proc = subprocess.run(
+        [sys.executable, "-m", "wafercoll.mpi", "fit", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "pingpong_csv" in proc.stdout
+
+
+def test_sweeps_does_not_import_the_command_line():
+    import ast
+    import pathlib
+
+    import wafercoll.sweeps
+
+    tree = ast.parse(pathlib.Path(wafercoll.sweeps.__file__).read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            assert node.module not in ("cli", "wafercoll.cli"), ast.dump(node)
+            assert "cli" not in [a.name for a in node.names]
+        elif isinstance(node, ast.Import):
+            assert all("cli" not in a.name.split(".") for a in node.names)
