@@ -3,7 +3,7 @@
 For each paper's machine under its own network preset, every registered
 algorithm of that family is built, simulated and divided by
 :func:`wafercoll.bounds` 's lower bound on any schedule of the same collective
-(``SimResult.optimality_ratio``): how much room each leaves. The papers'
+(``wc.bounds.optimality_ratio``): how much room each leaves. The papers'
 statements about optimality are checked against these ratios.
 """
 
