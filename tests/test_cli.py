@@ -9,7 +9,8 @@ import sys
 import pytest
 
 import wafercoll as wc
-from wafercoll import cli
+from wafercoll import units
+from wafercoll._util import human_bytes, human_seconds
 from wafercoll.cli import main
 
 
@@ -39,7 +40,7 @@ def test_version_subprocess():
 
 def test_python_dash_m_package(capsys):
     proc = subprocess.run(
-        [sys.executable, "-m", "wafercoll", "list", "--json"],
+        [sys.executable, "-m", "wafercoll", "list", "--format", "json"],
         capture_output=True,
         text=True,
         check=False,
@@ -76,12 +77,12 @@ def test_list_table_is_aligned(capsys):
 
 
 def test_list_json_matches_registry(capsys):
-    code, out, _ = run(capsys, "list", "--json")
+    code, out, _ = run(capsys, "list", "--format", "json")
     assert code == 0
     assert json.loads(out) == [a.to_dict() for a in wc.algorithms()]
 
 
-@pytest.mark.parametrize("flag", ["--json", "-o"])
+@pytest.mark.parametrize("flag", ["--output", "-o"])
 def test_build_writes_a_verified_round_trip(capsys, tmp_path, flag):
     path = tmp_path / "ring.json"
     code, out, err = run(
@@ -161,7 +162,6 @@ def test_verify_malformed_file_exits_1(capsys, tmp_path, text):
     ("argv", "needle"),
     [
         ("build generic_ring_allreduce --ranks x --size-bytes 8 -o f", "invalid int"),
-        ("build generic_ring_allreduce --ranks 4 --size-bytes 8", "--json"),
         ("build generic_ring_allreduce --size-bytes 8 -o f", "--ranks"),
         ("build nope --ranks 4 --size-bytes 8 -o f", "nope"),
         ("build generic_ring_allreduce --ranks 0 --size-bytes 8 -o f", "ranks"),
@@ -169,6 +169,7 @@ def test_verify_malformed_file_exits_1(capsys, tmp_path, text):
         ("build generic_ring_allreduce -p 4 -s 1XB -o f", "invalid size"),
         ("build generic_ring_allreduce -p 4 -s 8 --option x -o f", "key=value"),
         ("verify no_such_thing", "neither a file"),
+        ("verify generic_ring_allreduc -p 4 -s 8", "did you mean"),
         ("verify generic_ring_allreduce", "--ranks"),
         ("reproduce --only no_such_experiment --out f", "foundation_counts"),
         ("frobnicate", "invalid choice"),
@@ -210,30 +211,33 @@ def test_build_unwritable_output_exits_1(capsys, tmp_path):
 def test_simulate_text_reports_the_closed_form(capsys):
     # Ring allreduce on a ring: 2 (p - 1) steps of alpha + lat + S / p / bw.
     p, size = 8, 1 << 20
-    argv = f"simulate generic_ring_allreduce -p {p} -s 1MiB --latency 1e-6 --alpha 2e-6".split()
+    argv = f"simulate generic_ring_allreduce -t ring:{p} -s 1MiB --latency 1us --alpha 2e-6"
+    argv = argv.split()
     code, out, err = run(capsys, *argv)
     assert code == 0, err
     rows = dict(line.split(None, 1) for line in out.splitlines())
-    assert rows["schedule"] == "generic_ring_allreduce" and rows["topology"] == "ring(8)"
+    assert rows["schedule"] == "generic_ring_allreduce"
+    assert rows["topology"] == "ring(8)"
     expected = 2 * (p - 1) * (2e-6 + 1e-6 + size / p / 1e9)
     value, unit = rows["time_s"].split()
     scale = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "ns": 1e-9}[unit]
     assert float(value) * scale == pytest.approx(expected, rel=5e-3)  # 3 digits
     assert rows["cycles"] == "-"
+    assert rows["network"].startswith("default (latency 1 µs, bandwidth 1 GB/s)")
     assert int(rows["links_used"]) == p and int(rows["links"]) == 2 * p
 
 
 @pytest.mark.parametrize(
     ("extra", "topology", "kwargs"),
     [
-        ([], wc.ring(6), {}),
+        (["-t", "ring"], wc.ring(6), {}),
         (
             "-t mesh:2x3 --packet 4KiB --switching store_and_forward".split(),
             wc.topology.mesh(2, 3),
             {"packet_bytes": 4096, "switching": "store_and_forward"},
         ),
         (
-            "--topology torus:2x3 --bandwidth 2e9 --gamma 1e-10 --ports 1".split(),
+            "--topology torus:2x3 --bandwidth 2GB/s --gamma 1e-10 --ports 1".split(),
             wc.topology.torus(2, 3),
             {"bandwidth_Bps": 2e9, "gamma_s_per_byte": 1e-10, "ports": 1},
         ),
@@ -248,29 +252,38 @@ def test_simulate_json_matches_simulate(capsys, extra, topology, kwargs):
         "6",
         "-s",
         "96KiB",
-        "--json",
+        "--format",
+        "json",
         *extra,
     ]
     code, out, err = run(capsys, *argv)
     assert code == 0, err
     got = json.loads(out)
-    net = wc.NetworkModel(kwargs.pop("bandwidth_Bps", 1e9), **kwargs)
+    net = wc.machines.default_network(**kwargs)
     direct = wc.simulate(
         wc.build("generic_rabenseifner_allreduce", 6, 96 * 1024), topology, net
     )
-    assert got == direct.summary()
+    bound = wc.bounds.result_bound(direct)
+    want = direct.summary()
+    assert {k: got[k] for k in want} == want
+    assert got["lower_bound_s"] == bound.time_s
+    assert got["optimality_ratio"] == wc.bounds.optimality_ratio(direct)
     assert got["time_s"] == direct.time_s
+    assert got["network"] == "default"
+    # The default network has no latency: said on stderr.
+    assert "warning: the default network has zero latency" in err
 
 
 def test_simulate_schedule_file(capsys, tmp_path):
     path = tmp_path / "b.json"
     s = wc.build("generic_binomial_broadcast", ranks=5, size_bytes=4096, root=2)
     s.to_json(path)
-    code, out, err = run(capsys, "simulate", "--schedule", str(path), "--json")
+    argv = ["simulate", "--schedule", str(path), "-t", "ring", "--format", "json"]
+    code, out, err = run(capsys, *argv)
     assert code == 0, err
     net = wc.NetworkModel(1e9)
     assert json.loads(out)["time_s"] == wc.simulate(s, wc.ring(5), net).time_s
-    code, _, err = run(capsys, "simulate", "--schedule", str(path), "-p", "5")
+    code, _, err = run(capsys, *argv, "-p", "5")
     assert code == 2 and "--ranks" in err
 
 
@@ -296,15 +309,16 @@ def test_simulate_schedule_file(capsys, tmp_path):
         ),
         ("simulate generic_ring_allreduce -p 4 -s 8 --topology mesh:0x4", "rows"),
         ("simulate generic_ring_allreduce -p 8 -s 8 --topology mesh:2x3", "endpoints"),
-        ("simulate generic_ring_allreduce -p 4 -s 8 --bandwidth 0", "bandwidth"),
-        ("simulate generic_ring_allreduce -p 4 -s 8 --packet 1XB", "invalid size"),
+        ("simulate generic_ring_allreduce -t ring:4 -s 8 --bandwidth 0", "bandwidth"),
+        ("simulate generic_ring_allreduce -t ring:4 -s 8 --packet 1XB", "--packet"),
         (
-            "simulate generic_ring_allreduce -p 4 -s 8 --switching wormhole",
+            "simulate generic_ring_allreduce -t ring:4 -s 8 --switching wormhole",
             "invalid choice",
         ),
-        ("simulate generic_ring_allreduce -p 4 -s 8 --ports 0", "ports"),
-        ("simulate", "NAME"),
-        ("simulate generic_ring_allreduce -s 8", "--ranks"),
+        ("simulate generic_ring_allreduce -t ring:4 -s 8 --ports 0", "ports"),
+        ("simulate -t ring:4", "NAME"),
+        ("simulate generic_ring_allreduce -t ring -s 8", "ring:N"),
+        ("simulate generic_ring_allreduce -t ring:4", "--size-bytes"),
     ],
 )
 def test_simulate_argument_errors_exit_2(capsys, argv, needle):
@@ -339,7 +353,7 @@ def test_simulate_argument_errors_exit_2(capsys, argv, needle):
 def test_simulate_builds_for_the_topology_it_runs_on(capsys, argv, topology, network):
     import wafercoll as wc
 
-    code, out, err = run(capsys, *argv.split(), "--json")
+    code, out, err = run(capsys, *argv.split(), "--format", "json")
     assert code == 0, err
     got = json.loads(out)
     assert got["topology"].startswith(topology)
@@ -349,7 +363,7 @@ def test_simulate_builds_for_the_topology_it_runs_on(capsys, argv, topology, net
     words = argv.split()
     name = words[1]
     spec = words[words.index("-t" if "-t" in words else "--topology") + 1]
-    topo, machine = cli._make_topology(cli._topology_spec(spec), None, 8)
+    topo, _ = wc.machines.resolve(spec, size_bytes=8)
     assert topo.name.startswith(topology)
     assert name in {a.name for a in wc.algorithms()}
 
@@ -375,12 +389,12 @@ def test_swing_on_a_torus_spec_builds_the_torus_schedule(capsys, tmp_path):
 @pytest.mark.parametrize(
     ("argv", "match"),
     [
-        ("simulate cluster_nap_allreduce -p 16 -s 8 --option ppn=4", "cluster"),
+        ("simulate cluster_nap_allreduce -p 16 -s 8 --option ppn=4", "for cluster"),
         ("simulate mesh_tto_allreduce -t torus:3x3 -s 96KiB", "mesh"),
         ("simulate generic_ring_allreduce -p 4 -s 1K", "ambiguous"),
         ("simulate generic_ring_allreduce -p 4 -s 1M", "ambiguous"),
-        ("simulate generic_ring_allreduce -p 4 -s 8 --network nope", "unknown preset"),
-        ("simulate generic_ring_allreduce -p 4 -s 8 --network hockney", "parameters"),
+        ("simulate generic_ring_allreduce -t ring:4 -s 8 --preset nope", "unknown"),
+        ("simulate generic_ring_allreduce -t ring:4 -s 8 --network hockney", "param"),
         ("simulate generic_ring_allreduce -p 4 -s 8 -t nowhere:3", "invalid topology"),
         ("simulate generic_ring_allreduce -p 9 -s 8 -t mesh:2x2", "endpoints"),
         ("info nope_nope_allreduce", "unknown algorithm"),
@@ -399,6 +413,8 @@ def test_schedule_file_on_a_smaller_topology_is_refused(capsys, tmp_path):
     wc.build("generic_ring_allreduce", ranks=9, size_bytes=72).to_json(path)
     code, _, err = run(capsys, "simulate", "--schedule", str(path), "-t", "mesh:2x2")
     assert code == 2 and "9 ranks" in err
+    code, _, err = run(capsys, "simulate", "--schedule", str(path))
+    assert code == 2 and "needs --topology" in err and "mesh:4x4" in err
 
 
 @pytest.mark.parametrize(
@@ -416,21 +432,183 @@ def test_schedule_file_on_a_smaller_topology_is_refused(capsys, tmp_path):
     ],
 )
 def test_sizes_decimal_and_binary(text, value):
-    assert cli._size(text) == value
+    assert units.parse_size(text) == value
 
 
 def test_human_units():
-    assert cli._human_bytes(64 << 20) == "64.0 MiB"
-    assert cli._human_bytes(100) == "100 B"
-    assert cli._human_seconds(5.04e-3) == "5.04 ms"
-    assert cli._human_seconds(2.5) == "2.5 s"
-    assert cli._human_seconds(3e-7) == "300 ns"
+    assert human_bytes(64 << 20) == "64.0 MiB"
+    assert human_bytes(100) == "100 B"
+    assert human_seconds(5.04e-3) == "5.04 ms"
+    assert human_seconds(2.5) == "2.5 s"
+    assert human_seconds(3e-7) == "300 ns"
 
 
 def test_info_shows_parameters_and_source(capsys):
     code, out, err = run(capsys, "info", "torus_swing_bo_allreduce")
     assert code == 0, err
     assert "collective  allreduce" in out and "fallback = 'auto'" in out
-    code, out, _ = run(capsys, "info", "mesh_tto_reduce_scatter", "--json")
+    code, out, _ = run(capsys, "info", "mesh_tto_reduce_scatter", "--format", "json")
     rec = json.loads(out)
     assert rec["collective"] == "reduce_scatter" and "chunk_bytes" in rec["parameters"]
+
+
+# -- one output convention, units, helpful errors ----------------------------------
+def test_dash_output_writes_to_stdout(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    argv = "build generic_ring_allreduce -p 4 -s 64 -o -".split()
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    assert wc.Schedule.from_dict(json.loads(out)).num_ranks == 4
+    assert "wrote -" in err  # the message does not mix with the data
+    argv = "export generic_ring_allreduce -p 4 -s 64 --format goal -o -".split()
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    assert "send " in out
+    assert not (tmp_path / "-").exists()  # no file named "-"
+    code, _, err = run(capsys, *argv[:-4], "--format", "chakra", "-o", "-")
+    assert code == 2 and "PREFIX" in err
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv", "text"])
+def test_simulate_formats(capsys, tmp_path, fmt):
+    argv = f"simulate generic_ring_allreduce -t ring:4 -s 4KiB --format {fmt}"
+    code, out, err = run(capsys, *argv.split(), "--latency", "1us")
+    assert code == 0, err
+    if fmt == "json":
+        assert json.loads(out)["topology"] == "ring(4)"
+    elif fmt == "csv":
+        head, row = out.splitlines()
+        assert head.split(",")[:3] == ["schedule", "topology", "network"]
+        assert row.split(",")[1] == "ring(4)"
+    else:
+        assert out.splitlines()[1].split() == ["topology", "ring(4)"]
+    path = tmp_path / f"r.{fmt}"
+    code, out, err = run(capsys, *argv.split(), "-o", str(path))
+    assert code == 0 and out == "" and path.read_text().strip()
+
+
+def test_list_and_advise_formats(capsys):
+    code, out, _ = run(capsys, "list", "--format", "json")
+    assert code == 0 and {a["name"] for a in json.loads(out)} >= {
+        "generic_ring_allreduce"
+    }
+    argv = "advise -t ring:4 -s 1KiB --format csv".split()
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    assert out.splitlines()[0].startswith("rank,name,status")
+
+
+@pytest.mark.parametrize(
+    ("text", "parse", "value"),
+    [
+        ("25GB/s", units.parse_rate, 25e9),
+        ("1e9", units.parse_rate, 1e9),
+        ("100Gbit/s", units.parse_rate, 12.5e9),
+        ("2GiB/s", units.parse_rate, 2.0 * (1 << 30)),
+        ("1us", units.parse_time, 1e-6),
+        ("500ns", units.parse_time, 5e-7),
+        ("2e-6", units.parse_time, 2e-6),
+        ("0.5ms", units.parse_time, 5e-4),
+    ],
+)
+def test_units(text, parse, value):
+    assert parse(text) == value
+
+
+def test_units_in_simulate_match_plain_numbers(capsys):
+    base = "simulate generic_ring_allreduce -t ring:4 -s 64KiB --format json".split()
+    code, out, _ = run(capsys, *base, "--bandwidth", "25GB/s", "--latency", "1us")
+    code2, out2, _ = run(capsys, *base, "--bandwidth", "2.5e10", "--latency", "1e-6")
+    assert code == code2 == 0
+    assert json.loads(out)["time_s"] == json.loads(out2)["time_s"]
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("--bandwidth", "25GB"), ("--bandwidth", "fast"), ("--latency", "1 parsec")],
+)
+def test_bad_units_name_the_flag(capsys, flag, value):
+    argv = "simulate generic_ring_allreduce -t ring:4 -s 64".split()
+    code, out, err = run(capsys, *argv, flag, value)
+    assert code == 2 and out == ""
+    assert f"argument {flag}" in err and f"{flag}: invalid" in err
+    assert "Traceback" not in err
+
+
+def test_simulate_without_topology_says_how_to_name_one(capsys):
+    code, out, err = run(capsys, *"simulate generic_ring_allreduce -p 4 -s 64".split())
+    assert code == 2 and out == ""
+    assert "--topology" in err and "ring:4" in err and "mesh:4x4" in err
+
+
+def test_default_network_is_named_with_its_latency(capsys):
+    argv = "simulate generic_ring_allreduce -t ring:4 -s 64".split()
+    code, out, err = run(capsys, *argv)
+    assert code == 0
+    assert "default (latency 0 ns, bandwidth 1 GB/s); pass --preset" in out
+    assert err.startswith("warning: the default network has zero latency")
+    code, out, err = run(capsys, *argv, "--preset", "mcm_table_ii")
+    assert code == 0 and "warning" not in err and "mcm_table_ii (latency" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        ("simulate generic_ring_allreduc -t ring:4 -s 64", "'generic_ring_allreduce'"),
+        ("info generic_ring_allreduc", "did you mean 'generic_ring_allreduce'"),
+        ("simulate generic_ring_allreduce -t meshh:3x3 -s 64", "did you mean 'mesh'"),
+        ("simulate generic_ring_allreduce -t ring:4 -s 8 --preset mcm_tabel_ii", "did"),
+        ("reproduce --only torus_hop", "did you mean 'torus_hops'"),
+    ],
+)
+def test_did_you_mean(capsys, argv, needle):
+    code, _, err = run(capsys, *argv.split())
+    assert code == 2
+    assert needle in err and "did you mean" in err
+    assert err.count("\n") == 1  # one line, not the list of every algorithm
+
+
+def test_advise_numbers_rows_consecutively(capsys):
+    code, out, err = run(capsys, *"advise -t mesh:3x3 -s 4KiB".split())
+    assert code == 0, err
+    lines = out.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("#")) + 1
+    numbers = [ln.split()[0] for ln in lines[start:] if ln[:1].isdigit()]
+    assert numbers == [str(i) for i in range(1, len(numbers) + 1)]
+    assert "not listed" in lines[-1]  # other families were hidden, not numbered
+
+
+def test_mpi_is_a_subcommand(capsys):
+    code, out, _ = run(capsys, "mpi", "--help")
+    assert code == 0 and "bench" in out and "pingpong" in out and "fit" in out
+    code, out, _ = run(capsys, "mpi", "bench", "--help")
+    assert code == 0 and "--sizes" in out
+    code, _, err = run(capsys, "mpi", "bench", "--sizes", "1K")
+    assert code == 2 and "--sizes: ambiguous size" in err
+
+
+def test_python_dash_m_mpi_is_the_same_command():
+    proc = subprocess.run(
+        [sys.executable, "-m", "wafercoll.mpi", "fit", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "pingpong_csv" in proc.stdout
+
+
+def test_sweeps_does_not_import_the_command_line():
+    import ast
+    import pathlib
+
+    import wafercoll.sweeps
+
+    tree = ast.parse(pathlib.Path(wafercoll.sweeps.__file__).read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            assert node.module not in ("cli", "wafercoll.cli"), ast.dump(node)
+            assert "cli" not in [a.name for a in node.names]
+        elif isinstance(node, ast.Import):
+            assert all("cli" not in a.name.split(".") for a in node.names)

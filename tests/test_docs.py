@@ -36,6 +36,14 @@ MODULES = [
     "wafercoll.wormhole.model",
     "wafercoll.wormhole.swing",
     "wafercoll.mpi.executor",
+    "wafercoll.units",
+    "wafercoll.machines",
+    "wafercoll.network",
+    "wafercoll.bounds",
+    "wafercoll.sweeps",
+    "wafercoll.advisor",
+    "wafercoll.experiments.report",
+    "wafercoll.io.files",
 ]
 
 

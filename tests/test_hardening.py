@@ -70,15 +70,16 @@ def test_cli_json_is_json(capsys):
         [
             "simulate",
             "generic_ring_allreduce",
-            "-p",
-            "4",
+            "-t",
+            "ring:4",
             "-s",
             "64",
             "--bandwidth",
             "1",
             "--alpha",
             "86400",
-            "--json",
+            "--format",
+            "json",
         ]
     )
     out, _ = capsys.readouterr()
@@ -93,8 +94,8 @@ def test_cli_json_is_json(capsys):
         [
             "simulate",
             "generic_ring_allreduce",
-            "-p",
-            "4",
+            "-t",
+            "ring:4",
             "-s",
             "64",
             "--bandwidth",
@@ -175,7 +176,7 @@ def test_cli_indent_is_bounded(capsys, tmp_path):
         ]
     )
     _, err = capsys.readouterr()
-    assert code == 2 and "invalid indent" in err
+    assert code == 2 and "--indent" in err
 
 
 def test_cli_schedule_errors_name_the_file(capsys, tmp_path):

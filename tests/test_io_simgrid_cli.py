@@ -114,7 +114,14 @@ def test_export_formats(capsys, tmp_path):
     assert code == 0
     assert wc.Schedule.from_json(tmp_path / "back.json").labels[0].startswith("GPU ")
     code, out, _ = run(
-        capsys, "simulate", "--schedule", str(tmp_path / "r.goal"), "--json"
+        capsys,
+        "simulate",
+        "--schedule",
+        str(tmp_path / "r.goal"),
+        "-t",
+        "ring",
+        "--format",
+        "json",
     )
     assert code == 0 and json.loads(out)["time_s"] > 0
     code, _, err = run(capsys, "verify", str(tmp_path / "r.goal"))
@@ -146,12 +153,12 @@ def test_export_refusals_and_bad_files(capsys, tmp_path):
 
 def test_simulate_trace(capsys, tmp_path):
     f = tmp_path / "t.json"
-    code, out, _ = run(
+    code, _, err = run(
         capsys,
         "simulate",
         "generic_ring_allreduce",
-        "-p",
-        "4",
+        "-t",
+        "ring:4",
         "-s",
         "64KiB",
         "--packet",
@@ -159,7 +166,7 @@ def test_simulate_trace(capsys, tmp_path):
         "--trace",
         str(f),
     )
-    assert code == 0 and "perfetto" in out
+    assert code == 0 and "perfetto" in err  # the data went to stdout
     ev = json.loads(f.read_text())["traceEvents"]
     assert sum(e["ph"] == "X" and e["cat"] == "transfer" for e in ev) == 24
 
@@ -170,12 +177,13 @@ def test_simulate_engine_flag(capsys):
         capsys,
         "simulate",
         "generic_ring_allreduce",
-        "-p",
-        "4",
+        "-t",
+        "ring:4",
         "-s",
         "64KiB",
         "--engine",
         "simgrid",
-        "--json",
+        "--format",
+        "json",
     )
     assert code == 0 and "simgrid" in json.loads(out)["network"]

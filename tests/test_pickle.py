@@ -72,7 +72,7 @@ def test_results_models_and_advice_round_trip() -> None:
         net,
         r,
         wc.verify(s),
-        r.lower_bound,
+        wc.bounds.result_bound(r),
         wc.advise(topo, 4096, network=net),
     ):
         assert pickle.loads(pickle.dumps(obj)) == obj

@@ -169,6 +169,16 @@ def fields_equal(a: Any, b: Any) -> bool:
     return True
 
 
+def did_you_mean(word: str, choices: Any) -> str:
+    """``"; did you mean 'mesh'?"`` for the closest of ``choices``, else ``""``."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=3, cutoff=0.6)
+    if not close:
+        return ""
+    return f"; did you mean {' or '.join(repr(c) for c in close)}?"
+
+
 def human_bytes(n: float) -> str:
     """``67108864`` -> ``64.0 MiB``."""
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):

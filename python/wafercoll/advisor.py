@@ -41,16 +41,25 @@ from typing import Any
 
 import numpy as np
 
-from . import bounds
+from . import bounds, machines
 from ._errors import ScheduleError
 from ._util import as_int, html_table, human_bytes, human_seconds
 from .algorithms import ANY, AlgorithmInfo, algorithms, build
 from .analysis import verify
+from .network import NetworkModel, check_machine
 from .schedule import COLLECTIVES
-from .simulate import NetworkModel, _check_machine, simulate
+from .simulate import simulate
 from .topology import Topology
 
-__all__ = ["Advice", "Candidate", "advise", "crossover"]
+__all__ = [
+    "Advice",
+    "Candidate",
+    "advise",
+    "crossover",
+    "crossover_csv",
+    "crossover_table",
+    "plot_crossover",
+]
 
 _STATUSES = ("simulated", "pruned", "not applicable", "failed")
 
@@ -135,6 +144,14 @@ class Advice:
 
         return pd.DataFrame([dataclasses.asdict(c) for c in self.candidates])
 
+    def to_dict(self) -> dict[str, Any]:
+        """The size, the lower bound and every candidate as plain data."""
+        return {
+            "size_bytes": self.size_bytes,
+            "lower_bound": self.bound.to_dict(),
+            "candidates": [dataclasses.asdict(c) for c in self.candidates],
+        }
+
     def to_csv(self) -> str:
         """The table as CSV text (no pandas needed)."""
         fields = [f.name for f in dataclasses.fields(Candidate)]
@@ -167,7 +184,7 @@ class Advice:
         )
         rows = [("#", "algorithm", "time", "bandwidth", "ratio", "predicted", "status")]
         hidden = 0
-        for i, c in enumerate(self.candidates, 1):
+        for c in self.candidates:
             if (
                 not show_all
                 and c.status == "not applicable"
@@ -187,7 +204,7 @@ class Advice:
                 cells = ("", "", "")
             pred = _secs(c.predicted_s)
             status = c.status if not c.note else f"{c.status}: {c.note}"
-            rows.append((str(i), c.name, *cells, pred, status))
+            rows.append((str(len(rows)), c.name, *cells, pred, status))
         widths = [max(len(r[k]) for r in rows) for k in range(6)]
         out = [head]
         for r in rows:
@@ -228,7 +245,7 @@ def _applies(info: AlgorithmInfo, topology: Topology) -> bool:
 
 
 def advise(
-    topology: Topology,
+    topology: Topology | str,
     size_bytes: int,
     collective: str = "allreduce",
     network: NetworkModel | None = None,
@@ -242,13 +259,17 @@ def advise(
 
     Parameters
     ----------
-    topology : Topology
+    topology : Topology or str
+        The machine, or a spec of :func:`wafercoll.machines.resolve`
+        (``"mesh:9x9"``, ``"mcm_table_ii:3x3"``).
     size_bytes : int
         Bytes of every rank's vector (>= 1).
     collective : str
         One of :data:`wafercoll.COLLECTIVES`.
     network : NetworkModel, optional
-        Default: ``NetworkModel(1e9)`` (1 GB/s links, nothing else).
+        Default: the machine's preset for a machine spec, else
+        :func:`wafercoll.machines.default_network` (1 GB/s links, nothing
+        else).
     names : sequence of str, optional
         Only these algorithms (default: every registered one that applies).
     keep : int or None
@@ -271,14 +292,17 @@ def advise(
     ValueError
         For an unknown collective or algorithm name, or a size below 1 B.
     """
-    if network is None:
-        network = NetworkModel(1e9)
-    _check_machine(topology, network)
     if collective not in COLLECTIVES:
         raise ValueError(
             f"collective must be one of {', '.join(COLLECTIVES)}; got {collective!r}"
         )
     S = as_int(size_bytes, "size_bytes", 1)
+    preset = None
+    if isinstance(topology, str):
+        topology, preset = machines.resolve(topology, size_bytes=S)
+    if network is None:
+        network = preset if preset is not None else machines.default_network()
+    check_machine(topology, network)
     if keep is not None:
         keep = as_int(keep, "keep", 1)
     pool = algorithms(collective)
@@ -332,7 +356,7 @@ def advise(
                 time_s=r.time_s,
                 bandwidth_Bps=S / r.time_s if r.time_s > 0 else math.inf,
                 # Against the bound for this schedule's own participants.
-                ratio=r.optimality_ratio,
+                ratio=bounds.optimality_ratio(r),
                 schedule_bound_s=own,
                 predicted_s=pred,
                 transfers=s.num_transfers,
@@ -392,7 +416,7 @@ def advise(
 
 
 def crossover(
-    topology: Topology,
+    topology: Topology | str,
     sizes: Sequence[int],
     collective: str = "allreduce",
     network: NetworkModel | None = None,
@@ -445,6 +469,40 @@ def crossover(
         "advice": advice,
         "rows": rows,
     }
+
+
+def crossover_table(result: dict[str, Any]) -> str:
+    """The fastest algorithm at each size of a :func:`crossover`, as text."""
+    advice = result["advice"]
+    a0 = advice[0]
+    width = max(len(human_bytes(a.size_bytes)) for a in advice)
+    lines = [
+        f"{a0.collective} on {a0.topology} under {a0.network}: the fastest at each size"
+    ]
+    for a in advice:
+        b = a.best
+        lines.append(
+            f"{human_bytes(a.size_bytes).rjust(width)}  {b.name}  "
+            f"{human_seconds(b.time_s)}  ratio {b.ratio:.3f}"
+        )
+    return "\n".join(lines)
+
+
+def crossover_csv(advice: Sequence[Advice]) -> str:
+    """One CSV for many sizes: ``size_bytes``, then each candidate's row.
+
+    Parameters
+    ----------
+    advice : sequence of Advice
+        ``crossover(...)["advice"]``.
+    """
+    lines: list[str] = []
+    for a in advice:
+        head, *rows = a.to_csv().rstrip("\n").split("\n")
+        if not lines:
+            lines.append("size_bytes," + head)
+        lines.extend(f"{a.size_bytes},{r}" for r in rows)
+    return "\n".join(lines) + "\n"
 
 
 def plot_crossover(result: dict[str, Any], ax: Any = None) -> Any:

@@ -72,6 +72,7 @@ __all__ = [
     "algorithm_info",
     "algorithm_name",
     "algorithms",
+    "algorithms_table",
     "build",
     "find",
     "register",
@@ -222,6 +223,24 @@ class AlgorithmInfo:
             "label": self.label,
             "artifact_names": list(self.artifact_names),
         }
+
+    def describe(self) -> str:
+        """The record as text, with the builder's docstring (``wafercoll info``)."""
+        import inspect
+
+        rows = [
+            ("name", self.name),
+            ("collective", self.collective),
+            ("families", ", ".join(self.families)),
+            ("source", self.source),
+            ("summary", self.summary),
+            ("max ranks", str(self.max_ranks)),
+        ]
+        params = [f"{k} = {v!r}" for k, v in self.parameters.items()] or ["none"]
+        lines = [f"{key:<11} {value}" for key, value in rows]
+        lines.append("parameters  " + "\n            ".join(params))
+        doc = inspect.getdoc(getattr(self.builder, "func", self.builder)) or ""
+        return "\n".join(lines) + ("\n\n" + doc if doc else "")
 
 
 _REGISTRY: dict[str, AlgorithmInfo] = {}
@@ -436,6 +455,22 @@ def algorithms(collective: str | None = None) -> list[AlgorithmInfo]:
         for a in _REGISTRY.values()
         if collective is None or a.collective == collective
     ]
+
+
+def algorithms_table(infos: list[AlgorithmInfo] | None = None) -> str:
+    """Name, collective, families, parameters and source, one aligned row each.
+
+    What ``wafercoll list`` prints; ``infos`` defaults to every registered one.
+    """
+    rows = [("NAME", "COLLECTIVE", "FAMILIES", "PARAMETERS", "SOURCE")]
+    for a in algorithms() if infos is None else infos:
+        params = ", ".join(f"{k}={v}" for k, v in a.parameters.items()) or "-"
+        rows.append((a.name, a.collective, ",".join(a.families), params, a.source))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join(
+        "  ".join([*(c.ljust(w) for c, w in zip(r, widths, strict=False)), r[-1]])
+        for r in rows
+    )
 
 
 def _unknown(name: str) -> ValueError:

@@ -2,11 +2,11 @@
 
 :func:`lower_bound` answers "how fast could *any* schedule of this collective
 be on this machine?" under the simulator's model (:mod:`wafercoll.simulate`),
-so that every :class:`~wafercoll.SimResult` can state its optimality ratio
-(:attr:`SimResult.lower_bound`). :func:`schedule_lower_bound` answers the
-narrower "how fast could *this* schedule be?" from the bytes it puts on each
-link and endpoint, whatever the timing; the advisor uses it to skip
-simulations that cannot win.
+so that every :class:`~wafercoll.SimResult` can state its optimality
+ratio (:func:`result_bound`, :func:`optimality_ratio`).
+:func:`schedule_lower_bound` answers the narrower "how fast could *this*
+schedule be?" from the bytes it puts on each link and endpoint, whatever the
+timing; the advisor uses it to skip simulations that cannot win.
 
 Every bound is the largest of several components, each a proof on its own:
 
@@ -92,12 +92,18 @@ import numpy as np
 
 from . import _core
 from ._util import as_int, html_table
+from .network import NetworkModel, check_machine, check_schedule_inputs
 from .schedule import COLLECTIVES, Schedule
-from .simulate import NetworkModel, _check_machine
-from .simulate import _check_inputs as _check_schedule_inputs
 from .topology import Topology
 
-__all__ = ["LowerBound", "collective_bound", "lower_bound", "schedule_lower_bound"]
+__all__ = [
+    "LowerBound",
+    "collective_bound",
+    "lower_bound",
+    "optimality_ratio",
+    "result_bound",
+    "schedule_lower_bound",
+]
 
 #: Graphs up to this many nodes also get NetworkX's minimum cut and bisection.
 MAX_GRAPH_CUT_NODES = 2000
@@ -727,7 +733,7 @@ def lower_bound(
         For an unknown collective, a size below 1 B, more ranks than
         endpoints or a root outside the ranks.
     """
-    _check_machine(topology, network)
+    check_machine(topology, network)
     if collective not in COLLECTIVES:
         raise ValueError(
             f"collective must be one of {', '.join(COLLECTIVES)}; got {collective!r}"
@@ -802,7 +808,7 @@ def collective_bound(
     ``schedule`` (but nothing from its transfers): the bound on *any*
     schedule of the same collective, the denominator of the optimality ratio.
     """
-    _check_schedule_inputs(schedule, topology, network, None)
+    check_schedule_inputs(schedule, topology, network, None)
     return _bound(
         _schedule_demand(schedule, topology, placement), topology, network, cuts
     )
@@ -824,7 +830,7 @@ def schedule_lower_bound(
     smaller than the bound on the collective it does not include; meant for
     ranking schedules cheaply (the advisor skips simulations that cannot win).
     """
-    _check_schedule_inputs(schedule, topology, network, None)
+    check_schedule_inputs(schedule, topology, network, None)
     place = _placement(placement, schedule.num_ranks, topology)
     mach = _machine(topology, network)
     loads = _core.loads(schedule._core, topology._core, place.astype(np.int32).tolist())
@@ -865,3 +871,58 @@ def schedule_lower_bound(
     return _result(
         comps, details, schedule.collective, schedule.size_bytes, topology, network
     )
+
+
+def result_bound(result: Any, *, cuts: bool = True) -> LowerBound:
+    """Lower bound on any schedule of a simulated collective on its machine.
+
+    The bound for the same topology, network model, placement,
+    participants and block owners as the simulation (its
+    :attr:`~wafercoll.SimResult.collective`), the denominator of
+    :func:`optimality_ratio`.
+
+    Parameters
+    ----------
+    result : SimResult
+        What :func:`wafercoll.simulate` returned.
+    cuts : bool
+        Also try the cut components (the slowest part on large graphs).
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> topo, net = wc.ring(8), wc.NetworkModel(1e9)
+    >>> r = wc.simulate(wc.build("generic_ring_allreduce", 8, 1 << 20), topo, net)
+    >>> wc.bounds.result_bound(r).binding
+    'ejection_total'
+    """
+    topology = result.topology
+    demand = _collective_demand(
+        tuple(result.collective),
+        np.asarray(result.placement, dtype=np.int64),
+        topology.num_endpoints,
+    )
+    return _bound(demand, topology, result.network, cuts)
+
+
+def optimality_ratio(result: Any, bound: LowerBound | None = None) -> float:
+    """A simulated time over the lower bound of its collective (1 is optimal).
+
+    Parameters
+    ----------
+    result : SimResult
+        What :func:`wafercoll.simulate` returned.
+    bound : LowerBound, optional
+        :func:`result_bound` of ``result`` when already computed.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> topo, net = wc.ring(8), wc.NetworkModel(1e9)
+    >>> r = wc.simulate(wc.build("generic_ring_allreduce", 8, 1 << 20), topo, net)
+    >>> round(wc.bounds.optimality_ratio(r), 3)
+    2.0
+    """
+    if bound is None:
+        bound = result_bound(result)
+    return bound.ratio(result.time_s)

@@ -5,8 +5,15 @@ the papers give for it, and says where each number comes from. This table is
 the one place network presets are defined: :func:`network_presets` reads it
 (plus the three generic models ``ideal``, ``hockney`` and
 ``unit_timestep`` of :class:`wafercoll.NetworkModel`), the command line's
-``--network PRESET`` and ``--topology MACHINE[:ARGS]`` read it, and so do
+``--preset PRESET`` and ``--topology MACHINE[:ARGS]`` read it, and so do
 the experiments.
+
+:func:`resolve` is the one place a spec string (``"mesh:9x9"``,
+``"ring:16"``, ``"n150"``, ``"mcm_table_ii:3x3"``) becomes a topology and
+its machine's network preset; the command line, :func:`wafercoll.sweep` and
+:func:`wafercoll.advise` all call it. :func:`preset` and
+:func:`network_model` turn a preset name and field overrides into a
+:class:`~wafercoll.NetworkModel`.
 
 =====================  ===========================  ==========================
 machine                topology                     network preset
@@ -34,20 +41,35 @@ Examples
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._util import did_you_mean
 from .cluster.machine import cluster_machine
 from .mcm.machine import artifact, table_ii, unit_timestep
-from .simulate import NetworkModel
-from .topology import Topology, mesh, wormhole_n150
+from .network import NetworkModel
+from .topology import Topology, cluster, line, mesh, ring, torus, wormhole_n150
 from .wafer.builders import wafer_row
 from .wafer.builders2d import wafer_grid
 from .wafer.machine import wse2_network
 from .wormhole.machine import n150_network
 
-__all__ = ["Machine", "get", "machines", "names", "network_presets"]
+__all__ = [
+    "DEFAULT_BANDWIDTH_BPS",
+    "SPEC_HELP",
+    "Machine",
+    "default_network",
+    "get",
+    "machines",
+    "names",
+    "network_model",
+    "network_presets",
+    "parse_spec",
+    "preset",
+    "resolve",
+]
 
 
 @dataclass(frozen=True)
@@ -237,7 +259,8 @@ def get(name: str) -> Machine:
         For an unknown name (the message lists the known ones).
     """
     if not isinstance(name, str) or name not in _TABLE:
-        raise ValueError(f"unknown machine {name!r}; known: {', '.join(_TABLE)}")
+        hint = did_you_mean(name, _TABLE) if isinstance(name, str) else ""
+        raise ValueError(f"unknown machine {name!r}{hint} (known: {', '.join(_TABLE)})")
     return _TABLE[name]
 
 
@@ -261,3 +284,249 @@ def network_presets() -> dict[str, Callable[..., NetworkModel]]:
         if m.network is not wse2_network:
             presets.setdefault(m.name, m.network)
     return presets
+
+
+# -- specs: the one resolver ------------------------------------------------------
+
+#: The spellings :func:`resolve` accepts, for messages and help texts.
+SPEC_HELP = (
+    "line:N, ring:N, mesh:RxC, torus:RxC, cluster:NODESxPPN[xSOCKETS], n150[:ROW], "
+    "wafer:P, wafer:MxN, or a machine of wafercoll.machines (NAME[:AxB])"
+)
+#: How many sizes each topology kind takes (``ring`` alone: all the ranks).
+_KIND_SIZES = {
+    "line": (0, 1),
+    "ring": (0, 1),
+    "mesh": (2,),
+    "torus": (2,),
+    "cluster": (2, 3),
+    "n150": (0, 1),
+    "wafer": (1, 2),
+}
+#: Bandwidth of the network used when neither a preset nor a machine names one.
+DEFAULT_BANDWIDTH_BPS = 1e9
+
+
+def parse_spec(spec: str) -> tuple[str, tuple[int, ...]]:
+    """Split a topology spec into its kind and its sizes, checked.
+
+    Parameters
+    ----------
+    spec : str
+        ``KIND[:AxB...]``; see :data:`SPEC_HELP`. ``ring`` or ``line`` alone
+        give no sizes (a ring or line of all the ranks); a machine name alone
+        gives the machine's default sizes.
+
+    Returns
+    -------
+    (str, tuple of int)
+        The kind (lower case) and the sizes.
+
+    Raises
+    ------
+    TypeError
+        If ``spec`` is not a string.
+    ValueError
+        For an unknown kind (with the closest known ones) or sizes that do
+        not fit it.
+
+    Examples
+    --------
+    >>> from wafercoll import machines
+    >>> machines.parse_spec("mesh:9x9")
+    ('mesh', (9, 9))
+    >>> machines.parse_spec("ring")
+    ('ring', ())
+    """
+    if not isinstance(spec, str):
+        raise TypeError(f"topology spec must be a string, got {type(spec).__name__}")
+    kind, sep, sizes = spec.strip().lower().partition(":")
+    parts = [p.strip() for p in sizes.split("x")] if sep else []
+    allowed = _KIND_SIZES.get(kind)
+    if allowed is None and kind in _TABLE:
+        allowed = (0, 1, 2, 3)
+    if allowed is None:
+        hint = did_you_mean(kind, [*_KIND_SIZES, *_TABLE])
+        raise ValueError(
+            f"invalid topology {spec!r}: unknown kind {kind!r}{hint} "
+            f"(expected {SPEC_HELP})"
+        )
+    if len(parts) not in allowed or not all(re.fullmatch(r"[0-9]+", p) for p in parts):
+        raise ValueError(f"invalid topology {spec!r} (expected {SPEC_HELP})")
+    return kind, tuple(int(p) for p in parts)
+
+
+def _size_kw(fn: Callable[..., Any], size_bytes: int | None) -> dict[str, Any]:
+    """``{"size_bytes": ...}`` when ``fn`` takes it (size-dependent machines)."""
+    takes = "size_bytes" in inspect.signature(fn).parameters
+    return {"size_bytes": size_bytes} if takes and size_bytes is not None else {}
+
+
+def resolve(
+    spec: str, *, ranks: int | None = None, size_bytes: int | None = None
+) -> tuple[Topology, NetworkModel | None]:
+    """The topology a spec names, and its machine's network preset.
+
+    This is the one resolver of spec strings: the command line's
+    ``--topology``, :func:`wafercoll.sweep` grids and :func:`wafercoll.advise`
+    all call it.
+
+    Parameters
+    ----------
+    spec : str
+        ``line:N``, ``ring:N``, ``mesh:RxC``, ``torus:RxC``,
+        ``cluster:NODESxPPN[xSOCKETS]``, ``n150[:ROW]`` (the Wormhole n150),
+        ``wafer:P`` (a WSE-2 row), ``wafer:MxN`` (a WSE-2 grid) or a machine
+        name of :func:`names` with optional sizes (``mcm_table_ii:3x3``).
+    ranks : int, optional
+        Endpoints of ``line`` or ``ring`` given without a size.
+    size_bytes : int, optional
+        The message size, for machines whose parameters depend on it
+        (``blue_waters``: the protocol regime).
+
+    Returns
+    -------
+    (Topology, NetworkModel or None)
+        The topology, and the machine's network preset (``None`` for the
+        plain families ``line``, ``ring``, ``mesh``, ``torus`` and
+        ``cluster``, which have none).
+
+    Raises
+    ------
+    TypeError
+        If ``spec`` is not a string.
+    ValueError
+        For an unknown kind (with "did you mean"), sizes that do not fit it,
+        or ``line``/``ring`` without a size or ``ranks``.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> topo, net = wc.machines.resolve("mesh:3x3")
+    >>> topo.name, net
+    ('mesh(3x3)', None)
+    >>> topo, net = wc.machines.resolve("mcm_table_ii:3x3")
+    >>> topo.num_endpoints, net.name
+    (9, 'mcm_table_ii')
+    >>> wc.machines.resolve("ring", ranks=4)[0].name
+    'ring(4)'
+    """
+    kind, sizes = parse_spec(spec)
+    machine = None
+    try:
+        if kind in ("line", "ring"):
+            if not sizes and ranks is None:
+                raise ValueError(f"{kind} needs a size ({kind}:N) or a rank count")
+            topo = (line if kind == "line" else ring)(*(sizes or (ranks,)))
+        elif kind in ("mesh", "torus", "cluster"):
+            topo = {"mesh": mesh, "torus": torus, "cluster": cluster}[kind](*sizes)
+        else:
+            if kind == "n150":
+                machine = _TABLE["wormhole_n150"]
+            elif kind == "wafer":
+                machine = _TABLE["wse2_row" if len(sizes) == 1 else "wse2_grid"]
+            else:
+                machine = _TABLE[kind]
+            kw = _size_kw(machine.topology, size_bytes)
+            topo = machine.topology(*(sizes or machine.defaults), **kw)
+    except (ValueError, TypeError) as exc:
+        raise type(exc)(f"topology {spec!r}: {exc}") from None
+    if machine is None:
+        return topo, None
+    return topo, machine.network(**_size_kw(machine.network, size_bytes))
+
+
+def preset(name: str, *, size_bytes: int | None = None) -> NetworkModel:
+    """The network model of a named preset of :func:`network_presets`.
+
+    Parameters
+    ----------
+    name : str
+        A preset name (``"mcm_table_ii"``, ``"wse2"``, ``"ideal"``, ...).
+    size_bytes : int, optional
+        The message size, for presets that depend on it (``blue_waters``).
+
+    Raises
+    ------
+    ValueError
+        For an unknown name (with "did you mean" and the known ones).
+    TypeError
+        For a preset that needs parameters (``hockney``, ``unit_timestep``):
+        build those with :class:`~wafercoll.NetworkModel`'s constructors.
+
+    Examples
+    --------
+    >>> from wafercoll import machines
+    >>> machines.preset("mcm_table_ii").bandwidth_Bps
+    25000000000.0
+    """
+    presets = network_presets()
+    if not isinstance(name, str) or name not in presets:
+        hint = did_you_mean(name, presets) if isinstance(name, str) else ""
+        raise ValueError(f"unknown preset {name!r}{hint} (known: {', '.join(presets)})")
+    factory = presets[name]
+    try:
+        return factory(**_size_kw(factory, size_bytes))
+    except TypeError as exc:
+        raise TypeError(f"preset {name!r} needs parameters ({exc})") from None
+
+
+def default_network(**fields: Any) -> NetworkModel:
+    """The network used when nothing names one: 1 GB/s links, nothing else.
+
+    It is named ``"default"`` so that results say that no model was chosen;
+    ``fields`` override its fields (``hop_latency_s=1e-6``).
+
+    Examples
+    --------
+    >>> from wafercoll import machines
+    >>> net = machines.default_network()
+    >>> net.name, net.bandwidth_Bps, net.hop_latency_s
+    ('default', 1000000000.0, 0.0)
+    """
+    fields.setdefault("bandwidth_Bps", DEFAULT_BANDWIDTH_BPS)
+    fields.setdefault("name", "default")
+    return NetworkModel(**fields)
+
+
+def network_model(
+    name: str | None = None,
+    *,
+    base: NetworkModel | None = None,
+    size_bytes: int | None = None,
+    **overrides: Any,
+) -> NetworkModel:
+    """A network model from a preset name, a machine's preset or the default.
+
+    Parameters
+    ----------
+    name : str, optional
+        A preset of :func:`network_presets`; it wins over ``base``.
+    base : NetworkModel, optional
+        The model to start from without ``name`` (a machine's preset, as
+        :func:`resolve` returns it); without either,
+        :func:`default_network`.
+    size_bytes : int, optional
+        For presets that depend on the message size.
+    **overrides
+        Fields of :class:`~wafercoll.NetworkModel` to change; ``None``
+        values are ignored.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`preset` and :class:`~wafercoll.NetworkModel` do.
+
+    Examples
+    --------
+    >>> from wafercoll import machines
+    >>> machines.network_model(hop_latency_s=1e-6).hop_latency_s
+    1e-06
+    >>> machines.network_model("mcm_table_ii", alpha_s=1e-6).name
+    'mcm_table_ii'
+    """
+    given = {k: v for k, v in overrides.items() if v is not None}
+    model = preset(name, size_bytes=size_bytes) if name is not None else base
+    if model is None:
+        return default_network(**given)
+    return model.replace(**given) if given else model

@@ -15,15 +15,15 @@ dicts, with the keys
 ``algorithm``
     a registered name;
 ``topology``
-    a :class:`~wafercoll.Topology` or a spec as on the command line
-    (``"mesh:9x9"``, ``"torus:4x4"``, ``"ring:8"``, ``"n150"``,
-    ``"wafer:16x16"``, ``"cluster:4x16"``);
+    a :class:`~wafercoll.Topology` or a spec of
+    :func:`wafercoll.machines.resolve` (``"mesh:9x9"``, ``"torus:4x4"``,
+    ``"ring:8"``, ``"n150"``, ``"wafer:16x16"``, ``"cluster:4x16"``);
 ``size_bytes``
     bytes per rank;
 ``network``
     a :class:`~wafercoll.NetworkModel` or a preset name of
     :func:`wafercoll.network_presets` (default: the machine's preset for a
-    machine spec, else ``NetworkModel(1e9)``);
+    machine spec, else :func:`wafercoll.machines.default_network`, 1 GB/s);
 ``options``
     a dict of builder options (default none).
 
@@ -45,10 +45,11 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .simulate import NetworkModel
+from . import machines
+from .network import NetworkModel
 from .topology import Topology
 
-__all__ = ["COLUMNS", "default_cache", "sweep"]
+__all__ = ["COLUMNS", "default_cache", "read_grid", "sweep"]
 
 #: Columns of the DataFrame, in order.
 COLUMNS = (
@@ -76,8 +77,49 @@ def default_cache() -> str:
     )
 
 
-def _topology(spec: Any, size_bytes: int) -> tuple[Topology, Any]:
-    """The topology of a point and its machine entry (None for plain families)."""
+def read_grid(path: str | os.PathLike[str]) -> dict[str, Any]:
+    r"""A grid from a TOML file; sizes may be strings with units (``"1MiB"``).
+
+    Raises
+    ------
+    OSError
+        When the file cannot be read.
+    ValueError
+        For malformed TOML or sizes (the message names the file).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "g.toml")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write('algorithm = ["x"]\nsize_bytes = ["1KiB", 8]\n')
+    >>> read_grid(path)["size_bytes"]
+    [1024, 8]
+    """
+    try:
+        import tomllib
+    except ImportError:  # pragma: no cover - Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    from .units import parse_size
+
+    with open(path, "rb") as f:
+        try:
+            grid = tomllib.load(f)
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"{os.fspath(path)}: {exc}") from None
+    sizes = grid.get("size_bytes")
+    if isinstance(sizes, list):
+        try:
+            grid["size_bytes"] = [
+                parse_size(v, "size_bytes") if isinstance(v, str) else v for v in sizes
+            ]
+        except ValueError as exc:
+            raise ValueError(f"{os.fspath(path)}: {exc}") from None
+    return grid
+
+
+def _topology(spec: Any, size_bytes: int) -> tuple[Topology, NetworkModel | None]:
+    """The topology of a point and its machine's preset (None for plain families)."""
     if isinstance(spec, Topology):
         return spec, None
     if not isinstance(spec, str):
@@ -85,20 +127,11 @@ def _topology(spec: Any, size_bytes: int) -> tuple[Topology, Any]:
             f"topology must be a wafercoll.Topology or a spec string, got "
             f"{type(spec).__name__}"
         )
-    import argparse
-
-    from .cli import UsageError, _make_topology, _topology_spec
-
-    try:
-        return _make_topology(_topology_spec(spec), None, size_bytes)
-    except (argparse.ArgumentTypeError, UsageError) as exc:
-        raise ValueError(f"topology {spec!r}: {exc}") from None
+    return machines.resolve(spec, size_bytes=size_bytes)
 
 
-def _network(spec: Any, machine: Any, size_bytes: int) -> NetworkModel:
-    """A point's network model: given, a preset name, the machine's, or 1 GB/s."""
-    from .cli import _preset_network
-
+def _network(spec: Any, base: NetworkModel | None, size_bytes: int) -> NetworkModel:
+    """A point's network model: given, a preset name, the machine's, or the default."""
     if isinstance(spec, NetworkModel):
         return spec
     if spec is not None and not isinstance(spec, str):
@@ -106,11 +139,7 @@ def _network(spec: Any, machine: Any, size_bytes: int) -> NetworkModel:
             "network must be a NetworkModel or a preset name, got "
             f"{type(spec).__name__}"
         )
-    try:
-        model = _preset_network(spec, machine, size_bytes)
-    except KeyError as exc:
-        raise ValueError(f"network: {exc.args[0]}") from None
-    return NetworkModel(1e9) if model is None else model
+    return machines.network_model(spec, base=base, size_bytes=size_bytes)
 
 
 def _points(grid: Any) -> list[dict[str, Any]]:
@@ -165,8 +194,8 @@ def _resolve(point: dict[str, Any]) -> tuple[Any, ...]:
     from ._util import as_int
 
     size = as_int(point["size_bytes"], "size_bytes", 1)
-    topo, machine = _topology(point["topology"], size)
-    net = _network(point["network"], machine, size)
+    topo, preset = _topology(point["topology"], size)
+    net = _network(point["network"], preset, size)
     options = tuple(sorted(dict(point["options"]).items()))
     return (str(point["algorithm"]), topo, size, net, options)
 
@@ -181,6 +210,7 @@ def _run_point(
     """Build, verify, simulate and bound one point (its row of the table)."""
     from .algorithms import build
     from .analysis import verify
+    from .bounds import optimality_ratio, result_bound
     from .simulate import simulate
 
     row: dict[str, Any] = {
@@ -210,13 +240,14 @@ def _run_point(
         row["status"] = "failed"
         row["error"] = f"{type(exc).__name__}: {exc}"
         return row
+    bound = result_bound(r)
     row.update(
         transfers=s.num_transfers,
         time_s=r.time_s,
         bandwidth_Bps=size_bytes / r.time_s if r.time_s > 0 else None,
         link_utilization=r.link_utilization,
-        lower_bound_s=r.lower_bound.time_s,
-        optimality_ratio=r.optimality_ratio,
+        lower_bound_s=bound.time_s,
+        optimality_ratio=optimality_ratio(r, bound),
     )
     return row
 

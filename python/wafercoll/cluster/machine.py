@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..simulate import NetworkModel
+from ..network import NetworkModel
 from ..topology import cluster
 from .model import BLUE_WATERS, ClusterParams, protocol
 

@@ -3,7 +3,7 @@
 For each paper's machine under its own network preset, every registered
 algorithm of that family is built, simulated and divided by
 :func:`wafercoll.bounds` 's lower bound on any schedule of the same collective
-(``SimResult.optimality_ratio``): how much room each leaves. The papers'
+(``wc.bounds.optimality_ratio``): how much room each leaves. The papers'
 statements about optimality are checked against these ratios.
 """
 
@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import machines
 from ..algorithms import algorithms, build
+from ..bounds import optimality_ratio, result_bound
 from ..simulate import simulate
 from ..topology import mesh as mesh_topology
 from . import Experiment, new_axes, register_experiment
@@ -119,7 +120,7 @@ def run_ratios(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
             except (ValueError, TypeError):
                 continue  # not for this size or shape
             r = simulate(s, topo, net)
-            b = r.lower_bound
+            b = result_bound(r)
             for key, value in zip(
                 COLUMNS,
                 (
@@ -130,7 +131,7 @@ def run_ratios(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
                     size,
                     r.time_s,
                     b.time_s,
-                    r.optimality_ratio,
+                    optimality_ratio(r, b),
                     b.binding,
                 ),
                 strict=True,

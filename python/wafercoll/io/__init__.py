@@ -15,6 +15,7 @@ the first problem.
 
 from ._common import FormatError
 from .chakra import CHAKRA_NODE_TYPES, chakra_traces, read_chakra, write_chakra
+from .files import read_schedule
 from .goal import GoalMessage, goal_text, read_goal, write_goal
 from .msccl import MSCCL_LIMITS, msccl_xml, read_msccl, write_msccl
 
@@ -31,5 +32,6 @@ __all__ = [
     "write_goal",
     "msccl_xml",
     "read_msccl",
+    "read_schedule",
     "write_msccl",
 ]

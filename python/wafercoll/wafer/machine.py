@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .._util import as_real
-from ..simulate import NetworkModel
+from ..network import NetworkModel
 from .builders import CS2_CLOCK_HZ, WAVELET_BYTES
 from .model import T_R_DEFAULT, as_ramp_latency
 

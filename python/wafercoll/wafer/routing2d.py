@@ -106,8 +106,9 @@ from typing import Any
 import numpy as np
 
 from .._util import as_int
+from ..network import NetworkModel
 from ..schedule import Schedule
-from ..simulate import NetworkModel, simulate
+from ..simulate import simulate
 from ..topology import Topology
 from .builders2d import pattern_tree
 from .machine import wse2_network

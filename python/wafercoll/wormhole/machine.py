@@ -10,7 +10,7 @@ The machine (topology and network preset, with sources) is the entry
 from __future__ import annotations
 
 from .._util import as_int, as_real
-from ..simulate import NetworkModel
+from ..network import NetworkModel
 from ..topology.wormhole import (
     CLOCK_HZ,
     DRAM_CHANNEL_BPS,
