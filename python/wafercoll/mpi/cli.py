@@ -315,7 +315,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``wafercoll mpi ARGS`` (what ``python -m wafercoll.mpi ARGS`` runs)."""
-    from ..cli import main as wafercoll_main
+    """``wafercoll mpi ARGS`` (what ``python -m wafercoll.mpi ARGS`` runs).
 
-    return wafercoll_main(["mpi", *(sys.argv[1:] if argv is None else argv)])
+    The same parser and runner as the ``mpi`` command of the wafercoll CLI,
+    built here so that this module does not import the CLI (which imports it).
+    """
+    ap = argparse.ArgumentParser(
+        prog="wafercoll mpi", description="benchmarks on a real MPI job"
+    )
+    add_subcommands(ap)
+    return run(ap.parse_args(sys.argv[1:] if argv is None else argv))
