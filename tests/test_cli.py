@@ -340,14 +340,18 @@ def test_simulate_argument_errors_exit_2(capsys, argv, needle):
             "mcm_table_ii",
         ),
         ("simulate mesh_tto_allreduce -t mcm_table_ii:3x3 -s 96KiB", "mesh(3x3)", None),
-        ("simulate torus_swing_bo_allreduce -t n150 -s 64KiB", "wormhole_n150", None),
+        (
+            "simulate torus_swing_bo_allreduce -t wormhole_n150 -s 64KiB",
+            "wormhole_n150",
+            None,
+        ),
         (
             "simulate cluster_nap_allreduce -t blue_waters:4x4 -s 8B --option ppn=4",
             "cluster(4 nodes x 4)",
             "blue_waters",
         ),
-        ("simulate wafer_xy_allreduce -t wafer:4x4 -s 64B", "mesh(4x4)", "wafer"),
-        ("simulate wafer_chain_reduce -t wafer:16 -s 64B", "line(16)", "wafer"),
+        ("simulate wafer_xy_allreduce -t wse2_grid:4x4 -s 64B", "mesh(4x4)", "wse2"),
+        ("simulate wafer_chain_reduce -t wse2_row:16 -s 64B", "line(16)", "wse2"),
     ],
 )
 def test_simulate_builds_for_the_topology_it_runs_on(capsys, argv, topology, network):

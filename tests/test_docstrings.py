@@ -52,7 +52,6 @@ PENDING_EXAMPLES = {
     "wafercoll.mcm.machine.artifact_layers",
     "wafercoll.mcm.machine.artifact_training",
     "wafercoll.mcm.machine.table_ii",
-    "wafercoll.mcm.machine.unit_timestep",
     "wafercoll.mcm.trees.double_binary_tree",
     "wafercoll.mcm.trees.multitree",
     "wafercoll.mcm.trees.tto_trees",

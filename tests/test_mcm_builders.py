@@ -169,7 +169,7 @@ def _steps(name: str, m: int, n: int, size: int, **kw: object) -> float:
     top = wc.topology.mesh(m, n)
     name = name.replace("allreduce", str(kw.pop("phase", "allreduce")))
     s = wc.build(name, topology=top, size_bytes=size, **kw)
-    return wc.simulate(s, top, mcm.UNIT_TIMESTEP).cycles
+    return wc.simulate(s, top, mcm.FIGURE_TIMESTEPS).cycles
 
 
 def test_fig5_two_corner_trees_on_a_line() -> None:
@@ -374,11 +374,11 @@ def test_bad_input_names_the_alternative() -> None:
 
 def test_presets_are_registered_and_documented() -> None:
     assert "mcm_table_ii" in wc.network_presets()
-    assert "mcm_unit_timestep" in wc.network_presets()
+    assert "mcm_figure_timesteps" in wc.network_presets()
     t2 = mcm.TABLE_II
     assert (t2.bandwidth_Bps, t2.packet_bytes, t2.flit_bytes) == (25e9, 8192, 512)
     assert t2.switching == "cut_through" and t2.hop_latency_s == 21e-9
-    u = mcm.UNIT_TIMESTEP
+    u = mcm.FIGURE_TIMESTEPS
     assert u.switching == "store_and_forward" and u.packet_bytes is None
     # one transfer of k pieces over h hops: h * k timesteps
     s = wc.Schedule(9, [5], "broadcast", root=0)

@@ -9,23 +9,23 @@ the one place network presets are defined: :func:`network_presets` reads it
 the experiments.
 
 :func:`resolve` is the one place a spec string (``"mesh:9x9"``,
-``"ring:16"``, ``"n150"``, ``"mcm_table_ii:3x3"``) becomes a topology and
+``"ring:16"``, ``"wormhole_n150"``, ``"mcm_table_ii:3x3"``) becomes a topology and
 its machine's network preset; the command line, :func:`wafercoll.sweep` and
 :func:`wafercoll.advise` all call it. :func:`preset` and
 :func:`network_model` turn a preset name and field overrides into a
 :class:`~wafercoll.NetworkModel`.
 
-=====================  ===========================  ==========================
-machine                topology                     network preset
-=====================  ===========================  ==========================
-``wse2_row``           ``wafer_row(P)``             ``wse2``
-``wse2_grid``          ``wafer_grid(M, N)``         ``wse2``
-``wormhole_n150``      ``wormhole_n150(row)``       ``wormhole_n150``
-``mcm_table_ii``       ``mesh(rows, cols)``         ``mcm_table_ii``
-``mcm_artifact``       ``mesh(rows, cols)``         ``mcm_artifact``
-``mcm_unit_timestep``  ``mesh(rows, cols)``         ``mcm_unit_timestep``
-``blue_waters``        ``cluster(nodes, ppn)``      ``blue_waters``
-=====================  ===========================  ==========================
+========================  =======================  ========================
+machine                   topology                 network preset
+========================  =======================  ========================
+``wse2_row``              ``wafer_row(P)``         ``wse2``
+``wse2_grid``             ``wafer_grid(M, N)``     ``wse2``
+``wormhole_n150``         ``wormhole_n150(row)``   ``wormhole_n150``
+``mcm_table_ii``          ``mesh(rows, cols)``     ``mcm_table_ii``
+``mcm_artifact``          ``mesh(rows, cols)``     ``mcm_artifact``
+``mcm_figure_timesteps``  ``mesh(rows, cols)``     ``mcm_figure_timesteps``
+``blue_waters``           ``cluster(nodes, ppn)``  ``blue_waters``
+========================  =======================  ========================
 
 Examples
 --------
@@ -48,7 +48,7 @@ from typing import Any
 
 from ._util import did_you_mean
 from .cluster.machine import cluster_machine
-from .mcm.machine import artifact, table_ii, unit_timestep
+from .mcm.machine import artifact, figure_timesteps, table_ii
 from .network import NetworkModel
 from .topology import Topology, cluster, line, mesh, ring, torus, wormhole_n150
 from .wafer.builders import wafer_row
@@ -216,11 +216,11 @@ _TABLE: dict[str, Machine] = {
             (8, 8),
         ),
         Machine(
-            "mcm_unit_timestep",
+            "mcm_figure_timesteps",
             "a mesh of chiplets counted in the MCM paper's unit timesteps (paper 004)",
             "mesh",
             mesh,
-            unit_timestep,
+            figure_timesteps,
             ("ibid., Figs. 3, 5, 7: one piece per link per timestep",),
             (3, 3),
         ),
@@ -269,8 +269,8 @@ def network_presets() -> dict[str, Callable[..., NetworkModel]]:
 
     ``ideal``, ``hockney`` and ``unit_timestep`` are the generic models of
     :class:`~wafercoll.NetworkModel`; the others are the presets of the
-    machines in the table (``wse2``, also under its earlier name ``wafer``,
-    ``wormhole_n150``, ``mcm_table_ii``, ``mcm_artifact``, ``mcm_unit_timestep``,
+    machines in the table (``wse2``, ``wormhole_n150``, ``mcm_table_ii``,
+    ``mcm_artifact``, ``mcm_figure_timesteps``,
     ``blue_waters``).
     """
     presets: dict[str, Callable[..., NetworkModel]] = {
@@ -278,7 +278,6 @@ def network_presets() -> dict[str, Callable[..., NetworkModel]]:
         "hockney": NetworkModel.hockney,
         "unit_timestep": NetworkModel.unit_timestep,
         "wse2": wse2_network,
-        "wafer": wse2_network,
     }
     for m in _TABLE.values():
         if m.network is not wse2_network:
@@ -290,8 +289,9 @@ def network_presets() -> dict[str, Callable[..., NetworkModel]]:
 
 #: The spellings :func:`resolve` accepts, for messages and help texts.
 SPEC_HELP = (
-    "line:N, ring:N, mesh:RxC, torus:RxC, cluster:NODESxPPN[xSOCKETS], n150[:ROW], "
-    "wafer:P, wafer:MxN, or a machine of wafercoll.machines (NAME[:AxB])"
+    "line:N, ring:N, mesh:RxC, torus:RxC, cluster:NODESxPPN[xSOCKETS], or a "
+    "machine of wafercoll.machines (NAME[:AxB]: wse2_row:P, wse2_grid:MxN, "
+    "wormhole_n150[:ROW], mcm_table_ii:RxC, blue_waters:NODESxPPN, ...)"
 )
 #: How many sizes each topology kind takes (``ring`` alone: all the ranks).
 _KIND_SIZES = {
@@ -300,8 +300,6 @@ _KIND_SIZES = {
     "mesh": (2,),
     "torus": (2,),
     "cluster": (2, 3),
-    "n150": (0, 1),
-    "wafer": (1, 2),
 }
 #: Bandwidth of the network used when neither a preset nor a machine names one.
 DEFAULT_BANDWIDTH_BPS = 1e9
@@ -421,12 +419,7 @@ def resolve(
         elif kind in ("mesh", "torus", "cluster"):
             topo = {"mesh": mesh, "torus": torus, "cluster": cluster}[kind](*sizes)
         else:
-            if kind == "n150":
-                machine = _TABLE["wormhole_n150"]
-            elif kind == "wafer":
-                machine = _TABLE["wse2_row" if len(sizes) == 1 else "wse2_grid"]
-            else:
-                machine = _TABLE[kind]
+            machine = _TABLE[kind]
             kw = _size_kw(machine.topology, size_bytes)
             topo = machine.topology(*(sizes or machine.defaults), **kw)
     except (ValueError, TypeError) as exc:

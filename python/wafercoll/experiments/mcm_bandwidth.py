@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..algorithms import build
-from ..mcm import ARTIFACT, TABLE_II, UNIT_TIMESTEP
+from ..mcm import ARTIFACT, FIGURE_TIMESTEPS, TABLE_II
 from ..palette import color, marker
 from ..simulate import simulate
 from ..topology import mesh
@@ -77,7 +77,7 @@ def run_table1(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
             kw = {"chunk_bytes": 24} if name == "mesh_tto_allreduce" else {}
             top = mesh(m, n)
             s = build(name, topology=top, size_bytes=pieces, **kw)
-            unit = simulate(s, top, UNIT_TIMESTEP)
+            unit = simulate(s, top, FIGURE_TIMESTEPS)
             r, art = simulate_presets(name, m, n, size_t2, (TABLE_II, ARTIFACT))
             cols["artifact_pct"].append(100 * art.link_utilization)
             cols["mesh"].append(f"{m}x{n}")

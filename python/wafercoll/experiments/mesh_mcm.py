@@ -3,7 +3,7 @@
 *Enhancing Collective Communication in MCM Accelerators for Deep Learning
 Training* (Laskar, Majhi et al., HPCA 2024). Every number is simulated with
 :func:`wafercoll.simulate` under two presets, or counted in unit timesteps
-(:data:`wafercoll.mcm.UNIT_TIMESTEP`):
+(:data:`wafercoll.mcm.FIGURE_TIMESTEPS`):
 
 * :data:`wafercoll.mcm.TABLE_II`, the network as the paper states it;
   bandwidths in GB/s = 1e9 B/s;

@@ -8,7 +8,7 @@ as verified schedules on :func:`wafercoll.topology.mesh`:
 ``mesh_tto`` with :func:`wafercoll.build`; :mod:`~wafercoll.mcm.machine` holds
 the network models ``TABLE_II`` (as the paper states it), ``ARTIFACT`` (as
 the authors' BookSim artifact simulates it, with its committed cycle counts in
-:func:`artifact_cycles`) and ``UNIT_TIMESTEP``;
+:func:`artifact_cycles`) and ``FIGURE_TIMESTEPS``;
 :mod:`~wafercoll.kit.orders` the cycles; :mod:`~wafercoll.mcm.trees`
 the trees; :mod:`~wafercoll.mcm.training` the training-time model of
 Section VIII-B.
@@ -21,7 +21,7 @@ Examples
 >>> import wafercoll as wc
 >>> m = wc.topology.mesh(3, 3)
 >>> s = wc.build("mesh_tto_reduce_scatter", topology=m, size_bytes=45, chunk_bytes=9)
->>> wc.simulate(s, m, wc.mcm.UNIT_TIMESTEP).cycles  # Fig. 7: 24
+>>> wc.simulate(s, m, wc.mcm.FIGURE_TIMESTEPS).cycles  # Fig. 7: 24
 24.0
 """
 
@@ -33,15 +33,15 @@ from .builders import MESH_ALGORITHMS, mesh_shape
 from .machine import (
     ARTIFACT,
     ARTIFACT_ALGORITHMS,
+    FIGURE_TIMESTEPS,
     TABLE_II,
     TTO_CHUNK_BYTES,
-    UNIT_TIMESTEP,
     artifact,
     artifact_cycles,
     artifact_layers,
     artifact_training,
+    figure_timesteps,
     table_ii,
-    unit_timestep,
 )
 from .trees import (
     MultiTree,
@@ -58,7 +58,7 @@ __all__: list[str] = [
     "MESH_ALGORITHMS",
     "TABLE_II",
     "TTO_CHUNK_BYTES",
-    "UNIT_TIMESTEP",
+    "FIGURE_TIMESTEPS",
     "MultiTree",
     "TTOTrees",
     "artifact",
@@ -76,5 +76,5 @@ __all__: list[str] = [
     "training",
     "tree_depths",
     "tto_trees",
-    "unit_timestep",
+    "figure_timesteps",
 ]

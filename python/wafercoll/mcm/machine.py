@@ -62,7 +62,7 @@ bottleneck on a mesh). The authors report bandwidth as bytes / 2^30 per
 second (GiB/s). :func:`artifact_cycles` gives the cycle counts the artifact
 committed, to compare with.
 
-``UNIT_TIMESTEP`` counts timesteps as the paper's figures do (Figs. 3, 5, 7):
+``FIGURE_TIMESTEPS`` counts timesteps as the paper's figures do (Figs. 3, 5, 7):
 one byte is one "piece", a link carries one piece per timestep, every
 transfer is one packet sent store-and-forward, no latency; ``result.cycles``
 is the number of timesteps. Build the schedule with ``size_bytes`` equal to
@@ -85,13 +85,13 @@ __all__ = [
     "ARTIFACT",
     "ARTIFACT_ALGORITHMS",
     "TABLE_II",
-    "UNIT_TIMESTEP",
+    "FIGURE_TIMESTEPS",
     "artifact",
     "artifact_cycles",
     "artifact_layers",
     "artifact_training",
     "table_ii",
-    "unit_timestep",
+    "figure_timesteps",
 ]
 
 #: Link bandwidth, Table II.
@@ -276,13 +276,30 @@ def artifact_layers() -> dict[str, np.ndarray]:
     return dict(_table("mcm_artifact_layers.csv"))
 
 
-def unit_timestep() -> NetworkModel:
-    """One piece (byte) per link per timestep, store-and-forward per transfer."""
+def figure_timesteps() -> NetworkModel:
+    """The timestep counting of the paper's Figs. 3, 5 and 7.
+
+    :meth:`wafercoll.NetworkModel.unit_timestep` (one piece, here one byte,
+    per link per timestep, store-and-forward per transfer) with dataflow
+    dependencies: a chiplet forwards a piece in the timestep after it has
+    it, as the figures count. ``result.cycles`` is the number of timesteps.
+
+    Examples
+    --------
+    Fig. 7: TTO's reduce-scatter of 45 pieces in chunks of 9 on a 3 x 3 mesh
+    takes 24 timesteps.
+
+    >>> import wafercoll as wc
+    >>> m = wc.mesh(3, 3)
+    >>> s = wc.build("mesh_tto_reduce_scatter", topology=m, size_bytes=45, chunk_bytes=9)
+    >>> wc.simulate(s, m, wc.mcm.figure_timesteps()).cycles
+    24.0
+    """
     return NetworkModel.unit_timestep(1).replace(
-        dependencies="dataflow", name="mcm_unit_timestep"
+        dependencies="dataflow", name="mcm_figure_timesteps"
     )
 
 
 TABLE_II: NetworkModel = table_ii()
 ARTIFACT: NetworkModel = artifact()
-UNIT_TIMESTEP: NetworkModel = unit_timestep()
+FIGURE_TIMESTEPS: NetworkModel = figure_timesteps()

@@ -67,5 +67,5 @@ def wse2_network(
         clock_Hz=clock,
         dependencies="dataflow",
         switch_overhead_s=switch * cycle,
-        name="wafer",
+        name="wse2",
     )
