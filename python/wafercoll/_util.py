@@ -169,6 +169,18 @@ def fields_equal(a: Any, b: Any) -> bool:
     return True
 
 
+def csv_rows(rows: list[dict[str, Any]]) -> str:
+    """CSV text of records that share their keys (the first one's order)."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
 def did_you_mean(word: str, choices: Any) -> str:
     """``"; did you mean 'mesh'?"`` for the closest of ``choices``, else ``""``."""
     import difflib

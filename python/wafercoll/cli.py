@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from . import units
-from ._util import human_bytes, human_seconds, write_atomic
+from ._util import csv_rows, human_bytes, human_seconds, write_atomic
 from .machines import SPEC_HELP
 
 __all__ = ["main"]
@@ -81,10 +81,13 @@ def _add_output(p: argparse.ArgumentParser, formats: Sequence[str] = ()) -> None
 
 def _add_build_args(p: argparse.ArgumentParser) -> None:
     size = _typed(units.parse_size, "--size-bytes")
-    p.add_argument("--ranks", "-p", type=int, metavar="P")
+    p.add_argument(
+        "--ranks", "-p", type=int, metavar="P", help="default: all endpoints"
+    )
     p.add_argument("--size-bytes", "-s", type=size, metavar="S", help="64KiB, 1MB")
     p.add_argument("--root", type=int, metavar="R", help="root (rooted algorithms)")
-    p.add_argument("--option", type=_option, action="append", default=[], metavar="K=V")
+    opt = "an algorithm parameter (wafercoll info NAME), repeatable"
+    p.add_argument("--option", type=_option, action="append", default=[], help=opt)
     p.add_argument("--topology", "--machine", "-t", metavar="SPEC", help=SPEC_HELP)
 
 
@@ -176,10 +179,13 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("reproduce", help="run the experiments, write REPORT.md")
     p.add_argument("-o", "--output", "--out", dest="out", default="figures")
     p.add_argument("--only", nargs="+", action="extend", default=[], metavar="NAME")
-    p.add_argument("--quick", action="store_true", help="reduced sweeps")
-    p.add_argument("--jobs", type=int, default=0, metavar="N", help="0: per core")
-    p.add_argument("--check", nargs="?", const="", metavar="FILE")
-    p.add_argument("--record-expectations", metavar="FILE")
+    p.add_argument("--quick", action="store_true", help="reduced sweeps (a smoke test)")
+    p.add_argument("--jobs", type=int, default=0, help="processes (0: one per core)")
+    chk = (
+        "exit 1 if a finding FILE (default: the package's) records as reproduced is not"
+    )
+    p.add_argument("--check", nargs="?", const="", metavar="FILE", help=chk)
+    p.add_argument("--record-expectations", metavar="FILE", help="write the verdicts")
     add_subcommands(sub.add_parser("mpi", help="benchmarks on a real MPI job"))
     return parser
 
@@ -196,17 +202,6 @@ def _emit(path: str, text: str) -> None:
 def _note(path: str, message: str) -> None:
     """A message about a write: stderr when the data went to stdout."""
     print(message, file=sys.stderr if path == "-" else sys.stdout)
-
-
-def _csv(rows: list[dict[str, Any]]) -> str:
-    import csv
-    import io
-
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return buf.getvalue()
 
 
 def _info(name: str) -> Any:
@@ -419,7 +414,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     if args.format == "json":
         _emit(args.output, json.dumps(summary, indent=2))
     elif args.format == "csv":
-        _emit(args.output, _csv([summary]))
+        _emit(args.output, csv_rows([summary]))
     else:
         summary["network"] = _network_line(network)
         width = max(len(k) for k in summary)

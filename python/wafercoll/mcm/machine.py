@@ -291,7 +291,8 @@ def figure_timesteps() -> NetworkModel:
 
     >>> import wafercoll as wc
     >>> m = wc.mesh(3, 3)
-    >>> s = wc.build("mesh_tto_reduce_scatter", topology=m, size_bytes=45, chunk_bytes=9)
+    >>> name = "mesh_tto_reduce_scatter"
+    >>> s = wc.build(name, topology=m, size_bytes=45, chunk_bytes=9)
     >>> wc.simulate(s, m, wc.mcm.figure_timesteps()).cycles
     24.0
     """
