@@ -732,6 +732,17 @@ def lower_bound(
     ValueError
         For an unknown collective, a size below 1 B, more ranks than
         endpoints or a root outside the ranks.
+
+    Examples
+    --------
+    An allreduce on a ring of 8: every rank must receive at least 7/8 of
+    its vector (``(p - 1) / p`` of it) twice, over its two 1 GB/s links.
+
+    >>> import wafercoll as wc
+    >>> net = wc.NetworkModel(bandwidth_Bps=1e9)
+    >>> b = wc.bounds.lower_bound(wc.ring(8), net, "allreduce", 1 << 20)
+    >>> b.binding, round(b.time_s / (2 * 7 / 8 * (1 << 20) / 1e9 / 2), 6)
+    ('ejection_total', 1.0)
     """
     check_machine(topology, network)
     if collective not in COLLECTIVES:
@@ -807,6 +818,18 @@ def collective_bound(
     Takes the collective, root, participants and block owners from
     ``schedule`` (but nothing from its transfers): the bound on *any*
     schedule of the same collective, the denominator of the optimality ratio.
+
+    Examples
+    --------
+    The unidirectional ring allreduce uses one of each rank's two links, so
+    it takes twice the bound:
+
+    >>> import wafercoll as wc
+    >>> topo, net = wc.ring(8), wc.NetworkModel(bandwidth_Bps=1e9)
+    >>> s = wc.build("generic_ring_allreduce", topology=topo, size_bytes=1 << 20)
+    >>> b = wc.bounds.collective_bound(s, topo, net)
+    >>> round(wc.simulate(s, topo, net).time_s / b.time_s, 6)
+    2.0
     """
     check_schedule_inputs(schedule, topology, network, None)
     return _bound(
@@ -829,6 +852,17 @@ def schedule_lower_bound(
     and reduced bytes over its port bandwidth and reduction rate. Never
     smaller than the bound on the collective it does not include; meant for
     ranking schedules cheaply (the advisor skips simulations that cannot win).
+
+    Examples
+    --------
+    A ring allreduce without contention is as fast as its busiest link:
+
+    >>> import wafercoll as wc
+    >>> topo, net = wc.ring(8), wc.NetworkModel(bandwidth_Bps=1e9)
+    >>> s = wc.build("generic_ring_allreduce", topology=topo, size_bytes=1 << 20)
+    >>> b = wc.bounds.schedule_lower_bound(s, topo, net)
+    >>> round(wc.simulate(s, topo, net).time_s / b.time_s, 6)
+    1.0
     """
     check_schedule_inputs(schedule, topology, network, None)
     place = _placement(placement, schedule.num_ranks, topology)

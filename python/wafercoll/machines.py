@@ -241,12 +241,26 @@ _TABLE: dict[str, Machine] = {
 
 
 def names() -> list[str]:
-    """The machine names."""
+    """The machine names.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> wc.machines.names()[:3]
+    ['wse2_row', 'wse2_grid', 'wormhole_n150']
+    """
     return list(_TABLE)
 
 
 def machines() -> list[Machine]:
-    """Every machine of the table."""
+    """Every machine of the table.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> [m.family for m in wc.machines.machines()][:3]
+    ['line', 'mesh', 'wormhole_n150']
+    """
     return list(_TABLE.values())
 
 
@@ -257,6 +271,16 @@ def get(name: str) -> Machine:
     ------
     ValueError
         For an unknown name (the message lists the known ones).
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> m = wc.machines.get("mcm_table_ii")
+    >>> m.family, m.defaults
+    ('mesh', (8, 8))
+    >>> topo, net = m.make(3, 3)
+    >>> topo.num_endpoints, net.bandwidth_Bps
+    (9, 25000000000.0)
     """
     if not isinstance(name, str) or name not in _TABLE:
         hint = did_you_mean(name, _TABLE) if isinstance(name, str) else ""
@@ -272,6 +296,15 @@ def network_presets() -> dict[str, Callable[..., NetworkModel]]:
     machines in the table (``wse2``, ``wormhole_n150``, ``mcm_table_ii``,
     ``mcm_artifact``, ``mcm_figure_timesteps``,
     ``blue_waters``).
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> presets = wc.network_presets()
+    >>> presets["mcm_table_ii"]().bandwidth_Bps
+    25000000000.0
+    >>> presets["hockney"](alpha_s=1e-6, bandwidth_Bps=1e9).alpha_s
+    1e-06
     """
     presets: dict[str, Callable[..., NetworkModel]] = {
         "ideal": NetworkModel.ideal,
