@@ -35,7 +35,7 @@ Examples
 >>> (topo.num_endpoints, net.name)
 (9, 'mcm_table_ii')
 >>> sorted(wc.machines.names())[:3]
-['blue_waters', 'mcm_artifact', 'mcm_table_ii']
+['blue_waters', 'mcm_artifact', 'mcm_figure_timesteps']
 """
 
 from __future__ import annotations

@@ -76,7 +76,22 @@ _PHASES = ("allreduce", "reduce_scatter", "allgather")
 
 
 def mesh_shape(name: str, p: int, topology: Any) -> tuple[int, int]:
-    """``(rows, cols)`` of the mesh a builder runs on, checked."""
+    """``(rows, cols)`` of the mesh a builder runs on, checked.
+
+    The topology must be :func:`wafercoll.topology.mesh` with one rank per
+    node and at least two nodes; ``name`` (the builder's) heads the error.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> wc.mcm.mesh_shape("mesh_tto_allreduce", 6, wc.topology.mesh(2, 3))
+    (2, 3)
+    >>> wc.mcm.mesh_shape("mesh_tto_allreduce", 4, wc.topology.mesh(2, 3))
+    Traceback (most recent call last):
+        ...
+    ValueError: mesh_tto_allreduce uses every node of the 2x3 mesh: ranks must
+    be 6, got 4
+    """
     if topology is None or getattr(topology, "kind", None) != "mesh":
         raise ValueError(f"{name} needs topology=wafercoll.topology.mesh(rows, cols)")
     m, n = topology.shape

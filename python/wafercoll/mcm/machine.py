@@ -109,7 +109,21 @@ TTO_CHUNK_BYTES = 98304
 
 
 def table_ii() -> NetworkModel:
-    """The network of the paper's Table II (see the module docstring)."""
+    """The network of the paper's Table II (see the module docstring).
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> net = wc.mcm.table_ii()
+    >>> net.bandwidth_Bps  # "Bandwidth 25GBps"
+    25000000000.0
+    >>> net.packet_bytes, net.flit_bytes  # "Packet Size 8192B", "Flit Size 512B"
+    (8192, 512)
+    >>> net.hop_latency_s, net.switching  # "21ns", "Virtual Cut-Through"
+    (2.1e-08, 'cut_through')
+    >>> net == wc.mcm.TABLE_II
+    True
+    """
     return NetworkModel(
         LINK_BANDWIDTH_BPS,
         hop_latency_s=HOP_LATENCY_S,
@@ -131,7 +145,28 @@ ARTIFACT_ROUTER_CYCLES = 2
 
 
 def artifact() -> NetworkModel:
-    """The network as the authors' BookSim artifact simulates it (see above)."""
+    """The network as the authors' BookSim artifact simulates it (see above).
+
+    Examples
+    --------
+    A link carries 8 KiB per 357 cycles (``per_message_time``), about
+    21.4 GiB/s:
+
+    >>> import wafercoll as wc
+    >>> net = wc.mcm.artifact()
+    >>> round(net.bandwidth_Bps * 357e-9), round(net.bandwidth_Bps / 2**30, 1)
+    (8192, 21.4)
+    >>> net.pad_packets, net.dependencies
+    (True, 'complete')
+
+    The ring AllReduce of 1 MiB on 4x4, for which the artifact committed
+    86136 cycles (:func:`artifact_cycles`):
+
+    >>> m = wc.topology.mesh(4, 4)
+    >>> s = wc.build("mesh_ring_allreduce", topology=m, size_bytes=1 << 20)
+    >>> wc.simulate(s, m, net).cycles
+    85740.0
+    """
     cycle = 1.0 / CLOCK_HZ
     return NetworkModel(
         ARTIFACT_MESSAGE_BYTES / (ARTIFACT_MESSAGE_CYCLES * cycle),
@@ -239,6 +274,33 @@ def artifact_cycles(figure: str | None = None) -> dict[str, Any]:
         ``radix``, ``model`` (empty but for ``"fig10"`` and ``"fig13"``),
         ``array`` (0 but for ``"fig13"``) and ``cycles``, one entry per run
         (read-only).
+
+    Examples
+    --------
+    Fig. 8 has 4 meshes x 11 sizes (1 MiB, 2 MiB, ..., 1 GiB) x 6
+    algorithms (``ring`` or ``ring_odd``, ``ring_bi`` or ``ring_odd_bi``,
+    ``ring2dn``, ``dtree``, ``multitree`` and TTO); Fig. 14 one run per
+    chunk, 12 KiB to 6 MiB:
+
+    >>> import wafercoll as wc
+    >>> fig8 = wc.mcm.artifact_cycles("fig8")
+    >>> len(fig8["cycles"]), sorted(set(fig8["chiplets"].tolist()))
+    (264, [16, 25, 64, 81])
+    >>> fig14 = wc.mcm.artifact_cycles("fig14")
+    >>> chunks = sorted(fig14["chunk_bytes"].tolist())
+    >>> chunks == [12288 << k for k in range(10)]
+    True
+
+    The ring AllReduce of 1 MiB on 4x4 (see :func:`artifact` for our
+    simulation of it):
+
+    >>> run = (
+    ...     (fig8["algorithm"] == "ring")
+    ...     & (fig8["chiplets"] == 16)
+    ...     & (fig8["size_bytes"] == 1 << 20)
+    ... )
+    >>> fig8["cycles"][run].tolist()
+    [86136]
     """
     out = _artifact_runs()
     if figure is None:
@@ -261,6 +323,21 @@ def artifact_training() -> dict[str, np.ndarray]:
     ``array_cols``, ``chiplets``, ``pes`` (MAC arrays per chiplet),
     ``samples_per_pe`` and ``cycles`` (forward and backward of one
     iteration), one entry per run (read-only).
+
+    Examples
+    --------
+    Seven DNNs, each with 16 x 16 and 32 x 32 arrays on 6x6 and 256 x 256
+    on 8x8:
+
+    >>> import wafercoll as wc
+    >>> t = wc.mcm.artifact_training()
+    >>> len(t["cycles"])
+    21
+    >>> sorted(set(zip(t["array_rows"].tolist(), t["chiplets"].tolist())))
+    [(16, 36), (32, 36), (256, 64)]
+    >>> alexnet = (t["model"] == "alexnet") & (t["chiplets"] == 64)
+    >>> t["cycles"][alexnet].tolist()
+    [4210571]
     """
     return dict(_table("mcm_artifact_training.csv"))
 
@@ -272,6 +349,22 @@ def artifact_layers() -> dict[str, np.ndarray]:
     (``HPCA_2024_final/overlap/train``, ``training_by_layer``): ``model``,
     ``array``, ``layer`` (index in the topology file) and ``ready_cycles``
     (cycles from the start of the iteration), read-only.
+
+    Examples
+    --------
+    AlexNet's five layers: the backward pass produces the last layer's
+    gradient first and the first layer's just before the iteration ends
+    (4210571 cycles in :func:`artifact_training`):
+
+    >>> import wafercoll as wc
+    >>> la = wc.mcm.artifact_layers()
+    >>> sorted(set(la["array"].tolist()))
+    [256]
+    >>> alexnet = la["model"] == "alexnet"
+    >>> la["layer"][alexnet].tolist()
+    [0, 1, 2, 3, 4]
+    >>> la["ready_cycles"][alexnet].tolist()
+    [4209656, 1926471, 438734, 430039, 415671]
     """
     return dict(_table("mcm_artifact_layers.csv"))
 

@@ -112,6 +112,25 @@ def multitree(
     Returns
     -------
     MultiTree
+
+    Examples
+    --------
+    On 2x2 every tree spans the mesh in T = 2 steps: the tree rooted at 0
+    takes its neighbours 1 and 2 at step 0, then 3 below 2 at step 1.
+
+    >>> import wafercoll as wc
+    >>> mt = wc.mcm.multitree(2, 2)
+    >>> mt.steps, mt.parents[0].tolist(), mt.times[0].tolist()
+    (2, [-1, 0, 0, 2], [-1, 0, 0, 1])
+    >>> m = wc.topology.mesh(2, 2)
+    >>> s = wc.build("mesh_multitree_allreduce", topology=m, size_bytes=4)
+    >>> wc.simulate(s, m, wc.mcm.FIGURE_TIMESTEPS).cycles  # T + T timesteps
+    4.0
+
+    On 3x3 the reference rule takes one step more than the clean one:
+
+    >>> wc.mcm.multitree(3, 3).steps, wc.mcm.multitree(3, 3, rule="clean").steps
+    (6, 5)
     """
     m = as_int(rows, "rows", 1)
     n = as_int(cols, "cols", 1)
@@ -233,6 +252,25 @@ def double_binary_tree(n: int) -> tuple[np.ndarray, np.ndarray]:
     -------
     tuple of ndarray
         The two parent arrays (-1 at the roots).
+
+    Examples
+    --------
+    On 8 ranks tree 0 is 0 - 4 - {2, 6}, 2 - {1, 3}, 6 - {5, 7}; tree 1
+    mirrors it, so every rank is inner in at most one tree:
+
+    >>> import wafercoll as wc
+    >>> t0, t1 = wc.mcm.double_binary_tree(8)
+    >>> t0.tolist()
+    [-1, 2, 4, 2, 0, 6, 4, 6]
+    >>> t1.tolist()
+    [1, 3, 1, 7, 5, 3, 5, -1]
+    >>> sorted(set(t0[t0 >= 0].tolist())), sorted(set(t1[t1 >= 0].tolist()))
+    ([0, 2, 4, 6], [1, 3, 5, 7])
+
+    On 5 ranks tree 1 is tree 0 shifted by one rank:
+
+    >>> [a.tolist() for a in wc.mcm.double_binary_tree(5)]
+    [[-1, 2, 4, 2, 0], [1, -1, 3, 0, 3]]
     """
     p = as_int(n, "n", 1)
     t0 = _nccl_btree(p)
@@ -287,6 +325,32 @@ def tto_trees(rows: int, cols: int) -> TTOTrees:
     parent, and the three trees use disjoint directed links; in the allgather
     the reverse links. On a line (one
     row or one column) the two trees rooted at its ends (Fig. 5).
+
+    Examples
+    --------
+    On 3x3 (nodes 0 1 2 / 3 4 5 / 6 7 8) the corner 6 holds no data:
+
+    >>> import wafercoll as wc
+    >>> t = wc.mcm.tto_trees(3, 3)
+    >>> t.roots, t.excluded, t.height
+    ((0, 8, 2), 6, 4)
+    >>> t.parents.tolist()
+    [[-1, 0, 1, 0, 3, 4, 3, 6, 7],
+     [3, 4, 5, 6, 7, 8, 7, 8, -1],
+     [1, 2, -1, 4, 5, 2, -2, 4, 5]]
+
+    The three trees send over distinct directed links, 8 + 8 + 7 of the 24
+    of the mesh:
+
+    >>> links = [(v, p) for tree in t.parents.tolist() for v, p in enumerate(tree)]
+    >>> links = [(v, p) for v, p in links if p >= 0]
+    >>> len(links), len(set(links))
+    (23, 23)
+
+    On a line, the two chains towards its ends:
+
+    >>> wc.mcm.tto_trees(1, 4).parents.tolist()
+    [[-1, 0, 1, 2], [1, 2, 3, -1]]
     """
     m = as_int(rows, "rows", 1)
     n = as_int(cols, "cols", 1)
