@@ -1,54 +1,9 @@
-// The rare operations of the event queues (event_queue.hpp): opening a new
-// time in the time buckets, and the automatic choice between the heap and
-// the buckets. Neither changes the order of events, only where they wait.
+// The rare operations of the event queues (event_queue.hpp): the automatic
+// choice between the heap and the time buckets. It never changes the order
+// of events, only where they wait.
 #include "wafercoll/simulate/event_queue.hpp"
 
 namespace wafercoll::sim {
-
-// A push to a time that missed the small time -> bucket cache: find or open
-// its bucket, and remember it in the cache slot.
-void TimeBucketQueue::push_uncached(const Event& e, std::size_t slot) {
-  auto [it, fresh] = index_.try_emplace(e.time, 0u);
-  if (fresh) {
-    ++fresh_times_;
-    if (free_buckets_.empty()) {
-      it->second = static_cast<std::uint32_t>(buckets_.size());
-      buckets_.emplace_back();
-    } else {
-      it->second = free_buckets_.back();
-      free_buckets_.pop_back();
-    }
-    times_.push_back(e.time);
-    std::push_heap(times_.begin(), times_.end(), std::greater<Seconds>());
-  }
-  buckets_[it->second].push_back(e);
-  cache_time_[slot] = e.time;
-  cache_bucket_[slot] = it->second;
-  ++pending_;
-}
-
-// The current time is drained: take the earliest pending time's bucket as
-// the new current_ (swapping storage, so buckets keep their capacity) and
-// sort it by the tie key. Buckets filled in key order, the common case when
-// streams advance in lockstep, skip the sort.
-void TimeBucketQueue::open_next_time() {
-  std::pop_heap(times_.begin(), times_.end(), std::greater<Seconds>());
-  now_ = times_.back();
-  times_.pop_back();
-  const auto it = index_.find(now_);
-  const std::uint32_t b = it->second;
-  index_.erase(it);
-  const std::size_t slot = TimeHash{}(now_) & (kCache - 1);
-  if (cache_time_[slot] == now_) cache_bucket_[slot] = kNone;  // the bucket is reused
-  current_.swap(buckets_[b]);
-  buckets_[b].clear();
-  free_buckets_.push_back(b);
-  pending_ -= current_.size();
-  drain_pos_ = 0;
-  draining_ = true;
-  if (!std::is_sorted(current_.begin(), current_.end(), key_less))
-    std::sort(current_.begin(), current_.end(), key_less);
-}
 
 // One step of the trial, called every next_check_ pushes. The steps: decide
 // whether a trial is worth it (0), switch to the other queue after timing

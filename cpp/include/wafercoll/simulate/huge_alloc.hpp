@@ -20,6 +20,13 @@
 #include <new>
 #include <vector>
 
+// Internal to the library: hidden symbols are resolved within it, so calls
+// between the simulator's parts are direct and the compiler may optimise
+// across them as it does for functions local to one file.
+#if defined(__GNUC__)
+#pragma GCC visibility push(hidden)
+#endif
+
 namespace wafercoll::sim {
 
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
@@ -62,3 +69,7 @@ template <typename T>
 using BigVector = std::vector<T, HugeAlloc<T>>;
 
 }  // namespace wafercoll::sim
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif

@@ -27,6 +27,13 @@
 #include "wafercoll/simulate/simulate.hpp"
 #include "wafercoll/topology/topology.hpp"
 
+// Internal to the library: hidden symbols are resolved within it, so calls
+// between the simulator's parts are direct and the compiler may optimise
+// across them as it does for functions local to one file.
+#if defined(__GNUC__)
+#pragma GCC visibility push(hidden)
+#endif
+
 namespace wafercoll::sim {
 
 // Resource of a port stage whose channel is chosen when the first packet
@@ -78,3 +85,7 @@ StageTries build_stage_tries(const Schedule& s, const Topology& topo, const Netw
                              const std::vector<NodeId>& place, std::int64_t stage_bound);
 
 }  // namespace wafercoll::sim
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif

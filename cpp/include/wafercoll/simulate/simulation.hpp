@@ -27,6 +27,13 @@
 #include "wafercoll/simulate/simulate.hpp"
 #include "wafercoll/topology/topology.hpp"
 
+// Internal to the library: hidden symbols are resolved within it, so calls
+// between the simulator's parts are direct and the compiler may optimise
+// across them as it does for functions local to one file.
+#if defined(__GNUC__)
+#pragma GCC visibility push(hidden)
+#endif
+
 namespace wafercoll::sim {
 
 // Memory guards for what grows while the simulation runs (32 bytes per
@@ -202,6 +209,12 @@ struct Timeline {
   std::vector<std::pair<double, double>> closed;
 };
 
+#if defined(__GNUC__)
+#define WAFERCOLL_LOOP_INLINE __attribute__((always_inline))
+#else
+#define WAFERCOLL_LOOP_INLINE
+#endif
+
 // One run of the simulator, in three phases: the constructor and the
 // prepare_* functions build the state (stages, transfers and destination
 // slots, the dataflow edges), run() is the event loop, collect() turns the
@@ -227,31 +240,36 @@ class Simulation {
   void prepare_accounting();
   void collect_timeline();
 
-  // The event loop (event_loop.cpp).
-  std::int64_t packet_of(const Event& e) const;
-  void push(Seconds t, std::int64_t packet, TransferId tr, std::int32_t node, std::uint32_t kind,
-            Seconds head);
-  void start(TransferId t);
-  void try_inject(TransferId t);
-  void release(TransferId x, Seconds when);
-  void complete(TransferId t);
-  void packet_done(TransferId t, std::int64_t slot, Seconds when);
-  void stream_delivered(std::int64_t slot, Seconds when);
-  void delivered(std::int64_t slot, Seconds when);
-  void open_gates(std::int64_t node, Seconds when);
-  void park(const Event& ev);
-  std::int64_t pick_channel(std::int64_t first) const;
-  void process(const Event& ev);
-  void process_delivery(const Event& ev, TransferId t, Bytes bytes);
-  std::int64_t resolve_stage(const Event& ev, TransferId t, std::int64_t packet,
-                             Seconds& avail);
-  void record_service(TransferId t, std::int64_t packet, std::int64_t stage, Seconds start,
-                      Seconds end, Seconds dur);
-  void left_first_stage(const Event& ev, TransferId t, std::int64_t packet, Seconds end);
-  void forward(const Event& ev, TransferId t, std::int64_t packet, Seconds head_left,
-               Seconds end, Bytes wire_bytes, double inv_bw, Seconds latency);
-  void reach_destination(const Event& ev, TransferId t, std::int64_t packet, Bytes bytes,
-                         Seconds at);
+  // The event loop (event_loop.cpp), defined and used only in that unit.
+  // The loop's speed depends on its body being one function, as it was when
+  // these handlers were lambdas: the handlers are forced inline, except
+  // push and packet_done (called from many places; out of line as before).
+  inline std::int64_t packet_of(const Event& e) const WAFERCOLL_LOOP_INLINE;
+  inline void push(Seconds t, std::int64_t packet, TransferId tr, std::int32_t node,
+                   std::uint32_t kind, Seconds head);
+  inline void start(TransferId t) WAFERCOLL_LOOP_INLINE;
+  inline void try_inject(TransferId t) WAFERCOLL_LOOP_INLINE;
+  inline void release(TransferId x, Seconds when) WAFERCOLL_LOOP_INLINE;
+  inline void complete(TransferId t) WAFERCOLL_LOOP_INLINE;
+  inline void packet_done(TransferId t, std::int64_t slot, Seconds when);
+  inline void stream_delivered(std::int64_t slot, Seconds when) WAFERCOLL_LOOP_INLINE;
+  inline void delivered(std::int64_t slot, Seconds when) WAFERCOLL_LOOP_INLINE;
+  inline void open_gates(std::int64_t node, Seconds when) WAFERCOLL_LOOP_INLINE;
+  inline void park(const Event& ev) WAFERCOLL_LOOP_INLINE;
+  inline std::int64_t pick_channel(std::int64_t first) const WAFERCOLL_LOOP_INLINE;
+  inline void process(const Event& ev) WAFERCOLL_LOOP_INLINE;
+  inline void process_delivery(const Event& ev, TransferId t, Bytes bytes) WAFERCOLL_LOOP_INLINE;
+  inline std::int64_t resolve_stage(const Event& ev, TransferId t, std::int64_t packet,
+                                    Seconds& avail) WAFERCOLL_LOOP_INLINE;
+  inline void record_service(TransferId t, std::int64_t packet, std::int64_t stage,
+                             Seconds start, Seconds end, Seconds dur) WAFERCOLL_LOOP_INLINE;
+  inline void left_first_stage(const Event& ev, TransferId t, std::int64_t packet,
+                               Seconds end) WAFERCOLL_LOOP_INLINE;
+  inline void forward(const Event& ev, TransferId t, std::int64_t packet, Seconds head_left,
+                      Seconds end, Bytes wire_bytes, double inv_bw,
+                      Seconds latency) WAFERCOLL_LOOP_INLINE;
+  inline void reach_destination(const Event& ev, TransferId t, std::int64_t packet,
+                                Bytes bytes, Seconds at) WAFERCOLL_LOOP_INLINE;
 
   // The inputs.
   const Schedule& sched_;
@@ -279,3 +297,7 @@ class Simulation {
 };
 
 }  // namespace wafercoll::sim
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
