@@ -33,7 +33,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -111,7 +111,13 @@ def strip_code(text: str) -> str:
             continue
         if c in "\"'":
             # A character literal, unless it is a digit separator (1'000).
-            if c == "'" and i > 0 and text[i - 1].isalnum() and i + 1 < n and text[i + 1].isalnum():
+            if (
+                c == "'"
+                and i > 0
+                and text[i - 1].isalnum()
+                and i + 1 < n
+                and text[i + 1].isalnum()
+            ):
                 i += 1
                 continue
             j = i + 1
@@ -212,7 +218,7 @@ def find_functions(text: str) -> list[Function]:
     return functions
 
 
-def _line_index(text: str):  # type: ignore[no-untyped-def]
+def _line_index(text: str) -> Callable[[int], int]:
     starts = [0] + [m.end() for m in re.finditer("\n", text)]
 
     def line_of(offset: int) -> int:
@@ -228,7 +234,9 @@ def _line_index(text: str):  # type: ignore[no-untyped-def]
     return line_of
 
 
-def check_file(path: Path, max_file_lines: int, max_function_lines: int) -> Iterator[str]:
+def check_file(
+    path: Path, max_file_lines: int, max_function_lines: int
+) -> Iterator[str]:
     """Violations in one file, one message each."""
     text = path.read_text(encoding="utf-8")
     n = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
