@@ -1,3 +1,13 @@
+// Textbook MPI collectives as schedules: ring and recursive-doubling
+// allreduce, Rabenseifner's reduce-scatter + allgather, binomial reduce and
+// broadcast. See generic.hpp for the list.
+//
+// Every transfer goes through Progress::send, which adds the dependencies a
+// message-passing program would impose (program order on both ranks), so
+// these schedules verify under the schedule semantics without builder-
+// specific reasoning and simulate like the MPI implementations they model.
+// Non-powers of two fold onto the largest power of two (Fold), as MPICH
+// does, instead of special-casing each algorithm.
 #include "wafercoll/algorithms/generic.hpp"
 
 #include <stdexcept>
@@ -51,6 +61,7 @@ struct Progress {
   std::vector<TransferId> out;
 };
 
+// The collective a builder promises (the verifier checks the promise).
 Collective make(CollectiveKind kind, RankId root = -1) {
   Collective c;
   c.kind = kind;
@@ -123,6 +134,8 @@ void fold_out(Schedule& s, Progress& pr, const Fold& f, BlockId blocks) {
 
 }  // namespace
 
+// log2 q steps of whole-vector exchanges: few steps (latency-bound
+// vectors), q log2 q whole-vector transfers in all.
 Schedule recursive_doubling_allreduce(RankId p, Bytes size_bytes) {
   check_common(p, size_bytes, kMaxLogRanks);
   Schedule s(p, {size_bytes}, make(CollectiveKind::allreduce));
@@ -136,6 +149,9 @@ Schedule recursive_doubling_allreduce(RankId p, Bytes size_bytes) {
   return s;
 }
 
+// Recursive halving (reduce-scatter) then recursive doubling (allgather)
+// over q blocks: bandwidth-optimal for large vectors while keeping log q
+// steps per phase.
 Schedule rabenseifner_allreduce(RankId p, Bytes size_bytes) {
   check_common(p, size_bytes, kMaxLogRanks);
   const Fold f(p);
@@ -175,6 +191,9 @@ Schedule rabenseifner_allreduce(RankId p, Bytes size_bytes) {
   return s;
 }
 
+// Ranks are relabelled relative to the root (rel = rank - root mod p), so
+// one tree shape serves every root: in step `mask`, each rel that is an odd
+// multiple of mask sends to rel - mask.
 Schedule binomial_reduce(RankId p, Bytes size_bytes, RankId root) {
   check_common(p, size_bytes, Schedule::kMaxRanks);
   check_root(p, root);
@@ -191,6 +210,8 @@ Schedule binomial_reduce(RankId p, Bytes size_bytes, RankId root) {
   return s;
 }
 
+// The reduce's tree run backwards: the largest distance first, so the
+// number of ranks holding the data doubles every step.
 Schedule binomial_broadcast(RankId p, Bytes size_bytes, RankId root) {
   check_common(p, size_bytes, Schedule::kMaxRanks);
   check_root(p, root);

@@ -1,4 +1,12 @@
 // Wafer 1D Reduce schedules from reduction trees: see wafer.hpp.
+//
+// The vector is cut into blocks that stream up the tree: each PE forwards
+// block b to its parent once its children's block b has arrived (a
+// pipeline), takes its children's streams one after another in increasing
+// rank (a PE's router admits one incoming stream at a time), and sends its
+// blocks in order. Those three rules are exactly the dependencies below,
+// which the simulator's dataflow mode reads as a spatial machine would
+// (simulate.hpp, Dependencies).
 #include "wafercoll/algorithms/wafer.hpp"
 #include "wafercoll/units.hpp"
 
@@ -47,6 +55,7 @@ Schedule tree_reduce(const std::vector<std::int32_t>& parent, Bytes size_bytes,
       throw std::invalid_argument("parent is not a tree: " + std::to_string(P - reached) +
                                   " ranks are on a cycle that does not reach the root");
   }
+  // Blocks of block_bytes, the last one shorter.
   const std::int64_t nb = ceil_div(size_bytes, block_bytes);
   if (nb > Schedule::kMaxBlocks || (P - 1) * nb > Schedule::kMaxTransfers)
     throw std::invalid_argument("the schedule would have " + std::to_string((P - 1) * nb) +

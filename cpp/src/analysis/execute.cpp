@@ -1,3 +1,12 @@
+// NumPy-style executor: see execute.hpp for the layout and the semantics.
+//
+// The executor is the verifier's witness on real numbers: where verify()
+// proves a schedule correct symbolically, execute() runs it on data, so the
+// Python tests can compare its outputs with np.sum over the contributions.
+// It follows the schedule's semantics literally rather than fast: every
+// transfer snapshots its source blocks the moment it becomes ready (its
+// last dependency done), so a later write to those cells by a transfer that
+// does not depend on it cannot leak in, exactly as in the model.
 #include "wafercoll/analysis/execute.hpp"
 
 #include <algorithm>
@@ -10,6 +19,9 @@ namespace wafercoll {
 // 128-bit products: elements * bytes can exceed 64 bits for huge inputs.
 __extension__ typedef __int128 Wide;
 
+// Element offsets of the blocks, proportional to their byte offsets
+// (floor), so that blocks of any sizes map onto a vector of any length and
+// adjacent blocks share no element.
 std::vector<std::int64_t> block_element_offsets(const Schedule& s, std::int64_t elements) {
   if (elements < 0) throw std::invalid_argument("elements must be >= 0");
   const BlockId nb = s.num_blocks();
@@ -31,6 +43,8 @@ void execute(const Schedule& s, const T* inputs, T* outputs, std::int64_t elemen
   const BlockId nb = s.num_blocks();
   const TransferId n = s.num_transfers();
   const auto off = block_element_offsets(s, elements);
+  // Initial state: a rank's own contribution where it holds one, else 0
+  // (the identity of the sum), so outputs are exact sums of contributions.
   for (RankId r = 0; r < p; ++r) {
     for (BlockId b = 0; b < nb; ++b) {
       const std::int64_t lo = r * elements + off[b];
@@ -45,7 +59,10 @@ void execute(const Schedule& s, const T* inputs, T* outputs, std::int64_t elemen
   const Successors succ = successors(s);
   std::vector<std::int32_t> indegree(n);
   for (TransferId t = 0; t < n; ++t) indegree[t] = static_cast<std::int32_t>(s.num_deps(t));
-  // Snapshots of the source blocks of ready transfers.
+  // Snapshots of the source blocks of ready transfers. Taken at readiness,
+  // not when the transfer runs: between the two, other ready transfers may
+  // write the same cells, and the model says t sends what its source held
+  // when t's dependencies were done.
   std::vector<std::vector<T>> staged(n);
   auto snapshot = [&](TransferId t) {
     auto& buf = staged[t];
@@ -59,6 +76,8 @@ void execute(const Schedule& s, const T* inputs, T* outputs, std::int64_t elemen
       snapshot(t);
       ready.push_back(t);
     }
+  // Kahn's algorithm, first ready first run: deterministic, and for a
+  // verified schedule any order gives the same outputs.
   TransferId done = 0;
   while (!ready.empty()) {
     const TransferId t = ready.front();
@@ -78,7 +97,7 @@ void execute(const Schedule& s, const T* inputs, T* outputs, std::int64_t elemen
         data += len;
       }
     }
-    std::vector<T>().swap(staged[t]);
+    std::vector<T>().swap(staged[t]);  // a snapshot lives only until its transfer ran
     ++done;
     for (std::int64_t i = succ.offsets[t]; i < succ.offsets[t + 1]; ++i) {
       const TransferId u = succ.list[i];
@@ -93,6 +112,7 @@ void execute(const Schedule& s, const T* inputs, T* outputs, std::int64_t elemen
                                 std::to_string(n - done) + " transfers never become ready");
 }
 
+// The element types the bindings expose.
 template void execute<double>(const Schedule&, const double*, double*, std::int64_t);
 template void execute<float>(const Schedule&, const float*, float*, std::int64_t);
 template void execute<std::int64_t>(const Schedule&, const std::int64_t*, std::int64_t*,

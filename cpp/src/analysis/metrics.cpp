@@ -1,4 +1,9 @@
-// Spatial metrics of a schedule: see metrics.hpp.
+// Spatial metrics of a schedule: see metrics.hpp for the definitions.
+//
+// Both functions walk every route once. The per-transfer union of routes
+// (a multicast crosses a shared link once) is kept with a stamp per link
+// rather than a set: the stamp changes per transfer, so nothing needs
+// clearing between transfers.
 #include "wafercoll/analysis/metrics.hpp"
 #include "wafercoll/units.hpp"
 
@@ -36,12 +41,15 @@ SpatialMetrics spatial_metrics(const Schedule& s, const Topology& topo, Bytes wo
   if (word_bytes < 1) throw std::invalid_argument("word_bytes must be >= 1");
   const std::vector<NodeId> place = resolve_placement(s, topo, placement);
   const TransferId T = s.num_transfers();
+  // Per transfer: distance L(t), depth D(t) and contention R(t) as defined
+  // in metrics.hpp (the names of the paper's recurrences).
   std::vector<std::int64_t> L(T, 0), D(T, 0), R(T, 0);
   std::vector<std::uint8_t> used(topo.num_links(), 0);
   std::vector<std::uint32_t> mark(topo.num_links(), 0);  // per-transfer dedup
   std::vector<LinkId> route;
   SpatialMetrics m;
   std::uint32_t stamp = 0;
+  // Dependency order: each recurrence reads only its dependencies' values.
   for (TransferId t : topological_order(s)) {
     const std::int64_t w = ceil_div(s.transfer_bytes(t), word_bytes);
     ++stamp;
@@ -59,6 +67,9 @@ SpatialMetrics spatial_metrics(const Schedule& s, const Topology& topo, Bytes wo
       }
     }
     m.energy += w * links;
+    // Data dependencies extend distance and depth (t forwards what d
+    // brought); serial ones add t's words after d's on a shared PE; data
+    // ones overlap (forwarding streams along), hence max without + w.
     std::int64_t l_in = 0, d_in = 0, r = w;
     for (const TransferId* dp = s.deps_begin(t); dp != s.deps_end(t); ++dp) {
       const TransferId d = *dp;
@@ -93,6 +104,8 @@ Loads loads(const Schedule& s, const Topology& topo, const std::vector<NodeId>& 
   out.reduced_bytes.assign(topo.num_endpoints(), 0);
   std::vector<std::uint32_t> mark(topo.num_links(), 0);  // per-transfer dedup
   std::vector<LinkId> route;
+  // Loads count bytes, not time: a link shared by two destinations of one
+  // multicast carries the bytes once.
   std::uint32_t stamp = 0;
   const TransferId T = s.num_transfers();
   for (TransferId t = 0; t < T; ++t) {

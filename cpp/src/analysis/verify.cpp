@@ -1,3 +1,16 @@
+// The verifier: see verify.hpp for what it proves and the timing rules.
+//
+// Structure: three helpers, then the Verifier that uses them.
+//  * SetPool interns contribution sets (over FlatMap), so a cell's state is one int and
+//    "same contributions" is an integer comparison;
+//  * HappensBefore answers "does a reach b in the dependency DAG" with cheap
+//    rules first and a search only when they fail (the queries dominate);
+//  * PieceMap holds each rank's cells as runs of equal state.
+// The Verifier walks the transfers in dependency order (forward: reads,
+// writes, write/write order), then backwards (reads against later writes),
+// then checks the final state against the collective's postcondition.
+// Errors are ScheduleErrors naming the transfer, rank and block, because a
+// user's first question is which step of their algorithm is wrong.
 #include "wafercoll/analysis/verify.hpp"
 
 #include <algorithm>
@@ -418,10 +431,15 @@ struct Segment {
   std::int32_t set;
 };
 
+// How messages name a cell.
 std::string cell(RankId r, BlockId b) {
   return "block " + std::to_string(b) + " of rank " + std::to_string(r);
 }
 
+// One verification: the cells' states as records (who wrote which set),
+// updated transfer by transfer in a topological order. Any valid order
+// gives the same verdict: the happens-before checks make the result hold
+// for every order the dependencies allow, not just this one.
 class Verifier {
  public:
   Verifier(const Schedule& s, std::int64_t dense_after)
@@ -450,6 +468,8 @@ class Verifier {
     return static_cast<std::int32_t>(records_.size()) - 1;
   }
 
+  // Every cell starts with a writer-less record: the participant's own
+  // contribution where the collective gives it one, else the empty set.
   void init_state() {
     const RankId p = s_.num_ranks();
     const BlockId nb = s_.num_blocks();
@@ -512,6 +532,10 @@ class Verifier {
     return rec;
   }
 
+  // One transfer in dependency order: read the source's visible sets
+  // (never empty), then write each destination, checking that the write
+  // happens-after the cell's previous write and, for a reduce, that the
+  // sets are disjoint (no contribution counted twice).
   void forward(TransferId t) {
     const RankId src = s_.src(t);
     segs_.clear();
@@ -636,6 +660,9 @@ class Verifier {
           bad, bad_rank, bad_block);
   }
 
+  // The cells [lo, hi) of rank r must end holding exactly `want`; the error
+  // names the first missing (or unexpected) contribution, which points at
+  // the step that lost (or duplicated) it.
   void expect(RankId r, BlockId lo, BlockId hi, std::int32_t want) {
     const auto& pieces = cells_.of(r);
     for (std::size_t i = cells_.find(r, lo); i < pieces.size() && pieces[i].lo < hi; ++i) {
@@ -662,6 +689,10 @@ class Verifier {
     }
   }
 
+  // What each kind of collective leaves where: every participant's input at
+  // the root (reduce), at every participant (allreduce) or at each block's
+  // owner (reduce_scatter); the root's input at every participant
+  // (broadcast); each block's owner's input at every participant (allgather).
   void check_postcondition() {
     const Collective& c = s_.collective();
     const RankId p = s_.num_ranks();

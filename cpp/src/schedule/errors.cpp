@@ -1,4 +1,11 @@
 // The interrupt hook of errors.hpp.
+//
+// One process-wide hook, set by the bindings at import: the core must not
+// see Python, so it only holds a plain function pointer that the bindings
+// fill with a check of Python's signal state. Atomic because a long
+// computation may poll it from a thread that released the GIL while another
+// thread (re)sets it; relaxed loads suffice since the pointer is all that is
+// shared and a stop noticed one poll later is still a stop.
 #include <atomic>
 
 #include "wafercoll/errors.hpp"
@@ -6,6 +13,7 @@
 namespace wafercoll {
 
 namespace {
+// Null until set: the C++ tests and plain C++ users never interrupt.
 std::atomic<InterruptCheck> g_check{nullptr};
 }  // namespace
 

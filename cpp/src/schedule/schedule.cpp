@@ -1,3 +1,14 @@
+// Schedules as data: see schedule.hpp for the representation.
+//
+// A schedule is stored column-wise in CSR form (per-transfer source and op,
+// then offset arrays into flat destination, block-range and dependency
+// lists), because the consumers (verifier, cost model, simulator) stream
+// over millions of transfers and a vector of small objects would cost an
+// allocation and a cache miss each. Every way in (add_transfer, add,
+// append_csr, from_arrays) checks a transfer completely before appending
+// any of it, so a rejected transfer leaves the schedule as it was and the
+// error (a ScheduleError with its kind, index and offending value) names
+// the field a user has to fix.
 #include "wafercoll/schedule/schedule.hpp"
 
 #include <algorithm>
@@ -12,6 +23,7 @@ namespace wafercoll {
 
 namespace {
 
+// The prefix of every per-transfer message, so they all read alike.
 std::string at(std::int64_t index) { return "transfer " + std::to_string(index); }
 
 }  // namespace
@@ -57,6 +69,8 @@ Schedule::Schedule(RankId num_ranks, std::vector<Bytes> block_bytes,
     throw std::invalid_argument("number of blocks must be in [1, " +
                                 std::to_string(kMaxBlocks) + "], got " +
                                 std::to_string(block_bytes_.size()));
+  // Prefix sums make the size of any block range O(1); checked for
+  // overflow here so that no later sum can overflow.
   block_prefix_.assign(block_bytes_.size() + 1, 0);
   for (std::size_t b = 0; b < block_bytes_.size(); ++b) {
     if (block_bytes_[b] < 0)
@@ -66,6 +80,10 @@ Schedule::Schedule(RankId num_ranks, std::vector<Bytes> block_bytes,
       throw std::invalid_argument("block_bytes: total size overflows 64 bits");
     block_prefix_[b + 1] = block_prefix_[b] + block_bytes_[b];
   }
+  // The collective's description must match its kind: a root only for
+  // rooted kinds, one owner per block only for the kinds that scatter or
+  // gather by block. Fields that do not apply are cleared, so two equal
+  // collectives compare (and serialise) equal.
   auto& c = collective_;
   const bool rooted = c.kind == CollectiveKind::reduce || c.kind == CollectiveKind::broadcast;
   const bool owned =
@@ -104,6 +122,8 @@ Schedule::Schedule(RankId num_ranks, std::vector<Bytes> block_bytes,
   }
 }
 
+// Builders that know their size up front reserve once; two dependencies per
+// transfer is the common case (previous step on both sides).
 void Schedule::reserve(std::int64_t transfers, std::int64_t ranges_per_transfer) {
   src_.reserve(transfers);
   op_.reserve(transfers);
@@ -115,6 +135,9 @@ void Schedule::reserve(std::int64_t transfers, std::int64_t ranges_per_transfer)
   dep_.reserve(transfers * 2);
 }
 
+// Source and destinations of one transfer: in range, at least one
+// destination, none equal to the source, none twice (a multicast names each
+// destination once; quadratic in the destinations, which are few).
 void Schedule::check_transfer_fields(std::int64_t index, RankId src, const RankId* dbegin,
                                      const RankId* dend) const {
   if (src < 0 || src >= num_ranks_)
@@ -139,6 +162,11 @@ void Schedule::check_transfer_fields(std::int64_t index, RankId src, const RankI
   }
 }
 
+// Appends a transfer's block ranges in canonical form: sorted, overlapping
+// ranges rejected (a block sent twice in one message is a bug in a
+// builder), adjacent ranges merged. Canonical ranges make two transfers that
+// move the same blocks compare equal, which the simulator's stream
+// detection relies on.
 void Schedule::append_ranges(std::int64_t index, std::vector<BlockRange>& ranges) {
   if (ranges.empty())
     throw ScheduleError("field", at(index) + ": field 'blocks' must not be empty", index);
@@ -191,6 +219,8 @@ TransferId Schedule::add_transfer(RankId src, const std::vector<RankId>& dsts,
         throw ScheduleError("dependency", at(index) + ": field 'deps' lists transfer " +
                                               std::to_string(deps[i]) + " twice", index);
   }
+  // append_ranges checks as it appends: undo a partial append so that a
+  // rejected transfer leaves no trace.
   const std::size_t ranges_before = ranges_.size();
   try {
     append_ranges(index, ranges);
@@ -207,6 +237,9 @@ TransferId Schedule::add_transfer(RankId src, const std::vector<RankId>& dsts,
   return static_cast<TransferId>(index);
 }
 
+// The builders' short form: negative ids mean "no dependency" (the first
+// step of a chain) and repeated ids collapse, so builders need not special-
+// case either.
 TransferId Schedule::add(RankId src, RankId dst, BlockId lo, BlockId hi, Op op,
                          std::initializer_list<TransferId> deps) {
   std::vector<TransferId> d;
@@ -216,6 +249,10 @@ TransferId Schedule::add(RankId src, RankId dst, BlockId lo, BlockId hi, Op op,
   return add_transfer(src, {dst}, {BlockRange{lo, hi}}, op, d);
 }
 
+// Bulk append from the Python kit's arrays. Dependencies come either as CSR
+// (dep_off) or as fixed-width padded rows (-1 padding, duplicates allowed),
+// which NumPy code produces more easily; rows are normalised to the
+// distinct dependencies, sorted.
 void Schedule::append_csr(std::int64_t n, const RankId* src, const std::uint8_t* op,
                           const std::int64_t* dst_off, const RankId* dsts,
                           const std::int64_t* rng_off, const BlockId* lo, const BlockId* hi,
@@ -274,6 +311,11 @@ void Schedule::append_csr(std::int64_t n, const RankId* src, const std::uint8_t*
   }
 }
 
+// A whole schedule from arrays (deserialisation, interop). Unlike the other
+// ways in, a dependency may point forward here (imported schedules need not
+// be in dependency order): backward_deps_ records whether every dependency
+// points back, which lets topological_order() and the simulator skip the
+// sort and the cycle check.
 Schedule Schedule::from_arrays(RankId num_ranks, std::vector<Bytes> block_bytes,
                                Collective collective, const std::vector<RankId>& src,
                                const std::vector<std::uint8_t>& op,
@@ -363,6 +405,8 @@ bool Schedule::holds_input(RankId r, BlockId b) const {
   }
 }
 
+// The reverse of the dependency lists, by counting sort: successors of each
+// transfer in increasing index, which keeps every consumer deterministic.
 Successors successors(const Schedule& s) {
   const TransferId n = s.num_transfers();
   Successors out;
@@ -385,7 +429,8 @@ std::vector<TransferId> topological_order(const Schedule& s) {
     for (TransferId t = 0; t < n; ++t) order.push_back(t);
     return order;
   }
-  // Kahn's algorithm over the successor lists, smallest ready index first.
+  // Kahn's algorithm over the successor lists, smallest ready index first:
+  // a deterministic order that equals index order whenever that is valid.
   const Successors succ = successors(s);
   std::vector<std::int32_t> indegree(n);
   for (TransferId t = 0; t < n; ++t) indegree[t] = static_cast<std::int32_t>(s.num_deps(t));
@@ -411,6 +456,8 @@ std::vector<TransferId> topological_order(const Schedule& s) {
   return order;
 }
 
+// A transfer's step is the length of the longest dependency chain before
+// it, so the steps of a textbook algorithm come out as its rounds.
 ScheduleStats schedule_stats(const Schedule& s) {
   ScheduleStats st;
   const TransferId n = s.num_transfers();
@@ -437,6 +484,7 @@ ScheduleStats schedule_stats(const Schedule& s) {
   return st;
 }
 
+// n blocks whose sizes differ by at most one byte, the larger first.
 std::vector<Bytes> even_blocks(Bytes total_bytes, std::int64_t n) {
   if (total_bytes < 0)
     throw std::invalid_argument("size_bytes must be >= 0, got " + std::to_string(total_bytes));

@@ -1,5 +1,8 @@
-#include "wafercoll/topology/topology.hpp"
-
+// Topologies: see topology.hpp for the families, link numbering and
+// routing rules. This unit holds the grid families (line, ring, mesh,
+// torus), whose links and routes are pure arithmetic on (row, column), and
+// the queries every kind answers; custom.cpp and cluster.cpp build the
+// stored kinds.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -9,47 +12,12 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "topology_data.hpp"
+#include "wafercoll/topology/topology.hpp"
+
 namespace wafercoll {
 
-namespace {
-
-constexpr std::uint16_t kUnreached = std::numeric_limits<std::uint16_t>::max();
-static_assert(Topology::kMaxCustomNodes < kUnreached,
-              "hop distances of custom topologies must fit in uint16 below kUnreached");
-
-template <typename... Parts>
-std::string cat(const Parts&... parts) {
-  std::ostringstream os;
-  (os << ... << parts);
-  return os.str();
-}
-
-void check_size(const char* fn, const char* arg, NodeId value) {
-  if (value < 1) {
-    throw std::invalid_argument(cat(fn, ": ", arg, " must be >= 1, got ", value));
-  }
-}
-
-// `where` prefixes the parameter name, e.g. "links[3]." for per-link values.
-void check_bandwidth(const char* fn, const std::string& where, BytesPerSecond bw) {
-  if (!(bw > 0.0) || !std::isfinite(bw)) {
-    throw std::invalid_argument(cat(fn, ": ", where,
-                                    "bandwidth_Bps must be > 0 and finite, got ", bw));
-  }
-}
-
-void check_latency(const char* fn, const std::string& where, Seconds lat) {
-  if (!(lat >= 0.0) || !std::isfinite(lat)) {
-    throw std::invalid_argument(cat(fn, ": ", where,
-                                    "latency_s must be >= 0 and finite, got ", lat));
-  }
-}
-
-std::int64_t pair_key(NodeId u, NodeId v) {
-  return (static_cast<std::int64_t>(u) << 32) | static_cast<std::uint32_t>(v);
-}
-
-}  // namespace
+using namespace topology_detail;
 
 const char* to_string(TopologyKind kind) {
   switch (kind) {
@@ -63,34 +31,12 @@ const char* to_string(TopologyKind kind) {
   return "unknown";
 }
 
-// Everything a custom topology stores. Adjacency is CSR with each node's links
-// in increasing id order, which is what makes "lowest link id" tie-breaking a
-// simple first-match scan.
-struct Topology::CustomData {
-  std::vector<Link> links;
-  std::vector<LinkId> out_offsets, out_links;  // by src
-  std::vector<LinkId> in_offsets, in_links;    // by dst
-  std::vector<std::pair<std::int64_t, LinkId>> by_pair;  // sorted (src,dst) keys
-
-  // Lazy routing tables, one per destination endpoint. The outer vector is
-  // sized once; an inner table is written once under the lock and never
-  // modified afterwards, so a reference to it stays valid without the lock.
-  std::mutex mutex;
-  std::vector<std::vector<std::uint16_t>> dist_to;
-
-  // Explicit route table (custom_routed): empty when routes are shortest paths.
-  std::vector<std::int64_t> route_offsets;
-  std::vector<LinkId> route_links;
-};
-
-struct Topology::ClusterData {
-  NodeId nodes = 0, ppn = 0, sockets = 0;
-  bool lanes = false;                          // per-process links to the NIC
-  std::vector<NodeId> rank_node, rank_socket;  // socket: global index
-};
-
 // ---------------------------------------------------------------- families
 
+// All four grid families are one representation: sizes, whether each
+// dimension wraps, and one bandwidth and latency for every link. Nothing
+// per link or per route is stored, so the limit (kMaxGridNodes) is on ids,
+// not memory.
 Topology Topology::grid(TopologyKind kind, NodeId rows, NodeId cols,
                         BytesPerSecond bandwidth_Bps, Seconds latency_s) {
   const char* fn = to_string(kind);
@@ -146,302 +92,6 @@ Topology Topology::mesh(NodeId rows, NodeId cols, BytesPerSecond bandwidth_Bps,
 Topology Topology::torus(NodeId rows, NodeId cols, BytesPerSecond bandwidth_Bps,
                          Seconds latency_s) {
   return grid(TopologyKind::torus, rows, cols, bandwidth_Bps, latency_s);
-}
-
-namespace {
-
-// Checks links and indexes them: by (src, dst) pair and CSR adjacency (with
-// `adjacency`), each node's lists in increasing id order.
-template <typename Data>
-void index_links(const char* fn, NodeId n, std::vector<Link>& links, Data& data,
-                 bool adjacency) {
-  if (links.size() > static_cast<std::size_t>(std::numeric_limits<LinkId>::max())) {
-    throw std::invalid_argument(cat(fn, ": too many links (", links.size(), ")"));
-  }
-  const auto num_links = static_cast<LinkId>(links.size());
-  data.by_pair.reserve(links.size());
-  for (LinkId i = 0; i < num_links; ++i) {
-    const Link& l = links[i];
-    const std::string where = cat("links[", i, "].");
-    if (l.src < 0 || l.src >= n) {
-      throw std::invalid_argument(
-          cat(fn, ": ", where, "src = ", l.src, " is out of range [0, ", n, ")"));
-    }
-    if (l.dst < 0 || l.dst >= n) {
-      throw std::invalid_argument(
-          cat(fn, ": ", where, "dst = ", l.dst, " is out of range [0, ", n, ")"));
-    }
-    if (l.src == l.dst) {
-      throw std::invalid_argument(
-          cat(fn, ": links[", i, "] is a self-loop on node ", l.src));
-    }
-    check_bandwidth(fn, where, l.bandwidth_Bps);
-    check_latency(fn, where, l.latency_s);
-    data.by_pair.emplace_back(pair_key(l.src, l.dst), i);
-  }
-  std::sort(data.by_pair.begin(), data.by_pair.end());
-  for (std::size_t k = 1; k < data.by_pair.size(); ++k) {
-    if (data.by_pair[k].first == data.by_pair[k - 1].first) {
-      const LinkId dup = data.by_pair[k].second, first = data.by_pair[k - 1].second;
-      const Link& l = links[dup];
-      throw std::invalid_argument(cat(fn, ": links[", dup, "] duplicates links[", first,
-                                      "] (", l.src, " -> ", l.dst, ")"));
-    }
-  }
-  if (!adjacency) return;
-  // CSR by counting sort; filling in id order keeps each node's list sorted.
-  auto build_csr = [&](bool by_src, std::vector<LinkId>& off,
-                       std::vector<LinkId>& ids) {
-    off.assign(static_cast<std::size_t>(n) + 1, 0);
-    for (const Link& l : links) ++off[(by_src ? l.src : l.dst) + 1];
-    for (NodeId v = 0; v < n; ++v) off[v + 1] += off[v];
-    ids.resize(links.size());
-    std::vector<LinkId> next(off.begin(), off.end() - 1);
-    for (LinkId i = 0; i < num_links; ++i) {
-      ids[next[by_src ? links[i].src : links[i].dst]++] = i;
-    }
-  };
-  build_csr(true, data.out_offsets, data.out_links);
-  build_csr(false, data.in_offsets, data.in_links);
-}
-
-}  // namespace
-
-Topology Topology::custom(NodeId num_endpoints, NodeId num_hidden_routers,
-                          std::vector<Link> links) {
-  const char* fn = "custom";
-  check_size(fn, "num_endpoints", num_endpoints);
-  if (num_hidden_routers < 0) {
-    throw std::invalid_argument(
-        cat(fn, ": num_hidden_routers must be >= 0, got ", num_hidden_routers));
-  }
-  const std::int64_t nodes = std::int64_t{num_endpoints} + num_hidden_routers;
-  if (nodes > kMaxCustomNodes) {
-    throw std::invalid_argument(cat(
-        fn, ": num_endpoints + num_hidden_routers = ", nodes, " exceeds the limit of ",
-        kMaxCustomNodes, " nodes for custom topologies (their shortest-path routing "
-        "tables grow with nodes x endpoints; use a grid family for larger machines)"));
-  }
-  const auto n = static_cast<NodeId>(nodes);
-  auto data = std::make_shared<CustomData>();
-  index_links(fn, n, links, *data, true);
-  data->dist_to.resize(static_cast<std::size_t>(num_endpoints));
-  Topology t;
-  t.kind_ = TopologyKind::custom;
-  t.num_endpoints_ = num_endpoints;
-  t.num_nodes_ = n;
-  t.num_links_ = static_cast<LinkId>(links.size());
-  data->links = std::move(links);
-  t.custom_ = std::move(data);
-  return t;
-}
-
-Topology Topology::custom_routed(NodeId num_endpoints, NodeId num_hidden_routers,
-                                 std::vector<Link> links,
-                                 std::vector<std::int64_t> route_offsets,
-                                 std::vector<LinkId> route_links) {
-  const char* fn = "custom";
-  if (num_endpoints > kMaxRoutedEndpoints) {
-    throw std::invalid_argument(cat(fn, ": an explicit route table holds at most ",
-                                    kMaxRoutedEndpoints, " endpoints, got ",
-                                    num_endpoints));
-  }
-  Topology t = custom(num_endpoints, num_hidden_routers, std::move(links));
-  const std::int64_t e = num_endpoints;
-  if (static_cast<std::int64_t>(route_offsets.size()) != e * e + 1) {
-    throw std::invalid_argument(cat(fn, ": routes need ", e * e + 1,
-                                    " offsets (endpoints^2 + 1), got ",
-                                    route_offsets.size()));
-  }
-  if (static_cast<std::int64_t>(route_links.size()) > kMaxRouteTableLinks) {
-    throw std::invalid_argument(cat(fn, ": the route table holds ", route_links.size(),
-                                    " links, more than the limit of ",
-                                    kMaxRouteTableLinks));
-  }
-  if (route_offsets.front() != 0 ||
-      route_offsets.back() != static_cast<std::int64_t>(route_links.size())) {
-    throw std::invalid_argument(
-        cat(fn, ": route offsets must start at 0 and end at the number of route links"));
-  }
-  const CustomData& d = *t.custom_;
-  for (NodeId a = 0; a < num_endpoints; ++a) {
-    for (NodeId b = 0; b < num_endpoints; ++b) {
-      const std::int64_t k = std::int64_t{a} * e + b;
-      const std::int64_t lo = route_offsets[k], hi = route_offsets[k + 1];
-      if (hi < lo) {
-        throw std::invalid_argument(cat(fn, ": route offsets decrease at pair (", a,
-                                        ", ", b, ")"));
-      }
-      if (a == b && hi > lo) {
-        throw std::invalid_argument(
-            cat(fn, ": the route from ", a, " to itself must be empty"));
-      }
-      NodeId at = a;
-      for (std::int64_t j = lo; j < hi; ++j) {
-        const LinkId id = route_links[j];
-        if (id < 0 || id >= t.num_links_) {
-          throw std::invalid_argument(cat(fn, ": route ", a, " -> ", b,
-                                          " names link ", id, ", outside [0, ",
-                                          t.num_links_, ")"));
-        }
-        if (d.links[id].src != at) {
-          throw std::invalid_argument(
-              cat(fn, ": route ", a, " -> ", b, " is not a chain: link ", id, " (",
-                  d.links[id].src, " -> ", d.links[id].dst, ") does not leave node ",
-                  at));
-        }
-        at = d.links[id].dst;
-      }
-      if (hi > lo && at != b) {
-        throw std::invalid_argument(
-            cat(fn, ": route ", a, " -> ", b, " ends at node ", at, ", not ", b));
-      }
-    }
-  }
-  t.custom_->route_offsets = std::move(route_offsets);
-  t.custom_->route_links = std::move(route_links);
-  t.custom_->dist_to.clear();  // not used with an explicit table
-  return t;
-}
-
-Topology Topology::cluster(NodeId nodes, NodeId ppn, NodeId sockets,
-                           std::vector<NodeId> rank_node,
-                           const std::array<BytesPerSecond, 4>& bandwidth_Bps,
-                           const std::array<Seconds, 4>& latency_s) {
-  const char* fn = "cluster";
-  check_size(fn, "nodes", nodes);
-  check_size(fn, "ppn", ppn);
-  check_size(fn, "sockets", sockets);
-  const std::int64_t p = std::int64_t{nodes} * ppn;
-  if (p > kMaxClusterRanks) {
-    throw std::invalid_argument(cat(fn, ": nodes * ppn = ", p, " exceeds the limit of ",
-                                    kMaxClusterRanks, " processes"));
-  }
-  if (ppn % sockets != 0) {
-    throw std::invalid_argument(cat(fn, ": sockets = ", sockets,
-                                    " must divide ppn = ", ppn));
-  }
-  static const char* kClass[4] = {"process_", "socket_", "nic_", "lane_"};
-  const bool lanes = bandwidth_Bps[3] != 0.0;
-  for (int c = 0; c < (lanes ? 4 : 3); ++c) {
-    check_bandwidth(fn, kClass[c], bandwidth_Bps[c]);
-    check_latency(fn, kClass[c], latency_s[c]);
-  }
-  auto data = std::make_shared<ClusterData>();
-  data->nodes = nodes;
-  data->ppn = ppn;
-  data->sockets = sockets;
-  data->lanes = lanes;
-  if (rank_node.empty()) {
-    rank_node.resize(static_cast<std::size_t>(p));
-    for (std::int64_t r = 0; r < p; ++r) rank_node[r] = static_cast<NodeId>(r / ppn);
-  } else if (static_cast<std::int64_t>(rank_node.size()) != p) {
-    throw std::invalid_argument(cat(fn, ": rank_to_node must have nodes * ppn = ", p,
-                                    " entries, got ", rank_node.size()));
-  }
-  std::vector<NodeId> fill(static_cast<std::size_t>(nodes), 0);
-  data->rank_socket.resize(static_cast<std::size_t>(p));
-  const NodeId per_socket = ppn / sockets;
-  for (std::int64_t r = 0; r < p; ++r) {
-    const NodeId n = rank_node[r];
-    if (n < 0 || n >= nodes) {
-      throw std::invalid_argument(cat(fn, ": rank_to_node[", r, "] = ", n,
-                                      " is out of range [0, ", nodes, ")"));
-    }
-    if (fill[n] == ppn) {
-      throw std::invalid_argument(cat(fn, ": rank_to_node puts more than ppn = ", ppn,
-                                      " ranks on node ", n));
-    }
-    data->rank_socket[r] = n * sockets + fill[n]++ / per_socket;
-  }
-  data->rank_node = std::move(rank_node);
-
-  const auto P = static_cast<NodeId>(p);
-  const NodeId S = sockets > 1 ? nodes * sockets : 0;
-  const NodeId N = nodes;
-  const NodeId router0 = P + S, fabric = P + S + N;
-  std::vector<Link> links;
-  links.reserve(static_cast<std::size_t>(2 * (p + S + N) + (lanes ? 2 * p : 0)));
-  auto sw = [&](NodeId r) {
-    return sockets > 1 ? P + data->rank_socket[r] : router0 + data->rank_node[r];
-  };
-  const auto proc = static_cast<int>(ClusterLinkClass::process);
-  const auto sock = static_cast<int>(ClusterLinkClass::socket);
-  const auto nic = static_cast<int>(ClusterLinkClass::nic);
-  for (NodeId r = 0; r < P; ++r) {
-    links.push_back({r, sw(r), bandwidth_Bps[proc], latency_s[proc]});
-  }
-  for (NodeId r = 0; r < P; ++r) {
-    links.push_back({sw(r), r, bandwidth_Bps[proc], latency_s[proc]});
-  }
-  for (NodeId s = 0; s < S; ++s) {
-    links.push_back({P + s, router0 + s / sockets, bandwidth_Bps[sock], latency_s[sock]});
-  }
-  for (NodeId s = 0; s < S; ++s) {
-    links.push_back({router0 + s / sockets, P + s, bandwidth_Bps[sock], latency_s[sock]});
-  }
-  // With lanes the NIC links leave from a node's NIC switch (ids after the
-  // fabric), which only the lanes reach; without, from the node router.
-  const NodeId nic0 = lanes ? fabric + 1 : router0;
-  for (NodeId n = 0; n < N; ++n) {
-    links.push_back({nic0 + n, fabric, bandwidth_Bps[nic], latency_s[nic]});
-  }
-  for (NodeId n = 0; n < N; ++n) {
-    links.push_back({fabric, nic0 + n, bandwidth_Bps[nic], latency_s[nic]});
-  }
-  if (lanes) {
-    const auto lane = static_cast<int>(ClusterLinkClass::lane);
-    for (NodeId r = 0; r < P; ++r) {
-      links.push_back({r, nic0 + data->rank_node[r], bandwidth_Bps[lane], latency_s[lane]});
-    }
-    for (NodeId r = 0; r < P; ++r) {
-      links.push_back({nic0 + data->rank_node[r], r, bandwidth_Bps[lane], latency_s[lane]});
-    }
-  }
-  const NodeId num_nodes = lanes ? fabric + 1 + N : fabric + 1;
-  auto store = std::make_shared<CustomData>();
-  index_links(fn, num_nodes, links, *store, false);
-  Topology t;
-  t.kind_ = TopologyKind::cluster;
-  t.num_endpoints_ = P;
-  t.num_nodes_ = num_nodes;
-  t.num_links_ = static_cast<LinkId>(links.size());
-  store->links = std::move(links);
-  t.custom_ = std::move(store);
-  t.cluster_ = std::move(data);
-  return t;
-}
-
-Topology Topology::with_labels(std::string family, std::string display) const {
-  if (kind_ != TopologyKind::custom) {
-    throw std::invalid_argument("with_labels: only custom topologies take labels");
-  }
-  Topology t = *this;
-  t.family_ = std::move(family);
-  t.display_ = std::move(display);
-  return t;
-}
-
-NodeId Topology::cluster_nodes() const { return cluster_ ? cluster_->nodes : 0; }
-NodeId Topology::ppn() const { return cluster_ ? cluster_->ppn : 0; }
-NodeId Topology::sockets() const { return cluster_ ? cluster_->sockets : 0; }
-
-const std::vector<NodeId>& Topology::rank_node() const {
-  static const std::vector<NodeId> none;
-  return cluster_ ? cluster_->rank_node : none;
-}
-
-const std::vector<NodeId>& Topology::rank_socket() const {
-  static const std::vector<NodeId> none;
-  return cluster_ ? cluster_->rank_socket : none;
-}
-
-int Topology::locality(NodeId a, NodeId b) const {
-  if (!cluster_) throw std::invalid_argument("locality: not a cluster topology");
-  check_endpoint(a, "locality", "a");
-  check_endpoint(b, "locality", "b");
-  if (cluster_->rank_node[a] != cluster_->rank_node[b]) return 2;
-  return cluster_->rank_socket[a] == cluster_->rank_socket[b] ? 0 : 1;
 }
 
 // ---------------------------------------------------------------- queries
@@ -523,6 +173,8 @@ LinkId Topology::north_id(NodeId r, NodeId c) const {
          (r == 0 ? rows_ - 1 : r - 1) * cols_ + c;
 }
 
+// The inverse of the id formulas: find the block (east, west, south, north)
+// and the edge within it, then orient the edge.
 Link Topology::link(LinkId id) const {
   if (id < 0 || id >= num_links_) {
     throw std::out_of_range(
@@ -560,6 +212,8 @@ std::vector<Link> Topology::links() const {
   return out;
 }
 
+// Stored kinds: a binary search in the sorted (src, dst) keys. Grids: v must
+// be a neighbour of u in the same row or column, possibly across the wrap.
 LinkId Topology::link_id(NodeId u, NodeId v) const {
   check_node(u, "link_id", "u");
   check_node(v, "link_id", "v");
@@ -596,6 +250,10 @@ std::pair<NodeId, int> Topology::dim_steps(NodeId from, NodeId to, NodeId size,
   return {size - forward, -1};
 }
 
+// The one routing function every consumer uses (cost model, metrics,
+// simulator), so they all agree on paths. Appends instead of returning a
+// vector: the simulator and the metrics call it for millions of pairs and
+// reuse one buffer.
 void Topology::append_route(NodeId src, NodeId dst, std::vector<LinkId>& out) const {
   check_endpoint(src, "route", "src");
   check_endpoint(dst, "route", "dst");
@@ -630,6 +288,7 @@ void Topology::append_route(NodeId src, NodeId dst, std::vector<LinkId>& out) co
     }
     return;
   }
+  // Grids: X first, then Y (dimension order, see the header).
   NodeId r = src / cols_, c = src % cols_;
   const NodeId rt = dst / cols_, ct = dst % cols_;
   const auto [nx, dx] = dim_steps(c, ct, cols_, wrap_x_);
@@ -667,6 +326,9 @@ std::vector<LinkId> Topology::route(NodeId src, NodeId dst) const {
   return out;
 }
 
+// Route lengths without building routes: closed forms for grids and
+// clusters, the table for explicit routes, the BFS distance otherwise (the
+// greedy walk of append_route takes exactly that many hops).
 std::int32_t Topology::hops(NodeId src, NodeId dst) const {
   check_endpoint(src, "hops", "src");
   check_endpoint(dst, "hops", "dst");
@@ -726,6 +388,9 @@ std::vector<std::int32_t> Topology::hops_to(NodeId dst) const {
 
 // Reverse BFS from dst over in-links: dist[v] = hops of a shortest v -> dst
 // path, through routers and endpoints alike.
+// Computed on first use per destination and kept: a schedule usually
+// reaches few destinations, and tabulating all would cost nodes x endpoints
+// up front. The lock makes concurrent simulations (GIL released) safe.
 const std::vector<std::uint16_t>& Topology::dist_to(NodeId dst) const {
   CustomData& d = *custom_;
   std::lock_guard<std::mutex> lock(d.mutex);
@@ -749,42 +414,14 @@ const std::vector<std::uint16_t>& Topology::dist_to(NodeId dst) const {
   return dist;
 }
 
+// The explicit route of (a, b), or nullptr when the topology has no route
+// table (routes are then shortest paths). count = 0 means "no route".
 const LinkId* Topology::routed(NodeId a, NodeId b, std::int64_t* count) const {
   if (!custom_ || custom_->route_offsets.empty()) return nullptr;
   const std::int64_t k = std::int64_t{a} * num_endpoints_ + b;
   const std::int64_t lo = custom_->route_offsets[k];
   *count = custom_->route_offsets[k + 1] - lo;
   return custom_->route_links.data() + lo;
-}
-
-// The link ids of the header comment, from each rank's node and socket.
-void Topology::cluster_route(NodeId a, NodeId b, std::vector<LinkId>& out) const {
-  const ClusterData& c = *cluster_;
-  const NodeId P = num_endpoints_;
-  const NodeId S = c.sockets > 1 ? c.nodes * c.sockets : 0;
-  const NodeId N = c.nodes;
-  const NodeId na = c.rank_node[a], nb = c.rank_node[b];
-  const NodeId sa = c.rank_socket[a], sb = c.rank_socket[b];
-  if (c.lanes && na != nb) {
-    const LinkId lanes0 = 2 * P + 2 * S + 2 * N;
-    out.push_back(lanes0 + a);                      // lane up
-    out.push_back(2 * P + 2 * S + na);              // NIC up
-    out.push_back(2 * P + 2 * S + N + nb);          // NIC down
-    out.push_back(lanes0 + P + b);                  // lane down
-    return;
-  }
-  out.push_back(a);  // process up
-  if (na == nb && sa == sb) {
-    out.push_back(P + b);
-    return;
-  }
-  if (S > 0) out.push_back(2 * P + sa);  // socket up
-  if (na != nb) {
-    out.push_back(2 * P + 2 * S + na);      // NIC up
-    out.push_back(2 * P + 2 * S + N + nb);  // NIC down
-  }
-  if (S > 0) out.push_back(2 * P + S + sb);  // socket down
-  out.push_back(P + b);                      // process down
 }
 
 }  // namespace wafercoll

@@ -1,4 +1,11 @@
-// Auto-Gen and the lower bound for 1D wafer Reduce: see reduce1d.hpp.
+// Auto-Gen and the lower bound for 1D wafer Reduce: see reduce1d.hpp for the
+// recurrences and why a layer costs O(P).
+//
+// Tables hold int32 energies with kInf (a quarter of the range) for "no
+// tree", so that sums of two infinities plus a distance cannot overflow and
+// still compare as infinite. Times are doubles (equation (1)); turning a
+// time bound back into an integer depth or contention uses kSlack so that a
+// bound met exactly is not lost to rounding.
 #include "wafercoll/wafer/reduce1d.hpp"
 
 #include <algorithm>
@@ -13,9 +20,11 @@ namespace wafercoll::wafer {
 
 namespace {
 
-constexpr std::int32_t kInf = std::numeric_limits<std::int32_t>::max() / 4;
+constexpr std::int32_t kInf = std::numeric_limits<std::int32_t>::max() / 4;  // no tree
 constexpr double kSlack = 1e-9;  // tolerance when turning bounds into integers
 
+// The public functions' common arguments: row length, vector length in
+// wavelets, ramp latency in cycles.
 void check_args(std::int32_t P, std::int64_t B, double T_R) {
   if (P < 1 || P > kMaxRow)
     throw std::invalid_argument("P must be in [1, " + std::to_string(kMaxRow) + "], got " +
@@ -25,7 +34,9 @@ void check_args(std::int32_t P, std::int64_t B, double T_R) {
     throw std::invalid_argument("T_R must be a number in [0, 1e9] (cycles)");
 }
 
-// Equation (1) for a 1D reduction tree on n PEs: N = L = n - 1.
+// Equation (1) for a 1D reduction tree on n PEs: N = L = n - 1. The time is
+// the larger of the busiest PE's receive time (B per child in sequence) and
+// the flow through the row, plus k per level of the tree.
 double eq1(std::int64_t n, std::int64_t B, double k, std::int64_t energy, std::int64_t depth,
            std::int64_t contention) {
   if (n <= 1) return 0.0;
@@ -59,6 +70,9 @@ void merge_layer(const std::int32_t* a, const std::int32_t* b, std::int32_t* out
   std::int32_t cap_a = 1, cap_b = 1;
   while (cap_a < P && a[cap_a + 1] < kInf) ++cap_a;
   while (cap_b < P && b[cap_b + 1] < kInf) ++cap_b;
+  // Both inputs are finite on a prefix (cap_a, cap_b); the output is finite
+  // up to the sum. Merging the two slope sequences in increasing order is
+  // the infimal convolution of two convex sequences.
   const std::int64_t top = std::min<std::int64_t>(P, std::int64_t{cap_a} + cap_b);
   std::int32_t i = 1, j = 1;
   std::int32_t v = a[1] + 1 + b[1];
@@ -78,13 +92,17 @@ void merge_layer(const std::int32_t* a, const std::int32_t* b, std::int32_t* out
   for (std::int64_t n = top + 1; n <= P; ++n) out[n] = kInf;
 }
 
+// E(., 0, c) and E(., d, 0): only the single PE has a tree.
 void base_layer(std::int32_t* out, std::int32_t P) {
   out[0] = kInf;
   out[1] = 0;
   for (std::int32_t n = 2; n <= P; ++n) out[n] = kInf;
 }
 
-// Which (d, c) can beat the upper bound U for a row of n PEs.
+// Which (d, c) can beat the upper bound U for a row of n PEs: from
+// B c + k <= U and B + n - 1 + k d <= U (equation (1) with the smallest
+// energy and the other parameter at its least). This box is what keeps the
+// DP small.
 void box(double U, std::int64_t n, std::int64_t B, double k, std::int32_t& dmax,
          std::int32_t& cmax) {
   const double d = std::floor((U - static_cast<double>(B) - static_cast<double>(n - 1)) / k +
@@ -101,6 +119,8 @@ std::string gib(double bytes) {
   return buf;
 }
 
+// Refuses a table larger than kMaxTableBytes before allocating it, naming
+// the size it would need.
 void check_table(double bytes, const char* what, std::int32_t P, std::int64_t B) {
   if (bytes > static_cast<double>(kMaxTableBytes))
     throw std::invalid_argument(std::string(what) + " for P = " + std::to_string(P) +
@@ -127,6 +147,9 @@ void lower_bound_layer(const std::int64_t* prev, std::int64_t* cur, std::int32_t
 
 }  // namespace
 
+// Chain, Star, binomial Tree and Two-Phase, each evaluated with its exact
+// energy, depth and contention for every n in one pass (the tree's energy
+// and depth are running sums over the PEs' indices).
 std::vector<double> best_fixed_pattern_cycles(std::int32_t P, std::int64_t B, double T_R) {
   check_args(P, B, T_R);
   const double k = 2.0 * T_R + 1.0;
@@ -163,6 +186,8 @@ AutogenTree autogen(std::int32_t P, std::int64_t B, double T_R) {
   res.parent[0] = -1;
   if (P == 1) return res;
   const double k = 2.0 * T_R + 1.0;
+  // The full (d, c, n) table is kept (not just two layers) because the tree
+  // is reconstructed from it afterwards.
   const double U = best_fixed_pattern_cycles(P, B, T_R)[P - 1];
   std::int32_t D, C;
   box(U, P, B, k, D, C);
@@ -195,7 +220,8 @@ AutogenTree autogen(std::int32_t P, std::int64_t B, double T_R) {
     throw std::invalid_argument("Auto-Gen found no tree for P = " + std::to_string(P) +
                                 ", B = " + std::to_string(B) +
                                 " within the bounds of its table");
-  // Reconstruct: peel the last child of each range, smallest split first.
+  // Reconstruct: peel the last child of each range, smallest split first
+  // (a deterministic choice among equal-energy trees).
   struct Range {
     std::int32_t base, n, d, c;
   };
@@ -242,6 +268,8 @@ AutogenTree autogen(std::int32_t P, std::int64_t B, double T_R) {
   return res;
 }
 
+// Every row length at once: the box is the union over n, and only two
+// layers of d are kept since no tree is reconstructed.
 std::vector<double> autogen_cycles(std::int32_t P, std::int64_t B, double T_R) {
   check_args(P, B, T_R);
   const double k = 2.0 * T_R + 1.0;

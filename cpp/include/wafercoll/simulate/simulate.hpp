@@ -122,7 +122,7 @@ struct NetworkModel {
 // a time of its own. automatic: grouped; after 65,536 pushes, unless 7 in 8
 // pushes joined a time already queued, 65,536 pushes are timed with each
 // queue and the faster is kept (the heap only when 15 % faster); checked
-// again after 4x as many pushes, with or without a clock (simulate.cpp).
+// again after 4x as many pushes, with or without a clock (event_queue.hpp).
 enum class EventQueueKind : std::uint8_t { automatic = 0, heap = 1, buckets = 2 };
 
 struct SimOptions {

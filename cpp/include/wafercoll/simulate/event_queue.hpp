@@ -1,0 +1,340 @@
+// Internal to the simulator (not part of the public API): its events and the
+// queues that order them.
+//
+// An event is one packet reaching one stage (kArrive) or, with a compute
+// cost and several ejection channels, being handed to its destination's
+// compute unit (kDeliver). Events are processed strictly in the order of
+// before(): time, then a tie key that does not depend on transfer indices
+// (the position of the packet's data, then the transfer's canonical rank),
+// then the trie node and kind. That order is total, so every queue below
+// yields the same sequence and the choice of queue changes only the speed.
+//
+// Three queues:
+//  * HeapQueue: a binary min-heap of events.
+//  * TimeBucketQueue: events grouped by exact time (a heap of distinct
+//    times, one vector per time, sorted when its time comes). Much faster
+//    when many events share a time (a machine whose costs are whole clock
+//    cycles, links of one speed, streams in lockstep).
+//  * EventQueue: one of the two, fixed for the run or chosen automatically
+//    by timing both (see EventQueue below and EventQueueKind in
+//    simulate.hpp).
+//
+// The operations the event loop calls per event or per distinct time are
+// defined here so that it inlines them; the automatic choice, which runs a
+// few times per run, lives in event_queue.cpp.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <unordered_map>
+#include <vector>
+
+#include "wafercoll/simulate/simulate.hpp"
+#include "wafercoll/units.hpp"
+
+// Internal to the library: hidden symbols are resolved within it, so calls
+// between the simulator's parts are direct and the compiler may optimise
+// across them as it does for functions local to one file.
+#if defined(__GNUC__)
+#pragma GCC visibility push(hidden)
+#endif
+
+namespace wafercoll::sim {
+
+// The queue operations the event loop calls for every event, forced inline:
+// as functions shared between units the compiler would otherwise keep some
+// out of line, which costs the loop 10-15 %.
+#if defined(__GNUC__)
+#define WAFERCOLL_QUEUE_INLINE inline __attribute__((always_inline))
+#else
+#define WAFERCOLL_QUEUE_INLINE inline
+#endif
+
+enum : std::uint32_t { kArrive = 0, kDeliver = 1 };
+
+// Bits of the tie key that hold the canonical transfer rank: transfers are
+// fewer than 2^26 (Schedule::kMaxTransfers), data positions take the rest.
+constexpr int kCanonBits = 26;
+constexpr std::uint64_t kMaxPos = (std::uint64_t{1} << (64 - kCanonBits)) - 1;
+
+// 32 bytes: the queue can hold up to 2^26 of them (kMaxQueued).
+struct Event {
+  Seconds time;
+  std::uint64_t tie_key;  // (position of the packet's data) << 26 | canonical transfer rank
+  // Cut-through: when the packet's head reached this stage. The service may
+  // start later than the head (at `time`) so that it ends no earlier than the
+  // packet's tail arrives; the head still moves on from `head`, so a slow
+  // upstream link delays the tail, not the head, of every later stage.
+  Seconds head;
+  std::uint32_t local_key;  // node within its transfer's trie << 1 | kind
+  std::int32_t node;        // global trie node
+};
+
+WAFERCOLL_QUEUE_INLINE bool before(const Event& a, const Event& b) {
+  if (a.time != b.time) return a.time < b.time;
+  if (a.tie_key != b.tie_key) return a.tie_key < b.tie_key;
+  return a.local_key < b.local_key;
+}
+
+// Binary min-heap with replace_top: most events schedule a follow-up, which
+// then costs one sift-down instead of a pop and a push.
+class HeapQueue {
+ public:
+  bool empty() const { return heap_.empty(); }
+  const Event& top() const { return heap_[0]; }
+  std::size_t size() const { return heap_.size(); }
+  WAFERCOLL_QUEUE_INLINE void push(const Event& e) {
+    std::size_t i = heap_.size();
+    heap_.push_back(e);
+    while (i > 0) {
+      const std::size_t parent = (i - 1) / 2;
+      if (!before(e, heap_[parent])) break;
+      heap_[i] = heap_[parent];
+      i = parent;
+    }
+    heap_[i] = e;
+  }
+  WAFERCOLL_QUEUE_INLINE void pop() {
+    const Event last = heap_.back();
+    heap_.pop_back();
+    if (!heap_.empty()) sift_down(last);
+  }
+  WAFERCOLL_QUEUE_INLINE void replace_top(const Event& e) { sift_down(e); }
+
+ private:
+  WAFERCOLL_QUEUE_INLINE void sift_down(const Event& e) {
+    const std::size_t n = heap_.size();
+    std::size_t i = 0;
+    for (;;) {
+      std::size_t c = 2 * i + 1;
+      if (c >= n) break;
+      if (c + 1 < n && before(heap_[c + 1], heap_[c])) ++c;
+      if (!before(heap_[c], e)) break;
+      heap_[i] = heap_[c];
+      i = c;
+    }
+    heap_[i] = e;
+  }
+  std::vector<Event> heap_;
+};
+
+// Hash of a time by its bits (std::hash<double> goes through a byte-wise
+// hash; times here are exact values, so equal times have equal bits, and
+// -0.0 never occurs).
+struct TimeHash {
+  std::size_t operator()(Seconds t) const {
+    std::uint64_t b;
+    std::memcpy(&b, &t, sizeof b);
+    return static_cast<std::size_t>((b * 0x9E3779B97F4A7C15ull) >> 32);
+  }
+};
+
+// Events grouped by their exact time: a min-heap of the distinct pending
+// times, one vector of events per time, sorted by the tie key when its time
+// comes. Same order as HeapQueue, but when many events share a time (a
+// machine whose costs are whole cycles, with many streams in lockstep) the
+// heap holds a few times instead of every packet in flight.
+//
+// Invariant: current_[drain_pos_..] holds the events of the time being
+// drained (now_), sorted; late arrivals at that same time that do not sort
+// first go to the small heap extra_. Every later time has a bucket.
+class TimeBucketQueue {
+ public:
+  bool empty() const {
+    return drain_pos_ >= current_.size() && extra_.empty() && times_.empty();
+  }
+  std::size_t size() const { return (current_.size() - drain_pos_) + extra_.size() + pending_; }
+  WAFERCOLL_QUEUE_INLINE const Event& top() {
+    ensure_current();
+    return from_extra() ? extra_.front() : current_[drain_pos_];
+  }
+  WAFERCOLL_QUEUE_INLINE void pop() {
+    ensure_current();
+    if (from_extra()) {
+      std::pop_heap(extra_.begin(), extra_.end(), later_key);
+      extra_.pop_back();
+    } else {
+      ++drain_pos_;
+    }
+  }
+  WAFERCOLL_QUEUE_INLINE void replace_top(const Event& e) {
+    pop();
+    push(e);
+  }
+  // How many pushes opened a time of their own (not already queued).
+  std::int64_t fresh_times() const { return fresh_times_; }
+  WAFERCOLL_QUEUE_INLINE void push(const Event& e) {
+    if (draining_ && e.time <= now_) {  // the time being drained (never earlier)
+      // Usually the follow-up of the event just taken (same packet, next
+      // stage) and so the new minimum: it goes back into the slot that event
+      // left, keeping current_ sorted from drain_pos_.
+      if (drain_pos_ > 0 &&
+          (drain_pos_ == current_.size() || key_less(e, current_[drain_pos_]))) {
+        current_[--drain_pos_] = e;
+        return;
+      }
+      extra_.push_back(e);
+      std::push_heap(extra_.begin(), extra_.end(), later_key);
+      return;
+    }
+    // Most pushes go to one of a few times (the next hop, the next ramp): a
+    // small direct-mapped cache of time -> bucket spares the hash lookup.
+    const std::size_t slot = TimeHash{}(e.time) & (kCache - 1);
+    if (cache_time_[slot] == e.time && cache_bucket_[slot] != kNone) {
+      buckets_[cache_bucket_[slot]].push_back(e);
+      ++pending_;
+      return;
+    }
+    push_uncached(e, slot);
+  }
+
+ private:
+  static constexpr std::size_t kCache = 16;
+  static constexpr std::uint32_t kNone = 0xffffffffu;
+  WAFERCOLL_QUEUE_INLINE static bool key_less(const Event& a, const Event& b) {
+    return a.tie_key != b.tie_key ? a.tie_key < b.tie_key : a.local_key < b.local_key;
+  }
+  WAFERCOLL_QUEUE_INLINE static bool later_key(const Event& a, const Event& b) {
+    return key_less(b, a);
+  }
+  WAFERCOLL_QUEUE_INLINE bool from_extra() const {
+    return !extra_.empty() &&
+           (drain_pos_ >= current_.size() || key_less(extra_.front(), current_[drain_pos_]));
+  }
+  WAFERCOLL_QUEUE_INLINE void ensure_current() {
+    if (drain_pos_ < current_.size() || !extra_.empty()) return;
+    open_next_time();
+  }
+  // Out of the class body but inline: both run once per distinct time,
+  // often enough (a NoC with a time per event) that a call through the
+  // library's symbol table would show.
+  void push_uncached(const Event& e, std::size_t slot);
+  void open_next_time();
+
+  std::vector<Seconds> times_;  // min-heap of the distinct pending times
+  std::unordered_map<Seconds, std::uint32_t, TimeHash> index_;  // time -> bucket
+  std::vector<std::vector<Event>> buckets_;
+  std::vector<std::uint32_t> free_buckets_;  // emptied, storage kept for reuse
+  std::vector<Event> current_, extra_;
+  Seconds cache_time_[kCache] = {};
+  std::uint32_t cache_bucket_[kCache] = {kNone, kNone, kNone, kNone, kNone, kNone,
+                                         kNone, kNone, kNone, kNone, kNone, kNone,
+                                         kNone, kNone, kNone, kNone};
+  std::size_t drain_pos_ = 0, pending_ = 0;  // pending_: events in buckets_
+  std::int64_t fresh_times_ = 0;
+  Seconds now_ = 0.0;
+  bool draining_ = false;
+};
+
+// The simulator's event queue: one of the two above (same order, different
+// speed). Fixed per run, or adaptive (EventQueueKind::automatic): after a
+// warm-up, time kTrial pushes with the current queue, then kTrial with the
+// other, and keep the faster (the heap only when clearly faster). What is
+// queued changes as a run goes on (a tree's first hops, then every stream in
+// flight at once), so the trial is repeated after 4x as many pushes as the
+// previous one: a few trials in all, whose cost (two trial windows and at
+// most two moves of the queue) stays a small share of the run. A trial is
+// skipped while more events are queued than a trial window pushes (moving
+// them would cost more than the trial; a wafer's bucketed wavefront holds
+// millions), and while the time buckets are in use and 7 in 8 pushes since
+// the last check joined a time already queued (then grouping is what pays).
+// Short of that extreme, how many events share a time does not tell the two
+// apart (the cost of either depends on what is queued), so this measures.
+class EventQueue {
+ public:
+  // automatic starts with the time buckets and measures. A clock says
+  // nothing about whether times coincide (a clocked NoC with 327.68 ns
+  // packets has a time per event; the wafer's whole cycles share them).
+  explicit EventQueue(EventQueueKind kind)
+      : buckets_(kind != EventQueueKind::heap), adaptive_(kind == EventQueueKind::automatic) {}
+  bool empty() const { return buckets_ ? bucket_queue_.empty() : heap_.empty(); }
+  std::size_t size() const { return buckets_ ? bucket_queue_.size() : heap_.size(); }
+  WAFERCOLL_QUEUE_INLINE const Event& top() { return buckets_ ? bucket_queue_.top() : heap_.top(); }
+  WAFERCOLL_QUEUE_INLINE void push(const Event& e) {
+    buckets_ ? bucket_queue_.push(e) : heap_.push(e);
+    if (adaptive_ && ++pushes_ == next_check_) adapt();
+  }
+  WAFERCOLL_QUEUE_INLINE void pop() { buckets_ ? bucket_queue_.pop() : heap_.pop(); }
+  WAFERCOLL_QUEUE_INLINE void replace_top(const Event& e) {
+    buckets_ ? bucket_queue_.replace_top(e) : heap_.replace_top(e);
+    if (adaptive_ && ++pushes_ == next_check_) adapt();
+  }
+  // Which queue is in use now (for tests).
+  bool uses_buckets() const { return buckets_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  static constexpr std::int64_t kWarm = std::int64_t{1} << 16;
+  static constexpr std::int64_t kTrial = std::int64_t{1} << 16;
+  static constexpr std::int64_t kGrowth = 4;    // pushes between trials grow 4x
+  static constexpr double kHeapMargin = 1.15;   // the heap must be this much faster
+
+  // The automatic choice, one step per check (event_queue.cpp).
+  void adapt();
+  void to_heap();
+  void to_buckets();
+
+  bool buckets_;
+  bool adaptive_;
+  int trial_step_ = 0;  // 0: deciding whether to try; 1: timing the other; 2: compare
+  std::int64_t pushes_ = 0, next_check_ = kWarm;
+  Clock::time_point mark_;
+  double bucket_s_ = 0.0, heap_s_ = 0.0;
+  std::int64_t fresh_mark_ = 0, push_mark_ = 0;  // at the previous check
+  HeapQueue heap_;
+  TimeBucketQueue bucket_queue_;
+};
+
+// A push to a time that missed the small time -> bucket cache: find or open
+// its bucket, and remember it in the cache slot.
+inline void TimeBucketQueue::push_uncached(const Event& e, std::size_t slot) {
+  auto [it, fresh] = index_.try_emplace(e.time, 0u);
+  if (fresh) {
+    ++fresh_times_;
+    if (free_buckets_.empty()) {
+      it->second = static_cast<std::uint32_t>(buckets_.size());
+      buckets_.emplace_back();
+    } else {
+      it->second = free_buckets_.back();
+      free_buckets_.pop_back();
+    }
+    times_.push_back(e.time);
+    std::push_heap(times_.begin(), times_.end(), std::greater<Seconds>());
+  }
+  buckets_[it->second].push_back(e);
+  cache_time_[slot] = e.time;
+  cache_bucket_[slot] = it->second;
+  ++pending_;
+}
+
+// The current time is drained: take the earliest pending time's bucket as
+// the new current_ (swapping storage, so buckets keep their capacity) and
+// sort it by the tie key. Buckets filled in key order, the common case when
+// streams advance in lockstep, skip the sort.
+inline void TimeBucketQueue::open_next_time() {
+  std::pop_heap(times_.begin(), times_.end(), std::greater<Seconds>());
+  now_ = times_.back();
+  times_.pop_back();
+  const auto it = index_.find(now_);
+  const std::uint32_t b = it->second;
+  index_.erase(it);
+  const std::size_t slot = TimeHash{}(now_) & (kCache - 1);
+  if (cache_time_[slot] == now_) cache_bucket_[slot] = kNone;  // the bucket is reused
+  current_.swap(buckets_[b]);
+  buckets_[b].clear();
+  free_buckets_.push_back(b);
+  pending_ -= current_.size();
+  drain_pos_ = 0;
+  draining_ = true;
+  if (!std::is_sorted(current_.begin(), current_.end(), key_less))
+    std::sort(current_.begin(), current_.end(), key_less);
+}
+
+}  // namespace wafercoll::sim
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif

@@ -1,0 +1,75 @@
+// Internal to the simulator (not part of the public API): an allocator for
+// its large arrays.
+//
+// The per-stage, per-trie-node and per-transfer arrays are read by the event
+// loop in no particular order (events of one time are processed by data
+// position, which scatters them over the transfers). With hundreds of
+// thousands of concurrent streams these arrays span hundreds of MiB, and
+// with 4 KiB pages nearly every access would also miss the TLB. So blocks of
+// 2 MiB or more are aligned to 2 MiB and, on Linux, offered to the kernel for
+// transparent huge pages. Smaller blocks come from operator new.
+#pragma once
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+#include <cstddef>
+#include <cstdlib>
+#include <limits>
+#include <new>
+#include <vector>
+
+// Internal to the library: hidden symbols are resolved within it, so calls
+// between the simulator's parts are direct and the compiler may optimise
+// across them as it does for functions local to one file.
+#if defined(__GNUC__)
+#pragma GCC visibility push(hidden)
+#endif
+
+namespace wafercoll::sim {
+
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+
+template <typename T>
+struct HugeAlloc {
+  using value_type = T;
+  HugeAlloc() = default;
+  template <typename U>
+  HugeAlloc(const HugeAlloc<U>&) {}
+  // aligned_alloc needs a size that is a multiple of the alignment.
+  static std::size_t rounded(std::size_t n) {
+    return (n * sizeof(T) + kHugePage - 1) / kHugePage * kHugePage;
+  }
+  T* allocate(std::size_t n) {
+    if (n > std::numeric_limits<std::size_t>::max() / sizeof(T) / 2) throw std::bad_alloc();
+    if (n * sizeof(T) < kHugePage) return static_cast<T*>(::operator new(n * sizeof(T)));
+    void* p = std::aligned_alloc(kHugePage, rounded(n));
+    if (p == nullptr) throw std::bad_alloc();
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    madvise(p, rounded(n), MADV_HUGEPAGE);  // advice only: failure is harmless
+#endif
+    return static_cast<T*>(p);
+  }
+  // The size decides which of the two allocators a block came from.
+  void deallocate(T* p, std::size_t n) noexcept {
+    if (n * sizeof(T) < kHugePage) {
+      ::operator delete(p);
+    } else {
+      std::free(p);
+    }
+  }
+  template <typename U>
+  bool operator==(const HugeAlloc<U>&) const { return true; }
+  template <typename U>
+  bool operator!=(const HugeAlloc<U>&) const { return false; }
+};
+
+template <typename T>
+using BigVector = std::vector<T, HugeAlloc<T>>;
+
+}  // namespace wafercoll::sim
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif

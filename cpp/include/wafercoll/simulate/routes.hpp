@@ -1,0 +1,91 @@
+// Internal to the simulator (not part of the public API): where each
+// transfer's packets go, as a prefix tree ("trie") of stages.
+//
+// A transfer from endpoint a to destinations b1..bn crosses, for each bi,
+// the stage sequence
+//
+//     [injection port of a]  route(a, bi) links ...  [ejection port of bi]
+//
+// (port stages only when the model has ports). The transfer's trie is the
+// union of these sequences as a prefix tree: stages the routes share are one
+// node, crossed once per packet, and the packet is copied where routes part.
+// A unicast is a path. The tries of all transfers live in one array; the
+// nodes of transfer t are [base[t], base[t + 1]), its first stage(s) the
+// top-level siblings chained from base[t].
+//
+// This is the only place that asks the topology for routes, so that routes
+// can later be computed while the simulation runs rather than stored: the
+// simulator needs, per trie node, its resource, children, sibling and the
+// destination slot it ends (TrieNode), and per transfer its first node.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "wafercoll/schedule/schedule.hpp"
+#include "wafercoll/simulate/huge_alloc.hpp"
+#include "wafercoll/simulate/simulate.hpp"
+#include "wafercoll/topology/topology.hpp"
+
+// Internal to the library: hidden symbols are resolved within it, so calls
+// between the simulator's parts are direct and the compiler may optimise
+// across them as it does for functions local to one file.
+#if defined(__GNUC__)
+#pragma GCC visibility push(hidden)
+#endif
+
+namespace wafercoll::sim {
+
+// Resource of a port stage whose channel is chosen when the first packet
+// reaches it (ports > 1): the source's injection port, the destination's
+// ejection port. With one channel per port the stage is known up front and
+// the node holds its stage index instead (see build_stage_tries).
+constexpr std::int32_t kInjPort = -2;
+constexpr std::int32_t kEjPort = -3;
+
+// Tries are bounded to 2^27 nodes in all (24 bytes each: 3 GiB), and the
+// event loop stores node indices in 32 bits.
+constexpr std::int64_t kMaxNodes = std::int64_t{1} << 27;
+
+// 24 bytes per node.
+struct TrieNode {
+  std::int32_t resource;      // stage (link id, or port stage with one channel
+                              // per port), kInjPort or kEjPort
+  std::int32_t first_child;   // -1: none
+  std::int32_t next_sibling;  // -1: none
+  std::int32_t term;          // destination slot ending here, or -1
+  std::int32_t owner;         // transfer whose trie holds it << 1 | 1 for a
+                              // first stage of the stream (transfers < 2^26)
+  // Filled by the simulation: order gates still closed on this node (dataflow).
+  std::int32_t gate = 0;
+  TransferId transfer() const { return owner >> 1; }
+  bool top() const { return (owner & 1) != 0; }
+};
+
+struct StageTries {
+  BigVector<TrieNode> nodes;       // all tries
+  std::vector<std::int64_t> base;  // per transfer: first node; size T + 1
+};
+
+// Rank -> endpoint: the identity, or options.placement once checked (one
+// endpoint per rank, distinct, in range). Throws std::invalid_argument.
+std::vector<NodeId> resolve_placement(const Schedule& s, const Topology& topo,
+                                      const SimOptions& options);
+
+// An upper bound on the trie nodes of all transfers (every route's stages
+// counted as if no two destinations shared any), checked before anything is
+// built: throws std::invalid_argument when a destination is unreachable or
+// the bound exceeds kMaxNodes.
+std::int64_t count_route_stages(const Schedule& s, const Topology& topo, const NetworkModel& net,
+                                const std::vector<NodeId>& place);
+
+// The tries of every transfer. stage_bound is count_route_stages()'s result
+// (it sizes the node array once).
+StageTries build_stage_tries(const Schedule& s, const Topology& topo, const NetworkModel& net,
+                             const std::vector<NodeId>& place, std::int64_t stage_bound);
+
+}  // namespace wafercoll::sim
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif

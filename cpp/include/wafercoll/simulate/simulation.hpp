@@ -1,0 +1,303 @@
+// Internal to the simulator (not part of the public API): the state of one
+// run and the class that owns it. simulate() in simulate.hpp is the public
+// entry; this header is shared by its units:
+//
+//   simulate.cpp    the model's enums and checks, prepare(), simulate()
+//   routes.cpp      placement and the stage tries (routes.hpp)
+//   event_queue.cpp the event queues (event_queue.hpp)
+//   simulation.cpp  building the run state (stages, transfers, dataflow
+//                   edges) and collecting the result
+//   event_loop.cpp  the event loop: Simulation::run and its handlers
+//
+// Memory: the per-transfer state (TransferHot, 40 bytes), the per-destination
+// state (SlotState, 24 bytes) and the trie nodes (TrieNode, 24 bytes) are
+// what a large run is made of; their sizes are part of the design (README,
+// "what the misses need") and are checked below.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "wafercoll/schedule/schedule.hpp"
+#include "wafercoll/simulate/event_queue.hpp"
+#include "wafercoll/simulate/huge_alloc.hpp"
+#include "wafercoll/simulate/routes.hpp"
+#include "wafercoll/simulate/simulate.hpp"
+#include "wafercoll/topology/topology.hpp"
+
+// Internal to the library: hidden symbols are resolved within it, so calls
+// between the simulator's parts are direct and the compiler may optimise
+// across them as it does for functions local to one file.
+#if defined(__GNUC__)
+#pragma GCC visibility push(hidden)
+#endif
+
+namespace wafercoll::sim {
+
+// Memory guards for what grows while the simulation runs (32 bytes per
+// queued event; 16 per timeline interval, twice more to sort them).
+constexpr std::size_t kMaxQueued = std::size_t{1} << 26;
+constexpr std::int64_t kMaxTraceEvents = std::int64_t{1} << 25;  // 36 bytes each
+constexpr std::size_t kMaxTimelineIntervals = std::size_t{1} << 26;
+
+// Everything the run needs that does not change while it runs, computed
+// before any run state is allocated (so simulation_events() can stop here).
+struct Prepared {
+  std::vector<NodeId> place;           // rank -> endpoint
+  StageTries tries;                    // every transfer's stages
+  std::vector<std::int64_t> npackets;  // per transfer
+  std::vector<Bytes> last_bytes;       // per transfer: size of its last packet
+  std::vector<std::uint32_t> canon;    // per transfer: rank in the canonical order
+  // Per transfer: position of its first packet's data in the vector, in
+  // packets (blocks when messages are not cut). Ties between packets that
+  // reach a stage at the same time go by this position (plus the packet
+  // index), so the same data cut into more or fewer transfers is served in
+  // the same order.
+  std::vector<std::uint64_t> key0;
+  std::int64_t events = 0;  // packet-stage services the run will perform
+};
+
+// Checks the inputs and computes the above (simulate.cpp).
+Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& net,
+                 const SimOptions& opt);
+
+// Per stage: everything the event loop reads or writes about it, in one
+// place (one cache line per service instead of five arrays).
+struct StageState {
+  double inv_bw = 0.0, lat = 0.0, free_at = 0.0, busy = 0.0;
+  Bytes bytes = 0;
+};
+
+// Per transfer, what the event loop touches for every packet, together.
+// 40 bytes per transfer: nodes number below 2^27 (kMaxNodes), channels of a
+// port below 1024.
+struct TransferHot {
+  std::int64_t npackets, last_bytes;
+  std::uint64_t key0;
+  std::int32_t base;      // first trie node
+  std::int32_t inj_chan;  // injection channel once chosen, else -1
+  std::uint32_t canon;
+  std::int32_t stream_id;  // index into the dataflow streams, else -1
+};
+static_assert(sizeof(TransferHot) == 40, "per-transfer state is documented as 40 bytes");
+
+// Per destination slot, what every delivered packet touches, together:
+// packets still to be processed (left) and delivered (deliv), and the
+// ejection channel once chosen. 24 bytes per destination.
+struct SlotState {
+  std::int64_t left, deliv;
+  std::int32_t ej_chan;  // ejection channel once chosen, else -1
+  NodeId endpoint;       // of the destination
+};
+static_assert(sizeof(SlotState) == 24, "per-destination state is documented as 24 bytes");
+static_assert(sizeof(TrieNode) == 24, "a trie node is documented as 24 bytes");
+static_assert(sizeof(Event) == 32, "a queued event is documented as 32 bytes");
+
+// A first-in first-out list of times that lives inside its owner while it
+// holds at most kInline entries (the usual case: a stream rarely runs more
+// than a few packets ahead), so a stream's state is one contiguous record;
+// beyond that it spills to a vector that keeps its storage once drained
+// (std::deque would allocate a 512-byte block per stream).
+struct Fifo {
+  enum : std::uint32_t { kInline = 4 };
+  Seconds buf[kInline];
+  std::uint32_t head = 0, count = 0;  // ring over buf
+  std::uint32_t spill_head = 0;       // first unread entry of *spill
+  std::unique_ptr<std::vector<Seconds>> spill;  // entries after the inline ones
+  bool empty() const { return count == 0; }
+  Seconds front() const { return buf[head]; }
+  bool spilled() const { return spill && spill_head < spill->size(); }
+  void push_back(Seconds x) {
+    if (count < kInline && !spilled()) {
+      buf[(head + count++) % kInline] = x;
+    } else {
+      // The spill keeps its storage once drained: a stream that ran ahead
+      // once tends to do so again.
+      if (!spill) spill = std::make_unique<std::vector<Seconds>>();
+      spill->push_back(x);
+    }
+  }
+  void pop_front() {
+    head = (head + 1) % kInline;
+    --count;
+    if (spilled()) {  // refill in order
+      buf[(head + count++) % kInline] = (*spill)[spill_head++];
+      if (spill_head == spill->size()) {
+        spill->clear();
+        spill_head = 0;
+      }
+    }
+  }
+};
+
+// Stream forwarding (dataflow): t forwards d's packets one by one when it
+// sends exactly the blocks d delivered to its source, in as many packets,
+// from a single first stage. Per such t: the delivery times of d's packets
+// not yet matched by every stream dependency, and the packets ready to go.
+struct StreamState {
+  Fifo ready;                 // packet k can go from this time
+  std::int32_t nq = 0;        // stream dependencies
+  std::unique_ptr<std::vector<Fifo>> queues;  // one per dependency when nq > 1
+                              // (else none: a single dependency's times are
+                              // its ready times)
+  std::int64_t next = -1;     // packet to inject; -1 not started, -2 in flight
+  Seconds pace = 0.0;         // first stage free again
+};
+
+struct ComputeUnit {
+  Seconds free_at = 0.0, busy = 0.0;
+};
+
+// Sizes of the run.
+struct Dimensions {
+  TransferId transfers = 0;
+  RankId ranks = 0;
+  NodeId endpoints = 0;
+  LinkId links = 0;
+  std::int32_t channels = 0;  // per port (the model's ports; 0: no port stages)
+  // Stages: links, then endpoints*channels injection channels, then as many
+  // ejection channels.
+  std::int64_t stages = 0;
+  std::int64_t dst_slots = 0;  // destinations of all transfers
+};
+
+// The model's constants in the form the event loop uses.
+struct Costs {
+  bool store_and_forward = false;
+  bool uniform_bandwidth = true;  // every stage has the same bandwidth
+  Bytes packet_bytes = 0, flit_bytes = 0;
+  double reduce_s_per_byte = 0.0, copy_s_per_byte = 0.0;
+  bool dataflow = false;  // Dependencies::dataflow
+};
+
+// What the transfers and their destinations have done so far.
+struct Progress {
+  std::vector<std::int32_t> pending;    // per transfer: dependencies (or gates) not yet met
+  std::vector<std::int32_t> dsts_left;  // per transfer: destinations not yet done
+  std::vector<Seconds> ready, finish;   // per transfer
+  BigVector<TransferHot> hot;           // per transfer
+  BigVector<SlotState> slots;           // per destination slot
+  Successors successors;                // complete mode: who waits for whom
+  TransferId completed = 0;
+};
+
+// Dataflow mode: the dependency edges by kind (simulate.hpp, Dependencies),
+// each in CSR form (offsets by the first element, then the list).
+struct DataflowEdges {
+  BigVector<StreamState> streams;
+  std::vector<std::int64_t> stream_off;                          // by d's slot
+  std::vector<std::pair<TransferId, std::int32_t>> stream_list;  // (t, queue)
+  std::vector<std::int64_t> complete_off, data_off, gate_off;    // by d, d's slot, d's node
+  std::vector<TransferId> complete_list, data_list;              // t
+  std::vector<std::int64_t> gate_list;                           // t's node
+};
+
+// Dataflow mode: packets waiting at a trie node whose order gates are still
+// closed. Per node an index into parked (-1 for none); allocated on first use.
+struct Parking {
+  std::vector<std::int32_t> park_of;
+  std::vector<std::vector<Event>> parked;
+  std::vector<std::int32_t> free_lists;
+};
+
+// The busy-link timeline while it is recorded: per link the open busy
+// interval [open_start, open_end), closed ones in a list.
+struct Timeline {
+  std::vector<double> open_start, open_end;
+  std::vector<std::pair<double, double>> closed;
+};
+
+#if defined(__GNUC__)
+#define WAFERCOLL_LOOP_INLINE __attribute__((always_inline))
+#else
+#define WAFERCOLL_LOOP_INLINE
+#endif
+
+// One run of the simulator, in three phases: the constructor and the
+// prepare_* functions build the state (stages, transfers and destination
+// slots, the dataflow edges), run() is the event loop, collect() turns the
+// state into the SimResult.
+class Simulation {
+ public:
+  Simulation(const Schedule& sched, const Topology& topology, const NetworkModel& model,
+             const SimOptions& options);
+
+  void run();
+  SimResult collect();
+
+ private:
+  // Building the state (simulation.cpp).
+  void prepare_stages();
+  void set_port_bandwidths(const std::vector<double>& fastest_out,
+                           const std::vector<double>& fastest_in);
+  void prepare_transfers(Prepared& prep);
+  void prepare_dataflow();
+  bool try_make_stream(TransferId t, TransferId d);
+  std::int64_t slot_of(TransferId t, RankId r) const;
+  std::int64_t resource_key(TransferId t, std::int64_t node) const;
+  void prepare_accounting();
+  void collect_timeline();
+
+  // The event loop (event_loop.cpp), defined and used only in that unit.
+  // The loop's speed depends on its body being one function, as it was when
+  // these handlers were lambdas: the handlers are forced inline, except
+  // push and packet_done (called from many places; out of line as before).
+  inline std::int64_t packet_of(const Event& e) const WAFERCOLL_LOOP_INLINE;
+  inline void push(Seconds t, std::int64_t packet, TransferId tr, std::int32_t node,
+                   std::uint32_t kind, Seconds head);
+  inline void start(TransferId t) WAFERCOLL_LOOP_INLINE;
+  inline void try_inject(TransferId t) WAFERCOLL_LOOP_INLINE;
+  inline void release(TransferId x, Seconds when) WAFERCOLL_LOOP_INLINE;
+  inline void complete(TransferId t) WAFERCOLL_LOOP_INLINE;
+  inline void packet_done(TransferId t, std::int64_t slot, Seconds when);
+  inline void stream_delivered(std::int64_t slot, Seconds when) WAFERCOLL_LOOP_INLINE;
+  inline void delivered(std::int64_t slot, Seconds when) WAFERCOLL_LOOP_INLINE;
+  inline void open_gates(std::int64_t node, Seconds when) WAFERCOLL_LOOP_INLINE;
+  inline void park(const Event& ev) WAFERCOLL_LOOP_INLINE;
+  inline std::int64_t pick_channel(std::int64_t first) const WAFERCOLL_LOOP_INLINE;
+  inline void process(const Event& ev) WAFERCOLL_LOOP_INLINE;
+  inline void process_delivery(const Event& ev, TransferId t, Bytes bytes) WAFERCOLL_LOOP_INLINE;
+  inline std::int64_t resolve_stage(const Event& ev, TransferId t, std::int64_t packet,
+                                    Seconds& avail) WAFERCOLL_LOOP_INLINE;
+  inline void record_service(TransferId t, std::int64_t packet, std::int64_t stage,
+                             Seconds start, Seconds end, Seconds dur) WAFERCOLL_LOOP_INLINE;
+  inline void left_first_stage(const Event& ev, TransferId t, std::int64_t packet,
+                               Seconds end) WAFERCOLL_LOOP_INLINE;
+  inline void forward(const Event& ev, TransferId t, std::int64_t packet, Seconds head_left,
+                      Seconds end, Bytes wire_bytes, double inv_bw,
+                      Seconds latency) WAFERCOLL_LOOP_INLINE;
+  inline void reach_destination(const Event& ev, TransferId t, std::int64_t packet,
+                                Bytes bytes, Seconds at) WAFERCOLL_LOOP_INLINE;
+
+  // The inputs.
+  const Schedule& sched_;
+  const Topology& topo_;
+  const NetworkModel& net_;
+  const SimOptions& opt_;
+  const std::vector<RankId>& slot_rank_;  // destination rank per slot
+
+  Dimensions dim_;
+  Costs costs_;
+  std::vector<NodeId> place_;  // rank -> endpoint
+  StageTries tries_;
+  BigVector<StageState> stages_;
+  // Per ejection channel, whether a transfer has entered it (switch overhead).
+  std::vector<std::uint8_t> ejection_used_;
+  Progress progress_;
+  DataflowEdges dataflow_;
+  Parking parking_;
+  // Accounting: the result being filled, compute units, the link timeline.
+  SimResult result_;
+  BigVector<ComputeUnit> compute_;
+  Timeline timeline_;
+  EventQueue queue_;
+  bool top_consumed_ = true;  // whether the event being processed left the queue
+};
+
+}  // namespace wafercoll::sim
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif

@@ -1,0 +1,406 @@
+// The simulator's event loop: Simulation::run and the handlers it calls.
+// See simulate.hpp for the model and simulation.hpp for the state.
+//
+// Why it is correct to treat every stage as a plain FCFS server: events are
+// processed in time order, so when a packet reaches a stage every packet
+// that reached it earlier has already been given its slot, and the arriving
+// packet's service simply starts at max(arrival, stage free time). One
+// event per packet per trie node; a packet's follow-up event (its next
+// stage, or the next packet of its stream) usually replaces the event just
+// taken in the queue (top_consumed_), which saves a pop and a push.
+//
+// Event ties are broken by (position of the packet's data in the vector,
+// canonical transfer rank, local trie node, kind): never by transfer index,
+// so that renumbering the transfers does not change any result.
+//
+// Every handler below is small and called from one or two places in this
+// unit; keeping them in one translation unit lets the compiler inline them
+// into the loop as it did when they were lambdas.
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "wafercoll/errors.hpp"
+#include "wafercoll/simulate/simulation.hpp"
+
+namespace wafercoll::sim {
+
+// The packet index of an event: its data position minus its transfer's
+// first (positions saturate only beyond 2^38 packets, which max_events
+// refuses long before).
+std::int64_t Simulation::packet_of(const Event& e) const {
+  return static_cast<std::int64_t>((e.tie_key >> kCanonBits) -
+                                   progress_.hot[tries_.nodes[e.node].transfer()].key0);
+}
+
+// Queues packet `packet` of transfer tr at trie node `node`. The first event
+// scheduled while handling an event takes that event's place in the queue.
+void Simulation::push(Seconds t, std::int64_t packet, TransferId tr, std::int32_t node,
+                      std::uint32_t kind, Seconds head) {
+  const TransferHot& h = progress_.hot[tr];
+  const std::uint64_t pos = std::min(h.key0 + static_cast<std::uint64_t>(packet), kMaxPos);
+  const Event e{t, (pos << kCanonBits) | h.canon, head,
+                (static_cast<std::uint32_t>(node - h.base) << 1) | kind, node};
+  if (!top_consumed_) {
+    queue_.replace_top(e);
+    top_consumed_ = true;
+  } else {
+    if (queue_.size() >= kMaxQueued)
+      throw std::invalid_argument(
+          "more than " + std::to_string(kMaxQueued) +
+          " packets are queued in the network at once (2 GiB of events); "
+          "use a larger packet_bytes");
+    queue_.push(e);
+  }
+}
+
+// Inject the next packet of a forwarding transfer once it is started, its
+// first stage has let the previous packet go, and the packet has arrived.
+void Simulation::try_inject(TransferId t) {
+  const TransferHot& h = progress_.hot[t];
+  StreamState& st = dataflow_.streams[h.stream_id];
+  if (st.next < 0 || st.next >= h.npackets || st.ready.empty()) return;
+  const Seconds go = std::max(st.pace, st.ready.front());
+  push(go, st.next, t, static_cast<std::int32_t>(h.base), kArrive, go);
+  st.ready.pop_front();
+  st.next = -2;  // in flight until it leaves the first stage
+}
+
+// A transfer whose dependencies are met: its first packet reaches its first
+// stage(s) alpha later. A stream instead paces its packets itself.
+void Simulation::start(TransferId t) {
+  const Seconds a = progress_.ready[t] + net_.alpha_s;
+  const TransferHot& h = progress_.hot[t];
+  result_.packets += h.npackets;
+  if (costs_.dataflow && h.stream_id >= 0) {
+    StreamState& st = dataflow_.streams[h.stream_id];
+    st.next = 0;
+    st.pace = a;
+    try_inject(t);
+    return;
+  }
+  for (std::int32_t c = static_cast<std::int32_t>(tries_.base[t]); c >= 0;
+       c = tries_.nodes[c].next_sibling)
+    push(a, 0, t, c, kArrive, a);
+}
+
+// A packet was delivered at destination slot `slot`: the streams that
+// forward it may have their next packet ready. With several stream
+// dependencies a packet is ready once it has arrived from all of them.
+void Simulation::stream_delivered(std::int64_t slot, Seconds when) {
+  for (std::int64_t i = dataflow_.stream_off[slot]; i < dataflow_.stream_off[slot + 1]; ++i) {
+    const auto [t, q] = dataflow_.stream_list[i];
+    StreamState& st = dataflow_.streams[progress_.hot[t].stream_id];
+    if (st.nq == 1) {
+      st.ready.push_back(when);
+      if (st.next >= 0) try_inject(t);
+      continue;
+    }
+    std::vector<Fifo>& queues = *st.queues;
+    queues[q].push_back(when);
+    bool all = true;
+    for (const auto& dq : queues) all = all && !dq.empty();
+    if (!all) continue;
+    Seconds latest = 0.0;
+    for (auto& dq : queues) {
+      latest = std::max(latest, dq.front());
+      dq.pop_front();
+    }
+    st.ready.push_back(latest);
+    if (st.next >= 0) try_inject(t);
+  }
+}
+
+// One of x's start conditions is met at `when`; x starts with the last.
+void Simulation::release(TransferId x, Seconds when) {
+  progress_.ready[x] = std::max(progress_.ready[x], when);
+  if (--progress_.pending[x] == 0) start(x);
+}
+
+void Simulation::complete(TransferId t) {
+  Progress& pr = progress_;
+  ++pr.completed;
+  result_.time_s = std::max(result_.time_s, pr.finish[t]);
+  if (costs_.dataflow) {
+    for (std::int64_t i = dataflow_.complete_off[t]; i < dataflow_.complete_off[t + 1]; ++i)
+      release(dataflow_.complete_list[i], pr.finish[t]);
+  } else {
+    for (std::int64_t i = pr.successors.offsets[t]; i < pr.successors.offsets[t + 1]; ++i)
+      release(pr.successors.list[i], pr.finish[t]);
+  }
+}
+
+// Dataflow only: the last packet of slot `slot` was delivered, which
+// releases the transfers that take its data.
+void Simulation::delivered(std::int64_t slot, Seconds when) {
+  if (--progress_.slots[slot].deliv != 0) return;
+  for (std::int64_t i = dataflow_.data_off[slot]; i < dataflow_.data_off[slot + 1]; ++i)
+    release(dataflow_.data_list[i], when);
+}
+
+// Dataflow only: the last packet of a transfer entered the stage of `node`,
+// so the nodes it gates may open; their parked packets go on from `when`.
+void Simulation::open_gates(std::int64_t node, Seconds when) {
+  Parking& pk = parking_;
+  for (std::int64_t i = dataflow_.gate_off[node]; i < dataflow_.gate_off[node + 1]; ++i) {
+    const std::int64_t u = dataflow_.gate_list[i];
+    if (--tries_.nodes[u].gate != 0 || pk.park_of.empty() || pk.park_of[u] < 0) continue;
+    std::int32_t& park = pk.park_of[u];
+    for (const Event& e : pk.parked[park])
+      push(std::max(e.time, when), packet_of(e), tries_.nodes[e.node].transfer(), e.node, kArrive,
+           std::max(e.head, when));
+    pk.parked[park].clear();
+    pk.free_lists.push_back(park);
+    park = -1;
+  }
+}
+
+// Dataflow only: a packet waits at a node whose gates are still closed
+// (an earlier stream on this stage has not passed yet).
+void Simulation::park(const Event& ev) {
+  Parking& pk = parking_;
+  if (pk.park_of.empty()) pk.park_of.assign(tries_.nodes.size(), -1);
+  std::int32_t& park = pk.park_of[ev.node];
+  if (park < 0) {
+    if (pk.free_lists.empty()) {
+      park = static_cast<std::int32_t>(pk.parked.size());
+      pk.parked.emplace_back();
+    } else {
+      park = pk.free_lists.back();
+      pk.free_lists.pop_back();
+    }
+  }
+  pk.parked[park].push_back(ev);
+}
+
+// A packet of t is done at destination slot `slot` (delivered and
+// processed); the destination is done after its last, the transfer after
+// its last destination.
+void Simulation::packet_done(TransferId t, std::int64_t slot, Seconds when) {
+  if (--progress_.slots[slot].left != 0) return;
+  const RankId d = slot_rank_[slot];
+  result_.rank_finish_s[d] = std::max(result_.rank_finish_s[d], when);
+  progress_.finish[t] = std::max(progress_.finish[t], when);
+  if (--progress_.dsts_left[t] == 0) complete(t);
+}
+
+// The channel of a port (stages first .. first + channels - 1) that frees
+// up first; the lowest on a tie.
+std::int64_t Simulation::pick_channel(std::int64_t first) const {
+  std::int64_t best = first;
+  for (std::int32_t c = 1; c < dim_.channels; ++c)
+    if (stages_[first + c].free_at < stages_[best].free_at) best = first + c;
+  return best;
+}
+
+// With a compute cost and several ejection channels packets may reach the
+// destination out of processing order, so processing waits for its own
+// event (kDeliver) and the compute unit serves them FCFS.
+void Simulation::process_delivery(const Event& ev, TransferId t, Bytes bytes) {
+  const TrieNode& nd = tries_.nodes[ev.node];
+  const NodeId e = place_[slot_rank_[nd.term]];
+  const Seconds cs = std::max(ev.time, compute_[e].free_at);
+  const Seconds dur =
+      (sched_.op(t) == Op::reduce ? costs_.reduce_s_per_byte : costs_.copy_s_per_byte) *
+      static_cast<double>(bytes);
+  compute_[e].free_at = cs + dur;
+  compute_[e].busy += dur;
+  packet_done(t, nd.term, cs + dur);
+}
+
+// The stage an arriving packet is served by: the node's link, or a port
+// channel (chosen once per transfer for injection, once per destination
+// for ejection, when its first packet arrives). Sets `avail` to the switch
+// overhead when a new transfer takes over an ejection channel.
+std::int64_t Simulation::resolve_stage(const Event& ev, TransferId t, std::int64_t packet,
+                                       Seconds& avail) {
+  const TrieNode& nd = tries_.nodes[ev.node];
+  const LinkId L = dim_.links;
+  const NodeId E = dim_.endpoints;
+  const std::int32_t K = dim_.channels;
+  std::int64_t r = nd.resource;
+  if (r == kInjPort) {
+    const std::int64_t first = L + static_cast<std::int64_t>(place_[sched_.src(t)]) * K;
+    std::int32_t& inj = progress_.hot[t].inj_chan;
+    if (inj < 0) inj = static_cast<std::int32_t>(pick_channel(first) - first);
+    r = first + inj;
+  } else if (r == kEjPort) {
+    const std::int64_t first = L + static_cast<std::int64_t>(E) * K +
+                               static_cast<std::int64_t>(place_[slot_rank_[nd.term]]) * K;
+    std::int32_t& ej = progress_.slots[nd.term].ej_chan;
+    if (ej < 0) ej = static_cast<std::int32_t>(pick_channel(first) - first);
+    r = first + ej;
+  }
+  const std::int64_t ej_first = L + static_cast<std::int64_t>(E) * K;
+  if (packet == 0 && !ejection_used_.empty() && r >= ej_first) {
+    // A transfer's first packet (packets enter a stage in order) at an
+    // ejection channel: a switch if another transfer came in before.
+    std::uint8_t& used = ejection_used_[static_cast<std::size_t>(r - ej_first)];
+    if (used) avail = net_.switch_overhead_s;
+    used = 1;
+  }
+  return r;
+}
+
+// The optional records of one service: the trace, and the link's busy
+// interval (extended when the link stays busy, else a new one).
+void Simulation::record_service(TransferId t, std::int64_t packet, std::int64_t stage,
+                                Seconds start, Seconds end, Seconds dur) {
+  if (opt_.record_trace) {
+    result_.trace_transfer.push_back(t);
+    result_.trace_packet.push_back(packet);
+    result_.trace_stage.push_back(stage);
+    result_.trace_start_s.push_back(start);
+    result_.trace_finish_s.push_back(end);
+  }
+  if (!(opt_.record_timeline && stage < dim_.links && dur > 0.0)) return;
+  Timeline& tl = timeline_;
+  if (tl.open_end[stage] == start) {
+    tl.open_end[stage] = end;
+    return;
+  }
+  if (tl.open_end[stage] > tl.open_start[stage]) {
+    if (tl.closed.size() >= kMaxTimelineIntervals)
+      throw std::invalid_argument(
+          "the busy-link timeline has more than " + std::to_string(kMaxTimelineIntervals) +
+          " separate intervals; simulate without timeline=True or with a "
+          "larger packet_bytes");
+    tl.closed.emplace_back(tl.open_start[stage], tl.open_end[stage]);
+  }
+  tl.open_start[stage] = start;
+  tl.open_end[stage] = end;
+}
+
+// A packet left its transfer's first stage at `end`: the source presents
+// the next packet (fair sharing of the first stage), or, after the last,
+// the source rank is done sending.
+void Simulation::left_first_stage(const Event& ev, TransferId t, std::int64_t packet,
+                                  Seconds end) {
+  const bool stream = costs_.dataflow && progress_.hot[t].stream_id >= 0;
+  if (stream) {
+    StreamState& st = dataflow_.streams[progress_.hot[t].stream_id];
+    st.pace = end;
+    st.next = packet + 1;
+    try_inject(t);
+  }
+  if (packet + 1 < progress_.hot[t].npackets) {
+    if (!stream) push(end, packet + 1, t, ev.node, kArrive, end);
+  } else {
+    const RankId src = sched_.src(t);
+    result_.rank_finish_s[src] = std::max(result_.rank_finish_s[src], end);
+  }
+}
+
+// The packet moves on to every child stage. Store-and-forward: it arrives
+// whole, latency after it finished here. Cut-through: its head arrives
+// latency (plus one flit) after it passed here, and its service there may
+// not end before its tail has arrived.
+void Simulation::forward(const Event& ev, TransferId t, std::int64_t packet, Seconds head_left,
+                         Seconds end, Bytes wire_bytes, double inv_bw, Seconds latency) {
+  const Bytes F = costs_.flit_bytes;
+  for (std::int32_t c = tries_.nodes[ev.node].first_child; c >= 0;
+       c = tries_.nodes[c].next_sibling) {
+    if (costs_.store_and_forward) {
+      const Seconds a = end + latency;
+      push(a, packet, t, c, kArrive, a);
+      continue;
+    }
+    double ibn = inv_bw;  // the next stage's, when stages differ
+    if (!costs_.uniform_bandwidth) {
+      const std::int32_t cr = tries_.nodes[c].resource;
+      // Else an ejection channel, all alike per endpoint.
+      ibn = cr >= 0 ? stages_[cr].inv_bw
+                    : stages_[dim_.links + (static_cast<std::int64_t>(dim_.endpoints) +
+                                            place_[slot_rank_[tries_.nodes[c].term]]) *
+                                               dim_.channels]
+                          .inv_bw;
+    }
+    const Seconds head = head_left + latency + (F > 0 ? static_cast<double>(F) * inv_bw : 0.0);
+    const Seconds a = std::max(head, end + latency - static_cast<double>(wire_bytes) * ibn);
+    push(a, packet, t, c, kArrive, head);
+  }
+}
+
+// The packet reached the end of a destination's route at `at`. Dataflow
+// streams and data edges learn of it now; processing (reduce or copy) then
+// follows, booked at once when there is one ejection channel (packets then
+// reach the endpoint in processing order), else through a kDeliver event.
+void Simulation::reach_destination(const Event& ev, TransferId t, std::int64_t packet,
+                                   Bytes bytes, Seconds at) {
+  const std::int32_t term = tries_.nodes[ev.node].term;
+  if (costs_.dataflow) {
+    stream_delivered(term, at);
+    delivered(term, at);
+  }
+  const double cost =
+      sched_.op(t) == Op::reduce ? costs_.reduce_s_per_byte : costs_.copy_s_per_byte;
+  if (cost > 0.0 && dim_.channels == 1) {
+    const NodeId e = progress_.slots[term].endpoint;
+    const Seconds cs = std::max(at, compute_[e].free_at);
+    const Seconds dur = cost * static_cast<double>(bytes);
+    compute_[e].free_at = cs + dur;
+    compute_[e].busy += dur;
+    packet_done(t, term, cs + dur);
+  } else if (cost > 0.0) {
+    push(at, packet, t, ev.node, kDeliver, at);
+  } else {
+    packet_done(t, term, at);
+  }
+}
+
+// One event: a delivery to process, a packet to park, or a packet served by
+// its stage and sent on.
+void Simulation::process(const Event& ev) {
+  const TrieNode& nd = tries_.nodes[ev.node];
+  const TransferId t = nd.transfer();
+  const std::int64_t k = packet_of(ev);
+  const TransferHot& h = progress_.hot[t];
+  const Bytes m = (k == h.npackets - 1) ? h.last_bytes : costs_.packet_bytes;
+  if ((ev.local_key & 1u) == kDeliver) {
+    process_delivery(ev, t, m);
+    return;
+  }
+  if (costs_.dataflow && nd.gate > 0) {
+    park(ev);
+    return;
+  }
+  Seconds avail = 0.0;  // the stage is free from: free_at, plus a switch
+  const std::int64_t r = resolve_stage(ev, t, k, avail);
+  StageState& stage = stages_[r];
+  avail += stage.free_at;
+  const Bytes F = costs_.flit_bytes;
+  const Bytes w = F > 0 ? (m + F - 1) / F * F : m;  // wire bytes: whole flits
+  const double ib = stage.inv_bw;
+  const Seconds st = std::max(ev.time, avail);
+  const Seconds hs = std::max(ev.head, avail);  // the head moves on
+  const Seconds dur = static_cast<double>(w) * ib;
+  const Seconds fin = st + dur;
+  stage.free_at = fin;
+  stage.busy += dur;
+  stage.bytes += m;
+  if ((++result_.events & (kInterruptStride - 1)) == 0) poll_interrupt();
+  record_service(t, k, r, st, fin, dur);
+  if (costs_.dataflow && k == h.npackets - 1) open_gates(ev.node, st);
+  if (nd.top()) left_first_stage(ev, t, k, fin);
+  const Seconds l = stages_[r].lat;
+  forward(ev, t, k, hs, fin, w, ib, l);
+  if (nd.term >= 0) reach_destination(ev, t, k, m, fin + l);
+}
+
+void Simulation::run() {
+  for (TransferId t = 0; t < dim_.transfers; ++t)
+    if (progress_.pending[t] == 0) start(t);
+
+  while (!queue_.empty()) {
+    if (!top_consumed_) queue_.pop();  // the previous event scheduled nothing
+    if (queue_.empty()) break;
+    // A copy: handling the event may replace the queue's top.
+    const Event ev = queue_.top();
+    top_consumed_ = false;
+    process(ev);
+  }
+  if (progress_.completed != dim_.transfers)
+    throw std::logic_error("simulation ended with unfinished transfers");
+}
+
+}  // namespace wafercoll::sim

@@ -1,0 +1,346 @@
+// Building the state of one simulation run, and turning it into the result
+// at the end (simulation.hpp). The event loop itself is in event_loop.cpp.
+//
+// Order of allocation matters for the peak memory of large runs: the
+// prepared per-transfer arrays are folded into TransferHot and released
+// before the per-destination and dataflow state is allocated.
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "wafercoll/simulate/simulation.hpp"
+
+namespace wafercoll::sim {
+
+Simulation::Simulation(const Schedule& sched, const Topology& topology,
+                       const NetworkModel& model, const SimOptions& options)
+    : sched_(sched),
+      topo_(topology),
+      net_(model),
+      opt_(options),
+      slot_rank_(sched.dst_array()),
+      queue_(options.queue) {
+  Prepared prep = prepare(sched, topology, model, options);
+  dim_.transfers = sched.num_transfers();
+  dim_.ranks = sched.num_ranks();
+  dim_.endpoints = topology.num_endpoints();
+  dim_.links = topology.num_links();
+  dim_.channels = model.ports;
+  if (opt_.record_trace && prep.events > kMaxTraceEvents)
+    throw std::invalid_argument("a trace of " + std::to_string(prep.events) +
+                                " packet-stage events is too large (limit " +
+                                std::to_string(kMaxTraceEvents) + "); trace a smaller run");
+  place_ = std::move(prep.place);
+  tries_ = std::move(prep.tries);
+  prepare_stages();
+  prepare_transfers(prep);
+  if (costs_.dataflow) prepare_dataflow();
+  prepare_accounting();
+}
+
+// Stage bandwidths and latencies. Links take the model's bandwidth, or
+// their own when it is 0; port channels take port_bandwidth_Bps, else the
+// model's bandwidth, else the fastest link leaving (injection) or entering
+// (ejection) the endpoint, so that a port never slows down the network it
+// feeds unless asked to.
+void Simulation::prepare_stages() {
+  const LinkId L = dim_.links;
+  const NodeId E = dim_.endpoints;
+  const std::int32_t K = dim_.channels;
+  dim_.stages = static_cast<std::int64_t>(L) + 2 * static_cast<std::int64_t>(E) * K;
+  stages_.resize(static_cast<std::size_t>(dim_.stages));
+  std::vector<double> fastest_out, fastest_in;
+  if (K > 0 && net_.port_bandwidth_Bps == 0.0 && net_.bandwidth_Bps == 0.0) {
+    fastest_out.assign(E, 0.0);
+    fastest_in.assign(E, 0.0);
+  }
+  for (LinkId l = 0; l < L; ++l) {
+    const Link lk = topo_.link(l);
+    const double bw = net_.bandwidth_Bps > 0.0 ? net_.bandwidth_Bps : lk.bandwidth_Bps;
+    stages_[l].inv_bw = 1.0 / bw;
+    stages_[l].lat = lk.latency_s + net_.hop_latency_s;
+    if (!fastest_out.empty()) {
+      if (topo_.is_endpoint(lk.src)) fastest_out[lk.src] = std::max(fastest_out[lk.src], bw);
+      if (topo_.is_endpoint(lk.dst)) fastest_in[lk.dst] = std::max(fastest_in[lk.dst], bw);
+    }
+  }
+  if (K > 0) set_port_bandwidths(fastest_out, fastest_in);
+
+  costs_.store_and_forward = net_.switching == Switching::store_and_forward;
+  // With one bandwidth everywhere, cut-through needs no lookup of the next
+  // stage's bandwidth.
+  costs_.uniform_bandwidth = true;
+  for (const StageState& st : stages_)
+    costs_.uniform_bandwidth = costs_.uniform_bandwidth && st.inv_bw == stages_.front().inv_bw;
+  costs_.packet_bytes = net_.packet_bytes;
+  costs_.flit_bytes = net_.flit_bytes;
+  costs_.reduce_s_per_byte = net_.gamma_s_per_byte;
+  if (net_.switch_overhead_s > 0.0) ejection_used_.assign(static_cast<std::size_t>(E) * K, 0);
+}
+
+void Simulation::set_port_bandwidths(const std::vector<double>& fastest_out,
+                                     const std::vector<double>& fastest_in) {
+  const LinkId L = dim_.links;
+  const NodeId E = dim_.endpoints;
+  const std::int32_t K = dim_.channels;
+  for (NodeId e = 0; e < E; ++e) {
+    double bin = net_.port_bandwidth_Bps > 0.0 ? net_.port_bandwidth_Bps : net_.bandwidth_Bps;
+    double bout = bin;
+    if (bin == 0.0) {
+      // An endpoint without links in one direction never uses that port.
+      bout = fastest_out[e] > 0.0 ? fastest_out[e] : 1.0;
+      bin = fastest_in[e] > 0.0 ? fastest_in[e] : 1.0;
+    }
+    for (std::int32_t c = 0; c < K; ++c) {
+      const std::int64_t ri = L + static_cast<std::int64_t>(e) * K + c;
+      const std::int64_t re = L + static_cast<std::int64_t>(E) * K + ri - L;
+      stages_[ri].inv_bw = 1.0 / bout;
+      stages_[re].inv_bw = 1.0 / bin;
+      stages_[ri].lat = stages_[re].lat = net_.port_latency_s;
+    }
+  }
+}
+
+// Per transfer and per destination slot state. hot takes over the prepared
+// per-transfer arrays, which are released before the rest is allocated.
+void Simulation::prepare_transfers(Prepared& prep) {
+  const TransferId T = dim_.transfers;
+  Progress& pr = progress_;
+  pr.hot.resize(static_cast<std::size_t>(T));
+  for (TransferId t = 0; t < T; ++t)
+    pr.hot[t] = TransferHot{prep.npackets[t], prep.last_bytes[t], prep.key0[t],
+                            static_cast<std::int32_t>(tries_.base[t]), -1, prep.canon[t], -1};
+  std::vector<std::int64_t>().swap(prep.npackets);
+  std::vector<Bytes>().swap(prep.last_bytes);
+  std::vector<std::uint64_t>().swap(prep.key0);
+  std::vector<std::uint32_t>().swap(prep.canon);
+  pr.pending.assign(T, 0);
+  pr.ready.assign(T, 0.0);
+  pr.finish.assign(T, 0.0);
+  pr.dsts_left.assign(T, 0);
+  dim_.dst_slots = static_cast<std::int64_t>(sched_.dst_array().size());
+  pr.slots.resize(static_cast<std::size_t>(dim_.dst_slots));
+  for (TransferId t = 0; t < T; ++t) {
+    pr.pending[t] = static_cast<std::int32_t>(sched_.num_deps(t));
+    pr.dsts_left[t] = static_cast<std::int32_t>(sched_.num_dsts(t));
+    for (std::int64_t i = sched_.dst_offsets()[t]; i < sched_.dst_offsets()[t + 1]; ++i)
+      pr.slots[i] =
+          SlotState{pr.hot[t].npackets, pr.hot[t].npackets, -1, place_[sched_.dst_array()[i]]};
+  }
+  costs_.copy_s_per_byte = net_.copy_s_per_byte;
+  costs_.dataflow = net_.dependencies == Dependencies::dataflow;
+  // Dataflow releases through its own edge lists.
+  if (!costs_.dataflow) pr.successors = successors(sched_);
+}
+
+// The destination slot of transfer t at rank r, or -1.
+std::int64_t Simulation::slot_of(TransferId t, RankId r) const {
+  for (std::int64_t i = sched_.dst_offsets()[t]; i < sched_.dst_offsets()[t + 1]; ++i)
+    if (sched_.dst_array()[i] == r) return i;
+  return -1;
+}
+
+// A key that names the physical stage of a trie node across transfers:
+// the link id, or a negative key per endpoint for a port whose channel is
+// chosen at run time (kInjPort, kEjPort).
+std::int64_t Simulation::resource_key(TransferId t, std::int64_t node) const {
+  const TrieNode& nd = tries_.nodes[node];
+  if (nd.resource >= 0) return nd.resource;
+  if (nd.resource == kInjPort) return -2 - 2 * std::int64_t{place_[sched_.src(t)]};
+  return -3 - 2 * std::int64_t{place_[sched_.dst_array()[nd.term]]};
+}
+
+namespace {
+
+// Edge lists for the CSR conversion below, while they are being collected.
+struct EdgeLists {
+  std::vector<std::pair<TransferId, TransferId>> complete;    // (d, t)
+  std::vector<std::pair<std::int64_t, TransferId>> data;      // (d slot, t)
+  std::vector<std::pair<std::int64_t, std::int64_t>> gate;    // (d node, t node)
+  std::vector<std::pair<std::int64_t, std::pair<TransferId, std::int32_t>>> stream;
+};
+
+// Edges by their first element, by counting sort. Edges were generated in
+// increasing order of their second element (the loop over t), so each list
+// comes out sorted as a full sort would leave it.
+template <typename Edges, typename List>
+void to_csr(Edges& edges, std::int64_t n, std::vector<std::int64_t>& off, List& list) {
+  off.assign(static_cast<std::size_t>(n) + 1, 0);
+  list.resize(edges.size());
+  for (const auto& e : edges) ++off[e.first + 1];
+  for (std::int64_t i = 0; i < n; ++i) off[i + 1] += off[i];
+  std::vector<std::int64_t> next(off.begin(), off.end() - 1);
+  for (const auto& e : edges) list[next[e.first]++] = e.second;
+  edges.clear();
+  edges.shrink_to_fit();
+}
+
+}  // namespace
+
+// Dataflow mode: classify every dependency edge d -> t (see simulate.hpp).
+// complete edges release t when d completes; data edges when d's slot for
+// src(t) is delivered; stream edges let t forward d's packets one by one;
+// order edges (a shared destination, no data) gate t's stages: a packet of t
+// enters a stage that d also uses only after d's last packet has entered it
+// (routers keep the streams in order; a stream held at one router holds
+// everything behind it). pending[t] counts only what must happen before t
+// starts (complete and data edges); gates are counted on the nodes.
+void Simulation::prepare_dataflow() {
+  const TransferId T = dim_.transfers;
+  EdgeLists edges;
+  // At most one stream per transfer: reserving that much address space
+  // (touched only as streams are made) spares the copies and fresh pages
+  // of repeated growth.
+  dataflow_.streams.reserve(static_cast<std::size_t>(T));
+  std::vector<std::pair<std::int64_t, std::int64_t>> d_nodes;  // (key, node of d)
+  for (TransferId t = 0; t < T; ++t) {
+    std::int64_t start_gates = 0;
+    for (const TransferId* dp = sched_.deps_begin(t); dp != sched_.deps_end(t); ++dp) {
+      const TransferId d = *dp;
+      const std::int64_t data_slot = slot_of(d, sched_.src(t));
+      if (data_slot >= 0) {  // d delivered data to t's source
+        if (try_make_stream(t, d)) {
+          StreamState& st = dataflow_.streams[progress_.hot[t].stream_id];
+          edges.stream.emplace_back(data_slot, std::make_pair(t, st.nq - 1));
+          continue;
+        }
+        edges.data.emplace_back(data_slot, t);
+        ++start_gates;
+        continue;
+      }
+      bool shared = false;
+      for (const RankId* x = sched_.dsts_begin(t); !shared && x != sched_.dsts_end(t); ++x)
+        shared = slot_of(d, *x) >= 0;
+      if (!shared) {
+        edges.complete.emplace_back(d, t);
+        ++start_gates;
+        continue;
+      }
+      // Order edge: gate every node of t whose stage d also crosses.
+      d_nodes.clear();
+      for (std::int64_t n = tries_.base[d]; n < tries_.base[d + 1]; ++n)
+        d_nodes.emplace_back(resource_key(d, n), n);
+      std::sort(d_nodes.begin(), d_nodes.end());  // a route's stages are distinct
+      for (std::int64_t n = tries_.base[t]; n < tries_.base[t + 1]; ++n) {
+        const std::int64_t key = resource_key(t, n);
+        auto it = std::lower_bound(d_nodes.begin(), d_nodes.end(),
+                                   std::make_pair(key, std::int64_t{-1}));
+        if (it == d_nodes.end() || it->first != key) continue;
+        edges.gate.emplace_back(it->second, n);
+        ++tries_.nodes[n].gate;
+      }
+    }
+    progress_.pending[t] = static_cast<std::int32_t>(start_gates);
+  }
+  to_csr(edges.complete, T, dataflow_.complete_off, dataflow_.complete_list);
+  to_csr(edges.data, dim_.dst_slots, dataflow_.data_off, dataflow_.data_list);
+  to_csr(edges.stream, dim_.dst_slots, dataflow_.stream_off, dataflow_.stream_list);
+  to_csr(edges.gate, static_cast<std::int64_t>(tries_.nodes.size()), dataflow_.gate_off,
+         dataflow_.gate_list);
+}
+
+// A data edge d -> t becomes a stream edge when t sends exactly the blocks
+// d delivered, in as many packets (more than one), from a single first
+// stage: then t forwards each packet as soon as it has arrived from every
+// stream dependency, instead of waiting for all of d. Makes t's stream (and
+// one more per-dependency queue) and returns true, or returns false.
+bool Simulation::try_make_stream(TransferId t, TransferId d) {
+  const Schedule& s = sched_;
+  const bool same_blocks =
+      s.ranges_end(d) - s.ranges_begin(d) == s.ranges_end(t) - s.ranges_begin(t) &&
+      std::equal(s.ranges_begin(d), s.ranges_end(d), s.ranges_begin(t),
+                 [](const BlockRange& a, const BlockRange& b) {
+                   return a.lo == b.lo && a.hi == b.hi;
+                 });
+  const bool one_top = tries_.nodes[tries_.base[t]].next_sibling < 0;
+  BigVector<TransferHot>& hot = progress_.hot;
+  if (!(same_blocks && one_top && hot[d].npackets == hot[t].npackets && hot[t].npackets > 1))
+    return false;
+  if (hot[t].stream_id < 0) {
+    hot[t].stream_id = static_cast<std::int32_t>(dataflow_.streams.size());
+    dataflow_.streams.emplace_back();
+  }
+  StreamState& st = dataflow_.streams[hot[t].stream_id];
+  ++st.nq;
+  if (st.nq > 1) {
+    if (!st.queues) st.queues = std::make_unique<std::vector<Fifo>>();
+    st.queues->resize(static_cast<std::size_t>(st.nq));
+  }
+  return true;
+}
+
+void Simulation::prepare_accounting() {
+  result_.rank_finish_s.assign(dim_.ranks, 0.0);
+  // Compute units only when processing costs anything.
+  compute_.resize(costs_.reduce_s_per_byte > 0.0 || costs_.copy_s_per_byte > 0.0
+                      ? static_cast<std::size_t>(dim_.endpoints)
+                      : 0);
+  if (opt_.record_timeline) {
+    timeline_.open_start.assign(dim_.links, -1.0);
+    timeline_.open_end.assign(dim_.links, -1.0);
+  }
+}
+
+// Busy times per link and per endpoint port (summed over its channels),
+// compute busy times, and the optional records.
+SimResult Simulation::collect() {
+  const LinkId L = dim_.links;
+  const NodeId E = dim_.endpoints;
+  const std::int32_t K = dim_.channels;
+  result_.compute_busy_s.assign(E, 0.0);
+  for (NodeId e = 0; e < static_cast<NodeId>(compute_.size()); ++e)
+    result_.compute_busy_s[e] = compute_[e].busy;
+  result_.link_busy_s.resize(L);
+  result_.link_bytes.resize(L);
+  for (LinkId l = 0; l < L; ++l) {
+    result_.link_busy_s[l] = stages_[l].busy;
+    result_.link_bytes[l] = stages_[l].bytes;
+  }
+  result_.injection_busy_s.assign(E, 0.0);
+  result_.ejection_busy_s.assign(E, 0.0);
+  for (NodeId e = 0; e < E && K > 0; ++e)
+    for (std::int32_t c = 0; c < K; ++c) {
+      result_.injection_busy_s[e] += stages_[L + static_cast<std::int64_t>(e) * K + c].busy;
+      result_.ejection_busy_s[e] += stages_[L + static_cast<std::int64_t>(E + e) * K + c].busy;
+    }
+  if (opt_.record_transfers) {
+    result_.transfer_ready_s = std::move(progress_.ready);
+    result_.transfer_finish_s = std::move(progress_.finish);
+  }
+  if (opt_.record_timeline) collect_timeline();
+  return std::move(result_);
+}
+
+// The busy intervals of all links as one step function: +1 at each start,
+// -1 at each end, sorted; marks at the same time merge into one step (the
+// last count wins), and the function ends with 0 at the makespan.
+void Simulation::collect_timeline() {
+  Timeline& tl = timeline_;
+  for (LinkId l = 0; l < dim_.links; ++l)
+    if (tl.open_end[l] > tl.open_start[l]) tl.closed.emplace_back(tl.open_start[l], tl.open_end[l]);
+  std::vector<std::pair<double, int>> marks;
+  marks.reserve(2 * tl.closed.size());
+  for (const auto& [a, b] : tl.closed) {
+    marks.emplace_back(a, +1);
+    marks.emplace_back(b, -1);
+  }
+  std::sort(marks.begin(), marks.end());
+  result_.timeline_t.push_back(0.0);
+  result_.timeline_busy.push_back(0);
+  std::int32_t busy = 0;
+  for (const auto& [x, delta] : marks) {
+    busy += delta;
+    if (x == result_.timeline_t.back()) {
+      result_.timeline_busy.back() = busy;
+    } else {
+      result_.timeline_t.push_back(x);
+      result_.timeline_busy.push_back(busy);
+    }
+  }
+  if (result_.timeline_t.back() < result_.time_s) {
+    result_.timeline_t.push_back(result_.time_s);
+    result_.timeline_busy.push_back(0);
+  }
+}
+
+}  // namespace wafercoll::sim

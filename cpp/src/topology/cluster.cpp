@@ -1,0 +1,193 @@
+// Cluster topologies: processes on sockets on nodes, joined by a fabric
+// (see topology.hpp for the link classes and their numbering). Routes are
+// not searched: every pair's route follows from the two ranks' node and
+// socket, in at most six links, so the family scales to many processes
+// without routing tables.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <deque>
+#include <limits>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+
+#include "topology_data.hpp"
+#include "wafercoll/topology/topology.hpp"
+
+namespace wafercoll {
+
+using namespace topology_detail;
+
+Topology Topology::cluster(NodeId nodes, NodeId ppn, NodeId sockets,
+                           std::vector<NodeId> rank_node,
+                           const std::array<BytesPerSecond, 4>& bandwidth_Bps,
+                           const std::array<Seconds, 4>& latency_s) {
+  const char* fn = "cluster";
+  check_size(fn, "nodes", nodes);
+  check_size(fn, "ppn", ppn);
+  check_size(fn, "sockets", sockets);
+  const std::int64_t p = std::int64_t{nodes} * ppn;
+  if (p > kMaxClusterRanks) {
+    throw std::invalid_argument(cat(fn, ": nodes * ppn = ", p, " exceeds the limit of ",
+                                    kMaxClusterRanks, " processes"));
+  }
+  if (ppn % sockets != 0) {
+    throw std::invalid_argument(cat(fn, ": sockets = ", sockets,
+                                    " must divide ppn = ", ppn));
+  }
+  // Four link classes (process, socket, NIC, lane); lanes, a per-process
+  // link to the NIC, exist only when given a bandwidth.
+  static const char* kClass[4] = {"process_", "socket_", "nic_", "lane_"};
+  const bool lanes = bandwidth_Bps[3] != 0.0;
+  for (int c = 0; c < (lanes ? 4 : 3); ++c) {
+    check_bandwidth(fn, kClass[c], bandwidth_Bps[c]);
+    check_latency(fn, kClass[c], latency_s[c]);
+  }
+  auto data = std::make_shared<ClusterData>();
+  data->nodes = nodes;
+  data->ppn = ppn;
+  data->sockets = sockets;
+  data->lanes = lanes;
+  if (rank_node.empty()) {
+    rank_node.resize(static_cast<std::size_t>(p));
+    for (std::int64_t r = 0; r < p; ++r) rank_node[r] = static_cast<NodeId>(r / ppn);
+  } else if (static_cast<std::int64_t>(rank_node.size()) != p) {
+    throw std::invalid_argument(cat(fn, ": rank_to_node must have nodes * ppn = ", p,
+                                    " entries, got ", rank_node.size()));
+  }
+  // Socket of each rank: the ranks of a node fill its sockets in rank
+  // order, ppn / sockets each, whatever the rank-to-node map.
+  std::vector<NodeId> fill(static_cast<std::size_t>(nodes), 0);
+  data->rank_socket.resize(static_cast<std::size_t>(p));
+  const NodeId per_socket = ppn / sockets;
+  for (std::int64_t r = 0; r < p; ++r) {
+    const NodeId n = rank_node[r];
+    if (n < 0 || n >= nodes) {
+      throw std::invalid_argument(cat(fn, ": rank_to_node[", r, "] = ", n,
+                                      " is out of range [0, ", nodes, ")"));
+    }
+    if (fill[n] == ppn) {
+      throw std::invalid_argument(cat(fn, ": rank_to_node puts more than ppn = ", ppn,
+                                      " ranks on node ", n));
+    }
+    data->rank_socket[r] = n * sockets + fill[n]++ / per_socket;
+  }
+  data->rank_node = std::move(rank_node);
+
+  // Node ids: processes [0, P), socket switches [P, P+S) (only with more
+  // than one socket), node routers [P+S, P+S+N), the fabric, then the NIC
+  // switches when there are lanes. Links are created in the order of the
+  // link classes so that cluster_route can compute their ids.
+  const auto P = static_cast<NodeId>(p);
+  const NodeId S = sockets > 1 ? nodes * sockets : 0;
+  const NodeId N = nodes;
+  const NodeId router0 = P + S, fabric = P + S + N;
+  std::vector<Link> links;
+  links.reserve(static_cast<std::size_t>(2 * (p + S + N) + (lanes ? 2 * p : 0)));
+  auto sw = [&](NodeId r) {
+    return sockets > 1 ? P + data->rank_socket[r] : router0 + data->rank_node[r];
+  };
+  const auto proc = static_cast<int>(ClusterLinkClass::process);
+  const auto sock = static_cast<int>(ClusterLinkClass::socket);
+  const auto nic = static_cast<int>(ClusterLinkClass::nic);
+  for (NodeId r = 0; r < P; ++r) {
+    links.push_back({r, sw(r), bandwidth_Bps[proc], latency_s[proc]});
+  }
+  for (NodeId r = 0; r < P; ++r) {
+    links.push_back({sw(r), r, bandwidth_Bps[proc], latency_s[proc]});
+  }
+  for (NodeId s = 0; s < S; ++s) {
+    links.push_back({P + s, router0 + s / sockets, bandwidth_Bps[sock], latency_s[sock]});
+  }
+  for (NodeId s = 0; s < S; ++s) {
+    links.push_back({router0 + s / sockets, P + s, bandwidth_Bps[sock], latency_s[sock]});
+  }
+  // With lanes the NIC links leave from a node's NIC switch (ids after the
+  // fabric), which only the lanes reach; without, from the node router.
+  const NodeId nic0 = lanes ? fabric + 1 : router0;
+  for (NodeId n = 0; n < N; ++n) {
+    links.push_back({nic0 + n, fabric, bandwidth_Bps[nic], latency_s[nic]});
+  }
+  for (NodeId n = 0; n < N; ++n) {
+    links.push_back({fabric, nic0 + n, bandwidth_Bps[nic], latency_s[nic]});
+  }
+  if (lanes) {
+    const auto lane = static_cast<int>(ClusterLinkClass::lane);
+    for (NodeId r = 0; r < P; ++r) {
+      links.push_back({r, nic0 + data->rank_node[r], bandwidth_Bps[lane], latency_s[lane]});
+    }
+    for (NodeId r = 0; r < P; ++r) {
+      links.push_back({nic0 + data->rank_node[r], r, bandwidth_Bps[lane], latency_s[lane]});
+    }
+  }
+  const NodeId num_nodes = lanes ? fabric + 1 + N : fabric + 1;
+  auto store = std::make_shared<CustomData>();
+  index_links(fn, num_nodes, links, *store, false);
+  Topology t;
+  t.kind_ = TopologyKind::cluster;
+  t.num_endpoints_ = P;
+  t.num_nodes_ = num_nodes;
+  t.num_links_ = static_cast<LinkId>(links.size());
+  store->links = std::move(links);
+  t.custom_ = std::move(store);
+  t.cluster_ = std::move(data);
+  return t;
+}
+
+NodeId Topology::cluster_nodes() const { return cluster_ ? cluster_->nodes : 0; }
+NodeId Topology::ppn() const { return cluster_ ? cluster_->ppn : 0; }
+NodeId Topology::sockets() const { return cluster_ ? cluster_->sockets : 0; }
+
+const std::vector<NodeId>& Topology::rank_node() const {
+  static const std::vector<NodeId> none;
+  return cluster_ ? cluster_->rank_node : none;
+}
+
+const std::vector<NodeId>& Topology::rank_socket() const {
+  static const std::vector<NodeId> none;
+  return cluster_ ? cluster_->rank_socket : none;
+}
+
+// 0: same socket, 1: same node, 2: different nodes (what hierarchical
+// algorithms and the cost model's classes key on).
+int Topology::locality(NodeId a, NodeId b) const {
+  if (!cluster_) throw std::invalid_argument("locality: not a cluster topology");
+  check_endpoint(a, "locality", "a");
+  check_endpoint(b, "locality", "b");
+  if (cluster_->rank_node[a] != cluster_->rank_node[b]) return 2;
+  return cluster_->rank_socket[a] == cluster_->rank_socket[b] ? 0 : 1;
+}
+
+// The link ids of the header comment, from each rank's node and socket.
+void Topology::cluster_route(NodeId a, NodeId b, std::vector<LinkId>& out) const {
+  const ClusterData& c = *cluster_;
+  const NodeId P = num_endpoints_;
+  const NodeId S = c.sockets > 1 ? c.nodes * c.sockets : 0;
+  const NodeId N = c.nodes;
+  const NodeId na = c.rank_node[a], nb = c.rank_node[b];
+  const NodeId sa = c.rank_socket[a], sb = c.rank_socket[b];
+  // Across nodes with lanes: straight to the NIC, bypassing the sockets.
+  if (c.lanes && na != nb) {
+    const LinkId lanes0 = 2 * P + 2 * S + 2 * N;
+    out.push_back(lanes0 + a);                      // lane up
+    out.push_back(2 * P + 2 * S + na);              // NIC up
+    out.push_back(2 * P + 2 * S + N + nb);          // NIC down
+    out.push_back(lanes0 + P + b);                  // lane down
+    return;
+  }
+  out.push_back(a);  // process up
+  if (na == nb && sa == sb) {
+    out.push_back(P + b);
+    return;
+  }
+  if (S > 0) out.push_back(2 * P + sa);  // socket up
+  if (na != nb) {
+    out.push_back(2 * P + 2 * S + na);      // NIC up
+    out.push_back(2 * P + 2 * S + N + nb);  // NIC down
+  }
+  if (S > 0) out.push_back(2 * P + S + sb);  // socket down
+  out.push_back(P + b);                      // process down
+}
+
+}  // namespace wafercoll
