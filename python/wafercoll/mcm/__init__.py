@@ -28,7 +28,7 @@ Examples
 from __future__ import annotations
 
 from ..kit.orders import excluded_node, hamiltonian_cycle, hamiltonian_path
-from . import systolic, training
+from . import artifact_ring2d, systolic, training
 from .builders import MESH_ALGORITHMS, mesh_shape
 from .machine import (
     ARTIFACT,
@@ -62,6 +62,7 @@ __all__: list[str] = [
     "MultiTree",
     "TTOTrees",
     "artifact",
+    "artifact_ring2d",
     "artifact_cycles",
     "artifact_layers",
     "artifact_training",
