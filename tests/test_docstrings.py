@@ -33,8 +33,7 @@ SUBPACKAGES = [
 # machines.py, sweeps.py, advisor.py, simulate.py, bounds.py, io/msccl.py,
 # experiments/, mcm/); their Examples are added once those changes land, and
 # each entry then leaves this list. Nothing else may be added here.
-PENDING_EXAMPLES = {
-}
+PENDING_EXAMPLES = {}
 
 
 def _public_functions() -> dict[str, object]:

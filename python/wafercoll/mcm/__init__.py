@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from ..kit.orders import excluded_node, hamiltonian_cycle, hamiltonian_path
 from . import artifact_ring2d, systolic, training
+from .artifact_multitree import artifact_multitree  # registers the variant too
 from .builders import MESH_ALGORITHMS, mesh_shape
 from .machine import (
     ARTIFACT,
@@ -62,6 +63,7 @@ __all__: list[str] = [
     "MultiTree",
     "TTOTrees",
     "artifact",
+    "artifact_multitree",
     "artifact_ring2d",
     "artifact_cycles",
     "artifact_layers",

@@ -1,0 +1,137 @@
+"""MultiTree as the MCM artifact runs it: its saved trees and its driver's order."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import wafercoll as wc
+from wafercoll.mcm.artifact_multitree import (
+    ARTIFACT_MULTITREE_CHIPLETS,
+    ISSUE_LAG_MESSAGES,
+    artifact_multitree,
+)
+
+NAME = "mesh_multitree_artifact_allreduce"
+SMALL = (3, 4, 5, 6)
+
+
+def _edges(parents: np.ndarray, times: np.ndarray, r: int) -> set[tuple[int, ...]]:
+    v = np.flatnonzero(parents[r] >= 0)
+    return {(int(c), int(parents[r, c]), int(times[r, c])) for c in v}
+
+
+@pytest.mark.parametrize("n", ARTIFACT_MULTITREE_CHIPLETS)
+def test_saved_trees_span_the_mesh_over_its_links(n: int) -> None:
+    side = int(round(n**0.5))
+    t = artifact_multitree(side, side)
+    assert t.parents.shape == (n, n)
+    links = set()
+    for v in range(n):
+        r, c = divmod(v, side)
+        for dr, dc in ((-1, 0), (1, 0), (0, -1), (0, 1)):
+            if 0 <= r + dr < side and 0 <= c + dc < side:
+                links.add((v, (r + dr) * side + c + dc))
+    used = set()
+    for root in range(n):
+        par = t.parents[root]
+        assert par[root] == -1 and np.all(par[np.arange(n) != root] >= 0)
+        for v in range(n):  # every node reaches the root, joining after its parent
+            u, hops = v, 0
+            while u != root:
+                assert (int(par[u]), u) in links
+                if par[u] != root:
+                    assert t.times[root, par[u]] < t.times[root, u]
+                u, hops = int(par[u]), hops + 1
+                assert hops < n
+        for v in np.flatnonzero(par >= 0):  # a link serves one tree per step
+            key = (int(par[v]), int(v), int(t.times[root, v]))
+            assert key not in used
+            used.add(key)
+    assert t.steps == int(t.times.max()) + 1
+
+
+@pytest.mark.parametrize("side", [3, 5])
+def test_saved_trees_equal_ours_on_3x3_and_5x5(side: int) -> None:
+    saved = artifact_multitree(side, side)
+    ours = wc.mcm.multitree(side, side)
+    assert saved.steps == ours.steps
+    for r in range(side * side):
+        assert _edges(saved.parents, saved.times, r) == _edges(
+            ours.parents, ours.times, r
+        )
+
+
+def test_saved_trees_differ_from_ours_on_4x4() -> None:
+    saved = artifact_multitree(4, 4)
+    ours = wc.mcm.multitree(4, 4)
+    assert saved.steps == ours.steps == 10
+    same = [
+        r
+        for r in range(16)
+        if _edges(saved.parents, saved.times, r) == _edges(ours.parents, ours.times, r)
+    ]
+    assert same == []
+    # Tree 0: the artifact adds 0's children 4 and 1, then grows down column 0
+    # and along row 0 a step at a time; ours takes 5 under 4 at step 1 and
+    # reaches 15 a step later.
+    assert saved.parents[0, 5] == 4 and saved.times[0, 5] == 2
+    assert ours.parents[0, 5] == 4 and ours.times[0, 5] == 1
+    assert saved.times[0, 15] == 6 and ours.times[0, 15] == 7
+
+
+def test_rejects_meshes_without_saved_trees() -> None:
+    with pytest.raises(ValueError, match="saved MultiTree trees"):
+        artifact_multitree(7, 7)
+    with pytest.raises(ValueError, match="saved MultiTree trees"):
+        artifact_multitree(4, 5)
+
+
+def test_registered_beside_the_papers_multitree() -> None:
+    info = wc.algorithm_info(NAME)
+    assert info.variant == "artifact"
+    assert info.label == "MultiTree (artifact)"
+    assert info.artifact_names == ("multitree", "multitree")
+    assert wc.algorithm_info("mesh_multitree_allreduce").label == "MultiTree"
+
+
+@pytest.mark.parametrize("side", SMALL)
+@pytest.mark.parametrize("messages", [1, ISSUE_LAG_MESSAGES + 3])
+def test_verifies_and_runs(side: int, messages: int) -> None:
+    n = side * side
+    top = wc.topology.mesh(side, side)
+    size = n * messages * 8192
+    s = wc.build(NAME, topology=top, size_bytes=size)
+    assert wc.verify(s).ok
+    x = np.random.default_rng(side).standard_normal((n, 4 * n))
+    y = wc.execute(s, x)
+    np.testing.assert_allclose(y, np.broadcast_to(x.sum(axis=0), y.shape))
+    per_flow = 2 if messages > ISSUE_LAG_MESSAGES else 1  # issued, then the rest
+    assert s.num_transfers == 2 * n * (n - 1) * per_flow
+
+
+@pytest.mark.parametrize("phase", ["reduce_scatter", "allgather"])
+def test_phases_verify(phase: str) -> None:
+    top = wc.topology.mesh(4, 4)
+    info = wc.algorithm_info(NAME)
+    s = info.builder(16, 16 * 8192, topology=top, phase=phase)
+    assert s.collective == phase
+    assert wc.verify(s).ok
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("side", [8, 9])
+def test_verifies_on_large_meshes(side: int) -> None:
+    top = wc.topology.mesh(side, side)
+    s = wc.build(NAME, topology=top, size_bytes=side * side * 8192)
+    assert wc.verify(s).ok
+    x = np.random.default_rng(side).standard_normal((side * side, 2 * side * side))
+    np.testing.assert_allclose(wc.execute(s, x)[-1], x.sum(axis=0))
+
+
+def test_one_message_flows_take_about_two_t_steps() -> None:
+    """One 8 KiB message per flow: at least 2T message times on the critical path."""
+    top = wc.topology.mesh(3, 3)
+    s = wc.build(NAME, topology=top, size_bytes=9 * 8192)
+    c = wc.simulate(s, top, wc.mcm.ARTIFACT).cycles
+    assert c >= 2 * artifact_multitree(3, 3).steps * 357
