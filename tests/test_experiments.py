@@ -114,10 +114,13 @@ def test_plot_on_given_axes():
     fig = Figure()
     ax = fig.add_subplot()
     assert demo.plot_counts(cols, ax=ax) is ax
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == ALGOS
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == [*ALGOS, "closed form"]
     assert ax.get_xlabel() and ax.get_ylabel()
-    ring_line = ax.get_lines()[0]
-    assert list(ring_line.get_ydata()) == [2 * (p - 1) for p in range(1, 17)]
+    ring_points, ring_form = ax.get_lines()[:2]
+    assert list(ring_points.get_ydata()) == [2 * (p - 1) for p in range(1, 17)]
+    # the closed form is drawn over the markers, so it is never hidden by them
+    assert ring_form.get_zorder() > ring_points.get_zorder()
 
 
 def test_split_result_validates():

@@ -73,15 +73,21 @@ def test_artifact_cycles_table() -> None:
     import wafercoll as wc
 
     ref = wc.mcm.artifact_cycles()
-    assert set(ref["figure"]) == {"fig8", "fig10", "fig13", "fig14"}
+    assert set(ref["figure"]) == {"fig8", "fig9", "fig10", "fig13", "fig14"}
     f14 = wc.mcm.artifact_cycles("fig14")
     assert (f14["chiplets"] == 64).all() and (f14["size_bytes"] == 128 << 20).all()
     assert sorted(f14["chunk_bytes"] // 1024) == [12 * 2**k for k in range(10)]
     assert set(wc.mcm.artifact_cycles("fig8")["algorithm"]) == set(
         wc.mcm.ARTIFACT_ALGORITHMS
     )
+    f9 = wc.mcm.artifact_cycles("fig9")
+    # 375 KiB (96,000 fp32 parameters) per chiplet on 3x3 .. 16x16, no DBTree
+    assert (f9["size_bytes"] == 375 * 1024 * f9["chiplets"]).all()
+    assert sorted(set(f9["chiplets"])) == [n * n for n in range(3, 17)]
+    assert "dtree" not in set(f9["algorithm"])
+    assert len(f9["cycles"]) == 70
     with pytest.raises(ValueError, match="figure must be"):
-        wc.mcm.artifact_cycles("fig9")
+        wc.mcm.artifact_cycles("fig7")
     got = mesh_mcm.artifact_reference("TTO", 8, 8, 128 << 20, 96 << 10, "fig14")
     assert got == f14["cycles"][f14["chunk_bytes"] == 96 << 10][0]
     assert math.isnan(mesh_mcm.artifact_reference("TTO", 3, 3, 1 << 20))

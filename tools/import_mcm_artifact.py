@@ -3,9 +3,12 @@
 Source: github.com/sabuj7177/TTO_HPCA_2024, commit
 156128c51d96bedebdc28315a974e8ae9fe2e502, the result files
 ``HPCA_2024_final/bandwidth/*/*.json`` (Fig. 8),
-``HPCA_2024_final/chunk_utilization/*.json`` (Fig. 14) and
+``HPCA_2024_final/scalability/*/*.json`` (Fig. 9: 375 KiB per chiplet, i.e.
+96,000 fp32 parameters x N, on 3x3 .. 16x16; no DBTree runs),
+``HPCA_2024_final/chunk_utilization/*.json`` (Fig. 14),
 ``HPCA_2024_final/models/*/*.json`` (the AllReduce of each DNN's gradients,
-Fig. 10). Each file is one BookSim run; the CSV keeps, per run, the
+Fig. 10) and ``HPCA_2024_final/simba/comm/*/*.json`` (the same on Simba's
+6x6 mesh, Fig. 13). Each file is one BookSim run; the CSV keeps, per run, the
 configuration that identifies it and the simulated cycles
 (``results.performance.allreduce.total``):
 
@@ -36,6 +39,7 @@ from pathlib import Path
 COMMIT = "156128c51d96bedebdc28315a974e8ae9fe2e502"
 DIRS = {
     "HPCA_2024_final/bandwidth": "fig8",
+    "HPCA_2024_final/scalability": "fig9",
     "HPCA_2024_final/chunk_utilization": "fig14",
     "HPCA_2024_final/models": "fig10",
     "HPCA_2024_final/simba/comm": "fig13",
@@ -55,9 +59,11 @@ HEADER = f"""\
 # AllReduce cycle counts committed with the MCM paper's artifact (Laskar, Majhi
 # et al., HPCA 2024): github.com/sabuj7177/TTO_HPCA_2024 commit {COMMIT},
 # HPCA_2024_final/bandwidth/*/*.json (figure fig8),
-# HPCA_2024_final/chunk_utilization/*.json (figure fig14) and
+# HPCA_2024_final/scalability/*/*.json (figure fig9),
+# HPCA_2024_final/chunk_utilization/*.json (figure fig14),
 # HPCA_2024_final/models/*/*.json (figure fig10: the AllReduce of a DNN's
-# gradients); one BookSim run per row, cycles =
+# gradients) and HPCA_2024_final/simba/comm/*/*.json (figure fig13: the same
+# on Simba's 6x6 mesh); one BookSim run per row, cycles =
 # results.performance.allreduce.total at 1 GHz. params counts fp32 parameters
 # (bytes = 4 x params); chunk_params is TTO's chunk_size. Collected by
 # tools/import_mcm_artifact.py.

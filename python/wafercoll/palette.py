@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import zlib
 
-__all__ = ["OKABE_ITO", "color", "marker"]
+__all__ = ["OKABE_ITO", "REFERENCE_LABELS", "color", "marker", "reference_style"]
 
 #: Okabe-Ito: black, orange, sky blue, bluish green, yellow, blue, vermillion,
 #: reddish purple.
@@ -106,3 +106,32 @@ def color(name: str) -> str:
 def marker(name: str) -> str:
     """The marker of an algorithm (``"o"`` for those not in the table)."""
     return _KEYS.get(_key(name), ("", "o"))[1]
+
+
+#: Legend labels of the references drawn beside our results.
+REFERENCE_LABELS = {"artifact": "artifact (BookSim)", "paper": "paper"}
+#: The reference's marker: a hollow pentagon, a shape no algorithm uses, so a
+#: reference never reads as one of the algorithms' points.
+_REFERENCE_MARKER = "p"
+
+
+def reference_style(colour: str = "black", size: float = 7.0) -> dict[str, object]:
+    """Matplotlib keywords of a published or committed reference point.
+
+    A hollow pentagon with no line, in the colour of the algorithm it
+    belongs to, drawn above lines and bars.
+
+    Examples
+    --------
+    >>> reference_style("#D55E00")["marker"]
+    'p'
+    """
+    return {
+        "ls": "none",
+        "marker": _REFERENCE_MARKER,
+        "markersize": size,
+        "markerfacecolor": "none",
+        "markeredgecolor": colour,
+        "markeredgewidth": 1.3,
+        "zorder": 4,
+    }

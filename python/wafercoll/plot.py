@@ -27,6 +27,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -45,12 +46,15 @@ __all__ = [
     "draw_grid",
     "draw_row",
     "draw_tree",
+    "figure_legend",
+    "log2_ticks",
     "new_axes",
     "node_positions",
     "plot_link_load",
     "plot_link_utilization",
     "plot_timeline",
     "plot_timeline_density",
+    "si_formatter",
 ]
 
 #: Transfer operations: (op code in the schedule, legend label, colour).
@@ -91,6 +95,65 @@ def new_axes(
 
     _, new = plt.subplots(figsize=figsize, layout="constrained")
     return new
+
+
+#: Legend text size of the figures (points): readable at the saved size.
+LEGEND_FONTSIZE = 8
+
+
+def figure_legend(
+    fig: Any,
+    handles: list[Any],
+    labels: list[str],
+    *,
+    ncol: int = 4,
+    title: str | None = None,
+) -> Any:
+    """One legend for all panels of ``fig``, below them, outside every Axes.
+
+    With a constrained layout (Matplotlib >= 3.7) the panels shrink to make
+    room, so the legend never covers data.
+    """
+    kw = {
+        "ncol": ncol,
+        "fontsize": LEGEND_FONTSIZE,
+        "title": title,
+        "title_fontsize": LEGEND_FONTSIZE,
+        "frameon": False,
+    }
+    try:
+        return fig.legend(handles, labels, loc="outside lower center", **kw)
+    except ValueError:  # Matplotlib < 3.7 has no "outside" locations
+        return fig.legend(handles, labels, loc="lower center", **kw)
+
+
+def si_formatter() -> Any:
+    """Tick labels in engineering notation: ``500``, ``2k``, ``5M``, one style.
+
+    Replaces ``{x:g}``, which writes ``500000`` beside ``5e+06`` on one axis.
+    """
+    from matplotlib import ticker
+
+    return ticker.EngFormatter(sep="")
+
+
+def log2_ticks(
+    axis: Any, lo: float, hi: float, *, label: Any = None, most: int = 8
+) -> None:
+    """Major ticks of a log axis at the powers of two in ``[lo, hi]``.
+
+    At most ``most`` ticks (every k-th power when there are more), labelled
+    ``label(value)`` (plain numbers by default); minor ticks off.
+    """
+    from matplotlib import ticker
+
+    k = np.arange(math.ceil(math.log2(lo) - 1e-9), math.floor(math.log2(hi) + 1e-9) + 1)
+    k = k[:: max(1, math.ceil(k.size / most))]
+    values = 2.0**k
+    fmt = label or (lambda v: f"{v:g}")
+    axis.set_major_locator(ticker.FixedLocator(values))
+    axis.set_major_formatter(ticker.FixedFormatter([fmt(v) for v in values]))
+    axis.set_minor_locator(ticker.NullLocator())
 
 
 def _time_unit(t_max_s: float) -> tuple[float, str]:

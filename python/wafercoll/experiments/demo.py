@@ -248,7 +248,7 @@ def _verdict(misses: list[int], ok_text: str) -> str:
 
 
 def plot_counts(data: dict[str, list[Any]], ax: Any = None) -> Any:
-    """Steps against ranks, one line per algorithm, closed forms dashed.
+    """Steps against ranks: built schedules as markers, closed forms as lines.
 
     Parameters
     ----------
@@ -261,27 +261,37 @@ def plot_counts(data: dict[str, list[Any]], ax: Any = None) -> Any:
     -------
     matplotlib.axes.Axes
     """
+    from matplotlib.lines import Line2D
+
+    from ..plot import LEGEND_FONTSIZE
+
     ax = new_axes(ax)
     markers = "os^vD*"
+    sizes = (7, 6, 6, 8, 5, 6)  # equal counts (binomial reduce and broadcast) nest
     algorithms = list(dict.fromkeys(data["algorithm"]))
     for i, name in enumerate(algorithms):
         rows = [k for k, a in enumerate(data["algorithm"]) if a == name]
         p = [data["p"][k] for k in rows]
-        line = ax.plot(
+        # The built schedules' counts: hollow markers, no line, under the forms.
+        pts = ax.plot(
             p,
             [data["steps"][k] for k in rows],
+            ls="none",
             marker=markers[i % len(markers)],
-            markersize=4,
+            markersize=sizes[i % len(sizes)],
             markerfacecolor="none",
-            linewidth=1,
+            markeredgewidth=1.1,
             label=name,
+            zorder=2,
         )[0]
+        # The closed form: a line drawn on top, so it shows through every marker.
         ax.plot(
             p,
             [data["steps_closed_form"][k] for k in rows],
-            linestyle=":",
-            linewidth=1.5,
-            color=line.get_color(),
+            linestyle=(0, (3, 1.5)),
+            linewidth=1.2,
+            color=pts.get_color(),
+            zorder=3,
         )
     ax.set_xlabel("ranks p")
     ax.set_ylabel("steps (longest dependency chain)")
@@ -289,14 +299,20 @@ def plot_counts(data: dict[str, list[Any]], ax: Any = None) -> Any:
     # Linear up to 4 steps, logarithmic beyond: the ring's 2(p-1) and the
     # logarithmic algorithms fit on one readable axis.
     ax.set_yscale("symlog", linthresh=4, linscale=0.6)
-    ticks = [0, 1, 2, 4, 8, 16, 32, 64, 128]
+    top = max(data["steps"], default=1)
+    ticks = [t for t in (0, 1, 2, 4, 8, 16, 32, 64, 128) if t <= 2 * top]
     ax.set_yticks(ticks, labels=[str(t) for t in ticks])
-    ax.set_ylim(0, max(ticks[-1], max(data["steps"], default=0)) * 1.1)
-    ticks_p = [1, 2, 4, 8, 16, 32, 64]
+    ax.set_ylim(0, max(ticks[-1], top) * 1.15)
+    p_max = max(data["p"], default=2)
+    ticks_p = [t for t in (1, 2, 4, 8, 16, 32, 64, 128, 256) if t <= p_max]
     ax.set_xticks(ticks_p, labels=[str(t) for t in ticks_p])
-    ax.set_title("Steps of the foundation builders (dotted: closed forms)")
+    ax.minorticks_off()
+    ax.set_title("Steps of the foundation builders (dashed: closed forms)")
     ax.grid(True, alpha=0.3)
-    ax.legend(title="algorithm", fontsize="small")
+    handles, labels = ax.get_legend_handles_labels()
+    handles.append(Line2D([], [], color="0.35", linestyle=(0, (3, 1.5))))
+    labels.append("closed form")
+    ax.legend(handles, labels, fontsize=LEGEND_FONTSIZE, loc="upper left")
     return ax
 
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..algorithms import build
 from ..mcm import ARTIFACT, FIGURE_TIMESTEPS, TABLE_II
-from ..palette import color, marker
+from ..palette import REFERENCE_LABELS, color, marker, reference_style
 from ..simulate import simulate
 from ..topology import mesh
 from . import new_axes, progress
@@ -55,6 +55,18 @@ __all__ = [
 # ------------------------------------------------------------------ Table I
 
 
+#: Table I's used-link percentages (8x8 for "even", 9x9 for "odd").
+TABLE1_PAPER_PCT = {
+    ("even", "Ring"): 29,
+    ("odd", "Ring"): 28,
+    ("even", "RingBiEven"): 57,
+    ("even", "Ring-2D"): 55,
+    ("odd", "Ring-2D"): 53,
+    ("even", "MultiTree"): 53,
+    ("odd", "MultiTree"): 51,
+}
+
+
 def run_table1(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
     """Used-link percentage: unit timesteps and Table II, 8x8 and 9x9."""
     shapes = [(4, 4), (5, 5)] if quick else [(8, 8), (9, 9)]
@@ -68,6 +80,7 @@ def run_table1(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
             "table2_pct",
             "artifact_pct",
             "links_pct",
+            "paper_pct",
         )
     }
     for m, n in shapes:
@@ -85,6 +98,10 @@ def run_table1(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
             cols["unit_pct"].append(100 * unit.link_utilization)
             cols["table2_pct"].append(100 * r.link_utilization)
             cols["links_pct"].append(100 * r.links_used / r.num_links)
+            parity = "odd" if m % 2 else "even"
+            cols["paper_pct"].append(
+                TABLE1_PAPER_PCT.get((parity, paper_label(name)), math.nan)
+            )
     paper = {
         ("even", "Ring"): 29,
         ("odd", "Ring"): 28,
@@ -119,7 +136,10 @@ def run_table1(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
 
 
 def plot_table1(cols: dict[str, list[Any]], ax: Any = None) -> Any:
-    """Bars of the used-link percentage per algorithm and mesh."""
+    """Bars of the used-link percentage per algorithm and mesh.
+
+    Hollow pentagons: the percentage Table I states (where it states one).
+    """
     ax = new_axes(ax)
     labels = [f"{a}\n{m}" for a, m in zip(cols["algorithm"], cols["mesh"], strict=True)]
     x = np.arange(len(labels))
@@ -131,11 +151,17 @@ def plot_table1(cols: dict[str, list[Any]], ax: Any = None) -> Any:
         )
     ):
         ax.bar(x + (k - 1) * 0.27, cols[col], 0.27, label=lab, color=c)
-    ax.set_xticks(x, labels, fontsize=6)
+    paper = np.asarray(cols.get("paper_pct", [math.nan] * len(x)), float)
+    if np.isfinite(paper).any():
+        ax.plot(x, paper, **reference_style("black"), label=REFERENCE_LABELS["paper"])
+    ax.set_xticks(x, labels, fontsize=7.5, rotation=90)
     ax.set_ylabel("mean busy links (%)")
-    ax.set_ylim(0, 100)
+    ax.set_ylim(0, 105)
     ax.set_title("Link use of AllReduce algorithms (Table I)", fontsize="medium")
-    ax.legend(fontsize="small")
+    ax.legend(
+        fontsize=8, ncol=4, loc="lower center", bbox_to_anchor=(0.5, 1.06),
+        frameon=False,
+    )  # fmt: skip
     return ax
 
 
@@ -241,7 +267,7 @@ def plot_fig8(cols: dict[str, list[Any]], ax: Any = None) -> Any:
     """One panel per mesh: bandwidth against size per algorithm.
 
     Lines: the artifact preset (GiB/s); dotted: Table II as stated (GB/s
-    converted to GiB/s); crosses: the artifact's committed results.
+    converted to GiB/s); hollow pentagons: the artifact's committed results.
     """
     ax = new_axes(ax)
     meshes = list(dict.fromkeys(cols["mesh"]))
@@ -273,24 +299,33 @@ def plot_fig8(cols: dict[str, list[Any]], ax: Any = None) -> Any:
             )
             ref = np.asarray(cols["reference_GiBps"], float)[idx]
             if np.isfinite(ref).any():
-                pax.plot(x, ref, color=c, ls="none", marker="x", ms=5)
+                pax.plot(x, ref, **reference_style(c))
         pax.set_xscale("log", base=2)
         pax.xaxis.set_major_formatter("{x:g}")
         pax.set_title(f"{m} mesh", fontsize="medium")
         pax.set_xlabel("AllReduce size (MiB)")
-        pax.set_ylabel("bandwidth (GiB/s)")
         pax.grid(True, alpha=0.3)
-    legend_once(
-        axes,
-        fontsize=6,
-        ncol=2,
-        title="lines: artifact preset; dotted: Table II; x: artifact",
-        title_fontsize=6,
-    )
+    axes[0].figure.supylabel("bandwidth (GiB/s)", fontsize="medium")
+    legend_once(axes, keys=_preset_keys(cols.get("reference_GiBps", ())))
     axes[0].figure.suptitle(
         "AllReduce bandwidth on meshes of chiplets (Fig. 8)", fontsize="large"
     )
     return axes[0]
+
+
+def _preset_keys(reference: Any) -> list[tuple[Any, str]]:
+    """Legend keys of the line styles: presets and, if any, the artifact."""
+    from matplotlib.lines import Line2D
+
+    keys = [
+        (Line2D([], [], color="0.4", lw=1.2), "artifact preset (ours)"),
+        (Line2D([], [], color="0.4", lw=1, ls=":"), "Table II as stated (ours)"),
+    ]
+    if np.isfinite(np.asarray(reference, float)).any():
+        keys.append(
+            (Line2D([], [], **reference_style("0.2")), REFERENCE_LABELS["artifact"])
+        )
+    return keys
 
 
 # ------------------------------------------------------------------ Fig. 9
@@ -310,6 +345,7 @@ def run_fig9(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
             "relative",
             "artifact_time_s",
             "artifact_relative",
+            "artifact_ref_time_s",
         )
     }
     base: dict[str, float] = {}
@@ -324,6 +360,8 @@ def run_fig9(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
             cols["algorithm"].append(paper_label(name))
             cols["size_bytes"].append(size)
             cols["time_s"].append(r.time_s)
+            ref = artifact_reference(paper_label(name), n, n, size, figure="fig9")
+            cols["artifact_ref_time_s"].append(ref * 1e-9)  # 1 GHz cycles
             if name == "mesh_ring_allreduce" and n in (3, 4):
                 base["odd" if n % 2 else "even"] = r.time_s
                 abase["odd" if n % 2 else "even"] = a.time_s
@@ -337,36 +375,63 @@ def run_fig9(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
 
 
 def plot_fig9(cols: dict[str, list[Any]], ax: Any = None) -> Any:
-    """Relative time against chiplets, one line per algorithm (even and odd)."""
+    """Relative time against chiplets, one line per algorithm (even and odd).
+
+    Lines: ours under the artifact preset; hollow pentagons: the artifact's
+    committed runs, relative to its own Ring on 4x4 (even) or 3x3 (odd).
+    """
+    from matplotlib.lines import Line2D
+
+    from ..plot import figure_legend
+
     ax = new_axes(ax)
-    for a in sorted(set(cols["algorithm"])):
+    n = np.asarray(cols["n"])
+    alg = np.asarray(cols["algorithm"])
+    ref = np.asarray(cols.get("artifact_ref_time_s", [math.nan] * n.size), float)
+    ref_rel = np.full(n.size, math.nan)
+    for parity, first in ((0, 4), (1, 3)):
+        base = ref[(alg == "Ring") & (n == first)]
+        if base.size and math.isfinite(base[0]):
+            ref_rel[n % 2 == parity] = ref[n % 2 == parity] / base[0]
+    for a in dict.fromkeys(cols["algorithm"]):
         for parity, style in ((0, "-"), (1, "--")):
-            idx = [
-                i
-                for i in range(len(cols["n"]))
-                if cols["algorithm"][i] == a and cols["n"][i] % 2 == parity
-            ]
-            if idx:
-                ax.plot(
-                    [cols["n"][i] ** 2 for i in idx],
-                    [cols["artifact_relative"][i] for i in idx],
-                    style,
-                    color=color(a),
-                    marker=marker(a),
-                    ms=3,
-                    label=f"{a} ({'odd' if parity else 'even'})",
-                )
-    ax.set_xlabel("chiplets N")
+            idx = np.flatnonzero((alg == a) & (n % 2 == parity))
+            if idx.size == 0:
+                continue
+            x = n[idx] ** 2
+            ax.plot(
+                x,
+                np.asarray(cols["artifact_relative"], float)[idx],
+                style,
+                color=color(a),
+                marker=marker(a),
+                ms=4,
+                label=a,
+            )
+            if np.isfinite(ref_rel[idx]).any():
+                ax.plot(x, ref_rel[idx], **reference_style(color(a)))
+    ax.set_xlabel("chiplets N (n x n mesh)")
     ax.set_ylabel("time / Ring on 4x4 (even) or 3x3 (odd)")
     ax.set_title(
         "Scalability, 375 KiB x N, artifact preset (Fig. 9)", fontsize="medium"
     )
-    ax.legend(fontsize=6, ncol=2)
     ax.grid(True, alpha=0.3)
+    seen: dict[str, Any] = {}
+    for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+        seen.setdefault(lab, h)
+    seen["even n (ours)"] = Line2D([], [], color="0.4")
+    seen["odd n (ours)"] = Line2D([], [], color="0.4", ls="--")
+    if np.isfinite(ref_rel).any():
+        seen[REFERENCE_LABELS["artifact"]] = Line2D([], [], **reference_style("0.2"))
+    figure_legend(ax.figure, list(seen.values()), list(seen), ncol=5)
     return ax
 
 
 # ------------------------------------------------------------------ Fig. 12
+
+
+#: Mean link utilization the paper states for Fig. 12 (Section VII-D, %).
+FIG12_PAPER_MEAN_PCT = {"TTO": 83, "RingBiOdd": 57, "Ring": 30}
 
 
 def run_fig12(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
@@ -376,7 +441,15 @@ def run_fig12(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
     bins = 50
     cols: dict[str, list[Any]] = {
         k: []
-        for k in ("preset", "algorithm", "t_frac", "busy_pct", "time_s", "mean_pct")
+        for k in (
+            "preset",
+            "algorithm",
+            "t_frac",
+            "busy_pct",
+            "time_s",
+            "mean_pct",
+            "paper_mean_pct",
+        )
     }
     top = mesh(m, n)
     means: dict[tuple[str, str], float] = {}
@@ -393,6 +466,9 @@ def run_fig12(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
                 cols["busy_pct"].append(float(100 * b / r.num_links))
                 cols["time_s"].append(r.time_s)
                 cols["mean_pct"].append(means[(preset, paper_label(name))])
+                cols["paper_mean_pct"].append(
+                    FIG12_PAPER_MEAN_PCT.get(paper_label(name), math.nan)
+                )
     findings = [
         {
             "quantity": f"mean link utilization of {a} ({m}x{n}, {size // MIB} MiB)"
@@ -410,13 +486,18 @@ def run_fig12(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
 
 
 def plot_fig12(cols: dict[str, list[Any]], ax: Any = None) -> Any:
-    """Busy links (%) against the fraction of each run's time, per preset."""
+    """Busy links (%) against the fraction of each run's time, per preset.
+
+    Each line's mean is in its legend entry; hollow pentagons at the right
+    edge mark the mean utilization the paper states.
+    """
     ax = new_axes(ax)
     presets = list(
         dict.fromkeys(cols.get("preset", ["table_ii"] * len(cols["t_frac"])))
     )
     axes = panels(ax, len(presets))
     pre = np.asarray(cols.get("preset", ["table_ii"] * len(cols["t_frac"])))
+    paper = np.asarray(cols.get("paper_mean_pct", [math.nan] * pre.size), float)
     for pax, preset in zip(axes, presets, strict=True):
         for a in dict.fromkeys(cols["algorithm"]):
             idx = [
@@ -430,14 +511,27 @@ def plot_fig12(cols: dict[str, list[Any]], ax: Any = None) -> Any:
                 color=color(a),
                 label=f"{a} (mean {cols['mean_pct'][idx[0]]:.0f} %)",
             )
+            if math.isfinite(paper[idx[0]]):
+                pax.plot(
+                    1.03, paper[idx[0]], clip_on=False, **reference_style(color(a))
+                )
+        if np.isfinite(paper).any():
+            pax.plot([], [], **reference_style("0.2"), label=REFERENCE_LABELS["paper"])
         pax.set_xlabel("fraction of the AllReduce time")
-        pax.set_ylabel("busy links (%)")
-        pax.set_ylim(0, 100)
+        pax.set_xlim(0, 1.06)
+        pax.set_ylim(0, 105)  # a line at 100 % stays clear of the frame
         pax.set_title(
             "Table II as stated" if preset == "table_ii" else "artifact preset",
             fontsize="medium",
         )
-        pax.legend(fontsize=7)
+        pax.legend(
+            fontsize=8,
+            ncol=2,
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.2),
+            frameon=False,
+        )
         pax.grid(True, alpha=0.3)
+    axes[0].figure.supylabel("busy links (%)", fontsize="medium")
     axes[0].figure.suptitle("Link utilization over time (Fig. 12)")
     return axes[0]

@@ -43,6 +43,8 @@ __all__ = [
     "panels",
     "paper_label",
     "range_finding",
+    "reference_key",
+    "reference_marks",
     "simulate_allreduce",
     "simulate_presets",
 ]
@@ -262,16 +264,23 @@ def panels(ax: Any, count: int) -> list[Any]:
     return list(axes[:count])
 
 
-def legend_once(axes: list[Any], **kw: Any) -> None:
-    """One legend on the first panel, every label of all the panels once.
+def legend_once(
+    axes: list[Any], keys: list[tuple[Any, str]] = (), ncol: int = 5
+) -> None:
+    """One legend below all panels: every label of all the panels once.
 
-    (RingBiOdd, say, only appears on odd meshes.)
+    (RingBiOdd, say, only appears on odd meshes.) ``keys`` are extra
+    ``(handle, label)`` pairs, such as what the line styles mean.
     """
+    from ..plot import figure_legend
+
     seen: dict[str, Any] = {}
     for pax in axes:
         for h, lab in zip(*pax.get_legend_handles_labels(), strict=True):
             seen.setdefault(lab, h)
-    axes[0].legend(list(seen.values()), list(seen), **kw)
+    for h, lab in keys:
+        seen.setdefault(lab, h)
+    figure_legend(axes[0].figure, list(seen.values()), list(seen), ncol=ncol)
 
 
 def bars(pax: Any, models: list[str], values: dict[str, list[float]]) -> Any:
@@ -283,6 +292,43 @@ def bars(pax: Any, models: list[str], values: dict[str, list[float]]) -> Any:
         pos[a] = x + (k - (len(values) - 1) / 2) * w
         pax.bar(pos[a], vals, w, color=color(a), label=a)
     pax.axhline(1.0, color="black", lw=0.8)
-    pax.set_xticks(x, models, fontsize=7, rotation=20)
+    pax.set_xticks(x, models, fontsize=8, rotation=20)
     pax.grid(True, axis="y", alpha=0.3)
     return pos
+
+
+def reference_marks(
+    pax: Any,
+    pos: dict[str, Any],
+    ref: np.ndarray,
+    alg: np.ndarray,
+    model: np.ndarray,
+    where: np.ndarray,
+    models: list[str],
+) -> None:
+    """The artifact's speedup over Ring on each bar (black hollow pentagons).
+
+    ``ref`` holds the artifact's times (NaN where it has none); a bar gets a
+    mark when both its algorithm's and Ring's reference exist.
+    """
+    from ..palette import reference_style
+
+    for a, x in pos.items():
+        y = []
+        for md in models:
+            here = where & (model == md)
+            mine, ring = ref[here & (alg == a)], ref[here & (alg == "Ring")]
+            y.append(ring[0] / mine[0] if mine.size and ring.size else np.nan)
+        if np.isfinite(y).any():
+            pax.plot(x, y, **reference_style("black"))  # visible on any bar
+
+
+def reference_key(ref: Any) -> list[tuple[Any, str]]:
+    """The legend key of the artifact's reference, if any point has one."""
+    from matplotlib.lines import Line2D
+
+    from ..palette import REFERENCE_LABELS, reference_style
+
+    if not np.isfinite(np.asarray(ref, float)).any():
+        return []
+    return [(Line2D([], [], **reference_style("0.2")), REFERENCE_LABELS["artifact"])]

@@ -30,6 +30,8 @@ from .mcm_common import (
     panels,
     paper_label,
     range_finding,
+    reference_key,
+    reference_marks,
     simulate_allreduce,
 )
 
@@ -201,7 +203,14 @@ def _fig10_findings(cols: dict[str, list[Any]]) -> list[dict[str, Any]]:
 
 
 def plot_fig10(cols: dict[str, list[Any]], ax: Any = None) -> Any:
-    """Epoch speedup over Ring per DNN and algorithm, one panel per mesh."""
+    """Epoch speedup over Ring per DNN and algorithm, one panel per mesh.
+
+    Bars: ours (artifact-preset AllReduce, systolic compute); hollow
+    pentagons: the artifact's own epoch (its SCALE-Sim compute and its
+    committed AllReduce cycles), where it ran the point.
+    """
+    from ..mcm.training import epoch_time
+
     ax = new_axes(ax)
     meshes = list(dict.fromkeys(cols["mesh"]))
     axes = panels(ax, len(meshes))
@@ -209,19 +218,35 @@ def plot_fig10(cols: dict[str, list[Any]], ax: Any = None) -> Any:
     alg = np.asarray(cols["algorithm"])
     model = np.asarray(cols["model"])
     sp = np.asarray(cols["epoch_speedup_vs_ring"], float)
+    ref_epoch = np.asarray(
+        [
+            epoch_time(int(n), c, r)
+            if math.isfinite(c) and math.isfinite(r)
+            else np.nan
+            for n, c, r in zip(
+                cols["chiplets_training"],
+                np.asarray(cols["artifact_compute_s"], float),
+                np.asarray(cols["reference_allreduce_s"], float),
+                strict=True,
+            )
+        ],
+        float,
+    )
     for pax, ms in zip(axes, meshes, strict=True):
         models = list(dict.fromkeys(model[mesh_ == ms]))
-        bars(
+        algs = list(dict.fromkeys(alg[mesh_ == ms]))
+        pos = bars(
             pax,
             models,
             {
                 a: [sp[(mesh_ == ms) & (alg == a) & (model == md)][0] for md in models]
-                for a in dict.fromkeys(alg[mesh_ == ms])
+                for a in algs
             },
         )
-        pax.set_ylabel("epoch speedup over Ring")
+        reference_marks(pax, pos, ref_epoch, alg, model, mesh_ == ms, models)
         pax.set_title(f"{ms} mesh", fontsize="medium")
-    legend_once(axes, fontsize=6, ncol=4)
+    axes[0].figure.supylabel("epoch speedup over Ring", fontsize="medium")
+    legend_once(axes, keys=reference_key(ref_epoch))
     axes[0].figure.suptitle(
         "One training epoch, artifact preset AllReduce + systolic compute (Fig. 10)"
     )
@@ -383,5 +408,5 @@ def plot_fig11(cols: dict[str, list[Any]], ax: Any = None) -> Any:
         f"{what})",
         fontsize="medium",
     )
-    ax.legend(fontsize=6, ncol=3)
+    ax.legend(fontsize=8, ncol=3, loc="lower left", framealpha=0.9)
     return ax

@@ -359,20 +359,49 @@ def _plot(cols: dict[str, list[Any]], key: str, ax: Any, title: str) -> Any:
         )
         for col, style in styles:
             ax.plot(x, 1e6 * _get(cols, a, key, col), color=color(a), **style)
+    from matplotlib import ticker
+    from matplotlib.lines import Line2D
+
+    from ..plot import LEGEND_FONTSIZE, log2_ticks
+
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
+    lo, hi = ax.get_xlim()
+    # Plain numbers (128, 4096; 8 B, 4 KiB), never 2^7 or 6x10^1.
+    log2_ticks(ax.xaxis, lo, hi, most=8, label=None if key == "p" else _bytes)
+    ax.yaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_locator(ticker.NullLocator())
     ax.set_xlabel("processes" if key == "p" else "bytes per process")
     ax.set_ylabel("time (µs)")
     ax.set_title(title, fontsize="medium")
+    grey = "0.35"
+    keys = [
+        (Line2D([], [], color=grey), "as the figure was drawn"),
+        (Line2D([], [], color=grey, ls=":", lw=1), "hard-coded set"),
+        (Line2D([], [], color=grey, ls="--", lw=1), f"{SOCKETS} sockets per node"),
+        (Line2D([], [], color=grey, ls="none", marker="o", ms=4), "simulated"),
+        (
+            Line2D([], [], color=grey, ls="none", marker="o", ms=6, mfc="none"),
+            "simulated, sockets",
+        ),
+    ]
+    handles, labels = ax.get_legend_handles_labels()
     ax.legend(
-        fontsize="small",
-        title="lines: as the figure was drawn; dotted: hard-coded set; "
-        f"dashed: {SOCKETS} sockets per node; markers: simulated (hollow: "
-        "with sockets)",
-        title_fontsize=6,
+        handles + [h for h, _ in keys],
+        labels + [lab for _, lab in keys],
+        fontsize=LEGEND_FONTSIZE,
+        ncol=4,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.14),
+        frameon=False,
     )
     ax.grid(True, alpha=0.3)
     return ax
+
+
+def _bytes(v: float) -> str:
+    return f"{v / 1024:g} KiB" if v >= 1024 else f"{v:g} B"
 
 
 def plot_scale(cols: dict[str, list[Any]], ax: Any = None) -> Any:

@@ -293,24 +293,82 @@ def _roofline_findings(cols: dict[str, list[Any]]) -> list[dict[str, Any]]:
     return out
 
 
+#: Dash patterns of the roofline lines, one per algorithm, so that equal
+#: rooflines (LO and BO variants often coincide) stay distinguishable.
+_ROOF_DASHES = ((1, 1.5), (4, 2), (1, 3), (6, 2, 1, 2), (3, 1, 1, 1), (8, 3))
+
+
 def plot_roofline(columns: dict[str, list[Any]], ax: Any = None) -> Any:
-    """Simulated time on the n150 (solid) and the roofline (dotted) per size."""
+    """Simulated time on the n150 (solid) and the roofline (dashed) per size.
+
+    Each algorithm's roofline has its own dash pattern and hollow markers;
+    black hollow pentagons are the thesis's own formula (LO and BO).
+    """
+    from matplotlib.lines import Line2D
+
+    from ..palette import REFERENCE_LABELS, marker, reference_style
+    from ..plot import LEGEND_FONTSIZE, log2_ticks
+
     ax = new_axes(ax)
     data = {k: np.asarray(v) for k, v in columns.items()}
-    for alg in ALGORITHMS:
-        sel = (data["topology"] == "n150") & (data["algorithm"] == alg)
+    n150 = data["topology"] == "n150"
+    for k, alg in enumerate(ALGORITHMS):
+        sel = n150 & (data["algorithm"] == alg)
         if not sel.any():
             continue
         x = data["size_bytes"][sel] / KIB
         c = palette_color(alg)
-        ax.plot(x, data["sim_s"][sel] * 1e6, "-o", color=c, label=alg, ms=3)
-        ax.plot(x, data["roofline_s"][sel] * 1e6, ":", color=c)
-    ax.set_xscale("log")
+        m = marker(alg)
+        ax.plot(x, data["sim_s"][sel] * 1e6, "-", marker=m, color=c, label=alg, ms=4)
+        ax.plot(
+            x,
+            data["roofline_s"][sel] * 1e6,
+            color=c,
+            lw=1.2,
+            dashes=_ROOF_DASHES[k % len(_ROOF_DASHES)],
+            marker=m,
+            ms=5,
+            mfc="none",
+        )
+    thesis = data.get("thesis_s")
+    if thesis is not None and np.isfinite(thesis[n150].astype(float)).any():
+        sel = n150 & np.isfinite(thesis.astype(float))
+        ax.plot(
+            data["size_bytes"][sel] / KIB,
+            thesis[sel].astype(float) * 1e6,
+            **reference_style("black", 8),
+        )
+    ax.set_xscale("log", base=2)
     ax.set_yscale("log")
+    sizes = data["size_bytes"][n150] / KIB
+    if sizes.size:
+        log2_ticks(ax.xaxis, sizes.min(), sizes.max(), most=10)
     ax.set_xlabel("vector size per core (KiB)")
-    ax.set_ylabel("time (us)")
-    ax.set_title("n150: simulated (solid) and roofline (dotted)")
-    ax.legend(fontsize="small")
+    ax.set_ylabel("time (µs)")
+    ax.set_title("n150: simulated (solid) and roofline (dashed)")
+    grey = "0.35"
+    keys = [
+        (Line2D([], [], color=grey), "simulated"),
+        (Line2D([], [], color=grey, dashes=(4, 2), marker="o", mfc="none"), "roofline"),
+    ]
+    if thesis is not None and np.isfinite(thesis[n150].astype(float)).any():
+        keys.append(
+            (
+                Line2D([], [], **reference_style("black")),
+                f"{REFERENCE_LABELS['paper']} (thesis formula)",
+            )
+        )
+    handles, labels = ax.get_legend_handles_labels()
+    ax.legend(
+        handles + [h for h, _ in keys],
+        labels + [lab for _, lab in keys],
+        fontsize=LEGEND_FONTSIZE,
+        ncol=3,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.14),
+        frameon=False,
+    )
+    ax.grid(True, alpha=0.3)
     return ax
 
 

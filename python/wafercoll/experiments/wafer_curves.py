@@ -813,7 +813,14 @@ def _draw(
         colour = _COLOURS[_base(alg)]
         one = rows[maps[rows] == maps[rows][0]]
         style_kw = {"linewidth": 0.6, "alpha": 0.5} if thin else {"linewidth": 1.1}
-        dash = "--" if alg.endswith("+bcast2d") else style
+        # Ring and Star share black: Ring is dash-dotted so the two stay apart.
+        dash = (
+            "--"
+            if alg.endswith("+bcast2d")
+            else "-."
+            if _base(alg) == "ring"
+            else style
+        )
         label = None if thin else f"{prefix}{alg}"
         ax.plot(c[x][one], c["model"][one], dash, color=colour, label=label, **style_kw)
         for m, marker in (("", "o"), ("a", "x"), ("b", "o")):
@@ -825,31 +832,41 @@ def _draw(
 
 
 def _finish(ax: Any, x: str, title: str) -> None:
-    """Log axes with ticks at powers of two (few ticks: the layout stays fast)."""
+    """Log axes with ticks at powers of two and one tick style (``2k``, ``5M``)."""
     from matplotlib import ticker
+
+    from ..plot import LEGEND_FONTSIZE, log2_ticks, si_formatter
 
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     lo, hi = ax.get_xlim()
-    k = np.arange(math.ceil(math.log2(lo)), math.floor(math.log2(hi)) + 1)
-    k = k[:: max(1, math.ceil(k.size / 5))]
-    ax.set_xticks(2.0**k, labels=[f"{2**i:g}" for i in k])
-    ax.minorticks_off()
+    log2_ticks(ax.xaxis, lo, hi, most=5)
     ax.yaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0), numticks=12))
-    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.set_title(title, fontsize="x-small")
+    ax.yaxis.set_major_formatter(si_formatter())
+    ax.yaxis.set_minor_locator(ticker.NullLocator())
+    ax.set_title(title, fontsize="small")
     ax.grid(True, alpha=0.3)
-    ax.tick_params(labelsize=6)
-    ax.legend(fontsize=4.5, loc="upper left", frameon=False)
+    ax.tick_params(labelsize=8)
+    ax.legend(
+        fontsize=LEGEND_FONTSIZE,
+        ncol=2,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.16),
+        frameon=False,
+    )
     if x == "B":
-        ax.set_xlabel("B (wavelets)", fontsize="x-small")
+        ax.set_xlabel("B (wavelets)", fontsize="small")
         top = ax.secondary_xaxis("top", functions=(lambda b: 4 * b, lambda y: y / 4))
-        top.set_xticks(4 * 2.0**k, labels=[f"{4 * 2**i:g}" for i in k])
-        top.minorticks_off()
-        top.set_xlabel("bytes (4 per wavelet)", fontsize="x-small")
-        top.tick_params(labelsize=5)
+        log2_ticks(top.xaxis, 4 * lo, 4 * hi, most=5, label=_bytes)
+        top.set_xlabel("bytes (4 per wavelet)", fontsize="small")
+        top.tick_params(labelsize=8)
     else:
-        ax.set_xlabel("P (PEs)" if x == "P" else "n (n x n grid)", fontsize="x-small")
+        ax.set_xlabel("P (PEs)" if x == "P" else "n (n x n grid)", fontsize="small")
+
+
+def _bytes(v: float) -> str:
+    """``4``, ``512``, ``4 KiB``: a byte count in binary units."""
+    return f"{v / 1024:g} KiB" if v >= 1024 else f"{v:g}"
 
 
 Layer = tuple[Selector, bool]  # rows, thin
@@ -871,6 +888,8 @@ def _plot(
     ax = new_axes(ax)
     c = _arrays(data)
     split = _panels(ax, len(panels))
+    if split:  # three panels with their legends below need a wider figure
+        ax.figure.set_size_inches(12, 5.6)
     for k, (name, x, layers) in enumerate(panels):
         if not split and x != panels[0][1]:
             continue  # one Axes has one x axis
@@ -885,8 +904,12 @@ def _plot(
             _finish(target, x, name)
     if not split:
         _finish(ax, panels[0][1], title)
-    ax.set_ylabel("cycles (lines: model; markers: simulated)", fontsize="x-small")
-    ax.figure.suptitle(title, fontsize="small")
+    ylabel = "cycles (lines: model; hollow markers: simulated)"
+    if split:
+        ax.figure.supylabel(ylabel, fontsize="medium")  # one label for the panels
+    else:
+        ax.set_ylabel(ylabel, fontsize="small")
+    ax.figure.suptitle(title, fontsize="medium")
     return ax
 
 

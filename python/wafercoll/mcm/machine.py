@@ -245,7 +245,9 @@ def artifact_cycles(figure: str | None = None) -> dict[str, Any]:
 
     Source: github.com/sabuj7177/TTO_HPCA_2024 commit ``156128c5``,
     ``HPCA_2024_final/bandwidth`` (``figure == "fig8"``: every algorithm on
-    4x4, 5x5, 8x8 and 9x9 meshes, 1 MiB to 1 GiB) and
+    4x4, 5x5, 8x8 and 9x9 meshes, 1 MiB to 1 GiB),
+    ``HPCA_2024_final/scalability`` (``"fig9"``: 375 KiB per chiplet on
+    3x3 .. 16x16, every algorithm but DBTree) and
     ``HPCA_2024_final/chunk_utilization`` (``"fig14"``: TTO on 8x8, 128 MiB,
     chunks of 12 KiB to 6 MiB) and ``HPCA_2024_final/models`` (``"fig10"``:
     the AllReduce of each DNN's fp32 gradients on 8x8 and 9x9; ``size_bytes``
@@ -262,7 +264,7 @@ def artifact_cycles(figure: str | None = None) -> dict[str, Any]:
 
     Parameters
     ----------
-    figure : {"fig8", "fig10", "fig13", "fig14"} or None
+    figure : {"fig8", "fig9", "fig10", "fig13", "fig14"} or None
         Only the runs of one figure (default: all).
 
     Returns
@@ -305,10 +307,9 @@ def artifact_cycles(figure: str | None = None) -> dict[str, Any]:
     out = _artifact_runs()
     if figure is None:
         return out
-    if figure not in ("fig8", "fig10", "fig13", "fig14"):
-        raise ValueError(
-            f"figure must be 'fig8', 'fig10', 'fig13', 'fig14' or None, got {figure!r}"
-        )
+    figures = ("fig8", "fig9", "fig10", "fig13", "fig14")
+    if figure not in figures:
+        raise ValueError(f"figure must be one of {figures} or None, got {figure!r}")
     sel = out["figure"] == figure
     return {k: v[sel] for k, v in out.items()}
 
