@@ -29,6 +29,11 @@ from __future__ import annotations
 
 from ..kit.orders import excluded_node, hamiltonian_cycle, hamiltonian_path
 from . import systolic, training
+from .artifact_topology import (
+    artifact_anynet_routers,
+    artifact_dbtree_stages,
+    artifact_dbtree_topology,
+)
 from .builders import MESH_ALGORITHMS, mesh_shape
 from .machine import (
     ARTIFACT,
@@ -62,7 +67,10 @@ __all__: list[str] = [
     "MultiTree",
     "TTOTrees",
     "artifact",
+    "artifact_anynet_routers",
     "artifact_cycles",
+    "artifact_dbtree_stages",
+    "artifact_dbtree_topology",
     "artifact_layers",
     "artifact_training",
     "double_binary_tree",
