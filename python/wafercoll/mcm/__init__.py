@@ -30,6 +30,11 @@ from __future__ import annotations
 from ..kit.orders import excluded_node, hamiltonian_cycle, hamiltonian_path
 from . import artifact_ring2d, systolic, training
 from .artifact_multitree import artifact_multitree  # registers the variant too
+from .artifact_topology import (
+    artifact_anynet_routers,
+    artifact_dbtree_stages,
+    artifact_dbtree_topology,
+)
 from .builders import MESH_ALGORITHMS, mesh_shape
 from .machine import (
     ARTIFACT,
@@ -63,9 +68,12 @@ __all__: list[str] = [
     "MultiTree",
     "TTOTrees",
     "artifact",
+    "artifact_anynet_routers",
     "artifact_multitree",
     "artifact_ring2d",
     "artifact_cycles",
+    "artifact_dbtree_stages",
+    "artifact_dbtree_topology",
     "artifact_layers",
     "artifact_training",
     "double_binary_tree",
