@@ -259,3 +259,7 @@ def test_default_jobs_follow_memory_and_cpus():
     assert (
         runner.default_jobs(["a", "new"], peaks=peaks, available=4 * gib, cpus=8) == 1
     )
+    # The package ships the peaks of a full and a quick run of every experiment.
+    for quick in (False, True):
+        shipped = runner.load_peaks(quick=quick)
+        assert {e.name for e in report.select()} <= set(shipped)

@@ -336,11 +336,16 @@ def _paper_tables(records: Sequence[Mapping[str, Any]]) -> list[str]:
         ]
         for r in mine:
             link = _anchor(r["name"])
+            # "Author et al. (2024), Section 5: the claim": the claim first
+            # (the whole text is under the details).
+            source, _, headline = str(r["claim"]).partition(": ")
+            if not headline or len(source) > 90 or not any(map(str.isdigit, source)):
+                headline = str(r["claim"])
             verdicts = (
                 "**failed**" if _failed_record(r) else _verdict_counts(_findings(r))
             )
             lines.append(
-                f"| [{_md(r['name'])}](#{link}) | {_cell(r['claim'], link)} | "
+                f"| [{_md(r['name'])}](#{link}) | {_cell(headline, link)} | "
                 f"{_cell(verdicts)} |"
             )
         lines.append("")
@@ -448,7 +453,8 @@ def write_report(
     >>> rec = {"name": "x", "title": "X", "paper": "000", "claim": "c",
     ...        "files": [], "findings": [], "seconds": 1.0}
     >>> path = write_report(tempfile.mkdtemp(), [rec], quick=True)
-    >>> "### 000" in open(path).read()
+    >>> with open(path) as fh:
+    ...     "### 000" in fh.read()
     True
     """
     from .. import __version__
@@ -643,6 +649,13 @@ def reproduce(
         print(f"error: cannot write into {out}", file=sys.stderr)
         return 2
     skipped = _resumed(out, selected, quick) if resume else []
+    other = [r for r in _records_on_disk(out, not quick) if resume]
+    if other:
+        print(
+            f"note: {len(other)} record(s) in {out} are of the "
+            f"{'full' if quick else 'quick'} mode; this run replaces those it runs",
+            file=sys.stderr,
+        )
     if skipped:
         print(
             f"resuming in {out}: {len(skipped)} of {len(selected)} experiments "
@@ -674,7 +687,7 @@ def reproduce(
         return 130
     seconds = time.perf_counter() - start
     everything = report_of(records)
-    path = write_report(out, everything, quick, seconds=seconds)
+    path = write_report(out, everything, quick, seconds=seconds if records else None)
     runner.write_peaks(os.path.join(out, "peaks.json"), everything, quick)
     print(
         f"wrote {path}: {len(records) - failed} of {len(records)} experiments in "

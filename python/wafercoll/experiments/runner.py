@@ -25,7 +25,7 @@ in 80 % of the available memory, at most one per CPU.
 Examples
 --------
 >>> from wafercoll.experiments import runner
->>> runner.default_jobs(["a", "b", "c"], peaks={"a": 2 << 30, "b": 1 << 30},
+>>> runner.default_jobs(["a", "b"], peaks={"a": 2 << 30, "b": 1 << 30},
 ...                     available=4 << 30, cpus=8)
 2
 >>> runner.death_cause(-9)
@@ -239,7 +239,8 @@ def write_peaks(
     >>> p = os.path.join(tempfile.mkdtemp(), "peaks.json")
     >>> rec = {"name": "x", "status": "ok", "peak_bytes": 3 << 20, "seconds": 1.25}
     >>> write_peaks(p, [rec], quick=True, base=p)
-    >>> json.load(open(p))["quick"]["x"]
+    >>> with open(p) as fh:
+    ...     json.load(fh)["quick"]["x"]
     {'peak_MiB': 3.0, 'seconds': 1.2}
     """
     doc: dict[str, Any] = {}
@@ -631,15 +632,23 @@ def run_isolated(
 
     try:
         while queue or running:
-            while queue and len(running) < jobs:
-                exp, attempt = queue[0]
-                if running and (
-                    attempt > 1
-                    or sum(w.estimate for w in running.values()) + estimates[exp.name]
-                    > budget
-                ):
-                    break  # a retry runs alone; the others wait for memory
-                queue.popleft()
+            while len(running) < jobs:
+                # The first queued experiment that fits: a retry runs alone,
+                # the others while the recorded peaks fit in the budget.
+                used = sum(w.estimate for w in running.values())
+                pick = next(
+                    (
+                        i
+                        for i, (e, attempt) in enumerate(queue)
+                        if not running
+                        or (attempt == 1 and used + estimates[e.name] <= budget)
+                    ),
+                    None,
+                )
+                if pick is None:
+                    break
+                exp, attempt = queue[pick]
+                del queue[pick]
                 start(exp, attempt)
             wait([w.proc.sentinel for w in running.values()], timeout=POLL_S)
             together = max(together, sum(w.sample() for w in running.values()))
