@@ -43,6 +43,7 @@ MODULES = [
     "wafercoll.sweeps",
     "wafercoll.advisor",
     "wafercoll.experiments.report",
+    "wafercoll.experiments.runner",
     "wafercoll.io.files",
 ]
 

@@ -149,15 +149,17 @@ def test_reproduce_quick_writes_report(tmp_path, capsys):
     assert "| foundation_counts |" in report
     assert wx.get_experiment("foundation_counts").claim in report
     assert (
-        "| quantity | paper | ours | verdict | tolerance or explanation | note |"
-        in report
+        "| experiment | claim | paper | ours | verdict | tolerance or explanation "
+        "| details |" in report
     )
     assert "MISMATCH" not in report
     for ext in ("csv", "png", "svg"):
         assert (tmp_path / f"foundation_counts.{ext}").stat().st_size > 0
-    # The summary opens the report, one row per finding, and every finding
-    # of every experiment is in findings.csv with its verdict.
-    assert report.index("## Verdicts") < report.index("## Experiments")
+    # The per-paper summary opens the report, then one row per finding, the
+    # details and the run; every finding of every experiment is in
+    # findings.csv with its verdict.
+    heads = ["## Verdicts by paper", "## Findings", "## Details", "## Run"]
+    assert [report.index(h) for h in heads] == sorted(report.index(h) for h in heads)
     with open(tmp_path / "findings.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert rows and set(rows[0]) == set(wx.FINDING_COLUMNS)
@@ -303,12 +305,15 @@ def test_reproduce_jobs_write_the_same_csvs(tmp_path, capsys):
         for suffix in (".csv", ".findings.csv"):
             a = (tmp_path / "j1" / f"{name}{suffix}").read_bytes()
             assert a == (tmp_path / "j2" / f"{name}{suffix}").read_bytes(), name
-    # The report lists the experiments in the same (registry) order.
+    # The report's run table lists the experiments in the same (registry) order.
     order = [
         [
             line.split("|")[1].strip()
-            for line in (tmp_path / j / "REPORT.md").read_text().splitlines()
-            if line.startswith("| ") and "[" in line and ".csv" in line
+            for line in (tmp_path / j / "REPORT.md")
+            .read_text()
+            .split("## Run")[1]
+            .splitlines()
+            if line.startswith("| ") and "| ok |" in line
         ]
         for j in ("j1", "j2")
     ]

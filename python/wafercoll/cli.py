@@ -180,11 +180,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", "--out", dest="out", default="figures")
     p.add_argument("--only", nargs="+", action="extend", default=[], metavar="NAME")
     p.add_argument("--quick", action="store_true", help="reduced sweeps (a smoke test)")
-    p.add_argument("--jobs", type=int, default=0, help="processes (0: one per core)")
-    chk = (
-        "exit 1 if a finding FILE (default: the package's) records as reproduced is not"
-    )
+    jobs = "worker processes at once (0: as many as memory and cores allow)"
+    p.add_argument("--jobs", type=int, default=0, metavar="N", help=jobs)
+    chk = "exit 1 if a finding FILE (default: the package's) says reproduced is not"
     p.add_argument("--check", nargs="?", const="", metavar="FILE", help=chk)
+    res = "skip experiments whose record in DIR (default: --out) is complete"
+    p.add_argument("--resume", nargs="?", const="", metavar="DIR", help=res)
     p.add_argument("--record-expectations", metavar="FILE", help="write the verdicts")
     add_subcommands(sub.add_parser("mpi", help="benchmarks on a real MPI job"))
     return parser
@@ -542,18 +543,19 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     from .experiments import report
 
     if args.jobs < 0:
-        raise UsageError(f"--jobs must be >= 0 (0: one per CPU core), got {args.jobs}")
+        raise UsageError(f"--jobs must be >= 0 (0: as memory allows), got {args.jobs}")
     try:
         selected = report.select(args.only)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     return report.reproduce(
-        args.out,
+        args.resume or args.out,
         selected,
         quick=args.quick,
         jobs=args.jobs,
         check=args.check,
         record=args.record_expectations,
+        resume=args.resume is not None,
     )
 
 
