@@ -105,7 +105,7 @@ print("finished", flush=True)
     import re
 
     assert re.search(
-        r"rank \d: error: rank \d: round \d+ of ring\(p=4\) schedule \(waiting for "
+        r"rank \d: error: rank \d: round \d+ of generic_ring_allreduce schedule \(waiting for "
         r"transfer \d+ (from|to) rank \d\) did not complete within 3 s",
         out,
     ), out

@@ -113,6 +113,18 @@ def figure_legend(
 
     With a constrained layout (Matplotlib >= 3.7) the panels shrink to make
     room, so the legend never covers data.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> from wafercoll.plot import figure_legend
+    >>> fig, axes = plt.subplots(1, 2, layout="constrained")
+    >>> lines = [axes[0].plot([0, 1], label="a")[0], axes[1].plot([1, 0])[0]]
+    >>> leg = figure_legend(fig, lines, ["a", "b"], ncol=2)
+    >>> [t.get_text() for t in leg.get_texts()]
+    ['a', 'b']
     """
     kw = {
         "ncol": ncol,
@@ -131,6 +143,13 @@ def si_formatter() -> Any:
     """Tick labels in engineering notation: ``500``, ``2k``, ``5M``, one style.
 
     Replaces ``{x:g}``, which writes ``500000`` beside ``5e+06`` on one axis.
+
+    Examples
+    --------
+    >>> from wafercoll.plot import si_formatter
+    >>> f = si_formatter()
+    >>> f(500), f(2000), f(5e6)
+    ('500', '2k', '5M')
     """
     from matplotlib import ticker
 
@@ -144,6 +163,24 @@ def log2_ticks(
 
     At most ``most`` ticks (every k-th power when there are more), labelled
     ``label(value)`` (plain numbers by default); minor ticks off.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> from wafercoll.plot import log2_ticks
+    >>> fig, ax = plt.subplots()
+    >>> ax.set_xscale("log")
+    >>> log2_ticks(ax.xaxis, 2, 256)
+    >>> [float(v) for v in ax.xaxis.get_majorticklocs()]
+    [2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0]
+
+    Nine powers of two (2 to 512) are more than ``most = 8``: every second one.
+
+    >>> log2_ticks(ax.xaxis, 2, 640)
+    >>> [float(v) for v in ax.xaxis.get_majorticklocs()]
+    [2.0, 8.0, 32.0, 128.0, 512.0]
     """
     from matplotlib import ticker
 
