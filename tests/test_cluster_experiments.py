@@ -20,12 +20,15 @@ def test_experiments_are_registered() -> None:
 
 def test_quick_sweeps_hold_the_claims() -> None:
     cols, findings = node_aware.run_scale(quick=True)
-    assert all(f["ok"] for f in findings)
+    assert all(f["ok"] for f in findings)  # NAP fastest in every model
     lens = {len(v) for v in cols.values()}
     assert lens == {3 * 6}
     cols, findings = node_aware.run_size(quick=True)
     postal = [f for f in findings if "postal" in f["quantity"]]
     assert len(postal) == 1 and postal[0]["ok"]  # SMP never overtakes NAP
+    # RD's windows between the figure's sizes are found and listed.
+    (w,) = [f for f in findings if f["id"] == "fastest_windows.script"]
+    assert [a for _, a in w["measured"]] == ["nap", "rd", "nap", "rd", "smp"]
     # (the full-size crossover is checked in test_cluster_models.py)
     smp = np.asarray(cols["model_s"])[np.asarray(cols["algorithm"]) == "smp"]
     assert smp.size == 12 and np.isfinite(np.asarray(cols["sim_s"], float)).all()
@@ -77,3 +80,21 @@ def test_locality_experiment_is_the_fitted_classes_beside_the_measurements() -> 
     one_pair = (d["pairs"] == 1).sum()
     assert ((kind == "measured").sum()) == one_pair
     assert len(findings) == 3 and findings[0]["ok"] and findings[2]["ok"]
+    assert findings[1]["verdict"] == "differs" and findings[1]["explanation"]
+
+
+def test_fastest_windows_agree_with_every_byte() -> None:
+    # The bisection against the closed forms at every size (p = 32768).
+    n, ppn = 2048, 16
+    got = node_aware.fastest_by_size(n, ppn, node_aware.MEASURED, form="script")
+    assert got == [(1, "nap"), (393, "rd"), (500, "nap"), (6457, "rd"), (8000, "smp")]
+    sizes = np.arange(1, 8193, dtype=float)
+    t = np.vstack(
+        [
+            costs.allreduce_time(a, n, ppn, sizes, node_aware.MEASURED, form="script")
+            for a in node_aware.ALGOS
+        ]
+    )
+    best = np.argmin(t, axis=0)
+    starts = [1] + [int(sizes[i + 1]) for i in np.flatnonzero(np.diff(best))]
+    assert starts == [s for s, _ in got]

@@ -190,23 +190,38 @@ def test_reproduce_quick_writes_report(tmp_path, capsys):
     assert code == 0 and "check passed" in err
 
 
-def test_findings_need_a_verdict():
-    base = {"quantity": "q", "paper": "1", "ours": "1", "note": ""}
+def test_findings_need_a_judge_and_an_id():
+    from wafercoll.experiments.judges import Exact, Identity
+
     cols = {"a": [1]}
-    with pytest.raises(ValueError, match="neither ok nor a verdict"):
-        wx.split_result((cols, [base]))
+    good = wx.finding("count.x", "q", "1", "1", Exact(1), 1)
+    with pytest.raises(ValueError, match="no judge"):
+        wx.split_result((cols, [{**good, "judge": None}]))
+    with pytest.raises(ValueError, match="identity"):
+        wx.finding("count.x", "q", "1", "1", Identity("min over a set"), 1)
+    with pytest.raises(ValueError, match="needs an id"):
+        wx.split_result((cols, [{**good, "id": "Count X"}]))
     with pytest.raises(ValueError, match="verdict must be one of"):
-        wx.split_result((cols, [{**base, "verdict": "close enough"}]))
-    with pytest.raises(ValueError, match="needs an explanation"):
-        wx.split_result((cols, [{**base, "verdict": "not reproducible"}]))
+        wx.split_result((cols, [{**good, "verdict": "close enough"}]))
     with pytest.raises(ValueError, match="contradicts"):
-        wx.split_result((cols, [{**base, "ok": True, "verdict": "differs"}]))
-    _, (f,) = wx.split_result((cols, [{**base, "ok": False}]))
-    assert (f["verdict"], f["explanation"]) == ("differs", "")
-    _, (f,) = wx.split_result(
-        (cols, [wx.note_explains({**base, "note": "why", "ok": False})])
-    )
-    assert f["explanation"] == "why"
+        wx.split_result((cols, [{**good, "verdict": "differs"}]))
+    with pytest.raises(ValueError, match="contradicts"):
+        wx.split_result((cols, [{**good, "ok": False}]))
+    with pytest.raises(ValueError, match="contradicts"):
+        wx.split_result((cols, [{**good, "measured": 2}]))
+    with pytest.raises(ValueError, match="needs an explanation"):
+        wx.split_result((cols, [{**good, "verdict": "not reproducible", "ok": None}]))
+    with pytest.raises(ValueError, match="identity"):
+        wx.split_result((cols, [{**good, "judge": Identity("min over a set")}]))
+    with pytest.raises(ValueError, match="unique"):
+        wx.split_result((cols, [good, dict(good)]))
+    _, (f,) = wx.split_result((cols, [good]))
+    assert (f["verdict"], f["ok"], f["tolerance"]) == ("reproduced", True, "exactly 1")
+    # A graded finding grades again to the same verdict.
+    assert wx.split_result((cols, [f]))[1] == [f]
+    (f,) = [wx.finding("count.x", "q", "1", "2", Exact(1), 2, note="why")]
+    assert (f["verdict"], f["ok"], f["explanation"]) == ("differs", False, "")
+    assert wx.note_explains(f)["explanation"] == "why"
 
 
 def test_check_fails_when_a_reproduced_finding_breaks(tmp_path, capsys, monkeypatch):
@@ -245,7 +260,9 @@ def test_check_fails_when_a_reproduced_finding_breaks(tmp_path, capsys, monkeypa
 
     def broken(quick=False):
         cols, findings = wx.split_result(exp.run(quick=quick), exp.name)
-        findings[0] = {**findings[0], "ok": False, "verdict": "differs"}
+        drop = ("ok", "verdict", "tolerance")
+        findings[0] = {k: v for k, v in findings[0].items() if k not in drop}
+        findings[0]["measured"] = 1
         return cols, findings
 
     import dataclasses
@@ -265,7 +282,8 @@ def test_check_fails_when_a_reproduced_finding_breaks(tmp_path, capsys, monkeypa
     )
     _, err = capsys.readouterr()
     assert code == 1
-    assert "NOT REPRODUCED: foundation_counts :: " in err and "now differs" in err
+    assert "NOT REPRODUCED: foundation_counts.steps.ring" in err
+    assert "now differs" in err
     assert "check failed: 1 finding" in err
 
 

@@ -391,11 +391,13 @@ def test_quick_runs_write_csv_and_figures(tmp_path):
         assert record["rows"] > 0
 
 
-def test_headline_uses_the_model_error_tolerance():
-    f = exp._headline("x", 2.0, "t", (2.6, 1, {1: 2.6}), "here")
-    assert f["ok"] is True and "+30%" in f["note"]
-    f = exp._headline("x", 2.0, "t", (2.8, 4, {4: 2.8}), "here")
-    assert f["ok"] is False
+def test_headline_is_judged_on_the_maximum_both_ways():
+    band = exp.HEADLINE_BAND
+    f = exp._headline("h.x", "x", 2.0, "t", (2.0 * (1 + band / 2), 1, {}), "here")
+    assert f["ok"] is True and f["judge"]["kind"] == "up_to"
+    for top in (2.0 * (1 + 2 * band), 2.0 * (1 - 2 * band)):
+        f = exp._headline("h.x", "x", 2.0, "t", (top, 4, {}), "here")
+        assert f["ok"] is False and "not the CS-2" in f["explanation"]
 
 
 # -- bad input ---------------------------------------------------------------------

@@ -15,6 +15,7 @@ import wafercoll as wc
 import wafercoll.experiments as wx
 from wafercoll import wafer
 from wafercoll.experiments import wafer_curves as cx
+from wafercoll.experiments.wafer_allreduce import HEADLINE_BAND
 
 T_R = cx.T_R
 
@@ -235,15 +236,17 @@ def test_findings_1d(fig11, fig12):
     for cols, findings in (fig11, fig12):
         for f in findings:
             assert {"quantity", "paper", "ours", "note"} <= set(f)
-            assert isinstance(f.get("ok", False), bool)
+            assert f["ok"] is None or isinstance(f["ok"], bool)
         assert _by_start(findings, "Ring mapping b")["ok"] is True
         a = _by_start(findings, "Ring mapping a")
         ring_a = (cols["algorithm"] == "ring") & (cols["mapping"] == "a")
         ratio = cols["sim"][ring_a] / cols["model"][ring_a]
-        assert a["ok"] is bool(np.nanmax(np.abs(ratio - 1)) <= cx.RING_TOLERANCE)
+        far = ratio[np.nanargmax(np.abs(ratio - 1))]
+        assert a["ok"] is bool(abs(far - 1) <= cx.RING_TOLERANCE)
         assert f"{np.nanmax(ratio):.3g}" in a["ours"]
         overlap = _by_start(findings, "Reduce-then-Broadcast")
-        assert overlap["ok"] is True
+        # The simulated broadcast overlaps the reduce: not the paper's sum.
+        assert overlap["verdict"] == "differs" and overlap["measured"] > 0
         for panel in cx.PANELS:
             _by_start(findings, f"{panel}: largest |model - simulated|")
     _, findings = fig11
@@ -258,7 +261,7 @@ def test_findings_1d(fig11, fig12):
     )
     assert f"model up to {top:.3g}x" in head["ours"]
     rel = abs(top - cx.PAPER_AUTOGEN_REDUCE_1D) / cx.PAPER_AUTOGEN_REDUCE_1D
-    assert head["ok"] is bool(rel <= cx.MODEL_ERROR)
+    assert head["ok"] is bool(rel <= HEADLINE_BAND)
     _by_start(findings, "Auto-Gen+Bcast vs Chain+Bcast")
     _, findings = fig12
     assert _by_start(findings, "fastest fixed Reduce")["ok"] is True

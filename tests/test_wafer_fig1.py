@@ -149,7 +149,7 @@ def test_findings_exist_and_agree_with_the_columns(quick):
     cols, findings = quick
     assert len(findings) == 6
     for f in findings:
-        assert set(f) >= {"quantity", "paper", "ours", "note", "ok"}
+        assert set(f) >= {"id", "quantity", "paper", "ours", "note", "ok"}
         assert isinstance(f["ok"], bool)
         assert "MISMATCH" not in f["note"]
 
@@ -165,13 +165,16 @@ def test_findings_exist_and_agree_with_the_columns(quick):
     assert two["ok"] == (top("two_phase") < fig1.CLAIM_TWO_PHASE + fig1.ROUNDING)
     prev = find(findings, "previous algorithms")
     assert "5.9" in prev["paper"]
-    reach = min(top(a) for a in fig1.PREVIOUS) >= fig1.CLAIM_PREVIOUS - fig1.ROUNDING
-    assert prev["ok"] == reach
+    # "up to 5.9x": the largest of them, two-sided at the claim's precision.
+    largest = max(top(a) for a in fig1.PREVIOUS)
+    assert prev["ok"] == (abs(largest - fig1.CLAIM_PREVIOUS) < fig1.ROUNDING)
     for a in fig1.PREVIOUS:
         assert f"{top(a):.3g}" in prev["ours"]
-    dominance = find(findings, "against every fixed pattern")
-    assert dominance["ok"] is True
-    star = find(findings, "refined Star")
+    # Auto-Gen against the fixed patterns of equation (1) is an identity
+    # (test_autogen_is_at_least_the_bound_and_at_most_every_fixed_pattern);
+    # against the refined Star it is a finding.
+    assert find(findings, "against the refined Star")["verdict"] == "differs"
+    star = find(findings, "refined Star B(P-1)")
     assert star["ok"] is False  # below the bound at B = 1, derived above
     assert "E/N" in star["note"] and "overlaps" in star["note"]
     lemma = find(findings, "Lemma 5.1's form")

@@ -76,4 +76,4 @@ def test_fidelity_terms_accumulate_and_never_speed_things_up():
         assert np.all(t[terms == after] >= t[terms == before] * (1 - 1e-12))
     # Two 8 x 8 finish maps of the 64 cores.
     assert (terms == "finish map").sum() == 2 * 64
-    assert len(findings) == 3
+    assert len(findings) == 4

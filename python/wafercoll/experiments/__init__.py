@@ -10,20 +10,42 @@ The data contract
 -----------------
 ``run(quick=False)`` returns either a mapping of columns (``{name: list or
 1-D array}``, all of the same length) or a pair ``(columns, findings)``. A
-*finding* is a dict with the keys ``quantity`` (what was compared),
-``paper`` (the value or formula the paper states), ``ours`` (what wafercoll
-measured) and ``note``, and a verdict: either ``ok`` (a bool: whether the two
-agree within the finding's tolerance) or ``verdict`` itself, one of
-:data:`VERDICTS`:
+*finding* (built with :func:`finding`) is a dict with ``id`` (stable within
+the experiment: ``speedup.tto_over_ring.8x8``; the expectations file keys
+it as ``<experiment>.<id>``), ``quantity`` (what was compared), ``paper``
+(the value or formula the paper states), ``ours`` (what wafercoll measured,
+as text), ``note``, and the two things its verdict is computed from: a
+``judge`` (:mod:`wafercoll.experiments.judges`) built from the claim, and
+``measured``, our number(s). The verdict is one of :data:`VERDICTS`:
 
-* ``"reproduced"`` (``ok=True``): ours agrees with the paper within
-  ``tolerance`` (a phrase such as ``"within 3 points"``);
-* ``"differs"`` (``ok=False``): ours disagrees; ``explanation`` says why when
-  the reason is known (an empty explanation marks a difference not yet
+* ``"reproduced"``: the judge accepts ours;
+* ``"calibrated"``: ours was fitted (a :class:`~.judges.Calibrated` judge,
+  which states the free parameters and the held-out points); never counted
+  as reproduced;
+* ``"differs"``: the judge does not accept ours; ``explanation`` says why
+  when the reason is known (an empty explanation marks a difference not yet
   explained);
-* ``"not reproducible"``: the paper's value cannot be reproduced here (it was
-  measured on hardware wafercoll does not model, say); ``explanation`` says
-  why and is required.
+* ``"not reproducible"``: the paper's value cannot be obtained or compared
+  here (the only verdict set by hand, with its reason as ``explanation``).
+
+How findings are graded
+-----------------------
+A verdict is never set by hand; the judge computes it, and its tolerance is
+shown beside it. The standard (enforced by :mod:`.judges` and
+:func:`split_result`, tested for every finding by ``tests/test_verdicts.py``):
+
+* the tolerance comes from the claim's own precision: "1.6x" accepts
+  [1.55, 1.65); a hedged claim ("about 83 %", a value read off a figure)
+  gets a band stated in the finding;
+* a comparative claim is judged in its direction: "A faster than B" fails
+  when A is slower, whatever the band;
+* a range is judged at both ends, each on its side of 1; "up to X" is judged
+  on the maximum, two-sided;
+* a fitted quantity is *calibrated*, with its free parameters and fitted
+  points stated; the held-out points are findings of their own;
+* an identity (a minimum over a set compared with a member of it) is not a
+  finding: it is a unit test;
+* every finding has a judge, hence a stated tolerance.
 
 ``quick=True`` asks for a smaller sweep that still exercises every code path.
 
@@ -44,6 +66,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,11 +75,14 @@ from typing import Any
 import numpy as np
 
 from .._util import atomic_path
+from .judges import Identity, Judge, judge_from_dict, plain
 
 __all__ = [
     "VERDICTS",
+    "VERDICT_MEANINGS",
     "Experiment",
     "experiments",
+    "finding",
     "get_experiment",
     "new_axes",
     "note_explains",
@@ -66,9 +92,20 @@ __all__ = [
     "split_result",
 ]
 
-FINDING_KEYS = ("quantity", "paper", "ours", "note")
+FINDING_KEYS = ("id", "quantity", "paper", "ours", "note", "judge", "measured")
 #: The verdicts a finding can have (see the module docstring).
-VERDICTS = ("reproduced", "differs", "not reproducible")
+VERDICTS = ("reproduced", "calibrated", "differs", "not reproducible")
+#: What each verdict means, as the report states it.
+VERDICT_MEANINGS = {
+    "reproduced": "ours agrees with the paper within the tolerance the finding "
+    "states (derived from the precision of the paper's number, or a stated band)",
+    "calibrated": "a quantity we fitted to the paper's numbers; it does not count "
+    "as reproduced (the finding states the free parameters and the held-out "
+    "points, which are judged separately)",
+    "differs": "ours is outside the tolerance, with the explanation where it is known",
+    "not reproducible": "the paper's value cannot be obtained or compared here "
+    "(the reason is given)",
+}
 
 
 @dataclass(frozen=True)
@@ -195,6 +232,10 @@ def split_result(
         if missing:
             raise ValueError(f"{name}: finding {i} lacks {', '.join(missing)}")
         checked.append(_with_verdict(dict(f), f"{name}: finding {i}"))
+    ids = [f["id"] for f in checked]
+    twice = sorted({x for x in ids if ids.count(x) > 1})
+    if twice:
+        raise ValueError(f"{name}: finding ids must be unique, repeated: {twice}")
     return columns, checked
 
 
@@ -219,29 +260,122 @@ def note_explains(finding: dict[str, Any]) -> dict[str, Any]:
     return finding
 
 
+#: A finding's id: dot-separated lowercase words (``speedup.tto_over_ring.8x8``).
+_ID = re.compile(r"^[a-z0-9][a-z0-9_+-]*(\.[a-z0-9][a-z0-9_+-]*)*$")
+
+
+def finding(
+    id: str,
+    quantity: str,
+    paper: Any,
+    ours: Any,
+    judge: Judge,
+    measured: Any,
+    *,
+    note: str = "",
+    explanation: str = "",
+    not_reproducible: str = "",
+) -> dict[str, Any]:
+    """A finding: the paper's claim, our number, and the judge that grades it.
+
+    Parameters
+    ----------
+    id : str
+        Stable within the experiment (the expectations file's key with the
+        experiment's name): dot-separated lowercase words, never the prose.
+    quantity, paper, ours, note : str
+        What the report shows.
+    judge : Judge
+        How ``measured`` is graded against the claim (:mod:`.judges`).
+    measured : number, pair or list
+        Our value(s), as the judge takes them.
+    explanation : str
+        Why ours differs, where known (shown when the judge says differs).
+    not_reproducible : str
+        Set when the paper's value cannot be obtained here at all: the
+        reason, which becomes the explanation; the judge then only states
+        the tolerance that would apply.
+
+    Returns
+    -------
+    dict
+        The finding, graded: ``verdict``, ``tolerance`` and ``ok`` set, the
+        judge as plain data (:func:`split_result` grades it again).
+
+    Examples
+    --------
+    >>> from wafercoll.experiments import finding
+    >>> from wafercoll.experiments.judges import Faster
+    >>> f = finding("speedup.a_b", "A over B", "1.6x", "1.62x", Faster("1.6"), 1.62)
+    >>> f["verdict"], f["tolerance"].split(" (")[0]
+    ('reproduced', '1.6x: [1.55, 1.65)')
+    """
+    f: dict[str, Any] = {
+        "id": id,
+        "quantity": quantity,
+        "paper": paper,
+        "ours": ours,
+        "note": note,
+        "judge": judge,
+        "measured": plain(measured),
+        "explanation": explanation,
+    }
+    if not_reproducible:
+        f["verdict"] = "not reproducible"
+        f["explanation"] = not_reproducible
+    return _with_verdict(f, f"finding {id!r}")
+
+
 def _with_verdict(f: dict[str, Any], what: str) -> dict[str, Any]:
-    """The finding with ``verdict``, ``tolerance`` and ``explanation`` set."""
-    verdict = f.get("verdict")
-    ok = f.get("ok")
-    if verdict is None:
-        if ok is None:
-            raise ValueError(
-                f"{what} ({f['quantity']!r}) has neither ok nor a verdict "
-                f"(one of {', '.join(VERDICTS)})"
-            )
-        verdict = "reproduced" if ok else "differs"
-    if verdict not in VERDICTS:
+    """The finding with its judge's ``verdict``, ``tolerance`` and ``ok`` set.
+
+    The verdict is computed, never given: only ``"not reproducible"`` (with
+    an explanation) may be set by hand. ``ok`` is True when reproduced, False
+    when it differs, and None otherwise.
+    """
+    fid = f.get("id")
+    if not isinstance(fid, str) or not _ID.match(fid):
         raise ValueError(
-            f"{what}: verdict must be one of {', '.join(VERDICTS)}, got {verdict!r}"
+            f"{what} ({f['quantity']!r}) needs an id of dot-separated lowercase "
+            f"words, got {fid!r}"
         )
-    if ok is not None and (verdict == "reproduced") != bool(ok):
-        raise ValueError(f"{what}: ok={ok} contradicts verdict {verdict!r}")
+    judge = f.get("judge")
+    if isinstance(judge, Mapping):
+        judge = judge_from_dict(dict(judge))
+    if not isinstance(judge, Judge):
+        raise ValueError(
+            f"{what} ({f['quantity']!r}) has no judge: every finding states its "
+            "tolerance (see wafercoll.experiments.judges)"
+        )
+    if isinstance(judge, Identity):
+        raise ValueError(
+            f"{what} ({f['quantity']!r}) is an identity, not a finding: test it"
+        )
+    given = f.get("verdict")
+    if given is not None and given not in VERDICTS:
+        raise ValueError(
+            f"{what}: verdict must be one of {', '.join(VERDICTS)}, got {given!r}"
+        )
+    verdict = given if given == "not reproducible" else judge.verdict(f.get("measured"))
+    # A verdict or ok given with the finding (a finding graded before) must be
+    # the judge's: a verdict is never set by hand.
+    if given is not None and given != verdict:
+        raise ValueError(
+            f"{what}: verdict {given!r} contradicts the judge's {verdict!r} (only "
+            "'not reproducible' is given by hand)"
+        )
+    ok = f.get("ok")
+    if ok is not None and ok != (verdict == "reproduced"):
+        raise ValueError(f"{what}: ok={ok} contradicts the judge's {verdict!r}")
     explanation = str(f.get("explanation") or "")
     if verdict == "not reproducible" and not explanation:
         raise ValueError(f"{what}: a 'not reproducible' verdict needs an explanation")
     f["verdict"] = verdict
-    f["tolerance"] = str(f.get("tolerance") or "")
+    f["judge"] = judge.to_dict()
+    f["measured"] = plain(f.get("measured"))
+    f["tolerance"] = judge.tolerance
     f["explanation"] = explanation
+    f["ok"] = {"reproduced": True, "differs": False}.get(verdict)
     return f
 
 
@@ -289,9 +423,11 @@ def _write_csv(path: str, columns: Mapping[str, list[Any]]) -> int:
 #: Columns of a findings CSV (``<name>.findings.csv``, ``findings.csv``).
 FINDING_COLUMNS = (
     "experiment",
+    "id",
     "quantity",
     "paper",
     "ours",
+    "measured",
     "verdict",
     "tolerance",
     "explanation",
@@ -306,7 +442,8 @@ def findings_columns(
     cols: dict[str, list[Any]] = {k: [] for k in FINDING_COLUMNS}
     for f in findings:
         for k in FINDING_COLUMNS:
-            cols[k].append(experiment if k == "experiment" else str(f.get(k, "")))
+            v = f.get(k, "")
+            cols[k].append(experiment if k == "experiment" else str(v))
     return cols
 
 

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import Experiment, new_axes, register_experiment
+from . import Experiment, finding, new_axes, register_experiment
+from .judges import Exact
 
 __all__ = ["closed_forms", "plot_counts", "run_counts"]
 
@@ -213,28 +214,30 @@ def run_counts(
                 volume_misses.append(p)
         span = f"p = 1..{top}"
         findings.append(
-            {
-                "quantity": f"steps of {name} ({span})",
-                "paper": _STEP_FORMULAS[name],
-                "ours": _verdict(step_misses, "equal for every p"),
-                "note": "matches" if not step_misses else "MISMATCH",
-                "ok": not step_misses,
-                "tolerance": "exact, every p",
-            }
+            finding(
+                f"steps.{name}",
+                f"steps of {name} ({span})",
+                _STEP_FORMULAS[name],
+                _verdict(step_misses, "equal for every p"),
+                Exact(0, "ranks p where the closed form fails"),
+                len(step_misses),
+                note="matches" if not step_misses else "MISMATCH",
+            )
         )
         uneven = max_slack >= 0.5
         note = "matches" if not volume_misses else "MISMATCH"
         if uneven and not volume_misses:
             note += f"; uneven blocks: busiest rank up to {max_slack:.0f} B more"
         findings.append(
-            {
-                "quantity": f"transfers and bytes sent of {name} ({span})",
-                "paper": _VOLUME_FORMULAS[name],
-                "ours": _verdict(volume_misses, "equal for every p"),
-                "note": note,
-                "ok": not volume_misses,
-                "tolerance": "exact, every p",
-            }
+            finding(
+                f"volume.{name}",
+                f"transfers and bytes sent of {name} ({span})",
+                _VOLUME_FORMULAS[name],
+                _verdict(volume_misses, "equal for every p"),
+                Exact(0, "ranks p where the closed form fails"),
+                len(volume_misses),
+                note=note,
+            )
         )
     return cols, findings
 

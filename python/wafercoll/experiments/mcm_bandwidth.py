@@ -22,22 +22,23 @@ from ..mcm import ARTIFACT, FIGURE_TIMESTEPS, TABLE_II
 from ..palette import REFERENCE_LABELS, color, marker, reference_style
 from ..simulate import simulate
 from ..topology import mesh
-from . import new_axes, progress
+from . import finding, new_axes, progress
+from .judges import Faster, Value
 from .mcm_common import (
     GIB,
     KIB,
     MIB,
-    NOT_A_REFERENCE,
     agreement,
     algorithms_for,
     append_bandwidths,
     artifact_reference,
     geo_mean,
+    graded,
     legend_once,
-    no_reference,
     panels,
     paper_label,
     simulate_presets,
+    slug,
 )
 
 __all__ = [
@@ -118,19 +119,19 @@ def run_table1(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
         if key not in paper:
             continue
         findings.append(
-            {
-                "quantity": f"used links, {alg} on {cols['mesh'][i]} (%)",
-                "paper": f"{paper[key]} (8x8 / 9x9)",
-                "ours": (
-                    f"{cols['unit_pct'][i]:.0f} (unit timesteps), "
-                    f"{cols['table2_pct'][i]:.0f} (Table II), "
-                    f"{cols['artifact_pct'][i]:.0f} (artifact preset), "
-                    f"{cols['links_pct'][i]:.0f} of links carry data"
-                ),
-                "note": "mean busy fraction of all directed links over the run",
-                "ok": abs(cols["unit_pct"][i] - paper[key]) <= 3,
-                "tolerance": "within 3 percentage points (unit-timestep run)",
-            }
+            finding(
+                f"used_links.{slug(alg)}.{key[0]}",
+                f"used links, {alg} on {cols['mesh'][i]} (%)",
+                f"{paper[key]} (8x8 / 9x9)",
+                f"{cols['unit_pct'][i]:.1f} (unit timesteps), "
+                f"{cols['table2_pct'][i]:.0f} (Table II), "
+                f"{cols['artifact_pct'][i]:.0f} (artifact preset), "
+                f"{cols['links_pct'][i]:.0f} of links carry data",
+                Value(str(paper[key]), unit=" %"),
+                cols["unit_pct"][i],
+                note="mean busy fraction of all directed links over the "
+                "unit-timestep run (the table's counting)",
+            )
         )
     return cols, findings
 
@@ -195,14 +196,14 @@ def run_fig8(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
             cols["algorithm"].append(paper_label(name))
             cols["size_bytes"].append(size)
             append_bandwidths(cols, size, r, a, ref)
-    findings = _speedups(cols, "Fig. 8", 3.2)
-    findings += _speedups(cols, "Fig. 8", 3.2, preset="artifact")
+    findings = _speedups(cols, "Fig. 8", "3.2")
+    findings += _speedups(cols, "Fig. 8", "3.2", preset="artifact")
     findings += agreement(cols, "Fig. 8")
     return cols, findings
 
 
 def _speedups(
-    cols: dict[str, list[Any]], where: str, over_ring: float, preset: str = "table_ii"
+    cols: dict[str, list[Any]], where: str, over_ring: str, preset: str = "table_ii"
 ) -> list[dict[str, Any]]:
     """Mean speedups the paper states (Section VII-A, VII-B) beside ours."""
     times = cols["time_s"] if preset == "table_ii" else cols["artifact_time_s"]
@@ -223,19 +224,19 @@ def _speedups(
                     out.append(t[(ms, sz, sl)] / v)
         return geo_mean(out)
 
-    rows: list[tuple[str, Any, float]] = [
-        ("TTO", "MultiTree", 1.6),
-        ("TTO", ("RingBiEven", "RingBiOdd"), 1.4),
+    rows: list[tuple[str, Any, str]] = [
+        ("TTO", "MultiTree", "1.6"),
+        ("TTO", ("RingBiEven", "RingBiOdd"), "1.4"),
         ("TTO", "Ring", over_ring),
-        ("RingBiOdd", "Ring", 1.9),
-        ("RingBiOdd", "MultiTree", 1.1),
+        ("RingBiOdd", "Ring", "1.9"),
+        ("RingBiOdd", "MultiTree", "1.1"),
     ]
     if where == "Fig. 8":  # Section VII-A also compares with Ring-2D and DBTree
         rows += [
-            ("TTO", "Ring-2D", 2.6),
-            ("TTO", "DBTree", 5.3),
-            ("RingBiOdd", "Ring-2D", 1.75),
-            ("RingBiOdd", "DBTree", 3.7),
+            ("TTO", "Ring-2D", "2.6"),
+            ("TTO", "DBTree", "5.3"),
+            ("RingBiOdd", "Ring-2D", "1.75"),
+            ("RingBiOdd", "DBTree", "3.7"),
         ]
     note = (
         "Table II network as stated (25 GB/s, 21 ns, 8 KiB packets)"
@@ -248,18 +249,18 @@ def _speedups(
         if not math.isfinite(got):
             continue  # e.g. quick mode has no odd mesh for RingBiOdd
         name = slow if isinstance(slow, str) else "bidirectional ring"
-        f: dict[str, Any] = {
-            "quantity": f"{where}: mean speedup of {fast} over {name}"
+        f = finding(
+            f"speedup.{slug(fast)}_over_{slug(name)}"
+            + ("" if preset == "table_ii" else ".artifact"),
+            f"{where}: mean speedup of {fast} over {name}"
             + ("" if preset == "table_ii" else " (artifact preset)"),
-            "paper": f"{claim}x",
-            "ours": f"{got:.2f}x (geometric mean over meshes and sizes)",
-            "note": note,
-            "ok": bool(abs(got / claim - 1) <= 0.25),
-            "tolerance": "within 25 %",
-        }
-        if slow in NOT_A_REFERENCE:
-            f["explanation"] = no_reference(slow)
-        out.append(f)
+            f"{claim}x",
+            f"{got:.2f}x (geometric mean over meshes and sizes)",
+            Faster(claim),
+            got,
+            note=note,
+        )
+        out.append(graded(f, slow, cols["algorithm"]))
     return out
 
 
@@ -369,8 +370,8 @@ def run_fig9(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
         par = "odd" if n % 2 else "even"
         cols["relative"].append(cols["time_s"][i] / base[par])
         cols["artifact_relative"].append(cols["artifact_time_s"][i] / abase[par])
-    findings = _speedups(cols, "Fig. 9", 2.8)
-    findings += _speedups(cols, "Fig. 9", 2.8, preset="artifact")
+    findings = _speedups(cols, "Fig. 9", "2.8")
+    findings += _speedups(cols, "Fig. 9", "2.8", preset="artifact")
     return cols, findings
 
 
@@ -470,15 +471,22 @@ def run_fig12(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
                     FIG12_PAPER_MEAN_PCT.get(paper_label(name), math.nan)
                 )
     findings = [
-        {
-            "quantity": f"mean link utilization of {a} ({m}x{n}, {size // MIB} MiB)"
+        finding(
+            f"link_utilization.{slug(a)}"
+            + ("" if preset == "table_ii" else ".artifact"),
+            f"mean link utilization of {a} ({m}x{n}, {size // MIB} MiB)"
             + ("" if preset == "table_ii" else ", artifact preset"),
-            "paper": f"about {claim} %",
-            "ours": f"{means[(preset, a)]:.0f} %",
-            "note": "busy time of all directed links / (links x makespan)",
-            "ok": abs(means[(preset, a)] - claim) <= 10,
-            "tolerance": "within 10 percentage points",
-        }
+            f"about {claim} %",
+            f"{means[(preset, a)]:.0f} %",
+            Value(
+                claim,
+                abs=5,
+                why="'about', read off Fig. 12: a band stated here",
+                unit=" %",
+            ),
+            means[(preset, a)],
+            note="busy time of all directed links / (links x makespan)",
+        )
         for preset in ("table_ii", "artifact")
         for a, claim in (("TTO", 83), ("RingBiOdd", 57), ("Ring", 30))
     ]

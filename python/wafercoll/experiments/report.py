@@ -20,11 +20,11 @@ findings are plain dicts, read here as :class:`Finding`.
 Examples
 --------
 >>> from wafercoll.experiments import report
->>> f = report.Finding("hops", "4", "4", verdict="reproduced", tolerance="exact")
+>>> f = report.Finding("hops.rd", "hops", "4", "4", verdict="reproduced")
 >>> report.Finding.from_dict(f.to_dict()) == f
 True
 >>> report.finding_key("torus_hops", f)
-'torus_hops :: hops'
+'torus_hops.hops.rd'
 """
 
 from __future__ import annotations
@@ -72,22 +72,30 @@ class Finding:
 
     Attributes
     ----------
+    id : str
+        Stable within an experiment (with the experiment's name, the key of
+        the expectations file); rewording ``quantity`` does not change it.
     quantity : str
-        What is compared (unique within an experiment: the key of the
-        expectations file).
+        What is compared, in words.
     paper, ours : object
         The paper's value and ours, as shown in the report.
     note : str
         Context shown beside the verdict.
-    verdict : {"reproduced", "differs", "not reproducible"}
+    verdict : str
+        One of :data:`wafercoll.experiments.VERDICTS`, computed by the judge.
     tolerance : str
-        Within what a reproduced value agrees (``"within 3 points"``).
+        The judge's tolerance in words (``"1.6x: [1.55, 1.65) ..."``).
     explanation : str
         Why ours differs or cannot be obtained, where it is known.
     ok : bool or None
-        The experiment's own yes/no, when it gave one.
+        True when reproduced, False when it differs, None otherwise.
+    judge : dict or None
+        The judge as plain data (:func:`.judges.judge_from_dict`).
+    measured : object
+        Our number(s) the judge graded.
     """
 
+    id: str
     quantity: str
     paper: Any
     ours: Any
@@ -96,6 +104,8 @@ class Finding:
     tolerance: str = ""
     explanation: str = ""
     ok: bool | None = None
+    judge: dict[str, Any] | None = dataclasses.field(default=None, compare=False)
+    measured: Any = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Finding:
@@ -117,6 +127,15 @@ class Finding:
             return "**differs** (not yet explained)"
         return "**differs**" if self.verdict == "differs" else self.verdict
 
+    @property
+    def basis_cell(self) -> str:
+        """What the verdict rests on: the tolerance, and the explanation if any."""
+        if self.verdict == "not reproducible":
+            return self.explanation
+        if self.verdict == "differs" and self.explanation:
+            return f"{self.tolerance}; {self.explanation}"
+        return self.tolerance
+
 
 def _findings(record: Mapping[str, Any]) -> list[Finding]:
     return [
@@ -126,8 +145,13 @@ def _findings(record: Mapping[str, Any]) -> list[Finding]:
 
 
 def finding_key(experiment: str, finding: Finding) -> str:
-    """The key of a finding in an expectations file: ``experiment :: quantity``."""
-    return f"{experiment} :: {finding.quantity}"
+    """The key of a finding in an expectations file: ``<experiment>.<id>``."""
+    return f"{experiment}.{finding.id}"
+
+
+def _experiment_of(key: str) -> str:
+    """The experiment of an expectations key (names hold no dot)."""
+    return key.split(" :: ")[0] if " :: " in key else key.split(".", 1)[0]
 
 
 def select(names: Sequence[str] = ()) -> list[Any]:
@@ -366,16 +390,15 @@ def _finding_rows(
         for f in _findings(r):
             key = str(getattr(f, "id", "") or finding_key(r["name"], f))
             link = _anchor(key)
-            why = f.tolerance if f.verdict == "reproduced" else f.explanation
+            why = f.basis_cell
             cells = [f.quantity, f.paper, f.ours, why]
             cut = any(len(_md(c)) > CELL for c in cells)
             if cut or f.note:
-                text = [f'<a id="{link}"></a>**{_md(key)}**']
+                text = [f'<a id="{link}"></a>**{_md(key)}**: {_md(f.quantity)}']
                 text += [f"paper: {_md(f.paper)}", f"ours: {_md(f.ours)}"]
                 text += [f"verdict: {f.verdict}"]
                 if why:
-                    label = "tolerance" if f.verdict == "reproduced" else "explanation"
-                    text.append(f"{label}: {_md(why)}")
+                    text.append(f"tolerance or explanation: {_md(why)}")
                 if f.note:
                     text.append(f"note: {_md(f.note)}")
                 details.setdefault(r["name"], []).append("- " + "; ".join(text))
@@ -458,7 +481,7 @@ def write_report(
     True
     """
     from .. import __version__
-    from . import FINDING_COLUMNS, VERDICTS, findings_columns
+    from . import FINDING_COLUMNS, VERDICT_MEANINGS, VERDICTS, findings_columns
 
     everything = [(r, f) for r in records for f in _findings(r)]
     counts = {v: sum(f.verdict == v for _, f in everything) for v in VERDICTS}
@@ -474,10 +497,8 @@ def write_report(
         f"{len(records)} experiments ({failed} failed), {len(everything)} findings: "
         + ", ".join(f"{n} {v}" for v, n in counts.items())
         + f" ({unexplained} of the differences not yet explained). A finding is "
-        "*reproduced* when ours agrees with the paper within the tolerance it "
-        "states, *differs* when it does not (with the explanation where it is "
-        "known), *not reproducible* when the paper's value cannot be obtained "
-        "here (the reason is given). Every finding is also in `findings.csv`.",
+        + "; ".join(f"*{v}* when {VERDICT_MEANINGS[v]}" for v in VERDICTS)
+        + ". Every finding is also in `findings.csv`.",
         "",
     ]
     lines += _paper_tables(records)
@@ -540,7 +561,7 @@ def check_expectations(
     now = {finding_key(r["name"], f): f.verdict for r in records for f in _findings(r)}
     lost = []
     for key, verdict in expected.items():
-        if verdict != "reproduced" or key.split(" :: ")[0] not in ran:
+        if verdict != "reproduced" or _experiment_of(key) not in ran:
             continue
         got = now.get(key, "missing")
         if got != "reproduced":
@@ -556,14 +577,15 @@ def record_expectations(path: str, records: list[dict[str, Any]], quick: bool) -
             doc = json.load(fh)
     mode = doc.setdefault("quick" if quick else "full", {})
     for r in records:
-        for key in [k for k in mode if k.split(" :: ")[0] == r["name"]]:
+        for key in [k for k in mode if _experiment_of(k) == r["name"]]:
             del mode[key]
         for f in _findings(r):
             mode[finding_key(r["name"], f)] = f.verdict
     doc["about"] = (
-        "Verdicts of `wafercoll reproduce` per finding (experiment :: quantity), "
-        "by mode; `reproduce --check` fails when one recorded as reproduced is "
-        "not. Written by `wafercoll reproduce --record-expectations FILE`."
+        "Verdicts of `wafercoll reproduce` per finding (<experiment>.<id>), by "
+        "mode; `reproduce --check` fails when one recorded as reproduced is not. "
+        "Written by `wafercoll reproduce --record-expectations FILE` (each mode "
+        "keeps its own verdicts; a run replaces those of its experiments only)."
     )
     write_atomic(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
 

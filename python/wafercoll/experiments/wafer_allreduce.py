@@ -33,7 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from . import Experiment, new_axes, register_experiment
+from . import Experiment, finding, new_axes, register_experiment
+from .judges import AtLeast, Exact, UpTo
 
 __all__ = ["plot_fig10", "plot_fig8", "run_fig10", "run_fig8"]
 
@@ -53,6 +54,15 @@ PAPER_AUTOGEN_REDUCE_2D = 3.27  # X-Y Auto-Gen vs X-Y Chain Reduce, 512x512
 PAPER_AUTOGEN_ALLREDUCE_2D = 2.54  # X-Y Auto-Gen vs X-Y Chain AllReduce
 PAPER_TWO_PHASE_REDUCE_2D = 3.32  # Two-Phase vs vendor Reduce, 512x512
 PAPER_TWO_PHASE_ALLREDUCE_2D = 2.56  # Two-Phase vs vendor AllReduce, 512x512
+#: How far a modelled "up to" speedup may be from one measured on the CS-2:
+#: the paper's tightest per-pattern model error (Section 8.5 reports 12 % to
+#: 35 %), not its loosest. The measured numbers' printed precision (3.16x)
+#: would demand more of a model than the paper's own achieves.
+HEADLINE_BAND = 0.12
+_HEADLINE_WHY = (
+    "a model against the CS-2: the paper's tightest per-pattern model error "
+    "(Section 8.5), a band stated here"
+)
 #: Relative slack of floating-point comparisons of cycle counts.
 EPS = 1e-12
 
@@ -170,19 +180,20 @@ def _regions_finding(
     checks = regions["checks"]
     failed = [k for k, ok in checks.items() if not ok]
     tp = regions["two_phase_rows"]
-    return {
-        "quantity": f"regions of the best fixed {what} ({span})",
-        "paper": paper,
-        "ours": regions["summary"],
-        "note": (
+    return finding(
+        "regions",
+        f"regions of the best fixed {what} ({span})",
+        paper,
+        regions["summary"],
+        Exact([], "region checks not visible"),
+        failed,
+        note=(
             "visible: " + "; ".join(checks)
             if not failed
             else "not visible: " + "; ".join(failed)
         )
         + (f"; Two-Phase wins in the rows {_span(tp)}" if tp.size else ""),
-        "ok": not failed,
-        "tolerance": "exact",
-    }
+    )
 
 
 def _ratio(
@@ -200,6 +211,7 @@ def _ratio(
 
 
 def _headline(
+    id: str,
     quantity: str,
     paper_value: float,
     paper_text: str,
@@ -210,35 +222,29 @@ def _headline(
     top, b_top, r = ours
     rel = (top - paper_value) / paper_value
     b256 = f"; at B = 256 (1 KB): {r[256]:.3g}x" if 256 in r else ""
-    return {
-        "quantity": f"{quantity} ({at})",
-        "paper": f"up to {paper_value}x measured on the CS-2 ({paper_text})",
-        "ours": f"model up to {top:.3g}x at B = {b_top}{b256}",
-        "note": (
-            f"model {rel:+.0%} from the measurement"
-            + (
-                f", within the paper's model error ({MODEL_ERROR:.0%})"
-                if abs(rel) <= MODEL_ERROR
-                else f", beyond the paper's model error ({MODEL_ERROR:.0%})"
-            )
-            + (
-                "; the model's largest ratio is at B = 1, where measured times "
-                "also carry fixed per-receive overheads the model omits "
-                "(Section 8.5)"
-                if b_top == 1
-                else ""
-            )
-        ),
-        "ok": bool(abs(rel) <= MODEL_ERROR),
-        "tolerance": f"within the paper's model error ({MODEL_ERROR:.0%})",
-        "explanation": (
-            "at B = 1 the measured times carry fixed per-receive overheads that "
-            "equation (1) omits (Section 8.5), so the model's ratio overshoots; "
-            "experiment wafer_calibrated fits that overhead"
+    return finding(
+        id,
+        f"{quantity} ({at})",
+        f"up to {paper_value}x measured on the CS-2 ({paper_text})",
+        f"model up to {top:.3g}x at B = {b_top}{b256}",
+        headline_judge(paper_value),
+        top,
+        note=f"model {rel:+.0%} from the measurement",
+        explanation="ours is the paper's model (equation (1)), not the CS-2, and "
+        "the paper's model errs by 12-35 % per pattern (Section 8.5)"
+        + (
+            "; at B = 1 the measured times carry fixed per-receive overheads "
+            "that equation (1) omits, so the model's ratio overshoots "
+            "(experiment wafer_calibrated fits that overhead)"
             if b_top == 1
             else ""
         ),
-    }
+    )
+
+
+def headline_judge(measured: float) -> UpTo:
+    """How a modelled "up to" speedup is judged against one measured on the CS-2."""
+    return UpTo(str(measured), rel=HEADLINE_BAND, why=_HEADLINE_WHY)
 
 
 # -- Figure 8 -----------------------------------------------------------------------
@@ -284,12 +290,13 @@ def run_fig8(
     ring_vs_chain = _ratio(h, "ring", "chain+bcast", row)
     i, j = np.nonzero(ring)
     findings.append(
-        {
-            "quantity": f"does Ring ever win at P = {p_head}? (B = {bs[0]}..{bs[-1]})",
-            "paper": "never the best choice at 512 PEs, even allowing 15 % model "
+        finding(
+            "ring_wins.headline_row",
+            f"does Ring ever win at P = {p_head}? (B = {bs[0]}..{bs[-1]})",
+            "never the best choice at 512 PEs, even allowing 15 % model "
             "error (Section 8.6); beats Chain+Bcast where contention dominates "
             "(Section 6.3) and, a little, at 4 PEs (Section 8.6)",
-            "ours": (
+            (
                 f"wins {int(ring_head.sum())} of {len(bs)} cells at P = {p_head}"
                 + (
                     f" (B = {_span(np.asarray(bs)[ring_head])})"
@@ -304,22 +311,20 @@ def run_fig8(
                     else "never best anywhere"
                 )
             ),
-            "note": "Ring pays 2(P-1)(2T_R+1) cycles for the depth of its rounds "
+            Exact(0, f"cells won by Ring at P = {p_head}"),
+            int(ring_head.sum()),
+            note="Ring pays 2(P-1)(2T_R+1) cycles for the depth of its rounds "
             "against the 2B contention of Reduce-then-Broadcast",
-            "ok": bool(not ring_head.any()),
-            "tolerance": "exact",
-        }
+        )
     )
 
     # The root chosen by the model (Section 6.1), for the fixed patterns.
-    gains = []
-    ok_root = True
+    gains, tops = [], []
     for alg in ("star+bcast", "chain+bcast", "tree+bcast", "two_phase+bcast"):
         g = []
         for b in bs:
             r, t = wafer.best_root(alg, p_head, b)
             t0 = wafer.allreduce_time(alg, p_head, b)
-            ok_root &= t <= t0 * (1 + EPS)
             g.append((t0 / t, b, r))
         top = max(g)
         moved = [b for _, b, r in g if r != 0]
@@ -327,21 +332,27 @@ def run_fig8(
             f"{LABELS_1D[alg]} up to {top[0]:.3g}x (B = {top[1]}, r = {top[2]}), "
             + (f"root != 0 for B = {_span(np.asarray(moved))}" if moved else "root 0")
         )
-        ok_root &= top[0] > 1
+        tops.append(top[0])
+    # (The chosen root is never worse than PE 0: a minimum over the roots,
+    # PE 0 among them; tested in tests/test_verdicts.py, not a finding.)
     findings.append(
-        {
-            "quantity": f"root chosen by the model vs PE 0, P = {p_head}, Reduce-then-"
-            "Broadcast",
-            "paper": "could be optimised by choosing the root by the model; stencil "
+        finding(
+            "root_choice.gain",
+            f"root chosen by the model vs PE 0, P = {p_head}, Reduce-then-Broadcast",
+            "could be optimised by choosing the root by the model; stencil "
             "codes reduce to the middle PE (Section 6.1)",
-            "ours": "; ".join(gains),
-            "note": "a middle root halves the distance (and the Chain's depth) of "
+            "; ".join(gains),
+            AtLeast(
+                1,
+                strict=True,
+                why="the smallest over the patterns of the largest gain over B",
+            ),
+            min(tops),
+            note="a middle root halves the distance (and the Chain's depth) of "
             "both the Reduce and the broadcast, but receives from both sides "
             "(contention up to 2x); Star's refined Reduce does not depend on the "
             "root, only its broadcast does",
-            "ok": bool(ok_root),
-            "tolerance": "exact",
-        }
+        )
     )
 
     head = wafer.speedup_heatmap("1d_allreduce", [p_head], bs)
@@ -349,6 +360,7 @@ def run_fig8(
     at = f"P = {p_head}, B = {bs[0]}..{bs[-1]}"
     findings.append(
         _headline(
+            "headline.autogen_allreduce_1d",
             "Auto-Gen+Bcast vs Chain+Bcast AllReduce",
             PAPER_AUTOGEN_ALLREDUCE_1D,
             "Section 8.6, 512 PEs",
@@ -358,6 +370,7 @@ def run_fig8(
     )
     findings.append(
         _headline(
+            "headline.autogen_reduce_1d",
             "Auto-Gen vs Chain Reduce",
             PAPER_AUTOGEN_REDUCE_1D,
             "Section 8.5, 512 PEs",
@@ -420,11 +433,11 @@ def run_fig10(
     cyc = {a: h["cycles"][names.index(a), :, -1] for a in ("xy_ring", "snake+bcast2d")}
     gap = cyc["snake+bcast2d"][0] - cyc["xy_ring"][0]
     findings.append(
-        {
-            "quantity": f"who wins at the largest B = {bs[-1]} ({span})",
-            "paper": "Snake replaces 1D's Ring in the bandwidth-limited area "
-            "(Section 7.6)",
-            "ours": (
+        finding(
+            "snake_vs_ring.largest_b",
+            f"who wins at the largest B = {bs[-1]} ({span})",
+            "Snake replaces 1D's Ring in the bandwidth-limited area (Section 7.6)",
+            (
                 f"Snake+2D Bcast in the rows n = {_span(h['Ps'][snake_rows])}"
                 if snake_rows.size
                 else "Snake in no row"
@@ -436,12 +449,15 @@ def run_fig10(
             )
             + f"; overall Snake wins {int(np.sum(base == 'snake'))} cells, X-Y Ring "
             f"{int(np.sum(base == 'ring'))}",
-            "note": "Snake costs T_CHAIN(n^2) = B + (2T_R+2)(n^2-1), so it leaves "
+            AtLeast(
+                1,
+                why="rows Snake wins at the largest B minus rows X-Y Ring wins",
+            ),
+            int(snake_rows.size - ring_rows.size),
+            note="Snake costs T_CHAIN(n^2) = B + (2T_R+2)(n^2-1), so it leaves "
             "the large-B edge to X-Y Chain once 6 n^2 outgrows B; "
             f"on {ns[0]} x {ns[0]} Snake+2D Bcast is {gap:+.0f} cycles from X-Y Ring",
-            "ok": bool(snake_rows.size > ring_rows.size),
-            "tolerance": "the ordering the paper states",
-        }
+        )
     )
 
     # Section 7.4: 2D Reduce + 2D Broadcast beats X-Y AllReduce.
@@ -456,18 +472,19 @@ def run_fig10(
         if not a.endswith("+bcast2d") and np.any(h["best"] == names.index(a))
     ]
     findings.append(
-        {
-            "quantity": f"X-Y AllReduce vs 2D Reduce + 2D Bcast, same pattern ({span})",
-            "paper": "X-Y AllReduce broadcasts twice, which is bandwidth "
+        finding(
+            "two_d_reduce_bcast_beats_xy",
+            f"X-Y AllReduce vs 2D Reduce + 2D Bcast, same pattern ({span})",
+            "X-Y AllReduce broadcasts twice, which is bandwidth "
             "inefficient; 2D Reduce + 2D Broadcast improves it (Section 7.4)",
-            "ours": f"2D Reduce + 2D Bcast faster for {sum(better)} of {len(better)} "
+            f"2D Reduce + 2D Bcast faster for {sum(better)} of {len(better)} "
             "patterns in every cell; X-Y AllReduce forms that win a cell: "
             + (", ".join(LABELS_2D[a] for a in x_wins) or "none"),
-            "note": "per pattern the difference is B + 2T_R + 1 cycles (one "
+            Exact(len(better), "patterns faster in every cell"),
+            sum(better),
+            note="per pattern the difference is B + 2T_R + 1 cycles (one "
             "broadcast of B saved, two axes' distance kept)",
-            "ok": bool(all(better)),
-            "tolerance": "the ordering the paper states",
-        }
+        )
     )
 
     # Lemma 7.2 below every 2D Reduce; Snake optimal for B >> P.
@@ -479,26 +496,28 @@ def run_fig10(
     rnames = [str(a) for a in red["algorithms"]]
     snake = ratio[rnames.index("snake")]
     findings.append(
-        {
-            "quantity": f"2D Reduce / lower bound of Lemma 7.2 ({span})",
-            "paper": "every 2D Reduce takes at least max(B, B/8+M+N-1)+2T_R+1; "
+        finding(
+            "lower_bound_2d.smallest_ratio",
+            f"2D Reduce / lower bound of Lemma 7.2 ({span})",
+            "every 2D Reduce takes at least max(B, B/8+M+N-1)+2T_R+1; "
             "Snake is optimal for B >> P (Section 7.5)",
-            "ours": f"smallest ratio {ratio.min():.4g} ("
+            f"smallest ratio {ratio.min():.4g} ("
             + ", ".join(f"{a} {ratio[k].min():.4g}" for k, a in enumerate(rnames))
             + f"); Snake at n = {ns[0]}, B = {bs[-1]}: {snake[0, -1]:.4g}",
-            "note": "the bound holds in every cell"
+            AtLeast(1 - EPS, why="the smallest time over the bound; 1e-12 slack"),
+            float(ratio.min()),
+            note="the bound holds in every cell"
             if ratio.min() >= 1 - EPS
             else "the bound is violated somewhere",
-            "ok": bool(ratio.min() >= 1 - EPS),
-            "tolerance": "at least the bound (1e-12 relative)",
-        }
+        )
     )
 
     head_r = wafer.speedup_heatmap("2d_reduce", [n_head], bs)
     head_a = wafer.speedup_heatmap("2d_allreduce", [n_head], bs)
     at = f"{n_head} x {n_head}, B = {bs[0]}..{bs[-1]}"
-    for quantity, value, text, table, fast, slow in (
+    for fid, quantity, value, text, table, fast, slow in (
         (
+            "headline.autogen_reduce_2d",
             "X-Y Auto-Gen vs X-Y Chain Reduce",
             PAPER_AUTOGEN_REDUCE_2D,
             "Section 8.7",
@@ -507,6 +526,7 @@ def run_fig10(
             "xy_chain",
         ),
         (
+            "headline.autogen_allreduce_2d",
             "X-Y Auto-Gen vs X-Y Chain AllReduce",
             PAPER_AUTOGEN_ALLREDUCE_2D,
             "Section 8.7; its text says 'over the X-Y Auto-Gen AllReduce', "
@@ -516,6 +536,7 @@ def run_fig10(
             "xy_chain",
         ),
         (
+            "headline.two_phase_reduce_2d",
             "X-Y Two-Phase vs vendor X-Y Chain Reduce",
             PAPER_TWO_PHASE_REDUCE_2D,
             "Section 1.3, 512x512",
@@ -524,6 +545,7 @@ def run_fig10(
             "xy_chain",
         ),
         (
+            "headline.two_phase_allreduce_2d",
             "X-Y Two-Phase vs vendor X-Y Chain AllReduce",
             PAPER_TWO_PHASE_ALLREDUCE_2D,
             "Section 1.3, 512x512",
@@ -532,7 +554,9 @@ def run_fig10(
             "xy_chain",
         ),
     ):
-        findings.append(_headline(quantity, value, text, _ratio(table, fast, slow), at))
+        findings.append(
+            _headline(fid, quantity, value, text, _ratio(table, fast, slow), at)
+        )
     two = _ratio(head_a, "xy_two_phase+bcast2d", "xy_chain")
     findings[-1]["note"] += (
         f"; Two-Phase 2D Reduce + 2D Bcast: up to {two[0]:.3g}x (B = {two[1]})"

@@ -33,7 +33,8 @@ from ..palette import color as palette_color
 from ..schedule import Schedule
 from ..simulate import simulate, simulation_events
 from ..wafer.machine import wse2_network
-from . import Experiment, new_axes, note_explains, register_experiment
+from . import Experiment, finding, new_axes, register_experiment
+from .judges import AtMost
 
 __all__ = ["plot_sim_check", "run_sim_check"]
 
@@ -128,33 +129,40 @@ def _findings(cols: dict[str, list[Any]]) -> list[dict[str, Any]]:
         m = (algo == name) & done
         err = float(np.max(np.abs(sim[m] - closed[m]))) if m.any() else math.nan
         out.append(
-            {
-                "quantity": f"{name}: max |simulated - closed form| (cycles)",
-                "paper": form,
-                "ours": f"{err:.3g} over {int(m.sum())} simulated cases",
-                "note": "exact: the simulator's stage costs add up to the paper's form",
-                "ok": bool(m.any() and err < 1e-6),
-                "tolerance": "within 1e-6 cycles",
-            }
+            finding(
+                f"closed_form.{name}",
+                f"{name}: max |simulated - closed form| (cycles)",
+                form,
+                f"{err:.3g} over {int(m.sum())} simulated cases",
+                AtMost(
+                    1e-6,
+                    strict=True,
+                    why="the largest |difference| in cycles; the slack is float "
+                    "rounding",
+                ),
+                err,
+                note="the simulator's stage costs add up to the paper's form",
+            )
         )
     m = (algo == "star") & (B == 1) & done
     diff = sim[m] - closed[m]
+    why = (
+        "the farthest PE's wavelet is a message over P - 1 hops, which the "
+        "paper's own message form puts at P + 1 + 2 T_R: the refined Star "
+        "omits the hop of the nearest PE, so no model that reproduces the "
+        "message exactly can reproduce it (at any B the simulated Star is "
+        "the refined form + 1)"
+    )
     out.append(
-        note_explains(
-            {
-                "quantity": "star at B = 1: simulated - refined form (cycles)",
-                "paper": "B (P - 1) + 2 T_R + 1 = P + 2 T_R, called exact",
-                "ours": ", ".join(sorted({f"{d:+.3g}" for d in diff}))
-                or "not simulated",
-                "note": (
-                    "the farthest PE's wavelet is a message over P - 1 hops, which the "
-                    "paper's own message form puts at P + 1 + 2 T_R: the refined Star "
-                    "omits the hop of the nearest PE, so no model that reproduces the "
-                    "message exactly can reproduce it (at any B the simulated Star is "
-                    "the refined form + 1)"
-                ),
-                "ok": False,
-            }
+        finding(
+            "refined_star.b1",
+            "star at B = 1: simulated - refined form (cycles)",
+            "B (P - 1) + 2 T_R + 1 = P + 2 T_R, called exact",
+            ", ".join(sorted({f"{d:+.3g}" for d in diff})) or "not simulated",
+            AtMost(1e-6, why="the largest |difference| in cycles, as called exact"),
+            float(np.max(np.abs(diff))) if diff.size else math.nan,
+            note=why,
+            explanation=why,
         )
     )
     for name in ("star", "tree", "two_phase", "autogen"):
@@ -164,22 +172,20 @@ def _findings(cols: dict[str, list[Any]]) -> list[dict[str, Any]]:
         rel_eq1 = (eq1[m] - sim[m]) / sim[m]
         rel_closed = (closed[m] - sim[m]) / sim[m]
         out.append(
-            {
-                "quantity": f"{name}: relative error of the model against simulation",
-                "paper": "model within 8-28 % of measurements (Section 8.5)",
-                "ours": (
-                    f"equation (1) from metrics {rel_eq1.min():+.1%} .. "
-                    f"{rel_eq1.max():+.1%}; closed form {rel_closed.min():+.1%} .. "
-                    f"{rel_closed.max():+.1%} ({int(m.sum())} cases)"
-                ),
-                "note": "negative: the model predicts fewer cycles than the simulation",
-                "verdict": "not reproducible",
-                "explanation": (
-                    "the paper's errors are against measurements on the CS-2, which "
-                    "wafercoll cannot run; the model is compared with the simulator "
-                    "instead, for information"
-                ),
-            }
+            finding(
+                f"model_error.{name}",
+                f"{name}: relative error of the model against simulation",
+                "model within 8-28 % of measurements (Section 8.5)",
+                f"equation (1) from metrics {rel_eq1.min():+.1%} .. "
+                f"{rel_eq1.max():+.1%}; closed form {rel_closed.min():+.1%} .. "
+                f"{rel_closed.max():+.1%} ({int(m.sum())} cases)",
+                AtMost(28, why="the largest relative error in %, as the paper's"),
+                100 * float(np.max(np.abs(rel_eq1))),
+                note="negative: the model predicts fewer cycles than the simulation",
+                not_reproducible="the paper's errors are against measurements on "
+                "the CS-2, which wafercoll cannot run; the model is compared with "
+                "the simulator instead, for information",
+            )
         )
     return out
 
