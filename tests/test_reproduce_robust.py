@@ -37,6 +37,7 @@ SCRIPT = textwrap.dedent(
 
     import wafercoll.experiments as wx
     from wafercoll.cli import main
+    from wafercoll.experiments.judges import Exact
 
 
     def plot(columns, ax=None):
@@ -47,7 +48,7 @@ SCRIPT = textwrap.dedent(
 
     def slow(quick=False):
         time.sleep(3)
-        finding = {"quantity": "two", "paper": 2, "ours": 2, "note": "", "ok": True}
+        finding = wx.finding("two", "two", 2, 2, Exact(2), 2)
         return {"x": [0, 1], "y": [1, 2]}, [finding]
 
 
@@ -200,6 +201,7 @@ def test_report_tables_per_paper_and_short_cells(tmp_path):
             "attempts": 1,
             "findings": [
                 {
+                    "id": "long.claim",
                     "quantity": long,
                     "paper": long,
                     "ours": "1",
@@ -208,6 +210,7 @@ def test_report_tables_per_paper_and_short_cells(tmp_path):
                     "explanation": long,
                 },
                 {
+                    "id": "q2",
                     "quantity": "q2",
                     "paper": 1,
                     "ours": 1,
@@ -234,7 +237,7 @@ def test_report_tables_per_paper_and_short_cells(tmp_path):
         head = f"### {paper}: {title}"
         assert head in text
         section = text.split(head)[1].split("###")[0]
-        assert "| reproduced | differs | not reproducible |" in section
+        assert "| reproduced | calibrated | differs | not reproducible |" in section
         assert "| experiment | headline claim | verdicts |" in section
     order = ["## Verdicts by paper", "## Findings", "## Details", "## Run"]
     assert [text.index(h) for h in order] == sorted(text.index(h) for h in order)
@@ -243,7 +246,7 @@ def test_report_tables_per_paper_and_short_cells(tmp_path):
     # The long text is kept, under the details.
     details = text.split("## Details")[1]
     assert long.replace("|", "\\|").strip() in details
-    assert "**e_000 :: " in details and "note: see there" in details
+    assert "**long.claim**" in details and "note: see there" in details
     assert "| e_001 | **failed**: worker killed by signal 9" in text
 
 

@@ -31,7 +31,6 @@ from .mcm_common import (
     geo_mean,
     graded,
     legend_once,
-    no_reference,
     panels,
     paper_label,
     range_finding,
