@@ -157,7 +157,11 @@ ARTIFACT_VARIANTS = {
         "mesh_ring_2d_artifact_allreduce",
         "message_bytes=8192 (the driver's message_size: shares padded to whole "
         "messages), dependencies='artifact' (the driver's own (flow, child) "
-        "dependencies), mcm_artifact preset on the mesh",
+        "dependencies, which let the second phase start early: timed as the "
+        "artifact runs it, but not a correct AllReduce, as our verifier shows "
+        "(tests/test_mcm_artifact_ring2d.py); with the data dependencies that "
+        "make it one, none of the points is within 5 %), mcm_artifact preset on "
+        "the mesh",
     ),
     "DBTree": (
         "mesh_dbtree_artifact_allreduce",
