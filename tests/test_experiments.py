@@ -342,3 +342,27 @@ def test_reproduce_rejects_negative_jobs(tmp_path, capsys):
     code = main(["reproduce", "--quick", "--jobs", "-1", "--out", str(tmp_path)])
     _, err = capsys.readouterr()
     assert code == 2 and "--jobs must be >= 0" in err
+
+
+def test_a_saved_figure_states_its_verdicts_in_the_title(tmp_path) -> None:
+    import wafercoll.experiments as wx
+    from wafercoll.experiments.judges import Exact
+
+    def run(quick=False):
+        good = wx.finding("good", "one", 1, 1, Exact(1), 1)
+        bad = wx.finding("bad", "two", 2, 3, Exact(2), 3)
+        return {"x": [0, 1], "y": [1, 2]}, [good, bad]
+
+    def plot(cols, ax=None):
+        ax = wx.new_axes(ax)
+        ax.plot(cols["x"], cols["y"])
+        ax.set_title("panel")
+        return ax
+
+    exp = wx.Experiment("verdict_title_test", "Title", "000", "claim", run, plot)
+    columns, findings = wx.split_result(run(), exp.name)
+    fig = wx.draw_figure(exp, columns, findings)
+    lines = fig._suptitle.get_text().splitlines()
+    assert lines == ["Title", "findings: 1 reproduced, 1 differs (REPORT.md)"]
+    # no findings, panels titled: no suptitle is added
+    assert wx.draw_figure(exp, columns, [])._suptitle is None

@@ -81,6 +81,7 @@ __all__ = [
     "VERDICTS",
     "VERDICT_MEANINGS",
     "Experiment",
+    "draw_figure",
     "experiments",
     "finding",
     "get_experiment",
@@ -90,6 +91,7 @@ __all__ = [
     "register_experiment",
     "run_experiment",
     "split_result",
+    "verdict_line",
 ]
 
 FINDING_KEYS = ("id", "quantity", "paper", "ours", "note", "judge", "measured")
@@ -451,10 +453,49 @@ def _is_nan(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def _save_figure(
-    exp: Experiment, columns: Mapping[str, list[Any]], stem: str
-) -> list[str]:
-    """Draw the experiment on a fresh Agg figure; write PNG and SVG."""
+def verdict_line(findings: Sequence[Mapping[str, Any]]) -> str:
+    """The verdicts of an experiment's findings in one line, for its figure.
+
+    Examples
+    --------
+    >>> from wafercoll.experiments import verdict_line
+    >>> verdict_line([{"verdict": "differs"}, {"verdict": "reproduced"},
+    ...               {"verdict": "reproduced"}])
+    'findings: 2 reproduced, 1 differs (REPORT.md)'
+    >>> verdict_line([])
+    ''
+    """
+    counts = {v: sum(f.get("verdict") == v for f in findings) for v in VERDICTS}
+    parts = [f"{n} {v}" for v, n in counts.items() if n]
+    return f"findings: {', '.join(parts)} (REPORT.md)" if parts else ""
+
+
+def draw_figure(
+    exp: Experiment,
+    columns: Mapping[str, list[Any]],
+    findings: Sequence[Mapping[str, Any]] = (),
+) -> Any:
+    """The experiment's figure on a fresh Agg canvas, its verdicts in the title.
+
+    Every figure gets a title (the experiment's, unless its panels have their
+    own) and, under it, the verdicts of the findings it checks
+    (:func:`verdict_line`), so a saved figure says how it compares with the
+    paper without the report beside it.
+
+    Examples
+    --------
+    >>> import wafercoll.experiments as wx
+    >>> def plot(cols, ax=None):
+    ...     ax = wx.new_axes(ax)
+    ...     ax.plot(cols["x"], cols["y"])
+    ...     return ax
+    >>> exp = wx.Experiment("demo_line", "A line", "000", "y = x + 1",
+    ...                     run=lambda quick=False: ({}, []), plot=plot)
+    >>> fig = wx.draw_figure(exp, {"x": [0, 1], "y": [1, 2]},
+    ...                      [{"verdict": "reproduced"}])
+    >>> fig._suptitle.get_text().splitlines()
+    ['A line', 'findings: 1 reproduced (REPORT.md)']
+    """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -464,10 +505,25 @@ def _save_figure(
     returned = exp.plot(columns, ax=ax)
     if returned is not None and getattr(returned, "figure", fig) is not fig:
         raise ValueError(f"{exp.name}: plot() drew on another figure than the given ax")
-    if getattr(fig, "_suptitle", None) is None and not any(
-        a.get_title() for a in fig.axes
-    ):
-        fig.suptitle(exp.title, fontsize="medium")  # every figure has a title
+    line = verdict_line(findings)
+    sup = getattr(fig, "_suptitle", None)
+    if sup is not None:
+        if line:
+            sup.set_text(f"{sup.get_text()}\n{line}")
+    elif line or not any(a.get_title() for a in fig.axes):
+        text = f"{exp.title}\n{line}" if line else exp.title
+        fig.suptitle(text, fontsize="medium")  # every figure has a title
+    return fig
+
+
+def _save_figure(
+    exp: Experiment,
+    columns: Mapping[str, list[Any]],
+    stem: str,
+    findings: Sequence[Mapping[str, Any]] = (),
+) -> list[str]:
+    """Draw the experiment (:func:`draw_figure`); write PNG and SVG."""
+    fig = draw_figure(exp, columns, findings)
     paths = []
     for ext, kwargs in (("png", {"dpi": 150}), ("svg", {})):
         path = f"{stem}.{ext}"
@@ -515,7 +571,7 @@ def run_experiment(
     columns, findings = split_result(exp.run(quick=quick), exp.name)
     stem = os.path.join(out, exp.name)
     rows = _write_csv(stem + ".csv", columns)
-    files = [stem + ".csv", *_save_figure(exp, columns, stem)]
+    files = [stem + ".csv", *_save_figure(exp, columns, stem, findings)]
     if findings:
         _write_csv(stem + ".findings.csv", findings_columns(exp.name, findings))
         files.append(stem + ".findings.csv")
