@@ -55,7 +55,6 @@ load gives a :class:`~wafercoll.WafercollWarning` and is left out.
 
 from __future__ import annotations
 
-import difflib
 import re
 import warnings
 from collections.abc import Callable
@@ -63,7 +62,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._errors import WafercollWarning
-from ._util import as_int
+from ._util import as_int, did_you_mean
 from .schedule import COLLECTIVES, Schedule
 
 __all__ = [
@@ -75,6 +74,7 @@ __all__ = [
     "algorithms_table",
     "build",
     "find",
+    "lookup",
     "register",
     "register_algorithm",
     "unregister_algorithm",
@@ -475,13 +475,27 @@ def algorithms_table(infos: list[AlgorithmInfo] | None = None) -> str:
 
 def _unknown(name: str) -> ValueError:
     """The error for an unregistered name, with the closest registered ones."""
-    close = difflib.get_close_matches(name, list(_REGISTRY), n=3, cutoff=0.6)
-    hint = (
-        f"; did you mean {' or '.join(repr(c) for c in close)}?"
-        if close
-        else "; `wafercoll list` or wc.algorithms() names them all"
-    )
+    hint = did_you_mean(name, _REGISTRY)
+    hint = hint or "; `wafercoll list` or wc.algorithms() names them all"
     return ValueError(f"unknown algorithm {name!r}{hint}")
+
+
+def lookup(name: Any) -> AlgorithmInfo | None:
+    """The registry record of ``name``, or None when it is not registered.
+
+    For lookups that also take other spellings (short names of a family);
+    :func:`algorithm_info` raises instead.
+
+    Examples
+    --------
+    >>> from wafercoll.algorithms import lookup
+    >>> lookup("cluster_nap_allreduce").algorithm
+    'nap'
+    >>> lookup("nap") is None
+    True
+    """
+    _load_plugins()
+    return _REGISTRY.get(name) if isinstance(name, str) else None
 
 
 def _resolve(name: Any) -> str:

@@ -84,15 +84,17 @@ _KEYS = {
 
 def _key(name: str) -> str:
     """The palette key of a registry name, a paper label or a bare key."""
-    from .algorithms import algorithms
+    from .algorithms import algorithms, lookup
 
     text = str(name).strip()
     low = text.lower()
-    for info in algorithms():
-        if text == info.name or low == info.label.lower():
-            variant = f"{info.algorithm}_{info.variant}"
-            return variant if info.variant and variant in _KEYS else info.algorithm
-    return low
+    info = lookup(text) or next(
+        (a for a in algorithms() if a.label.lower() == low), None
+    )
+    if info is None:
+        return low
+    variant = f"{info.algorithm}_{info.variant}"
+    return variant if info.variant and variant in _KEYS else info.algorithm
 
 
 def color(name: str) -> str:

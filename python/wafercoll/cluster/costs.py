@@ -50,10 +50,10 @@ ALGORITHMS = ("rd", "smp", "nap", "dissemination")
 def _check(algorithm: str, nodes: int, ppn: int) -> tuple[str, int, int]:
     # short names ("nap") or registry names (cluster_nap_allreduce), whose
     # record says which algorithm they are
-    from ..algorithms import algorithms
+    from ..algorithms import lookup
 
     name = str(algorithm)
-    info = next((a for a in algorithms() if a.name == name), None)
+    info = lookup(name)
     if info is not None and info.family == "cluster":
         name = info.algorithm
     if name not in ALGORITHMS:

@@ -68,7 +68,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,6 +91,7 @@ __all__ = [
     "register_experiment",
     "run_experiment",
     "split_result",
+    "verdict_counts",
     "verdict_line",
 ]
 
@@ -408,8 +409,8 @@ def new_axes(ax: Any = None) -> Any:
     return plot.new_axes(ax, figsize=plot.FIGSIZE)
 
 
-def _write_csv(path: str, columns: Mapping[str, list[Any]]) -> int:
-    """Write the columns as CSV; return the number of data rows."""
+def write_csv(path: str, columns: Mapping[str, list[Any]]) -> int:
+    """Write the columns as CSV (NaN as an empty cell), atomically; the data rows."""
     names = list(columns)
     rows = len(next(iter(columns.values()))) if columns else 0
     with atomic_path(path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
@@ -465,9 +466,22 @@ def verdict_line(findings: Sequence[Mapping[str, Any]]) -> str:
     >>> verdict_line([])
     ''
     """
-    counts = {v: sum(f.get("verdict") == v for f in findings) for v in VERDICTS}
-    parts = [f"{n} {v}" for v, n in counts.items() if n]
-    return f"findings: {', '.join(parts)} (REPORT.md)" if parts else ""
+    counts = verdict_counts(f.get("verdict") for f in findings)
+    return f"findings: {counts} (REPORT.md)" if counts else ""
+
+
+def verdict_counts(verdicts: Iterable[str]) -> str:
+    """``"2 reproduced, 1 differs"``: the non-zero counts, in :data:`VERDICTS` order.
+
+    Examples
+    --------
+    >>> from wafercoll.experiments import verdict_counts
+    >>> verdict_counts(["differs", "reproduced", "reproduced"])
+    '2 reproduced, 1 differs'
+    """
+    seen = list(verdicts)
+    parts = [f"{seen.count(v)} {v}" for v in VERDICTS]
+    return ", ".join(p for p in parts if not p.startswith("0 "))
 
 
 def draw_figure(
@@ -570,10 +584,10 @@ def run_experiment(
     start = time.perf_counter()
     columns, findings = split_result(exp.run(quick=quick), exp.name)
     stem = os.path.join(out, exp.name)
-    rows = _write_csv(stem + ".csv", columns)
+    rows = write_csv(stem + ".csv", columns)
     files = [stem + ".csv", *_save_figure(exp, columns, stem, findings)]
     if findings:
-        _write_csv(stem + ".findings.csv", findings_columns(exp.name, findings))
+        write_csv(stem + ".findings.csv", findings_columns(exp.name, findings))
         files.append(stem + ".findings.csv")
     return {
         **exp.to_dict(),

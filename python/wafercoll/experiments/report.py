@@ -29,10 +29,8 @@ True
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import hashlib
-import io
 import json
 import os
 import sys
@@ -281,14 +279,6 @@ def _md(value: Any) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
-def _csv_text(columns: dict[str, list[Any]]) -> str:
-    buf = io.StringIO()
-    writer = csv.writer(buf)
-    writer.writerow(list(columns))
-    writer.writerows(zip(*columns.values(), strict=True))
-    return buf.getvalue()
-
-
 #: The papers in the order REPORT.md shows them, with their short titles.
 PAPERS = {
     "000": "Near-Optimal Wafer-Scale Reduce",
@@ -324,10 +314,9 @@ def _failed_record(r: Mapping[str, Any]) -> bool:
 
 
 def _verdict_counts(findings: Sequence[Finding]) -> str:
-    from . import VERDICTS
+    from . import verdict_counts
 
-    parts = [f"{sum(f.verdict == v for f in findings)} {v}" for v in VERDICTS]
-    return ", ".join(p for p in parts if not p.startswith("0 ")) or "no findings"
+    return verdict_counts(f.verdict for f in findings) or "no findings"
 
 
 def _paper_order(records: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -481,7 +470,13 @@ def write_report(
     True
     """
     from .. import __version__
-    from . import FINDING_COLUMNS, VERDICT_MEANINGS, VERDICTS, findings_columns
+    from . import (
+        FINDING_COLUMNS,
+        VERDICT_MEANINGS,
+        VERDICTS,
+        findings_columns,
+        write_csv,
+    )
 
     everything = [(r, f) for r in records for f in _findings(r)]
     counts = {v: sum(f.verdict == v for _, f in everything) for v in VERDICTS}
@@ -532,7 +527,7 @@ def write_report(
     for r in records:
         for k, v in findings_columns(r["name"], r.get("findings", [])).items():
             table[k].extend(v)
-    write_atomic(os.path.join(out, "findings.csv"), _csv_text(table))
+    write_csv(os.path.join(out, "findings.csv"), table)
     path = os.path.join(out, "REPORT.md")
     write_atomic(path, "\n".join(lines) + "\n")
     return path

@@ -120,11 +120,11 @@ _SHORT_NAMES = {
 
 def _grid_algorithm(name: str) -> str:
     """The torus algorithm (``"swing"`` or ``"rd"``) a short or registry name means."""
-    from ..algorithms import algorithms
+    from ..algorithms import lookup
 
     alg = _SHORT_NAMES.get(name)
     if alg is None:
-        info = next((a for a in algorithms() if a.name == name), None)
+        info = lookup(name)
         if info is not None and info.family == "torus":
             alg = info.algorithm
     if alg not in _sw.ALGORITHMS:
