@@ -105,15 +105,7 @@ def run_table1(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
             cols["paper_pct"].append(
                 TABLE1_PAPER_PCT.get((parity, paper_label(name)), math.nan)
             )
-    paper = {
-        ("even", "Ring"): 29,
-        ("odd", "Ring"): 28,
-        ("even", "RingBiEven"): 57,
-        ("even", "Ring-2D"): 55,
-        ("odd", "Ring-2D"): 53,
-        ("even", "MultiTree"): 53,
-        ("odd", "MultiTree"): 51,
-    }
+    paper = TABLE1_PAPER_PCT
     findings = []
     for i, alg in enumerate(cols["algorithm"]):
         m = int(cols["mesh"][i].split("x")[0])
@@ -533,7 +525,7 @@ def run_fig12(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
             note="busy time of all directed links / (links x makespan)",
         )
         for preset in ("table_ii", "artifact")
-        for a, claim in (("TTO", 83), ("RingBiOdd", 57), ("Ring", 30))
+        for a, claim in FIG12_PAPER_MEAN_PCT.items()
     ]
     return cols, findings
 
