@@ -62,7 +62,7 @@ def test_every_record_names_itself_from_its_parts() -> None:
 
 def test_palette_keys_are_parts_of_registered_names() -> None:
     parts = {a.algorithm for a in wc.algorithms()}
-    parts |= {f"{a.algorithm}_{a.variant}" for a in wc.algorithms() if a.variant}
+    parts |= {a.short_name for a in wc.algorithms()}
     assert set(palette._KEYS) <= parts, set(palette._KEYS) - parts
     # a registry name and its record's label get the same colour and marker
     for a in wc.algorithms():
@@ -90,7 +90,7 @@ def test_the_mesh_experiments_take_labels_and_artifact_names_from_the_registry()
 def test_torus_short_names_resolve_through_the_registry(short: str) -> None:
     info = wc.algorithm_info(registered_name(short))
     assert info.family == "torus"
-    assert short in (info.algorithm, f"{info.algorithm}_{info.variant}")
+    assert info.short_name == short
 
 
 def test_lookups_accept_registry_names() -> None:

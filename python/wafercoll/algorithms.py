@@ -186,6 +186,11 @@ class AlgorithmInfo:
         object.__setattr__(self, "label", self.label or algorithm)
         object.__setattr__(self, "artifact_names", tuple(self.artifact_names))
 
+    @property
+    def short_name(self) -> str:
+        """The name within its family and collective: ``"swing_bo"``, ``"tto"``."""
+        return f"{self.algorithm}_{self.variant}" if self.variant else self.algorithm
+
     @classmethod
     def of(
         cls,

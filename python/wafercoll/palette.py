@@ -93,8 +93,7 @@ def _key(name: str) -> str:
     )
     if info is None:
         return low
-    variant = f"{info.algorithm}_{info.variant}"
-    return variant if info.variant and variant in _KEYS else info.algorithm
+    return info.short_name if info.short_name in _KEYS else info.algorithm
 
 
 def color(name: str) -> str:

@@ -100,11 +100,8 @@ def registered_name(short: str) -> str:
     from ..algorithms import algorithms
 
     for info in algorithms("allreduce"):
-        if info.family != "torus":
-            continue
-        if short in (info.algorithm, f"{info.algorithm}_{info.variant}"):
-            if info.variant and short == info.algorithm:
-                continue  # "swing" alone names no single schedule
+        # "swing" alone names no single schedule: only "swing_lo", "swing_bo"
+        if info.family == "torus" and info.short_name == short:
             return info.name
     raise ValueError(
         f"unknown torus algorithm {short!r}; short names: "
