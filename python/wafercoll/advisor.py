@@ -309,9 +309,7 @@ def advise(
             f"collective must be one of {', '.join(COLLECTIVES)}; got {collective!r}"
         )
     S = as_int(size_bytes, "size_bytes", 1)
-    preset = None
-    if isinstance(topology, str):
-        topology, preset = machines.resolve(topology, size_bytes=S)
+    topology, preset = machines.resolve(topology, size_bytes=S)
     if network is None:
         network = preset if preset is not None else machines.default_network()
     check_machine(topology, network)

@@ -394,7 +394,7 @@ def _size_kw(fn: Callable[..., Any], size_bytes: int | None) -> dict[str, Any]:
 
 
 def resolve(
-    spec: str, *, ranks: int | None = None, size_bytes: int | None = None
+    spec: str | Topology, *, ranks: int | None = None, size_bytes: int | None = None
 ) -> tuple[Topology, NetworkModel | None]:
     """The topology a spec names, and its machine's network preset.
 
@@ -404,11 +404,12 @@ def resolve(
 
     Parameters
     ----------
-    spec : str
+    spec : str or Topology
         ``line:N``, ``ring:N``, ``mesh:RxC``, ``torus:RxC``,
-        ``cluster:NODESxPPN[xSOCKETS]``, ``n150[:ROW]`` (the Wormhole n150),
-        ``wafer:P`` (a WSE-2 row), ``wafer:MxN`` (a WSE-2 grid) or a machine
-        name of :func:`names` with optional sizes (``mcm_table_ii:3x3``).
+        ``cluster:NODESxPPN[xSOCKETS]`` or a machine name of :func:`names`
+        with optional sizes (``wse2_row:P``, ``wse2_grid:MxN``,
+        ``wormhole_n150[:ROW]``, ``mcm_table_ii:3x3``). A Topology is
+        returned as it is, with no preset.
     ranks : int, optional
         Endpoints of ``line`` or ``ring`` given without a size.
     size_bytes : int, optional
@@ -442,6 +443,13 @@ def resolve(
     >>> wc.machines.resolve("ring", ranks=4)[0].name
     'ring(4)'
     """
+    if isinstance(spec, Topology):
+        return spec, None
+    if not isinstance(spec, str):
+        raise TypeError(
+            f"topology must be a wafercoll.Topology or a spec string, got "
+            f"{type(spec).__name__}"
+        )
     kind, sizes = parse_spec(spec)
     machine = None
     try:

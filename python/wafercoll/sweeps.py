@@ -118,18 +118,6 @@ def read_grid(path: str | os.PathLike[str]) -> dict[str, Any]:
     return grid
 
 
-def _topology(spec: Any, size_bytes: int) -> tuple[Topology, NetworkModel | None]:
-    """The topology of a point and its machine's preset (None for plain families)."""
-    if isinstance(spec, Topology):
-        return spec, None
-    if not isinstance(spec, str):
-        raise TypeError(
-            f"topology must be a wafercoll.Topology or a spec string, got "
-            f"{type(spec).__name__}"
-        )
-    return machines.resolve(spec, size_bytes=size_bytes)
-
-
 def _network(spec: Any, base: NetworkModel | None, size_bytes: int) -> NetworkModel:
     """A point's network model: given, a preset name, the machine's, or the default."""
     if isinstance(spec, NetworkModel):
@@ -194,7 +182,7 @@ def _resolve(point: dict[str, Any]) -> tuple[Any, ...]:
     from ._util import as_int
 
     size = as_int(point["size_bytes"], "size_bytes", 1)
-    topo, preset = _topology(point["topology"], size)
+    topo, preset = machines.resolve(point["topology"], size_bytes=size)
     net = _network(point["network"], preset, size)
     options = tuple(sorted(dict(point["options"]).items()))
     return (str(point["algorithm"]), topo, size, net, options)
