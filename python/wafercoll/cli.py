@@ -385,7 +385,8 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         raise UsageError(
             f"simulate needs --topology SPEC (or --machine NAME) to say where it "
             f"runs{': ' + where if where else ''}; e.g. -t ring:{args.ranks or 8}, "
-            f"-t mesh:4x4, -t torus:8x8, -t n150, -t mcm_table_ii:3x3 ({SPEC_HELP})"
+            "-t mesh:4x4, -t torus:8x8, -t wormhole_n150, -t mcm_table_ii:3x3 "
+            f"({SPEC_HELP})"
         )
     s = _source(args)
     if args.schedule is not None:

@@ -17,7 +17,7 @@ dicts, with the keys
 ``topology``
     a :class:`~wafercoll.Topology` or a spec of
     :func:`wafercoll.machines.resolve` (``"mesh:9x9"``, ``"torus:4x4"``,
-    ``"ring:8"``, ``"n150"``, ``"wafer:16x16"``, ``"cluster:4x16"``);
+    ``"ring:8"``, ``"wormhole_n150"``, ``"wse2_grid:16x16"``, ``"cluster:4x16"``);
 ``size_bytes``
     bytes per rank;
 ``network``
