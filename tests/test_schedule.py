@@ -60,8 +60,28 @@ def test_adjacent_ranges_are_merged_and_overlaps_refused():
         ),
         ({"ranks": 2, "block_bytes": []}, "at least one block", ValueError),
         (
-            {"ranks": 2, "block_bytes": [1], "collective": "gather"},
+            {"ranks": 2, "block_bytes": [1], "collective": "allscatter"},
             "collective must be",
+            ValueError,
+        ),
+        (
+            {"ranks": 2, "block_bytes": [1], "collective": "gather"},
+            "one block per rank",
+            ValueError,
+        ),
+        (
+            {"ranks": 3, "block_bytes": [1] * 4, "collective": "alltoall"},
+            r"ranks \* ranks = 9 blocks",
+            ValueError,
+        ),
+        (
+            {
+                "ranks": 2,
+                "block_bytes": [1, 1],
+                "collective": "allreduce",
+                "targets": [0, 1],
+            },
+            "targets apply only",
             ValueError,
         ),
         (

@@ -12,12 +12,14 @@ namespace {
 
 Collective make_collective(const std::string& kind, RankId root,
                            const std::vector<RankId>& owners,
-                           const std::vector<std::uint8_t>& participants) {
+                           const std::vector<std::uint8_t>& participants,
+                           const std::vector<RankId>& targets) {
   Collective c;
   c.kind = collective_from_string(kind);
   c.root = root;
   c.owners = owners;
   c.participants = participants;
+  c.targets = targets;
   return c;
 }
 
@@ -46,13 +48,15 @@ void bind_schedule(py::module_& m) {
       .def(py::init([](RankId num_ranks, std::vector<Bytes> block_bytes,
                        const std::string& kind, RankId root,
                        const std::vector<RankId>& owners,
-                       const std::vector<std::uint8_t>& participants) {
+                       const std::vector<std::uint8_t>& participants,
+                       const std::vector<RankId>& targets) {
              return Schedule(num_ranks, std::move(block_bytes),
-                             make_collective(kind, root, owners, participants));
+                             make_collective(kind, root, owners, participants, targets));
            }),
            py::arg("num_ranks"), py::arg("block_bytes"), py::arg("kind"),
            py::arg("root") = -1, py::arg("owners") = std::vector<RankId>{},
-           py::arg("participants") = std::vector<std::uint8_t>{})
+           py::arg("participants") = std::vector<std::uint8_t>{},
+           py::arg("targets") = std::vector<RankId>{})
       .def_static(
           "from_arrays",
           [](RankId num_ranks, std::vector<Bytes> block_bytes, const std::string& kind,
@@ -66,10 +70,11 @@ void bind_schedule(py::module_& m) {
              const py::array_t<BlockId, py::array::c_style | py::array::forcecast>& rng_lo,
              const py::array_t<BlockId, py::array::c_style | py::array::forcecast>& rng_hi,
              const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& dep_off,
-             const py::array_t<TransferId, py::array::c_style | py::array::forcecast>& deps) {
+             const py::array_t<TransferId, py::array::c_style | py::array::forcecast>& deps,
+             const std::vector<RankId>& targets) {
             return Schedule::from_arrays(
                 num_ranks, std::move(block_bytes),
-                make_collective(kind, root, owners, participants), vec(src), vec(op),
+                make_collective(kind, root, owners, participants, targets), vec(src), vec(op),
                 vec(dst_off), vec(dsts), vec(rng_off), vec(rng_lo), vec(rng_hi), vec(dep_off),
                 vec(deps));
           })
@@ -146,6 +151,7 @@ void bind_schedule(py::module_& m) {
       })
       .def_property_readonly("root", [](const Schedule& s) { return s.collective().root; })
       .def_property_readonly("owners", [](const Schedule& s) { return to_numpy(s.collective().owners); })
+      .def_property_readonly("targets", [](const Schedule& s) { return to_numpy(s.collective().targets); })
       .def_property_readonly("participants", [](const Schedule& s) {
         std::vector<std::uint8_t> out(s.num_ranks());
         for (RankId r = 0; r < s.num_ranks(); ++r) out[r] = s.participates(r) ? 1 : 0;

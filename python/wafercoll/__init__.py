@@ -39,7 +39,7 @@ from .algorithms import (
     unregister_algorithm,
 )
 from .analysis import SpatialMetrics, VerifyReport, execute, metrics, verify
-from .schedule import COLLECTIVES, Schedule
+from .schedule import COLLECTIVES, Schedule, alltoallv_blocks
 from .simulate import NetworkModel, SimResult, simulate, simulation_events
 from .topology import Topology, custom, line, mesh, ring, star, torus
 from . import machines  # noqa: E402 - after the families it tabulates
@@ -70,6 +70,7 @@ __all__ = [
     "algorithm_info",
     "algorithm_name",
     "algorithms",
+    "alltoallv_blocks",
     "bounds",
     "build",
     "cluster",

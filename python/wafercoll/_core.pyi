@@ -102,9 +102,9 @@ class Topology:
 class Schedule:
     name: str
     @staticmethod
-    def from_arrays(arg0: typing.SupportsInt | typing.SupportsIndex, arg1: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], arg2: str, arg3: typing.SupportsInt | typing.SupportsIndex, arg4: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], arg5: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], arg6: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], arg7: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8], arg8: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], arg9: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], arg10: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], arg11: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], arg12: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], arg13: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], arg14: typing.Annotated[numpy.typing.ArrayLike, numpy.int32]) -> Schedule:
+    def from_arrays(arg0: typing.SupportsInt | typing.SupportsIndex, arg1: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], arg2: str, arg3: typing.SupportsInt | typing.SupportsIndex, arg4: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], arg5: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], arg6: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], arg7: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8], arg8: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], arg9: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], arg10: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], arg11: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], arg12: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], arg13: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], arg14: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], arg15: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> Schedule:
         ...
-    def __init__(self, num_ranks: typing.SupportsInt | typing.SupportsIndex, block_bytes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], kind: str, root: typing.SupportsInt | typing.SupportsIndex = -1, owners: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [], participants: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = []) -> None:
+    def __init__(self, num_ranks: typing.SupportsInt | typing.SupportsIndex, block_bytes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], kind: str, root: typing.SupportsInt | typing.SupportsIndex = -1, owners: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [], participants: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [], targets: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = []) -> None:
         ...
     def add_transfer(self, src: typing.SupportsInt | typing.SupportsIndex, dsts: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], ranges: collections.abc.Sequence[tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex]], op: str, deps: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> int:
         ...
@@ -168,6 +168,9 @@ class Schedule:
         ...
     @property
     def src(self) -> numpy.typing.NDArray[numpy.int32]:
+        ...
+    @property
+    def targets(self) -> numpy.typing.NDArray[numpy.int32]:
         ...
     @property
     def total_bytes(self) -> int:

@@ -34,12 +34,24 @@ participant ends with the root's vector). ``participants`` lists the ranks that
 hold input and need output (default: all); other ranks only relay data. Cells
 that hold no input start at zero.
 
+The block-moving collectives reduce nothing: block ``b`` starts at rank
+``owners[b]`` and must arrive, exactly once, at rank ``targets[b]``.
+``alltoall`` has ``p * p`` blocks, block ``i * p + j`` being rank ``i``'s
+block ``j``, which ends in rank ``j``'s slot ``i`` (the same block index:
+a rank's buffer is indexed by block, so "slot ``i`` of rank ``j``" is cell
+``(j, i * p + j)``); ``alltoallv`` is the same layout with a byte count per
+pair (a ``p x p`` matrix, row-major, zeros allowed: see
+:func:`wafercoll.alltoallv_blocks`); ``gather`` moves block ``i`` from rank
+``i`` to the ``root``, ``scatter`` block ``j`` from the ``root`` to rank
+``j``. Other layouts pass ``owners`` and ``targets`` explicitly.
+
 JSON
 ----
 :meth:`Schedule.to_json` writes an object with the keys ``format``,
 ``version``, ``name``, ``ranks``, ``block_bytes``, ``collective`` (``kind``,
-``root``, ``owners``, ``participants``) and ``transfers``: a list of objects
-``{"src": 0, "dst": [1], "blocks": [[0, 4], 7], "op": "reduce", "deps": [2]}``
+``root``, ``owners``, ``targets``, ``participants``) and ``transfers``: a list
+of objects such as
+``{"src": 0, "dst": [1], "blocks": [[0, 4], 7], "op": "reduce", "deps": [2]}``,
 where a block entry is a block index or a half-open ``[lo, hi]`` range.
 :meth:`Schedule.from_json` validates everything and names the transfer index and
 field of the first problem.
@@ -59,9 +71,22 @@ from . import _core
 from ._errors import ScheduleError
 from ._util import as_int, write_atomic
 
-__all__ = ["COLLECTIVES", "Schedule"]
+__all__ = ["COLLECTIVES", "MOVING", "Schedule", "alltoallv_blocks"]
 
-COLLECTIVES = ("reduce", "allreduce", "reduce_scatter", "allgather", "broadcast")
+COLLECTIVES = (
+    "reduce",
+    "allreduce",
+    "reduce_scatter",
+    "allgather",
+    "broadcast",
+    "alltoall",
+    "alltoallv",
+    "gather",
+    "scatter",
+)
+# The kinds that move blocks from an owner to a target and reduce nothing.
+MOVING = ("alltoall", "alltoallv", "gather", "scatter")
+_ROOTED = ("reduce", "broadcast", "gather", "scatter")
 _FORMAT = "wafercoll.schedule"
 _VERSION = 1
 _OPS = {"copy": 0, "reduce": 1}
@@ -78,20 +103,120 @@ _TOP_KEYS = {
 _MAX_JSON_TRANSFERS = 1 << 26
 
 
+def _rank_per_block(value: Any, name: str, ranks: int, blocks: int) -> list[int]:
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise TypeError(
+            f"{name} must be a sequence of ranks (one per block), got "
+            f"{type(value).__name__}"
+        )
+    out = [as_int(o, f"{name}[{i}]", 0, ranks - 1) for i, o in enumerate(value)]
+    if len(out) != blocks:
+        raise ValueError(
+            f"{name} must have one entry per block ({blocks}), got {len(out)}"
+        )
+    return out
+
+
+def _moving_defaults(
+    kind: str, ranks: int, blocks: int, root: int
+) -> tuple[list[int], list[int]]:
+    """Standard owners and targets of a block-moving collective."""
+    if kind in ("alltoall", "alltoallv"):
+        if blocks != ranks * ranks:
+            raise ValueError(
+                f"an {kind} of {ranks} ranks has ranks * ranks = {ranks * ranks} "
+                f"blocks (block i*p + j goes from rank i to rank j), got {blocks}; "
+                "pass owners= and targets= for another layout"
+            )
+        return [b // ranks for b in range(blocks)], [b % ranks for b in range(blocks)]
+    if blocks != ranks:
+        raise ValueError(
+            f"a {kind} of {ranks} ranks has one block per rank, got {blocks}; "
+            "pass owners= and targets= for another layout"
+        )
+    if kind == "gather":
+        return list(range(ranks)), [root] * ranks
+    return [root] * ranks, list(range(ranks))
+
+
+def alltoallv_blocks(matrix: Any) -> list[int]:
+    """Block sizes of an ``alltoallv`` from its ``p x p`` byte-count matrix.
+
+    ``matrix[i][j]`` is the number of bytes rank ``i`` sends to rank ``j``
+    (the MPI ``sendcounts`` of rank ``i``, in bytes); block ``i * p + j`` gets
+    that size. Zeros are allowed (a pair that exchanges nothing).
+
+    Parameters
+    ----------
+    matrix : array_like of int, shape (p, p)
+        Non-negative byte counts.
+
+    Returns
+    -------
+    list of int
+        ``p * p`` block sizes, row-major.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> wc.alltoallv_blocks([[0, 3], [5, 0]])
+    [0, 3, 5, 0]
+    >>> s = wc.Schedule(2, wc.alltoallv_blocks([[0, 3], [5, 0]]), "alltoallv")
+    >>> s.owners.tolist(), s.targets.tolist()
+    ([0, 0, 1, 1], [0, 1, 0, 1])
+    """
+    m = np.asarray(matrix)
+    if m.ndim != 2 or m.shape[0] != m.shape[1] or m.shape[0] < 1:
+        raise ValueError(
+            f"matrix must be a square p x p array of byte counts, got shape {m.shape}"
+        )
+    if m.size and not np.issubdtype(m.dtype, np.integer):
+        if m.dtype == np.bool_ or not np.issubdtype(m.dtype, np.floating):
+            raise TypeError(f"matrix must hold integer byte counts, got {m.dtype}")
+        if not np.all(np.isfinite(m)) or not np.all(np.mod(m, 1) == 0):
+            raise ValueError("matrix must hold whole numbers of bytes")
+    if (m < 0).any():
+        i, j = map(int, np.argwhere(m < 0)[0])
+        raise ValueError(f"matrix[{i}][{j}] must be >= 0, got {m[i, j]}")
+    return [int(x) for x in m.ravel()]
+
+
 def _check_collective(
-    kind: Any, ranks: int, blocks: int, root: Any, owners: Any, participants: Any
-) -> tuple[str, int, list[int], list[int]]:
+    kind: Any,
+    ranks: int,
+    blocks: int,
+    root: Any,
+    owners: Any,
+    participants: Any,
+    targets: Any = None,
+) -> tuple[str, int, list[int], list[int], list[int]]:
     if not isinstance(kind, str) or kind not in COLLECTIVES:
         raise ValueError(
             f"collective must be one of {', '.join(COLLECTIVES)}; got {kind!r}"
         )
     root_i = -1
-    if kind in ("reduce", "broadcast"):
+    if kind in _ROOTED:
         root_i = as_int(0 if root is None else root, "root", 0, ranks - 1)
     elif root is not None:
-        raise ValueError(f"root applies only to reduce and broadcast, not {kind}")
+        raise ValueError(f"root applies only to {', '.join(_ROOTED)}, not {kind}")
     owners_l: list[int] = []
-    if kind in ("reduce_scatter", "allgather"):
+    targets_l: list[int] = []
+    if kind in MOVING:
+        if owners is None or targets is None:
+            std_owners, std_targets = _moving_defaults(kind, ranks, blocks, root_i)
+        owners_l = (
+            std_owners
+            if owners is None
+            else _rank_per_block(owners, "owners", ranks, blocks)
+        )
+        targets_l = (
+            std_targets
+            if targets is None
+            else _rank_per_block(targets, "targets", ranks, blocks)
+        )
+    elif targets is not None:
+        raise ValueError(f"targets apply only to {', '.join(MOVING)}, not {kind}")
+    elif kind in ("reduce_scatter", "allgather"):
         if owners is None:
             if blocks != ranks:
                 raise ValueError(
@@ -116,7 +241,8 @@ def _check_collective(
                 )
     elif owners is not None:
         raise ValueError(
-            f"owners apply only to reduce_scatter and allgather, not {kind}"
+            "owners apply only to reduce_scatter, allgather and "
+            f"{', '.join(MOVING)}, not {kind}"
         )
     part_l: list[int] = []
     if participants is not None:
@@ -136,7 +262,7 @@ def _check_collective(
         for r in part_set:
             mask[r] = 1
         part_l = mask
-    return kind, root_i, owners_l, part_l
+    return kind, root_i, owners_l, part_l, targets_l
 
 
 class Schedule:
@@ -186,14 +312,15 @@ class Schedule:
         root: int | None = None,
         owners: Sequence[int] | None = None,
         participants: Iterable[int] | None = None,
+        targets: Sequence[int] | None = None,
         name: str = "",
     ) -> None:
         p = as_int(ranks, "ranks", 1, int(_core_limit("ranks")))
         sizes = _block_sizes(block_bytes)
-        kind, root_i, owners_l, part_l = _check_collective(
-            collective, p, len(sizes), root, owners, participants
+        kind, root_i, owners_l, part_l, targets_l = _check_collective(
+            collective, p, len(sizes), root, owners, participants, targets
         )
-        self._core = _core.Schedule(p, sizes, kind, root_i, owners_l, part_l)
+        self._core = _core.Schedule(p, sizes, kind, root_i, owners_l, part_l, targets_l)
         self._core.name = str(name)
         self._labels: list[str] | None = None
         # Why the transfers carry no data semantics (None: they do).
@@ -213,6 +340,7 @@ class Schedule:
             "kind": c.kind,
             "root": int(c.root),
             "owners": np.asarray(c.owners, dtype=np.int64),
+            "targets": np.asarray(c.targets, dtype=np.int64),
             "participants": part,
             "src": np.asarray(c.src),
             "op": np.asarray(c.op),
@@ -316,6 +444,7 @@ class Schedule:
         root: int | None = None,
         owners: Sequence[int] | None = None,
         participants: Iterable[int] | None = None,
+        targets: Sequence[int] | None = None,
         name: str = "",
     ) -> Schedule:
         """Build a schedule of many transfers at once from CSR arrays.
@@ -329,7 +458,7 @@ class Schedule:
 
         Parameters
         ----------
-        ranks, block_bytes, collective, root, owners, participants, name
+        ranks, block_bytes, collective, root, owners, participants, targets, name
             As for :class:`Schedule`.
         src : array_like of int, shape (T,)
             Source rank of every transfer.
@@ -353,8 +482,8 @@ class Schedule:
         """
         p = as_int(ranks, "ranks", 1, int(_core_limit("ranks")))
         sizes = _block_sizes(block_bytes)
-        kind, root_i, owners_l, part_l = _check_collective(
-            collective, p, len(sizes), root, owners, participants
+        kind, root_i, owners_l, part_l, targets_l = _check_collective(
+            collective, p, len(sizes), root, owners, participants, targets
         )
         src_a = np.asarray(src, dtype=np.int64).ravel()
         t = src_a.size
@@ -415,6 +544,7 @@ class Schedule:
                 arrays["block_hi"],
                 arrays["dep_offsets"],
                 arrays["deps"],
+                targets_l,
             )
         except (ValueError, IndexError) as exc:
             raise ScheduleError(str(exc)) from exc
@@ -457,15 +587,31 @@ class Schedule:
 
     @property
     def root(self) -> int | None:
-        """Root rank (reduce, broadcast) or None."""
+        """Root rank (reduce, broadcast, gather, scatter) or None."""
         r = int(self._core.root)
         return None if r < 0 else r
 
     @property
     def owners(self) -> np.ndarray | None:
-        """Owner rank of every block (reduce_scatter, allgather) or None."""
+        """Owner (start) rank of every block, or None.
+
+        Set for reduce_scatter, allgather and the block-moving kinds.
+        """
         o = self._core.owners
         return o if len(o) else None
+
+    @property
+    def targets(self) -> np.ndarray | None:
+        """Target rank of every block (alltoall, alltoallv, gather, scatter) or None.
+
+        Examples
+        --------
+        >>> import wafercoll as wc
+        >>> wc.Schedule(2, [1, 1, 1, 1], "alltoall").targets.tolist()
+        [0, 1, 0, 1]
+        """
+        t = self._core.targets
+        return t if len(t) else None
 
     @property
     def participants(self) -> np.ndarray:
@@ -640,6 +786,7 @@ class Schedule:
     def to_dict(self) -> dict[str, Any]:
         """The schedule as plain Python data (the JSON document)."""
         owners = self.owners
+        targets = self.targets
         part = self.participants
         return {
             "format": _FORMAT,
@@ -651,6 +798,7 @@ class Schedule:
                 "kind": self.collective,
                 "root": self.root,
                 "owners": None if owners is None else owners.tolist(),
+                "targets": None if targets is None else targets.tolist(),
                 "participants": None if part.all() else np.flatnonzero(part).tolist(),
             },
             "transfers": self._labelled(self._transfers(0, self.num_transfers)),
@@ -755,13 +903,14 @@ class Schedule:
         try:
             p = as_int(doc["ranks"], "ranks", 1, int(_core_limit("ranks")))
             sizes = _block_sizes(doc["block_bytes"], "block_bytes")
-            kind, root, owners, part = _check_collective(
+            kind, root, owners, part, targets = _check_collective(
                 coll["kind"],
                 p,
                 len(sizes),
                 coll.get("root"),
                 coll.get("owners"),
                 coll.get("participants"),
+                coll.get("targets"),
             )
         except (TypeError, ValueError) as exc:
             raise ScheduleError(str(exc)) from exc
@@ -829,6 +978,7 @@ class Schedule:
             np.asarray(rhi, np.int32),
             np.asarray(eoff, np.int64),
             np.asarray(deps, np.int32),
+            targets,
         )
         core.name = str(doc.get("name", ""))
         out = cls._wrap(core)
@@ -946,6 +1096,7 @@ def _schedule_from_state(state: dict[str, Any]) -> Schedule:
         state["range_hi"],
         state["dep_offsets"],
         state["deps"],
+        [int(t) for t in state.get("targets", ())],
     )
     core.name = state["name"]
     s = Schedule._wrap(core)

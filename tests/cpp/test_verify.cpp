@@ -176,3 +176,71 @@ TEST(Execute, RingAllreduceSumsIntegers) {
     }
   }
 }
+
+namespace {
+
+// The direct alltoall: every rank sends each of its blocks straight to its
+// target, all at once (block i*p + j from rank i to rank j).
+Schedule direct_alltoall(int p) {
+  Collective c;
+  c.kind = CollectiveKind::alltoall;
+  for (int i = 0; i < p; ++i)
+    for (int j = 0; j < p; ++j) {
+      c.owners.push_back(i);
+      c.targets.push_back(j);
+    }
+  Schedule s(p, std::vector<Bytes>(static_cast<std::size_t>(p) * p, 8), c);
+  for (int i = 0; i < p; ++i)
+    for (int j = 0; j < p; ++j)
+      if (i != j) s.add(i, j, i * p + j, i * p + j + 1, Op::copy, {});
+  return s;
+}
+
+}  // namespace
+
+TEST(Verify, MovingKindsNeedOneTargetPerBlock) {
+  Collective c;
+  c.kind = CollectiveKind::alltoall;
+  c.owners = {0, 0, 1, 1};
+  EXPECT_THROW(Schedule(2, {1, 1, 1, 1}, c), std::invalid_argument);  // no targets
+  c.targets = {0, 1, 0, 5};
+  EXPECT_THROW(Schedule(2, {1, 1, 1, 1}, c), std::invalid_argument);  // out of range
+  Collective g;
+  g.kind = CollectiveKind::gather;
+  g.root = 1;
+  g.owners = {0, 1};
+  g.targets = {1, 0};  // a gather's blocks all end at the root
+  EXPECT_THROW(Schedule(2, {1, 1}, g), std::invalid_argument);
+}
+
+TEST(Verify, AlltoallDeliversEachBlockOnce) {
+  for (int p : {1, 2, 3, 5}) EXPECT_EQ(kind_of(direct_alltoall(p)), "ok") << p;
+  // A block sent twice to its target arrives twice.
+  Schedule twice = direct_alltoall(3);
+  twice.add(0, 1, 1, 2, Op::copy, {0});
+  EXPECT_EQ(kind_of(twice), "duplicate");
+  // A block left out never arrives.
+  Collective c = direct_alltoall(3).collective();
+  Schedule missing(3, std::vector<Bytes>(9, 8), c);
+  missing.add(0, 1, 1, 2, Op::copy, {});
+  EXPECT_EQ(kind_of(missing), "missing");
+  // Nothing is reduced in an alltoall.
+  Schedule reduced(3, std::vector<Bytes>(9, 8), c);
+  reduced.add(0, 1, 1, 2, Op::reduce, {});
+  EXPECT_EQ(kind_of(reduced), "unexpected");
+}
+
+TEST(Execute, AlltoallMovesEveryBlockToItsTarget) {
+  const int p = 4;
+  const std::int64_t n = p * p * 3;  // three elements per block
+  auto s = direct_alltoall(p);
+  std::vector<std::int64_t> in(p * n), out(p * n);
+  for (std::int64_t i = 0; i < p * n; ++i) in[i] = 1000 + i;
+  execute<std::int64_t>(s, in.data(), out.data(), n);
+  for (int i = 0; i < p; ++i)
+    for (int j = 0; j < p; ++j)
+      for (int e = 0; e < 3; ++e) {
+        const std::int64_t at = (i * p + j) * 3 + e;
+        EXPECT_EQ(out[j * n + at], in[i * n + at]) << i << "->" << j;
+      }
+}

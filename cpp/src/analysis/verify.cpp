@@ -488,11 +488,11 @@ class Verifier {
     }
     full_ = sets_.intern(part);
     for (RankId r = 0; r < p; ++r) {
-      // Allgather owners are set per block run below.
-      const bool holds = c.kind != CollectiveKind::allgather && s_.holds_input(r, 0);
+      // Owners of allgather and moved blocks are set per block run below.
+      const bool holds = !by_owner(c.kind) && s_.holds_input(r, 0);
       cells_.of(r).push_back(Piece{0, holds ? initial_record(sets_.singleton(r)) : empty});
     }
-    if (c.kind == CollectiveKind::allgather) {
+    if (by_owner(c.kind)) {
       // Owners hold their own blocks: one piece per run of equal owners.
       for (BlockId b = 0; b < nb;) {
         BlockId e = b;
@@ -560,6 +560,13 @@ class Verifier {
       }
     }
     const bool reduce = s_.op(t) == Op::reduce;
+    if (reduce && moves_blocks(s_.collective().kind))
+      throw ScheduleError("unexpected",
+                          "transfer " + std::to_string(t) + " reduces into " +
+                              cell(*s_.dsts_begin(t), segs_.front().lo) + ", but the " +
+                              to_string(s_.collective().kind) +
+                              " moves blocks and reduces nothing (use op 'copy')",
+                          t, *s_.dsts_begin(t), segs_.front().lo);
     for (const RankId* dp = s_.dsts_begin(t); dp != s_.dsts_end(t); ++dp) {
       const RankId d = *dp;
       TransferId ordered_writer = -1;  // last writer already checked against t
@@ -731,6 +738,51 @@ class Verifier {
         }
         break;
       }
+      case CollectiveKind::alltoall:
+      case CollectiveKind::alltoallv:
+      case CollectiveKind::gather:
+      case CollectiveKind::scatter:
+        check_moved();
+        break;
+    }
+  }
+
+  static bool by_owner(CollectiveKind k) {
+    return k == CollectiveKind::allgather || moves_blocks(k);
+  }
+
+  // Every block ends at its target holding its owner's input, and arrives
+  // there exactly once: no write at all when the owner is the target, one
+  // write otherwise (a second copy of the same data is a wasted transfer the
+  // collective does not need, and usually a sign of a wrong index map).
+  void check_moved() {
+    const Collective& c = s_.collective();
+    const BlockId nb = s_.num_blocks();
+    std::vector<std::int32_t> single(s_.num_ranks(), -1);
+    for (BlockId b = 0; b < nb; ++b) {
+      if ((b & 4095) == 4095) poll_interrupt();
+      const RankId o = c.owners[b];
+      const RankId t = c.targets[b];
+      if (single[o] < 0) single[o] = sets_.singleton(o);
+      expect(t, b, b + 1, single[o]);
+      const auto& pieces = cells_.of(t);
+      std::int32_t rec = pieces[cells_.find(t, b)].state;
+      std::int64_t writes = 0;
+      TransferId later = -1;
+      for (; rec >= 0 && records_[rec].writer >= 0; rec = records_[rec].prev) {
+        if (writes == 0) later = records_[rec].writer;
+        ++writes;
+      }
+      const std::int64_t want = o == t ? 0 : 1;
+      if (writes > want)
+        throw ScheduleError("duplicate",
+                            "block " + std::to_string(b) + " (rank " + std::to_string(o) +
+                                " to rank " + std::to_string(t) + ") arrives at " +
+                                cell(t, b) + " " + std::to_string(writes) +
+                                " times; a " + to_string(c.kind) +
+                                " delivers each block once (the last write is transfer " +
+                                std::to_string(later) + ")",
+                            later, t, b);
     }
   }
 

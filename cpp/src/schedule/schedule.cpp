@@ -37,6 +37,10 @@ const char* to_string(CollectiveKind kind) {
     case CollectiveKind::reduce_scatter: return "reduce_scatter";
     case CollectiveKind::allgather: return "allgather";
     case CollectiveKind::broadcast: return "broadcast";
+    case CollectiveKind::alltoall: return "alltoall";
+    case CollectiveKind::alltoallv: return "alltoallv";
+    case CollectiveKind::gather: return "gather";
+    case CollectiveKind::scatter: return "scatter";
   }
   return "?";
 }
@@ -50,12 +54,14 @@ Op op_from_string(const std::string& name) {
 CollectiveKind collective_from_string(const std::string& name) {
   for (auto k : {CollectiveKind::reduce, CollectiveKind::allreduce,
                  CollectiveKind::reduce_scatter, CollectiveKind::allgather,
-                 CollectiveKind::broadcast}) {
+                 CollectiveKind::broadcast, CollectiveKind::alltoall,
+                 CollectiveKind::alltoallv, CollectiveKind::gather, CollectiveKind::scatter}) {
     if (name == to_string(k)) return k;
   }
   throw std::invalid_argument(
       "collective must be one of 'reduce', 'allreduce', 'reduce_scatter', "
-      "'allgather', 'broadcast'; got '" + name + "'");
+      "'allgather', 'broadcast', 'alltoall', 'alltoallv', 'gather', 'scatter'; got '" +
+      name + "'");
 }
 
 Schedule::Schedule(RankId num_ranks, std::vector<Bytes> block_bytes,
@@ -85,9 +91,10 @@ Schedule::Schedule(RankId num_ranks, std::vector<Bytes> block_bytes,
   // gather by block. Fields that do not apply are cleared, so two equal
   // collectives compare (and serialise) equal.
   auto& c = collective_;
-  const bool rooted = c.kind == CollectiveKind::reduce || c.kind == CollectiveKind::broadcast;
-  const bool owned =
-      c.kind == CollectiveKind::reduce_scatter || c.kind == CollectiveKind::allgather;
+  const bool rooted = c.kind == CollectiveKind::reduce || c.kind == CollectiveKind::broadcast ||
+                      c.kind == CollectiveKind::gather || c.kind == CollectiveKind::scatter;
+  const bool owned = c.kind == CollectiveKind::reduce_scatter ||
+                     c.kind == CollectiveKind::allgather || moves_blocks(c.kind);
   if (!c.participants.empty() && static_cast<RankId>(c.participants.size()) != num_ranks)
     throw std::invalid_argument("participants must have one entry per rank (" +
                                 std::to_string(num_ranks) + "), got " +
@@ -119,6 +126,40 @@ Schedule::Schedule(RankId num_ranks, std::vector<Bytes> block_bytes,
     }
   } else {
     c.owners.clear();
+  }
+  if (moves_blocks(c.kind)) {
+    check_targets();
+  } else {
+    c.targets.clear();
+  }
+}
+
+// The block-moving kinds: one target per block, a participant; a gather's
+// blocks all end at the root and a scatter's all start there.
+void Schedule::check_targets() const {
+  const auto& c = collective_;
+  const std::string kind = to_string(c.kind);
+  if (c.targets.size() != block_bytes_.size())
+    throw std::invalid_argument("targets of a " + kind + " must have one entry per block (" +
+                                std::to_string(block_bytes_.size()) + "), got " +
+                                std::to_string(c.targets.size()));
+  for (std::size_t b = 0; b < c.targets.size(); ++b) {
+    const RankId t = c.targets[b];
+    if (t < 0 || t >= num_ranks_)
+      throw std::invalid_argument("targets[" + std::to_string(b) + "] must be in [0, " +
+                                  std::to_string(num_ranks_ - 1) + "], got " +
+                                  std::to_string(t));
+    if (!participates(t))
+      throw std::invalid_argument("targets[" + std::to_string(b) + "] = rank " +
+                                  std::to_string(t) + " must participate");
+    if (c.kind == CollectiveKind::gather && t != c.root)
+      throw std::invalid_argument("every block of a gather ends at the root " +
+                                  std::to_string(c.root) + ", but targets[" +
+                                  std::to_string(b) + "] = " + std::to_string(t));
+    if (c.kind == CollectiveKind::scatter && c.owners[b] != c.root)
+      throw std::invalid_argument("every block of a scatter starts at the root " +
+                                  std::to_string(c.root) + ", but owners[" +
+                                  std::to_string(b) + "] = " + std::to_string(c.owners[b]));
   }
 }
 
@@ -401,6 +442,10 @@ bool Schedule::holds_input(RankId r, BlockId b) const {
   switch (collective_.kind) {
     case CollectiveKind::broadcast: return r == collective_.root;
     case CollectiveKind::allgather: return collective_.owners[b] == r;
+    case CollectiveKind::alltoall:
+    case CollectiveKind::alltoallv:
+    case CollectiveKind::gather:
+    case CollectiveKind::scatter: return collective_.owners[b] == r;
     default: return true;
   }
 }

@@ -177,7 +177,7 @@ class Program:
         As for :class:`wafercoll.Schedule`.
     rule : {"sendrecv", "step", "cells", "explicit"}
         How dependencies follow from the program (module docstring).
-    root, owners, participants, name
+    root, owners, targets, participants, name
         As for :class:`wafercoll.Schedule`.
     max_dependencies : int
         Refuse programs with more dependencies than this (a memory guard;
@@ -194,6 +194,7 @@ class Program:
         root: int | None = None,
         owners: Sequence[int] | np.ndarray | None = None,
         participants: Iterable[int] | None = None,
+        targets: Sequence[int] | np.ndarray | None = None,
         name: str = "",
         max_dependencies: int = MAX_DEPENDENCIES,
     ) -> None:
@@ -206,6 +207,7 @@ class Program:
         self.rule = rule
         self.root = root
         self.owners = owners
+        self.targets = targets
         self.participants = participants
         self.name = name
         self.count = 0
@@ -222,6 +224,7 @@ class Program:
             root=root,
             owners=None if owners is None else np.asarray(owners).tolist(),
             participants=participants,
+            targets=None if targets is None else np.asarray(targets).tolist(),
             name=name,
         )
         # per call ("cells" only): src, op, dst (flat), dst counts, lo, hi,

@@ -5,7 +5,9 @@
 // for that block has been summed into the cell. Initially a participant holds
 // {itself} in the blocks it contributes (all blocks for reduce / allreduce /
 // reduce_scatter, the blocks it owns for allgather, everything at the root for
-// broadcast) and every other cell is empty (its value is 0). A copy sets the
+// broadcast, the blocks it owns for the block-moving kinds: alltoall(v), gather,
+// scatter) and every other cell is empty (its value is 0). The moving kinds
+// reduce nothing, and each block must arrive at its target exactly once. A copy sets the
 // destination's set to the source's; a reduce unions them and requires them
 // to be disjoint (otherwise a contribution would be counted twice).
 //
@@ -38,7 +40,7 @@ struct VerifyReport {
 };
 
 // Throws ScheduleError (kinds: "cycle", "dependency", "race", "empty_read",
-// "double_count", "missing", "unexpected") naming the first offending transfer
+// "double_count", "missing", "unexpected", "duplicate") naming the first offending transfer
 // in topological order, with its rank and block.
 //
 // dense_after: a rank's cell state turns into one piece per block once it has

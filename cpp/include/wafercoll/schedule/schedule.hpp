@@ -46,7 +46,20 @@ enum class CollectiveKind : std::uint8_t {
   reduce_scatter = 2,  // the owner of each block ends with that block's sum
   allgather = 3,       // every participant ends with every block of its owner
   broadcast = 4,       // every participant ends with the root's vector
+  // The block-moving kinds: block b starts at owners[b] and must end, once,
+  // at targets[b]; nothing is reduced.
+  alltoall = 5,        // block i*p + j: rank i's block j, ends at rank j's slot i
+  alltoallv = 6,       // alltoall with per-pair byte counts (block_bytes)
+  gather = 7,          // block i: rank i's vector, ends at the root
+  scatter = 8,         // block j: part j of the root's vector, ends at rank j
 };
+
+// Whether a kind moves blocks from owners to targets (alltoall(v), gather,
+// scatter) rather than reducing or replicating them.
+constexpr bool moves_blocks(CollectiveKind k) {
+  return k == CollectiveKind::alltoall || k == CollectiveKind::alltoallv ||
+         k == CollectiveKind::gather || k == CollectiveKind::scatter;
+}
 
 const char* to_string(Op op);
 const char* to_string(CollectiveKind kind);
@@ -62,7 +75,9 @@ struct BlockRange {
 struct Collective {
   CollectiveKind kind = CollectiveKind::allreduce;
   RankId root = -1;                    // reduce, broadcast
-  std::vector<RankId> owners;          // per block: reduce_scatter, allgather
+  std::vector<RankId> owners;          // per block: reduce_scatter, allgather and
+                                       // the block-moving kinds (where it starts)
+  std::vector<RankId> targets;         // per block: the block-moving kinds (where it ends)
   std::vector<std::uint8_t> participants;  // per rank (1 = participates); empty = all
 };
 
@@ -131,7 +146,8 @@ class Schedule {
   }
   // Whether cell (r, b) starts with rank r's input (else it starts empty/0):
   // participants hold every block of a reduce / allreduce / reduce_scatter,
-  // the root holds a broadcast, owners hold their allgather blocks.
+  // the root holds a broadcast, owners hold their allgather blocks and the
+  // blocks that the moving kinds (alltoall, gather, scatter) carry.
   bool holds_input(RankId r, BlockId b) const;
   std::string name;  // free-form label (builder name and parameters)
 
@@ -169,6 +185,7 @@ class Schedule {
   void reserve(std::int64_t transfers, std::int64_t ranges_per_transfer = 1);
 
  private:
+  void check_targets() const;
   void check_transfer_fields(std::int64_t index, RankId src, const RankId* dbegin,
                              const RankId* dend) const;
   void append_ranges(std::int64_t index, std::vector<BlockRange>& ranges);
