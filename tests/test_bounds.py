@@ -227,7 +227,7 @@ def test_bound_follows_placement_and_participants() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "error", "text"),
     [
-        ({"collective": "alltoall"}, ValueError, "collective"),
+        ({"collective": "allscatter"}, ValueError, "collective"),
         ({"size_bytes": 0}, ValueError, "size_bytes"),
         ({"size_bytes": 1.5}, TypeError, "size_bytes"),
         ({"ranks": 9}, ValueError, "ranks"),

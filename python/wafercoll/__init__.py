@@ -27,6 +27,7 @@ except ImportError as exc:  # pragma: no cover - only without a compiled build
 # cluster, mcm, wormhole) so that no package hides a topology constructor:
 # wc.mesh(3, 3) and wc.torus(8, 8) build topologies.
 from . import cluster, generic, kit, mcm, topology, wafer, wormhole  # noqa: E402,I001 - register builders
+from . import alltoall  # noqa: E402,I001 - registers the alltoall builders
 from ._errors import ScheduleError, WafercollWarning
 from .algorithms import (
     AlgorithmInfo,
@@ -70,6 +71,7 @@ __all__ = [
     "algorithm_info",
     "algorithm_name",
     "algorithms",
+    "alltoall",
     "alltoallv_blocks",
     "bounds",
     "build",

@@ -93,7 +93,7 @@ import numpy as np
 from . import _core
 from ._util import as_int, html_table
 from .network import NetworkModel, check_machine, check_schedule_inputs
-from .schedule import COLLECTIVES, Schedule
+from .schedule import COLLECTIVES, MOVING, Schedule, alltoallv_blocks
 from .topology import Topology
 
 __all__ = [
@@ -186,6 +186,7 @@ class _Demand:
     root: int  # endpoint of the root (reduce, broadcast) or -1
     block_bytes: np.ndarray  # per block (reduce_scatter, allgather)
     block_owner: np.ndarray  # endpoint owning each block
+    block_target: np.ndarray  # endpoint each block must reach (moving kinds)
     send: np.ndarray  # per endpoint
     recv: np.ndarray  # per endpoint
     recv_total: float
@@ -207,6 +208,12 @@ class _Demand:
             return (S if ra and ins_b else 0.0, S if not ra and ins_a else 0.0)
         owner_a = side_a[self.block_owner]
         w = self.block_bytes
+        if self.kind in MOVING:
+            # Block b goes from its owner's side to its target's side.
+            target_a = side_a[self.block_target]
+            return float(w[owner_a & ~target_a].sum()), float(
+                w[~owner_a & target_a].sum()
+            )
         if self.kind == "reduce_scatter":
             # Block b's owner needs every input: it crosses into the owner's side.
             ab = float(w[~owner_a].sum()) if ins_a else 0.0
@@ -227,6 +234,7 @@ def _demand(
     block_bytes: np.ndarray,
     owners: np.ndarray | None,
     endpoints: int,
+    targets: np.ndarray | None = None,
 ) -> _Demand:
     """Per-endpoint and total demands of a collective (see the module text)."""
     S = float(size_bytes)
@@ -238,7 +246,17 @@ def _demand(
     owner_e = place[owners] if owners is not None else np.zeros(0, dtype=np.int64)
     w = np.asarray(block_bytes, dtype=np.float64) if owners is not None else np.zeros(0)
     recv_total = reduce_total = 0.0
-    if kind == "allreduce" and m >= 2:
+    target_e = place[targets] if targets is not None else np.zeros(0, dtype=np.int64)
+    if kind in MOVING:
+        # Every byte of a block leaves its owner and enters its target at
+        # least once (and nothing else is forced): injection / ejection are
+        # the matrix's row and column sums, and a cut carries the blocks
+        # whose owner and target it separates.
+        away = (owner_e != target_e) & (w > 0)
+        np.add.at(send, owner_e[away], w[away])
+        np.add.at(recv, target_e[away], w[away])
+        recv_total = float(w[away].sum())
+    elif kind == "allreduce" and m >= 2:
         send[part] = S
         recv[part] = S
         recv_total = 2.0 * (m - 1) * S
@@ -281,6 +299,7 @@ def _demand(
         root_e,
         w,
         owner_e,
+        target_e,
         send,
         recv,
         recv_total,
@@ -547,6 +566,8 @@ def _latency_term(demand: _Demand, mach: _Machine) -> tuple[float, str]:
         sources, targets = part, np.unique(demand.block_owner)
     elif kind == "allgather":
         sources, targets = np.unique(demand.block_owner), part
+    elif kind in MOVING:
+        return _pair_latency(demand, mach)
     else:
         sources, targets = part, part
     if (
@@ -581,6 +602,43 @@ def _latency_term(demand: _Demand, mach: _Machine) -> tuple[float, str]:
     d = max(0.0, d - eps * mach.nodes)
     t = mach.pre + d + mach.port_lat
     return t, f"endpoint {pair[0]} to {pair[1]}: {d:.6g} s of path latency"
+
+
+def _pair_latency(demand: _Demand, mach: _Machine) -> tuple[float, str]:
+    """Latency of the farthest (owner, target) pair a moving block joins.
+
+    Only pairs that exchange bytes must talk (an alltoallv's zero entries
+    need no message); up to :data:`MAX_LATENCY_SOURCES` owners are searched.
+    """
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import dijkstra
+
+    w = demand.block_bytes
+    go = (demand.block_owner != demand.block_target) & (w > 0)
+    if not go.any():
+        return 0.0, ""
+    pairs = np.unique(
+        np.stack([demand.block_owner[go], demand.block_target[go]], axis=1), axis=0
+    )
+    sources = np.unique(pairs[:, 0])
+    step = max(1, -(-len(sources) // MAX_LATENCY_SOURCES))
+    picked = sources[::step]
+    pairs = pairs[np.isin(pairs[:, 0], picked)]
+    eps = 1e-30
+    graph = csr_matrix(
+        (mach.lat + eps, (mach.src, mach.dst)), shape=(mach.nodes, mach.nodes)
+    )
+    dist = dijkstra(graph, indices=picked)
+    row = np.searchsorted(picked, pairs[:, 0])
+    d = dist[row, pairs[:, 1]]
+    d = np.where(np.isfinite(d), d, -1.0)
+    k = int(np.argmax(d))
+    if d[k] < 0:
+        return 0.0, ""
+    far = max(0.0, float(d[k]) - eps * mach.nodes)
+    t = mach.pre + far + mach.port_lat
+    a, b = int(pairs[k, 0]), int(pairs[k, 1])
+    return t, f"endpoint {a} to {b}: {far:.6g} s of path latency"
 
 
 def _bound(
@@ -702,6 +760,7 @@ def lower_bound(
     root: int = 0,
     placement: Any = None,
     cuts: bool = True,
+    matrix: Any = None,
 ) -> LowerBound:
     """Lower bound on the time of any schedule of a collective on a topology.
 
@@ -710,10 +769,17 @@ def lower_bound(
     topology : Topology
     network : NetworkModel
         The model the schedule would be simulated under.
-    collective : {"allreduce", "reduce", "broadcast", "reduce_scatter", "allgather"}
+    collective : str
+        One of :data:`wafercoll.COLLECTIVES`.
     size_bytes : int
-        Bytes of every rank's vector (a reduce-scatter's or allgather's
-        vector is cut into one block per rank, as the builders do).
+        Bytes of every rank's vector. A reduce-scatter's or allgather's
+        vector is cut into one block per rank (the standard ownership: block
+        ``r`` to rank ``r``); an alltoall's is one rank's send buffer, cut
+        into one block per target; a gather's or scatter's is the root's
+        whole vector, one block per rank. Builders that cut otherwise (the
+        TTO reduce-scatter, for instance) compute another collective: bound
+        them with :func:`collective_bound`, which reads the schedule's own
+        blocks and owners.
     ranks : int, optional
         Ranks, all participants (default: every endpoint).
     root : int
@@ -722,6 +788,9 @@ def lower_bound(
         Endpoint of each rank (distinct); default rank ``r`` on endpoint ``r``.
     cuts : bool
         Also try cut bounds (the slowest part on very large graphs).
+    matrix : array_like, shape (ranks, ranks), optional
+        An alltoallv's bytes from rank ``i`` to rank ``j``
+        (:func:`wafercoll.alltoallv_blocks`); ``size_bytes`` is then ignored.
 
     Returns
     -------
@@ -749,32 +818,49 @@ def lower_bound(
         raise ValueError(
             f"collective must be one of {', '.join(COLLECTIVES)}; got {collective!r}"
         )
-    S = as_int(size_bytes, "size_bytes", 1)
+    if matrix is not None and collective != "alltoallv":
+        raise ValueError(f"matrix applies only to alltoallv, not {collective}")
     p = (
         topology.num_endpoints
         if ranks is None
         else as_int(ranks, "ranks", 1, topology.num_endpoints)
     )
+    if matrix is not None:
+        m = np.asarray(alltoallv_blocks(matrix), dtype=np.float64)
+        if m.size != p * p:
+            raise ValueError(f"matrix must be {p} x {p} for {p} ranks")
+        S = int(m.sum())
+    else:
+        S = as_int(size_bytes, "size_bytes", 1)
     place = _placement(placement, p, topology)
     rt = None
-    if collective in ("reduce", "broadcast"):
+    if collective in ("reduce", "broadcast", "gather", "scatter"):
         rt = as_int(root, "root", 0, p - 1)
-    owners = None
+    owners = targets = None
     blocks = np.zeros(0)
+    # One block per rank, split as evenly as bytes allow.
+    even = np.full(p, S // p, dtype=np.float64)
+    even[: S % p] += 1
+    ids = np.arange(p)
     if collective in ("reduce_scatter", "allgather"):
-        # One block per rank, split as evenly as bytes allow.
-        blocks = np.full(p, S // p, dtype=np.float64)
-        blocks[: S % p] += 1
-        owners = np.arange(p)
+        blocks, owners = even, ids
+    elif collective in ("alltoall", "alltoallv"):
+        blocks = np.tile(even, p) if matrix is None else m
+        owners, targets = np.repeat(ids, p), np.tile(ids, p)
+    elif collective in ("gather", "scatter"):
+        blocks = even
+        at_root = np.full(p, rt)
+        owners, targets = (ids, at_root) if collective == "gather" else (at_root, ids)
     demand = _demand(
         collective,
-        S,
+        S if collective not in ("alltoall", "alltoallv") else int(blocks.sum()),
         place,
         np.arange(p),
         rt,
         blocks,
         owners,
         topology.num_endpoints,
+        targets,
     )
     return _bound(demand, topology, network, cuts)
 
@@ -782,6 +868,7 @@ def lower_bound(
 def _collective(schedule: Schedule) -> tuple[Any, ...]:
     """What a schedule's collective asks for, not its transfers (small)."""
     owners = schedule.owners
+    targets = schedule.targets
     return (
         schedule.collective,
         schedule.size_bytes,
@@ -789,6 +876,7 @@ def _collective(schedule: Schedule) -> tuple[Any, ...]:
         np.flatnonzero(np.asarray(schedule.participants, dtype=bool)),
         None if owners is None else np.asarray(owners, dtype=np.int64),
         schedule.block_bytes if owners is not None else np.zeros(0),
+        None if targets is None else np.asarray(targets, dtype=np.int64),
     )
 
 
@@ -796,8 +884,9 @@ def _collective_demand(
     collective: tuple[Any, ...], place: np.ndarray, endpoints: int
 ) -> _Demand:
     """:func:`_demand` of a :func:`_collective` at a placement."""
-    kind, size, root, part, owners, blocks = collective
-    return _demand(kind, size, place, part, root, blocks, owners, endpoints)
+    kind, size, root, part, owners, blocks, *rest = collective
+    targets = rest[0] if rest else None
+    return _demand(kind, size, place, part, root, blocks, owners, endpoints, targets)
 
 
 def _schedule_demand(schedule: Schedule, topology: Topology, placement: Any) -> _Demand:

@@ -52,6 +52,7 @@ from .algorithms import register_algorithm
 
 __all__ = [
     "binomial_broadcast",
+    "hockney",
     "binomial_reduce",
     "rabenseifner_allreduce",
     "recursive_doubling_allreduce",
@@ -59,8 +60,20 @@ __all__ = [
 ]
 
 
-def _hockney(topology: Any, network: Any) -> tuple[float, float, float] | None:
-    """``(alpha, beta, gamma)`` of one neighbour hop, or None without a form."""
+def hockney(topology: Any, network: Any) -> tuple[float, float, float] | None:
+    """``(alpha, beta, gamma)`` of one neighbour hop, or None without a form.
+
+    The Hockney parameters the closed forms (``AlgorithmInfo.predict``) use:
+    ``alpha`` = the model's start-up plus the cheapest link's latency and one
+    hop, ``beta`` = 1 / the link bandwidth, ``gamma`` the reduction cost per
+    byte. None with ports (which the forms do not model) or without links.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> wc.generic.hockney(wc.ring(4), wc.NetworkModel(1e9, alpha_s=1e-6))
+    (1e-06, 1e-09, 0.0)
+    """
     if topology is None or network is None or network.ports is not None:
         return None
     links = topology.links
@@ -78,7 +91,7 @@ def _fold(p: int) -> tuple[int, int]:
 
 
 def _predict_ring(p: int, size: int, topology: Any, network: Any) -> float | None:
-    h = _hockney(topology, network)
+    h = hockney(topology, network)
     if h is None:
         return None
     a, b, g = h
@@ -86,7 +99,7 @@ def _predict_ring(p: int, size: int, topology: Any, network: Any) -> float | Non
 
 
 def _predict_rd(p: int, size: int, topology: Any, network: Any) -> float | None:
-    h = _hockney(topology, network)
+    h = hockney(topology, network)
     if h is None:
         return None
     a, b, g = h
@@ -98,7 +111,7 @@ def _predict_rd(p: int, size: int, topology: Any, network: Any) -> float | None:
 def _predict_rabenseifner(
     p: int, size: int, topology: Any, network: Any
 ) -> float | None:
-    h = _hockney(topology, network)
+    h = hockney(topology, network)
     if h is None:
         return None
     a, b, g = h
@@ -110,7 +123,7 @@ def _predict_rabenseifner(
 
 def _predict_binomial(reduce: bool) -> Any:
     def predict(p: int, size: int, topology: Any, network: Any) -> float | None:
-        h = _hockney(topology, network)
+        h = hockney(topology, network)
         if h is None:
             return None
         a, b, g = h

@@ -35,7 +35,8 @@ hold input and need output (default: all); other ranks only relay data. Cells
 that hold no input start at zero.
 
 The block-moving collectives reduce nothing: block ``b`` starts at rank
-``owners[b]`` and must arrive, exactly once, at rank ``targets[b]``.
+``owners[b]`` and must arrive, exactly once, at rank ``targets[b]`` (a block
+of zero bytes carries nothing and need not).
 ``alltoall`` has ``p * p`` blocks, block ``i * p + j`` being rank ``i``'s
 block ``j``, which ends in rank ``j``'s slot ``i`` (the same block index:
 a rank's buffer is indexed by block, so "slot ``i`` of rank ``j``" is cell

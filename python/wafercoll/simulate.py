@@ -124,6 +124,7 @@ class CollectiveRequest(NamedTuple):
     participants: np.ndarray
     owners: np.ndarray | None
     block_bytes: np.ndarray
+    targets: np.ndarray | None = None
 
 
 class SimResult:
@@ -205,6 +206,7 @@ class SimResult:
             np.flatnonzero(np.asarray(schedule.participants, dtype=bool)),
             None if owners is None else np.asarray(owners, dtype=np.int64),
             schedule.block_bytes if owners is not None else np.zeros(0),
+            None if schedule.targets is None else np.asarray(schedule.targets),
         )
 
     # -- equality (pickled results compare equal) ------------------------------

@@ -1,0 +1,239 @@
+"""All-to-all: the block-moving collectives in the IR, their builders and bounds.
+
+Expected results come from the definition (rank ``i``'s block ``j`` ends at
+rank ``j``), computed here with NumPy indexing, and bounds from closed forms
+worked out by hand in each test.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+import wafercoll as wc
+from wafercoll import bounds
+
+GENERIC = [
+    "generic_shift_alltoall",
+    "generic_spread_alltoall",
+    "generic_bruck_alltoall",
+]
+GENERIC_V = ["generic_shift_alltoallv", "generic_spread_alltoallv"]
+GRID = [
+    "mesh_dimension_ordered_alltoall",
+    "mesh_direct_alltoall",
+    "torus_dimension_ordered_alltoall",
+    "torus_direct_alltoall",
+]
+GRID_V = [n.replace("alltoall", "alltoallv") for n in GRID]
+
+
+def _check_moves(s: wc.Schedule, seed: int = 0) -> None:
+    """Verify ``s`` and execute it: every non-empty block at its target."""
+    wc.verify(s)
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-(10**6), 10**6, (s.num_ranks, 2 * s.num_blocks + 3))
+    out = wc.execute(s, x)
+    off = wc.analysis.block_element_offsets(s, x.shape[1])
+    for b in np.flatnonzero(s.block_bytes > 0):
+        o, t = int(s.owners[b]), int(s.targets[b])
+        np.testing.assert_array_equal(
+            out[t, off[b] : off[b + 1]], x[o, off[b] : off[b + 1]]
+        )
+
+
+@pytest.mark.parametrize("name", GENERIC)
+def test_generic_alltoall_builders_for_every_rank_count(name: str) -> None:
+    for p in range(1, 34):
+        for size in (p * 8, 3 * p + 1):
+            _check_moves(wc.build(name, ranks=p, size_bytes=size), seed=p)
+
+
+@pytest.mark.parametrize("name", GRID)
+@pytest.mark.parametrize(
+    "shape", [(1, 1), (1, 6), (2, 2), (3, 3), (3, 4), (5, 5), (4, 7)]
+)
+def test_grid_alltoall_builders(name: str, shape: tuple[int, int]) -> None:
+    topo = wc.mesh(*shape) if name.startswith("mesh") else wc.torus(*shape)
+    _check_moves(wc.build(name, topology=topo, size_bytes=7 * topo.num_endpoints + 2))
+
+
+@pytest.mark.parametrize(
+    "ranks,ppn", [(1, 1), (6, 1), (6, 6), (8, 2), (12, 4), (12, 3), (15, 5), (33, 3)]
+)
+def test_hierarchical_alltoall(ranks: int, ppn: int) -> None:
+    s = wc.build(
+        "cluster_hierarchical_alltoall", ranks=ranks, size_bytes=ranks * 5, ppn=ppn
+    )
+    _check_moves(s)
+    # A shuffled placement of ranks on nodes, from a cluster topology.
+    rng = np.random.default_rng(ranks)
+    node_of = rng.permutation(np.arange(ranks) // ppn)
+    topo = wc.topology.cluster(ranks // ppn, ppn)
+    t = wc.build(
+        "cluster_hierarchical_alltoall",
+        ranks=ranks,
+        size_bytes=ranks * 5,
+        ppn=ppn,
+        rank_to_node=node_of,
+    )
+    _check_moves(t)
+    assert topo.num_endpoints == ranks
+
+
+def test_hierarchical_alltoall_sends_one_message_per_node_pair() -> None:
+    nodes, ppn = 5, 3
+    p = nodes * ppn
+    s = wc.build("cluster_hierarchical_alltoall", ranks=p, size_bytes=p * 4, ppn=ppn)
+    src, dst = s.src // ppn, s.dst // ppn
+    inter = src != dst
+    pairs = set(zip(src[inter].tolist(), dst[inter].tolist(), strict=True))
+    assert int(inter.sum()) == nodes * (nodes - 1) == len(pairs)
+
+
+@pytest.mark.parametrize("p", [1, 2, 3, 5, 8, 11])
+def test_alltoallv_from_a_matrix_with_zeros(p: int) -> None:
+    rng = np.random.default_rng(p)
+    mat = rng.integers(0, 50, (p, p)) * (rng.random((p, p)) < 0.6)
+    for name in GENERIC_V:
+        s = wc.build(name, ranks=p, size_bytes=0, matrix=mat)
+        assert s.collective == "alltoallv"
+        assert s.size_bytes == int(mat.sum())
+        _check_moves(s)
+        # a zero entry sends nothing: one transfer per non-zero off-diagonal pair
+        assert s.num_transfers == int(((mat > 0) & ~np.eye(p, dtype=bool)).sum())
+    topo = wc.torus(1, p)
+    for name in ("torus_dimension_ordered_alltoallv", "torus_direct_alltoallv"):
+        _check_moves(wc.build(name, topology=topo, size_bytes=0, matrix=mat))
+
+
+def test_bruck_round_and_byte_counts() -> None:
+    # Round k moves the blocks whose distance d has bit k set, so a block
+    # travels popcount(d) times: p * sum_d popcount(d) block moves in all.
+    for p in (2, 5, 8, 13):
+        s = wc.build("generic_bruck_alltoall", ranks=p, size_bytes=p * 16)
+        assert wc.verify(s).steps == (p - 1).bit_length()
+        moves = p * sum(bin(d).count("1") for d in range(1, p))
+        assert int(s.transfer_bytes().sum()) == moves * 16
+        assert s.num_transfers == p * (p - 1).bit_length()
+
+
+def test_verifier_refuses_wrong_alltoalls() -> None:
+    p = 3
+    s = wc.Schedule(p, [4] * p * p, "alltoall")
+    for i in range(p):
+        for j in range(p):
+            if i != j:
+                s.add_transfer(i, [j], i * p + j)
+    assert wc.verify(s).ok
+    twice = wc.Schedule.from_json(s.to_json())
+    twice.add_transfer(0, [1], 1, deps=[0])
+    with pytest.raises(wc.ScheduleError) as e:
+        wc.verify(twice)
+    assert e.value.kind == "duplicate"
+    short = wc.Schedule(p, [4] * p * p, "alltoall")
+    short.add_transfer(0, [1], 1)
+    with pytest.raises(wc.ScheduleError) as e:
+        wc.verify(short)
+    assert e.value.kind == "missing"
+    summed = wc.Schedule(p, [4] * p * p, "alltoall")
+    summed.add_transfer(0, [1], 1, op="reduce")
+    with pytest.raises(wc.ScheduleError, match="reduces nothing"):
+        wc.verify(summed)
+    # The wrong slot: rank 0's block for 1 delivered to 2.
+    wrong = wc.Schedule(p, [4] * p * p, "alltoall")
+    wrong.add_transfer(0, [2], 1)
+    with pytest.raises(wc.ScheduleError):
+        wc.verify(wrong)
+
+
+def test_gather_and_scatter_layouts() -> None:
+    g = wc.Schedule(4, [8] * 4, "gather", root=2)
+    assert g.owners.tolist() == [0, 1, 2, 3] and g.targets.tolist() == [2] * 4
+    for r in (0, 1, 3):
+        g.add_transfer(r, [2], r)
+    assert wc.verify(g).ok
+    sc = wc.Schedule(4, [8] * 4, "scatter", root=1)
+    assert sc.owners.tolist() == [1] * 4 and sc.targets.tolist() == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="ends at the root"):
+        wc.Schedule(2, [1, 1], "gather", root=0, owners=[0, 1], targets=[0, 1])
+
+
+@pytest.mark.parametrize("name", GENERIC + GRID[:1])
+def test_alltoall_round_trips(name: str) -> None:
+    topo = wc.mesh(2, 3)
+    s = wc.build(name, topology=topo, size_bytes=60)
+    back = wc.Schedule.from_json(s.to_json())
+    assert back == s and back.targets.tolist() == s.targets.tolist()
+    assert pickle.loads(pickle.dumps(s)) == s
+
+
+def test_alltoallv_blocks_refuses_bad_matrices() -> None:
+    with pytest.raises(ValueError, match="square"):
+        wc.alltoallv_blocks([[1, 2, 3]])
+    with pytest.raises(ValueError, match=r"matrix\[1\]\[0\] must be >= 0"):
+        wc.alltoallv_blocks([[0, 1], [-1, 0]])
+    with pytest.raises(ValueError, match="whole numbers"):
+        wc.alltoallv_blocks([[0, 1.5], [1, 0]])
+    with pytest.raises(ValueError, match="2 x 2"):
+        wc.build(
+            "generic_shift_alltoallv", ranks=2, size_bytes=0, matrix=np.ones((3, 3))
+        )
+
+
+# -- bounds -----------------------------------------------------------------------
+def test_alltoall_bound_on_a_ring_is_the_bisection() -> None:
+    # p = 8 on a ring of 1 GB/s links, S bytes per rank, S/p per pair. Cutting
+    # the ring into two halves of 4: 4 * 4 pairs send S/p across, over the
+    # 2 links from A to B.
+    p, S, bw = 8, 1 << 20, 1e9
+    net = wc.NetworkModel(bw)
+    b = bounds.lower_bound(wc.ring(p), net, "alltoall", S)
+    bisection = (p // 2) ** 2 * (S / p) / (2 * bw)
+    assert b.components["cut"] == pytest.approx(bisection, rel=1e-9)
+    # each rank receives (p - 1) S / p over its two incoming links
+    eject = (p - 1) * S / p / (2 * bw)
+    assert b.components["ejection"] == pytest.approx(eject, rel=1e-9)
+    assert b.binding == "cut"
+
+
+def test_alltoallv_bound_follows_row_and_column_sums() -> None:
+    mat = np.zeros((4, 4), dtype=np.int64)
+    mat[0, 1] = mat[2, 1] = mat[3, 1] = 1000  # rank 1 is a hot expert
+    net = wc.NetworkModel(1e9)
+    b = bounds.lower_bound(wc.star(4), net, "alltoallv", matrix=mat)
+    # rank 1 receives 3000 B over its one 1 GB/s link
+    assert b.components["ejection"] == pytest.approx(3000 / 1e9, rel=1e-9)
+    # an empty matrix forces nothing
+    zero = bounds.lower_bound(wc.star(4), net, "alltoallv", matrix=np.zeros((4, 4)))
+    assert zero.time_s == 0.0
+
+
+@pytest.mark.parametrize(
+    "topo",
+    [wc.ring(6), wc.mesh(3, 3), wc.torus(3, 4), wc.topology.cluster(3, 2), wc.star(5)],
+    ids=lambda t: t.name,
+)
+def test_simulated_alltoalls_never_beat_their_bounds(topo: wc.Topology) -> None:
+    net = wc.NetworkModel(1e9, alpha_s=1e-7)
+    p = topo.num_endpoints
+    names = [
+        i.name
+        for i in wc.algorithms("alltoall") + wc.algorithms("alltoallv")
+        if "any" in i.families or topo.kind in i.families
+    ]
+    assert names
+    rng = np.random.default_rng(p)
+    mat = rng.integers(0, 4000, (p, p)) * (rng.random((p, p)) < 0.5)
+    for name in names:
+        for size in (p, 64 * 1024):
+            extra = {"matrix": mat} if name.endswith("alltoallv") else {}
+            s = wc.build(name, topology=topo, size_bytes=size, **extra)
+            r = wc.simulate(s, topo, net)
+            for b in (
+                bounds.result_bound(r),
+                bounds.schedule_lower_bound(s, topo, net),
+            ):
+                assert r.time_s >= b.time_s, (name, size, b.binding, b.components)
