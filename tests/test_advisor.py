@@ -107,7 +107,7 @@ def test_advise_other_collectives_and_names() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "error", "text"),
     [
-        ({"collective": "alltoall"}, ValueError, "collective"),
+        ({"collective": "allscatter"}, ValueError, "collective"),
         ({"size_bytes": 0}, ValueError, "size_bytes"),
         ({"keep": 0}, ValueError, "keep"),
         ({"names": ["nope_nope_allreduce"]}, ValueError, "not a registered"),

@@ -237,3 +237,80 @@ def test_simulated_alltoalls_never_beat_their_bounds(topo: wc.Topology) -> None:
                 bounds.schedule_lower_bound(s, topo, net),
             ):
                 assert r.time_s >= b.time_s, (name, size, b.binding, b.components)
+
+
+# -- mixture-of-experts traffic ---------------------------------------------------
+def test_moe_matrix_rows_and_seed() -> None:
+    m = wc.alltoall.moe_matrix(6, 500, 64, experts=12, top_k=3, zipf_s=1.0, seed=3)
+    # every token goes to 3 distinct experts, 64 B each time
+    np.testing.assert_array_equal(m.sum(axis=1), np.full(6, 500 * 3 * 64))
+    again = wc.alltoall.moe_matrix(6, 500, 64, experts=12, top_k=3, zipf_s=1.0, seed=3)
+    np.testing.assert_array_equal(m, again)
+    other = wc.alltoall.moe_matrix(6, 500, 64, experts=12, top_k=3, zipf_s=1.0, seed=4)
+    assert (m != other).any()
+
+
+def test_moe_matrix_top1_follows_the_zipf_law() -> None:
+    # With top_k = 1 a token picks expert e with probability
+    # (e + 1)^-s / sum_f (f + 1)^-s; the counts per rank are binomial.
+    p, tokens, s = 4, 20000, 1.5
+    m = wc.alltoall.moe_matrix(p, tokens, 1, top_k=1, zipf_s=s, seed=0)
+    w = np.arange(1, p + 1, dtype=float) ** -s
+    prob = w / w.sum()
+    n = p * tokens
+    got = m.sum(axis=0)
+    sd = np.sqrt(n * prob * (1 - prob))
+    assert np.all(np.abs(got - n * prob) < 5 * sd), (got, n * prob)
+    flat = wc.alltoall.moe_matrix(p, tokens, 1, top_k=1, zipf_s=0.0, seed=0)
+    q = 1 / p
+    assert np.all(np.abs(flat.sum(axis=0) - n * q) < 5 * np.sqrt(n * q * (1 - q)))
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"experts": 5}, "multiple of ranks"),
+        ({"top_k": 5}, "top_k"),
+        ({"zipf_s": -1.0}, "zipf_s"),
+        ({"tokens_per_rank": 10**9}, "gating scores exceed"),
+    ],
+)
+def test_moe_matrix_refuses_bad_input(kwargs: dict, match: str) -> None:
+    args = {"ranks": 4, "tokens_per_rank": 10, "bytes_per_token": 8, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        wc.alltoall.moe_matrix(**args)
+
+
+# -- one collective, one meaning -----------------------------------------------------
+def test_advisor_says_which_schedules_compute_another_collective() -> None:
+    net = wc.NetworkModel(1e9)
+    adv = wc.advise(wc.mesh(5, 5), 1 << 20, "reduce_scatter", net, keep=None)
+    rows = {c.name: c for c in adv.candidates}
+    tto = rows["mesh_tto_reduce_scatter"]
+    assert "participants: 24 of 25" in tto.differs and "owners: 3 of 25" in tto.differs
+    assert "owners: 2 of 25" in rows["mesh_dbtree_reduce_scatter"].differs
+    assert "24 of 25" in rows["mesh_ring_bi_odd_reduce_scatter"].differs
+    assert rows["mesh_multitree_reduce_scatter"].differs == ""
+    text = adv.table()
+    for line in text.splitlines():
+        if "mesh_tto_reduce_scatter" in line or "mesh_dbtree_reduce_scatter" in line:
+            assert "computes another reduce_scatter" in line
+        if "mesh_multitree_reduce_scatter" in line:
+            assert "computes another" not in line
+    # TTO's allreduce leaves one chiplet out, and says so
+    ar = wc.advise(
+        wc.mesh(5, 5), 1 << 20, "allreduce", net, names=["mesh_tto_allreduce"]
+    )
+    assert ar.candidates[0].differs == "participants: 24 of 25 ranks"
+
+
+def test_advise_alltoallv_from_a_routing_matrix() -> None:
+    m = wc.alltoall.moe_matrix(9, 64, 1024, top_k=2, zipf_s=1.2, seed=0)
+    net = wc.NetworkModel(1e9, alpha_s=1e-6)
+    adv = wc.advise(wc.mesh(3, 3), 0, "alltoallv", net, matrix=m, keep=None)
+    assert adv.size_bytes == int(m.sum())
+    simulated = [c for c in adv.candidates if c.status == "simulated"]
+    assert len(simulated) >= 3
+    assert all(c.time_s >= adv.bound.time_s for c in simulated)
+    with pytest.raises(ValueError, match="only to alltoallv"):
+        wc.advise(wc.mesh(3, 3), 1 << 10, "alltoall", net, matrix=m)

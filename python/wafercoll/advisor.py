@@ -47,7 +47,7 @@ from ._util import as_int, html_table, human_bytes, human_seconds
 from .algorithms import ANY, AlgorithmInfo, algorithms, build
 from .analysis import verify
 from .network import NetworkModel, check_machine
-from .schedule import COLLECTIVES
+from .schedule import COLLECTIVES, alltoallv_blocks
 from .simulate import simulate
 from .topology import Topology
 
@@ -89,6 +89,11 @@ class Candidate:
         Transfers in the schedule.
     note : str
         Why it was not applicable, failed or pruned.
+    differs : str
+        How the schedule's collective differs from the standard one
+        (:meth:`wafercoll.Schedule.differs_from_standard`: other owners,
+        fewer participants), ``""`` when it computes the standard collective.
+        Its ratio is against the bound of what it computes.
     """
 
     name: str
@@ -100,6 +105,7 @@ class Candidate:
     predicted_s: float | None = None
     transfers: int | None = None
     note: str = ""
+    differs: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -204,6 +210,8 @@ class Advice:
                 cells = ("", "", "")
             pred = _secs(c.predicted_s)
             status = c.status if not c.note else f"{c.status}: {c.note}"
+            if c.differs:
+                status += f" [computes another {self.collective}: {c.differs}]"
             rows.append((str(len(rows)), c.name, *cells, pred, status))
         widths = [max(len(r[k]) for r in rows) for k in range(6)]
         out = [head]
@@ -228,6 +236,8 @@ class Advice:
                 text = f"pruned: >= {_secs(c.schedule_bound_s)}"
             else:
                 text = f"{c.status}: {c.note}"
+            if c.differs:
+                text += f" [computes another {self.collective}: {c.differs}]"
             items.append((f"{i}. {c.name}", text))
         caption = (
             f"advice: {self.collective} of {human_bytes(self.size_bytes)} on "
@@ -254,6 +264,7 @@ def advise(
     keep: int | None = 3,
     jobs: int | None = None,
     progress: bool = False,
+    matrix: Any = None,
 ) -> Advice:
     """Rank every registered algorithm of a collective on a machine.
 
@@ -282,6 +293,10 @@ def advise(
         pruned one is always slower than the ``keep`` fastest).
     progress : bool
         Print one line per candidate to stderr.
+    matrix : array_like, shape (p, p), optional
+        An alltoallv's bytes from rank ``i`` to rank ``j``
+        (:func:`wafercoll.alltoall.moe_matrix` makes one); ``size_bytes`` is
+        then its total.
 
     Returns
     -------
@@ -308,6 +323,12 @@ def advise(
         raise ValueError(
             f"collective must be one of {', '.join(COLLECTIVES)}; got {collective!r}"
         )
+    extra: dict[str, Any] = {}
+    if matrix is not None:
+        if collective != "alltoallv":
+            raise ValueError(f"matrix applies only to alltoallv, not {collective}")
+        extra["matrix"] = np.asarray(matrix)
+        size_bytes = max(1, int(np.asarray(alltoallv_blocks(matrix)).sum()))
     S = as_int(size_bytes, "size_bytes", 1)
     topology, preset = machines.resolve(topology, size_bytes=S)
     if network is None:
@@ -332,7 +353,7 @@ def advise(
             rows.append(Candidate(info.name, "not applicable", note=f"for {fams}"))
             continue
         try:
-            s = build(info.name, size_bytes=S, topology=topology)
+            s = build(info.name, size_bytes=S, topology=topology, **extra)
         except (ValueError, TypeError) as exc:
             rows.append(Candidate(info.name, "not applicable", note=str(exc)))
             continue
@@ -347,7 +368,7 @@ def advise(
         own = bounds.schedule_lower_bound(s, topology, network).time_s
         built.append((own, info, s, pred))
     built.sort(key=lambda item: item[0])
-    bound = bounds.lower_bound(topology, network, collective, S, ranks=None)
+    bound = bounds.lower_bound(topology, network, collective, S, ranks=None, **extra)
     times: list[float] = []
     done: list[Candidate] = []
     pruned: list[Candidate] = []
@@ -370,6 +391,7 @@ def advise(
                 schedule_bound_s=own,
                 predicted_s=pred,
                 transfers=s.num_transfers,
+                differs=s.differs_from_standard(),
             )
         )
 
@@ -398,6 +420,7 @@ def advise(
                         predicted_s=pred,
                         transfers=s.num_transfers,
                         note=f"cannot beat the {keep} fastest",
+                        differs=s.differs_from_standard(),
                     )
                 )
                 continue

@@ -76,7 +76,7 @@ from typing import Any
 import numpy as np
 
 from . import kit
-from ._util import as_int
+from ._util import as_int, as_real
 from .algorithms import register_algorithm
 from .cluster.builders import rank_table
 from .generic import hockney
@@ -89,6 +89,7 @@ __all__ = [
     "dimension_ordered_alltoall",
     "direct_alltoall",
     "hierarchical_alltoall",
+    "moe_matrix",
     "shift_alltoall",
     "spread_alltoall",
 ]
@@ -458,6 +459,95 @@ def hierarchical_alltoall(
             sel = go & (shift == k)
             send_blocks(prog, src[sel], dst[sel], block[sel])
     return prog.schedule()
+
+
+# -- mixture-of-experts traffic -------------------------------------------------
+#: Largest ``ranks * tokens_per_rank * experts`` of :func:`moe_matrix` (the
+#: gating scores it draws: 8 bytes each, 2 GiB at the limit).
+MAX_MOE_SCORES = 1 << 28
+
+
+def moe_matrix(
+    ranks: int,
+    tokens_per_rank: int,
+    bytes_per_token: int,
+    *,
+    experts: int | None = None,
+    top_k: int = 2,
+    zipf_s: float = 1.0,
+    seed: int = 0,
+) -> np.ndarray:
+    """The alltoallv byte matrix of one mixture-of-experts dispatch.
+
+    Every rank holds ``tokens_per_rank`` tokens and ``experts / ranks``
+    experts (expert ``e`` on rank ``e // (experts / ranks)``). Each token is
+    routed to ``top_k`` distinct experts drawn without replacement with
+    probability proportional to the experts' popularity ``1 / (e + 1) ** zipf_s``
+    (a Zipf law: 0 is uniform, larger is more skewed; expert 0 is the most
+    popular), which models the skewed routing of a trained gate. A token is
+    sent once per chosen expert (the dispatch of GShard and DeepSpeed-MoE,
+    without capacity limits); ``matrix[i][j]`` is the bytes rank ``i`` sends
+    to rank ``j`` (the diagonal stays local).
+
+    Sampling: top-``k`` of ``log(popularity) + Gumbel noise`` per token,
+    which draws ``k`` experts without replacement with the stated
+    probabilities (the Gumbel-top-k trick), from ``numpy.random.default_rng(seed)``.
+
+    Parameters
+    ----------
+    ranks : int
+        Expert-parallel ranks, >= 1.
+    tokens_per_rank : int
+        Tokens each rank routes, >= 0.
+    bytes_per_token : int
+        Bytes of one token's activation (hidden size times element size).
+    experts : int, optional
+        Experts in all, a multiple of ``ranks`` (default: one per rank).
+    top_k : int
+        Experts per token, in ``[1, experts]``.
+    zipf_s : float
+        Skew of the expert popularity, >= 0.
+    seed : int
+        Seed of the generator.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (ranks, ranks)
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> m = wc.alltoall.moe_matrix(4, 1000, 2 * 1024, top_k=2, zipf_s=1.2, seed=1)
+    >>> m.shape, int(m.sum()) == 4 * 1000 * 2 * 2 * 1024
+    ((4, 4), True)
+    >>> bool(m[:, 0].sum() > m[:, 3].sum())  # expert 0 is the most popular
+    True
+    """
+    p = as_int(ranks, "ranks", 1, MAX_RANKS)
+    tokens = as_int(tokens_per_rank, "tokens_per_rank", 0)
+    width = as_int(bytes_per_token, "bytes_per_token", 0)
+    n_exp = p if experts is None else as_int(experts, "experts", 1)
+    if n_exp % p:
+        raise ValueError(
+            f"experts = {n_exp} must be a multiple of ranks = {p} (equal experts "
+            "per rank)"
+        )
+    k = as_int(top_k, "top_k", 1, n_exp)
+    s = as_real(zipf_s, "zipf_s", 0.0)
+    if p * tokens * n_exp > MAX_MOE_SCORES:
+        raise ValueError(
+            f"ranks * tokens_per_rank * experts = {p * tokens * n_exp} gating "
+            f"scores exceed {MAX_MOE_SCORES}; route fewer tokens"
+        )
+    rng = np.random.default_rng(as_int(seed, "seed", 0))
+    log_pop = -s * np.log(np.arange(1, n_exp + 1))
+    home = np.arange(n_exp) // (n_exp // p)  # rank of every expert
+    out = np.zeros((p, p), dtype=np.int64)
+    for i in range(p):
+        keys = log_pop + rng.gumbel(size=(tokens, n_exp))
+        chosen = np.argpartition(-keys, k - 1, axis=1)[:, :k]
+        out[i] = np.bincount(home[chosen].ravel(), minlength=p) * width
+    return out
 
 
 # -- closed forms -------------------------------------------------------------------

@@ -614,6 +614,61 @@ class Schedule:
         t = self._core.targets
         return t if len(t) else None
 
+    def differs_from_standard(self) -> str:
+        """How this schedule's collective differs from the standard one, or ``""``.
+
+        The standard collective of a kind on ``p`` ranks: every rank
+        participates; a reduce-scatter's or allgather's blocks are owned one
+        contiguous, evenly sized share per rank in rank order; an alltoall's,
+        gather's and scatter's blocks have the layout of
+        :func:`~wafercoll.Schedule` with default ``owners`` and ``targets``.
+        Schedules that differ compute something else (TTO's reduce-scatter
+        leaves the sums on a few owners), so rankings say so beside them.
+
+        Examples
+        --------
+        >>> import wafercoll as wc
+        >>> wc.Schedule(4, [8] * 4, "allgather").differs_from_standard()
+        ''
+        >>> s = wc.Schedule(4, [8] * 4, "allgather", owners=[0, 0, 1, 1])
+        >>> s.differs_from_standard()
+        'owners: 2 of 4 ranks hold blocks'
+        >>> wc.Schedule(4, [8], participants=[0, 1, 2]).differs_from_standard()
+        'participants: 3 of 4 ranks'
+        """
+        p = self.num_ranks
+        notes = []
+        part = int(self.participants.sum())
+        if part != p:
+            notes.append(f"participants: {part} of {p} ranks")
+        kind = self.collective
+        owners = self.owners
+        if kind in ("reduce_scatter", "allgather") and owners is not None:
+            held = np.unique(owners)
+            if len(held) != p and self.size_bytes >= p:
+                notes.append(f"owners: {len(held)} of {p} ranks hold blocks")
+            elif (np.diff(owners) < 0).any():
+                notes.append("owners: blocks owned in another order than the ranks'")
+            else:
+                own = np.bincount(owners, weights=self.block_bytes, minlength=p)
+                runs = np.bincount(owners, minlength=p)
+                if (np.abs(own - self.size_bytes / p) >= np.maximum(runs, 1)).any():
+                    notes.append("owners: uneven shares of the vector")
+        elif kind in MOVING:
+            try:
+                std = _moving_defaults(kind, p, self.num_blocks, self.root or 0)
+            except ValueError:
+                std = None
+            if (
+                std is None
+                or owners.tolist() != std[0]
+                or self.targets.tolist() != std[1]
+            ):
+                notes.append(
+                    "layout: blocks move between other ranks than the standard"
+                )
+        return "; ".join(notes)
+
     @property
     def participants(self) -> np.ndarray:
         """Boolean mask of participating ranks."""
