@@ -7,6 +7,7 @@ worked out by hand in each test.
 
 from __future__ import annotations
 
+import json
 import pickle
 
 import numpy as np
@@ -314,3 +315,68 @@ def test_advise_alltoallv_from_a_routing_matrix() -> None:
     assert all(c.time_s >= adv.bound.time_s for c in simulated)
     with pytest.raises(ValueError, match="only to alltoallv"):
         wc.advise(wc.mesh(3, 3), 1 << 10, "alltoall", net, matrix=m)
+
+
+# -- the command line -------------------------------------------------------------
+def test_cli_advises_an_alltoallv_from_a_matrix(capsys, tmp_path) -> None:
+    from wafercoll.cli import main
+
+    code = main(
+        [
+            "advise",
+            "-t",
+            "torus:3x3",
+            "-c",
+            "alltoallv",
+            "--format",
+            "json",
+            "--matrix",
+            "moe:tokens=32,bytes=1KiB,top_k=2,zipf=1.0,seed=1",
+        ]
+    )
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0
+    m = wc.alltoall.moe_matrix(9, 32, 1024, top_k=2, zipf_s=1.0, seed=1)
+    assert doc["size_bytes"] == int(m.sum())
+    names = {c["name"] for c in doc["candidates"] if c["status"] == "simulated"}
+    assert "torus_dimension_ordered_alltoallv" in names
+    # the same matrix from a file gives the same bound
+    path = tmp_path / "m.csv"
+    np.savetxt(path, m, delimiter=",", fmt="%d")
+    assert (
+        main(
+            [
+                "advise",
+                "-t",
+                "torus:3x3",
+                "-c",
+                "alltoallv",
+                "--format",
+                "json",
+                "--matrix",
+                str(path),
+            ]
+        )
+        == 0
+    )
+    again = json.loads(capsys.readouterr().out)
+    assert again["lower_bound"] == doc["lower_bound"]
+
+
+@pytest.mark.parametrize(
+    "argv,text",
+    [
+        (["--matrix", "moe:foo=1"], "not key=value"),
+        (["--matrix", "nope.csv"], "no such file"),
+        (["-c", "alltoall", "--matrix", "moe:tokens=1"], "--collective alltoallv"),
+        ([], "one of --size-bytes"),
+    ],
+)
+def test_cli_matrix_errors(capsys, argv: list[str], text: str) -> None:
+    from wafercoll.cli import main
+
+    args = ["advise", "-t", "mesh:2x2", *argv]
+    if "-c" not in argv:
+        args += ["-c", "alltoallv"]
+    assert main(args) == 2
+    assert text in capsys.readouterr().err

@@ -71,6 +71,9 @@ True
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -90,6 +93,7 @@ __all__ = [
     "direct_alltoall",
     "hierarchical_alltoall",
     "moe_matrix",
+    "read_matrix",
     "shift_alltoall",
     "spread_alltoall",
 ]
@@ -548,6 +552,91 @@ def moe_matrix(
         chosen = np.argpartition(-keys, k - 1, axis=1)[:, :k]
         out[i] = np.bincount(home[chosen].ravel(), minlength=p) * width
     return out
+
+
+_MOE_KEYS = {
+    "tokens": "tokens_per_rank",
+    "bytes": "bytes_per_token",
+    "zipf": "zipf_s",
+    "top_k": "top_k",
+    "experts": "experts",
+    "seed": "seed",
+}
+
+
+def read_matrix(spec: str | os.PathLike[str], ranks: int) -> np.ndarray:
+    """An alltoallv byte matrix from a file or a ``moe:key=value,...`` spec.
+
+    Parameters
+    ----------
+    spec : str or path
+        A ``.npy``, ``.json`` (nested lists) or ``.csv`` file holding a
+        ``ranks x ranks`` matrix, or ``moe:`` followed by
+        :func:`moe_matrix` options: ``tokens`` (per rank, default 4096),
+        ``bytes`` (per token, with units: ``8KiB``; default 8 KiB), ``top_k``,
+        ``zipf``, ``experts``, ``seed``.
+    ranks : int
+        The matrix's side (the machine's ranks).
+
+    Returns
+    -------
+    numpy.ndarray, shape (ranks, ranks)
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``moe:`` key, a bad value, an unreadable file or a
+        matrix of another shape; the message names the spec.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> m = wc.alltoall.read_matrix("moe:tokens=100,bytes=1KiB,top_k=1,seed=2", 4)
+    >>> m.shape, int(m.sum())
+    ((4, 4), 409600)
+    """
+    from . import units
+
+    text = os.fspath(spec)
+    if text.startswith("moe:"):
+        opts: dict[str, Any] = {"tokens_per_rank": 4096, "bytes_per_token": 8192}
+        for item in filter(None, text[4:].split(",")):
+            key, sep, value = item.partition("=")
+            name = _MOE_KEYS.get(key.strip())
+            if not sep or name is None:
+                raise ValueError(
+                    f"{text!r}: {item!r} is not key=value with a key of "
+                    f"{', '.join(_MOE_KEYS)}"
+                )
+            try:
+                if name == "zipf_s":
+                    opts[name] = float(value)
+                elif name == "bytes_per_token":
+                    opts[name] = units.parse_size(value)
+                else:
+                    opts[name] = int(value)
+            except ValueError as exc:
+                raise ValueError(f"{text!r}: {key}: {exc}") from None
+        return moe_matrix(ranks, **opts)
+    path = Path(text)
+    if not path.is_file():
+        raise ValueError(f"no such file {text!r} (or write moe:...)")
+    try:
+        if path.suffix == ".npy":
+            m = np.load(path, allow_pickle=False)
+        elif path.suffix == ".json":
+            m = np.asarray(json.loads(path.read_text(encoding="utf-8")))
+        else:
+            m = np.loadtxt(path, delimiter=",", ndmin=2)
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot read {text}: {exc}") from None
+    if m.shape != (ranks, ranks):
+        raise ValueError(
+            f"{text} holds a {'x'.join(map(str, m.shape))} matrix; the machine "
+            f"has {ranks} ranks ({ranks}x{ranks} needed)"
+        )
+    alltoallv_blocks(m)  # the values: non-negative whole bytes
+    return m
 
 
 # -- closed forms -------------------------------------------------------------------

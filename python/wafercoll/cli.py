@@ -148,8 +148,14 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("advise", help="rank every algorithm on a machine at a size")
     p.add_argument("--topology", "--machine", "-t", dest="topology", required=True)
     p.add_argument("--collective", "-c", default="allreduce")
-    size = p.add_mutually_exclusive_group(required=True)
+    size = p.add_mutually_exclusive_group()
     size.add_argument("--size-bytes", "-s", type=_typed(units.parse_size, "-s"))
+    size.add_argument(
+        "--matrix",
+        metavar="FILE|moe:K=V,...",
+        help="alltoallv bytes from rank i to j: a .npy/.csv/.json p x p matrix, or "
+        "moe:tokens=4096,bytes=8KiB,top_k=2,zipf=1.0,experts=P,seed=0",
+    )
     size.add_argument(
         "--sizes",
         type=_typed(units.parse_size_range, "--sizes"),
@@ -470,6 +476,12 @@ def _cmd_advise(args: argparse.Namespace) -> int:
         raise UsageError(f"--keep must be >= 1, got {args.keep}")
     if args.plot and args.sizes is None:
         raise UsageError("--plot needs --sizes")
+    if args.matrix is not None:
+        if args.collective != "alltoallv":
+            raise UsageError("--matrix needs --collective alltoallv")
+        args.size_bytes = 1
+    elif args.sizes is None and args.size_bytes is None:
+        raise UsageError("one of --size-bytes, --sizes or --matrix is required")
     sizes = args.sizes or [args.size_bytes]
     if sizes[0] < 1:
         raise UsageError("--size-bytes must be >= 1")
@@ -479,9 +491,23 @@ def _cmd_advise(args: argparse.Namespace) -> int:
     keep = None if args.exhaustive else args.keep
     run, what = (wc.advise, sizes[0]) if args.sizes is None else (wc.crossover, sizes)
     progress = args.format == "text"
+    extra = {}
+    if args.matrix is not None:
+        try:
+            extra["matrix"] = wc.alltoall.read_matrix(
+                args.matrix, topology.num_endpoints
+            )
+        except (OSError, ValueError, TypeError) as exc:
+            raise UsageError(f"--matrix: {exc}") from None
     try:
         out = run(
-            topology, what, args.collective, network, keep=keep, progress=progress
+            topology,
+            what,
+            args.collective,
+            network,
+            keep=keep,
+            progress=progress,
+            **extra,
         )
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from None
