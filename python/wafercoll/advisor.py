@@ -250,6 +250,11 @@ def _secs(t: float | None) -> str:
     return "" if t is None else human_seconds(t)
 
 
+def _differs(s: Any, topology: Topology) -> str:
+    """How a candidate's collective differs from the one asked for ("": not)."""
+    return s.differs_from_standard(topology.default_ranks)
+
+
 def _applies(info: AlgorithmInfo, topology: Topology) -> bool:
     return ANY in info.families or topology.kind in info.families
 
@@ -391,7 +396,7 @@ def advise(
                 schedule_bound_s=own,
                 predicted_s=pred,
                 transfers=s.num_transfers,
-                differs=s.differs_from_standard(),
+                differs=_differs(s, topology),
             )
         )
 
@@ -420,7 +425,7 @@ def advise(
                         predicted_s=pred,
                         transfers=s.num_transfers,
                         note=f"cannot beat the {keep} fastest",
-                        differs=s.differs_from_standard(),
+                        differs=_differs(s, topology),
                     )
                 )
                 continue

@@ -608,7 +608,7 @@ def build(
                 f"{name} applies to {', '.join(info.families)} topologies, not {kind}"
             )
         if ranks is None:
-            ranks = topology.num_endpoints
+            ranks = topology.default_ranks
     if ranks is None:
         raise ValueError("ranks is required (or pass a topology)")
     p = as_int(ranks, "ranks", 1, info.max_ranks)

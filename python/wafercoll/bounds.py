@@ -781,7 +781,8 @@ def lower_bound(
         them with :func:`collective_bound`, which reads the schedule's own
         blocks and owners.
     ranks : int, optional
-        Ranks, all participants (default: every endpoint).
+        Ranks, all participants (default: ``topology.default_ranks``, every
+        endpoint that computes).
     root : int
         Root rank of a reduce or broadcast.
     placement : sequence of int, optional
@@ -821,7 +822,7 @@ def lower_bound(
     if matrix is not None and collective != "alltoallv":
         raise ValueError(f"matrix applies only to alltoallv, not {collective}")
     p = (
-        topology.num_endpoints
+        topology.default_ranks
         if ranks is None
         else as_int(ranks, "ranks", 1, topology.num_endpoints)
     )

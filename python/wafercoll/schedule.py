@@ -614,16 +614,22 @@ class Schedule:
         t = self._core.targets
         return t if len(t) else None
 
-    def differs_from_standard(self) -> str:
+    def differs_from_standard(self, ranks: int | None = None) -> str:
         """How this schedule's collective differs from the standard one, or ``""``.
 
-        The standard collective of a kind on ``p`` ranks: every rank
-        participates; a reduce-scatter's or allgather's blocks are owned one
-        contiguous, evenly sized share per rank in rank order; an alltoall's,
-        gather's and scatter's blocks have the layout of
-        :func:`~wafercoll.Schedule` with default ``owners`` and ``targets``.
-        Schedules that differ compute something else (TTO's reduce-scatter
-        leaves the sums on a few owners), so rankings say so beside them.
+        The standard collective of a kind on ``p`` ranks: ranks ``0 .. p - 1``
+        participate (further ranks may relay, as helpers); a reduce-scatter's
+        or allgather's blocks are owned one contiguous, evenly sized share
+        per participant in rank order; an alltoall's, gather's and scatter's
+        blocks have the layout of :class:`~wafercoll.Schedule` with default
+        ``owners`` and ``targets``. Schedules that differ compute something
+        else (TTO's reduce-scatter leaves the sums on a few owners), so
+        rankings say so beside them.
+
+        Parameters
+        ----------
+        ranks : int, optional
+            ``p`` (default: the schedule's rank count).
 
         Examples
         --------
@@ -635,12 +641,14 @@ class Schedule:
         'owners: 2 of 4 ranks hold blocks'
         >>> wc.Schedule(4, [8], participants=[0, 1, 2]).differs_from_standard()
         'participants: 3 of 4 ranks'
+        >>> wc.Schedule(5, [8], participants=[0, 1, 2, 3]).differs_from_standard(4)
+        ''
         """
-        p = self.num_ranks
+        p = self.num_ranks if ranks is None else int(ranks)
         notes = []
-        part = int(self.participants.sum())
-        if part != p:
-            notes.append(f"participants: {part} of {p} ranks")
+        part = np.flatnonzero(self.participants)
+        if len(part) != p or (part != np.arange(p)).any():
+            notes.append(f"participants: {len(part)} of {p} ranks")
         kind = self.collective
         owners = self.owners
         if kind in ("reduce_scatter", "allgather") and owners is not None:

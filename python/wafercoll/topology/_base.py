@@ -219,6 +219,23 @@ class Topology:
         return self._core.num_endpoints()
 
     @property
+    def default_ranks(self) -> int:
+        """Ranks a collective uses by default: endpoints ``0 .. default_ranks - 1``.
+
+        Every endpoint, except on machines with endpoints that hold data but
+        do not compute (the n150's DRAM regions): :func:`wafercoll.build`,
+        :func:`wafercoll.advise` and :func:`wafercoll.bounds.lower_bound`
+        take this many ranks when none are given.
+
+        Examples
+        --------
+        >>> import wafercoll as wc
+        >>> wc.mesh(3, 4).default_ranks
+        12
+        """
+        return self.num_endpoints
+
+    @property
     def num_nodes(self) -> int:
         """Number of nodes, endpoints and hidden routers together."""
         return self._core.num_nodes()

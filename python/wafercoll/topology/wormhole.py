@@ -152,6 +152,19 @@ class WormholeN150(Topology):
         self.dram_tile: tuple[int, int] | None = meta["dram_tile"]
         self._xy: list[tuple[int, int] | None] = meta["xy"]
 
+    @property
+    def default_ranks(self) -> int:
+        """The cores (DRAM regions hold data but run no ranks).
+
+        Examples
+        --------
+        >>> import wafercoll as wc
+        >>> t = wc.topology.wormhole_n150()
+        >>> t.default_ranks, t.num_endpoints
+        (64, 129)
+        """
+        return self.num_cores
+
     def physical_xy(self, node: int) -> tuple[int, int]:
         """Physical ``(x, y)`` of a tile node.
 
