@@ -58,6 +58,23 @@ Every bound is the largest of several components, each a proof on its own:
     ``gamma_s_per_byte`` each, spread at best over every rank's reduction
     unit.
 
+The block-moving collectives (``alltoall``, ``alltoallv``, ``gather``,
+``scatter``) reduce nothing and replicate nothing: block ``b`` of ``w_b``
+bytes must get from its owner ``o_b`` to its target ``t_b``. Proof sketch of
+each component: every byte of ``b`` leaves ``o_b`` at least once and enters
+``t_b`` at least once, so endpoint ``e`` sends at least the bytes of the
+blocks it owns for others (the ``e``-th row sum of an alltoallv's matrix,
+``(p - 1) / p`` of the send buffer for an alltoall) and receives at least
+its column sum (``injection`` / ``ejection``); all receptions together are
+at least ``sum_b w_b`` over the blocks that move (``ejection_total``); a cut
+with ``o_b`` on side ``A`` and ``t_b`` on side ``B`` is crossed by ``b`` at
+least once, so ``A -> B`` carries at least the bytes of those blocks
+(``cut``: for an alltoall of ``S`` bytes per rank on a grid, the bisection
+carries ``(p / 2)^2 S / p`` each way); and the message chain of each pair
+that exchanges bytes crosses the shortest path between them (``latency``:
+only pairs with ``w_b > 0``, so an alltoallv's zero entries force nothing).
+There is no ``compute`` component.
+
 Each byte component also adds the time no byte can avoid: the start-up
 ``alpha_s``, the port latencies and the smallest latency of the links it is
 counted on (bytes that cross a link of latency ``l`` into an endpoint must
