@@ -309,7 +309,7 @@ class _MscclReader:
                 continue
             other = conn.setdefault((way, peer, chan), tid)
             if other != tid:
-                verb = "sends to" if way == "send" else "receives from"
+                verb = "send to" if way == "send" else "receive from"
                 raise ps.err(
                     f"{w}: thread blocks {other} and {tid} both {verb} GPU {peer} "
                     f"on channel {chan}; a connection has one sending and one "
