@@ -470,3 +470,19 @@ def test_malformed_chakra_names_file_and_record(tmp_path):
         wc.io.read_chakra(tmp_path / "x")
     with pytest.raises(FileNotFoundError, match="no Chakra traces"):
         wc.io.read_chakra(tmp_path / "nothing")
+
+
+def test_goal_that_is_not_utf8_names_the_file(tmp_path):
+    import wafercoll as wc
+    from wafercoll.io import FormatError
+
+    s = wc.build("generic_ring_allreduce", 4, 64)
+    f = tmp_path / "ring.goal"
+    wc.io.write_goal(s, f)
+    text = f.read_text()
+    f.write_bytes(b"// r\xe9seau\n" + text.encode())
+    with pytest.raises(FormatError, match=r"ring.goal, line 1: not UTF-8 text"):
+        wc.io.read_goal(f)
+    # UTF-16 with a byte-order mark is read as such.
+    f.write_bytes(text.encode("utf-16"))
+    assert wc.io.read_goal(f).num_transfers == s.num_transfers

@@ -8,13 +8,15 @@ the importer, with random data and random interleavings.
 
 from __future__ import annotations
 
+import pickle
 import re
 import xml.etree.ElementTree as ET
-from collections import defaultdict, deque
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
 import pytest
+from msccl_runtime import Program, check, matches, mutate
 
 import wafercoll as wc
 from wafercoll.io import FormatError, msccl_xml, read_msccl, write_msccl
@@ -24,101 +26,15 @@ SIZE = 720720 * 64  # lcm(1..16) * 64: equal blocks for the sizes used here
 
 
 # --------------------------------------------------------------------------- #
-# an independent interpreter of MSCCL XML
+# an independent interpreter of MSCCL XML (tests/msccl_runtime.py)
 # --------------------------------------------------------------------------- #
 def run_msccl(text: str, rng: np.random.Generator, width: int = 3) -> None:
     """Run the program on random data; assert it computes its collective."""
-    algo = ET.fromstring(text)
-    coll = algo.get("coll")
-    p, n = int(algo.get("ngpus")), int(algo.get("nchunksperloop"))
-    root = int(algo.get("root", 0))
-    per = n // p
-    data = rng.integers(-50, 50, size=(p, n, width)).astype(np.int64)
-    bufs = []
-    for g in algo.iter("gpu"):
-        gid = int(g.get("id"))
-        main = np.zeros((n, width), np.int64)
-        if coll == "allgather":
-            main[gid * per : (gid + 1) * per] = data[gid, gid * per : (gid + 1) * per]
-        elif coll != "broadcast" or gid == root:
-            main[:] = data[gid]
-        scratch = np.zeros((max(int(g.get("s_chunks", 0)), 1), width), np.int64)
-        bufs.append((gid, main, scratch))
-    mem = {gid: {"i": main, "o": main, "s": scratch} for gid, main, scratch in bufs}
-    tbs = {}
-    for g in algo.iter("gpu"):
-        gid = int(g.get("id"))
-        for tb in g.iter("tb"):
-            tbs[(gid, int(tb.get("id")))] = (
-                tb,
-                [dict(st.attrib) for st in tb.iter("step")],
-            )
-    pc = {k: 0 for k in tbs}
-    queues: dict[tuple[int, int, int], deque] = defaultdict(deque)
-
-    def view(gid: int, buf: str, off: int, cnt: int) -> np.ndarray:
-        return mem[gid][buf][off : off + cnt]
-
-    def ready(key) -> bool:
-        tb, steps = tbs[key]
-        st = steps[pc[key]]
-        dep = int(st["depid"])
-        if dep >= 0 and pc[(key[0], dep)] <= int(st["deps"]):
-            return False
-        if st["type"] in ("r", "rrc", "rcs", "rrcs", "rrs"):
-            return bool(queues[(int(tb.get("recv")), key[0], int(tb.get("chan")))])
-        return True
-
-    while True:
-        live = [k for k in tbs if pc[k] < len(tbs[k][1])]
-        if not live:
-            break
-        cand = [k for k in live if ready(k)]
-        assert cand, f"deadlock with thread blocks {live[:5]} waiting"
-        key = cand[rng.integers(len(cand))]
-        tb, steps = tbs[key]
-        st = steps[pc[key]]
-        gid, kind, cnt = key[0], st["type"], int(st["cnt"])
-        if kind != "nop":
-            srcv = view(gid, st["srcbuf"], int(st["srcoff"]), cnt)
-            dstv = view(gid, st["dstbuf"], int(st["dstoff"]), cnt)
-        chan = int(tb.get("chan"))
-        if kind in ("r", "rrc", "rcs", "rrcs", "rrs"):
-            msg = queues[(int(tb.get("recv")), gid, chan)].popleft()
-            assert msg.shape[0] == cnt
-            if kind in ("r", "rcs"):
-                dstv[:] = msg
-                out = msg
-            else:
-                out = msg + srcv
-                if kind != "rrs":
-                    dstv[:] = out
-            if kind in ("rcs", "rrcs", "rrs"):
-                queues[(gid, int(tb.get("send")), chan)].append(out.copy())
-        elif kind == "s":
-            queues[(gid, int(tb.get("send")), chan)].append(srcv.copy())
-        elif kind == "re":
-            dstv[:] += srcv
-        elif kind == "cpy":
-            dstv[:] = srcv
-        else:
-            assert kind == "nop"
-        pc[key] += 1
-    assert not any(queues.values()), "messages left undelivered"
-    total = data.sum(axis=0)
-    for gid, main, _ in bufs:
-        if coll == "allreduce":
-            np.testing.assert_array_equal(main, total)
-        elif coll == "reduce" and gid == root:
-            np.testing.assert_array_equal(main, total)
-        elif coll == "broadcast":
-            np.testing.assert_array_equal(main, data[root])
-        elif coll == "reduce_scatter":
-            sl = slice(gid * per, (gid + 1) * per)
-            np.testing.assert_array_equal(main[sl], total[sl])
-        elif coll == "allgather":
-            want = np.concatenate([data[r, r * per : (r + 1) * per] for r in range(p)])
-            np.testing.assert_array_equal(main, want)
+    prog = Program(text)
+    x = rng.integers(-50, 50, size=(prog.p, prog.n, width)).astype(np.float64)
+    got, want = prog.run(x, rng), prog.expected(x)
+    for g in range(prog.p):
+        assert matches(got[g], want[g]), f"GPU {g}: {got[g]} != {want[g]}"
 
 
 # --------------------------------------------------------------------------- #
@@ -320,6 +236,10 @@ VERIFIED = [
     "ar_allpairs_8",
     "ar_rdh_8",
     "ar_hier_4x2",
+    "ar_allpairs_v2",
+    "ag_ring_4_oop",
+    "rs_ring_4_oop",
+    "ar_ring_4_oop",
 ]
 
 
@@ -359,12 +279,16 @@ def test_a_chunk_overwritten_after_its_send_is_read_at_the_send(rng):
     np.testing.assert_allclose(wc.execute(s, x), np.broadcast_to(x.sum(0), x.shape))
 
 
-def test_scratch_to_scratch_reduce_is_refused_by_name():
-    with pytest.raises(
-        FormatError,
-        match=r"ar_allpairs_v2.xml, line \d+, <step>: GPU \d+ tb \d+ step \d+: scratch-to-scratch",
-    ):
-        read_msccl(DATA / "ar_allpairs_v2.xml")
+def test_scratch_to_scratch_reduce_imports_verifies_and_runs(rng):
+    # msccl-tools' allreduce_a100_allpairs_v2 sums pairs of scratch chunks
+    # into scratch before reducing into the input.
+    text = (DATA / "ar_allpairs_v2.xml").read_text()
+    assert re.search(r'type="re" srcbuf="s" [^>]*dstbuf="s"', text)
+    run_msccl(text, rng)
+    s = read_msccl(DATA / "ar_allpairs_v2.xml")
+    wc.verify(s)
+    x = rng.integers(-9, 9, size=(8, 8 * 3))
+    np.testing.assert_array_equal(wc.execute(s, x), np.broadcast_to(x.sum(0), x.shape))
 
 
 # --------------------------------------------------------------------------- #
@@ -417,6 +341,11 @@ def test_duplicated_reduce_is_refuted_naming_the_step():
 # --------------------------------------------------------------------------- #
 # malformed input
 # --------------------------------------------------------------------------- #
+#: The attributes the runtime requires besides those a test varies.
+_ALGO = 'name="x" proto="Simple" nchannels="1" inplace="1"'
+_GPU = 'i_chunks="1" o_chunks="0" s_chunks="0"'
+
+
 @pytest.mark.parametrize(
     ("text", "match"),
     [
@@ -425,23 +354,23 @@ def test_duplicated_reduce_is_refuted_naming_the_step():
             r"line \d+.*not well-formed",
         ),
         (
-            '<algo name="x" coll="alltoall" ngpus="2" nchunksperloop="1">\n</algo>\n',
+            f'<algo {_ALGO} coll="alltoall" ngpus="2" nchunksperloop="1">\n</algo>\n',
             r"<algo>.*alltoall",
         ),
         (
-            '<algo name="x" coll="allreduce" ngpus="two" nchunksperloop="1">\n</algo>\n',
+            f'<algo {_ALGO} coll="allreduce" ngpus="two" nchunksperloop="1">\n</algo>\n',
             r"ngpus='two' is not an integer",
         ),
         (
-            '<algo coll="allreduce" ngpus="1" nchunksperloop="1">\n<gpu id="0" i_chunks="1" o_chunks="0" s_chunks="0">\n<tb id="0" send="-1" recv="-1" chan="0">\n<step s="0" type="zz" cnt="1"/>\n</tb>\n</gpu>\n</algo>\n',
+            f'<algo {_ALGO} coll="allreduce" ngpus="1" nchunksperloop="1">\n<gpu id="0" i_chunks="1" o_chunks="0" s_chunks="0">\n<tb id="0" send="-1" recv="-1" chan="0">\n<step s="0" type="zz" cnt="1"/>\n</tb>\n</gpu>\n</algo>\n',
             r"line 4, <step>: GPU 0 tb 0 step 0: unknown step type 'zz'",
         ),
         (
-            '<algo coll="allreduce" ngpus="2" nchunksperloop="1">\n<gpu id="0"/>\n</algo>\n',
+            f'<algo {_ALGO} coll="allreduce" ngpus="2" nchunksperloop="1">\n<gpu id="0" {_GPU}/>\n</algo>\n',
             r"ngpus=2 but the file has 1",
         ),
         (
-            '<algo coll="allreduce" ngpus="1" nchunksperloop="1">\n<bogus/>\n</algo>\n',
+            f'<algo {_ALGO} coll="allreduce" ngpus="1" nchunksperloop="1">\n<bogus/>\n</algo>\n',
             r"line 2, <bogus>: unknown element",
         ),
     ],
@@ -470,8 +399,10 @@ def test_dropped_message_is_refuted_by_the_verifier():
     text = text[: g0 + m.start()] + text[g0 + m.end() :]
     i = text.index('<step s="5" type="rcs"', text.index('<gpu id="3"'))
     text = text[:i] + text[i:].replace('type="rcs"', 'type="r"', 1)
+    # GPU 0 never receives its last block: the verifier names the GPU (rank
+    # 0) and the block.
     with pytest.raises(
-        wc.ScheduleError, match=r"without the contribution.*GPU \d+ tb \d+ step \d+"
+        wc.ScheduleError, match=r"block \d+ of rank 0 ends without the contribution"
     ) as info:
         wc.verify(read_msccl(text))
     assert info.value.kind == "missing"
@@ -492,11 +423,12 @@ def test_removed_dependency_in_an_export_is_refuted_by_the_verifier():
 
 def _two_gpus(steps0: str, steps1: str, nchunks: int = 1) -> str:
     """Two GPUs with one thread block each, talking to each other."""
+    gpu = f'i_chunks="{nchunks}" o_chunks="0" s_chunks="0"'
     return (
-        f'<algo coll="allreduce" ngpus="2" nchunksperloop="{nchunks}">\n'
-        '<gpu id="0">\n<tb id="0" send="1" recv="1" chan="0">\n'
+        f'<algo {_ALGO} coll="allreduce" ngpus="2" nchunksperloop="{nchunks}">\n'
+        f'<gpu id="0" {gpu}>\n<tb id="0" send="1" recv="1" chan="0">\n'
         f"{steps0}</tb>\n</gpu>\n"
-        '<gpu id="1">\n<tb id="0" send="0" recv="0" chan="0">\n'
+        f'<gpu id="1" {gpu}>\n<tb id="0" send="0" recv="0" chan="0">\n'
         f"{steps1}</tb>\n</gpu>\n</algo>\n"
     )
 
@@ -519,10 +451,10 @@ def _st(k: int, kind: str, off: int = 0, doff: int = 0, cnt: int | str = 1) -> s
          r"GPU 0 tb 0 step 1 \('s'\) has no matching receive"),
         # order: each GPU receives before it sends
         ("order", _two_gpus(_st(0, "r") + _st(1, "s"), _st(0, "r") + _st(1, "s")), 4,
-         r"would deadlock: GPU 0 tb 0 step 0 waits"),
+         r"GPU 0 tb 0 step 0: the program would deadlock: this step waits"),
         # replay: chunk 0 arrives as chunk 1
         ("replay", _two_gpus(_st(0, "s"), _st(0, "r", doff=1), nchunks=2), 9,
-         r"GPU 0 tb 0 step 0 -> GPU 1 tb 0 step 0 moves chunks \[0\] into chunks \[1\]"),
+         r"GPU 1 tb 0 step 0: writes block 0 into chunk 1 of buffer 'i'"),
     ],
 )  # fmt: skip
 def test_each_reader_phase_names_file_element_and_line(
@@ -535,3 +467,266 @@ def test_each_reader_phase_names_file_element_and_line(
     err = info.value
     assert (err.path, err.element, err.line) == (str(f), "step", line)
     assert str(err).startswith(f"{f}, line {line}, <step>: ")
+
+
+# --------------------------------------------------------------------------- #
+# the import means what the runtime runs
+# --------------------------------------------------------------------------- #
+def _step_line(text: str, gpu: int, tb: int, s: int) -> re.Match:
+    """The ``<step>`` element ``s`` of thread block ``tb`` of GPU ``gpu``."""
+    g0 = text.index(f'<gpu id="{gpu}"')
+    t0 = text.index(f'<tb id="{tb}"', g0)
+    return re.compile(rf'<step s="{s}" [^>]*/>').search(text, t0)
+
+
+def _edit(text: str, gpu: int, tb: int, s: int, **attrs: str) -> str:
+    """``text`` with attributes of one step replaced (None: removed)."""
+    m = _step_line(text, gpu, tb, s)
+    el = m.group(0)
+    for k, v in attrs.items():
+        k = k.rstrip("_")
+        if v is None:
+            el = re.sub(rf' {k}="[^"]*"', "", el)
+        else:
+            el = re.sub(rf' {k}="[^"]*"', f' {k}="{v}"', el)
+    return text[: m.start()] + el + text[m.end() :]
+
+
+def _read(name: str) -> str:
+    return (DATA / f"{name}.xml").read_text()
+
+
+def test_out_of_place_allgather_without_its_copy_is_refused():
+    # GPU 0's input -> output copy becomes a nop: its output chunk 0 is
+    # never written. Sending it from the output reads undefined memory.
+    text = _edit(_read("ag_ring_4_oop"), 0, 0, 0, type="nop")
+    text = _edit(text, 0, 2, 0, depid="-1", deps="-1")
+    with pytest.raises(
+        FormatError,
+        match=r"GPU 0 tb 2 step 0: reads chunk 0 of buffer 'o', which holds no "
+        "defined data",
+    ):
+        read_msccl(text)
+    # Sending from the input instead: the output chunk is never written.
+    text = _edit(text, 0, 2, 0, srcbuf="i")
+    with pytest.raises(FormatError, match=r"GPU 0: output chunk 0 is never written"):
+        read_msccl(text)
+
+
+def test_out_of_place_reduce_scatter_without_its_copy_is_refused():
+    text = _read("rs_ring_4_oop")
+    assert 'type="cpy"' in _step_line(text, 2, 0, 1).group(0)
+    with pytest.raises(FormatError, match=r"GPU 2: output chunk 0 is never written"):
+        read_msccl(_edit(text, 2, 0, 1, type="nop"))
+
+
+def test_in_place_flag_decides_the_buffers():
+    # The same steps with inplace="1": input and output are one buffer on
+    # the runtime, and the program is correct then too.
+    text = _read("ag_ring_4_oop").replace('inplace="0"', 'inplace="1"')
+    text = text.replace('i_chunks="1" o_chunks="4"', 'i_chunks="1" o_chunks="4"')
+    assert check(text, np.random.default_rng(0)) == "agree"
+
+
+def test_receive_reduce_reads_its_local_operand():
+    text = _read("ar_ring_4")
+    m = _step_line(text, 0, 0, 1)
+    assert 'type="rrs"' in m.group(0) and 'srcoff="3"' in m.group(0)
+    # The local operand is another chunk (block 0 instead of 3).
+    with pytest.raises(
+        FormatError,
+        match=r"GPU 0 tb 0 step 1: combines chunk 0 of buffer 'i' \(block 0\) "
+        r"with block 3",
+    ):
+        read_msccl(_edit(text, 0, 0, 1, srcoff="0"))
+    # ... or none at all: outside the 4 chunks of the input.
+    with pytest.raises(FormatError, match=r"srcoff=8 cnt=1 reaches outside the 4"):
+        read_msccl(_edit(text, 0, 0, 1, srcoff="8", dstoff="1"))
+
+
+def test_rrs_stores_nothing():
+    # The ring's reduce-copy-send of the full sum becomes a reduce-send: the
+    # GPU forwards the sum but keeps its partial one.
+    text = _read("ar_ring_4")
+    m = _step_line(text, 0, 0, 3)
+    assert 'type="rrcs"' in m.group(0)
+    bad = _edit(text, 0, 0, 3, type="rrs")
+    s = read_msccl(bad)
+    with pytest.raises(wc.ScheduleError, match="ends without the contribution"):
+        wc.verify(s)
+    assert check(bad, np.random.default_rng(0)) == "refuted"
+
+
+def test_reduce_into_output_never_written_is_refused():
+    # An allgather's receive becomes a receive-reduce: it adds to an output
+    # chunk nothing wrote (undefined on the runtime).
+    text = _read("ag_ring_4")
+    m = _step_line(text, 3, 0, 3)
+    assert 'type="r"' in m.group(0)
+    with pytest.raises(
+        FormatError, match=r"GPU 3 tb 0 step 3: reads chunk 0 of buffer 'o', which "
+    ):
+        read_msccl(_edit(text, 3, 0, 3, type="rrc"))
+
+
+def test_two_thread_blocks_on_one_connection_are_refused():
+    # GPU 0's local thread block also declares GPU 1 as its send peer on
+    # channel 0, which thread block 1 already sends on.
+    text = _read("ar_1step_4")
+    text = text.replace('<tb id="0" send="-1"', '<tb id="0" send="1"', 1)
+    with pytest.raises(
+        FormatError,
+        match=r"line \d+, <tb>: GPU 0 tb 1: thread blocks 0 and 1 both send to "
+        r"GPU 1 on channel 0",
+    ):
+        read_msccl(text)
+
+
+def _swap_steps(text: str, gpu: int, tb: int, k: int) -> str:
+    """Swap steps ``k`` and ``k + 1`` of a thread block and renumber them."""
+    a, b = _step_line(text, gpu, tb, k), _step_line(text, gpu, tb, k + 1)
+    ea = re.sub(r's="\d+"', f's="{k + 1}"', a.group(0), count=1)
+    eb = re.sub(r's="\d+"', f's="{k}"', b.group(0), count=1)
+    return text[: a.start()] + eb + text[a.end() : b.start()] + ea + text[b.end() :]
+
+
+@pytest.mark.parametrize(("tb", "k"), [(0, 3), (1, 4)])
+def test_nop_between_fused_reductions_loses_its_dependency(tb, k):
+    # allreduce_1step with a 're' swapped with the 'nop' before it: the nop
+    # now sits between 're' steps into one chunk. The runtime's reader fuses
+    # those into one reduction and gives the nop's dependency (the receive
+    # filling the last scratch chunk) to the next transfer, of which there
+    # is none: the reduction reads that chunk before it arrives.
+    text = _swap_steps(_read("ar_1step_4"), 0, tb, k)
+    kinds = re.findall(r'type="(\w+)"', text[_step_line(text, 0, tb, k).start() :])
+    assert kinds[:3] == ["re", "nop", "re"]
+    with pytest.raises(
+        FormatError, match=rf"GPU 0 tb {tb} step \d: reads scratch chunk \d+, which"
+    ):
+        read_msccl(text)
+    # The runtime in tests/msccl_runtime.py gets it wrong in some orders.
+    prog = Program(text)
+    rng = np.random.default_rng(3)
+    x = rng.integers(-9, 9, size=(4, 4, 1)).astype(np.float64)
+    want = prog.expected(x)
+    wrong = sum(not matches(prog.run(x, rng)[0], want[0]) for _ in range(40))
+    assert wrong > 0
+
+
+@pytest.mark.parametrize(
+    ("edit", "match"),
+    [
+        ({"gpu": 'i_chunks="1"'}, r"GPU 0: i_chunks=1 but a allreduce"),
+        ({"gpu": 's_chunks="1"'}, r"srcoff=4 cnt=1 reaches outside the 1 chunks"),
+        ({"step": {"srcoff": "nan"}}, r"GPU 0 tb 0 step 0: attribute srcoff='nan'"),
+        ({"step": {"cnt": "1.5"}}, r"GPU 0 tb 0 step 0: attribute cnt='1.5' is not"),
+        ({"step": {"dstoff": "0x10"}}, r"attribute dstoff='0x10' is not an integer"),
+        ({"step": {"cnt": "+1"}}, r"attribute cnt='\+1' is not an integer"),
+        ({"gpu": 'o_chunks="nan"'}, r"GPU 0: attribute o_chunks='nan' is not an"),
+        ({"step": {"hasdep": None}}, r"GPU 0 tb 0 step 0: attribute 'hasdep' is mis"),
+        ({"step": {"srcbuf": None}}, r"GPU 0 tb 0 step 0: attribute 'srcbuf' is mis"),
+        ({"step": {"srcbuf": "x"}}, r"srcbuf='x' is not a buffer"),
+        ({"step": {"type": "s", "cnt": "72"}}, r"cnt=72 is outside \[1, 71\]"),
+    ],
+)
+def test_every_attribute_is_checked(edit, match):
+    text = _read("ar_1step_4")
+    if "gpu" in edit:
+        g = re.search(r'<gpu id="0" [^>]*>', text)
+        key = edit["gpu"].split("=")[0]
+        el = re.sub(rf'{key}="[^"]*"', edit["gpu"], g.group(0))
+        text = text[: g.start()] + el + text[g.end() :]
+    else:
+        text = _edit(text, 0, 0, 0, **edit["step"])
+    with pytest.raises(FormatError, match=match):
+        read_msccl(text)
+
+
+def test_a_wait_nobody_signals_is_refused():
+    # The step the reduction waits for does not set its flag (hasdep="0"),
+    # and no later step of that thread block does: the runtime waits forever.
+    text = _read("ar_1step_4")
+    assert 'hasdep="1"' in _step_line(text, 0, 1, 1).group(0)
+    with pytest.raises(FormatError, match=r"waits for tb 1 step 1, but no step"):
+        read_msccl(_edit(text, 0, 1, 1, hasdep="0"))
+
+
+# --------------------------------------------------------------------------- #
+# differential fuzzing against the runtime of tests/msccl_runtime.py
+# --------------------------------------------------------------------------- #
+FUZZ_FILES = sorted(DATA.glob("*.xml"))
+
+
+def test_mutants_the_import_accepts_compute_what_the_runtime_computes():
+    # Mutants of msccl-tools' files (attributes, step types, dropped,
+    # duplicated and swapped steps, buffers and their sizes, in-place flag,
+    # dependencies): every one that the import and the verifier accept
+    # computes the collective on the runtime too, in random orders, and
+    # execute agrees. The long run is bench/msccl_fuzz.py.
+    rng = np.random.default_rng(20260)
+    texts = [f.read_text() for f in FUZZ_FILES]
+    outcome = Counter()
+    for _ in range(300):
+        base = texts[rng.integers(len(texts))]
+        outcome[check(mutate(base, rng, int(rng.integers(1, 3))), rng)] += 1
+    assert outcome["agree"] >= 30 and outcome["rejected"] >= 100, outcome
+
+
+def test_the_fuzz_catches_a_wrong_program():
+    # The check is not vacuous: a program the runtime gets wrong fails it
+    # when the import wrongly accepts it (here: the runtime with its 'rrcs'
+    # read as 'rrs' by the interpreter, i.e. the file's own bug).
+    text = _edit(_read("ar_ring_4"), 0, 0, 3, type="rrs")
+    prog = Program(text)
+    rng = np.random.default_rng(0)
+    x = rng.integers(-9, 9, size=(4, 4, 1)).astype(np.float64)
+    assert not matches(prog.run(x, rng)[0], prog.expected(x)[0])
+
+
+# --------------------------------------------------------------------------- #
+# the verification model survives JSON and pickle
+# --------------------------------------------------------------------------- #
+@pytest.mark.parametrize("name", ["ar_1step_4", "ag_ring_4_oop", "ar_allpairs_v2"])
+def test_verification_model_survives_json_and_pickle(name, tmp_path, rng):
+    s = read_msccl(DATA / f"{name}.xml")
+    x = rng.integers(-9, 9, size=(s.num_ranks, s.num_blocks * 2))
+    want = wc.execute(s, x)
+    f = tmp_path / "s.json"
+    s.to_json(f)
+    for back in (
+        wc.Schedule.from_json(s.to_json()),
+        wc.Schedule.from_json(f),
+        pickle.loads(pickle.dumps(s)),
+    ):
+        assert back == s
+        wc.verify(back)
+        np.testing.assert_array_equal(wc.execute(back, x), want)
+
+
+# --------------------------------------------------------------------------- #
+# encodings
+# --------------------------------------------------------------------------- #
+def test_xml_encodings(tmp_path):
+    text = _read("ar_ring_4").replace('name="allreduce_ring', 'name="ring é')
+    decl = '<?xml version="1.0" encoding="{}"?>\n'
+    f = tmp_path / "utf16.xml"
+    f.write_bytes((decl.format("UTF-16") + text).encode("utf-16"))  # with a BOM
+    assert read_msccl(f).name.startswith("ring é")
+    f = tmp_path / "latin1.xml"
+    f.write_bytes((decl.format("latin-1") + text).encode("latin-1"))
+    assert read_msccl(f).name.startswith("ring é")
+    assert read_msccl(f.read_bytes()).name.startswith("ring é")
+    f = tmp_path / "bad.xml"
+    f.write_bytes(text.encode("latin-1"))  # no declaration: must be UTF-8
+    with pytest.raises(FormatError, match=r"bad.xml, line 1: not UTF-8 text \(byte"):
+        read_msccl(f)
+    f.write_bytes((decl.format("no-such-codec") + text).encode())
+    with pytest.raises(FormatError, match=r"bad.xml, line 1: the encoding"):
+        read_msccl(f)
+
+
+def test_a_model_that_does_not_fit_is_refused():
+    doc = read_msccl(DATA / "ar_ring_4.xml").to_dict()
+    doc["model"]["ranks"] = 2
+    with pytest.raises(wc.ScheduleError, match="field 'model'"):
+        wc.Schedule.from_dict(doc)

@@ -114,12 +114,12 @@ def verify(schedule: Schedule) -> VerifyReport:
         try:
             rep = verify(s._model)
         except ScheduleError as exc:
-            t = exc.transfer
+            # The model's transfers are the program's reads and writes, which
+            # its labels name; they are not this schedule's transfers.
             raise ScheduleError(
-                f"{exc} (transfers 2m and 2m + 1 of the verification model read "
-                "message m at its send and deliver it)",
+                f"{exc} (in the verification model of the imported program)",
                 kind=exc.kind,
-                transfer=None if t is None else t // 2,
+                transfer=None,
                 rank=exc.rank
                 if exc.rank is not None and exc.rank < s.num_ranks
                 else None,

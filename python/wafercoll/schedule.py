@@ -53,9 +53,12 @@ JSON
 ``root``, ``owners``, ``targets``, ``participants``) and ``transfers``: a list
 of objects such as
 ``{"src": 0, "dst": [1], "blocks": [[0, 4], 7], "op": "reduce", "deps": [2]}``,
-where a block entry is a block index or a half-open ``[lo, hi]`` range.
-:meth:`Schedule.from_json` validates everything and names the transfer index and
-field of the first problem.
+where a block entry is a block index or a half-open ``[lo, hi]`` range. A
+schedule whose data semantics are those of a finer schedule (an imported MSCCL
+program: see :mod:`wafercoll.io.msccl`) adds that one as ``model``, a document of
+the same form over more ranks, which :func:`wafercoll.verify` and
+:func:`wafercoll.execute` use. :meth:`Schedule.from_json` validates everything
+and names the transfer index and field of the first problem.
 """
 
 from __future__ import annotations
@@ -100,6 +103,7 @@ _TOP_KEYS = {
     "block_bytes",
     "collective",
     "transfers",
+    "model",
 }
 _MAX_JSON_TRANSFERS = 1 << 26
 
@@ -866,6 +870,7 @@ class Schedule:
                 "participants": None if part.all() else np.flatnonzero(part).tolist(),
             },
             "transfers": self._labelled(self._transfers(0, self.num_transfers)),
+            **({} if self._model is None else {"model": self._model.to_dict()}),
         }
 
     def _labelled(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -1049,6 +1054,8 @@ class Schedule:
         labels = [t.get("label") for t in transfers]
         if any(label is not None for label in labels):
             out._labels = ["" if label is None else str(label) for label in labels]
+        if doc.get("model") is not None:
+            out._model = _model_from_dict(out, doc["model"])
         return out
 
     # -- display ------------------------------------------------------------
@@ -1082,6 +1089,41 @@ class Schedule:
         )
         title = html.escape(self.name or "Schedule")
         return f"<table><caption>{title}</caption>{rows}</table>"
+
+
+def _model_from_dict(s: Schedule, doc: Any) -> Schedule:
+    """The verification model of ``s`` from field ``model`` of its document.
+
+    It holds the same blocks and collective over more ranks, of which the
+    first ``s.num_ranks`` participate.
+    """
+    if isinstance(doc, dict) and doc.get("model") is not None:
+        raise ScheduleError("field 'model': a model has no model of its own")
+    try:
+        model = Schedule.from_dict(doc)
+    except ScheduleError as exc:
+        raise ScheduleError(f"field 'model': {exc}", kind=exc.kind) from None
+    p = s.num_ranks
+    same = (
+        model.num_ranks >= p
+        and np.array_equal(model.block_bytes, s.block_bytes)
+        and (model.collective, model.root) == (s.collective, s.root)
+        and np.array_equal(
+            np.asarray([] if model.owners is None else model.owners),
+            np.asarray([] if s.owners is None else s.owners),
+        )
+        and np.array_equal(
+            np.asarray([] if model.targets is None else model.targets),
+            np.asarray([] if s.targets is None else s.targets),
+        )
+        and np.flatnonzero(model.participants).tolist() == list(range(p))
+    )
+    if not same:
+        raise ScheduleError(
+            f"field 'model': must have the schedule's blocks and collective over "
+            f"at least its {p} ranks, of which exactly those participate"
+        )
+    return model
 
 
 def _core_limit(what: str) -> int:

@@ -18,6 +18,8 @@ __all__ = [
     "RankFrontier",
     "Transfers",
     "check_verified",
+    "decode_text",
+    "read_bytes",
     "read_text",
 ]
 
@@ -66,8 +68,47 @@ class FormatError(ValueError):
 def read_text(source: str | os.PathLike[str], what: str) -> tuple[str, str | None]:
     """Return ``(text, path)`` from a path or from the text itself.
 
-    ``source`` is text when it holds a newline or starts with ``<``.
+    ``source`` is text when it holds a newline or starts with ``<``. A file
+    is UTF-8, or UTF-16 / UTF-8 with a byte-order mark; anything else is a
+    :class:`FormatError` naming the file and the line of the first bad byte.
     """
+    text, path = read_bytes(source, what)
+    if path is None:
+        assert isinstance(text, str)
+        return text, None
+    assert isinstance(text, bytes)
+    return decode_text(text, path), path
+
+
+def decode_text(data: bytes, path: str | None) -> str:
+    """``data`` as text: UTF-8, or as its byte-order mark says (UTF-16, UTF-8)."""
+    codec = "utf-8"
+    if data[:3] == b"\xef\xbb\xbf":
+        codec = "utf-8-sig"
+    elif data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        codec = "utf-16"
+    try:
+        return data.decode(codec)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1 if codec == "utf-8" else None
+        raise FormatError(
+            f"not {codec.upper().replace('-SIG', '')} text (byte {exc.start}: "
+            f"{exc.reason}); save the file as UTF-8",
+            path=path,
+            line=line,
+        ) from None
+
+
+def read_bytes(
+    source: str | bytes | os.PathLike[str], what: str
+) -> tuple[str | bytes, str | None]:
+    """``(text, None)`` for text given directly, else ``(file bytes, path)``.
+
+    ``source`` is text when it holds a newline or starts with ``<``; bytes
+    are a document given directly, returned as they are.
+    """
+    if isinstance(source, bytes):
+        return source, None
     if isinstance(source, str) and ("\n" in source or source.lstrip().startswith("<")):
         return source, None
     if not isinstance(source, (str, os.PathLike)):
@@ -84,7 +125,7 @@ def read_text(source: str | os.PathLike[str], what: str) -> tuple[str, str | Non
             f"{path}: {size} bytes; {what} files larger than {MAX_FILE_BYTES} "
             "bytes are refused"
         )
-    with open(path, encoding="utf-8") as fh:
+    with open(path, "rb") as fh:
         return fh.read(), path
 
 

@@ -374,8 +374,9 @@ def read_goal(
     Raises
     ------
     FormatError
-        For a malformed file (naming file, statement and line), an unmatched
-        send or receive, or operations that wait for each other in a cycle.
+        For a malformed file (naming file, statement and line), a file that
+        is not UTF-8 (or UTF-16 with a byte-order mark), an unmatched send or
+        receive, or operations that wait for each other in a cycle.
 
     Examples
     --------

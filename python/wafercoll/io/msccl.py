@@ -32,29 +32,36 @@ receive, so the program cannot deadlock, even with unbuffered sends. A step
 with several dependencies gets ``nop`` steps in front of it, one per extra
 dependency.
 
-Import (:func:`read_msccl`) replays the program: messages are matched per
-connection (sender, receiver, channel) in order, and every message becomes a
-transfer that waits for what the send step and the receive step (or, for a
-receive into scratch, the ``re`` / ``cpy`` step that consumes it) wait for:
-the schedule :func:`wafercoll.simulate` times. An MSCCL message is read at
-its send and written at its receive, later; one wafercoll transfer reads and
-writes after one set of dependencies. So the imported schedule carries an
-exact verification model, which :func:`wafercoll.verify` and
-:func:`wafercoll.execute` use: each message passes through a relay rank of its
-own (a non-participant), read when the send step may run and delivered when
-the receiving steps may. Labels name the GPU, thread block and step of both
-ends, and :func:`wafercoll.verify` quotes them. The JSON of an imported
-schedule keeps the timing view only.
+Import (:func:`read_msccl`) reads the program as the runtime runs it. Every
+attribute the runtime reads is required and checked (integers are decimal
+digits; offsets plus counts within the ``i_chunks`` / ``o_chunks`` /
+``s_chunks`` the GPU declares; a connection, a (peer, channel) pair, has one
+sending and one receiving thread block). Steps become the runtime's transfers
+as its XML reader builds them: a ``nop`` hands its dependency to the next
+step, consecutive ``re`` steps into one chunk without dependencies of their
+own are fused into one reduction (a ``nop`` between them hands its dependency
+past it), and a wait for a step is released by the first step from there on
+with ``hasdep="1"``. Buffers are the runtime's: with ``inplace="1"`` an
+allgather's input is the GPU's slice of its output (a reduce-scatter's output
+the slice of its input, the other collectives' input and output are one
+buffer); out of place the output buffer starts undefined. Each step's reads
+and writes of chunks (both operands of ``rrc`` / ``rrcs`` / ``rrs``, which
+stores nothing) make an exact verification model, which
+:func:`wafercoll.verify` and :func:`wafercoll.execute` use: a message is read
+into a relay rank at its send and delivered from there, and a step's reads
+wait for a marker of its start, so a write not ordered after the step is a
+race. A read of a chunk that holds no data when its step runs (one no step
+wrote before, in some order the program allows) is an import error naming the
+GPU, thread block and step, and so is an out-of-place output chunk that is
+never written. The schedule itself, which :func:`wafercoll.simulate` times,
+has one transfer per message with labels naming the GPU, thread block and step
+of both ends; its JSON and pickle keep the model.
 
 Limits of the import, each refused with a message naming GPU, thread block and
 step: a chunk that moves to a different position (wafercoll moves a block to
-the same block of another rank), a send from scratch, scratch-to-scratch
-``re`` / ``cpy``, ``ra`` steps, and a scratch chunk consumed without a
-dependency on the receive that fills it. Input and output buffers are one
-vector (exact for in-place programs; an out-of-place program must not read an
-input chunk after writing the output chunk at its position). ``rrs`` (reduce
-and send without storing) is read as ``rrcs``: the relay keeps the partial
-sum, which a correct program overwrites.
+the same block of another rank), a scratch chunk that holds one block and later
+another, ``ra`` steps, fused ``re`` steps with different counts, and a step
+whose source and destination chunks overlap without coinciding.
 
 The export lives in :mod:`wafercoll.io.msccl_write`, the import in
 :mod:`wafercoll.io.msccl_read` (its XML layer in ``_msccl_parse``); this
