@@ -124,7 +124,9 @@ class Program:
                 inp = np.full((n, width), np.nan)
             else:
                 inp = np.array(x[g])
-            if self.inplace:
+            if self.inplace and coll == "alltoall":
+                i = o = inp  # MSCCL's in-place alltoall: one buffer
+            elif self.inplace:
                 if coll == "allgather":
                     o = nan
                     o[g * per : (g + 1) * per] = inp
@@ -227,6 +229,10 @@ class Program:
                 want[g] = x[self.root]
             elif coll == "allgather":
                 want[g] = x[np.arange(n) // per, np.arange(n)]
+            elif coll == "alltoall":
+                # output chunk j: GPU j // per's chunk j % per for g
+                j = np.arange(n)
+                want[g] = x[j // per, g * per + j % per]
             else:  # reduce_scatter: the output is the GPU's slice
                 want[g] = total[g * per : (g + 1) * per]
         return want
@@ -329,6 +335,27 @@ def _mutate_once(algo: ET.Element, rng: np.random.Generator) -> None:
             st.set("deps", str(rng.integers(max(len(o.findall("step")), 1))))
 
 
+def _execute_alltoall(s, x: np.ndarray, k: int) -> np.ndarray:
+    """:func:`wafercoll.execute` of an imported alltoall, in MSCCL's buffers.
+
+    wafercoll's alltoall has a block per (source, target, chunk): block
+    ``(i * p + j) * k + c`` is GPU ``i``'s chunk ``j * k + c``, and it ends in
+    GPU ``j``'s output chunk ``i * k + c``.
+    """
+    import wafercoll as wc
+
+    p, n, width = x.shape
+    mine = np.zeros((p, p * n, width))
+    for g in range(p):
+        mine[g, g * n : (g + 1) * n] = x[g]
+    out = wc.execute(s, mine.reshape(p, p * n * width)).reshape(p, p * n, width)
+    got = np.empty_like(x)
+    for g in range(p):
+        j = np.arange(n)
+        got[g] = out[g, ((j // k) * p + g) * k + j % k]
+    return got
+
+
 # --------------------------------------------------------------------------- #
 # the differential check
 # --------------------------------------------------------------------------- #
@@ -355,8 +382,11 @@ def check(text: str, rng: np.random.Generator, runs: int = 2, width: int = 2) ->
     prog = Program(text)
     p, n = prog.p, prog.n
     x = rng.integers(-50, 50, size=(p, n, width)).astype(np.float64)
-    ours = wc.execute(s, x.reshape(p, n * width)).reshape(p, n, width)
     want = prog.expected(x)
+    if prog.coll == "alltoall":
+        ours = _execute_alltoall(s, x, prog.per)
+    else:
+        ours = wc.execute(s, x.reshape(p, n * width)).reshape(p, n, width)
     for g in range(p):
         mine = ours[g]
         if prog.coll == "reduce_scatter":

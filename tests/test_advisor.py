@@ -170,5 +170,5 @@ def test_cli_advise_table_csv_and_plot(tmp_path, capsys) -> None:
     assert {int(r["size_bytes"]) for r in rows} == {1024, 32768, 1048576}
     assert png.stat().st_size > 1000
     assert main(["advise", "-t", "ring:6", "--sizes", "1MiB:1KiB"]) == 2
-    assert main(["advise", "-t", "ring:6", "-s", "1KiB", "-c", "alltoall"]) == 2
+    assert main(["advise", "-t", "ring:6", "-s", "1KiB", "-c", "allscatter"]) == 2
     assert main(["advise", "-t", "ring:6", "-s", "1KiB", "--format", "json"]) == 0

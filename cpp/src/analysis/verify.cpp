@@ -752,10 +752,9 @@ class Verifier {
   }
 
   // Every block of at least one byte ends at its target holding its
-  // owner's input, and arrives
-  // there exactly once: no write at all when the owner is the target, one
-  // write otherwise (a second copy of the same data is a wasted transfer the
-  // collective does not need, and usually a sign of a wrong index map).
+  // owner's input, and one that moves arrives there exactly once (a second
+  // copy of the same data is a wasted transfer the collective does not
+  // need, and usually a sign of a wrong index map).
   void check_moved() {
     const Collective& c = s_.collective();
     const BlockId nb = s_.num_blocks();
@@ -777,8 +776,9 @@ class Verifier {
         if (writes == 0) later = records_[rec].writer;
         ++writes;
       }
-      const std::int64_t want = o == t ? 0 : 1;
-      if (writes > want)
+      // A block already at its target may be rewritten with itself (an
+      // imported program copies its own chunk from input to output).
+      if (o != t && writes > 1)
         throw ScheduleError("duplicate",
                             "block " + std::to_string(b) + " (rank " + std::to_string(o) +
                                 " to rank " + std::to_string(t) + ") arrives at " +

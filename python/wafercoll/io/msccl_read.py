@@ -52,6 +52,7 @@ _COLL = {
     "reducescatter": "reduce_scatter",
     "reduce": "reduce",
     "broadcast": "broadcast",
+    "alltoall": "alltoall",
 }
 _RECV_TYPES = {"r", "rrc", "rcs", "rrcs", "rrs"}
 _SEND_TYPES = {"s", "rcs", "rrcs", "rrs"}
@@ -239,13 +240,24 @@ class _MscclReader:
 
             self.cb = as_int(self.chunk_bytes, "chunk_bytes", 1)
         self.root = num("root", 0, ngpus - 1, default=0)
-        if coll in ("allgather", "reduce_scatter") and nchunks % ngpus:
+        if coll in ("allgather", "reduce_scatter", "alltoall") and nchunks % ngpus:
             raise ps.err(
                 f"{coll} needs nchunksperloop ({nchunks}) divisible by ngpus ({ngpus})",
                 "algo",
                 line,
             )
         self.per_rank = nchunks // ngpus
+        # An alltoall's loop is one GPU's buffer: every GPU sends per_rank
+        # chunks to each GPU, so the collective has ngpus * nchunks blocks.
+        self.n_blocks = nchunks * ngpus if coll == "alltoall" else nchunks
+        if coll == "alltoall" and self.inplace:
+            raise ps.err(
+                "an in-place alltoall overwrites each input chunk with another "
+                "GPU's chunk; the import follows every block in a place of its "
+                "own (out of place, inplace=\"0\", as msccl-tools writes it)",
+                "algo",
+                line,
+            )
         if len(ps.gpus) != ngpus:
             raise ps.err(
                 f"ngpus={ngpus} but the file has {len(ps.gpus)} <gpu> elements",
@@ -624,6 +636,13 @@ class _MscclReader:
         idx = range(off, off + st.cnt)
         if b == "s":
             return [self.scratch.get((g, j)) for j in idx]
+        if self.coll == "alltoall":
+            # Input chunk j of GPU g is its chunk j % k for GPU j // k; output
+            # chunk j holds GPU j // k's chunk j % k for g (k = per_rank).
+            k, p = self.per_rank, self.ngpus
+            if b == "i":
+                return [(g, (g * p + j // k) * k + j % k) for j in idx]
+            return [(self.out_rank[g], ((j // k) * p + g) * k + j % k) for j in idx]
         coll, base = self.coll, g * self.per_rank
         slice_of = "allgather" if b == "i" else "reduce_scatter"
         if self.inplace:
@@ -875,6 +894,15 @@ class _MscclReader:
         for g in range(self.ngpus):
             if self.coll == "reduce" and g != self.root:
                 continue
+            if self.coll == "alltoall":
+                k, p = per, self.ngpus
+                blocks = [((j // k) * p + g) * k + j % k for j in range(n)]
+                src = [(self.out_rank[g], b) for b in blocks]
+                names = [f"output chunk {j}" for j in range(n)]
+                self._move(
+                    src, [(g, b) for b in blocks], "copy", sinks, None, "output", names
+                )
+                continue
             blocks = (
                 range(g * per, (g + 1) * per)
                 if self.coll == "reduce_scatter"
@@ -897,12 +925,17 @@ class _MscclReader:
             else None,
             "name": self.algo_name,
         }
-        s = Schedule(self.ngpus, [self.cb] * self.nchunks, coll, **kw)
+        if coll == "alltoall":
+            # Block (i * p + j) * k + c: chunk c of GPU i's data for GPU j.
+            pair = np.arange(self.n_blocks) // per_rank
+            kw["owners"] = (pair // self.ngpus).tolist()
+            kw["targets"] = (pair % self.ngpus).tolist()
+        s = Schedule(self.ngpus, [self.cb] * self.n_blocks, coll, **kw)
         _append(s, self.t_rows)
         s.labels = self.t_label
         model = Schedule(
             self.n_ranks,
-            [self.cb] * self.nchunks,
+            [self.cb] * self.n_blocks,
             coll,
             participants=range(self.ngpus),
             **kw,
