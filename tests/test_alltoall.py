@@ -444,3 +444,61 @@ def test_alltoall_round_trips_through_goal_and_chakra(
         del got["deps"], want["deps"]
         assert got == want, (i, t)
     _check_moves(back)
+
+
+@pytest.mark.parametrize(
+    "name,kw",
+    [
+        ("generic_shift_alltoall", {"ranks": 5}),
+        ("generic_bruck_alltoall", {"ranks": 7}),
+        ("generic_spread_alltoall", {"ranks": 4}),
+        ("mesh_dimension_ordered_alltoall", {"topology": wc.mesh(3, 3)}),
+        ("cluster_hierarchical_alltoall", {"topology": wc.topology.cluster(3, 2)}),
+    ],
+)
+def test_alltoall_msccl_export_runs_on_an_independent_runtime(
+    name: str, kw: dict
+) -> None:
+    from msccl_runtime import check
+
+    p = kw.get("ranks") or kw["topology"].num_endpoints
+    s = wc.build(name, size_bytes=p * 64, **kw)
+    xml = wc.io.msccl_xml(s)
+    assert 'coll="alltoall" inplace="0"' in xml
+    # the runtime of tests/msccl_runtime.py computes the alltoall in random
+    # thread-block orders, and so does the import
+    assert check(xml, np.random.default_rng(p), runs=3) == "agree"
+    back = wc.io.read_msccl(xml)
+    assert back.collective == "alltoall"
+    assert back.block_bytes.tolist() == s.block_bytes.tolist()
+    assert back.targets.tolist() == s.targets.tolist()
+
+
+def test_msccl_tools_alltoall_programs_import_and_run() -> None:
+    from pathlib import Path
+
+    from msccl_runtime import check
+
+    data = Path(__file__).parent / "data" / "msccl"
+    for f in ("a2a_allpairs_8.xml", "a2a_two_step_2x4.xml"):
+        text = (data / f).read_text()
+        s = wc.io.read_msccl(text)
+        assert (s.collective, s.num_ranks, s.num_blocks) == ("alltoall", 8, 64)
+        _check_moves(s)
+        assert check(text, np.random.default_rng(0)) == "agree"
+
+
+def test_msccl_export_refuses_what_the_runtime_lacks() -> None:
+    v = wc.build(
+        "generic_shift_alltoallv", ranks=3, size_bytes=0, matrix=np.ones((3, 3))
+    )
+    with pytest.raises(ValueError, match="no alltoallv"):
+        wc.io.msccl_xml(v)
+    uneven = wc.build("generic_shift_alltoall", ranks=3, size_bytes=3 * 3 + 1)
+    with pytest.raises(ValueError, match="same number of chunks"):
+        wc.io.msccl_xml(uneven)
+    text = wc.io.msccl_xml(
+        wc.build("generic_shift_alltoall", ranks=2, size_bytes=16)
+    ).replace('inplace="0"', 'inplace="1"')
+    with pytest.raises(wc.io.FormatError, match="in-place alltoall"):
+        wc.io.read_msccl(text)

@@ -57,6 +57,19 @@ never written. The schedule itself, which :func:`wafercoll.simulate` times,
 has one transfer per message with labels naming the GPU, thread block and step
 of both ends; its JSON and pickle keep the model.
 
+An ``alltoall`` runs out of place, as msccl-tools writes it (``AllToAll``):
+with ``k = nchunksperloop / ngpus``, GPU ``i``'s input chunks ``[j k, (j + 1)
+k)`` are its data for GPU ``j``, which receives them in its output chunks
+``[i k, (i + 1) k)``. wafercoll gives each (source, target, chunk) a block of
+its own, ``(i * ngpus + j) * k + c``, so the import is an ordinary alltoall
+schedule (:class:`wafercoll.Schedule`, ``"alltoall"``, with explicit
+``owners`` and ``targets``), and the export places each block in its owner's
+input, its target's output and the scratch of the ranks that relay it, with
+a ``cpy`` of each GPU's own chunks from input to output. The MSCCL runtime has
+no alltoallv, gather or scatter, and its alltoall exchanges the same number
+of chunks between every pair: other schedules are refused with the reason.
+An in-place alltoall (one buffer whose chunks change owner) is refused.
+
 Limits of the import, each refused with a message naming GPU, thread block and
 step: a chunk that moves to a different position (wafercoll moves a block to
 the same block of another rank), a scratch chunk that holds one block and later

@@ -254,7 +254,7 @@ class _MscclReader:
             raise ps.err(
                 "an in-place alltoall overwrites each input chunk with another "
                 "GPU's chunk; the import follows every block in a place of its "
-                "own (out of place, inplace=\"0\", as msccl-tools writes it)",
+                'own (out of place, inplace="0", as msccl-tools writes it)',
                 "algo",
                 line,
             )

@@ -143,21 +143,31 @@ class _MscclWriter:
             )
         if p < 2:
             raise ValueError("MSCCL export needs at least 2 ranks")
+        if coll in ("alltoallv", "gather", "scatter"):
+            raise ValueError(
+                f"MSCCL export: the MSCCL runtime has no {coll} (its collectives: "
+                "allreduce, allgather, reduce_scatter, alltoall, reduce, broadcast)"
+            )
         self.unit, self.start, self.count = _chunk_layout(s)
         n_chunks = self.n_chunks = sum(self.count)
-        if n_chunks > MSCCL_LIMITS["offset"]:
+        if n_chunks > MSCCL_LIMITS["offset"] and coll != "alltoall":
             raise ValueError(
                 f"MSCCL export: the blocks make {n_chunks} chunks of {self.unit} "
                 f"bytes (the gcd of the block sizes); MSCCL offsets are 16-bit "
                 f"(at most {MSCCL_LIMITS['offset']} chunks): use block sizes with "
                 "a larger common divisor"
             )
-        # Allgather gathers into the output buffer; the other collectives
-        # work in place in the input buffer.
+        # Allgather gathers into the output buffer; alltoall runs out of
+        # place (each block has a place in an input and in an output); the
+        # other collectives work in place in the input buffer.
         self.buf = "o" if coll == "allgather" else "i"
         self.per_rank = 0
+        self.loop = n_chunks  # nchunksperloop: chunks of one GPU's buffer
+        self.loc: dict[tuple[int, int], tuple[str, int]] = {}
         if coll in ("allgather", "reduce_scatter"):
             self._check_equal_shares()
+        if coll == "alltoall":
+            self._alltoall_layout()
         self.tr = Transfers.of(s)
         self.nodes: list[_Node] = []
         self.units: list[list[int]] = []  # unit -> node ids
@@ -177,6 +187,82 @@ class _MscclWriter:
                 f"of chunks (N / p of the N = {n_chunks} chunks of {self.unit} "
                 f"bytes); the ranks own {owned}"
             )
+
+    def _alltoall_layout(self) -> None:
+        """Each block's chunks in its owner's input and its target's output.
+
+        GPU ``i``'s input holds its data for GPU ``j`` at ``[j K, (j + 1) K)``
+        and GPU ``j``'s output receives it at ``[i K, (i + 1) K)`` (msccl-tools'
+        ``AllToAll``), ``K`` the chunks of every pair; blocks of one pair
+        follow in index order. A block a rank only relays gets scratch.
+        """
+        s, p = self.s, self.p
+        owners, targets = s.owners.tolist(), s.targets.tolist()
+        pair = [[0] * p for _ in range(p)]
+        at_in: dict[int, int] = {}
+        at_out: dict[int, int] = {}
+        for b in range(s.num_blocks):
+            i, j = owners[b], targets[b]
+            at_in[b] = at_out[b] = pair[i][j]
+            pair[i][j] += self.count[b]
+        k = pair[0][0]
+        if any(c != k for row in pair for c in row):
+            raise ValueError(
+                "MSCCL export of alltoall: every pair of GPUs must exchange the "
+                f"same number of chunks of {self.unit} bytes; the pairs have "
+                f"{sorted({c for row in pair for c in row})}"
+            )
+        self.loop = p * k
+        if self.loop > MSCCL_LIMITS["offset"]:
+            raise ValueError(
+                f"MSCCL export: a GPU's buffer has {self.loop} chunks; MSCCL "
+                f"offsets are 16-bit (at most {MSCCL_LIMITS['offset']} chunks)"
+            )
+        for b in range(s.num_blocks):
+            i, j = owners[b], targets[b]
+            self.loc[(i, b)] = ("i", j * k + at_in[b])
+            if i != j:
+                self.loc[(j, b)] = ("o", i * k + at_out[b])
+        self.k = k
+
+    def _where(self, rank: int, b: int) -> tuple[str, int]:
+        """Buffer and first chunk of block ``b`` at ``rank``."""
+        if self.coll != "alltoall":
+            return self.buf, self.start[b]
+        key = (rank, b)
+        if key not in self.loc:  # a block the rank relays
+            self.loc[key] = ("s", self.scratch_top[rank])
+            self.scratch_top[rank] += self.count[b]
+        return self.loc[key]
+
+    def _pieces(
+        self, x: int, d: int, blocks: list[int]
+    ) -> list[tuple[str, int, str, int, int]]:
+        """``(srcbuf, srcoff, dstbuf, dstoff, cnt)`` runs moving ``blocks``.
+
+        A run is contiguous at both ends, split at the runtime's count limit.
+        """
+        limit = MSCCL_LIMITS["count"]
+        runs: list[list] = []
+        for b in sorted(blocks, key=lambda b: self._where(x, b)):
+            sb, so = self._where(x, b)
+            db, do = self._where(d, b)
+            n = self.count[b]
+            last = runs[-1] if runs else None
+            if last is not None and (
+                last[0],
+                last[1] + last[4],
+                last[2],
+                last[3] + last[4],
+            ) == (sb, so, db, do):
+                last[4] += n
+            else:
+                runs.append([sb, so, db, do, n])
+        out = []
+        for sb, so, db, do, n in runs:
+            for a in range(0, n, limit):
+                out.append((sb, so + a, db, do + a, min(limit, n - a)))
+        return out
 
     # ------------------------------------------------------------- step graph
     def build_steps(self) -> None:
@@ -211,12 +297,32 @@ class _MscclWriter:
             self._emit_transfer(t)
         # An apply node overwrites what concurrent transfers read: it waits
         # for their sends, known only now that every transfer has nodes.
+        if self.coll == "alltoall":
+            self._emit_own_blocks()
         nodes = self.nodes
         for pn, conc in self.pending:
             for r in conc:
                 nodes[pn].deps.update(
                     n for n in self.t_nodes[r] if nodes[n].kind == "s"
                 )
+
+    def _emit_own_blocks(self) -> None:
+        """Out of place, each GPU copies its own block from input to output.
+
+        The copy joins the thread block of the GPU's first peer; nothing
+        else touches those chunks, so it waits for nothing.
+        """
+        k, limit = self.k, MSCCL_LIMITS["count"]
+        first_peer: dict[int, int] = {}
+        for nd in self.nodes:
+            first_peer.setdefault(nd.rank, nd.peer)
+        for g in range(self.p):
+            peer = first_peer.get(g, (g + 1) % self.p)
+            for a in range(0, k, limit):
+                n = min(limit, k - a)
+                off = g * k + a
+                self.units.append([len(self.nodes)])
+                self.nodes.append(_Node(g, peer, "cpy", "i", off, "o", off, n))
 
     def _concurrent(self, a: int, b: int) -> bool:
         anc = self.anc
@@ -235,13 +341,21 @@ class _MscclWriter:
         blocks = [b for b in tr.blocks(t) if self.count[b] > 0]
         if not blocks:
             return
-        segs = _segments(tr.ranges[t], self.start, self.count, MSCCL_LIMITS["count"])
         read_deps: set[int] = set()
         for b in blocks:
             w = self._last_ancestor_write((x, b), t)
             if w is not None:
                 read_deps.add(w)
         for d in tr.dsts[t]:
+            if self.coll == "alltoall":
+                segs = self._pieces(x, d, blocks)
+            else:
+                segs = [
+                    (self.buf, off, self.buf, off, cnt)
+                    for off, cnt in _segments(
+                        tr.ranges[t], self.start, self.count, MSCCL_LIMITS["count"]
+                    )
+                ]
             self._emit_delivery(t, d, blocks, segs, read_deps)
         for b in blocks:
             self.reads_since[(x, b)].extend(
@@ -253,7 +367,7 @@ class _MscclWriter:
         t: int,
         d: int,
         blocks: list[int],
-        segs: list[tuple[int, int]],
+        segs: list[tuple[str, int, str, int, int]],
         read_deps: set[int],
     ) -> None:
         """Transfer ``t``'s nodes towards destination ``d``."""
@@ -276,8 +390,7 @@ class _MscclWriter:
                 write_deps.add(w)
             write_deps.update(n for n, rt in self.reads_since[key] if (anc_t >> rt) & 1)
         last_w = [
-            self._emit_segment(t, d, off, cnt, read_deps, write_deps, conc)
-            for off, cnt in segs
+            self._emit_segment(t, d, seg, read_deps, write_deps, conc) for seg in segs
         ]
         for b in blocks:
             key = (d, b)
@@ -289,17 +402,21 @@ class _MscclWriter:
         self,
         t: int,
         d: int,
-        off: int,
-        cnt: int,
+        seg: tuple[str, int, str, int, int],
         read_deps: set[int],
         write_deps: set[int],
         conc: list[int],
     ) -> int:
-        """A send and its receive (and apply); returns the node that writes."""
-        nodes, buf, x = self.nodes, self.buf, self.tr.src[t]
+        """A send and its receive (and apply); returns the node that writes.
+
+        ``seg``: ``(srcbuf, srcoff, dstbuf, dstoff, cnt)``, the chunks at the
+        sender and at the receiver.
+        """
+        nodes, x = self.nodes, self.tr.src[t]
+        sbuf, soff_, buf, off, cnt = seg
         reduce = self.tr.op[t] == 1
         sn = len(nodes)
-        nodes.append(_Node(x, d, "s", buf, off, buf, off, cnt, set(read_deps)))
+        nodes.append(_Node(x, d, "s", sbuf, soff_, buf, off, cnt, set(read_deps)))
         if conc:
             soff = self.scratch_top[d]
             self.scratch_top[d] += cnt
@@ -494,10 +611,12 @@ class _MscclWriter:
         root = s.root if s.root is not None else 0
         # root and chunkbytes are extra: read_msccl restores the schedule
         # exactly from them, the runtime ignores them.
+        inplace = 0 if coll == "alltoall" else 1
         lines = [
             f'<algo name="{_esc(algo_name)}" proto="{self.proto}" '
-            f'nchannels="{self.nchannels}" nchunksperloop="{n_chunks}" ngpus="{p}" '
-            f'coll="{coll}" inplace="1" outofplace="0" minBytes="{int(min_bytes)}" '
+            f'nchannels="{self.nchannels}" nchunksperloop="{self.loop}" ngpus="{p}" '
+            f'coll="{coll}" inplace="{inplace}" outofplace="{1 - inplace}" '
+            f'minBytes="{int(min_bytes)}" '
             f'maxBytes="{int(mx)}" root="{root}" chunkbytes="{self.unit}">'
         ]
         ic, oc = n_chunks, 0
@@ -505,6 +624,8 @@ class _MscclWriter:
             ic, oc = self.per_rank, n_chunks
         elif coll == "reduce_scatter":
             ic, oc = n_chunks, self.per_rank
+        elif coll == "alltoall":
+            ic = oc = self.loop
         for rank in range(p):
             lines.append(
                 f'  <gpu id="{rank}" i_chunks="{ic}" o_chunks="{oc}" '
@@ -589,7 +710,8 @@ def write_msccl(
     ----------
     schedule : Schedule
         Verified first (an incorrect schedule is refused). Collectives:
-        allreduce, reduce_scatter, allgather, reduce, broadcast, with every
+        allreduce, reduce_scatter, allgather, reduce, broadcast and alltoall
+        (out of place, the same chunks between every pair of GPUs), with every
         rank a participant.
     path : path-like
         The file to write (atomically).
