@@ -34,6 +34,13 @@ reduction cost per byte, ``q = 2^floor(log2 p)`` and two fold steps when
 
 They do not apply (``None``) with ports, which the form does not model.
 
+The rest of the family lives in two modules and is exposed here too:
+:mod:`wafercoll.generic_blocks` (reduce-scatter and allgather with the
+standard ownership: ring, recursive halving / doubling, Bruck) and
+:mod:`wafercoll.generic_rooted` (linear, binomial and pipelined-chain gather
+and scatter, the pipelined chain broadcast and van de Geijn's scatter +
+allgather broadcast), each with its closed forms.
+
 Examples
 --------
 >>> import wafercoll as wc
@@ -51,11 +58,28 @@ from ._util import as_int
 from .algorithms import register_algorithm
 
 __all__ = [
+    "CHAIN_MAX_CHUNKS",
+    "HALF_BYTES",
     "binomial_broadcast",
+    "binomial_gather",
     "binomial_reduce",
+    "binomial_scatter",
+    "bruck_allgather",
+    "chain_broadcast",
+    "chain_chunks",
+    "chain_gather",
+    "chain_scatter",
+    "cyclic_ranges",
+    "linear_gather",
+    "linear_scatter",
     "rabenseifner_allreduce",
+    "recursive_doubling_allgather",
     "recursive_doubling_allreduce",
+    "recursive_halving_reduce_scatter",
+    "ring_allgather",
     "ring_allreduce",
+    "ring_reduce_scatter",
+    "scatter_allgather_broadcast",
 ]
 
 
@@ -295,3 +319,28 @@ def binomial_broadcast(
     )
     kit.binomial_broadcast(prog, p, 0, root=r)
     return prog.schedule()
+
+
+# The rest of the family (module docstring); they register on import and need
+# the helpers above.
+from .generic_blocks import (  # noqa: E402
+    bruck_allgather,
+    cyclic_ranges,
+    recursive_doubling_allgather,
+    recursive_halving_reduce_scatter,
+    ring_allgather,
+    ring_reduce_scatter,
+)
+from .generic_rooted import (  # noqa: E402
+    CHAIN_MAX_CHUNKS,
+    HALF_BYTES,
+    binomial_gather,
+    binomial_scatter,
+    chain_broadcast,
+    chain_chunks,
+    chain_gather,
+    chain_scatter,
+    linear_gather,
+    linear_scatter,
+    scatter_allgather_broadcast,
+)
