@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import wafercoll as wc
-from wafercoll import generic, generic_blocks, generic_rooted
+from wafercoll import _generic_common, generic, generic_blocks, generic_rooted
 
 GATHER = ["generic_linear_gather", "generic_binomial_gather", "generic_chain_gather"]
 SCATTER = [
@@ -349,6 +349,6 @@ def test_bad_options_are_named(
 
 
 def test_module_examples_run() -> None:
-    for module in (generic_blocks, generic_rooted):
+    for module in (_generic_common, generic_blocks, generic_rooted):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0 and result.attempted > 0

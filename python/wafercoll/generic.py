@@ -54,6 +54,9 @@ from __future__ import annotations
 from typing import Any
 
 from . import kit
+from ._generic_common import LOG_MAX_RANKS, RING_MAX_RANKS
+from ._generic_common import MPICH_SOURCE as _SOURCE
+from ._generic_common import hop_costs as _hockney
 from ._util import as_int
 from .algorithms import register_algorithm
 
@@ -81,18 +84,6 @@ __all__ = [
     "ring_reduce_scatter",
     "scatter_allgather_broadcast",
 ]
-
-
-def _hockney(topology: Any, network: Any) -> tuple[float, float, float] | None:
-    """``(alpha, beta, gamma)`` of one neighbour hop, or None without a form."""
-    if topology is None or network is None or network.ports is not None:
-        return None
-    links = topology.links
-    if len(links["src"]) == 0:
-        return None
-    bw = network.bandwidth_Bps or float(links["bandwidth_Bps"].min())
-    alpha = network.alpha_s + float(links["latency_s"].min()) + network.hop_latency_s
-    return alpha, 1.0 / bw, network.gamma_s_per_byte
 
 
 def _fold(p: int) -> tuple[int, int]:
@@ -142,16 +133,6 @@ def _predict_binomial(reduce: bool) -> Any:
         return steps * (a + size * (b + (g if reduce else 0.0)))
 
     return predict
-
-
-_SOURCE = (
-    "Thakur, Rabenseifner, Gropp, Optimization of Collective Communication "
-    "Operations in MPICH, IJHPCA 2005"
-)
-#: Largest rank count of the ring (2 p (p - 1) transfers: 33.5 M at 4096).
-RING_MAX_RANKS = 4096
-#: Largest rank count of the logarithmic algorithms (about 2 p log2 p transfers).
-LOG_MAX_RANKS = 1 << 20
 
 
 @register_algorithm(
@@ -321,8 +302,8 @@ def binomial_broadcast(
     return prog.schedule()
 
 
-# The rest of the family (module docstring); they register on import and need
-# the helpers above.
+# The rest of the family (module docstring), registered after the builders
+# above so that those keep their place in the registry's order.
 from .generic_blocks import (  # noqa: E402
     bruck_allgather,
     cyclic_ranges,

@@ -68,8 +68,8 @@ from typing import Any
 import numpy as np
 
 from . import kit
+from ._generic_common import LOG_MAX_RANKS, MPICH_SOURCE, RING_MAX_RANKS, hop_costs
 from .algorithms import register_algorithm
-from .generic import _SOURCE, LOG_MAX_RANKS, RING_MAX_RANKS, _hockney
 
 __all__ = [
     "bruck_allgather",
@@ -163,7 +163,7 @@ def _ring_ag_steps(p: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
 
 def _predict_ring(reduce: bool) -> Any:
     def predict(p: int, size: int, topology: Any, network: Any) -> float | None:
-        h = _hockney(topology, network)
+        h = hop_costs(topology, network)
         if h is None:
             return None
         a, b, g = h
@@ -182,7 +182,7 @@ def _predict_butterfly(reduce: bool) -> Any:
     """
 
     def predict(p: int, size: int, topology: Any, network: Any) -> float | None:
-        h = _hockney(topology, network)
+        h = hop_costs(topology, network)
         if h is None:
             return None
         a, b, g = h
@@ -226,7 +226,7 @@ def _predict_butterfly(reduce: bool) -> Any:
 
 
 def _predict_bruck(p: int, size: int, topology: Any, network: Any) -> float | None:
-    h = _hockney(topology, network)
+    h = hop_costs(topology, network)
     if h is None:
         return None
     a, b, _ = h
@@ -240,7 +240,7 @@ def _predict_bruck(p: int, size: int, topology: Any, network: Any) -> float | No
     "generic_ring_reduce_scatter",
     "reduce_scatter",
     predict=_predict_ring(reduce=True),
-    source=_SOURCE + "; ring",
+    source=MPICH_SOURCE + "; ring",
     summary="unidirectional ring over ranks 0 .. p-1, p-1 steps of size/p; rank r "
     "ends with the sum of block r",
     max_ranks=RING_MAX_RANKS,
@@ -267,7 +267,7 @@ def ring_reduce_scatter(ranks: int, size_bytes: int, *, topology: Any = None) ->
     "generic_ring_allgather",
     "allgather",
     predict=_predict_ring(reduce=False),
-    source=_SOURCE + "; ring",
+    source=MPICH_SOURCE + "; ring",
     summary="unidirectional ring over ranks 0 .. p-1, p-1 steps of size/p",
     max_ranks=RING_MAX_RANKS,
     label="Ring",
@@ -293,7 +293,7 @@ def ring_allgather(ranks: int, size_bytes: int, *, topology: Any = None) -> Any:
     "generic_recursive_halving_reduce_scatter",
     "reduce_scatter",
     predict=_predict_butterfly(reduce=True),
-    source=_SOURCE + "; recursive halving",
+    source=MPICH_SOURCE + "; recursive halving",
     summary="distance-halving exchanges of half the shared range, log2 p steps; "
     "extra ranks folded in pairs",
     max_ranks=LOG_MAX_RANKS,
@@ -340,7 +340,7 @@ def recursive_halving_reduce_scatter(
     "generic_recursive_doubling_allgather",
     "allgather",
     predict=_predict_butterfly(reduce=False),
-    source=_SOURCE + "; recursive doubling",
+    source=MPICH_SOURCE + "; recursive doubling",
     summary="exchanges of everything held with r XOR 2^s, log2 p steps; extra "
     "ranks folded in pairs",
     max_ranks=LOG_MAX_RANKS,
@@ -389,7 +389,7 @@ def recursive_doubling_allgather(
     "generic_bruck_allgather",
     "allgather",
     predict=_predict_bruck,
-    source=_BRUCK + "; " + _SOURCE + ", Bruck allgather",
+    source=_BRUCK + "; " + MPICH_SOURCE + ", Bruck allgather",
     summary="ceil(log2 p) rounds for any p: at distance d, min(d, p-d) blocks to "
     "rank r - d",
     max_ranks=LOG_MAX_RANKS,

@@ -75,10 +75,10 @@ from typing import Any
 import numpy as np
 
 from . import kit
+from ._generic_common import LOG_MAX_RANKS, MPICH_SOURCE, RING_MAX_RANKS, hop_costs
 from ._util import as_int
 from .algorithms import register_algorithm
-from .generic import _SOURCE, LOG_MAX_RANKS, RING_MAX_RANKS, _hockney
-from .generic_blocks import _ring_ag_steps, cyclic_ranges
+from .generic_blocks import cyclic_ranges
 
 __all__ = [
     "CHAIN_MAX_CHUNKS",
@@ -191,7 +191,7 @@ def chain_chunks(ranks: int, size_bytes: int, topology: Any = None) -> int:
 
 
 def _predict_linear(p: int, size: int, topology: Any, network: Any) -> float | None:
-    h = _hockney(topology, network)
+    h = hop_costs(topology, network)
     if h is None:
         return None
     a, b, _ = h
@@ -199,7 +199,7 @@ def _predict_linear(p: int, size: int, topology: Any, network: Any) -> float | N
 
 
 def _predict_binomial(p: int, size: int, topology: Any, network: Any) -> float | None:
-    h = _hockney(topology, network)
+    h = hop_costs(topology, network)
     if h is None:
         return None
     a, b, _ = h
@@ -219,7 +219,7 @@ def _chain_time(p: int, size: int, k: int, a: float, b: float) -> float:
 def _predict_chain_broadcast(
     p: int, size: int, topology: Any, network: Any
 ) -> float | None:
-    h = _hockney(topology, network)
+    h = hop_costs(topology, network)
     if h is None:
         return None
     a, b, _ = h
@@ -227,7 +227,7 @@ def _predict_chain_broadcast(
 
 
 def _predict_vdg(p: int, size: int, topology: Any, network: Any) -> float | None:
-    h = _hockney(topology, network)
+    h = hop_costs(topology, network)
     if h is None:
         return None
     a, b, _ = h
@@ -316,7 +316,7 @@ def linear_scatter(
     "generic_binomial_gather",
     "gather",
     predict=_predict_binomial,
-    source=_SOURCE + "; binomial gather",
+    source=MPICH_SOURCE + "; binomial gather",
     summary="binomial tree towards the root, subtrees' blocks in one message, "
     "ceil(log2 p) steps",
     parameters=_ROOT,
@@ -352,7 +352,7 @@ def binomial_gather(
     "generic_binomial_scatter",
     "scatter",
     predict=_predict_binomial,
-    source=_SOURCE + "; binomial scatter",
+    source=MPICH_SOURCE + "; binomial scatter",
     summary="binomial tree from the root, subtrees' blocks in one message, "
     "ceil(log2 p) steps",
     parameters=_ROOT,
@@ -532,7 +532,7 @@ def chain_broadcast(
     "generic_scatter_allgather_broadcast",
     "broadcast",
     predict=_predict_vdg,
-    source=_SOURCE + "; scatter + allgather (van de Geijn); " + _CHAN,
+    source=MPICH_SOURCE + "; scatter + allgather (van de Geijn); " + _CHAN,
     summary="binomial scatter of p blocks, then a ring allgather",
     parameters=_ROOT,
     max_ranks=RING_MAX_RANKS,
@@ -560,6 +560,8 @@ def scatter_allgather_broadcast(
     )
     for src, dst, blocks in _binomial(p, r, scatter=True):
         prog.step(src, dst, blocks, "copy")
-    for src, dst, block in _ring_ag_steps(p):
-        prog.step(src, dst, block, "copy")
+    # the ring allgather: rank r sends block r - s to r + 1 at step s
+    ring = np.arange(p, dtype=np.int64)
+    for s in range(p - 1):
+        prog.step(ring, (ring + 1) % p, (ring - s) % p, "copy")
     return prog.schedule()
