@@ -155,6 +155,7 @@ REFUSED = (
     "every GPU takes part",
     "must own the same number of chunks",
     "offsets are 16-bit",
+    "per thread block",
 )
 
 
