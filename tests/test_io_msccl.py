@@ -73,6 +73,7 @@ REFUSED = (
     "offsets are 16-bit",
     "must exchange the same number of chunks",
     "the MSCCL runtime has no",
+    "per thread block",
 )
 
 

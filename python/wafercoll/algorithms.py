@@ -448,7 +448,7 @@ def algorithms(collective: str | None = None) -> list[AlgorithmInfo]:
     >>> import wafercoll as wc
     >>> names = [a.name for a in wc.algorithms("broadcast")]
     >>> names[:2]
-    ['generic_binomial_broadcast', 'wafer_flood_broadcast']
+    ['generic_binomial_broadcast', 'generic_chain_broadcast']
     """
     if collective is not None and collective not in COLLECTIVES:
         raise ValueError(

@@ -82,7 +82,7 @@ from . import kit
 from ._util import as_int, as_real
 from .algorithms import register_algorithm
 from .cluster.builders import rank_table
-from .generic import hockney
+from ._generic_common import hop_costs
 from .schedule import Schedule, alltoallv_blocks
 
 __all__ = [
@@ -641,7 +641,7 @@ def read_matrix(spec: str | os.PathLike[str], ranks: int) -> np.ndarray:
 
 # -- closed forms -------------------------------------------------------------------
 def _predict_shift(p: int, size: int, topology: Any, network: Any) -> float | None:
-    h = hockney(topology, network)
+    h = hop_costs(topology, network)
     if h is None:
         return None
     a, b, _ = h
@@ -649,7 +649,7 @@ def _predict_shift(p: int, size: int, topology: Any, network: Any) -> float | No
 
 
 def _predict_bruck(p: int, size: int, topology: Any, network: Any) -> float | None:
-    h = hockney(topology, network)
+    h = hop_costs(topology, network)
     if h is None:
         return None
     a, b, _ = h
@@ -666,7 +666,7 @@ def _predict_bruck(p: int, size: int, topology: Any, network: Any) -> float | No
 def _predict_dimension_ordered(
     p: int, size: int, topology: Any, network: Any
 ) -> float | None:
-    h = hockney(topology, network)
+    h = hop_costs(topology, network)
     if h is None or topology is None:
         return None
     a, b, _ = h

@@ -34,6 +34,13 @@ reduction cost per byte, ``q = 2^floor(log2 p)`` and two fold steps when
 
 They do not apply (``None``) with ports, which the form does not model.
 
+The rest of the family lives in two modules and is exposed here too:
+:mod:`wafercoll.generic_blocks` (reduce-scatter and allgather with the
+standard ownership: ring, recursive halving / doubling, Bruck) and
+:mod:`wafercoll.generic_rooted` (linear, binomial and pipelined-chain gather
+and scatter, the pipelined chain broadcast and van de Geijn's scatter +
+allgather broadcast), each with its closed forms.
+
 Examples
 --------
 >>> import wafercoll as wc
@@ -47,41 +54,36 @@ from __future__ import annotations
 from typing import Any
 
 from . import kit
+from ._generic_common import LOG_MAX_RANKS, RING_MAX_RANKS
+from ._generic_common import MPICH_SOURCE as _SOURCE
+from ._generic_common import hop_costs as _hockney
 from ._util import as_int
 from .algorithms import register_algorithm
 
 __all__ = [
+    "CHAIN_MAX_CHUNKS",
+    "HALF_BYTES",
     "binomial_broadcast",
-    "hockney",
+    "binomial_gather",
     "binomial_reduce",
+    "binomial_scatter",
+    "bruck_allgather",
+    "chain_broadcast",
+    "chain_chunks",
+    "chain_gather",
+    "chain_scatter",
+    "cyclic_ranges",
+    "linear_gather",
+    "linear_scatter",
     "rabenseifner_allreduce",
+    "recursive_doubling_allgather",
     "recursive_doubling_allreduce",
+    "recursive_halving_reduce_scatter",
+    "ring_allgather",
     "ring_allreduce",
+    "ring_reduce_scatter",
+    "scatter_allgather_broadcast",
 ]
-
-
-def hockney(topology: Any, network: Any) -> tuple[float, float, float] | None:
-    """``(alpha, beta, gamma)`` of one neighbour hop, or None without a form.
-
-    The Hockney parameters the closed forms (``AlgorithmInfo.predict``) use:
-    ``alpha`` = the model's start-up plus the cheapest link's latency and one
-    hop, ``beta`` = 1 / the link bandwidth, ``gamma`` the reduction cost per
-    byte. None with ports (which the forms do not model) or without links.
-
-    Examples
-    --------
-    >>> import wafercoll as wc
-    >>> wc.generic.hockney(wc.ring(4), wc.NetworkModel(1e9, alpha_s=1e-6))
-    (1e-06, 1e-09, 0.0)
-    """
-    if topology is None or network is None or network.ports is not None:
-        return None
-    links = topology.links
-    if len(links["src"]) == 0:
-        return None
-    bw = network.bandwidth_Bps or float(links["bandwidth_Bps"].min())
-    alpha = network.alpha_s + float(links["latency_s"].min()) + network.hop_latency_s
-    return alpha, 1.0 / bw, network.gamma_s_per_byte
 
 
 def _fold(p: int) -> tuple[int, int]:
@@ -131,16 +133,6 @@ def _predict_binomial(reduce: bool) -> Any:
         return steps * (a + size * (b + (g if reduce else 0.0)))
 
     return predict
-
-
-_SOURCE = (
-    "Thakur, Rabenseifner, Gropp, Optimization of Collective Communication "
-    "Operations in MPICH, IJHPCA 2005"
-)
-#: Largest rank count of the ring (2 p (p - 1) transfers: 33.5 M at 4096).
-RING_MAX_RANKS = 4096
-#: Largest rank count of the logarithmic algorithms (about 2 p log2 p transfers).
-LOG_MAX_RANKS = 1 << 20
 
 
 @register_algorithm(
@@ -308,3 +300,28 @@ def binomial_broadcast(
     )
     kit.binomial_broadcast(prog, p, 0, root=r)
     return prog.schedule()
+
+
+# The rest of the family (module docstring), registered after the builders
+# above so that those keep their place in the registry's order.
+from .generic_blocks import (  # noqa: E402
+    bruck_allgather,
+    cyclic_ranges,
+    recursive_doubling_allgather,
+    recursive_halving_reduce_scatter,
+    ring_allgather,
+    ring_reduce_scatter,
+)
+from .generic_rooted import (  # noqa: E402
+    CHAIN_MAX_CHUNKS,
+    HALF_BYTES,
+    binomial_gather,
+    binomial_scatter,
+    chain_broadcast,
+    chain_chunks,
+    chain_gather,
+    chain_scatter,
+    linear_gather,
+    linear_scatter,
+    scatter_allgather_broadcast,
+)
