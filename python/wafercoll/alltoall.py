@@ -79,10 +79,10 @@ from typing import Any
 import numpy as np
 
 from . import kit
+from ._generic_common import hop_costs
 from ._util import as_int, as_real
 from .algorithms import register_algorithm
 from .cluster.builders import rank_table
-from ._generic_common import hop_costs
 from .schedule import Schedule, alltoallv_blocks
 
 __all__ = [

@@ -93,7 +93,7 @@ def _fold(p: int) -> tuple[int, int]:
 
 
 def _predict_ring(p: int, size: int, topology: Any, network: Any) -> float | None:
-    h = hockney(topology, network)
+    h = _hockney(topology, network)
     if h is None:
         return None
     a, b, g = h
@@ -101,7 +101,7 @@ def _predict_ring(p: int, size: int, topology: Any, network: Any) -> float | Non
 
 
 def _predict_rd(p: int, size: int, topology: Any, network: Any) -> float | None:
-    h = hockney(topology, network)
+    h = _hockney(topology, network)
     if h is None:
         return None
     a, b, g = h
@@ -113,7 +113,7 @@ def _predict_rd(p: int, size: int, topology: Any, network: Any) -> float | None:
 def _predict_rabenseifner(
     p: int, size: int, topology: Any, network: Any
 ) -> float | None:
-    h = hockney(topology, network)
+    h = _hockney(topology, network)
     if h is None:
         return None
     a, b, g = h
@@ -125,7 +125,7 @@ def _predict_rabenseifner(
 
 def _predict_binomial(reduce: bool) -> Any:
     def predict(p: int, size: int, topology: Any, network: Any) -> float | None:
-        h = hockney(topology, network)
+        h = _hockney(topology, network)
         if h is None:
             return None
         a, b, g = h

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import ScheduleError
+from ..kit.program import Program, Ranges
 from ..schedule import Schedule
 from ._common import FormatError, read_bytes
 from ._msccl_parse import ElementParser, Step, int_attr
@@ -930,17 +931,15 @@ class _MscclReader:
             pair = np.arange(self.n_blocks) // per_rank
             kw["owners"] = (pair // self.ngpus).tolist()
             kw["targets"] = (pair % self.ngpus).tolist()
-        s = Schedule(self.ngpus, [self.cb] * self.n_blocks, coll, **kw)
-        _append(s, self.t_rows)
+        s = _build(self.ngpus, [self.cb] * self.n_blocks, coll, self.t_rows, kw)
         s.labels = self.t_label
-        model = Schedule(
+        model = _build(
             self.n_ranks,
             [self.cb] * self.n_blocks,
             coll,
-            participants=range(self.ngpus),
-            **kw,
+            self.m_rows,
+            {**kw, "participants": range(self.ngpus)},
         )
-        _append(model, self.m_rows)
         model.labels = self.m_label
         self._check_defined(model)
         s._model = model
@@ -1030,13 +1029,16 @@ def read_msccl(
     return _MscclReader(text, path, chunk_bytes).run()
 
 
-def _append(s: Schedule, rows: list[_Row]) -> None:
-    """Append ``(src, dst, blocks, op, deps)`` rows to ``s`` at once.
+def _build(
+    ranks: int, block_bytes: list[int], coll: str, rows: list[_Row], kw: dict
+) -> Schedule:
+    """A schedule of ``(src, dst, blocks, op, deps)`` rows, written with the kit.
 
     The core checks them as :meth:`Schedule.add_transfer` does.
     """
-    src = np.fromiter((r[0] for r in rows), np.int32, len(rows))
-    dst = np.fromiter((r[1] for r in rows), np.int32, len(rows))
+    prog = Program(ranks, block_bytes, coll, rule="explicit", **kw)
+    src = np.fromiter((r[0] for r in rows), np.int64, len(rows))
+    dst = np.fromiter((r[1] for r in rows), np.int64, len(rows))
     ops = np.fromiter((r[3] == "reduce" for r in rows), np.uint8, len(rows))
     roff, lo, hi, doff, deps = [0], [], [], [0], []
     for r in rows:
@@ -1046,17 +1048,14 @@ def _append(s: Schedule, rows: list[_Row]) -> None:
         roff.append(len(lo))
         deps.extend(r[4])
         doff.append(len(deps))
-    s._core.append_csr(
+    prog.step(
         src,
-        ops,
-        None,
         dst,
-        np.asarray(roff, np.int64),
-        np.asarray(lo, np.int32),
-        np.asarray(hi, np.int32),
-        np.asarray(doff, np.int64),
-        np.asarray(deps, np.int32),
+        Ranges(np.asarray(lo), np.asarray(hi), np.asarray(roff)),
+        ops,
+        deps=(np.asarray(deps, np.int64), np.asarray(doff, np.int64)),
     )
+    return prog.schedule()
 
 
 def _runs(blocks: list[int]) -> list[tuple[int, int]]:
