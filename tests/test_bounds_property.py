@@ -238,8 +238,21 @@ def test_simulated_time_is_never_below_a_bound(case) -> None:
     _check(*case)
 
 
-def _two_ranks(lat: list[float]) -> wc.Topology:
-    return wc.custom(2, [(0, 1), (1, 0)], latency_s=lat)
+def _two_ranks(lat: list[float], bw: float = 1e9) -> wc.Topology:
+    return wc.custom(2, [(0, 1), (1, 0)], latency_s=lat, bandwidth_Bps=bw)
+
+
+def _claims_reduce() -> wc.Schedule:
+    """A reduce (of a 0 B vector) into rank 0 that forgets rank 2."""
+    s = wc.Schedule(3, [0], "reduce", root=0)
+    s.add_transfer(1, 0, [0], op="reduce")
+    return s
+
+
+def _one_unknown_message() -> wc.Schedule:
+    s = wc.Schedule(3, [0], "unknown")
+    s.add_transfer(0, 1, [0])
+    return s
 
 
 @pytest.mark.parametrize(
@@ -252,6 +265,52 @@ def _two_ranks(lat: list[float]) -> wc.Topology:
             wc.NetworkModel(1e9),
             [0, 1],
             id="broadcast-1B-latencies-0-and-1us",
+        ),
+        # The same through ports (ejection_total_ports).
+        pytest.param(
+            wc.build("generic_binomial_reduce", ranks=2, size_bytes=3),
+            _two_ranks([1e-6, 0.0], 1e10),
+            wc.NetworkModel(None, ports=1, port_bandwidth_Bps=1e9),
+            [0, 1],
+            id="reduce-3B-ports",
+        ),
+        # A hidden router, whose links into the endpoints are slow.
+        pytest.param(
+            wc.build("generic_binomial_reduce", ranks=2, size_bytes=1),
+            wc.custom(
+                2,
+                [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)],
+                num_hidden_routers=1,
+                latency_s=[7e-6, 1e-7, 0.0, 1e-6, 7e-6, 3e-8],
+            ),
+            wc.NetworkModel.hockney(0.0, 1e9),
+            [0, 1],
+            id="reduce-1B-hidden-router",
+        ),
+        # A schedule that does not compute the collective it states: its
+        # own bound took the collective's farthest pair.
+        pytest.param(
+            _claims_reduce(),
+            wc.ring(4),
+            wc.NetworkModel(None, ports=1, hop_latency_s=1e-9),
+            [0, 1, 2],
+            id="reduce-that-forgets-a-rank",
+        ),
+        # No collective stated: once bounded as a broadcast to every rank.
+        pytest.param(
+            _one_unknown_message(),
+            wc.topology.mesh(2, 2),
+            wc.NetworkModel.loggp(1e-6, 0.0, 0.0, 1e-9),
+            [0, 1, 3],
+            id="unknown-one-message",
+        ),
+        # No transfer at all: no start-up, no reduction.
+        pytest.param(
+            wc.build("generic_ring_allreduce", ranks=1, size_bytes=8),
+            wc.ring(2),
+            wc.NetworkModel(1e9, alpha_s=1e-6, gamma_s_per_byte=1e-9),
+            [0],
+            id="no-transfer-with-gamma",
         ),
     ],
 )
