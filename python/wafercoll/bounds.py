@@ -277,9 +277,12 @@ class _Traffic:
         nb = np.asarray(schedule.transfer_bytes(), dtype=np.float64)
         red = np.asarray(c.op) == 1
         uni = np.diff(off) == 1
-        key = np.stack([src[uni], dst[off[:-1][uni]], red[uni].astype(np.int64)])
-        keys, inv = np.unique(key, axis=1, return_inverse=True)
-        sums = np.bincount(inv.ravel(), weights=nb[uni], minlength=keys.shape[1])
+        p = schedule.num_ranks
+        # One int64 per (source, destination, op): p < 2^24, so it fits.
+        code = (src[uni] * p + dst[off[:-1][uni]]) * 2 + red[uni]
+        uniq, inv = np.unique(code, return_inverse=True)
+        sums = np.bincount(inv.ravel(), weights=nb[uni], minlength=len(uniq))
+        keys = np.stack([uniq // 2 // p, uniq // 2 % p, uniq % 2])
         multi = np.flatnonzero(~uni)
         m_off = off[multi]
         m_len = off[multi + 1] - m_off
