@@ -129,6 +129,7 @@ from .topology import Topology
 __all__ = [
     "LowerBound",
     "collective_bound",
+    "collective_request",
     "lower_bound",
     "optimality_ratio",
     "result_bound",
@@ -1030,12 +1031,26 @@ def lower_bound(
     return _bound(demand, topology, network, cuts)
 
 
-def _collective(schedule: Schedule) -> tuple[Any, ...]:
-    """What a schedule's collective asks for (small).
+def collective_request(schedule: Schedule) -> tuple[Any, ...]:
+    """What a schedule's collective asks for: the input of the bounds (small).
 
-    Not its transfers, unless it states no collective (``"unknown"``): then
-    its messages are all it asks for (:class:`_Traffic`, the last entry).
+    ``(kind, size_bytes, root, participants, owners, block_bytes, traffic)``:
+    not the schedule's transfers, unless it states no collective
+    (``"unknown"``); then its messages are all it asks for, in ``traffic``
+    (merged per source, destination and op). :class:`wafercoll.SimResult`
+    keeps it so that :func:`result_bound` needs no schedule.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> req = wc.bounds.collective_request(wc.build("generic_ring_allreduce", 4, 64))
+    >>> req[0], req[1], req[6] is None
+    ('allreduce', 64, True)
     """
+    if not isinstance(schedule, Schedule):
+        raise TypeError(
+            f"schedule must be a wafercoll.Schedule, got {type(schedule).__name__}"
+        )
     owners = schedule.owners
     return (
         schedule.collective,
@@ -1051,7 +1066,7 @@ def _collective(schedule: Schedule) -> tuple[Any, ...]:
 def _collective_demand(
     collective: tuple[Any, ...], place: np.ndarray, endpoints: int
 ) -> _Demand:
-    """:func:`_demand` of a :func:`_collective` at a placement."""
+    """:func:`_demand` of a :func:`collective_request` at a placement."""
     kind, size, root, part, owners, blocks = collective[:6]
     traffic = collective[6] if len(collective) > 6 else None
     if kind == "unknown":
@@ -1066,7 +1081,9 @@ def _collective_demand(
 
 def _schedule_demand(schedule: Schedule, topology: Topology, placement: Any) -> _Demand:
     place = _placement(placement, schedule.num_ranks, topology)
-    return _collective_demand(_collective(schedule), place, topology.num_endpoints)
+    return _collective_demand(
+        collective_request(schedule), place, topology.num_endpoints
+    )
 
 
 def collective_bound(

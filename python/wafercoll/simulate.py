@@ -202,9 +202,9 @@ class SimResult:
         # What the collective asks for (not its transfers, unless it states
         # none): the input of wafercoll.bounds.result_bound, small and
         # without the schedule.
-        from .bounds import _collective
+        from .bounds import collective_request
 
-        self.collective = CollectiveRequest(*_collective(schedule))
+        self.collective = CollectiveRequest(*collective_request(schedule))
 
     # -- equality (pickled results compare equal) ------------------------------
     _EQ_FIELDS = (
