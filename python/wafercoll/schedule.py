@@ -34,6 +34,13 @@ participant ends with the root's vector). ``participants`` lists the ranks that
 hold input and need output (default: all); other ranks only relay data. Cells
 that hold no input start at zero.
 
+``unknown`` states no collective: the schedule is its transfers and nothing
+more (an imported message program that does not say what it computes, such
+as a GOAL file). It can be simulated, bounded from the traffic its transfers
+carry (:mod:`wafercoll.bounds`) and executed without a check (every rank
+starts with its own input in every block), but :func:`wafercoll.verify` has
+no result to prove and refuses it after checking its dependencies.
+
 JSON
 ----
 :meth:`Schedule.to_json` writes an object with the keys ``format``,
@@ -62,9 +69,12 @@ from . import _core
 from ._errors import ScheduleError
 from ._util import as_int, write_atomic
 
-__all__ = ["COLLECTIVES", "Schedule"]
+__all__ = ["COLLECTIVES", "KINDS", "Schedule"]
 
+#: The collectives a schedule can implement (and builders build).
 COLLECTIVES = ("reduce", "allreduce", "reduce_scatter", "allgather", "broadcast")
+#: What a schedule may declare: a collective, or ``"unknown"`` (no claim).
+KINDS = (*COLLECTIVES, "unknown")
 _FORMAT = "wafercoll.schedule"
 _VERSION = 1
 _OPS = {"copy": 0, "reduce": 1}
@@ -85,10 +95,8 @@ _MAX_JSON_TRANSFERS = 1 << 26
 def _check_collective(
     kind: Any, ranks: int, blocks: int, root: Any, owners: Any, participants: Any
 ) -> tuple[str, int, list[int], list[int]]:
-    if not isinstance(kind, str) or kind not in COLLECTIVES:
-        raise ValueError(
-            f"collective must be one of {', '.join(COLLECTIVES)}; got {kind!r}"
-        )
+    if not isinstance(kind, str) or kind not in KINDS:
+        raise ValueError(f"collective must be one of {', '.join(KINDS)}; got {kind!r}")
     root_i = -1
     if kind in ("reduce", "broadcast"):
         root_i = as_int(0 if root is None else root, "root", 0, ranks - 1)
@@ -123,6 +131,11 @@ def _check_collective(
             f"owners apply only to reduce_scatter and allgather, not {kind}"
         )
     part_l: list[int] = []
+    if participants is not None and kind == "unknown":
+        raise ValueError(
+            "participants do not apply to an unknown collective (it states no "
+            "input or output)"
+        )
     if participants is not None:
         if isinstance(participants, (str, bytes)) or not hasattr(
             participants, "__iter__"
@@ -154,7 +167,7 @@ class Schedule:
         Sizes of the blocks of every rank's vector, in bytes (>= 0 each).
     collective : str
         One of ``reduce``, ``allreduce``, ``reduce_scatter``, ``allgather``,
-        ``broadcast``.
+        ``broadcast``, or ``unknown`` (no claim; see the module docstring).
     root : int, optional
         Root of a ``reduce`` or ``broadcast`` (default 0).
     owners : sequence of int, optional

@@ -37,6 +37,7 @@ const char* to_string(CollectiveKind kind) {
     case CollectiveKind::reduce_scatter: return "reduce_scatter";
     case CollectiveKind::allgather: return "allgather";
     case CollectiveKind::broadcast: return "broadcast";
+    case CollectiveKind::unknown: return "unknown";
   }
   return "?";
 }
@@ -50,12 +51,12 @@ Op op_from_string(const std::string& name) {
 CollectiveKind collective_from_string(const std::string& name) {
   for (auto k : {CollectiveKind::reduce, CollectiveKind::allreduce,
                  CollectiveKind::reduce_scatter, CollectiveKind::allgather,
-                 CollectiveKind::broadcast}) {
+                 CollectiveKind::broadcast, CollectiveKind::unknown}) {
     if (name == to_string(k)) return k;
   }
   throw std::invalid_argument(
       "collective must be one of 'reduce', 'allreduce', 'reduce_scatter', "
-      "'allgather', 'broadcast'; got '" + name + "'");
+      "'allgather', 'broadcast', 'unknown'; got '" + name + "'");
 }
 
 Schedule::Schedule(RankId num_ranks, std::vector<Bytes> block_bytes,

@@ -46,6 +46,8 @@ enum class CollectiveKind : std::uint8_t {
   reduce_scatter = 2,  // the owner of each block ends with that block's sum
   allgather = 3,       // every participant ends with every block of its owner
   broadcast = 4,       // every participant ends with the root's vector
+  unknown = 5,         // not stated (an imported message program): the
+                       // transfers are all there is; nothing to verify
 };
 
 const char* to_string(Op op);
@@ -130,8 +132,9 @@ class Schedule {
     return collective_.participants.empty() || collective_.participants[r] != 0;
   }
   // Whether cell (r, b) starts with rank r's input (else it starts empty/0):
-  // participants hold every block of a reduce / allreduce / reduce_scatter,
-  // the root holds a broadcast, owners hold their allgather blocks.
+  // participants hold every block of a reduce / allreduce / reduce_scatter
+  // (and of an unknown collective), the root holds a broadcast, owners hold
+  // their allgather blocks.
   bool holds_input(RankId r, BlockId b) const;
   std::string name;  // free-form label (builder name and parameters)
 
