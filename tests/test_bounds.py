@@ -254,3 +254,147 @@ def test_single_rank_needs_no_time() -> None:
     b = bounds.lower_bound(wc.ring(4), wc.NetworkModel(1e9), "allreduce", 64, ranks=1)
     assert b.time_s == 0.0
     assert math.isinf(b.ratio(1.0))
+
+
+# --------------------------------------------------------------------------
+# Bounds that hold everywhere: the cases that once broke them.
+
+
+def _two_ranks(latency_s: list[float], bandwidth_Bps: float = 1e9) -> wc.Topology:
+    """Links 0 -> 1 and 1 -> 0 with their own latencies."""
+    return wc.custom(
+        2, [(0, 1), (1, 0)], latency_s=latency_s, bandwidth_Bps=bandwidth_Bps
+    )
+
+
+def _water_fill_by_bisection(cap, start, need) -> float:
+    """The smallest T with sum cap_i max(0, T - start_i) >= need, by bisection."""
+    cap, start = np.asarray(cap, float), np.asarray(start, float)
+    lo, hi = 0.0, float(start.max()) + need / float(cap.sum()) + 1.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if float((cap * np.maximum(0.0, mid - start)).sum()) >= need:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+@pytest.mark.parametrize(
+    ("cap", "start", "need"),
+    [
+        ([1e9, 1e9], [0.0, 1e-6], 1.0),  # the slow link never helps
+        ([1e9, 1e9], [0.0, 1e-6], 3000.0),  # both help after 1 us
+        ([2.0, 1.0, 5.0], [3.0, 0.0, 10.0], 4.0),
+        ([1.0, 1.0, 1.0], [0.0, 0.0, 0.0], 6.0),
+        ([1.0], [7.0], 0.5),
+    ],
+)
+def test_water_filling_matches_bisection(cap, start, need) -> None:
+    got = bounds._water_fill(np.asarray(cap), np.asarray(start), need)
+    assert got == pytest.approx(_water_fill_by_bisection(cap, start, need), rel=1e-9)
+
+
+def test_ejection_total_holds_with_unequal_incoming_latencies() -> None:
+    # Rank 1 receives the byte over link 0 -> 1 (latency 0) in 1 ns; the other
+    # link's 1 us latency cannot lower that. Summing both links' capacity from
+    # their own latencies used to give (1 B + 1e9 B/s * 1 us) / 2e9 B/s = 0.5 us.
+    topo, net = _two_ranks([0.0, 1e-6]), wc.NetworkModel(1e9)
+    s = wc.build("generic_binomial_broadcast", ranks=2, size_bytes=1)
+    r = wc.simulate(s, topo, net)
+    assert r.time_s == pytest.approx(1e-9, rel=1e-12)
+    b = bounds.lower_bound(topo, net, "broadcast", 1, ranks=2)
+    assert b.components["ejection_total"] == pytest.approx(1e-9, rel=1e-9)
+    assert r.time_s >= max(b.components.values())
+    assert bounds.optimality_ratio(r) >= 1.0
+
+
+def test_ported_reduce_bound_holds_with_unequal_incoming_latencies() -> None:
+    # A 3-byte reduce into rank 0 through one port of 1 GB/s on each side: the
+    # message crosses link 1 -> 0 (latency 0, 10 GB/s) in 3 ns. Endpoint 1's
+    # incoming link has latency 1 us, and summing its ports from that latency
+    # gave ejection_total_ports ~ 0.5 us: a ratio of 0.006.
+    topo = _two_ranks([1e-6, 0.0], bandwidth_Bps=1e10)
+    net = wc.NetworkModel(None, ports=1, port_bandwidth_Bps=1e9)
+    s = wc.build("generic_binomial_reduce", ranks=2, size_bytes=3)
+    r = wc.simulate(s, topo, net)
+    b = bounds.result_bound(r)
+    assert b.components["ejection_total_ports"] == pytest.approx(3e-9, rel=1e-9)
+    assert r.time_s >= max(b.components.values())
+    assert bounds.optimality_ratio(r) >= 1.0
+
+
+def test_schedule_bound_charges_no_reduction_when_nothing_is_reduced() -> None:
+    # One rank: no transfer at all, so no start-up and no reduction either.
+    topo = wc.ring(2)
+    net = wc.NetworkModel(1e9, alpha_s=1e-6, gamma_s_per_byte=1e-9)
+    s = wc.build("generic_ring_allreduce", ranks=1, size_bytes=8)
+    assert wc.simulate(s, topo, net).time_s == 0.0
+    own = bounds.schedule_lower_bound(s, topo, net)
+    assert own.time_s == 0.0 and "compute" not in own.components
+    # A broadcast copies only: its bound is the link and latency, no compute.
+    s = wc.build("generic_binomial_broadcast", ranks=2, size_bytes=8)
+    own = bounds.schedule_lower_bound(s, topo, net)
+    assert "compute" not in own.components
+    assert own.time_s == pytest.approx(1e-6 + 8e-9, rel=1e-9)
+
+
+def test_schedule_bound_counts_the_reductions_where_they_happen() -> None:
+    # Rank 0 reduces 1000 B at 1 ns/B after the first byte could arrive.
+    topo = wc.ring(2)
+    net = wc.NetworkModel(1e9, alpha_s=1e-6, gamma_s_per_byte=1e-9)
+    s = wc.build("generic_binomial_reduce", ranks=2, size_bytes=1000)
+    own = bounds.schedule_lower_bound(s, topo, net)
+    assert own.components["compute"] == pytest.approx(1e-6 + 1000e-9, rel=1e-9)
+    assert wc.simulate(s, topo, net).time_s >= own.time_s
+
+
+def test_schedule_bound_assumes_nothing_of_its_collective() -> None:
+    # A "reduce" into rank 0 that forgets rank 2 (it does not compute its
+    # collective): its one message crosses one hop, not the two from rank 2.
+    topo, net = wc.ring(4), wc.NetworkModel(1e9, hop_latency_s=1e-6)
+    s = wc.Schedule(3, [8], "reduce", root=0)
+    s.add_transfer(1, 0, [0], op="reduce")
+    with pytest.raises(wc.ScheduleError):
+        wc.verify(s)
+    r = wc.simulate(s, topo, net)
+    own = bounds.schedule_lower_bound(s, topo, net)
+    assert own.components["latency"] == pytest.approx(1e-6, rel=1e-9)
+    assert r.time_s >= own.time_s
+
+
+def test_schedule_bound_counts_the_dependency_chain() -> None:
+    # 2 (p - 1) dependent steps, each at least alpha + one hop.
+    p, alpha, hop = 4, 1e-6, 1e-7
+    topo, net = wc.ring(p), wc.NetworkModel(1e9, alpha_s=alpha, hop_latency_s=hop)
+    s = wc.build("generic_ring_allreduce", ranks=p, size_bytes=1)
+    own = bounds.schedule_lower_bound(s, topo, net)
+    assert own.components["latency"] == pytest.approx(
+        2 * (p - 1) * (alpha + hop), rel=1e-9
+    )
+    assert wc.simulate(s, topo, net).time_s >= own.time_s
+
+
+def test_unknown_collective_is_bounded_by_its_own_messages() -> None:
+    # Two messages of 1000 B into rank 2 over a line 0 - 1 - 2: its one link
+    # in carries 2000 B, and the far message crosses two hops.
+    topo = wc.line(3)
+    net = wc.NetworkModel(1e9, hop_latency_s=1e-6, alpha_s=1e-6)
+    s = wc.Schedule(3, [1000, 1000], "unknown")
+    s.add_transfer(0, 2, [0])
+    s.add_transfer(1, 2, [1])
+    b = bounds.collective_bound(s, topo, net)
+    assert b.collective == "unknown"
+    assert b.components["ejection"] == pytest.approx(1e-6 + 2e-6 + 1e-6, rel=1e-9)
+    assert b.components["latency"] == pytest.approx(1e-6 + 2e-6, rel=1e-9)
+    r = wc.simulate(s, topo, net)
+    assert bounds.result_bound(r).time_s == b.time_s
+    assert r.time_s >= b.time_s
+    with pytest.raises(ValueError, match="own transfers"):
+        bounds.lower_bound(topo, net, "unknown", 1000)
+
+
+def test_lower_bound_docstring_states_what_it_assumes() -> None:
+    doc = bounds.lower_bound.__doc__
+    assert "as the builders do" not in doc
+    assert "mesh_tto_" in doc and "collective_bound" in doc

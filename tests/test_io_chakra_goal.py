@@ -486,3 +486,97 @@ def test_goal_that_is_not_utf8_names_the_file(tmp_path):
     # UTF-16 with a byte-order mark is read as such.
     f.write_bytes(text.encode("utf-16"))
     assert wc.io.read_goal(f).num_transfers == s.num_transfers
+
+
+# --------------------------------------------------------------------------- #
+# imported message programs state no collective: bounded by their own messages
+# --------------------------------------------------------------------------- #
+def test_goal_import_is_an_unknown_collective_bounded_by_its_messages(tmp_path):
+    # The reproducer: a GOAL ring allreduce read back used to be
+    # bounded as a broadcast of 112 blocks (7.34 ms against a run of 1.84 ms).
+    p, S = 8, 1 << 20
+    s = wc.build("generic_ring_allreduce", p, S)
+    f = tmp_path / "a.goal"
+    write_goal(s, f)
+    back = read_goal(f)
+    assert back.collective == "unknown" and back.num_transfers == 2 * (p - 1) * p
+    topo, net = wc.ring(p), wc.NetworkModel(1e9)
+    r = wc.simulate(back, topo, net)
+    b = wc.bounds.result_bound(r)
+    assert r.time_s >= b.time_s
+    # Each rank receives 2 (p - 1) S / p bytes; any routing of these messages
+    # can bring them in over both of its links: half the time of the one
+    # link the ring uses, as for the built schedule against its collective.
+    assert b.time_s == pytest.approx(2 * (p - 1) * S / p / 2e9, rel=1e-9)
+    assert wc.bounds.optimality_ratio(r, b) == pytest.approx(2.0, rel=1e-9)
+    assert r.time_s >= wc.bounds.schedule_lower_bound(back, topo, net).time_s
+
+
+def test_goal_simulate_cli_reports_a_ratio_of_at_least_one(tmp_path, capsys):
+    from wafercoll.cli import main
+
+    f = str(tmp_path / "a.goal")
+    argv = ["export", "generic_ring_allreduce", "-p", "8", "-s", "1MiB"]
+    assert main([*argv, "-f", "goal", "-o", f]) == 0
+    capsys.readouterr()
+    assert (
+        main(["simulate", "--schedule", f, "--topology", "ring:8", "--format", "json"])
+        == 0
+    )
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["time_s"] == pytest.approx(14 * (1 << 17) / 1e9, rel=1e-9)
+    assert doc["optimality_ratio"] >= 1.0
+    assert doc["lower_bound_s"] <= doc["time_s"]
+
+
+def test_unknown_collective_verifies_nothing_and_executes_unchecked(tmp_path):
+    back = read_goal(SCHEDGEN)
+    assert back.collective == "unknown"
+    with pytest.raises(wc.ScheduleError, match="not data") as info:
+        wc.verify(back)
+    assert info.value.kind == "unverifiable"
+    with pytest.raises(wc.ScheduleError, match="not data"):
+        wc.execute(back, np.ones((4, 3)))
+    # Unchecked, the messages move data (a block per message, each rank
+    # starting with its own input everywhere): no collective is claimed.
+    x = np.arange(12.0).reshape(4, 3)
+    out = wc.execute(back, x, check=False)
+    assert out.shape == x.shape
+    # The kind survives JSON and pickling; without the reader's note verify
+    # still refuses, now because no collective is stated.
+    again = wc.Schedule.from_json(back.to_json())
+    assert again.collective == "unknown"
+    with pytest.raises(wc.ScheduleError, match="states no collective") as info:
+        wc.verify(again)
+    assert info.value.kind == "unverifiable"
+    import pickle
+
+    assert pickle.loads(pickle.dumps(back)).collective == "unknown"
+    # A cycle is still found: the dependencies are checkable.
+    cyc = wc.Schedule.from_arrays(
+        2,
+        [8],
+        "unknown",
+        src=[0, 1],
+        dst=[1, 0],
+        block_lo=[0, 0],
+        block_hi=[1, 1],
+        deps=[1, 0],
+        dep_offsets=[0, 1, 2],
+    )
+    with pytest.raises(wc.ScheduleError) as info:
+        wc.verify(cyc)
+    assert info.value.kind == "cycle"
+    with pytest.raises(ValueError, match="participants"):
+        wc.Schedule(2, [8], "unknown", participants=[0])
+
+
+def test_chakra_import_quotes_the_collective_its_metadata_states(tmp_path):
+    s = wc.build("generic_ring_allreduce", 3, 3 * 64)
+    write_chakra(s, tmp_path / "x")
+    back = wc.io.read_chakra(tmp_path / "x")
+    assert back.collective == "unknown"
+    with pytest.raises(wc.ScheduleError, match=r"it says: allreduce"):
+        wc.verify(back)
+    r = wc.simulate(back, wc.ring(3), wc.NetworkModel(1e9))
+    assert wc.bounds.optimality_ratio(r) >= 1.0

@@ -67,6 +67,35 @@ def test_contended_case_runs_on_both_engines():
     assert ours >= bound * (1 - 1e-12) and theirs >= bound * (1 - 1e-12)
 
 
+@needs_simgrid
+def test_simgrid_charges_zero_byte_transfers_their_start_up():
+    # A 1-byte ring allreduce on 4 ranks: blocks of 1, 0, 0 and 0 B, in
+    # 2 (p - 1) = 6 dependent steps of alpha + one hop (+ 1 ns for the byte).
+    # SimGrid never completed its 0 B communications, and the run ended at
+    # 1 us, below the schedule's own bound.
+    p, alpha, hop = 4, 1e-6, 1e-7
+    s = wc.build("generic_ring_allreduce", ranks=p, size_bytes=1)
+    topo, net = wc.ring(p), wc.NetworkModel(1e9, alpha_s=alpha, hop_latency_s=hop)
+    theirs = wc.simulate(s, topo, net, engine="simgrid")
+    steps = 2 * (p - 1)
+    assert steps * (alpha + hop) <= theirs.time_s <= steps * (alpha + hop + 1e-9)
+    assert theirs.time_s >= wc.bounds.schedule_lower_bound(s, topo, net).time_s
+    ours = wc.simulate(s, topo, net, transfers=True)
+    assert theirs.transfer_finish_s == pytest.approx(ours.transfer_finish_s, rel=1e-3)
+
+
+@needs_simgrid
+def test_simgrid_zero_byte_transfer_alone_is_alpha_and_route_latency():
+    s = wc.Schedule(3, [0], "broadcast")
+    s.add_transfer(0, [1, 2], [0])
+    topo = wc.line(3, latency_s=2e-7)
+    net = wc.NetworkModel(1e9, alpha_s=1e-6, hop_latency_s=1e-7)
+    theirs = wc.simulate(s, topo, net, engine="simgrid")
+    # The farther destination: alpha + two hops of 2e-7 + 1e-7.
+    assert theirs.time_s == pytest.approx(1e-6 + 2 * 3e-7, rel=1e-12)
+    assert theirs.time_s == pytest.approx(wc.simulate(s, topo, net).time_s, rel=1e-12)
+
+
 def test_simgrid_engine_refuses_what_a_flow_model_lacks():
     s = wc.build("generic_ring_allreduce", 3, 3 * 64)
     with pytest.raises(ValueError, match="gamma_s_per_byte"):

@@ -7,7 +7,10 @@ wafercoll topology: a host per endpoint, a SimGrid link per topology link
 topology's own routes, and a private link per source of infinite bandwidth
 and latency ``alpha_s`` in front of every route (the per-message start-up).
 A transfer starts when its dependencies have completed; a multicast is one
-communication per destination. SimGrid shares each link's bandwidth among
+communication per destination. A transfer of 0 B is no SimGrid communication
+(SimGrid 3.32 never completes one of those among others in ``wait_any``): it
+arrives, as in wafercoll, ``alpha_s`` plus its route's latencies after it
+starts. SimGrid shares each link's bandwidth among
 the flows crossing it (max-min fairness, its CM02 model with the TCP
 corrections off), where wafercoll moves packets first come, first served.
 
@@ -27,6 +30,7 @@ there also from a virtual environment) or ``pip install simgrid``.
 from __future__ import annotations
 
 import glob
+import heapq
 import importlib.util
 import json
 import os
@@ -222,7 +226,11 @@ def _worker(inp: str, out: str) -> None:
     zone.seal()
     T = len(pb["src"])
     ready = [0.0] * T
-    finish = [0.0] * T
+    finish = [-1.0] * T
+    route_lat = {
+        key: pb["alpha"] + sum(pb["latency"][i] for i in route)
+        for key, route in pb["routes"].items()
+    }
     waiting = [len(set(d)) for d in pb["deps"]]
     children: list[list[int]] = [[] for _ in range(T)]
     for t, deps in enumerate(pb["deps"]):
@@ -234,13 +242,18 @@ def _worker(inp: str, out: str) -> None:
         comms: list[Any] = []
         owner: list[int] = []
         left = [0] * T
+        # Arrivals of 0 B transfers: (time, transfer), earliest first.
+        timers: list[tuple[float, int]] = []
 
         def launch(t: int) -> None:
             ready[t] = engine.clock
             left[t] = len(pb["dst"][t])
+            a = pb["src"][t]
             for d in pb["dst"][t]:
-                h = hosts[pb["src"][t]]
-                comms.append(sg.Comm.sendto_async(h, hosts[d], pb["bytes"][t]))
+                if pb["bytes"][t] == 0:
+                    heapq.heappush(timers, (engine.clock + route_lat[f"{a},{d}"], t))
+                    continue
+                comms.append(sg.Comm.sendto_async(hosts[a], hosts[d], pb["bytes"][t]))
                 owner.append(t)
 
         def done(t: int) -> None:
@@ -253,18 +266,39 @@ def _worker(inp: str, out: str) -> None:
         for t in range(T):
             if waiting[t] == 0:
                 launch(t)
-        while comms:
-            i = sg.Comm.wait_any(comms)
+
+        def arrived(t: int) -> None:
             events[0] += 1
-            t = owner[i]
-            comms.pop(i)
-            owner.pop(i)
             left[t] -= 1
             if left[t] == 0:
                 done(t)
 
+        while comms or timers:
+            if timers and timers[0][0] <= engine.clock:
+                arrived(heapq.heappop(timers)[1])
+                continue
+            if not comms:
+                sg.this_actor.sleep_until(timers[0][0])
+                continue
+            if timers:
+                i = sg.Comm.wait_any_for(comms, timers[0][0] - engine.clock)
+                if i < 0:
+                    continue
+            else:
+                i = sg.Comm.wait_any(comms)
+            t = owner[i]
+            comms.pop(i)
+            owner.pop(i)
+            arrived(t)
+
     sg.Actor.create("driver", hosts[0], driver)
     engine.run()
+    stuck = [t for t in range(T) if finish[t] < 0]
+    if stuck:
+        raise RuntimeError(
+            f"SimGrid left {len(stuck)} of {T} transfers unfinished "
+            f"(transfer {stuck[0]} first)"
+        )
     with open(out, "w", encoding="utf-8") as fh:
         json.dump({"ready": ready, "finish": finish, "events": events[0]}, fh)
 

@@ -90,7 +90,10 @@ def verify(schedule: Schedule) -> VerifyReport:
     ------
     ScheduleError
         Naming the first offending transfer (in dependency order), rank and
-        block, and the kind of defect.
+        block, and the kind of defect. A schedule that states no collective
+        (``"unknown"``, e.g. a GOAL file read without ``messages``) has its
+        dependencies checked and is then refused with kind
+        ``"unverifiable"``: there is no result to prove.
 
     Examples
     --------
@@ -108,6 +111,15 @@ def verify(schedule: Schedule) -> VerifyReport:
     block 0 of rank 0 ends without the contribution of rank 1
     """
     s = _schedule(schedule)
+    if s.collective == "unknown":
+        # The dependencies are checked (a cycle is reported as one); then
+        # the core refuses: there is no result to prove.
+        try:
+            _core.verify(s._core)
+        except ScheduleError as exc:
+            if exc.kind != "unverifiable" or s._opaque is None:
+                raise (exc if s._labels is None else _with_labels(exc, s)) from None
+            raise ScheduleError(s._opaque, kind="unverifiable") from None
     if s._opaque is not None:
         raise ScheduleError(s._opaque, kind="unverifiable")
     if s._model is not None:
@@ -186,7 +198,10 @@ def execute(schedule: Schedule, inputs: Any, *, check: bool = True) -> np.ndarra
     check : bool
         Verify the schedule first (default True), so that a defective schedule
         raises :class:`ScheduleError` instead of returning one arbitrary
-        outcome.
+        outcome. A schedule that states no collective (``"unknown"``) cannot
+        be verified; with ``check=False`` it runs anyway, every rank starting
+        with its own input in every block, and the result is only what its
+        transfers did, not a collective's.
 
     Returns
     -------
@@ -208,7 +223,7 @@ def execute(schedule: Schedule, inputs: Any, *, check: bool = True) -> np.ndarra
            [24, 28, 32, 36]])
     """
     s = _schedule(schedule)
-    if s._opaque is not None:
+    if s._opaque is not None and s.collective != "unknown":
         raise ScheduleError(s._opaque, kind="unverifiable")
     arr = np.asarray(inputs)
     if arr.ndim != 2 or arr.shape[0] != s.num_ranks:

@@ -6,7 +6,20 @@ so that every :class:`~wafercoll.SimResult` can state its optimality
 ratio (:func:`result_bound`, :func:`optimality_ratio`).
 :func:`schedule_lower_bound` answers the narrower "how fast could *this*
 schedule be?" from the bytes it puts on each link and endpoint, whatever the
-timing; the advisor uses it to skip simulations that cannot win.
+timing and whether or not it computes its collective; the advisor uses it to
+skip simulations that cannot win.
+
+What the collective bounds assume: the schedule computes its collective
+(:func:`wafercoll.verify` accepts it) from arbitrary inputs, with the
+participants, root, block sizes and block owners the bound is given
+(:func:`collective_bound` and :func:`result_bound` take them from the
+schedule; :func:`lower_bound` cuts a reduce-scatter's or allgather's vector
+into one block per rank, block ``r`` owned by rank ``r``); ranks sit on
+distinct endpoints and messages follow the topology's routes. A schedule
+that states no collective (``"unknown"``, e.g. an imported GOAL or Chakra
+file) asks for nothing but its own messages: its bound is that of any
+schedule sending the same messages (the same bytes from each source to each
+destination) however they are timed.
 
 Every bound is the largest of several components, each a proof on its own:
 
@@ -15,7 +28,10 @@ Every bound is the largest of several components, each a proof on its own:
     link latency + ``hop_latency_s`` along the topology's shortest path):
     ``alpha + 2 port_latency + max dist``. One round is all the model forces:
     a direct exchange (everyone multicasts its vector to everyone) has a
-    single message on every dependency chain.
+    single message on every dependency chain. Blocks of 0 B count: their
+    contributions must arrive like any others. For ``"unknown"``: the
+    farthest message, even one of 0 B (the simulator charges it the start-up
+    and the latencies).
 ``injection`` / ``ejection``
     What each endpoint must send or receive, over what it can send or receive
     through its links (and its ports, when the model has ports). In an
@@ -24,8 +40,15 @@ Every bound is the largest of several components, each a proof on its own:
     (the others' contributions arrive); in a reduce the root receives, in a
     broadcast the root sends, and so on.
 ``ejection_total``
-    All receptions together, over the sum of the endpoints' receive
-    capacities. For an allreduce of ``m`` participants every element needs at
+    All receptions together, over the links into the ranks' endpoints (and,
+    with ports, over their ejection ports). Bytes cannot enter a link before
+    the start-up and must leave it its latency ``l`` (and the ejection
+    port's) before the end, so by time ``T`` a link of bandwidth ``b_l`` has
+    delivered at most ``b_l max(0, T - t_l)`` with ``t_l = alpha +
+    2 port_latency + l``; the bound is the smallest ``T`` with
+    ``sum_l b_l max(0, T - t_l) >= R`` (water-filling: a link of higher
+    latency only helps once ``T`` passes its ``t_l``).
+    For an allreduce of ``m`` participants every element needs at
     least ``2 (m - 1)`` receptions: this is the one-way gossip count (every
     partial sum is a set of contributions; a multicast to ``k`` ranks counts
     as ``k`` one-way calls, and messages take positive time). Proof sketch:
@@ -56,7 +79,9 @@ Every bound is the largest of several components, each a proof on its own:
 ``compute``
     An element summed over ``m`` participants needs ``m - 1`` reductions of
     ``gamma_s_per_byte`` each, spread at best over every rank's reduction
-    unit.
+    unit, each busy at the earliest from the first delivery into its
+    endpoint (water-filling again). 0 when nothing must be reduced. For
+    ``"unknown"``, also each endpoint's own reduced bytes.
 
 The block-moving collectives (``alltoall``, ``alltoallv``, ``gather``,
 ``scatter``) reduce nothing and replicate nothing: block ``b`` of ``w_b``
@@ -76,12 +101,16 @@ only pairs with ``w_b > 0``, so an alltoallv's zero entries force nothing).
 There is no ``compute`` component.
 
 Each byte component also adds the time no byte can avoid: the start-up
-``alpha_s``, the port latencies and the smallest latency of the links it is
-counted on (bytes that cross a link of latency ``l`` into an endpoint must
-have left that link ``l`` before the end). The bound ignores packet and flit
-overheads, store-and-forward delays and the switch overhead, which only add
-time, so it holds for every schedule the simulator can run; a property test
-checks it against every registered algorithm on every family.
+``alpha_s``, the port latencies and the latency of the links it is counted
+on (bytes that cross a link of latency ``l`` into an endpoint must have left
+that link ``l`` before the end); the per-endpoint components charge every
+link of an endpoint the smallest of their latencies, the totals and the cuts
+each link its own. The bound ignores packet and flit overheads,
+store-and-forward delays, copy costs and the switch overhead, which only add
+time, so it holds for every schedule the simulator can run; property tests
+check it against every registered algorithm on every family and, with
+Hypothesis, on random machines, network models and schedules
+(``tests/test_bounds_property.py``).
 
 Examples
 --------
@@ -108,6 +137,7 @@ from typing import Any
 import numpy as np
 
 from . import _core
+from ._errors import ScheduleError
 from ._util import as_int, html_table
 from .network import NetworkModel, check_machine, check_schedule_inputs
 from .schedule import COLLECTIVES, MOVING, Schedule, alltoallv_blocks
@@ -116,6 +146,7 @@ from .topology import Topology
 __all__ = [
     "LowerBound",
     "collective_bound",
+    "collective_request",
     "lower_bound",
     "optimality_ratio",
     "result_bound",
@@ -208,9 +239,14 @@ class _Demand:
     recv: np.ndarray  # per endpoint
     recv_total: float
     reduce_total: float
+    # "unknown" only: the messages themselves, at endpoints (_Traffic).
+    traffic: _Traffic | None = None
+    reduce_at: np.ndarray | None = None  # per endpoint: bytes reduced there
 
     def crossing(self, side_a: np.ndarray) -> tuple[float, float]:
         """Bytes that must cross A -> B and B -> A (``side_a``: endpoint mask)."""
+        if self.traffic is not None:
+            return self.traffic.crossing(side_a)
         S = float(self.size_bytes)
         in_a = side_a[self.inputs]
         ins_a, ins_b = bool(in_a.any()), bool((~in_a).any())
@@ -240,6 +276,105 @@ class _Demand:
         ab = float(w[owner_a].sum()) if ins_b else 0.0
         ba = float(w[~owner_a].sum()) if ins_a else 0.0
         return ab, ba
+
+
+@dataclasses.dataclass(frozen=True)
+class _Traffic:
+    """The messages of a schedule that states no collective (``"unknown"``).
+
+    Unicast transfers with the same source, destination and op are merged
+    (their bytes add up); multicasts stay one message each. ``src`` and
+    ``dst`` (CSR, ``dst_off``) are ranks, or endpoints after :meth:`at`.
+    """
+
+    src: np.ndarray
+    dst_off: np.ndarray
+    dst: np.ndarray
+    nbytes: np.ndarray  # float64
+    reduce: np.ndarray  # bool
+
+    @classmethod
+    def of(cls, schedule: Schedule) -> _Traffic:
+        c = schedule._core
+        src = np.asarray(c.src, dtype=np.int64)
+        off = np.asarray(c.dst_offsets, dtype=np.int64)
+        dst = np.asarray(c.dsts, dtype=np.int64)
+        nb = np.asarray(schedule.transfer_bytes(), dtype=np.float64)
+        red = np.asarray(c.op) == 1
+        uni = np.diff(off) == 1
+        p = schedule.num_ranks
+        # One int64 per (source, destination, op): p < 2^24, so it fits.
+        code = (src[uni] * p + dst[off[:-1][uni]]) * 2 + red[uni]
+        uniq, inv = np.unique(code, return_inverse=True)
+        sums = np.bincount(inv.ravel(), weights=nb[uni], minlength=len(uniq))
+        keys = np.stack([uniq // 2 // p, uniq // 2 % p, uniq % 2])
+        multi = np.flatnonzero(~uni)
+        m_off = off[multi]
+        m_len = off[multi + 1] - m_off
+        m_dst = (
+            np.concatenate([dst[a : a + n] for a, n in zip(m_off, m_len, strict=True)])
+            if len(multi)
+            else np.zeros(0, dtype=np.int64)
+        )
+        k = keys.shape[1]
+        return cls(
+            np.concatenate([keys[0], src[multi]]),
+            np.concatenate([np.arange(k + 1), k + np.cumsum(m_len)]).astype(np.int64),
+            np.concatenate([keys[1], m_dst]),
+            np.concatenate([sums, nb[multi]]),
+            np.concatenate([keys[2] == 1, red[multi]]),
+        )
+
+    def at(self, place: np.ndarray) -> _Traffic:
+        """The same messages between the ranks' endpoints."""
+        return _Traffic(
+            place[self.src], self.dst_off, place[self.dst], self.nbytes, self.reduce
+        )
+
+    def per_dst(self, values: np.ndarray) -> np.ndarray:
+        """A per-message array repeated for each of its destinations."""
+        return np.repeat(values, np.diff(self.dst_off))
+
+    def crossing(self, side_a: np.ndarray) -> tuple[float, float]:
+        """Bytes from A that some destination in B needs, and the reverse."""
+        if len(self.src) == 0:
+            return 0.0, 0.0
+        in_a = side_a[self.dst]
+        starts = self.dst_off[:-1]
+        any_a = np.logical_or.reduceat(in_a, starts)
+        any_b = np.logical_or.reduceat(~in_a, starts)
+        src_a = side_a[self.src]
+        ab = float(self.nbytes[src_a & any_b].sum())
+        ba = float(self.nbytes[~src_a & any_a].sum())
+        return ab, ba
+
+
+def _traffic_demand(
+    traffic: _Traffic, size_bytes: int, place: np.ndarray, endpoints: int
+) -> _Demand:
+    """What the messages themselves force, wherever they are routed."""
+    tr = traffic.at(place)
+    send = np.bincount(tr.src, weights=tr.nbytes, minlength=endpoints)
+    got = tr.per_dst(tr.nbytes)
+    recv = np.bincount(tr.dst, weights=got, minlength=endpoints)
+    red = np.bincount(tr.dst, weights=got * tr.per_dst(tr.reduce), minlength=endpoints)
+    ends = np.unique(np.concatenate([tr.src, tr.dst]))
+    return _Demand(
+        "unknown",
+        int(size_bytes),
+        place,
+        ends,
+        -1,
+        np.zeros(0),
+        np.zeros(0, dtype=np.int64),
+        np.zeros(0, dtype=np.int64),
+        send,
+        recv,
+        float(got.sum()),
+        float(red.sum()),
+        tr,
+        red,
+    )
 
 
 def _demand(
@@ -345,6 +480,7 @@ class _Machine:
     port_lat: float  # ejection port latency (0 without ports)
     nodes: int
     endpoints: int
+    last: np.ndarray | None = None  # per link: some route ends on it
 
 
 def _machine(topology: Topology, network: NetworkModel) -> _Machine:
@@ -394,6 +530,7 @@ def _endpoint_links(mach: _Machine, first: np.ndarray, last: np.ndarray) -> None
     np.minimum.at(out_lat, mach.src[first], mach.lat[first])
     np.minimum.at(in_lat, mach.dst[last], mach.lat[last])
     mach.out_lat, mach.in_lat = out_lat[:e], in_lat[:e]
+    mach.last = last
 
 
 #: Up to this many ranks, endpoint capacities count only the links that the
@@ -432,10 +569,41 @@ def _safe_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where((a > 0) & (b <= 0), np.inf, out)
 
 
+def _water_fill(cap: np.ndarray, start: np.ndarray, need: float) -> float:
+    """The smallest ``T`` with ``sum_i cap_i max(0, T - start_i) >= need``.
+
+    Server ``i`` (a link, a port, a reduction unit) works at rate ``cap_i``
+    from ``start_i`` on; ``T`` is when all of them together can have done
+    ``need``. Servers with an infinite start never help. ``inf`` when no
+    server can (no capacity), 0 for no need.
+    """
+    if need <= 0:
+        return 0.0
+    ok = np.isfinite(start) & (cap > 0)
+    cap, start = cap[ok].astype(np.float64), start[ok].astype(np.float64)
+    if len(cap) == 0:
+        return float("inf")
+    order = np.argsort(start, kind="stable")
+    cap, start = cap[order], start[order]
+    # With servers 0..k working, T = (need + sum cap_i start_i) / sum cap_i;
+    # the first k whose T is no later than the next server's start.
+    c = np.cumsum(cap)
+    d = np.cumsum(cap * start)
+    t = (need + d) / c
+    nxt = np.append(start[1:], np.inf)
+    k = int(np.argmax(t <= nxt))
+    return float(max(t[k], start[k]))
+
+
 def _endpoint_terms(
     name: str, need: np.ndarray, cap: np.ndarray, lat: np.ndarray, mach: _Machine
 ) -> tuple[float, str]:
-    """``max_e pre + need_e / cap_e + lat_e + port_lat`` over needy endpoints."""
+    """``max_e pre + need_e / cap_e + lat_e + port_lat`` over needy endpoints.
+
+    ``lat_e`` is the smallest latency of the endpoint's links and ``cap_e``
+    their total bandwidth: every one of them must stop carrying the
+    endpoint's bytes ``lat_e + port_lat`` before the end at the latest.
+    """
     need_e = need[: mach.endpoints]
     used = need_e > 0
     if not used.any():
@@ -559,8 +727,10 @@ def _cut_term(
             frm, to = (side, ~side) if fwd else (~side, side)
             crossing = frm[mach.src] & to[mach.dst]
             cap = float(mach.bw[crossing].sum())
-            lat = float(mach.lat[crossing].min()) if crossing.any() else 0.0
-            t = mach.pre + (need / cap if cap > 0 else np.inf) + lat + mach.port_lat
+            # Each crossing link carries from pre on, until its latency (and
+            # the ejection port's) before the end.
+            start = mach.pre + mach.lat[crossing] + mach.port_lat
+            t = _water_fill(mach.bw[crossing], start, need)
             if t > best:
                 arrow = "A -> B" if fwd else "B -> A"
                 best = t
@@ -575,14 +745,19 @@ def _latency_term(demand: _Demand, mach: _Machine) -> tuple[float, str]:
 
     kind = demand.kind
     part = demand.inputs
+    # Blocks of 0 B count too: the verifier asks for their contributions,
+    # and the simulator charges a message of 0 B its latencies.
+    owners = np.unique(demand.block_owner)
+    if kind == "unknown":
+        return _pairs_latency(demand.traffic, mach)
     if kind == "reduce":
         sources, targets = part[part != demand.root], np.array([demand.root])
     elif kind == "broadcast":
         sources, targets = np.array([demand.root]), part[part != demand.root]
     elif kind == "reduce_scatter":
-        sources, targets = part, np.unique(demand.block_owner)
+        sources, targets = part, owners
     elif kind == "allgather":
-        sources, targets = np.unique(demand.block_owner), part
+        sources, targets = owners, part
     elif kind in MOVING:
         return _pair_latency(demand, mach)
     else:
@@ -625,37 +800,56 @@ def _pair_latency(demand: _Demand, mach: _Machine) -> tuple[float, str]:
     """Latency of the farthest (owner, target) pair a moving block joins.
 
     Only pairs that exchange bytes must talk (an alltoallv's zero entries
-    need no message); up to :data:`MAX_LATENCY_SOURCES` owners are searched.
+    need no message).
     """
+    w = demand.block_bytes
+    go = (demand.block_owner != demand.block_target) & (w > 0)
+    return _farthest(demand.block_owner[go], demand.block_target[go], mach)
+
+
+def _pairs_latency(traffic: _Traffic | None, mach: _Machine) -> tuple[float, str]:
+    """``pre + port_lat +`` the longest shortest-path latency of a message.
+
+    Every message (even of 0 B) is charged its start-up and the latencies
+    along its route, which is no shorter than the shortest path.
+    """
+    if traffic is None or len(traffic.src) == 0:
+        return 0.0, ""
+    return _farthest(traffic.per_dst(traffic.src), traffic.dst, mach)
+
+
+def _farthest(src: np.ndarray, dst: np.ndarray, mach: _Machine) -> tuple[float, str]:
+    """``pre + port_lat +`` the longest shortest-path latency of the pairs
+    ``src[i] -> dst[i]``; up to :data:`MAX_LATENCY_SOURCES` sources are searched
+    (any subset of the sources gives a valid, smaller, bound)."""
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import dijkstra
 
-    w = demand.block_bytes
-    go = (demand.block_owner != demand.block_target) & (w > 0)
-    if not go.any():
+    if len(src) == 0:
         return 0.0, ""
-    pairs = np.unique(
-        np.stack([demand.block_owner[go], demand.block_target[go]], axis=1), axis=0
-    )
-    sources = np.unique(pairs[:, 0])
+    sources = np.unique(src)
     step = max(1, -(-len(sources) // MAX_LATENCY_SOURCES))
     picked = sources[::step]
-    pairs = pairs[np.isin(pairs[:, 0], picked)]
     eps = 1e-30
     graph = csr_matrix(
         (mach.lat + eps, (mach.src, mach.dst)), shape=(mach.nodes, mach.nodes)
     )
     dist = dijkstra(graph, indices=picked)
-    row = np.searchsorted(picked, pairs[:, 0])
-    d = dist[row, pairs[:, 1]]
+    row = np.searchsorted(picked, src)
+    row_ok = (row < len(picked)) & (picked[np.minimum(row, len(picked) - 1)] == src)
+    if not row_ok.any():
+        return 0.0, ""
+    d = dist[row[row_ok], dst[row_ok]]
     d = np.where(np.isfinite(d), d, -1.0)
     k = int(np.argmax(d))
     if d[k] < 0:
         return 0.0, ""
-    far = max(0.0, float(d[k]) - eps * mach.nodes)
-    t = mach.pre + far + mach.port_lat
-    a, b = int(pairs[k, 0]), int(pairs[k, 1])
-    return t, f"endpoint {a} to {b}: {far:.6g} s of path latency"
+    a, b = int(src[row_ok][k]), int(dst[row_ok][k])
+    lat = max(0.0, float(d[k]) - eps * mach.nodes)
+    return (
+        mach.pre + lat + mach.port_lat,
+        f"endpoint {a} to {b}: {lat:.6g} s of path latency",
+    )
 
 
 def _bound(
@@ -688,36 +882,65 @@ def _bound(
         ej = _endpoint_terms("ejection", demand.recv, mach.port_cap, mach.in_lat, mach)
         put("injection_ports", inj)
         put("ejection_ports", ej)
-    # All receptions over the ranks' endpoints' total receive capacity.
+    # All receptions, over the links into the ranks' endpoints (and their
+    # ports), each busy from its own earliest start (water-filling).
     if demand.recv_total > 0:
         ends = np.unique(demand.ranks)
-        caps = [("ejection_total", mach.in_cap[ends], mach.in_lat[ends])]
+        is_end = np.zeros(mach.nodes, dtype=bool)
+        is_end[ends] = True
+        into = is_end[mach.dst] & mach.last
+        tail = mach.pre + mach.port_lat
+        t = _water_fill(mach.bw[into], tail + mach.lat[into], demand.recv_total)
+        put(
+            "ejection_total",
+            (
+                t,
+                f"{demand.recv_total:.6g} B received over "
+                f"{float(mach.bw[into].sum()):.6g} B/s",
+            ),
+        )
         if mach.port_cap is not None:
-            caps.append(
-                ("ejection_total_ports", mach.port_cap[ends], mach.in_lat[ends])
-            )
-        for name, cap, lat in caps:
-            lat = np.where(np.isfinite(lat), lat, 0.0)
-            total = float(cap.sum())
-            # sum_e cap_e (T - pre - lat_e - port_lat) >= recv_total
-            t = (
+            cap = mach.port_cap[ends]
+            t = _water_fill(cap, tail + mach.in_lat[ends], demand.recv_total)
+            put(
+                "ejection_total_ports",
                 (
-                    demand.recv_total
-                    + float((cap * (mach.pre + lat + mach.port_lat)).sum())
-                )
-                / total
-                if total > 0
-                else np.inf
+                    t,
+                    f"{demand.recv_total:.6g} B received over "
+                    f"{float(cap.sum()):.6g} B/s of ports",
+                ),
             )
-            put(name, (t, f"{demand.recv_total:.6g} B received over {total:.6g} B/s"))
     if demand.reduce_total > 0 and network.gamma_s_per_byte > 0:
-        units = len(np.unique(demand.ranks))
-        t = network.alpha_s + demand.reduce_total * network.gamma_s_per_byte / units
-        put("compute", (t, f"{demand.reduce_total:.6g} B reduced on {units} units"))
+        put("compute", _compute_term(demand, network, mach))
     cut_list = _cut_candidates(topology, mach) if cuts is True else (cuts or [])
     if cut_list:
         put("cut", _cut_term(demand, mach, cut_list))
     return _result(comps, details, demand.kind, demand.size_bytes, topology, network)
+
+
+def _compute_term(
+    demand: _Demand, network: NetworkModel, mach: _Machine
+) -> tuple[float, str]:
+    """The reductions over the ranks' reduction units.
+
+    A unit reduces at ``1 / gamma`` bytes per second from the first delivery
+    into its endpoint on (``pre + in_lat + port_lat``); the total reduced
+    bytes over all units by water-filling, and, when the demand says where
+    the reductions happen (``reduce_at``), each endpoint's own.
+    """
+    g = network.gamma_s_per_byte
+    ends = np.unique(demand.ranks)
+    first = mach.pre + mach.in_lat + mach.port_lat  # inf: nothing arrives
+    rate = np.full(len(ends), 1.0 / g)
+    t = _water_fill(rate, first[ends], demand.reduce_total)
+    where = f"{demand.reduce_total:.6g} B reduced on {len(ends)} units"
+    if demand.reduce_at is not None:
+        red = demand.reduce_at[: mach.endpoints]
+        own = np.where(red > 0, first + red * g, 0.0)
+        k = int(np.argmax(own))
+        if own[k] > t:
+            t, where = float(own[k]), f"endpoint {k} reduces {red[k]:.6g} B"
+    return t, where
 
 
 def _result(
@@ -790,13 +1013,15 @@ def lower_bound(
         One of :data:`wafercoll.COLLECTIVES`.
     size_bytes : int
         Bytes of every rank's vector. A reduce-scatter's or allgather's
-        vector is cut into one block per rank (the standard ownership: block
-        ``r`` to rank ``r``); an alltoall's is one rank's send buffer, cut
-        into one block per target; a gather's or scatter's is the root's
-        whole vector, one block per rank. Builders that cut otherwise (the
-        TTO reduce-scatter, for instance) compute another collective: bound
-        them with :func:`collective_bound`, which reads the schedule's own
-        blocks and owners.
+        vector is cut into one block per rank, as evenly as bytes allow,
+        block ``r`` owned by rank ``r`` (the standard ownership); an
+        alltoall's is one rank's send buffer, cut into one block per target;
+        a gather's or scatter's is the root's whole vector, one block per
+        rank. Builders cut it their own way (``mesh_tto_*`` into fewer blocks
+        than ranks, ``mesh_ring_*`` and ``mesh_dbtree_*`` with other owners),
+        which is another collective: bound their schedules with
+        :func:`collective_bound`, which takes the schedule's own blocks and
+        owners.
     ranks : int, optional
         Ranks, all participants (default: ``topology.default_ranks``, every
         endpoint that computes).
@@ -832,6 +1057,11 @@ def lower_bound(
     ('ejection_total', 1.0)
     """
     check_machine(topology, network)
+    if collective == "unknown":
+        raise ValueError(
+            "an unknown collective asks for nothing but its own transfers: "
+            "bound the schedule with collective_bound or schedule_lower_bound"
+        )
     if collective not in COLLECTIVES:
         raise ValueError(
             f"collective must be one of {', '.join(COLLECTIVES)}; got {collective!r}"
@@ -883,8 +1113,27 @@ def lower_bound(
     return _bound(demand, topology, network, cuts)
 
 
-def _collective(schedule: Schedule) -> tuple[Any, ...]:
-    """What a schedule's collective asks for, not its transfers (small)."""
+def collective_request(schedule: Schedule) -> tuple[Any, ...]:
+    """What a schedule's collective asks for: the input of the bounds (small).
+
+    ``(kind, size_bytes, root, participants, owners, block_bytes, traffic,
+    targets)``: not the schedule's transfers, unless it states no collective
+    (``"unknown"``); then its messages are all it asks for, in ``traffic``
+    (merged per source, destination and op). ``targets`` is where each block
+    of a block-moving collective must end (else None). :class:`wafercoll.SimResult`
+    keeps it so that :func:`result_bound` needs no schedule.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> req = wc.bounds.collective_request(wc.build("generic_ring_allreduce", 4, 64))
+    >>> req[0], req[1], req[6] is None
+    ('allreduce', 64, True)
+    """
+    if not isinstance(schedule, Schedule):
+        raise TypeError(
+            f"schedule must be a wafercoll.Schedule, got {type(schedule).__name__}"
+        )
     owners = schedule.owners
     targets = schedule.targets
     return (
@@ -894,6 +1143,7 @@ def _collective(schedule: Schedule) -> tuple[Any, ...]:
         np.flatnonzero(np.asarray(schedule.participants, dtype=bool)),
         None if owners is None else np.asarray(owners, dtype=np.int64),
         schedule.block_bytes if owners is not None else np.zeros(0),
+        _Traffic.of(schedule) if schedule.collective == "unknown" else None,
         None if targets is None else np.asarray(targets, dtype=np.int64),
     )
 
@@ -901,15 +1151,25 @@ def _collective(schedule: Schedule) -> tuple[Any, ...]:
 def _collective_demand(
     collective: tuple[Any, ...], place: np.ndarray, endpoints: int
 ) -> _Demand:
-    """:func:`_demand` of a :func:`_collective` at a placement."""
-    kind, size, root, part, owners, blocks, *rest = collective
-    targets = rest[0] if rest else None
+    """:func:`_demand` of a :func:`collective_request` at a placement."""
+    kind, size, root, part, owners, blocks = collective[:6]
+    traffic = collective[6] if len(collective) > 6 else None
+    targets = collective[7] if len(collective) > 7 else None
+    if kind == "unknown":
+        if traffic is None:
+            raise ValueError(
+                "the bound of an unknown collective comes from its transfers, "
+                "which this request does not carry"
+            )
+        return _traffic_demand(traffic, size, place, endpoints)
     return _demand(kind, size, place, part, root, blocks, owners, endpoints, targets)
 
 
 def _schedule_demand(schedule: Schedule, topology: Topology, placement: Any) -> _Demand:
     place = _placement(placement, schedule.num_ranks, topology)
-    return _collective_demand(_collective(schedule), place, topology.num_endpoints)
+    return _collective_demand(
+        collective_request(schedule), place, topology.num_endpoints
+    )
 
 
 def collective_bound(
@@ -922,9 +1182,13 @@ def collective_bound(
 ) -> LowerBound:
     """:func:`lower_bound` for the collective a schedule implements.
 
-    Takes the collective, root, participants and block owners from
-    ``schedule`` (but nothing from its transfers): the bound on *any*
+    Takes the collective, root, participants, block sizes and block owners
+    from ``schedule`` (but nothing from its transfers): the bound on *any*
     schedule of the same collective, the denominator of the optimality ratio.
+    It assumes the schedule computes that collective (:func:`wafercoll.verify`
+    accepts it). A schedule that states no collective (``"unknown"``) is
+    bounded from its own messages instead: the bound on any schedule that
+    sends the same bytes between the same ranks.
 
     Examples
     --------
@@ -953,11 +1217,26 @@ def schedule_lower_bound(
 ) -> LowerBound:
     """Lower bound on the simulated time of this very schedule.
 
-    From the bytes the schedule puts on every link and endpoint
-    (``_core.loads``), whatever the timing: the busiest link's bytes over its
-    bandwidth (plus start-up and latencies), each endpoint's sent, received
-    and reduced bytes over its port bandwidth and reduction rate. Never
-    smaller than the bound on the collective it does not include; meant for
+    From what the schedule's own transfers put on every link and endpoint
+    (``_core.loads``, along the topology's routes), whatever the timing and
+    whether or not the schedule computes its collective:
+
+    ``link``
+        The busiest link's bytes over its bandwidth, after the start-up and
+        before its latency (and the ejection port's).
+    ``injection_ports`` / ``ejection_ports``
+        Each endpoint's sent and received bytes over its ports.
+    ``compute``
+        Each endpoint's reduced (``gamma_s_per_byte``) and copied
+        (``copy_s_per_byte``) bytes on its one unit, after the first delivery
+        could arrive; 0 when it processes nothing.
+    ``latency``
+        The start-up and shortest-path latency of the farthest message (a
+        message of 0 B too); with ``dependencies="complete"``, also the
+        longest dependency chain, one start-up and one link latency per
+        transfer.
+
+    Never smaller than the bound on the collective it does not include; meant for
     ranking schedules cheaply (the advisor skips simulations that cannot win).
 
     Examples
@@ -986,6 +1265,7 @@ def schedule_lower_bound(
         details["link"] = (
             f"link {k} ({int(mach.src[k])} -> {int(mach.dst[k])}) carries {lb[k]:.6g} B"
         )
+    received = loads["received_bytes"].astype(np.float64)
     if mach.port_cap is not None:
         comps["injection_ports"], details["injection_ports"] = _endpoint_terms(
             "injection",
@@ -995,20 +1275,34 @@ def schedule_lower_bound(
             mach,
         )
         comps["ejection_ports"], details["ejection_ports"] = _endpoint_terms(
-            "ejection",
-            loads["received_bytes"].astype(np.float64),
-            mach.port_cap,
-            mach.in_lat,
-            mach,
+            "ejection", received, mach.port_cap, mach.in_lat, mach
         )
-    if network.gamma_s_per_byte > 0:
-        red = loads["reduced_bytes"].astype(np.float64)
-        k = int(np.argmax(red))
-        comps["compute"] = network.alpha_s + red[k] * network.gamma_s_per_byte
-        details["compute"] = f"endpoint {k} reduces {red[k]:.6g} B"
-    comps["latency"], details["latency"] = _latency_term(
-        _schedule_demand(schedule, topology, placement), mach
-    )
+    red = loads["reduced_bytes"].astype(np.float64)
+    work = red * network.gamma_s_per_byte + (received - red) * network.copy_s_per_byte
+    if work.any():
+        # A unit starts with the first delivery into its endpoint.
+        first = mach.pre + np.where(np.isfinite(mach.in_lat), mach.in_lat, 0.0)
+        t = np.where(work > 0, first + mach.port_lat + work, 0.0)
+        k = int(np.argmax(t))
+        comps["compute"] = float(t[k])
+        details["compute"] = (
+            f"endpoint {k} reduces {red[k]:.6g} B and copies "
+            f"{received[k] - red[k]:.6g} B"
+        )
+    traffic = _Traffic.of(schedule).at(place)
+    comps["latency"], details["latency"] = _pairs_latency(traffic, mach)
+    if network.dependencies == "complete" and schedule.num_transfers:
+        try:
+            steps = schedule.num_steps
+        except (ValueError, ScheduleError):  # a cycle: it never runs
+            steps = 0
+        hop = float(mach.lat.min()) if len(mach.lat) else 0.0
+        each = mach.pre + hop + mach.port_lat
+        if steps * each > comps["latency"]:
+            comps["latency"] = steps * each
+            details["latency"] = (
+                f"{steps} transfers in a chain, each {each:.6g} s at least"
+            )
     return _result(
         comps, details, schedule.collective, schedule.size_bytes, topology, network
     )

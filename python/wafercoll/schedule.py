@@ -46,6 +46,13 @@ pair (a ``p x p`` matrix, row-major, zeros allowed: see
 ``i`` to the ``root``, ``scatter`` block ``j`` from the ``root`` to rank
 ``j``. Other layouts pass ``owners`` and ``targets`` explicitly.
 
+``unknown`` states no collective: the schedule is its transfers and nothing
+more (an imported message program that does not say what it computes, such
+as a GOAL file). It can be simulated, bounded from the traffic its transfers
+carry (:mod:`wafercoll.bounds`) and executed without a check (every rank
+starts with its own input in every block), but :func:`wafercoll.verify` has
+no result to prove and refuses it after checking its dependencies.
+
 JSON
 ----
 :meth:`Schedule.to_json` writes an object with the keys ``format``,
@@ -75,8 +82,9 @@ from . import _core
 from ._errors import ScheduleError
 from ._util import as_int, write_atomic
 
-__all__ = ["COLLECTIVES", "MOVING", "Schedule", "alltoallv_blocks"]
+__all__ = ["COLLECTIVES", "KINDS", "MOVING", "Schedule", "alltoallv_blocks"]
 
+#: The collectives a schedule can implement (and builders build).
 COLLECTIVES = (
     "reduce",
     "allreduce",
@@ -88,7 +96,9 @@ COLLECTIVES = (
     "gather",
     "scatter",
 )
-# The kinds that move blocks from an owner to a target and reduce nothing.
+#: What a schedule may declare: a collective, or ``"unknown"`` (no claim).
+KINDS = (*COLLECTIVES, "unknown")
+#: The kinds that move blocks from an owner to a target and reduce nothing.
 MOVING = ("alltoall", "alltoallv", "gather", "scatter")
 _ROOTED = ("reduce", "broadcast", "gather", "scatter")
 _FORMAT = "wafercoll.schedule"
@@ -195,10 +205,8 @@ def _check_collective(
     participants: Any,
     targets: Any = None,
 ) -> tuple[str, int, list[int], list[int], list[int]]:
-    if not isinstance(kind, str) or kind not in COLLECTIVES:
-        raise ValueError(
-            f"collective must be one of {', '.join(COLLECTIVES)}; got {kind!r}"
-        )
+    if not isinstance(kind, str) or kind not in KINDS:
+        raise ValueError(f"collective must be one of {', '.join(KINDS)}; got {kind!r}")
     root_i = -1
     if kind in _ROOTED:
         root_i = as_int(0 if root is None else root, "root", 0, ranks - 1)
@@ -250,6 +258,11 @@ def _check_collective(
             f"{', '.join(MOVING)}, not {kind}"
         )
     part_l: list[int] = []
+    if participants is not None and kind == "unknown":
+        raise ValueError(
+            "participants do not apply to an unknown collective (it states no "
+            "input or output)"
+        )
     if participants is not None:
         if isinstance(participants, (str, bytes)) or not hasattr(
             participants, "__iter__"
@@ -281,7 +294,7 @@ class Schedule:
         Sizes of the blocks of every rank's vector, in bytes (>= 0 each).
     collective : str
         One of ``reduce``, ``allreduce``, ``reduce_scatter``, ``allgather``,
-        ``broadcast``.
+        ``broadcast``, or ``unknown`` (no claim; see the module docstring).
     root : int, optional
         Root of a ``reduce`` or ``broadcast`` (default 0).
     owners : sequence of int, optional

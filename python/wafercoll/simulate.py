@@ -115,7 +115,9 @@ class CollectiveRequest(NamedTuple):
     """What a simulated schedule's collective asks for (not its transfers).
 
     Kept by :class:`SimResult` so that :func:`wafercoll.bounds.result_bound`
-    can bound any schedule of the same collective on the same machine.
+    can bound any schedule of the same collective on the same machine. A
+    schedule that states no collective (``"unknown"``) asks for its own
+    messages: ``traffic`` holds them (merged per source, destination and op).
     """
 
     kind: str
@@ -124,6 +126,9 @@ class CollectiveRequest(NamedTuple):
     participants: np.ndarray
     owners: np.ndarray | None
     block_bytes: np.ndarray
+    #: The messages, for a schedule that states no collective ("unknown").
+    traffic: Any = None
+    #: Where each block must end (the block-moving collectives).
     targets: np.ndarray | None = None
 
 
@@ -196,18 +201,12 @@ class SimResult:
             self.transfer_op = schedule.op
         self._schedule = schedule if self.transfer_ready_s is not None else None
         self.topology = topology  # link ends for chrome_trace(), read on demand
-        # What the collective asks for (not its transfers): the input of
-        # wafercoll.bounds.result_bound, small and without the schedule.
-        owners = schedule.owners
-        self.collective = CollectiveRequest(
-            schedule.collective,
-            schedule.size_bytes,
-            schedule.root,
-            np.flatnonzero(np.asarray(schedule.participants, dtype=bool)),
-            None if owners is None else np.asarray(owners, dtype=np.int64),
-            schedule.block_bytes if owners is not None else np.zeros(0),
-            None if schedule.targets is None else np.asarray(schedule.targets),
-        )
+        # What the collective asks for (not its transfers, unless it states
+        # none): the input of wafercoll.bounds.result_bound, small and
+        # without the schedule.
+        from .bounds import collective_request
+
+        self.collective = CollectiveRequest(*collective_request(schedule))
 
     # -- equality (pickled results compare equal) ------------------------------
     _EQ_FIELDS = (

@@ -138,6 +138,34 @@ TEST(Verify, DetectsCycles) {
   EXPECT_EQ(kind_of(s), "cycle");
 }
 
+TEST(Verify, UnknownCollectiveChecksItsDependenciesOnly) {
+  Collective c;
+  c.kind = CollectiveKind::unknown;
+  Schedule s(3, {8, 8}, c);
+  s.add(0, 1, 0, 1, Op::copy, {});
+  s.add(1, 2, 1, 2, Op::reduce, {0});
+  EXPECT_EQ(kind_of(s), "unverifiable");
+  EXPECT_STREQ(to_string(s.collective().kind), "unknown");
+  EXPECT_EQ(collective_from_string("unknown"), CollectiveKind::unknown);
+  // A cycle is still reported as such: it is checkable without a collective.
+  Schedule cyc = Schedule::from_arrays(2, {8}, c, {0, 1}, {1, 1}, {0, 1, 2}, {1, 0},
+                                       {0, 1, 2}, {0, 0}, {1, 1}, {0, 1, 2}, {1, 0});
+  EXPECT_EQ(kind_of(cyc), "cycle");
+}
+
+TEST(Execute, UnknownCollectiveMovesDataFromEveryRanksInput) {
+  // Every rank starts with its own input; the transfers move it as written.
+  Collective c;
+  c.kind = CollectiveKind::unknown;
+  Schedule s(3, {8}, c);
+  s.add(0, 1, 0, 1, Op::reduce, {});
+  s.add(1, 2, 0, 1, Op::copy, {0});
+  const std::vector<std::int64_t> in{1, 10, 100};
+  std::vector<std::int64_t> out(3);
+  execute<std::int64_t>(s, in.data(), out.data(), 1);
+  EXPECT_EQ(out, (std::vector<std::int64_t>{1, 11, 11}));
+}
+
 TEST(Verify, EveryRemovedTransferIsCaught) {
   for (int p : {3, 5, 8}) {
     for (int variant = 0; variant < 3; ++variant) {

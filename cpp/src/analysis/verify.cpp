@@ -446,6 +446,14 @@ class Verifier {
       : s_(s), order_(topological_order(s)), hb_(s, order_), dense_after_(dense_after) {}
 
   VerifyReport run() {
+    // The dependencies are in range and acyclic (the constructor's
+    // topological order); without a stated collective that is all there is
+    // to check: what the transfers compute is not specified.
+    if (s_.collective().kind == CollectiveKind::unknown)
+      throw ScheduleError("unverifiable",
+                          "the schedule states no collective ('unknown'): its "
+                          "dependencies are acyclic, but what its transfers compute "
+                          "is not specified, so there is nothing to verify");
     init_state();
     std::int64_t done = 0;
     for (TransferId t : order_) {
@@ -744,6 +752,7 @@ class Verifier {
       case CollectiveKind::scatter:
         check_moved();
         break;
+      case CollectiveKind::unknown: break;  // refused by run()
     }
   }
 

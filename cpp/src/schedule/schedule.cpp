@@ -41,6 +41,7 @@ const char* to_string(CollectiveKind kind) {
     case CollectiveKind::alltoallv: return "alltoallv";
     case CollectiveKind::gather: return "gather";
     case CollectiveKind::scatter: return "scatter";
+    case CollectiveKind::unknown: return "unknown";
   }
   return "?";
 }
@@ -55,13 +56,14 @@ CollectiveKind collective_from_string(const std::string& name) {
   for (auto k : {CollectiveKind::reduce, CollectiveKind::allreduce,
                  CollectiveKind::reduce_scatter, CollectiveKind::allgather,
                  CollectiveKind::broadcast, CollectiveKind::alltoall,
-                 CollectiveKind::alltoallv, CollectiveKind::gather, CollectiveKind::scatter}) {
+                 CollectiveKind::alltoallv, CollectiveKind::gather, CollectiveKind::scatter,
+                 CollectiveKind::unknown}) {
     if (name == to_string(k)) return k;
   }
   throw std::invalid_argument(
       "collective must be one of 'reduce', 'allreduce', 'reduce_scatter', "
-      "'allgather', 'broadcast', 'alltoall', 'alltoallv', 'gather', 'scatter'; got '" +
-      name + "'");
+      "'allgather', 'broadcast', 'alltoall', 'alltoallv', 'gather', 'scatter', "
+      "'unknown'; got '" + name + "'");
 }
 
 Schedule::Schedule(RankId num_ranks, std::vector<Bytes> block_bytes,

@@ -68,12 +68,16 @@ def messages_schedule(
     collective: str | None,
     root: int | None,
     owners: Sequence[int] | None,
+    declared: str | None = None,
 ) -> Schedule:
     """A schedule from per-rank send / recv / calc operations (GOAL, Chakra).
 
     ``ops[r]`` maps labels to operations; ``reqs[r]`` holds ``(a, b, kind,
     line)``: operation ``a`` requires ``b``. Errors name ``path`` and the
-    operation's line (for Chakra, its record).
+    operation's line (for Chakra, its record). Without ``messages`` the
+    schedule's collective is ``"unknown"``; ``declared`` is what the file
+    says it computes, if anything (quoted in the reason it cannot be
+    verified, never trusted: the messages alone are no proof of it).
     """
 
     def where(op: Op) -> dict[str, Any]:
@@ -180,14 +184,18 @@ def messages_schedule(
     if not msgs:
         raise FormatError(f"the {fmt} input has no messages", path=path)
     if messages is None:
-        s = Schedule(p, [max(m.size, 0) for m in msgs], "broadcast", name=name)
+        # The file states no collective the messages could be checked
+        # against: the schedule is its messages (one block each), and its
+        # bounds come from them alone.
+        s = Schedule(p, [max(m.size, 0) for m in msgs], "unknown", name=name)
         for m in msgs:
             s.add_transfer(m.src, m.dst, [m.index], deps=sorted(deps[m.index]))
+        claim = f" (it says: {declared})" if declared else ""
         s._opaque = (
-            f"a {fmt} file carries message sizes, not data, so this schedule "
-            f"cannot be verified: pass {reader}(..., messages=f, block_bytes=..., "
-            "collective=...) with f(msg) -> (blocks, op) to say which blocks each "
-            "message moves"
+            f"a {fmt} file carries message sizes, not data{claim}, so this "
+            f"schedule cannot be verified: pass {reader}(..., messages=f, "
+            "block_bytes=..., collective=...) with f(msg) -> (blocks, op) to say "
+            "which blocks each message moves"
         )
     else:
         if not callable(messages):

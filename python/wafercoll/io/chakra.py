@@ -364,8 +364,10 @@ def read_chakra(
         order.
     messages, block_bytes, collective, root, owners
         As for :func:`wafercoll.io.read_goal`: Chakra carries message sizes,
-        not data, so without ``messages`` the schedule simulates but does not
-        verify.
+        not data, so without ``messages`` the schedule's collective is
+        ``"unknown"``: it simulates and is bounded from its own messages, but
+        does not verify (a ``collective`` attribute of the metadata, as
+        :func:`write_chakra` writes, is quoted in the reason, not trusted).
 
     Returns
     -------
@@ -395,6 +397,7 @@ def read_chakra(
     (4, True)
     """
     Node = chakra_messages()["Node"]
+    Meta = chakra_messages()["GlobalMetadata"]
     from google.protobuf.message import DecodeError
 
     files = _rank_files(prefix)
@@ -405,6 +408,7 @@ def read_chakra(
         CHAKRA_NODE_TYPES["COMM_SEND_NODE"]: "send",
         CHAKRA_NODE_TYPES["COMM_RECV_NODE"]: "recv",
     }
+    declared: set[str] = set()  # collectives the metadata names
     for r, path in enumerate(files):
         size = os.path.getsize(path)
         if size > MAX_FILE_BYTES:
@@ -424,7 +428,15 @@ def read_chakra(
                 )
             body = data[i : i + n]
             i += n
-            if k > 0:  # record 0 is the GlobalMetadata
+            if k == 0:  # the GlobalMetadata: a stated collective, if any
+                try:
+                    meta = Meta.FromString(body)
+                except DecodeError:
+                    meta = None
+                for a in meta.attr if meta is not None else ():
+                    if a.name == "collective" and a.WhichOneof("value") == "string_val":
+                        declared.add(a.string_val[:64])
+            else:
                 try:
                     node = Node.FromString(body)
                 except DecodeError as exc:
@@ -502,4 +514,5 @@ def read_chakra(
         collective,
         root,
         owners,
+        " / ".join(sorted(declared)) or None,
     )

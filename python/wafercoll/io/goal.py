@@ -25,8 +25,9 @@ with its tag in order; so does :func:`read_goal`.
 per destination, a ``calc`` for each reduction when a cost is given).
 :func:`read_goal` reads a GOAL file into a Schedule that
 :func:`wafercoll.simulate` times. GOAL carries message sizes, not data: the
-schedule it returns cannot be verified unless ``messages`` says which blocks
-each message moves (then it is an ordinary schedule of the given collective).
+schedule it returns states no collective (``"unknown"``) and cannot be
+verified unless ``messages`` says which blocks each message moves (then it is
+an ordinary schedule of the given collective).
 
 To run an exported file in LogGOPSim::
 
@@ -368,8 +369,10 @@ def read_goal(
         in program order may here share the rank's link in another order.
         ``calc`` operations order the operations that require them but take
         no time. Without ``messages`` each message
-        moves a block of its own size and the schedule can be simulated but
-        not verified: :func:`wafercoll.verify` raises and says why.
+        moves a block of its own size and the schedule's collective is
+        ``"unknown"`` (GOAL has no way to state one): it can be simulated,
+        and :mod:`wafercoll.bounds` bounds it from its own messages, but not
+        verified: :func:`wafercoll.verify` raises and says why.
 
     Raises
     ------

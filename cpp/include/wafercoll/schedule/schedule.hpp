@@ -52,6 +52,8 @@ enum class CollectiveKind : std::uint8_t {
   alltoallv = 6,       // alltoall with per-pair byte counts (block_bytes)
   gather = 7,          // block i: rank i's vector, ends at the root
   scatter = 8,         // block j: part j of the root's vector, ends at rank j
+  unknown = 9,         // not stated (an imported message program): the
+                       // transfers are all there is; nothing to verify
 };
 
 // Whether a kind moves blocks from owners to targets (alltoall(v), gather,
@@ -145,9 +147,10 @@ class Schedule {
     return collective_.participants.empty() || collective_.participants[r] != 0;
   }
   // Whether cell (r, b) starts with rank r's input (else it starts empty/0):
-  // participants hold every block of a reduce / allreduce / reduce_scatter,
-  // the root holds a broadcast, owners hold their allgather blocks and the
-  // blocks that the moving kinds (alltoall, gather, scatter) carry.
+  // participants hold every block of a reduce / allreduce / reduce_scatter
+  // (and of an unknown collective), the root holds a broadcast, owners hold
+  // their allgather blocks and the blocks that the moving kinds (alltoall,
+  // gather, scatter) carry.
   bool holds_input(RankId r, BlockId b) const;
   std::string name;  // free-form label (builder name and parameters)
 
