@@ -819,9 +819,12 @@ def _pairs_latency(traffic: _Traffic | None, mach: _Machine) -> tuple[float, str
 
 
 def _farthest(src: np.ndarray, dst: np.ndarray, mach: _Machine) -> tuple[float, str]:
-    """``pre + port_lat +`` the longest shortest-path latency of the pairs
-    ``src[i] -> dst[i]``; up to :data:`MAX_LATENCY_SOURCES` sources are searched
-    (any subset of the sources gives a valid, smaller, bound)."""
+    """``pre + port_lat +`` the longest shortest-path latency of a pair.
+
+    The pairs are ``src[i] -> dst[i]``; up to :data:`MAX_LATENCY_SOURCES`
+    sources are searched (any subset of the sources gives a valid, smaller,
+    bound).
+    """
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import dijkstra
 
