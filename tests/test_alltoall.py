@@ -95,7 +95,7 @@ def test_hierarchical_alltoall_sends_one_message_per_node_pair() -> None:
     assert int(inter.sum()) == nodes * (nodes - 1) == len(pairs)
 
 
-@pytest.mark.parametrize("p", [1, 2, 3, 5, 8, 11])
+@pytest.mark.parametrize("p", range(1, 34))
 def test_alltoallv_from_a_matrix_with_zeros(p: int) -> None:
     rng = np.random.default_rng(p)
     mat = rng.integers(0, 50, (p, p)) * (rng.random((p, p)) < 0.6)
