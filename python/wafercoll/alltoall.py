@@ -205,6 +205,21 @@ def _moving_blocks(prog: kit.Program) -> tuple[np.ndarray, np.ndarray, np.ndarra
 
 
 # -- generic ----------------------------------------------------------------------
+def _shifts(prog: kit.Program) -> Schedule:
+    """Steps ``k = 1 .. p - 1``: rank ``r`` sends its block for ``r + k``.
+
+    Blocks of zero bytes (an alltoallv's zero entries) need no message.
+    """
+    p = prog.ranks
+    r = np.arange(p)
+    carries = prog.block_bytes > 0
+    for k in range(1, p):
+        d = (r + k) % p
+        go = carries[r * p + d]
+        prog.step(r[go], d[go], (r * p + d)[go])
+    return prog.schedule()
+
+
 def shift_alltoall(
     ranks: int,
     size_bytes: int,
@@ -237,14 +252,7 @@ def shift_alltoall(
     """
     kind = _kind(collective, matrix)
     prog = _program(ranks, size_bytes, matrix, kind, f"shift_{kind}", "sendrecv")
-    p = prog.ranks
-    r = np.arange(p)
-    carries = prog.block_bytes > 0  # an alltoallv's zero entries need no message
-    for k in range(1, p):
-        d = (r + k) % p
-        go = carries[r * p + d]
-        prog.step(r[go], d[go], (r * p + d)[go])
-    return prog.schedule()
+    return _shifts(prog)
 
 
 def spread_alltoall(
@@ -268,14 +276,7 @@ def spread_alltoall(
     """
     kind = _kind(collective, matrix)
     prog = _program(ranks, size_bytes, matrix, kind, f"spread_{kind}", "explicit")
-    p = prog.ranks
-    r = np.arange(p)
-    carries = prog.block_bytes > 0  # an alltoallv's zero entries need no message
-    for k in range(1, p):
-        d = (r + k) % p
-        go = carries[r * p + d]
-        prog.step(r[go], d[go], (r * p + d)[go])
-    return prog.schedule()
+    return _shifts(prog)
 
 
 def bruck_alltoall(ranks: int, size_bytes: int, *, topology: Any = None) -> Schedule:
