@@ -502,3 +502,19 @@ def test_msccl_export_refuses_what_the_runtime_lacks() -> None:
     ).replace('inplace="0"', 'inplace="1"')
     with pytest.raises(wc.io.FormatError, match="in-place alltoall"):
         wc.io.read_msccl(text)
+
+
+def test_sweep_says_which_schedules_compute_another_collective() -> None:
+    df = wc.sweep(
+        {
+            "algorithm": ["mesh_tto_reduce_scatter", "mesh_multitree_reduce_scatter"],
+            "topology": ["mesh:5x5"],
+            "size_bytes": [1 << 16],
+        },
+        jobs=1,
+        cache=None,
+        progress=False,
+    )
+    differs = df.set_index("algorithm")["differs"]
+    assert "owners: 3 of 25" in differs["mesh_tto_reduce_scatter"]
+    assert differs["mesh_multitree_reduce_scatter"] == ""

@@ -65,6 +65,7 @@ COLUMNS = (
     "link_utilization",
     "lower_bound_s",
     "optimality_ratio",
+    "differs",
     "error",
 )
 _KEYS = ("algorithm", "topology", "size_bytes", "network", "options")
@@ -214,6 +215,7 @@ def _run_point(
         "link_utilization": None,
         "lower_bound_s": None,
         "optimality_ratio": None,
+        "differs": "",
         "error": "",
     }
     try:
@@ -236,6 +238,9 @@ def _run_point(
         link_utilization=r.link_utilization,
         lower_bound_s=bound.time_s,
         optimality_ratio=optimality_ratio(r, bound),
+        # Schedules of one collective may compute different things (other
+        # owners, fewer participants): say how, beside the numbers.
+        differs=s.differs_from_standard(topology.default_ranks),
     )
     return row
 
@@ -269,7 +274,10 @@ def sweep(
     Returns
     -------
     pandas.DataFrame
-        :data:`COLUMNS`, in grid order. ``df.attrs["computed"]`` and
+        :data:`COLUMNS`, in grid order; ``differs`` says how a schedule's
+        collective differs from the standard one on the machine (other
+        owners, fewer participants: :meth:`wafercoll.Schedule.differs_from_standard`),
+        empty when it computes the standard collective. ``df.attrs["computed"]`` and
         ``df.attrs["cached"]`` count the points computed now and read from
         the cache.
 
