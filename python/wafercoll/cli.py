@@ -520,16 +520,34 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
+    if args.scheduler is not None and not args.scheduler.strip():
+        raise UsageError(
+            "--scheduler needs a Dask scheduler address such as tcp://host:8786 "
+            "(leave it out to run on local processes)"
+        )
+    if args.cache is not None and not args.cache:
+        raise UsageError("--cache needs a directory (or use --no-cache)")
     cache: Any = False if args.no_cache else (args.cache or True)
     try:
         grid = wc.sweeps.read_grid(args.spec)
+    except OSError as exc:
+        raise Failure(f"cannot read {args.spec}: {exc.strerror or exc}") from None
+    except ValueError as exc:  # a FormatError naming the file
+        raise UsageError(str(exc)) from None
+    try:
         df = wc.sweep(
             grid, jobs=args.jobs, scheduler=args.scheduler, cache=cache, progress=True
         )
-    except OSError as exc:
-        raise Failure(f"cannot read {args.spec}: {exc}") from None
+    except wc.sweeps.CacheError as exc:
+        raise Failure(f"--cache: {exc}" if args.cache else str(exc)) from None
+    except wc.sweeps.SchedulerError as exc:
+        raise Failure(f"--scheduler: {exc}") from None
+    except wc.sweeps.WorkerLostError as exc:
+        raise Failure(str(exc)) from None
     except (ValueError, TypeError) as exc:
         msg = str(exc)
+        if msg.startswith("scheduler "):
+            raise UsageError(f"--{msg}") from None
         raise UsageError(msg if args.spec in msg else f"{args.spec}: {msg}") from None
     _emit(args.output, df.to_csv(index=False))
     _note(
