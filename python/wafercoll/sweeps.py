@@ -651,17 +651,55 @@ def _connect(address: str) -> Any:
                 f"cannot reach the Dask scheduler at {address} ({why}); {hint}",
                 address,
             ) from None
-    try:
-        return Client(address, timeout=t)
-    except Exception as exc:  # noqa: BLE001 - whatever answered is not a scheduler
-        why = str(exc) or type(exc).__name__
-        if len(why) > 200:
-            why = why[:200] + "..."
-        raise SchedulerError(
-            f"cannot connect to a Dask scheduler at {address} within {t:g} s "
-            f"({type(exc).__name__}: {why}); {hint}",
-            address,
-        ) from None
+    failure = _handshake(address, t)
+    if failure is None:
+        try:
+            return Client(address, timeout=t)
+        except Exception as exc:  # noqa: BLE001 - whatever answered is not a scheduler
+            failure = exc
+    if isinstance(failure, TimeoutError):
+        why = f"it accepted the connection but did not answer within {t:g} s"
+    else:
+        why = f"{type(failure).__name__}: {failure}"
+        why = why if len(why) <= 200 else why[:200] + "..."
+    raise SchedulerError(
+        f"no Dask scheduler answered at {address} ({why}); {hint}", address
+    ) from None
+
+
+def _handshake(address: str, timeout: float) -> BaseException | None:
+    """Dask's connection handshake with ``address``, bounded by ``timeout``.
+
+    ``distributed.Client(timeout=...)`` bounds the connection but not the
+    handshake after it: a server that accepts and stays silent would hold it
+    forever. Here the handshake runs on an event loop of its own, on a
+    thread (the caller may be inside an event loop, as in Jupyter), under
+    ``asyncio.wait_for``. Returns what went wrong, or None.
+    """
+    import asyncio
+    import threading
+
+    from distributed.comm import connect
+
+    outcome: list[BaseException | None] = []
+
+    async def attempt() -> None:
+        comm = await connect(address, timeout=timeout)
+        await comm.close()
+
+    def run() -> None:
+        try:
+            asyncio.run(asyncio.wait_for(attempt(), timeout))
+            outcome.append(None)
+        except asyncio.TimeoutError:
+            outcome.append(TimeoutError())
+        except BaseException as exc:  # noqa: BLE001 - reported to the caller
+            outcome.append(exc)
+
+    probe = threading.Thread(target=run, name="dask-handshake", daemon=True)
+    probe.start()
+    probe.join(timeout + 1.0)
+    return outcome[0] if outcome else TimeoutError()
 
 
 def _client(scheduler: Any) -> tuple[Any, bool]:
