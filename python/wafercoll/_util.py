@@ -120,10 +120,10 @@ def stop_threads(pool: Any) -> None:
 
     Ctrl-C raises KeyboardInterrupt in the main thread only, and the compiled
     core's long calls (simulations, verification) poll Python's signal state,
-    which other threads never see. So a caller that catches an exception in
-    the main thread while the pool's threads are in such calls opens a stop
-    request: every long C++ call, on any thread, then raises at its next poll
-    (within milliseconds), the pool's queued work is cancelled, and the
+    which other threads never see. So a caller that catches KeyboardInterrupt
+    in the main thread while the pool's threads are in such calls opens a
+    stop request: every long C++ call, on any thread, then raises at its next
+    poll (within milliseconds), the pool's queued work is cancelled, and the
     request is closed once the threads have ended. Work that is not in the
     compiled core finishes its current call.
     """

@@ -379,8 +379,8 @@ def advise(
     # final keep-th best can only be smaller, so pruning stays sound.
     workers = (os.cpu_count() or 1) if jobs is None else as_int(jobs, "jobs", 1, 256)
     pending: dict[Any, tuple[float, AlgorithmInfo, Any, Any]] = {}
-    # Ctrl-C (or any error) in this thread stops the simulations running on
-    # the pool's threads too, instead of waiting for them to finish.
+    # Ctrl-C in this thread stops the simulations running on the pool's
+    # threads too, instead of waiting for them to finish.
     pool = ThreadPoolExecutor(max_workers=workers)
     try:
         for own, info, s, pred in built:
@@ -409,11 +409,11 @@ def advise(
             pending[pool.submit(simulate, s, topology, network)] = (own, info, s, pred)
         for fut in list(pending):
             finish(fut, *pending.pop(fut))
-    except BaseException:
+    except KeyboardInterrupt:
         stop_threads(pool)
         raise
     finally:
-        pool.shutdown(wait=True)
+        pool.shutdown(wait=True, cancel_futures=True)
     done.sort(key=lambda c: c.name)  # finishing order must not matter
     # Simulated by time and pruned by their bound, in one order: a pruned
     # candidate is certainly slower than the first ``keep``, not necessarily

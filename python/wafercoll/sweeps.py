@@ -368,8 +368,7 @@ def sweep(
         cache_dir = os.fspath(cache)
         fn = _open_cache(cache_dir).cache(_run_point)
         for i, a in enumerate(args):
-            if fn.check_call_in_cache(*a):
-                rows[i] = _stored_row(fn, a)
+            rows[i] = _stored_row(fn, a)
     todo = [i for i, r in enumerate(rows) if r is None]
     client, own = None, False
     if scheduler is not None and todo:
@@ -433,7 +432,7 @@ def _open_cache(path: str) -> Any:
 
 
 def _stored_row(fn: Any, a: tuple[Any, ...]) -> dict[str, Any] | None:
-    """A point's row from the cache, or None (the entry removed) if unreadable.
+    """A point's row from the cache; None if absent or unreadable (then removed).
 
     joblib would print the loading error's traceback and compute the point
     again unseen; here the entry is dropped quietly and the point is computed
@@ -442,6 +441,8 @@ def _stored_row(fn: Any, a: tuple[Any, ...]) -> dict[str, Any] | None:
     ref = None
     row: Any = None
     try:
+        if not fn.check_call_in_cache(*a):
+            return None
         ref = fn.call_and_shelve(*a)  # in the cache: a reference, nothing computed
         row = ref.get()
     except Exception:  # noqa: BLE001 - truncated, unpicklable: any unreadable entry

@@ -462,7 +462,10 @@ def _interrupt_held() -> Iterator[None]:
     starts take milliseconds. Off the main thread signals are not delivered
     anyway, and the block runs as is.
     """
-    if threading.current_thread() is not threading.main_thread():
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is None  # a handler not set from Python
+    ):
         yield
         return
     held: list[int] = []
