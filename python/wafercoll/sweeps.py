@@ -421,7 +421,8 @@ def _open_cache(path: str) -> Any:
     try:
         os.makedirs(store, exist_ok=True)
     except OSError as exc:
-        raise refuse(f"cannot be created ({exc.strerror or exc})") from None
+        what = "written" if os.path.isdir(path) else "created"
+        raise refuse(f"cannot be {what} ({exc.strerror or exc})") from None
     try:
         fd, probe = tempfile.mkstemp(dir=store, prefix=".write-test-")
         os.close(fd)
