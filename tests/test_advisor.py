@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import signal
 
 import pytest
 
@@ -172,3 +173,26 @@ def test_cli_advise_table_csv_and_plot(tmp_path, capsys) -> None:
     assert main(["advise", "-t", "ring:6", "--sizes", "1MiB:1KiB"]) == 2
     assert main(["advise", "-t", "ring:6", "-s", "1KiB", "-c", "allscatter"]) == 2
     assert main(["advise", "-t", "ring:6", "-s", "1KiB", "--format", "json"]) == 0
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="POSIX signals")
+def test_ctrl_c_stops_the_simulations_on_the_advisors_threads() -> None:
+    # KeyboardInterrupt reaches the main thread only; the simulations on the
+    # pool's threads must stop too, not run to their end (a minute here).
+    import threading
+    import time
+
+    net = wc.NetworkModel(1e9, packet_bytes=64)
+    before = threading.active_count()
+    main_thread = threading.main_thread().ident
+    timer = threading.Timer(1.0, signal.pthread_kill, (main_thread, signal.SIGINT))
+    timer.start()
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        wc.advise("torus:16x16", 256 << 20, "broadcast", net, jobs=2)
+    assert time.monotonic() - start < 1.0 + 1.0
+    timer.join()
+    assert threading.active_count() == before  # the pool's threads ended
+    # The stop request is closed again: the next simulation runs to its end.
+    s = wc.build("generic_ring_allreduce", 4, 1 << 16)
+    assert wc.simulate(s, wc.ring(4), net).time_s > 0

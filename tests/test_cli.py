@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -616,3 +617,31 @@ def test_sweeps_does_not_import_the_command_line():
             assert "cli" not in [a.name for a in node.names]
         elif isinstance(node, ast.Import):
             assert all("cli" not in a.name.split(".") for a in node.names)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="POSIX signals")
+@pytest.mark.parametrize(
+    ("machine", "ready"),
+    [
+        # A simulation of a minute or more, on the advisor's thread pool.
+        (
+            ["-t", "torus:16x16", "-c", "broadcast", "-s", "256MiB", "--packet", "64"],
+            "advise: simulating",
+        ),
+        # Packing spanning trees of a 1024-node mesh by LP: minutes of builds.
+        (["-t", "mesh:32x32", "-s", "16MiB"], "zero latency"),
+    ],
+    ids=["simulating", "building"],
+)
+def test_ctrl_c_stops_advise_on_a_large_machine(tmp_path, machine, ready):
+    from interrupting import BUDGET_S, interrupt
+
+    out = tmp_path / "advice.txt"
+    cmd = [sys.executable, "-m", "wafercoll", "advise", *machine, "-o", str(out)]
+    r = interrupt(cmd, lambda err: ready in err, settle_s=1.0, cwd=tmp_path)
+    assert r.returncode == 130, r.stderr
+    assert r.seconds < BUDGET_S, (r.seconds, r.stderr)
+    assert not r.leftover
+    assert "wafercoll advise: interrupted" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr, r.stderr
+    assert os.listdir(tmp_path) == []  # no output, whole or partial

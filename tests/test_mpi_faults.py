@@ -112,6 +112,36 @@ print("finished", flush=True)
     assert elapsed < TIMEOUT_S + 10
 
 
+def test_a_rank_that_never_answers_ends_the_job_without_abort_on_error(tmp_path):
+    # No abort_on_error: the executor's own timeout ends the job. (A rank that
+    # merely raised would wait in MPI_Finalize for rank 1 forever.)
+    code, out, elapsed = _mpirun(
+        tmp_path,
+        PRELUDE
+        + """
+s = wc.build("generic_ring_allreduce", 4, 64)
+ex = MPIExecutor(s, 16, timeout_s=TIMEOUT)
+if comm.Get_rank() == 1:
+    time.sleep(3600)  # never answers
+ex.run(np.ones(16))
+print("finished", flush=True)
+""",
+    )
+    assert code != 0
+    assert "finished" not in out
+    # Rank 2 waits for rank 1 in round 0; the ranks waiting for rank 2 or 3
+    # time out within the grace period and print theirs too.
+    import re
+
+    assert re.search(
+        r"rank 2: error: rank 2: round 0 of generic_ring_allreduce schedule "
+        r"\(waiting for transfer \d+ from rank 1\) did not complete within 3 s; "
+        r"ending the job",
+        out,
+    ), out
+    assert elapsed < TIMEOUT_S + 10
+
+
 def test_bench_with_bad_arguments_aborts_every_rank(tmp_path):
     code, out, elapsed = _mpirun(
         tmp_path,

@@ -56,7 +56,23 @@ SCRIPT = textwrap.dedent(
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-    for name, run in (("slow_test", slow), ("doomed_test", doomed)):
+    def stuck(quick=False):
+        # Long work in the middle of writing a file (through its temporary).
+        from wafercoll._util import atomic_path
+
+        out = os.environ["STUCK_OUT"]
+        with atomic_path(os.path.join(out, f"stuck-{os.getpid()}.csv")) as tmp:
+            with open(tmp, "w") as fh:
+                fh.write("x,y\\n")
+            time.sleep(60)
+
+
+    for name, run in (
+        ("slow_test", slow),
+        ("doomed_test", doomed),
+        ("stuck_a", stuck),
+        ("stuck_b", stuck),
+    ):
         wx.register_experiment(
             wx.Experiment(name, name, "test", "a test experiment", run=run, plot=plot)
         )
@@ -266,3 +282,49 @@ def test_default_jobs_follow_memory_and_cpus():
     for quick in (False, True):
         shipped = runner.load_peaks(quick=quick)
         assert {e.name for e in report.select()} <= set(shipped)
+
+
+def _interrupted(tmp_path, ready, settle_s):
+    """``reproduce --jobs 2`` of two stuck experiments, interrupted when ready."""
+    from interrupting import interrupt
+
+    script = tmp_path / "run_reproduce.py"
+    script.write_text(SCRIPT)
+    out = tmp_path / "out"
+    cmd = [sys.executable, str(script), "reproduce", "--quick", "--jobs", "2"]
+    cmd += ["-o", str(out), "--only", "stuck_a", "stuck_b"]
+    env = {**os.environ, "STUCK_OUT": str(out)}
+    return interrupt(cmd, ready(out), settle_s=settle_s, env=env), out
+
+
+def _assert_stopped_cleanly(r, out):
+    from interrupting import BUDGET_S
+
+    assert r.returncode == 130, r.stderr
+    assert r.seconds < BUDGET_S, (r.seconds, r.stderr)
+    assert not r.leftover, "a worker outlived the interrupt"
+    assert "interrupted" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    files = [p.name for p in out.rglob("*")]
+    assert not [f for f in files if ".tmp" in f or f.startswith("stuck-")], files
+    for name in ("stuck_a", "stuck_b"):  # no record of a run that ended
+        assert _record(out, name) is None, _record(out, name)
+
+
+def test_ctrl_c_stops_running_workers_at_once_without_partial_files(tmp_path):
+    def ready(out):
+        # Both workers are inside their experiment, halfway through a write.
+        return lambda err: len(list(out.glob("stuck-*.csv.tmp*"))) == 2
+
+    r, out = _interrupted(tmp_path, ready, settle_s=0.3)
+    _assert_stopped_cleanly(r, out)
+    assert "lists the 0 experiment(s) that finished" in r.stderr
+
+
+def test_ctrl_c_while_the_first_worker_starts_leaves_no_worker_behind(tmp_path):
+    # Right after the announcement the first start is under way (it boots the
+    # fork server); a worker forked then must not outlive the run.
+    def ready(out):
+        return lambda err: "running 2 experiment(s)" in err
+
+    r, out = _interrupted(tmp_path, ready, settle_s=0.05)
+    _assert_stopped_cleanly(r, out)

@@ -258,6 +258,10 @@ class NetworkModel:
     @switch_overhead_s.setter
     def switch_overhead_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
+def _request_stop(on: bool) -> None:
+    """
+    Open (True) or close (False) a request that every long C++ call, on any thread, stop with KeyboardInterrupt at its next poll.
+    """
 def binomial_broadcast(p: typing.SupportsInt | typing.SupportsIndex, size_bytes: typing.SupportsInt | typing.SupportsIndex, root: typing.SupportsInt | typing.SupportsIndex) -> Schedule:
     ...
 def binomial_reduce(p: typing.SupportsInt | typing.SupportsIndex, size_bytes: typing.SupportsInt | typing.SupportsIndex, root: typing.SupportsInt | typing.SupportsIndex) -> Schedule:

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-__all__ = ["ScheduleError", "WafercollWarning"]
+__all__ = [
+    "CacheError",
+    "ScheduleError",
+    "SchedulerError",
+    "WafercollWarning",
+    "WorkerLostError",
+]
 
 
 class ScheduleError(ValueError):
@@ -43,3 +49,47 @@ class ScheduleError(ValueError):
 
 class WafercollWarning(UserWarning):
     """Base class of the warnings wafercoll emits."""
+
+
+class CacheError(OSError):
+    """A sweep's cache directory cannot be created or written.
+
+    Raised by :func:`wafercoll.sweep` before any point is computed.
+
+    Attributes
+    ----------
+    path : str
+        The directory.
+    """
+
+    def __init__(self, message: str, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class SchedulerError(ConnectionError):
+    """A Dask scheduler cannot be reached (:func:`wafercoll.sweep`).
+
+    Attributes
+    ----------
+    address : str
+        The scheduler's address as given.
+    """
+
+    def __init__(self, message: str, address: str) -> None:
+        super().__init__(message)
+        self.address = address
+
+
+class WorkerLostError(RuntimeError):
+    """A worker process died while it computed sweep points.
+
+    Attributes
+    ----------
+    unfinished : list
+        The points (dicts of the grid's keys) that did not finish.
+    """
+
+    def __init__(self, message: str, unfinished: list | None = None) -> None:
+        super().__init__(message)
+        self.unfinished = list(unfinished or [])

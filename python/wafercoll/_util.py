@@ -115,6 +115,27 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
                 fh.write(data)
 
 
+def stop_threads(pool: Any) -> None:
+    """Stop the work running on a ``ThreadPoolExecutor`` and shut it down.
+
+    Ctrl-C raises KeyboardInterrupt in the main thread only, and the compiled
+    core's long calls (simulations, verification) poll Python's signal state,
+    which other threads never see. So a caller that catches KeyboardInterrupt
+    in the main thread while the pool's threads are in such calls opens a
+    stop request: every long C++ call, on any thread, then raises at its next
+    poll (within milliseconds), the pool's queued work is cancelled, and the
+    request is closed once the threads have ended. Work that is not in the
+    compiled core finishes its current call.
+    """
+    from . import _core
+
+    _core._request_stop(True)
+    try:
+        pool.shutdown(wait=True, cancel_futures=True)
+    finally:
+        _core._request_stop(False)
+
+
 def block_text(ranges: Any) -> str:
     """``"0-3,7"`` for the half-open block ranges ``[(0, 4), (7, 8)]``."""
     return ",".join(f"{lo}-{hi - 1}" if hi - lo > 1 else str(lo) for lo, hi in ranges)

@@ -43,7 +43,7 @@ import numpy as np
 
 from . import bounds, machines
 from ._errors import ScheduleError
-from ._util import as_int, html_table, human_bytes, human_seconds
+from ._util import as_int, html_table, human_bytes, human_seconds, stop_threads
 from .algorithms import ANY, AlgorithmInfo, algorithms, build
 from .analysis import verify
 from .network import NetworkModel, check_machine
@@ -406,7 +406,10 @@ def advise(
     # final keep-th best can only be smaller, so pruning stays sound.
     workers = (os.cpu_count() or 1) if jobs is None else as_int(jobs, "jobs", 1, 256)
     pending: dict[Any, tuple[float, AlgorithmInfo, Any, Any]] = {}
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    # Ctrl-C in this thread stops the simulations running on the pool's
+    # threads too, instead of waiting for them to finish.
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
         for own, info, s, pred in built:
             while len(pending) >= workers:
                 first, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -434,6 +437,11 @@ def advise(
             pending[pool.submit(simulate, s, topology, network)] = (own, info, s, pred)
         for fut in list(pending):
             finish(fut, *pending.pop(fut))
+    except KeyboardInterrupt:
+        stop_threads(pool)
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
     done.sort(key=lambda c: c.name)  # finishing order must not matter
     # Simulated by time and pruned by their bound, in one order: a pruned
     # candidate is certainly slower than the first ``keep``, not necessarily

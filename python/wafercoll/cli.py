@@ -10,7 +10,9 @@ about files written go to stderr when the data went to stdout.
 (:mod:`wafercoll.units`: ``64KiB``, ``25GB/s``, ``1us``).
 
 Exit codes: 0 on success, 1 when a schedule is defective (or a file cannot be
-written, or an experiment fails), 2 for errors in the arguments.
+written, or an experiment fails), 2 for errors in the arguments, 130 when
+interrupted (Ctrl-C: the work stops within a second, worker processes and
+threads included, and no file is left half-written).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from . import units
-from ._util import csv_rows, human_bytes, human_seconds, write_atomic
+from ._util import atomic_path, csv_rows, human_bytes, human_seconds, write_atomic
 from .machines import SPEC_HELP
 
 __all__ = ["main"]
@@ -532,8 +534,9 @@ def _cmd_advise(args: argparse.Namespace) -> int:
         fig = Figure(figsize=(7, 4), layout="constrained")
         FigureCanvasAgg(fig)
         advisor.plot_crossover(out, ax=fig.add_subplot())
-        with _writing(args.plot):
-            fig.savefig(args.plot, dpi=150)
+        ext = os.path.splitext(args.plot)[1].lstrip(".").lower() or "png"
+        with _writing(args.plot), atomic_path(args.plot) as tmp:
+            fig.savefig(tmp, format=ext, dpi=150)
         print(f"wrote {args.plot}", file=sys.stderr)
     return 0
 
@@ -543,16 +546,34 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
+    if args.scheduler is not None and not args.scheduler.strip():
+        raise UsageError(
+            "--scheduler needs a Dask scheduler address such as tcp://host:8786 "
+            "(leave it out to run on local processes)"
+        )
+    if args.cache is not None and not args.cache:
+        raise UsageError("--cache needs a directory (or use --no-cache)")
     cache: Any = False if args.no_cache else (args.cache or True)
     try:
         grid = wc.sweeps.read_grid(args.spec)
+    except OSError as exc:
+        raise Failure(f"cannot read {args.spec}: {exc.strerror or exc}") from None
+    except ValueError as exc:  # a FormatError naming the file
+        raise UsageError(str(exc)) from None
+    try:
         df = wc.sweep(
             grid, jobs=args.jobs, scheduler=args.scheduler, cache=cache, progress=True
         )
-    except OSError as exc:
-        raise Failure(f"cannot read {args.spec}: {exc}") from None
+    except wc.sweeps.CacheError as exc:
+        raise Failure(f"--cache: {exc}" if args.cache else str(exc)) from None
+    except wc.sweeps.SchedulerError as exc:
+        raise Failure(f"--scheduler: {exc}") from None
+    except wc.sweeps.WorkerLostError as exc:
+        raise Failure(str(exc)) from None
     except (ValueError, TypeError) as exc:
         msg = str(exc)
+        if msg.startswith("scheduler "):
+            raise UsageError(f"--{msg}") from None
         raise UsageError(msg if args.spec in msg else f"{args.spec}: {msg}") from None
     _emit(args.output, df.to_csv(index=False))
     _note(
@@ -613,6 +634,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (Failure, wc.ScheduleError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C: files are written whole or not at all
+        print(f"\nwafercoll {args.command}: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # e.g. `wafercoll list --format json | head`
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

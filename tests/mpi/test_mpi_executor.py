@@ -81,7 +81,13 @@ def test_a_missing_partner_times_out_on_every_rank() -> None:
     # Rank 0 never runs the schedule: its partners wait and time out. A
     # private communicator keeps the unmatched messages away from the others.
     comm = COMM.Dup()
-    ex = MPIExecutor(wc.build("cluster_rd_allreduce", P, 8), 1, comm, timeout_s=0.5)
+    ex = MPIExecutor(
+        wc.build("cluster_rd_allreduce", P, 8),
+        1,
+        comm,
+        timeout_s=0.5,
+        on_timeout="raise",  # the default would end the job (tests/test_mpi_faults.py)
+    )
     if RANK == 0:
         with pytest.raises(TimeoutError, match="round 0"):
             ex._wait([comm.Irecv(np.empty(1), source=1, tag=99)], 0)
@@ -92,6 +98,14 @@ def test_a_missing_partner_times_out_on_every_rank() -> None:
     assert MPIExecutor(wc.build("cluster_rd_allreduce", P, 8), 1, COMM).check(
         np.ones(1)
     )
+
+
+def test_on_timeout_is_checked_on_every_rank() -> None:
+    s = wc.build("cluster_rd_allreduce", P, 8)
+    with pytest.raises(ValueError, match="on_timeout must be 'abort' or 'raise'"):
+        MPIExecutor(s, 1, COMM, on_timeout="wait")
+    ex = MPIExecutor(s, 1, COMM)
+    assert ex.timeout_s == 60.0 and ex.on_timeout == "abort"
 
 
 def test_layout_detection_is_consistent() -> None:

@@ -35,14 +35,16 @@ Examples
 from __future__ import annotations
 
 import collections
+import contextlib
 import glob
 import json
 import os
 import resource
 import signal
 import sys
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from .._util import write_atomic
@@ -392,6 +394,9 @@ def _run_one(exp: Any, out: str, quick: bool, attempt: int) -> dict[str, Any]:
 
 def _worker(name: str, out: str, quick: bool, attempt: int) -> None:
     """A worker process's entry: announce itself in the record, run, record."""
+    # Ctrl-C is the parent's to handle: it stops every worker at once, and a
+    # worker reacting on its own would only print a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     import matplotlib
 
     matplotlib.use("Agg")  # no display in a worker
@@ -446,6 +451,58 @@ def death_cause(exitcode: int | None) -> str:
     return f"exited with code {exitcode}"
 
 
+@contextlib.contextmanager
+def _interrupt_held() -> Iterator[None]:
+    """Hold Ctrl-C back while the block runs, then raise KeyboardInterrupt.
+
+    Starting a worker must not be cut in half: interrupted between the
+    request to fork and the answer with the pid, the worker would run on
+    without the parent knowing it, and outlive the interrupted run. The
+    first start also boots the fork server (a fraction of a second); other
+    starts take milliseconds. Off the main thread signals are not delivered
+    anyway, and the block runs as is.
+    """
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is None  # a handler not set from Python
+    ):
+        yield
+        return
+    held: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if held:
+        if callable(previous):
+            previous(signal.SIGINT, None)
+        elif previous == signal.SIG_DFL:
+            raise KeyboardInterrupt
+
+
+def _discard(out: str, pid: int | None, name: str) -> None:
+    """Remove what a stopped worker left unfinished: temporary files, its record.
+
+    Files are written through temporaries named ``*.tmp<pid>`` (complete
+    files are renamed into place, so they stay); a record that does not say
+    how the experiment ended would claim a run that no longer exists.
+    """
+    if pid is not None:
+        pattern = os.path.join(glob.escape(out), "**", f"*.tmp{pid}")
+        for tmp in glob.glob(pattern, recursive=True):
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+    record = read_record(out, name)
+    if record is not None and record.get("status") not in ("ok", "failed"):
+        with contextlib.suppress(OSError):
+            os.remove(record_path(out, name))
+
+
+def _nothing() -> None:
+    """The target of the process that boots the fork server."""
+
+
 def _context() -> Any:
     import multiprocessing as mp
 
@@ -453,6 +510,12 @@ def _context() -> Any:
         ctx = mp.get_context("forkserver")
         # Workers fork from a server that has imported the experiments once.
         ctx.set_forkserver_preload(["wafercoll.experiments", "matplotlib.figure"])
+        # Boot the server (its imports take a moment) with a process that
+        # does nothing, so that Ctrl-C meanwhile is handled at once: the
+        # workers' starts, which hold Ctrl-C back, then take milliseconds.
+        warm = ctx.Process(target=_nothing, name="forkserver-boot")
+        warm.start()
+        warm.join()
         return ctx
     return mp.get_context("spawn")
 
@@ -538,8 +601,10 @@ def run_isolated(
     -------
     dict
         The final record of each experiment, by name. On KeyboardInterrupt
-        the workers are stopped and the exception propagates; the records of
-        the finished ones are on disk.
+        (workers ignore Ctrl-C: the parent handles it) every worker is
+        stopped at once, its temporary files and its "running" record are
+        removed, and the exception propagates; the records of the finished
+        ones are on disk.
 
     Examples
     --------
@@ -593,8 +658,9 @@ def run_isolated(
         proc = ctx.Process(
             target=_worker, args=(exp.name, out, quick, attempt), name=exp.name
         )
-        proc.start()
-        running[exp.name] = _Running(proc, exp, attempt, estimates[exp.name])
+        with _interrupt_held():  # a started worker is always in ``running``
+            proc.start()
+            running[exp.name] = _Running(proc, exp, attempt, estimates[exp.name])
         if bar.disable:
             again = " (second try)" if attempt > 1 else ""
             say(f"  {exp.name} started{again}, pid {proc.pid}")
@@ -608,8 +674,7 @@ def run_isolated(
             record["peak_bytes"] = max(record.get("peak_bytes") or 0, w.peak)
             finish(record)
             return
-        for tmp in glob.glob(os.path.join(glob.escape(out), f"*.tmp{w.proc.pid}")):
-            os.remove(tmp)  # a write the kill interrupted
+        _discard(out, w.proc.pid, w.exp.name)  # a write the kill interrupted
         cause = (
             f"worker {death_cause(w.proc.exitcode)} after "
             f"{time.perf_counter() - w.start:.1f} s (peak {_mib(w.peak)})"
@@ -657,10 +722,7 @@ def run_isolated(
                     reap(w)
             bar.set_postfix_str(", ".join(running), refresh=False)
     except KeyboardInterrupt:
-        for w in running.values():
-            w.proc.terminate()
-        for w in running.values():
-            w.proc.join()
+        _stop(list(running.values()), out)
         raise
     finally:
         bar.close()
@@ -669,6 +731,19 @@ def run_isolated(
         file=sys.stderr,
     )
     return done
+
+
+def _stop(workers: Sequence[_Running], out: str) -> None:
+    """Stop the workers at once (SIGTERM, then SIGKILL) and discard their leftovers."""
+    for w in workers:
+        w.proc.terminate()
+    deadline = time.monotonic() + 2.0
+    for w in workers:
+        w.proc.join(max(0.0, deadline - time.monotonic()))
+        if w.proc.exitcode is None:
+            w.proc.kill()
+            w.proc.join()
+        _discard(out, w.proc.pid, w.exp.name)
 
 
 def run_in_process(

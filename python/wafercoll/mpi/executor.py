@@ -15,15 +15,20 @@ waiting cannot deadlock.
 
 Failures are reported on every rank: a communicator whose size differs from
 the schedule's rank count is refused locally; ranks holding different
-schedules or sizes find out through one collective fingerprint comparison;
-a round that does not complete within ``timeout_s`` raises
-:class:`TimeoutError` on the rank that waits (naming the transfers and peers
-it waits for), and since its partners then wait too, on every rank. Every
-collective the executor makes (the fingerprint comparison, the checks and
-the timing barriers) is nonblocking and waited for with the same timeout, so
-a rank that failed before joining, or stalls, cannot hang the others. A rank
-that fails should end the whole job: :func:`abort_on_error` does that (it
-is what ``python -m wafercoll.mpi`` uses).
+schedules or sizes find out through one collective fingerprint comparison.
+Every wait has a timeout (``timeout_s``, 60 s by default): the rounds, and
+every collective the executor makes (the fingerprint comparison, the checks
+and the timing barriers), which are nonblocking and waited for the same way.
+A rank whose wait times out prints one line naming itself and what it waited
+for (the transfers and the ranks that did not answer) and ends the whole job
+with ``MPI_Abort`` (``on_timeout="abort"``, the default), so a rank that
+failed before joining, stalls or never answers cannot hang the job, even in a
+program that does not use :func:`abort_on_error`. (Raising would not be
+enough: a rank that exits on an exception waits in ``MPI_Finalize`` for the
+rank that never answers.) With ``on_timeout="raise"`` it raises
+:class:`TimeoutError` instead and the caller decides. A rank that fails in
+any other way should end the whole job too: :func:`abort_on_error` does that
+(it is what ``python -m wafercoll.mpi`` uses).
 """
 
 from __future__ import annotations
@@ -42,11 +47,28 @@ from .._util import as_int, as_real
 from ..analysis import block_element_offsets, verify
 from ..schedule import Schedule
 
-__all__ = ["MPIExecutor", "abort_on_error", "import_mpi", "timed_wait"]
+__all__ = [
+    "ABORT_GRACE_S",
+    "DEFAULT_TIMEOUT_S",
+    "MPIExecutor",
+    "abort_on_error",
+    "import_mpi",
+    "timed_wait",
+]
 
 _yield = getattr(os, "sched_yield", lambda: None)
 
 _DTYPES = (np.float64, np.float32, np.int64, np.int32)
+
+#: Default ``timeout_s`` of :class:`MPIExecutor`: the longest wait for one
+#: round or collective, long enough for a round of any size a benchmark runs
+#: on a loaded machine, short enough that a job with a dead rank ends.
+DEFAULT_TIMEOUT_S = 60.0
+
+#: Seconds a rank whose wait timed out waits before ending the job, so that
+#: the other ranks that time out meanwhile print what they wait for too (in a
+#: chain of waiting ranks, one of them names the rank that never answers).
+ABORT_GRACE_S = 1.0
 
 
 def import_mpi() -> Any:
@@ -144,7 +166,15 @@ class MPIExecutor:
     dtype : numpy dtype
         float64, float32, int64 or int32.
     timeout_s : float or None
-        Longest wait for one round; ``None`` waits forever.
+        Longest wait for one round or one of the executor's collectives
+        (default :data:`DEFAULT_TIMEOUT_S`, 60 s); ``None`` waits forever.
+    on_timeout : {"abort", "raise"}
+        What a rank whose wait times out does. ``"abort"`` (default): print
+        ``rank R: error: ...`` naming the transfers and ranks it waited for
+        to stderr and, after :data:`ABORT_GRACE_S`, end the whole job
+        (``MPI_Abort``, exit status 1). ``"raise"``: raise
+        :class:`TimeoutError` (the pending requests cancelled); the job is
+        then the caller's to end or to continue on another communicator.
     check : bool
         Verify the schedule first.
 
@@ -153,7 +183,9 @@ class MPIExecutor:
     ValueError
         On every rank, when the communicator size differs from the
         schedule's rank count or the ranks hold different schedules, element
-        counts or dtypes.
+        counts or dtypes; for an ``on_timeout`` other than the two.
+    TimeoutError
+        With ``on_timeout="raise"``, on a rank whose wait times out.
     """
 
     def __init__(
@@ -163,12 +195,18 @@ class MPIExecutor:
         comm: Any = None,
         *,
         dtype: Any = np.float64,
-        timeout_s: float | None = 60.0,
+        timeout_s: float | None = DEFAULT_TIMEOUT_S,
+        on_timeout: str = "abort",
         check: bool = True,
     ) -> None:
         MPI = import_mpi()
         if not isinstance(schedule, Schedule):
             raise TypeError("schedule must be a wafercoll.Schedule")
+        if on_timeout not in ("abort", "raise"):
+            raise ValueError(
+                f"on_timeout must be 'abort' or 'raise', got {on_timeout!r}"
+            )
+        self.on_timeout = on_timeout
         self.comm = MPI.COMM_WORLD if comm is None else comm
         self.schedule = schedule
         self.dtype = np.dtype(dtype)
@@ -191,12 +229,10 @@ class MPIExecutor:
         self.rank = self.comm.Get_rank()
         mine = _fingerprint(schedule, self.elements, self.dtype)
         every = np.empty((size, mine.size), dtype=np.int64)
-        timed_wait(
+        self._timed(
             [self.comm.Iallgather(mine, every)],
-            self.timeout_s,
             "the agreement on the schedule (a rank may have failed or stalled "
             "before joining it)",
-            self.rank,
         )
         if (every != mine[None, :]).any():
             bad = int(np.flatnonzero((every != every[0]).any(axis=1))[0])
@@ -278,7 +314,23 @@ class MPIExecutor:
                 f"{', '.join(parts)}{more})"
             )
 
-        timed_wait(reqs, self.timeout_s, what, self.rank)
+        self._timed(reqs, what)
+
+    def _timed(self, reqs: list[Any], what: Any) -> None:
+        """:func:`timed_wait` with this executor's timeout and ``on_timeout``."""
+        try:
+            timed_wait(reqs, self.timeout_s, what, self.rank)
+        except TimeoutError as exc:
+            if self.on_timeout == "raise":
+                raise
+            print(
+                f"rank {self.rank}: error: {exc}; ending the job",
+                file=sys.stderr,
+                flush=True,
+            )
+            time.sleep(min(ABORT_GRACE_S, self.timeout_s or ABORT_GRACE_S))
+            self.comm.Abort(1)
+            raise  # pragma: no cover - MPI_Abort does not return
 
     def run(self, x: Any = None) -> np.ndarray:
         """Run the schedule on this rank's input vector and return the result.
@@ -366,7 +418,7 @@ class MPIExecutor:
         return execute(self.schedule, every, check=False)[self.rank]
 
     def _collective(self, req: Any, what: str) -> None:
-        timed_wait([req], self.timeout_s, what, self.rank)
+        self._timed([req], what)
 
     def check(self, x: Any, *, rtol: float = 1e-9) -> bool:
         """Run, compare with :meth:`reference` on every rank, return whether all match.
