@@ -82,7 +82,7 @@ from . import kit
 from ._generic_common import hop_costs
 from ._util import as_int, as_real
 from .algorithms import register_algorithm
-from .cluster.builders import rank_table
+from .cluster.builders import node_layout, rank_table
 from .schedule import Schedule, alltoallv_blocks
 
 __all__ = [
@@ -205,18 +205,21 @@ def _moving_blocks(prog: kit.Program) -> tuple[np.ndarray, np.ndarray, np.ndarra
 
 
 # -- generic ----------------------------------------------------------------------
-def _shifts(prog: kit.Program) -> Schedule:
-    """Steps ``k = 1 .. p - 1``: rank ``r`` sends its block for ``r + k``.
+def _shifts(prog: kit.Program, targets: Any = None) -> Schedule:
+    """One step per permutation: rank ``r`` sends its block for ``t[r]``.
 
-    Blocks of zero bytes (an alltoallv's zero entries) need no message.
+    ``targets`` yields the permutations (default: ``r + k`` for ``k = 1 ..
+    p - 1``). Blocks of zero bytes (an alltoallv's zero entries) need no
+    message.
     """
     p = prog.ranks
     r = np.arange(p)
     carries = prog.block_bytes > 0
-    for k in range(1, p):
-        d = (r + k) % p
-        go = carries[r * p + d]
-        prog.step(r[go], d[go], (r * p + d)[go])
+    if targets is None:
+        targets = ((r + k) % p for k in range(1, p))
+    for t in targets:
+        go = carries[r * p + t]
+        prog.step(r[go], t[go], (r * p + t)[go])
     return prog.schedule()
 
 
@@ -382,17 +385,11 @@ def direct_alltoall(
     kind = _kind(collective, matrix)
     rows, cols = _grid("direct_alltoall", ranks, topology)
     prog = _program(ranks, size_bytes, matrix, kind, f"direct_{kind}", "sendrecv")
-    p = prog.ranks
-    x, y = np.divmod(np.arange(p), cols)
-    r = np.arange(p)
-    carries = prog.block_bytes > 0
-    for dx in range(rows):
-        for dy in range(cols):
-            if dx or dy:
-                t = ((x + dx) % rows) * cols + (y + dy) % cols
-                go = carries[r * p + t]
-                prog.step(r[go], t[go], (r * p + t)[go])
-    return prog.schedule()
+    x, y = np.divmod(np.arange(prog.ranks), cols)
+    offsets = ((dx, dy) for dx in range(rows) for dy in range(cols) if dx or dy)
+    return _shifts(
+        prog, (((x + dx) % rows) * cols + (y + dy) % cols for dx, dy in offsets)
+    )
 
 
 # -- clusters ---------------------------------------------------------------------
@@ -423,15 +420,7 @@ def hierarchical_alltoall(
     >>> wc.verify(s).steps
     8
     """
-    if topology is not None and getattr(topology, "kind", None) == "cluster":
-        if ppn is None:
-            ppn = topology.ppn
-        if rank_to_node is None and ranks == topology.num_endpoints:
-            node_of = np.asarray(topology.node_of)
-            if (node_of != np.arange(ranks) // topology.ppn).any():
-                rank_to_node = node_of
-    if ppn is None:
-        raise ValueError("ppn is required (or pass a cluster topology)")
+    ppn, rank_to_node = node_layout(ranks, topology, ppn, rank_to_node)
     name = "hierarchical_alltoall"
     prog = _program(ranks, size_bytes, None, "alltoall", name, "sendrecv")
     p = prog.ranks

@@ -314,22 +314,9 @@ def recursive_halving_reduce_scatter(
     p = ranks
     prog = _program(p, size_bytes, "reduce_scatter", f"recursive_halving(p={p})")
     fold = kit.Fold(p)
-    q = fold.q
-    first = _virtual_blocks(fold)
     kit.fold_in(prog, fold, (0, p))
-    v = np.arange(q, dtype=np.int64)
-    lo, hi = np.zeros(q, np.int64), np.full(q, q, np.int64)
-    mask = q // 2
-    while mask:
-        mid = (lo + hi) // 2
-        lower = (v & mask) == 0
-        # send the half the partner keeps
-        s_lo, s_hi = np.where(lower, mid, lo), np.where(lower, hi, mid)
-        prog.step(
-            fold.real(v), fold.real(v ^ mask), (first[s_lo], first[s_hi]), "reduce"
-        )
-        lo, hi = np.where(lower, lo, mid), np.where(lower, mid, hi)
-        mask //= 2
+    # Masks from q / 2 down: virtual rank v ends with virtual block v.
+    kit.recursive_halving(prog, fold, first=_virtual_blocks(fold), top_down=True)
     folded, keeper = fold.pairs()
     if folded.size:
         prog.step(keeper, folded, folded, "copy")
@@ -361,19 +348,13 @@ def recursive_doubling_allgather(
     p = ranks
     prog = _program(p, size_bytes, "allgather", f"recursive_doubling(p={p})")
     fold = kit.Fold(p)
-    q = fold.q
-    first = _virtual_blocks(fold)
     folded, keeper = fold.pairs()
     if folded.size:
         prog.step(folded, keeper, folded, "copy")
-    v = np.arange(q, dtype=np.int64)
-    lo, hi = v.copy(), v + 1
-    mask = 1
-    while mask < q:
-        u = v ^ mask
-        prog.step(fold.real(v), fold.real(u), (first[lo], first[hi]), "copy")
-        lo, hi = np.minimum(lo, lo[u]), np.maximum(hi, hi[u])
-        mask *= 2
+    v = np.arange(fold.q, dtype=np.int64)
+    kit.recursive_doubling_gather(
+        prog, fold, v, v + 1, first=_virtual_blocks(fold), top_down=False
+    )
     if folded.size:
         # everything but the folded rank's own block: [0, 2i) and [2i + 1, p)
         lows = np.stack([np.zeros_like(folded), folded + 1], axis=1)

@@ -56,6 +56,7 @@ __all__ = [
     "locality_dissemination",
     "nap_allreduce",
     "nap_plan",
+    "node_layout",
     "rank_table",
     "rd_allreduce",
     "smp_allreduce",
@@ -476,19 +477,45 @@ def locality_dissemination(
 # registry
 
 
+def node_layout(
+    ranks: int,
+    topology: Any = None,
+    ppn: int | None = None,
+    rank_to_node: Any = None,
+    *,
+    needs_ppn: bool = True,
+) -> tuple[int, Any]:
+    """``(ppn, rank_to_node)`` of a cluster builder, filled in from a topology.
+
+    A cluster topology gives ``ppn`` and, when its placement is not SMP
+    order, ``rank_to_node``; explicit values win. Without either, ``ppn`` is
+    required (``needs_ppn``) or 1.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> wc.cluster.builders.node_layout(8, wc.topology.cluster(2, 4))
+    (4, None)
+    """
+    if topology is not None and getattr(topology, "kind", None) == "cluster":
+        if ppn is None:
+            ppn = topology.ppn
+        if rank_to_node is None and ranks == topology.num_endpoints:
+            node_of = np.asarray(topology.node_of)
+            if (node_of != np.arange(ranks) // topology.ppn).any():
+                rank_to_node = node_of
+    if ppn is None:
+        if needs_ppn:
+            raise ValueError("ppn is required (or pass a cluster topology)")
+        ppn = 1
+    return ppn, rank_to_node
+
+
 def _wrap(fn: Any, needs_ppn: bool = True) -> Any:
     def builder(p: int, size: int, *, topology: Any = None, **opts: Any) -> Schedule:
-        if topology is not None and getattr(topology, "kind", None) == "cluster":
-            if opts.get("ppn") is None:
-                opts["ppn"] = topology.ppn
-            if opts.get("rank_to_node") is None and p == topology.num_endpoints:
-                node_of = np.asarray(topology.node_of)
-                if (node_of != np.arange(p) // topology.ppn).any():
-                    opts["rank_to_node"] = node_of
-        if opts.get("ppn") is None:
-            if needs_ppn:
-                raise ValueError("ppn is required (or pass a cluster topology)")
-            opts["ppn"] = 1
+        opts["ppn"], opts["rank_to_node"] = node_layout(
+            p, topology, opts.get("ppn"), opts.get("rank_to_node"), needs_ppn=needs_ppn
+        )
         return fn(p, size, **opts)
 
     return builder

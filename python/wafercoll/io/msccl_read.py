@@ -638,12 +638,8 @@ class _MscclReader:
         if b == "s":
             return [self.scratch.get((g, j)) for j in idx]
         if self.coll == "alltoall":
-            # Input chunk j of GPU g is its chunk j % k for GPU j // k; output
-            # chunk j holds GPU j // k's chunk j % k for g (k = per_rank).
-            k, p = self.per_rank, self.ngpus
-            if b == "i":
-                return [(g, (g * p + j // k) * k + j % k) for j in idx]
-            return [(self.out_rank[g], ((j // k) * p + g) * k + j % k) for j in idx]
+            rank = g if b == "i" else self.out_rank[g]
+            return [(rank, self._alltoall_block(g, j, b == "o")) for j in idx]
         coll, base = self.coll, g * self.per_rank
         slice_of = "allgather" if b == "i" else "reduce_scatter"
         if self.inplace:
@@ -654,6 +650,18 @@ class _MscclReader:
         rank = g if b == "i" else self.out_rank[g]
         shift = base if coll == slice_of else 0
         return [(rank, shift + j) for j in idx]
+
+    def _alltoall_block(self, g: int, j: int, output: bool) -> int:
+        """The block of an alltoall's chunk ``j`` of GPU ``g``.
+
+        Input chunk ``j`` is GPU ``g``'s chunk ``j % k`` for GPU ``j // k``;
+        output chunk ``j`` holds GPU ``j // k``'s chunk ``j % k`` for ``g``
+        (``k = per_rank``); block ``(i * p + t) * k + c`` is GPU ``i``'s chunk
+        ``c`` for GPU ``t``.
+        """
+        k, p = self.per_rank, self.ngpus
+        src, dst = (j // k, g) if output else (g, j // k)
+        return (src * p + dst) * k + j % k
 
     def _write_cells(self, st: Step, blocks: list[int]) -> list[_Cell]:
         """Destination cells of ``st`` for data of ``blocks``.
@@ -896,22 +904,13 @@ class _MscclReader:
             if self.coll == "reduce" and g != self.root:
                 continue
             if self.coll == "alltoall":
-                k, p = per, self.ngpus
-                blocks = [((j // k) * p + g) * k + j % k for j in range(n)]
-                src = [(self.out_rank[g], b) for b in blocks]
-                names = [f"output chunk {j}" for j in range(n)]
-                self._move(
-                    src, [(g, b) for b in blocks], "copy", sinks, None, "output", names
-                )
-                continue
-            blocks = (
-                range(g * per, (g + 1) * per)
-                if self.coll == "reduce_scatter"
-                else range(n)
-            )
-            off = g * per if self.coll == "reduce_scatter" else 0
+                blocks = [self._alltoall_block(g, j, True) for j in range(n)]
+            elif self.coll == "reduce_scatter":
+                blocks = list(range(g * per, (g + 1) * per))
+            else:
+                blocks = list(range(n))
             src = [(self.out_rank[g], b) for b in blocks]
-            names = [f"output chunk {b - off}" for b in blocks]
+            names = [f"output chunk {j}" for j in range(len(blocks))]
             self._move(
                 src, [(g, b) for b in blocks], "copy", sinks, None, "output", names
             )

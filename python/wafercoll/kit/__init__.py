@@ -41,6 +41,8 @@ from .butterfly import (
     fold_out,
     halving_doubling,
     recursive_doubling,
+    recursive_doubling_gather,
+    recursive_halving,
     xor_peer,
 )
 from .orders import (
@@ -73,6 +75,8 @@ __all__ = [
     "fold_out",
     "folded",
     "halving_doubling",
+    "recursive_doubling_gather",
+    "recursive_halving",
     "hamiltonian_cycle",
     "hamiltonian_path",
     "recursive_doubling",

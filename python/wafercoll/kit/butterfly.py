@@ -38,6 +38,8 @@ __all__ = [
     "fold_in",
     "fold_out",
     "halving_doubling",
+    "recursive_doubling_gather",
+    "recursive_halving",
     "recursive_doubling",
     "xor_peer",
 ]
@@ -194,14 +196,96 @@ def recursive_doubling(
     fold_out(prog, fold, blocks, ranks=ranks)
 
 
+def _masks(q: int, top_down: bool) -> list[int]:
+    """The butterfly's masks ``1, 2, 4, ... q / 2``, or the reverse."""
+    out = [1 << k for k in range(q.bit_length() - 1)]
+    return out[::-1] if top_down else out
+
+
+def _ranges(first: Any, lo: np.ndarray, hi: np.ndarray) -> tuple[Any, Any]:
+    """Virtual block ranges as real ones (``first``: first real block of each)."""
+    return (lo, hi) if first is None else (first[lo], first[hi])
+
+
+def recursive_halving(
+    prog: Any, fold: Fold, *, first: Any = None, top_down: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Recursive-halving reduce-scatter over ``fold.q`` virtual blocks.
+
+    At each mask, partners ``v`` and ``v ^ mask`` split the range they share;
+    the lower one keeps the lower half and sends the upper half (the upper
+    one the reverse), which the receiver adds. Masks run ``1, 2, 4, ...``
+    (virtual rank ``v`` ends with block ``bitreverse(v)``) or, with
+    ``top_down``, from ``q / 2`` down (rank ``v`` ends with block ``v``).
+    ``first`` maps virtual block ``b`` to its first real block (``q + 1``
+    entries; default: the identity). Returns each virtual rank's final
+    range ``[lo, hi)``, in virtual blocks.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> from wafercoll import kit
+    >>> prog = kit.Program(4, [16] * 4, "reduce_scatter", rule="sendrecv")
+    >>> lo, hi = kit.recursive_halving(prog, kit.Fold(4), top_down=True)
+    >>> lo.tolist(), wc.verify(prog.schedule()).steps
+    ([0, 1, 2, 3], 2)
+    """
+    q = fold.q
+    v = np.arange(q, dtype=np.int64)
+    lo = np.zeros(q, dtype=np.int64)
+    hi = np.full(q, q, dtype=np.int64)
+    for mask in _masks(q, top_down):
+        mid = lo + (hi - lo) // 2
+        lower = (v & mask) == 0
+        # send the half the partner keeps
+        s_lo = np.where(lower, mid, lo)
+        s_hi = np.where(lower, hi, mid)
+        prog.step(
+            fold.real(v), fold.real(v ^ mask), _ranges(first, s_lo, s_hi), "reduce"
+        )
+        lo, hi = np.where(lower, lo, mid), np.where(lower, mid, hi)
+    return lo, hi
+
+
+def recursive_doubling_gather(
+    prog: Any,
+    fold: Fold,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    *,
+    first: Any = None,
+    top_down: bool = True,
+) -> None:
+    """Recursive-doubling allgather from each virtual rank's range ``[lo, hi)``.
+
+    At each mask, partners ``v`` and ``v ^ mask`` copy each other their whole
+    range, so both end with the union. Masks run from ``q / 2`` down
+    (``top_down``, the mirror of :func:`recursive_halving`'s default) or
+    ``1, 2, 4, ...``; ``first`` as for :func:`recursive_halving`.
+
+    Examples
+    --------
+    >>> import numpy as np, wafercoll as wc
+    >>> from wafercoll import kit
+    >>> prog = kit.Program(4, [16] * 4, "allgather", rule="sendrecv")
+    >>> v = np.arange(4)
+    >>> kit.recursive_doubling_gather(prog, kit.Fold(4), v, v + 1, top_down=False)
+    >>> wc.verify(prog.schedule()).steps
+    2
+    """
+    v = np.arange(fold.q, dtype=np.int64)
+    for mask in _masks(fold.q, top_down):
+        u = v ^ mask
+        prog.step(fold.real(v), fold.real(u), _ranges(first, lo, hi), "copy")
+        lo, hi = np.minimum(lo, lo[u]), np.maximum(hi, hi[u])
+
+
 def halving_doubling(prog: Any, fold: Fold) -> None:
     """Recursive-halving reduce-scatter, then recursive-doubling allgather.
 
-    Over ``fold.q`` blocks: at mask ``1, 2, 4, ...`` partners ``v`` and ``v ^
-    mask`` split the range they share; the lower one keeps the lower half and
-    sends the upper half (the upper one the reverse), which the receiver adds.
-    The allgather runs the masks backwards, each partner copying its whole
-    range, so both end with the union.
+    :func:`recursive_halving` over ``fold.q`` blocks (masks ``1, 2, 4,
+    ...``), then :func:`recursive_doubling_gather` running the masks
+    backwards, so every rank ends with the whole reduced vector.
 
     Examples
     --------
@@ -213,23 +297,5 @@ def halving_doubling(prog: Any, fold: Fold) -> None:
     >>> wc.verify(prog.schedule()).steps
     4
     """
-    q = fold.q
-    v = np.arange(q, dtype=np.int64)
-    lo = np.zeros(q, dtype=np.int64)
-    hi = np.full(q, q, dtype=np.int64)
-    mask = 1
-    while mask < q:
-        mid = lo + (hi - lo) // 2
-        lower = (v & mask) == 0
-        # send the half the partner keeps
-        s_lo = np.where(lower, mid, lo)
-        s_hi = np.where(lower, hi, mid)
-        prog.step(fold.real(v), fold.real(v ^ mask), (s_lo, s_hi), "reduce")
-        lo, hi = np.where(lower, lo, mid), np.where(lower, mid, hi)
-        mask *= 2
-    mask = q // 2
-    while mask >= 1:
-        prog.step(fold.real(v), fold.real(v ^ mask), (lo, hi), "copy")
-        u = v ^ mask
-        lo, hi = np.minimum(lo, lo[u]), np.maximum(hi, hi[u])
-        mask //= 2
+    lo, hi = recursive_halving(prog, fold)
+    recursive_doubling_gather(prog, fold, lo, hi)
