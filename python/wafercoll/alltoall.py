@@ -81,7 +81,7 @@ import numpy as np
 from . import kit
 from ._generic_common import hop_costs
 from ._util import as_int, as_real
-from .algorithms import register_algorithm
+from .algorithms import algorithm_name, register_algorithm
 from .cluster.builders import node_layout, rank_table
 from .schedule import Schedule, alltoallv_blocks
 
@@ -712,7 +712,7 @@ _GRIDS = {"mesh": ("mesh",), "torus": ("torus", "ring")}
 for _coll in ("alltoall", "alltoallv"):
     _v = _coll == "alltoall"
     _register(
-        f"generic_shift_{_coll}",
+        algorithm_name("generic", "shift", _coll),
         _coll,
         shift_alltoall,
         predict=_predict_shift if _v else None,
@@ -721,7 +721,7 @@ for _coll in ("alltoall", "alltoallv"):
         label="Linear shift",
     )
     _register(
-        f"generic_spread_{_coll}",
+        algorithm_name("generic", "spread", _coll),
         _coll,
         spread_alltoall,
         source=_THAKUR + "; irecv/isend (spread-out)",
@@ -730,7 +730,7 @@ for _coll in ("alltoall", "alltoallv"):
     )
     for _fam, _families in _GRIDS.items():
         _register(
-            f"{_fam}_dimension_ordered_{_coll}",
+            algorithm_name(_fam, "dimension_ordered", _coll),
             _coll,
             dimension_ordered_alltoall,
             families=_families,
@@ -740,7 +740,7 @@ for _coll in ("alltoall", "alltoallv"):
             label="Dimension-ordered",
         )
         _register(
-            f"{_fam}_direct_{_coll}",
+            algorithm_name(_fam, "direct", _coll),
             _coll,
             direct_alltoall,
             families=_families,
