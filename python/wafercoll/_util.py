@@ -6,6 +6,7 @@ import contextlib
 import numbers
 import operator
 import os
+import signal
 from collections.abc import Iterator
 from typing import Any
 
@@ -227,3 +228,22 @@ def human_seconds(t: float) -> str:
         if abs(t) >= scale or unit == "ns":
             return f"{t / scale:.3g} {unit}"
     raise AssertionError("unreachable")
+
+
+def exit_text(exitcode: int | None) -> str:
+    """How a child process ended, in words, from its ``exitcode``.
+
+    Examples
+    --------
+    >>> exit_text(-9)
+    'killed by signal 9 (SIGKILL)'
+    >>> exit_text(3)
+    'exited with code 3'
+    """
+    if exitcode is not None and exitcode < 0:
+        try:
+            sig = signal.Signals(-exitcode).name
+        except ValueError:
+            sig = "unknown"
+        return f"killed by signal {-exitcode} ({sig})"
+    return f"exited with code {exitcode}"

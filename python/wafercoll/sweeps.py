@@ -55,11 +55,13 @@ import re
 import signal
 import sys
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import machines
 from ._errors import CacheError, SchedulerError, WorkerLostError
+from ._util import exit_text
 from .network import NetworkModel
 from .topology import Topology
 
@@ -496,16 +498,6 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _exit_text(code: int | None) -> str:
-    if code is not None and code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = "unknown"
-        return f"killed by signal {-code} ({name})"
-    return f"exited with code {code}"
-
-
 def _run_pool(
     workers: int,
     fn: Any,
@@ -553,16 +545,29 @@ def _lost_worker(
     """The error of a pool whose worker died: who, how, and what is missing."""
     causes = []
     for pid, proc in procs.items():
-        proc.join(1.0)
-        code = proc.exitcode
+        code = _exit_code(proc)
         # The pool stops the remaining workers itself with SIGTERM.
         if code not in (None, 0, -signal.SIGTERM):
-            causes.append(f"pid {pid} {_exit_text(code)}")
+            causes.append(f"pid {pid} {exit_text(code)}")
     cause = ", ".join(causes) or "cause unknown"
     text, left = _unfinished(rows, args, points)
     return WorkerLostError(
         f"a sweep worker process died ({cause}); {text}; {_again(cache_dir)}", left
     )
+
+
+def _exit_code(proc: Any, wait: float = 3.0) -> int | None:
+    """A pool worker's exit status, or None if it still runs after ``wait`` s.
+
+    The pool's own manager thread also waits for its workers: when it reaps
+    a dead one first, our ``waitpid`` finds no child and ``exitcode`` stays
+    None until that thread stores the status. So poll until it appears.
+    """
+    deadline = time.monotonic() + wait
+    proc.join(min(wait, 1.0))
+    while proc.exitcode is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return proc.exitcode
 
 
 def _stop_pool(pool: Any, procs: list[Any], cache_dir: str | None) -> None:

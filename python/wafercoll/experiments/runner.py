@@ -28,7 +28,7 @@ Examples
 >>> runner.default_jobs(["a", "b"], peaks={"a": 2 << 30, "b": 1 << 30},
 ...                     available=4 << 30, cpus=8)
 2
->>> runner.death_cause(-9)
+>>> runner.exit_text(-9)
 'killed by signal 9 (SIGKILL)'
 """
 
@@ -47,7 +47,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from .._util import write_atomic
+from .._util import exit_text, write_atomic
 
 __all__ = [
     "MEMORY_SHARE",
@@ -55,7 +55,7 @@ __all__ = [
     "available_memory",
     "complete",
     "cpu_count",
-    "death_cause",
+    "exit_text",
     "default_jobs",
     "load_peaks",
     "read_record",
@@ -434,23 +434,6 @@ def _worker(name: str, out: str, quick: bool, attempt: int) -> None:
     _run_one(exp, out, quick, attempt)
 
 
-def death_cause(exitcode: int | None) -> str:
-    """How a worker that left no final record ended, in words.
-
-    Examples
-    --------
-    >>> death_cause(3)
-    'exited with code 3'
-    """
-    if exitcode is not None and exitcode < 0:
-        try:
-            sig = signal.Signals(-exitcode).name
-        except ValueError:
-            sig = "unknown"
-        return f"killed by signal {-exitcode} ({sig})"
-    return f"exited with code {exitcode}"
-
-
 @contextlib.contextmanager
 def _interrupt_held() -> Iterator[None]:
     """Hold Ctrl-C back while the block runs, then raise KeyboardInterrupt.
@@ -676,7 +659,7 @@ def run_isolated(
             return
         _discard(out, w.proc.pid, w.exp.name)  # a write the kill interrupted
         cause = (
-            f"worker {death_cause(w.proc.exitcode)} after "
+            f"worker {exit_text(w.proc.exitcode)} after "
             f"{time.perf_counter() - w.start:.1f} s (peak {_mib(w.peak)})"
         )
         if w.attempt == 1:
