@@ -32,6 +32,44 @@ SimOptions make_options(const std::vector<NodeId>& placement, bool transfers, bo
   return o;
 }
 
+py::dict result_dict(const SimResult& r, bool transfers, bool timeline, bool trace) {
+  py::dict d;
+  d["time_s"] = r.time_s;
+  d["rank_finish_s"] = to_numpy(r.rank_finish_s);
+  d["link_busy_s"] = to_numpy(r.link_busy_s);
+  d["link_bytes"] = to_numpy(r.link_bytes);
+  d["injection_busy_s"] = to_numpy(r.injection_busy_s);
+  d["ejection_busy_s"] = to_numpy(r.ejection_busy_s);
+  d["compute_busy_s"] = to_numpy(r.compute_busy_s);
+  d["events"] = r.events;
+  d["packets"] = r.packets;
+  if (transfers) {
+    d["transfer_ready_s"] = to_numpy(r.transfer_ready_s);
+    d["transfer_finish_s"] = to_numpy(r.transfer_finish_s);
+  }
+  if (timeline) {
+    d["timeline_t"] = to_numpy(r.timeline_t);
+    d["timeline_busy"] = to_numpy(r.timeline_busy);
+  }
+  if (trace) {
+    d["trace_transfer"] = to_numpy(r.trace_transfer);
+    d["trace_packet"] = to_numpy(r.trace_packet);
+    d["trace_stage"] = to_numpy(r.trace_stage);
+    d["trace_start_s"] = to_numpy(r.trace_start_s);
+    d["trace_finish_s"] = to_numpy(r.trace_finish_s);
+  }
+  if (!r.task_finish_s.empty()) {
+    d["task_start_s"] = to_numpy(r.task_start_s);
+    d["task_finish_s"] = to_numpy(r.task_finish_s);
+  }
+  return d;
+}
+
+template <typename T>
+std::vector<T> to_vector(const py::array_t<T, py::array::c_style | py::array::forcecast>& a) {
+  return std::vector<T>(a.data(), a.data() + a.size());
+}
+
 }  // namespace
 
 void bind_simulate(py::module_& m) {
@@ -73,36 +111,35 @@ void bind_simulate(py::module_& m) {
           py::gil_scoped_release release;  // pure C++ from here to the end of the run
           r = simulate(s, topo, net, opt);
         }
-        py::dict d;
-        d["time_s"] = r.time_s;
-        d["rank_finish_s"] = to_numpy(r.rank_finish_s);
-        d["link_busy_s"] = to_numpy(r.link_busy_s);
-        d["link_bytes"] = to_numpy(r.link_bytes);
-        d["injection_busy_s"] = to_numpy(r.injection_busy_s);
-        d["ejection_busy_s"] = to_numpy(r.ejection_busy_s);
-        d["compute_busy_s"] = to_numpy(r.compute_busy_s);
-        d["events"] = r.events;
-        d["packets"] = r.packets;
-        if (transfers) {
-          d["transfer_ready_s"] = to_numpy(r.transfer_ready_s);
-          d["transfer_finish_s"] = to_numpy(r.transfer_finish_s);
-        }
-        if (timeline) {
-          d["timeline_t"] = to_numpy(r.timeline_t);
-          d["timeline_busy"] = to_numpy(r.timeline_busy);
-        }
-        if (trace) {
-          d["trace_transfer"] = to_numpy(r.trace_transfer);
-          d["trace_packet"] = to_numpy(r.trace_packet);
-          d["trace_stage"] = to_numpy(r.trace_stage);
-          d["trace_start_s"] = to_numpy(r.trace_start_s);
-          d["trace_finish_s"] = to_numpy(r.trace_finish_s);
-        }
-        return d;
+        return result_dict(r, transfers, timeline, trace);
       },
       py::arg("schedule"), py::arg("topology"), py::arg("model"), py::arg("placement"),
       py::arg("transfers"), py::arg("timeline"), py::arg("max_events"),
       py::arg("queue") = "auto", py::arg("trace") = false);
+  m.def(
+      "simulate_tasks",
+      [](const Schedule& s, const Topology& topo, const NetworkModel& net,
+         const std::vector<NodeId>& placement, bool transfers, std::int64_t max_events,
+         const py::array_t<RankId, py::array::c_style | py::array::forcecast>& task_rank,
+         const py::array_t<double, py::array::c_style | py::array::forcecast>& task_seconds,
+         const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& before,
+         const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& after) {
+        const SimOptions opt = make_options(placement, transfers, false, max_events);
+        TaskGraph g;
+        g.rank = to_vector(task_rank);
+        g.duration_s = to_vector(task_seconds);
+        g.before = to_vector(before);
+        g.after = to_vector(after);
+        SimResult r;
+        {
+          py::gil_scoped_release release;
+          r = simulate(s, topo, net, opt, g);
+        }
+        return result_dict(r, transfers, false, false);
+      },
+      py::arg("schedule"), py::arg("topology"), py::arg("model"), py::arg("placement"),
+      py::arg("transfers"), py::arg("max_events"), py::arg("task_rank"),
+      py::arg("task_seconds"), py::arg("before"), py::arg("after"));
   m.def(
       "simulation_events",
       [](const Schedule& s, const Topology& topo, const NetworkModel& net,

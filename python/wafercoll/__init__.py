@@ -51,10 +51,14 @@ from . import synthesis  # noqa: E402 - registers synth_treepack_allreduce
 from .synthesis import synthesize  # noqa: E402
 from .sweeps import sweep  # noqa: E402
 from .machines import network_presets
+from . import workloads  # noqa: E402 - wc.workloads
+from .workloads import workload  # noqa: E402
 
 __version__: str = _core.__version__
 
 __all__ = [
+    "workload",
+    "workloads",
     "COLLECTIVES",
     "Advice",
     "AlgorithmInfo",

@@ -39,8 +39,11 @@ void Simulation::push(Seconds t, std::int64_t packet, TransferId tr, std::int32_
                       std::uint32_t kind, Seconds head) {
   const TransferHot& h = progress_.hot[tr];
   const std::uint64_t pos = std::min(h.key0 + static_cast<std::uint64_t>(packet), kMaxPos);
-  const Event e{t, (pos << kCanonBits) | h.canon, head,
-                (static_cast<std::uint32_t>(node - h.base) << 1) | kind, node};
+  enqueue(Event{t, (pos << kCanonBits) | h.canon, head,
+                (static_cast<std::uint32_t>(node - h.base) << 1) | kind, node});
+}
+
+void Simulation::enqueue(const Event& e) {
   if (!top_consumed_) {
     queue_.replace_top(e);
     top_consumed_ = true;
@@ -67,8 +70,13 @@ void Simulation::try_inject(TransferId t) {
 }
 
 // A transfer whose dependencies are met: its first packet reaches its first
-// stage(s) alpha later. A stream instead paces its packets itself.
+// stage(s) alpha later. A stream instead paces its packets itself. Ids from
+// dim_.transfers on are tasks (tasks.cpp).
 void Simulation::start(TransferId t) {
+  if (t >= dim_.transfers) {
+    start_task(t - dim_.transfers);
+    return;
+  }
   const Seconds a = progress_.ready[t] + net_.alpha_s;
   const TransferHot& h = progress_.hot[t];
   result_.packets += h.npackets;
@@ -119,7 +127,10 @@ void Simulation::release(TransferId x, Seconds when) {
 
 void Simulation::complete(TransferId t) {
   Progress& pr = progress_;
-  ++pr.completed;
+  if (t < dim_.transfers)
+    ++pr.completed;
+  else
+    ++pr.tasks_completed;
   result_.time_s = std::max(result_.time_s, pr.finish[t]);
   if (costs_.dataflow) {
     for (std::int64_t i = dataflow_.complete_off[t]; i < dataflow_.complete_off[t + 1]; ++i)
@@ -351,6 +362,10 @@ void Simulation::reach_destination(const Event& ev, TransferId t, std::int64_t p
 // One event: a delivery to process, a packet to park, or a packet served by
 // its stage and sent on.
 void Simulation::process(const Event& ev) {
+  if (ev.node < 0) {  // a compute task (tasks.cpp)
+    run_task(-1 - static_cast<std::int64_t>(ev.node), ev.time);
+    return;
+  }
   const TrieNode& nd = tries_.nodes[ev.node];
   const TransferId t = nd.transfer();
   const std::int64_t k = packet_of(ev);
@@ -387,9 +402,40 @@ void Simulation::process(const Event& ev) {
   if (nd.term >= 0) reach_destination(ev, t, k, m, fin + l);
 }
 
+// Task k's predecessors have completed: a gate completes now; a compute
+// task queues for its rank's compute unit at its ready time (an event, so
+// that the unit serves tasks in the order of their ready times).
+void Simulation::start_task(std::int64_t k) {
+  const std::int64_t x = dim_.transfers + k;
+  const Seconds at = progress_.ready[x];
+  if (tasks_->rank[k] < 0) {
+    progress_.task_start[k] = at;
+    progress_.finish[x] = at;
+    complete(static_cast<TransferId>(x));
+    return;
+  }
+  const std::uint64_t tie = std::min<std::uint64_t>(static_cast<std::uint64_t>(k),
+                                                    (std::uint64_t{1} << kCanonBits) - 1);
+  enqueue(Event{at, (kMaxPos << kCanonBits) | tie, at, 0u, static_cast<std::int32_t>(-1 - k)});
+}
+
+// A compute task reaches its compute unit.
+void Simulation::run_task(std::int64_t k, Seconds at) {
+  const std::int64_t x = dim_.transfers + k;
+  ComputeUnit& cu = compute_[place_[tasks_->rank[k]]];
+  const Seconds begin = std::max(at, cu.free_at);
+  const Seconds dur = tasks_->duration_s[k];
+  cu.free_at = begin + dur;
+  cu.busy += dur;
+  progress_.task_start[k] = begin;
+  progress_.finish[x] = begin + dur;
+  complete(static_cast<TransferId>(x));
+}
+
 void Simulation::run() {
-  for (TransferId t = 0; t < dim_.transfers; ++t)
-    if (progress_.pending[t] == 0) start(t);
+  const std::int64_t ids = dim_.transfers + dim_.tasks;
+  for (std::int64_t t = 0; t < ids; ++t)
+    if (progress_.pending[t] == 0) start(static_cast<TransferId>(t));
 
   while (!queue_.empty()) {
     if (!top_consumed_) queue_.pop();  // the previous event scheduled nothing
@@ -399,7 +445,7 @@ void Simulation::run() {
     top_consumed_ = false;
     process(ev);
   }
-  if (progress_.completed != dim_.transfers)
+  if (progress_.completed != dim_.transfers || progress_.tasks_completed != dim_.tasks)
     throw std::logic_error("simulation ended with unfinished transfers");
 }
 

@@ -225,4 +225,11 @@ SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& 
   return simulation.collect();
 }
 
+SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& net,
+                   const SimOptions& opt, const TaskGraph& tasks) {
+  sim::Simulation simulation(s, topo, net, opt, &tasks);
+  simulation.run();
+  return simulation.collect();
+}
+
 }  // namespace wafercoll

@@ -13,11 +13,13 @@
 namespace wafercoll::sim {
 
 Simulation::Simulation(const Schedule& sched, const Topology& topology,
-                       const NetworkModel& model, const SimOptions& options)
+                       const NetworkModel& model, const SimOptions& options,
+                       const TaskGraph* tasks)
     : sched_(sched),
       topo_(topology),
       net_(model),
       opt_(options),
+      tasks_(tasks),
       slot_rank_(sched.dst_array()),
       queue_(options.queue) {
   Prepared prep = prepare(sched, topology, model, options);
@@ -26,6 +28,7 @@ Simulation::Simulation(const Schedule& sched, const Topology& topology,
   dim_.endpoints = topology.num_endpoints();
   dim_.links = topology.num_links();
   dim_.channels = model.ports;
+  dim_.tasks = tasks ? tasks->num_tasks() : 0;
   if (opt_.record_trace && prep.events > kMaxTraceEvents)
     throw std::invalid_argument("a trace of " + std::to_string(prep.events) +
                                 " packet-stage events is too large (limit " +
@@ -35,6 +38,7 @@ Simulation::Simulation(const Schedule& sched, const Topology& topology,
   prepare_stages();
   prepare_transfers(prep);
   if (costs_.dataflow) prepare_dataflow();
+  if (tasks_) prepare_tasks();
   prepare_accounting();
 }
 
@@ -271,10 +275,10 @@ bool Simulation::try_make_stream(TransferId t, TransferId d) {
 
 void Simulation::prepare_accounting() {
   result_.rank_finish_s.assign(dim_.ranks, 0.0);
-  // Compute units only when processing costs anything.
-  compute_.resize(costs_.reduce_s_per_byte > 0.0 || costs_.copy_s_per_byte > 0.0
-                      ? static_cast<std::size_t>(dim_.endpoints)
-                      : 0);
+  // Compute units only when processing or a compute task costs anything.
+  bool computes = costs_.reduce_s_per_byte > 0.0 || costs_.copy_s_per_byte > 0.0;
+  for (std::int64_t k = 0; !computes && k < dim_.tasks; ++k) computes = tasks_->rank[k] >= 0;
+  compute_.resize(computes ? static_cast<std::size_t>(dim_.endpoints) : 0);
   if (opt_.record_timeline) {
     timeline_.open_start.assign(dim_.links, -1.0);
     timeline_.open_end.assign(dim_.links, -1.0);
@@ -303,6 +307,13 @@ SimResult Simulation::collect() {
       result_.injection_busy_s[e] += stages_[L + static_cast<std::int64_t>(e) * K + c].busy;
       result_.ejection_busy_s[e] += stages_[L + static_cast<std::int64_t>(E + e) * K + c].busy;
     }
+  const TransferId T = dim_.transfers;
+  if (dim_.tasks > 0) {
+    result_.task_start_s = std::move(progress_.task_start);
+    result_.task_finish_s.assign(progress_.finish.begin() + T, progress_.finish.end());
+    progress_.ready.resize(static_cast<std::size_t>(T));
+    progress_.finish.resize(static_cast<std::size_t>(T));
+  }
   if (opt_.record_transfers) {
     result_.transfer_ready_s = std::move(progress_.ready);
     result_.transfer_finish_s = std::move(progress_.finish);

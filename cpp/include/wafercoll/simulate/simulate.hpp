@@ -147,6 +147,9 @@ struct SimResult {
   // record_transfers:
   std::vector<Seconds> transfer_ready_s;
   std::vector<Seconds> transfer_finish_s;
+  // With a task graph: per task, when it started and completed.
+  std::vector<Seconds> task_start_s;
+  std::vector<Seconds> task_finish_s;
   // record_timeline: from timeline_t[i] to timeline_t[i+1], timeline_busy[i]
   // links are busy (the last entry is 0 at the makespan).
   std::vector<Seconds> timeline_t;
@@ -163,10 +166,36 @@ struct SimResult {
 
 // Number of packet-stage services the simulation will perform (what
 // max_events bounds); validates the inputs like simulate().
+// Work beside the schedule's transfers, for a workload: tasks that occupy a
+// rank's compute unit for a fixed time (compute) or take no time at all
+// (gates, which join dependencies), and dependency edges between transfers
+// and tasks. Task k has id T + k, after the T transfers; an edge
+// (before[i], after[i]) holds after[i] back until before[i] has completed.
+// A task starts when its last predecessor has completed (at 0 without
+// any). A compute task is served by its rank's compute unit first come,
+// first served by start time (ties by task id), the same unit that
+// performs reductions at gamma_s_per_byte; a gate completes when it
+// starts. Needs dependencies == complete.
+struct TaskGraph {
+  std::vector<RankId> rank;         // per task: compute unit's rank; -1: a gate
+  std::vector<Seconds> duration_s;  // per task (gates: 0)
+  std::vector<std::int64_t> before, after;  // edges over ids in [0, T + K)
+
+  std::int64_t num_tasks() const { return static_cast<std::int64_t>(rank.size()); }
+};
+
 std::int64_t simulation_events(const Schedule& s, const Topology& topo,
                                const NetworkModel& net, const SimOptions& opt = {});
 
 SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& net,
                    const SimOptions& opt = {});
+
+// The schedule and a task graph in one run (one event loop: the transfers
+// of concurrent collectives contend for links, compute tasks and
+// reductions for compute units). Fills task_start_s and task_finish_s.
+// Throws std::invalid_argument for malformed tasks or edges, a cycle, or
+// dataflow dependencies.
+SimResult simulate(const Schedule& s, const Topology& topo, const NetworkModel& net,
+                   const SimOptions& opt, const TaskGraph& tasks);
 
 }  // namespace wafercoll

@@ -161,6 +161,7 @@ struct Dimensions {
   // ejection channels.
   std::int64_t stages = 0;
   std::int64_t dst_slots = 0;  // destinations of all transfers
+  std::int64_t tasks = 0;      // of the task graph (ids after the transfers)
 };
 
 // The model's constants in the form the event loop uses.
@@ -174,13 +175,16 @@ struct Costs {
 
 // What the transfers and their destinations have done so far.
 struct Progress {
-  std::vector<std::int32_t> pending;    // per transfer: dependencies (or gates) not yet met
+  // pending, ready and finish: per transfer, then per task of the task graph.
+  std::vector<std::int32_t> pending;    // dependencies (or gates) not yet met
   std::vector<std::int32_t> dsts_left;  // per transfer: destinations not yet done
-  std::vector<Seconds> ready, finish;   // per transfer
+  std::vector<Seconds> ready, finish;
   BigVector<TransferHot> hot;           // per transfer
   BigVector<SlotState> slots;           // per destination slot
   Successors successors;                // complete mode: who waits for whom
   TransferId completed = 0;
+  std::int64_t tasks_completed = 0;
+  std::vector<Seconds> task_start;      // per task
 };
 
 // Dataflow mode: the dependency edges by kind (simulate.hpp, Dependencies),
@@ -222,7 +226,7 @@ struct Timeline {
 class Simulation {
  public:
   Simulation(const Schedule& sched, const Topology& topology, const NetworkModel& model,
-             const SimOptions& options);
+             const SimOptions& options, const TaskGraph* tasks = nullptr);
 
   void run();
   SimResult collect();
@@ -237,6 +241,7 @@ class Simulation {
   bool try_make_stream(TransferId t, TransferId d);
   std::int64_t slot_of(TransferId t, RankId r) const;
   std::int64_t resource_key(TransferId t, std::int64_t node) const;
+  void prepare_tasks();  // tasks.cpp
   void prepare_accounting();
   void collect_timeline();
 
@@ -247,6 +252,9 @@ class Simulation {
   inline std::int64_t packet_of(const Event& e) const WAFERCOLL_LOOP_INLINE;
   inline void push(Seconds t, std::int64_t packet, TransferId tr, std::int32_t node,
                    std::uint32_t kind, Seconds head);
+  inline void enqueue(const Event& e);
+  void start_task(std::int64_t k);
+  void run_task(std::int64_t k, Seconds at);
   inline void start(TransferId t) WAFERCOLL_LOOP_INLINE;
   inline void try_inject(TransferId t) WAFERCOLL_LOOP_INLINE;
   inline void release(TransferId x, Seconds when) WAFERCOLL_LOOP_INLINE;
@@ -276,6 +284,7 @@ class Simulation {
   const Topology& topo_;
   const NetworkModel& net_;
   const SimOptions& opt_;
+  const TaskGraph* tasks_;                // or nullptr
   const std::vector<RankId>& slot_rank_;  // destination rank per slot
 
   Dimensions dim_;
