@@ -319,11 +319,12 @@ class _Expansion:
 
     def _choose(self, n: Any, whole: bool) -> str:
         """The fastest applicable algorithm for node ``n``, alone on its ranks."""
-        if whole and not n.options:
+        k_all = len(n.ranks)
+        if whole and not n.options and k_all == self.topology.default_ranks:
             adv = advise(
                 self.topology, n.size_bytes, n.collective, self.network, keep=None
             )
-            for c in adv.ranked:
+            for c in adv.ranked():
                 if c.status == "simulated" and not c.differs:
                     return c.name
         best, best_t = "", math.inf
