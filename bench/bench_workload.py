@@ -32,7 +32,10 @@ def build(layers: int) -> wc.workloads.Workload:
         for row in range(side):
             ranks = [row * side + c for c in range(side)]
             n = w.collective(
-                "allreduce", 1 << 20, ranks, deps=[comp[r] for r in ranks],
+                "allreduce",
+                1 << 20,
+                ranks,
+                deps=[comp[r] for r in ranks],
                 name=f"tp {layer}",
             )
             for r in ranks:
@@ -40,7 +43,10 @@ def build(layers: int) -> wc.workloads.Workload:
         for col in range(side):
             ranks = [r * side + col for r in range(side)]
             n = w.collective(
-                "allreduce", 4 << 20, ranks, deps={r: [last[r]] for r in ranks},
+                "allreduce",
+                4 << 20,
+                ranks,
+                deps={r: [last[r]] for r in ranks},
                 name=f"dp {layer}",
             )
             for r in ranks:
@@ -65,7 +71,8 @@ def main() -> None:
         f"{counts['collective']} collective and {counts['compute']} compute nodes, "
         f"{res.simulation.packets} packets, {res.simulation.events} events"
     )
-    print(f"graph built in {t1 - t0:.2f} s; simulated in {t2 - t1:.2f} s (target < 60 s)")
+    print(f"graph built in {t1 - t0:.2f} s; simulated in {t2 - t1:.2f} s")
+    print("target: simulated in under 60 s")
     print(f"algorithms: {sorted(set(res.algorithms.values()))}")
     print(res)
 
