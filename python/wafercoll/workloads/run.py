@@ -34,6 +34,7 @@ import numpy as np
 
 from ..advisor import advise
 from ..algorithms import algorithms, build
+from ..kit import Multi, Program, Ranges
 from ..network import NetworkModel
 from ..schedule import Schedule
 from ..simulate import DEFAULT_MAX_EVENTS, simulate, simulate_tasks
@@ -394,21 +395,22 @@ class _Expansion:
             return np.concatenate(arrs) if arrs else np.zeros(0, dtype=np.int64)
 
         bb = np.concatenate(self.block_bytes) if self.block_bytes else np.zeros(0)
-        return Schedule.from_arrays(
+        prog = Program(
             self.w.ranks,
             bb if bb.size else np.zeros(1, dtype=np.int64),
             "unknown",
-            src=cat("src"),
-            dst=cat("dst"),
-            dst_offsets=cat("doff", True),
-            block_lo=cat("lo"),
-            block_hi=cat("hi"),
-            block_offsets=cat("roff", True),
-            op=np.concatenate(cols["op"]) if cols["op"] else None,
-            deps=cat("deps"),
-            dep_offsets=cat("poff", True),
+            rule="explicit",
             name=self.w.name or "workload",
         )
+        if self.transfers:
+            prog.step(
+                cat("src"),
+                Multi(cat("dst"), cat("doff", True)),
+                Ranges(cat("lo"), cat("hi"), cat("roff", True)),
+                np.concatenate(cols["op"]),
+                deps=(cat("deps"), cat("poff", True)),
+            )
+        return prog.schedule()
 
 
 def _hashable(v: Any) -> Any:
