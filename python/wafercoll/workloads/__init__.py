@@ -22,13 +22,8 @@ from __future__ import annotations
 from .compute import DEVICES, ComputeModel, Roofline, roofline
 from .graph import KINDS, Node, Workload, workload
 from .layers import Layer, gpt_layers
-from .parallelism import (
-    DIMENSIONS,
-    OPTIMIZER_TRAFFIC,
-    Layout,
-    pipeline_order,
-    training_step,
-)
+from .layout import DIMENSIONS, Layout
+from .parallelism import OPTIMIZER_TRAFFIC, pipeline_order, training_step
 from .result import WorkloadResult
 from .run import simulate_workload
 

@@ -1,9 +1,10 @@
 """Synthetic training steps: data, tensor, pipeline and expert parallelism.
 
-For users without traces: give the layers (:class:`Layer`, or
-:func:`gpt_layers` for a GPT-like transformer), a :class:`Layout` of the
-ranks and a compute model, and :func:`training_step` returns the
-:class:`~wafercoll.workloads.Workload` of one training step.
+For users without traces: give the layers (:class:`~wafercoll.workloads.Layer`,
+or :func:`~wafercoll.workloads.gpt_layers` for a GPT-like transformer), a
+:class:`~wafercoll.workloads.Layout` of the ranks and a compute model, and
+:func:`training_step` returns the :class:`~wafercoll.workloads.Workload` of
+one training step.
 
 The layout
     ``dp x tp x pp`` ranks. Rank ``tp_i + tp * (dp_i + dp * pp_i)`` by
@@ -27,7 +28,8 @@ Data parallel
     previous bucket's allreduce on the same group (collectives of one
     communicator run in launch order, as in NCCL), never the other way:
     the backward of earlier layers goes on, so communication overlaps it.
-    Then an optimizer step per rank after all of its allreduces.
+    Then an optimizer step per rank after its last backward and all of its
+    allreduces, moving ``optimizer_traffic`` bytes per gradient byte.
 Tensor parallel
     Megatron-style (Shoeybi et al., "Megatron-LM", arXiv:1909.08053, 2019,
     §3 and Fig. 4): a transformer layer's forward computes in two sections
@@ -48,10 +50,14 @@ Pipeline parallel
     gradients back as ``send`` nodes from each rank to the rank with the
     same ``(dp, tp)`` index in the neighbouring stage (each TP rank sends
     the whole activation: the scatter/gather optimization of §4.1 is not
-    modelled). With equal work ``f + b`` per micro-batch and stage and free
-    communication, the step takes ``(m + pp - 1)(f + b)`` and each stage
-    idles ``(pp - 1) / (m + pp - 1)`` of it (the paper's bubble fraction
-    ``(pp - 1) / m`` is the same idle time over the ideal time ``m (f + b)``).
+    modelled). A receiver enters a send when the sender has produced the
+    message, so waiting for the previous stage is idle time in
+    :meth:`~wafercoll.workloads.WorkloadResult.breakdown` and only the
+    transfer is communication. With equal work ``f + b`` per micro-batch
+    and stage and free communication, the step takes ``(m + pp - 1)(f + b)``
+    and each stage idles ``(pp - 1) / (m + pp - 1)`` of it (the paper's
+    bubble fraction ``(pp - 1) / m`` is the same idle time over the ideal
+    time ``m (f + b)``).
 Expert parallel
     A layer with ``experts > 0`` is a mixture-of-experts FFN: an all-to-all
     dispatch of its tokens inside the EP group, the experts' compute and an
@@ -83,7 +89,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -91,22 +96,12 @@ import numpy as np
 from .._util import as_int, as_real
 from ..algorithms import algorithms as registered
 from ..alltoall import moe_matrix
-from ..kit import hamiltonian_path
-from ..topology import Topology
 from .compute import ComputeModel
 from .graph import Workload
 from .layers import Layer
+from .layout import Layout
 
-__all__ = [
-    "DIMENSIONS",
-    "OPTIMIZER_TRAFFIC",
-    "Layout",
-    "pipeline_order",
-    "training_step",
-]
-
-#: The dimensions of a :class:`Layout` order.
-DIMENSIONS = ("tp", "dp", "pp")
+__all__ = ["OPTIMIZER_TRAFFIC", "pipeline_order", "training_step"]
 
 #: Memory bytes an optimizer step moves per byte of gradient, by default:
 #: mixed-precision Adam keeps fp32 weights, momentum and variance (12 bytes
@@ -115,222 +110,6 @@ DIMENSIONS = ("tp", "dp", "pp")
 #: states (14 bytes) and writes the three states and the 2-byte weight
 #: (14 bytes): 28 bytes per parameter, 14 per gradient byte.
 OPTIMIZER_TRAFFIC = 14.0
-
-
-# -- the layout -------------------------------------------------------------------
-@dataclass(frozen=True)
-class Layout:
-    """How ``dp x tp x pp`` ranks split into groups (``ep`` divides ``dp``).
-
-    A rank's coordinates ``(dp_i, tp_i, pp_i)`` are mixed-radix digits of
-    its number in ``order``, innermost first: with the default
-    ``("tp", "dp", "pp")``, rank ``tp_i + tp * (dp_i + dp * pp_i)``.
-
-    Parameters
-    ----------
-    dp, tp, pp : int
-        Data-parallel replicas, tensor-parallel ranks per group and pipeline
-        stages, each >= 1.
-    ep : int
-        Expert-parallel group size, >= 1, dividing ``dp``.
-    order : tuple of str
-        A permutation of :data:`DIMENSIONS`, innermost first.
-
-    Examples
-    --------
-    >>> from wafercoll.workloads import Layout
-    >>> lay = Layout(dp=2, tp=2, pp=2)
-    >>> lay.ranks, lay.rank(dp=1, tp=0, pp=1), lay.coords(6)
-    (8, 6, (1, 0, 1))
-    >>> lay.groups("tp")
-    [(0, 1), (2, 3), (4, 5), (6, 7)]
-    """
-
-    dp: int = 1
-    tp: int = 1
-    pp: int = 1
-    ep: int = 1
-    order: tuple[str, ...] = DIMENSIONS
-
-    def __post_init__(self) -> None:
-        for key in ("dp", "tp", "pp", "ep"):
-            object.__setattr__(self, key, as_int(getattr(self, key), key, 1, 1 << 24))
-        if self.dp % self.ep:
-            raise ValueError(
-                f"ep must divide dp (expert groups split the data-parallel "
-                f"ranks), got ep={self.ep}, dp={self.dp}"
-            )
-        order = self.order
-        if (
-            not isinstance(order, (tuple, list))
-            or len(order) != len(DIMENSIONS)
-            or set(order) != set(DIMENSIONS)
-        ):
-            raise ValueError(
-                f"order must be a permutation of {DIMENSIONS}, got {order!r}"
-            )
-        object.__setattr__(self, "order", tuple(order))
-        if self.ranks > 1 << 24:
-            raise ValueError(f"dp * tp * pp must be <= {1 << 24}, got {self.ranks}")
-
-    @classmethod
-    def for_ranks(
-        cls,
-        ranks: int,
-        *,
-        tp: int = 1,
-        pp: int = 1,
-        ep: int = 1,
-        order: tuple[str, ...] = DIMENSIONS,
-    ) -> Layout:
-        """The layout of ``ranks`` ranks: ``dp = ranks / (tp * pp)``.
-
-        ``ranks`` may be a topology's ``default_ranks``: every endpoint of a
-        mesh of chiplets, a torus or a cluster.
-
-        Examples
-        --------
-        >>> from wafercoll.workloads import Layout
-        >>> Layout.for_ranks(16, tp=4, pp=2).dp
-        2
-        """
-        n = as_int(ranks, "ranks", 1, 1 << 24)
-        t = as_int(tp, "tp", 1)
-        p = as_int(pp, "pp", 1)
-        if n % (t * p):
-            raise ValueError(f"ranks ({n}) must be a multiple of tp * pp = {t * p}")
-        return cls(dp=n // (t * p), tp=t, pp=p, ep=ep, order=order)
-
-    @property
-    def ranks(self) -> int:
-        """``dp * tp * pp``.
-
-        Examples
-        --------
-        >>> from wafercoll.workloads import Layout
-        >>> Layout(dp=3, tp=2).ranks
-        6
-        """
-        return self.dp * self.tp * self.pp
-
-    def _sizes(self) -> dict[str, int]:
-        return {"dp": self.dp, "tp": self.tp, "pp": self.pp}
-
-    def rank(self, *, dp: int = 0, tp: int = 0, pp: int = 0) -> int:
-        """The rank with coordinates ``(dp, tp, pp)``.
-
-        Examples
-        --------
-        >>> from wafercoll.workloads import Layout
-        >>> Layout(dp=2, tp=4, order=("dp", "tp", "pp")).rank(dp=1, tp=2)
-        5
-        """
-        sizes = self._sizes()
-        idx = {"dp": dp, "tp": tp, "pp": pp}
-        r, scale = 0, 1
-        for d in self.order:
-            r += as_int(idx[d], d, 0, sizes[d] - 1) * scale
-            scale *= sizes[d]
-        return r
-
-    def coords(self, rank: int) -> tuple[int, int, int]:
-        """``(dp_i, tp_i, pp_i)`` of ``rank``.
-
-        Examples
-        --------
-        >>> from wafercoll.workloads import Layout
-        >>> Layout(dp=2, tp=2, pp=2).coords(5)
-        (0, 1, 1)
-        """
-        r = as_int(rank, "rank", 0, self.ranks - 1)
-        sizes = self._sizes()
-        idx = {}
-        for d in self.order:
-            r, idx[d] = divmod(r, sizes[d])
-        return idx["dp"], idx["tp"], idx["pp"]
-
-    def group(self, kind: str, rank: int) -> tuple[int, ...]:
-        """The ranks of ``rank``'s group of ``kind``, in group order.
-
-        ``kind`` is ``"tp"`` (same ``dp_i, pp_i``), ``"dp"`` (same ``tp_i,
-        pp_i``), ``"pp"`` (same ``dp_i, tp_i``: one rank per stage), ``"ep"``
-        (the ``ep`` consecutive data-parallel indices around ``dp_i``) or
-        ``"edp"`` (the ranks holding the same experts: same ``dp_i mod ep``).
-
-        Examples
-        --------
-        >>> from wafercoll.workloads import Layout
-        >>> lay = Layout(dp=4, tp=2, ep=2)
-        >>> lay.group("dp", 1), lay.group("ep", 4), lay.group("edp", 2)
-        ((1, 3, 5, 7), (4, 6), (2, 6))
-        """
-        d, t, p = self.coords(rank)
-        if kind == "tp":
-            return tuple(self.rank(dp=d, tp=i, pp=p) for i in range(self.tp))
-        if kind == "dp":
-            return tuple(self.rank(dp=i, tp=t, pp=p) for i in range(self.dp))
-        if kind == "pp":
-            return tuple(self.rank(dp=d, tp=t, pp=i) for i in range(self.pp))
-        if kind == "ep":
-            first = d - d % self.ep
-            return tuple(self.rank(dp=first + i, tp=t, pp=p) for i in range(self.ep))
-        if kind == "edp":
-            return tuple(
-                self.rank(dp=i, tp=t, pp=p)
-                for i in range(d % self.ep, self.dp, self.ep)
-            )
-        raise ValueError(f"kind must be one of tp, dp, pp, ep, edp; got {kind!r}")
-
-    def groups(self, kind: str) -> list[tuple[int, ...]]:
-        """Every group of ``kind`` (see :meth:`group`), by their first rank.
-
-        Examples
-        --------
-        >>> from wafercoll.workloads import Layout
-        >>> Layout(dp=2, pp=2).groups("pp")
-        [(0, 2), (1, 3)]
-        """
-        seen: dict[tuple[int, ...], None] = {}
-        for r in range(self.ranks):
-            seen.setdefault(self.group(kind, r), None)
-        return sorted(seen)
-
-    def placement(self, topology: Topology) -> np.ndarray:
-        """Endpoints for the ranks on ``topology`` that keep TP groups close.
-
-        On a grid (mesh, torus, a mesh of chiplets) whose columns ``tp``
-        does not divide, the boustrophedon path
-        (:func:`wafercoll.kit.hamiltonian_path`), so every two consecutive
-        ranks are neighbours; on a cluster, ranks in node order (a TP group
-        stays inside a node when ``tp`` divides the processes per node);
-        otherwise rank ``r`` on endpoint ``r`` (a TP group is a row segment
-        of a grid). Pass it as ``placement=`` when simulating.
-
-        Examples
-        --------
-        >>> import wafercoll as wc
-        >>> from wafercoll.workloads import Layout
-        >>> Layout(dp=2, tp=3).placement(wc.mesh(2, 3)).tolist()
-        [0, 1, 2, 3, 4, 5]
-        >>> Layout(dp=3, tp=2).placement(wc.mesh(2, 3)).tolist()
-        [0, 1, 2, 5, 4, 3]
-        """
-        if not isinstance(topology, Topology):
-            raise TypeError(
-                f"topology must be a Topology, got {type(topology).__name__}"
-            )
-        n = self.ranks
-        if topology.num_endpoints < n:
-            raise ValueError(
-                f"topology {topology.name} has {topology.num_endpoints} endpoints, "
-                f"fewer than the layout's {n} ranks"
-            )
-        rows, cols = topology.shape
-        if rows > 1 and rows * cols == topology.num_endpoints and cols % self.tp:
-            return hamiltonian_path(rows, cols)[:n].copy()
-        if topology.kind == "cluster":
-            return np.argsort(topology.node_of, kind="stable")[:n].astype(np.int64)
-        return np.arange(n, dtype=np.int64)
 
 
 # -- the 1F1B order ----------------------------------------------------------------
@@ -501,7 +280,6 @@ class _Step:
                 f"{type(compute_model).__name__}"
             )
         self.lay = layout
-        self.model = compute_model
         self.m = as_int(microbatches, "microbatches", 1, 1 << 20)
         self.bwd = as_real(backward_factor, "backward_factor", 0.0)
         self.opt = as_real(optimizer_traffic, "optimizer_traffic", 0.0)
@@ -523,6 +301,11 @@ class _Step:
         # Per (direction, stage, micro-batch): rank -> the send it waits for.
         self.inbox: dict[tuple[str, int, int], dict[int, int]] = {}
         self.matrices: dict[int, np.ndarray] = {}
+        self.cache: dict[tuple[str, int], Any] = {}
+        # The last stage's forward outputs per micro-batch (rank -> node), and
+        # per rank the end of its latest pass (the optimizer waits for it).
+        self.outbox: dict[int, dict[int, Any]] = {}
+        self.tail: dict[int, Any] = {}
 
     # -- checks ---------------------------------------------------------------
     def _algorithms(self, algorithms: Any) -> dict[str, str]:
@@ -591,6 +374,24 @@ class _Step:
                     )
 
     # -- building blocks ----------------------------------------------------------
+    def _ranks(self, s: int) -> list[int]:
+        """The ranks of stage ``s``, by data-parallel then tensor-parallel index."""
+        key = ("stage", s)
+        if key not in self.cache:
+            lay = self.lay
+            self.cache[key] = [
+                lay.rank(dp=d, tp=t, pp=s) for d in range(lay.dp) for t in range(lay.tp)
+            ]
+        return self.cache[key]
+
+    def _groups(self, kind: str, s: int) -> list[tuple[int, ...]]:
+        """The distinct groups of ``kind`` among the ranks of stage ``s``."""
+        key = (kind, s)
+        if key not in self.cache:
+            groups = (self.lay.group(kind, r) for r in self._ranks(s))
+            self.cache[key] = list(dict.fromkeys(groups))
+        return self.cache[key]
+
     def _compute(
         self, r: int, flops: float, mem: float, deps: list[Any], name: str
     ) -> int:
@@ -627,10 +428,8 @@ class _Step:
         return self.matrices[j]
 
     # -- one layer, one micro-batch, one direction, every rank of a stage -------------
-    def _dense(
-        self, li: int, ranks: list[int], cur: dict[int, Any], d: str, mb: int
-    ) -> None:
-        x, t = self.layers[li], self.lay.tp
+    def _dense(self, li: int, s: int, cur: dict[int, Any], d: str, mb: int) -> None:
+        x, t, ranks = self.layers[li], self.lay.tp, self._ranks(s)
         k = max(x.tp_allreduces, 1) if t > 1 else 1
         scale = (1.0 if d == "forward" else self.bwd) / (t * k)
         for j in range(k):
@@ -646,7 +445,7 @@ class _Step:
                 if d == "backward":
                     self.grad[li, r] = cur[r]
             if t > 1 and x.tp_allreduces:
-                for g in dict.fromkeys(self.lay.group("tp", r) for r in ranks):
+                for g in self._groups("tp", s):
                     a = self._collective(
                         "allreduce",
                         x.activation_bytes,
@@ -656,16 +455,10 @@ class _Step:
                     )
                     cur.update(dict.fromkeys(g, a))
 
-    def _expert(
-        self, li: int, ranks: list[int], cur: dict[int, Any], d: str, mb: int
-    ) -> None:
-        x, ep = self.layers[li], self.lay.ep
+    def _expert(self, li: int, s: int, cur: dict[int, Any], d: str, mb: int) -> None:
+        x, ep, ranks = self.layers[li], self.lay.ep, self._ranks(s)
         scale = 1.0 if d == "forward" else self.bwd
-        groups = (
-            list(dict.fromkeys(self.lay.group("ep", r) for r in ranks))
-            if ep > 1
-            else []
-        )
+        groups = self._groups("ep", s) if ep > 1 else []
         share = dict.fromkeys(ranks, 1.0)
         if self.zipf is not None and ep > 1:
             mat = self._matrix(sum(y.is_expert for y in self.layers[:li]), x)
@@ -709,27 +502,28 @@ class _Step:
     def _op(self, kind: str, s: int, mb: int) -> None:
         """Forward or backward of micro-batch ``mb`` on every rank of stage ``s``."""
         lay = self.lay
-        ranks = [
-            lay.rank(dp=d, tp=t, pp=s) for d in range(lay.dp) for t in range(lay.tp)
-        ]
+        ranks = self._ranks(s)
         box = self.inbox.pop((kind, s, mb), {})
+        if kind == "B" and s == lay.pp - 1:  # the loss: from its own forward
+            box = self.outbox.pop(mb)
         cur: dict[int, Any] = {r: box.get(r) for r in ranks}
         d = "forward" if kind == "F" else "backward"
         order = self.stage_layers[s]
         for li in order if kind == "F" else reversed(order):
             if self.layers[li].is_expert:
-                self._expert(li, ranks, cur, d, mb)
+                self._expert(li, s, cur, d, mb)
             else:
-                self._dense(li, ranks, cur, d, mb)
+                self._dense(li, s, cur, d, mb)
+        if kind == "F" and s == lay.pp - 1:
+            self.outbox[mb] = dict(cur)
+        self.tail.update(cur)
         nxt = s + 1 if kind == "F" else s - 1
         if 0 <= nxt < lay.pp:
             # The activation of the boundary layer, or its gradient.
             edge = self.layers[order[-1] if kind == "F" else order[0] - 1]
             what = "activation" if kind == "F" else "gradient"
             box = self.inbox.setdefault((kind, nxt, mb), {})
-            for r in ranks:
-                dp_i, tp_i, _ = lay.coords(r)
-                dst = lay.rank(dp=dp_i, tp=tp_i, pp=nxt)
+            for r, dst in zip(ranks, self._ranks(nxt), strict=True):  # same (dp, tp)
                 box[dst] = self.w.send(
                     r,
                     dst,
@@ -741,10 +535,8 @@ class _Step:
     def _gradients(self, s: int) -> None:
         """Bucketed gradient allreduces and the optimizer step of stage ``s``."""
         lay = self.lay
-        ranks = [
-            lay.rank(dp=d, tp=t, pp=s) for d in range(lay.dp) for t in range(lay.tp)
-        ]
-        held = dict.fromkeys(ranks, 0)
+        ranks = self._ranks(s)
+        held = 0  # gradient bytes per rank (the same on every rank of a stage)
         done: dict[int, list[int]] = {r: [] for r in ranks}
         for expert in (False, True):
             kind = "edp" if expert else "dp"
@@ -761,23 +553,19 @@ class _Step:
                     size = 0
                 buckets[-1].append(li)
                 size += math.ceil(x.parameter_bytes / share)
-            for r in ranks:
-                held[r] += sum(
-                    math.ceil(self.layers[li].parameter_bytes / share)
-                    for b in buckets
-                    for li in b
-                )
+            sizes = [
+                sum(math.ceil(self.layers[li].parameter_bytes / share) for li in b)
+                for b in buckets
+            ]
+            held += sum(sizes)
             if width == 1:
                 continue
             prev: dict[int, int] = {}
-            for b in buckets:
-                nbytes = sum(
-                    math.ceil(self.layers[li].parameter_bytes / share) for li in b
-                )
+            for b, nbytes in zip(buckets, sizes, strict=True):
                 label = self.layers[b[0]].name
                 if len(b) > 1:
                     label += ".." + self.layers[b[-1]].name
-                for g in dict.fromkeys(lay.group(kind, r) for r in ranks):
+                for g in self._groups(kind, s):
                     deps = {
                         r: [self.grad[b[-1], r], *([prev[r]] if r in prev else [])]
                         for r in g
@@ -796,7 +584,8 @@ class _Step:
                 if r in prev:
                     done[r].append(prev[r])
         for r in ranks:
-            self._compute(r, 0.0, self.opt * held[r], done[r], "optimizer")
+            deps = [self.tail[r], *done[r]]
+            self._compute(r, 0.0, self.opt * held, deps, "optimizer")
 
     def build(self) -> Workload:
         p, m = self.lay.pp, self.m
