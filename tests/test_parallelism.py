@@ -548,3 +548,45 @@ def test_moe_model_with_pipeline_and_skew_simulates() -> None:
             for r in range(8)
         )
         assert res.step_time_s > compute
+
+
+def test_tensor_parallel_step_by_hand() -> None:
+    # two TP ranks on a line: every section's compute, then its allreduce
+    # (a ring of 2: reduce-scatter and allgather of S / 2 each way)
+    bw, flops, act = 1e9, 4e9, 2 * 10**6
+    layer = Layer("block", flops, act, 10**6)
+    w = training_step(
+        [layer], Layout(tp=2), MODEL, optimizer_traffic=0, algorithms=RING
+    )
+    res = w.simulate(wc.line(2), wc.NetworkModel(bw))
+    f = flops / PEAK / 2  # each rank computes half
+    step = f + 2 * f + 4 * ring_time(act, 2, bw)
+    assert res.step_time_s == pytest.approx(step, rel=1e-9)
+    bd = res.breakdown()
+    np.testing.assert_allclose(bd["exposed_communication_s"], 4 * ring_time(act, 2, bw))
+
+
+@pytest.mark.parametrize(
+    "machine",
+    [wc.torus(2, 4), wc.mesh(2, 4), wc.topology.cluster(2, 4)],
+    ids=["torus", "mesh", "cluster"],
+)
+def test_three_dimensional_step_on_machines(machine) -> None:
+    lay = Layout(dp=2, tp=2, pp=2)
+    w = training_step(gpt_layers(64, 4, 16, 2), lay, MODEL, microbatches=3)
+    net = wc.NetworkModel(1e9, hop_latency_s=1e-8)
+    res = w.simulate(machine, net, placement=lay.placement(machine))
+    bd = res.breakdown()
+    per_rank = [
+        sum(n.seconds for n in w if n.kind == "compute" and n.ranks == (r,))
+        for r in range(8)
+    ]
+    np.testing.assert_allclose(bd["compute_s"], per_rank, rtol=1e-9)
+    np.testing.assert_allclose(
+        bd["compute_s"] + bd["exposed_communication_s"] + bd["idle_s"],
+        res.step_time_s,
+        rtol=1e-12,
+    )
+    # the pipeline alone needs (m + p - 1) passes of one stage
+    one_stage = per_rank[0]
+    assert res.step_time_s > one_stage * (3 + 2 - 1) / 3
