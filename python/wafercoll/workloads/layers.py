@@ -34,14 +34,18 @@ class Layer:
     name : str
         A label (node names start with it).
     forward_flops : float
-        FLOPs of the forward pass of one micro-batch, >= 0.
+        FLOPs of the forward pass of one micro-batch, >= 0. For an expert
+        layer, the experts' work on one micro-batch's tokens (each token
+        through ``top_k`` experts): what every rank of an expert group does
+        when the routing is even.
     activation_bytes : int
         Bytes of the layer's output for one micro-batch, >= 0: what a
         pipeline stage sends on, what tensor parallelism allreduces and what
         an expert layer dispatches per chosen expert.
     parameter_bytes : int
         Bytes of the layer's gradients (its parameters in the gradients'
-        precision), >= 0; allreduced under data parallelism.
+        precision), >= 0; allreduced under data parallelism. For an expert
+        layer, all experts' (each rank of an expert group holds ``1 / ep``).
     forward_mem_bytes : float
         Memory traffic of the forward pass, >= 0 (for roofline models).
     tp_allreduces : int
@@ -52,7 +56,8 @@ class Layer:
         0 for a dense layer; else the number of experts of a
         mixture-of-experts layer (a multiple of the layout's ``ep``).
     top_k : int
-        Experts per token of an expert layer, in ``[1, experts]``.
+        Experts per token of an expert layer, in ``[1, experts]`` (1 for a
+        dense layer).
     tokens : int
         Tokens of one micro-batch, >= 0 (needed only for skewed expert
         routing, where ``activation_bytes`` must be a multiple of it).
