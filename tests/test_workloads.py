@@ -283,3 +283,20 @@ def test_link_bytes_per_node_add_up_to_the_links_traffic() -> None:
     total = sum(res.link_bytes(i) for i in range(len(w)))
     np.testing.assert_array_equal(total, res.simulation.link_bytes)
     assert not res.link_bytes(3).any()
+
+
+def test_gates_released_while_the_run_starts_start_once() -> None:
+    s = wc.build("generic_ring_allreduce", 2, 8)
+    r = wc.simulate_tasks(
+        s,
+        wc.line(2),
+        NET,
+        task_rank=[-1, -1],
+        task_seconds=[0.0, 0.0],
+        before=[4],
+        after=[5],
+    )
+    assert r.time_s == wc.simulate(s, wc.line(2), NET).time_s
+    w = wc.workload(2)
+    w.collective("allreduce", 0, [0])
+    assert w.simulate(wc.line(2), NET).step_time_s == 0.0

@@ -219,3 +219,19 @@ TEST(SimulateTasks, RejectsBadGraphs) {
   gate_time.duration_s = {1.0};
   EXPECT_THROW(simulate(s, topo, net, {}, gate_time), std::invalid_argument);
 }
+
+TEST(SimulateTasks, GatesReleasedDuringTheFirstScanStartOnce) {
+  // Gate 0 (id 1) has no predecessors and releases gate 1 (id 2), which
+  // releases the transfer (id 0): each must start exactly once.
+  const Schedule s = one_transfer(2, 0, 1, 1000);
+  const Topology topo = Topology::line(2);
+  const NetworkModel net = model(1e9, 0.0, 0.0, 0, Switching::cut_through);
+  TaskGraph g;
+  g.rank = {-1, -1};
+  g.duration_s = {0.0, 0.0};
+  g.before = {1, 2};
+  g.after = {2, 0};
+  const SimResult r = simulate(s, topo, net, {}, g);
+  EXPECT_DOUBLE_EQ(r.time_s, 1e-6);
+  EXPECT_EQ(r.packets, 1);
+}

@@ -433,9 +433,18 @@ void Simulation::run_task(std::int64_t k, Seconds at) {
 }
 
 void Simulation::run() {
-  const std::int64_t ids = dim_.transfers + dim_.tasks;
-  for (std::int64_t t = 0; t < ids; ++t)
-    if (progress_.pending[t] == 0) start(static_cast<TransferId>(t));
+  if (dim_.tasks == 0) {
+    for (TransferId t = 0; t < dim_.transfers; ++t)
+      if (progress_.pending[t] == 0) start(t);
+  } else {
+    // A gate completes when it starts and releases its successors at once,
+    // so the roots are taken before any starts (a scan would meet the ones
+    // it released with pending 0 and start them twice).
+    std::vector<TransferId> roots;
+    for (std::int64_t t = 0; t < dim_.transfers + dim_.tasks; ++t)
+      if (progress_.pending[t] == 0) roots.push_back(static_cast<TransferId>(t));
+    for (const TransferId t : roots) start(t);
+  }
 
   while (!queue_.empty()) {
     if (!top_consumed_) queue_.pop();  // the previous event scheduled nothing
