@@ -300,3 +300,23 @@ def test_gates_released_while_the_run_starts_start_once() -> None:
     w = wc.workload(2)
     w.collective("allreduce", 0, [0])
     assert w.simulate(wc.line(2), NET).step_time_s == 0.0
+
+
+def test_a_join_waits_for_every_rank_of_every_node() -> None:
+    w = wc.workload(4)
+    c = [w.compute(r, 1e-3 * (r + 1)) for r in range(4)]
+    g = w.collective("allgather", 40, [0, 1], deps={0: [c[0]], 1: [c[1]]})
+    j = w.join([g, c[3]])
+    after = w.compute(0, 1e-3, deps=[j])
+    res = w.simulate(wc.line(4), NET)
+    assert res.node_start_s[j] == res.node_finish_s[j]
+    assert res.node_finish_s[j] == pytest.approx(max(4e-3, res.node_finish_s[g]))
+    assert res.node_start_s[after] == pytest.approx(4e-3)
+    assert res.rank_times(j) == {}
+    b = res.breakdown()
+    np.testing.assert_allclose(
+        b["compute_s"] + b["exposed_communication_s"] + b["idle_s"], res.step_time_s
+    )
+    assert w.counts()["join"] == 1 and "1 join" in repr(w)
+    with pytest.raises(ValueError, match="at least one"):
+        w.join([])

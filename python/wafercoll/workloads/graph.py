@@ -6,7 +6,9 @@ A :class:`Workload` is a DAG over the ranks of one machine. Its nodes are
   compute model, :mod:`wafercoll.workloads.compute`);
 * **collective** nodes: a collective, its size, the communicator's ranks and
   an algorithm (``"auto"``: chosen per node when the workload is simulated);
-* **send** nodes: a point-to-point message from one rank to another.
+* **send** nodes: a point-to-point message from one rank to another;
+* **join** nodes: no rank and no time, done when every node they name is
+  done at all its ranks (a barrier to depend on).
 
 A node waits for its dependencies. A collective spans several ranks, so its
 dependencies are per rank: rank ``r`` enters the collective when *its*
@@ -44,7 +46,7 @@ from .compute import ComputeModel
 __all__ = ["KINDS", "Node", "Workload", "workload"]
 
 #: The kinds of workload node.
-KINDS = ("compute", "collective", "send")
+KINDS = ("compute", "collective", "send", "join")
 
 
 @dataclass(frozen=True)
@@ -55,12 +57,14 @@ class Node:
     ----------
     id : int
         Index in the workload, in insertion order (a topological order).
-    kind : {"compute", "collective", "send"}
+    kind : {"compute", "collective", "send", "join"}
     ranks : tuple of int
         The rank of a compute node; the communicator of a collective (its
-        rank ``i`` is the collective's rank ``i``); ``(src, dst)`` of a send.
+        rank ``i`` is the collective's rank ``i``); ``(src, dst)`` of a send;
+        none for a join.
     deps : dict of int to tuple of int
-        Per rank of the node, the nodes it waits for there.
+        Per rank of the node, the nodes it waits for there (a join's under
+        the key -1: it waits for them at all their ranks).
     seconds : float
         A compute node's duration (0 for the others).
     collective : str
@@ -275,6 +279,29 @@ class Workload:
             "send", (s, d), dl, collective="send", size_bytes=size, name=name
         )
 
+    def join(self, deps: Iterable[int], *, name: str = "") -> int:
+        """Add a join: done when every node in ``deps`` is done at all its ranks.
+
+        A join belongs to no rank and takes no time. Depending on it waits
+        for all of ``deps`` everywhere: one node where per-rank dependencies
+        would need one per rank (a barrier between phases).
+
+        Examples
+        --------
+        >>> import wafercoll as wc
+        >>> w = wc.workload(2)
+        >>> a, b = w.compute(0, 1e-3), w.compute(1, 3e-3)
+        >>> j = w.join([a, b])
+        >>> c = w.compute(0, 1e-3, deps=[j])
+        >>> res = w.simulate(wc.line(2), wc.NetworkModel(1e9))
+        >>> round(float(res.node_start_s[c]) * 1e3, 9)
+        3.0
+        """
+        dl = self._deps(deps, "deps")
+        if not dl:
+            raise ValueError("join: deps must name at least one node")
+        return self._add("join", (), {-1: dl}, name=name)
+
     # -- reading -----------------------------------------------------------
     def __len__(self) -> int:
         return len(self._nodes)
@@ -292,10 +319,12 @@ class Workload:
         return list(self._nodes)
 
     def counts(self) -> dict[str, int]:
-        """Number of nodes per kind."""
+        """Number of nodes per kind (``join`` only when there are joins)."""
         out = dict.fromkeys(KINDS, 0)
         for n in self._nodes:
             out[n.kind] += 1
+        if not out["join"]:
+            del out["join"]
         return out
 
     def __repr__(self) -> str:
@@ -303,7 +332,9 @@ class Workload:
         label = f" {self.name!r}" if self.name else ""
         return (
             f"<Workload{label}: {self.ranks} ranks, {c['compute']} compute, "
-            f"{c['collective']} collective, {c['send']} send nodes>"
+            f"{c['collective']} collective, {c['send']} send"
+            + (f", {c['join']} join" if "join" in c else "")
+            + " nodes>"
         )
 
     def simulate(self, topology: Any, network: Any, **kwargs: Any) -> Any:

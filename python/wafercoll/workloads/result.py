@@ -126,6 +126,7 @@ class WorkloadResult:
         return {
             r: (float(self._start[self._entry[i][r]]), float(self._finish[x]))
             for r, x in self._exit[i].items()
+            if r >= 0  # a join's gate sits at -1
         }
 
     def link_bytes(self, node: int) -> np.ndarray:
@@ -184,6 +185,8 @@ class WorkloadResult:
         comm: list[list[Any]] = [[] for _ in range(p)]
         for node in self.workload:
             i = node.id
+            if node.kind == "join":
+                continue
             target = comp if node.kind == "compute" else comm
             for r, x in self._exit[i].items():
                 target[r].append((self._start[self._entry[i][r]], self._finish[x]))
@@ -415,6 +418,8 @@ class WorkloadResult:
             )
         for node in self.workload:
             i = node.id
+            if node.kind == "join":
+                continue
             label = node.name or (
                 node.collective if node.kind != "compute" else "compute"
             )

@@ -11,7 +11,8 @@ into one schedule and one task graph for
   ``r``) that every transfer ``r`` sends waits for, and an *exit* gate that
   waits for the entry and for every transfer ``r`` sends or receives: the
   node is done at ``r`` when its exit gate completes;
-* a compute node is a task on its rank's compute unit.
+* a compute node is a task on its rank's compute unit; a join is a gate
+  after the other nodes' gates.
 
 So concurrent collectives share links (first come, first served, as in
 :func:`wafercoll.simulate`), and a rank's compute waits for the collectives
@@ -206,12 +207,14 @@ class _Expansion:
     def _done_at(self, d: int, r: int) -> int:
         """The task that completes when node ``d`` is done at rank ``r``."""
         ex = self.exit[d]
-        if r in ex:
-            return ex[r]
+        return ex[r] if r in ex else self._done_everywhere(d)
+
+    def _done_everywhere(self, d: int) -> int:
+        """The task that completes when node ``d`` is done at all its ranks."""
         g = self.done_all.get(d)
         if g is None:  # a gate after every rank of d
             g = self._task(-1, 0.0)
-            for x in dict.fromkeys(ex.values()):
+            for x in dict.fromkeys(self.exit[d].values()):
                 self._edge(x, g)
             self.done_all[d] = g
         return g
@@ -231,6 +234,15 @@ class _Expansion:
                     self._edge(self._done_at(d, r), k)
                 self.entry.append({r: k})
                 self.exit.append({r: k})
+                self.algorithm[n.id] = ""
+            elif n.kind == "join":
+                g = self._task(-1, 0.0)
+                for d in n.deps[-1]:
+                    self._edge(self._done_everywhere(d), g)
+                # Rank -1: its own gate, which no rank's lookup can reach.
+                self.entry.append({-1: g})
+                self.exit.append({-1: g})
+                self.done_all[n.id] = g
                 self.algorithm[n.id] = ""
             else:
                 self._communication(n)
