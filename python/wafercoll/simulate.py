@@ -764,8 +764,9 @@ def simulate_tasks(
     compute task on the receiver behind the message:
 
     >>> import wafercoll as wc
-    >>> s = wc.Schedule.from_arrays(2, [10**6], "unknown", src=[0], dst=[1],
-    ...                             block_lo=[0], block_hi=[1])
+    >>> prog = wc.kit.Program(2, [10**6], "unknown", rule="explicit")
+    >>> _ = prog.step(0, 1, 0)  # rank 0 sends block 0 to rank 1
+    >>> s = prog.schedule()
     >>> r = wc.simulate_tasks(
     ...     s, wc.line(2), wc.NetworkModel(1e9), task_rank=[0, 1],
     ...     task_seconds=[1e-3, 2e-3], before=[1, 0], after=[0, 2])

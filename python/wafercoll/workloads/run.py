@@ -34,6 +34,7 @@ import numpy as np
 
 from ..advisor import advise
 from ..algorithms import algorithms, build
+from ..kit import Multi, Program, Ranges
 from ..network import NetworkModel
 from ..schedule import Schedule
 from ..simulate import DEFAULT_MAX_EVENTS, simulate, simulate_tasks
@@ -125,7 +126,14 @@ def simulate_workload(
         placement=None if placement is None else place,
         max_events=max_events,
     )
-    return WorkloadResult(workload, sim, plan.entry, plan.exit, plan.algorithm)
+    return WorkloadResult(
+        workload,
+        sim,
+        plan.entry,
+        plan.exit,
+        plan.algorithm,
+        traffic=(topology, place, plan.by_node),
+    )
 
 
 def _placement(placement: Any, ranks: int, endpoints: int) -> np.ndarray:
@@ -181,6 +189,9 @@ class _Expansion:
         self.exit: list[dict[int, int]] = []
         self.done_all: dict[int, int] = {}
         self.algorithm: dict[int, str] = {}
+        # Per communication node: its schedule and rank map, or a send's
+        # (src, dst, bytes), for the per-link traffic of the result.
+        self.by_node: dict[int, tuple[Any, ...]] = {}
 
     # -- tasks and edges -----------------------------------------------------
     def _task(self, rank: int, seconds: float) -> int:
@@ -246,6 +257,7 @@ class _Expansion:
         if n.kind == "send":
             src, dst = comm
             self.algorithm[n.id] = "send"
+            self.by_node[n.id] = ("send", src, dst, n.size_bytes)
             self._piece(("send", src, dst, self.blocks), 1, [n.size_bytes])
             tid = np.array([self.transfers - 1], dtype=np.int64)
             self.mixed.append((np.array([ent[src]], dtype=np.int64), tid, False))
@@ -256,6 +268,7 @@ class _Expansion:
         if s is None or s.num_transfers == 0:
             return
         cmap = np.asarray(comm, dtype=np.int64)
+        self.by_node[n.id] = ("part", s, cmap)
         t0 = self.transfers
         self._piece(("part", s, cmap, self.blocks), s.num_transfers, s.block_bytes)
         ids = np.arange(t0, t0 + s.num_transfers, dtype=np.int64)
@@ -319,11 +332,12 @@ class _Expansion:
 
     def _choose(self, n: Any, whole: bool) -> str:
         """The fastest applicable algorithm for node ``n``, alone on its ranks."""
-        if whole and not n.options:
+        k_all = len(n.ranks)
+        if whole and not n.options and k_all == self.topology.default_ranks:
             adv = advise(
                 self.topology, n.size_bytes, n.collective, self.network, keep=None
             )
-            for c in adv.ranked:
+            for c in adv.ranked():
                 if c.status == "simulated" and not c.differs:
                     return c.name
         best, best_t = "", math.inf
@@ -393,21 +407,22 @@ class _Expansion:
             return np.concatenate(arrs) if arrs else np.zeros(0, dtype=np.int64)
 
         bb = np.concatenate(self.block_bytes) if self.block_bytes else np.zeros(0)
-        return Schedule.from_arrays(
+        prog = Program(
             self.w.ranks,
             bb if bb.size else np.zeros(1, dtype=np.int64),
             "unknown",
-            src=cat("src"),
-            dst=cat("dst"),
-            dst_offsets=cat("doff", True),
-            block_lo=cat("lo"),
-            block_hi=cat("hi"),
-            block_offsets=cat("roff", True),
-            op=np.concatenate(cols["op"]) if cols["op"] else None,
-            deps=cat("deps"),
-            dep_offsets=cat("poff", True),
+            rule="explicit",
             name=self.w.name or "workload",
         )
+        if self.transfers:
+            prog.step(
+                cat("src"),
+                Multi(cat("dst"), cat("doff", True)),
+                Ranges(cat("lo"), cat("hi"), cat("roff", True)),
+                np.concatenate(cols["op"]),
+                deps=(cat("deps"), cat("poff", True)),
+            )
+        return prog.schedule()
 
 
 def _hashable(v: Any) -> Any:
