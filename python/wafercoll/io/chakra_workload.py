@@ -149,12 +149,6 @@ _WRITE_TYPES = {
 }
 _ROOTED = ("reduce", "broadcast", "gather", "scatter")
 _T = CHAKRA_NODE_TYPES
-_PASS_THROUGH = {
-    _T["INVALID_NODE"],
-    _T["METADATA_NODE"],
-    _T["MEM_LOAD_NODE"],
-    _T["MEM_STORE_NODE"],
-}
 _TYPE_NAMES = {v: k for k, v in _T.items()}
 #: The name of the process-group node PyTorch's execution trace records.
 _PG_NODE = "process_group:init"
@@ -189,7 +183,7 @@ class _RankNode:
                     element=f"record {self.record}",
                 )
             return default
-        if isinstance(v, (bytes, str)) or int(v) != v or v < 0:
+        if isinstance(v, (bytes, str)) or not (0 <= v < 2**64) or int(v) != v:
             raise FormatError(
                 f"node {self.id}: {key} must be an integer >= 0, got {v!r}",
                 path=self.path,
@@ -221,9 +215,9 @@ def _decode(
     files: list[str], ctrl: bool
 ) -> tuple[list[dict[str, Any]], list[list[_RankNode]]]:
     """Metadata attributes and nodes of every rank's file."""
+    msgs = chakra_messages()  # first: it explains a missing protobuf
     from google.protobuf.message import DecodeError
 
-    msgs = chakra_messages()
     Meta, Node = msgs["GlobalMetadata"], msgs["Node"]
     metas: list[dict[str, Any]] = []
     nodes: list[list[_RankNode]] = []
@@ -301,7 +295,7 @@ def _group_list(text: str, n: _RankNode) -> list[dict[str, Any]] | None:
     value: Any
     try:
         value = ast.literal_eval(text)  # Chakra writes str() of PyTorch's list
-    except (ValueError, SyntaxError):
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         value = text
     if isinstance(value, (list, tuple)) and len(value) == 1:
         value = value[0]
