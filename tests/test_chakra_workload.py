@@ -671,3 +671,32 @@ def test_compute_then_one_collective_has_the_closed_form_time(tmp_path, size):
         b["compute_s"] + b["exposed_communication_s"] + b["idle_s"], res.step_time_s
     )
     assert np.allclose(b["exposed_communication_s"], size / B, rtol=1e-12)
+
+
+def test_chakra_own_classes_decode_the_written_traces(tmp_path):
+    """Chakra's generated et_def_pb2 (when Chakra is installed) reads our files."""
+    et_def = pytest.importorskip("chakra.schema.protobuf.et_def_pb2")
+    w = _mixed_workload()
+    write_chakra_workload(w, tmp_path / "w")
+    names = {v: k for k, v in et_def.NodeType.items()}
+    for r in range(w.ranks):
+        recs = _split(Path(f"{tmp_path}/w.{r}.et").read_bytes())
+        meta = et_def.GlobalMetadata.FromString(recs[0])
+        assert {a.name for a in meta.attr} >= {"rank", "ranks"}
+        nodes = [et_def.Node.FromString(x) for x in recs[1:]]
+        mine = [n for n in w if r in n.ranks]
+        assert names[nodes[0].type] == "METADATA_NODE"
+        assert [n.id for n in nodes[1:]] == [n.id + 1 for n in mine]
+        for got, want in zip(nodes[1:], mine, strict=True):
+            kind = {"compute": "COMP_NODE", "collective": "COMM_COLL_NODE"}.get(
+                want.kind, "COMM_SEND_NODE" if r == want.ranks[0] else "COMM_RECV_NODE"
+            )
+            assert names[got.type] == kind
+            attrs = {a.name: a for a in got.attr}
+            if want.kind == "compute":
+                assert got.duration_micros == round(want.seconds * 1e6)
+            else:
+                assert attrs["comm_size"].WhichOneof("value") == "int64_val"
+            if want.kind == "collective":
+                t = et_def.CollectiveCommType.Name(attrs["comm_type"].int64_val)
+                assert wc.io.CHAKRA_COLLECTIVES[t][0] == want.collective
