@@ -45,6 +45,9 @@ MODULES = [
     "wafercoll.experiments.report",
     "wafercoll.experiments.runner",
     "wafercoll.io.files",
+    "wafercoll.workloads.layers",
+    "wafercoll.workloads.layout",
+    "wafercoll.workloads.parallelism",
 ]
 
 

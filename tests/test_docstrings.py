@@ -27,6 +27,7 @@ SUBPACKAGES = [
     "mcm",
     "wormhole",
     "generic",
+    "workloads",
 ]
 
 # PENDING: functions of modules that are being reworked elsewhere (cli.py,

@@ -21,18 +21,28 @@ from __future__ import annotations
 
 from .compute import DEVICES, ComputeModel, Roofline, roofline
 from .graph import KINDS, Node, Workload, workload
+from .layers import Layer, gpt_layers
+from .layout import DIMENSIONS, Layout
+from .parallelism import OPTIMIZER_TRAFFIC, pipeline_order, training_step
 from .result import WorkloadResult
 from .run import simulate_workload
 
 __all__ = [
     "DEVICES",
+    "DIMENSIONS",
     "KINDS",
+    "OPTIMIZER_TRAFFIC",
     "ComputeModel",
+    "Layer",
+    "Layout",
     "Node",
     "Roofline",
     "Workload",
     "WorkloadResult",
+    "gpt_layers",
+    "pipeline_order",
     "roofline",
     "simulate_workload",
+    "training_step",
     "workload",
 ]
