@@ -700,3 +700,39 @@ def test_chakra_own_classes_decode_the_written_traces(tmp_path):
             if want.kind == "collective":
                 t = et_def.CollectiveCommType.Name(attrs["comm_type"].int64_val)
                 assert wc.io.CHAKRA_COLLECTIVES[t][0] == want.collective
+
+
+def test_receiver_waits_implied_by_the_sender_are_left_out(tmp_path):
+    # The receiver of a message waiting for the sender's own compute adds
+    # nothing: the message leaves only after it. A wait for a collective the
+    # sender takes part in ("done at the sender") does not imply the
+    # receiver's ("done at every rank"), so it is refused.
+    w = wc.workload(3)
+    a = w.compute(0, 4e-6)
+    w.send(0, 1, 1000, deps={0: [a], 1: [a]})
+    write_chakra_workload(w, tmp_path / "ok")
+    back = read_chakra_workload(tmp_path / "ok")
+    assert back.node(1).deps == {0: (0,), 1: ()}
+    net = wc.NetworkModel(1e9)
+    assert back.simulate(wc.line(3), net).step_time_s == pytest.approx(
+        w.simulate(wc.line(3), net).step_time_s, rel=1e-12
+    )
+    c = w.collective("allreduce", 64, [0, 2])
+    w.send(0, 1, 10, deps={0: [c], 1: [c]})
+    with pytest.raises(ValueError, match=r"node 3 .*at rank 1 it depends on node 2"):
+        write_chakra_workload(w, tmp_path / "no")
+
+
+def test_generated_training_step_writes_and_replays_the_same(tmp_path):
+    from wafercoll.workloads import Layer, Layout, Roofline, training_step
+
+    layers = [Layer(f"l{i}", 1e9, 4096, 8192) for i in range(4)]
+    model = Roofline(1e12, 1e12)
+    w = training_step(layers, Layout(dp=2, pp=2), model, microbatches=2)
+    write_chakra_workload(w, tmp_path / "step")
+    back = read_chakra_workload(tmp_path / "step", compute_model=model)
+    assert back.counts() == w.counts()
+    net = wc.NetworkModel(1e10)
+    assert back.simulate(wc.mesh(2, 2), net).step_time_s == pytest.approx(
+        w.simulate(wc.mesh(2, 2), net).step_time_s, rel=1e-12
+    )

@@ -839,12 +839,27 @@ def chakra_workload_traces(
     return out
 
 
+def _implied(w: Workload, n: Any, r: int, d: int) -> bool:
+    """Whether a receiver's wait for a node it takes no part in is implied.
+
+    Receiver ``r`` of send ``n`` waiting for ``d`` means "d done at all its
+    ranks"; the message cannot arrive before it leaves, so the sender
+    waiting for ``d`` implies it when that wait means the same: ``d`` is the
+    sender's alone, or does not involve the sender.
+    """
+    if n.kind != "send" or r != n.ranks[1]:
+        return False
+    src = n.ranks[0]
+    dr = w.node(d).ranks
+    return d in n.deps[src] and (src not in dr or dr == (src,))
+
+
 def _check_writable(w: Workload, n: Any, drop: bool) -> None:
     """Refuse what a per-rank Chakra trace cannot state (naming the node)."""
     what = f"node {n.id} ({n.kind}{' ' + n.collective if n.collective else ''})"
     for r in n.ranks:
         for d in n.deps[r] if not drop else ():
-            if r not in w.node(d).ranks:
+            if r not in w.node(d).ranks and not _implied(w, n, r, d):
                 raise ValueError(
                     f"{what}: at rank {r} it depends on node {d}, which rank {r} "
                     "takes no part in; a Chakra trace's dependencies stay within "
@@ -898,7 +913,9 @@ def write_chakra_workload(
         (``deps=[...]`` given as one list for a collective, say) cannot be
         stated in ``r``'s trace: ``"error"`` refuses it, ``"drop"`` leaves it
         out (``r`` then enters when its own dependencies are met; the
-        collective still waits for the other ranks' data).
+        collective still waits for the other ranks' data). Either way a
+        message's receiver waiting for what its sender waits for is left out
+        without loss: the message cannot arrive before it is sent.
 
     Returns
     -------
