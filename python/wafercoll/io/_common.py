@@ -1,6 +1,7 @@
 """Pieces the format readers and writers share.
 
-Errors, file handling, and views of a schedule's transfers as Python lists.
+Errors, file handling, length-delimited protobuf records, and views of a
+schedule's transfers as Python lists.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ __all__ = [
     "Transfers",
     "check_verified",
     "decode_text",
+    "delimited_records",
+    "encode_varint",
     "read_bytes",
     "read_text",
 ]
@@ -127,6 +130,62 @@ def read_bytes(
         )
     with open(path, "rb") as fh:
         return fh.read(), path
+
+
+def encode_varint(n: int) -> bytes:
+    """``n`` (>= 0) as a protobuf base-128 varint, low 7-bit group first."""
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def delimited_records(data: bytes, path: str) -> list[bytes]:
+    """Split length-delimited records: each a varint length, then the bytes.
+
+    This is how Chakra execution traces store their messages (protobuf's
+    ``writeDelimitedTo`` framing). A record whose length prefix or body runs
+    past the end of ``data`` is a :class:`FormatError` naming ``path`` and
+    the record (0-based).
+    """
+    out: list[bytes] = []
+    i = 0
+    while i < len(data):
+        k = len(out)
+        shift = n = 0
+        while True:
+            if i >= len(data):
+                raise FormatError(
+                    "the file ends inside a record's length prefix (truncated?)",
+                    path=path,
+                    element=f"record {k}",
+                )
+            b = data[i]
+            i += 1
+            n |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                break
+            if shift > 63:
+                raise FormatError(
+                    "a record's length prefix is not a varint",
+                    path=path,
+                    element=f"record {k}",
+                )
+        if i + n > len(data):
+            raise FormatError(
+                f"the record claims {n} bytes but {len(data) - i} remain (truncated?)",
+                path=path,
+                element=f"record {k}",
+            )
+        out.append(data[i : i + n])
+        i += n
+    return out
 
 
 @dataclass

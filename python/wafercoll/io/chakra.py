@@ -16,12 +16,14 @@ Schema: mlcommons/chakra ``schema/protobuf/et_def.proto`` (commit 21585d8):
 package ``ChakraProtoMsg``; ``GlobalMetadata {string version = 1; repeated
 AttributeProto attr = 2}``; ``Node {uint64 id = 1; string name = 2; NodeType
 type = 3; repeated uint64 ctrl_deps = 4; repeated uint64 data_deps = 5;
-uint64 start_time_micros = 6; uint64 duration_micros = 7; ...; repeated
-AttributeProto attr = 10}``; ``AttributeProto {string name = 1; string
-doc_string = 2; oneof value {double double_val = 3; int32 int32_val = 7;
-int64 int64_val = 9; uint64 uint64_val = 13; bool bool_val = 27; string
-string_val = 29; ...}}``; ``NodeType``: ``COMP_NODE = 4``,
-``COMM_SEND_NODE = 5``, ``COMM_RECV_NODE = 6``. Attribute names and value
+uint64 start_time_micros = 6; uint64 duration_micros = 7; IOInfo inputs =
+8; IOInfo outputs = 9; repeated AttributeProto attr = 10}``; ``IOInfo
+{string values = 1; string shapes = 2; string types = 3}``;
+``AttributeProto {string name = 1; string doc_string = 2; oneof value
+{double double_val = 3; int32 int32_val = 7; int64 int64_val = 9; uint64
+uint64_val = 13; bool bool_val = 27; string string_val = 29; ...}}``;
+``NodeType`` (:data:`CHAKRA_NODE_TYPES`) and ``CollectiveCommType``
+(:data:`CHAKRA_COMM_TYPES`) as listed there. Attribute names and value
 types are those ASTRA-sim's feeder reads (``src/feeder/et_feeder_node.cpp``):
 ``comm_src``, ``comm_dst``, ``comm_tag`` (int32), ``comm_size`` (int64),
 ``num_ops`` (int64), ``tensor_size`` (uint64), ``is_cpu_op`` (bool).
@@ -40,15 +42,27 @@ from typing import Any
 from .._util import block_text, write_atomic
 from ..schedule import Schedule
 from ._common import (
-    MAX_FILE_BYTES,
     FormatError,
     RankFrontier,
     Transfers,
     check_verified,
+    delimited_records,
+    encode_varint,
+    read_bytes,
 )
 from ._messages import Op, messages_schedule
 
-__all__ = ["CHAKRA_NODE_TYPES", "chakra_messages", "read_chakra", "write_chakra"]
+__all__ = [
+    "CHAKRA_COMM_TYPES",
+    "CHAKRA_NODE_TYPES",
+    "CHAKRA_SCHEMA_VERSION",
+    "chakra_attr_value",
+    "chakra_files",
+    "chakra_messages",
+    "chakra_traces",
+    "read_chakra",
+    "write_chakra",
+]
 
 #: NodeType values of et_def.proto.
 CHAKRA_NODE_TYPES = {
@@ -61,12 +75,40 @@ CHAKRA_NODE_TYPES = {
     "COMM_RECV_NODE": 6,
     "COMM_COLL_NODE": 7,
 }
-_SCHEMA_VERSION = "0.0.4"
+#: CollectiveCommType values of et_def.proto (the ``comm_type`` attribute).
+CHAKRA_COMM_TYPES = {
+    "ALL_REDUCE": 0,
+    "REDUCE": 1,
+    "ALL_GATHER": 2,
+    "GATHER": 3,
+    "SCATTER": 4,
+    "BROADCAST": 5,
+    "ALL_TO_ALL": 6,
+    "REDUCE_SCATTER": 7,
+    "REDUCE_SCATTER_BLOCK": 8,
+    "BARRIER": 9,
+}
+#: The ``version`` the writers put in each trace's GlobalMetadata.
+CHAKRA_SCHEMA_VERSION = "0.0.4"
 
 
 @lru_cache(maxsize=1)
 def chakra_messages() -> dict[str, Any]:
-    """Message classes ``GlobalMetadata``, ``Node`` and ``AttributeProto``."""
+    """Message classes ``GlobalMetadata``, ``Node``, ``AttributeProto``, ``IOInfo``.
+
+    Built from a descriptor written here after et_def.proto (the module
+    docstring): every scalar value of ``AttributeProto`` (the list values
+    are left out and kept as unknown fields) and ``Node``'s ``inputs`` /
+    ``outputs`` (``IOInfo {string values = 1; string shapes = 2; string
+    types = 3}``), where PyTorch's process-group metadata travels.
+
+    Examples
+    --------
+    >>> from wafercoll.io import chakra_messages
+    >>> Node = chakra_messages()["Node"]
+    >>> Node.FromString(Node(id=3, duration_micros=7).SerializeToString()).id
+    3
+    """
     try:
         from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
     except ImportError as exc:  # pragma: no cover - depends on environment
@@ -107,12 +149,28 @@ def chakra_messages() -> dict[str, Any]:
     attr.oneof_decl.add(name="value")
     add(attr, "name", 1, F.TYPE_STRING)
     add(attr, "doc_string", 2, F.TYPE_STRING)
-    add(attr, "double_val", 3, F.TYPE_DOUBLE, oneof=0)
-    add(attr, "int32_val", 7, F.TYPE_INT32, oneof=0)
-    add(attr, "int64_val", 9, F.TYPE_INT64, oneof=0)
-    add(attr, "uint64_val", 13, F.TYPE_UINT64, oneof=0)
-    add(attr, "bool_val", 27, F.TYPE_BOOL, oneof=0)
-    add(attr, "string_val", 29, F.TYPE_STRING, oneof=0)
+    for fname, number, ftype in (
+        ("double_val", 3, F.TYPE_DOUBLE),
+        ("float_val", 5, F.TYPE_FLOAT),
+        ("int32_val", 7, F.TYPE_INT32),
+        ("int64_val", 9, F.TYPE_INT64),
+        ("uint32_val", 11, F.TYPE_UINT32),
+        ("uint64_val", 13, F.TYPE_UINT64),
+        ("sint32_val", 15, F.TYPE_SINT32),
+        ("sint64_val", 17, F.TYPE_SINT64),
+        ("fixed32_val", 19, F.TYPE_FIXED32),
+        ("fixed64_val", 21, F.TYPE_FIXED64),
+        ("sfixed32_val", 23, F.TYPE_SFIXED32),
+        ("sfixed64_val", 25, F.TYPE_SFIXED64),
+        ("bool_val", 27, F.TYPE_BOOL),
+        ("string_val", 29, F.TYPE_STRING),
+        ("bytes_val", 31, F.TYPE_BYTES),
+    ):
+        add(attr, fname, number, ftype, oneof=0)
+    io = fd.message_type.add(name="IOInfo")
+    add(io, "values", 1, F.TYPE_STRING)
+    add(io, "shapes", 2, F.TYPE_STRING)
+    add(io, "types", 3, F.TYPE_STRING)
     meta = fd.message_type.add(name="GlobalMetadata")
     add(meta, "version", 1, F.TYPE_STRING)
     add(
@@ -131,6 +189,8 @@ def chakra_messages() -> dict[str, Any]:
     add(node, "data_deps", 5, F.TYPE_UINT64, repeated=True)
     add(node, "start_time_micros", 6, F.TYPE_UINT64)
     add(node, "duration_micros", 7, F.TYPE_UINT64)
+    add(node, "inputs", 8, F.TYPE_MESSAGE, type_name=".ChakraProtoMsg.IOInfo")
+    add(node, "outputs", 9, F.TYPE_MESSAGE, type_name=".ChakraProtoMsg.IOInfo")
     add(
         node,
         "attr",
@@ -145,20 +205,8 @@ def chakra_messages() -> dict[str, Any]:
         name: message_factory.GetMessageClass(
             pool.FindMessageTypeByName(f"ChakraProtoMsg.{name}")
         )
-        for name in ("AttributeProto", "GlobalMetadata", "Node")
+        for name in ("AttributeProto", "GlobalMetadata", "IOInfo", "Node")
     }
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
 
 
 def chakra_traces(schedule: Schedule, *, element_bytes: int = 4) -> list[bytes]:
@@ -249,7 +297,7 @@ def chakra_traces(schedule: Schedule, *, element_bytes: int = 4) -> list[bytes]:
     out = []
     for r in range(p):
         meta = Meta(
-            version=_SCHEMA_VERSION,
+            version=CHAKRA_SCHEMA_VERSION,
             attr=[
                 attr("schema", string_val="wafercoll export of a verified schedule"),
                 attr("rank", int64_val=r),
@@ -260,7 +308,7 @@ def chakra_traces(schedule: Schedule, *, element_bytes: int = 4) -> list[bytes]:
         parts = []
         for m in (meta, *nodes[r]):
             body = m.SerializeToString()
-            parts.append(_varint(len(body)))
+            parts.append(encode_varint(len(body)))
             parts.append(body)
         out.append(b"".join(parts))
     return out
@@ -310,31 +358,24 @@ def write_chakra(
     return files
 
 
-def _read_varint(data: bytes, i: int, path: str, record: int) -> tuple[int, int]:
-    shift = value = 0
-    while True:
-        if i >= len(data):
-            raise FormatError(
-                "the file ends inside a record's length prefix (truncated?)",
-                path=path,
-                element=f"record {record}",
-            )
-        b = data[i]
-        i += 1
-        value |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return value, i
-        if shift > 63:
-            raise FormatError(
-                "a record's length prefix is not a varint",
-                path=path,
-                element=f"record {record}",
-            )
+def chakra_files(prefix: str | os.PathLike[str] | list[Any]) -> list[str]:
+    """The trace files of ranks 0, 1, ...: ``f"{prefix}.{rank}.et"``, or a list.
 
+    A list (or tuple) of paths is taken as the files in rank order; a prefix
+    finds ``prefix.0.et``, ``prefix.1.et``, ... up to the first missing one.
 
-def _rank_files(prefix: str | os.PathLike[str] | list[Any]) -> list[str]:
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import wafercoll as wc
+    >>> prefix = os.path.join(tempfile.mkdtemp(), "ring")
+    >>> _ = wc.io.write_chakra(wc.build("generic_ring_allreduce", 3, 48), prefix)
+    >>> [os.path.basename(f) for f in wc.io.chakra_files(prefix)]
+    ['ring.0.et', 'ring.1.et', 'ring.2.et']
+    """
     if isinstance(prefix, (list, tuple)):
+        if not prefix:
+            raise ValueError("the list of Chakra trace files is empty")
         return [os.fspath(f) for f in prefix]
     prefix = os.fspath(prefix)
     files = []
@@ -343,6 +384,22 @@ def _rank_files(prefix: str | os.PathLike[str] | list[Any]) -> list[str]:
     if not files:
         raise FileNotFoundError(f"no Chakra traces {prefix}.0.et, {prefix}.1.et, ...")
     return files
+
+
+def chakra_attr_value(attr: Any) -> Any:
+    """The value of an ``AttributeProto``, whichever scalar field holds it.
+
+    None when the attribute holds no value or a list.
+
+    Examples
+    --------
+    >>> from wafercoll.io import chakra_attr_value, chakra_messages
+    >>> Attr = chakra_messages()["AttributeProto"]
+    >>> chakra_attr_value(Attr(name="comm_size", int64_val=4096))
+    4096
+    """
+    which = attr.WhichOneof("value")
+    return None if which is None else getattr(attr, which)
 
 
 def read_chakra(
@@ -400,7 +457,7 @@ def read_chakra(
     Meta = chakra_messages()["GlobalMetadata"]
     from google.protobuf.message import DecodeError
 
-    files = _rank_files(prefix)
+    files = chakra_files(prefix)
     p = len(files)
     ops: list[dict[str, Op]] = [{} for _ in range(p)]
     reqs: list[list[tuple[str, str, str, int]]] = [[] for _ in range(p)]
@@ -410,24 +467,11 @@ def read_chakra(
     }
     declared: set[str] = set()  # collectives the metadata names
     for r, path in enumerate(files):
-        size = os.path.getsize(path)
-        if size > MAX_FILE_BYTES:
-            raise ValueError(f"{path}: {size} bytes; larger files are refused")
-        with open(path, "rb") as fh:
-            data = fh.read()
-        i, k = 0, 0
+        data, _ = read_bytes(path, "Chakra trace")
+        assert isinstance(data, bytes)
         by_id: dict[int, tuple[str, list[int], int]] = {}
-        while i < len(data):
-            n, i = _read_varint(data, i, path, k)
-            if i + n > len(data):
-                raise FormatError(
-                    f"the record claims {n} bytes but {len(data) - i} remain "
-                    "(truncated?)",
-                    path=path,
-                    element=f"record {k}",
-                )
-            body = data[i : i + n]
-            i += n
+        records = delimited_records(data, path)
+        for k, body in enumerate(records):
             if k == 0:  # the GlobalMetadata: a stated collective, if any
                 try:
                     meta = Meta.FromString(body)
@@ -465,8 +509,8 @@ def read_chakra(
                         )
 
                     def val(a: Any) -> int:
-                        which = a.WhichOneof("value")
-                        return int(getattr(a, which)) if which else 0
+                        v = chakra_attr_value(a)
+                        return 0 if v is None else int(v)
 
                     src, dst = val(attrs["comm_src"]), val(attrs["comm_dst"])
                     peer = dst if kind == "send" else src
@@ -488,8 +532,7 @@ def read_chakra(
                         k,
                     )
                 by_id[node.id] = (label, [*node.data_deps, *node.ctrl_deps], k)
-            k += 1
-        if k == 0:
+        if not records:
             raise FormatError("empty file (no GlobalMetadata)", path=path)
         for label, deps, rec in by_id.values():
             for d in deps:
