@@ -736,3 +736,11 @@ def test_generated_training_step_writes_and_replays_the_same(tmp_path):
     assert back.simulate(wc.mesh(2, 2), net).step_time_s == pytest.approx(
         w.simulate(wc.mesh(2, 2), net).step_time_s, rel=1e-12
     )
+
+
+def test_a_join_has_no_chakra_form(tmp_path) -> None:
+    w = wc.workload(2)
+    a = w.compute(0, 1e-6)
+    w.join([a])
+    with pytest.raises(ValueError, match="join belongs to no rank"):
+        wc.io.write_chakra_workload(w, tmp_path / "j")

@@ -387,6 +387,11 @@ def _implied(w: Workload, n: Any, r: int, d: int) -> bool:
 def _check_writable(w: Workload, n: Any, drop: bool) -> None:
     """Refuse what a per-rank Chakra trace cannot state (naming the node)."""
     what = f"node {n.id} ({n.kind}{' ' + n.collective if n.collective else ''})"
+    if n.kind == "join":
+        raise ValueError(
+            f"{what}: a join belongs to no rank, and a Chakra trace holds one "
+            "file per rank; express the barrier with per-rank deps instead"
+        )
     for r in n.ranks:
         for d in n.deps[r] if not drop else ():
             if r not in w.node(d).ranks and not _implied(w, n, r, d):
