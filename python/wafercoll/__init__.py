@@ -41,7 +41,13 @@ from .algorithms import (
 )
 from .analysis import SpatialMetrics, VerifyReport, execute, metrics, verify
 from .schedule import COLLECTIVES, Schedule, alltoallv_blocks
-from .simulate import NetworkModel, SimResult, simulate, simulation_events
+from .simulate import (
+    NetworkModel,
+    SimResult,
+    simulate,
+    simulate_tasks,
+    simulation_events,
+)
 from .topology import Topology, custom, line, mesh, ring, star, torus
 from . import machines  # noqa: E402 - after the families it tabulates
 from . import io  # noqa: E402,F401 - wc.io
@@ -95,6 +101,7 @@ __all__ = [
     "register_algorithm",
     "ring",
     "simulate",
+    "simulate_tasks",
     "simulation_events",
     "star",
     "sweep",

@@ -7,7 +7,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['NetworkModel', 'Schedule', 'Topology', 'binomial_broadcast', 'binomial_reduce', 'block_element_offsets', 'even_blocks', 'execute_f32', 'execute_f64', 'execute_i32', 'execute_i64', 'loads', 'rabenseifner_allreduce', 'recursive_doubling_allreduce', 'ring_allreduce', 'simulate', 'simulation_events', 'spatial_metrics', 'tree_reduce', 'verify', 'wafer_autogen', 'wafer_autogen_cycles', 'wafer_fixed_pattern_cycles', 'wafer_lower_bound_cycles', 'wafer_lower_bound_energy']
+__all__: list[str] = ['NetworkModel', 'Schedule', 'Topology', 'binomial_broadcast', 'binomial_reduce', 'block_element_offsets', 'even_blocks', 'execute_f32', 'execute_f64', 'execute_i32', 'execute_i64', 'loads', 'rabenseifner_allreduce', 'recursive_doubling_allreduce', 'ring_allreduce', 'simulate', 'simulate_tasks', 'simulation_events', 'spatial_metrics', 'tree_reduce', 'verify', 'wafer_autogen', 'wafer_autogen_cycles', 'wafer_fixed_pattern_cycles', 'wafer_lower_bound_cycles', 'wafer_lower_bound_energy']
 class Topology:
     MAX_CLUSTER_RANKS: typing.ClassVar[int] = 2097152
     MAX_CUSTOM_NODES: typing.ClassVar[int] = 20000
@@ -289,6 +289,8 @@ def recursive_doubling_allreduce(p: typing.SupportsInt | typing.SupportsIndex, s
 def ring_allreduce(p: typing.SupportsInt | typing.SupportsIndex, size_bytes: typing.SupportsInt | typing.SupportsIndex) -> Schedule:
     ...
 def simulate(schedule: Schedule, topology: Topology, model: NetworkModel, placement: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], transfers: bool, timeline: bool, max_events: typing.SupportsInt | typing.SupportsIndex, queue: str = 'auto', trace: bool = False) -> dict:
+    ...
+def simulate_tasks(schedule: Schedule, topology: Topology, model: NetworkModel, placement: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], transfers: bool, max_events: typing.SupportsInt | typing.SupportsIndex, task_rank: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], task_seconds: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], before: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], after: typing.Annotated[numpy.typing.ArrayLike, numpy.int64]) -> dict:
     ...
 def simulation_events(schedule: Schedule, topology: Topology, model: NetworkModel, placement: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], max_events: typing.SupportsInt | typing.SupportsIndex) -> int:
     ...

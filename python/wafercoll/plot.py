@@ -47,6 +47,7 @@ __all__ = [
     "draw_row",
     "draw_tree",
     "figure_legend",
+    "interval_density",
     "log2_ticks",
     "new_axes",
     "node_positions",
@@ -55,6 +56,7 @@ __all__ = [
     "plot_timeline",
     "plot_timeline_density",
     "si_formatter",
+    "time_unit",
 ]
 
 #: Transfer operations: (op code in the schedule, legend label, colour).
@@ -193,8 +195,15 @@ def log2_ticks(
     axis.set_minor_locator(ticker.NullLocator())
 
 
-def _time_unit(t_max_s: float) -> tuple[float, str]:
-    """Unit for times up to ``t_max_s``: the largest with ``t_max_s >= 1`` unit."""
+def time_unit(t_max_s: float) -> tuple[float, str]:
+    """Unit for times up to ``t_max_s``: the largest with ``t_max_s >= 1`` unit.
+
+    Examples
+    --------
+    >>> from wafercoll.plot import time_unit
+    >>> time_unit(0.0025)
+    (0.001, 'ms')
+    """
     for scale, label in _TIME_UNITS:
         if t_max_s >= scale:
             return scale, label
@@ -279,7 +288,7 @@ def plot_timeline(
     from matplotlib.collections import PolyCollection
 
     ax = new_axes(ax)
-    scale, unit = _time_unit(result.time_s)
+    scale, unit = time_unit(result.time_s)
     x0, x1 = ready / scale, finish / scale
     lo, hi = src - _BAR_HEIGHT / 2, src + _BAR_HEIGHT / 2
     # Rectangles as (n, 4, 2) vertex arrays: one artist per op, not per bar.
@@ -312,6 +321,78 @@ def plot_timeline(
     if op.size:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), title="transfers")
     return ax
+
+
+def interval_density(
+    start: Any,
+    finish: Any,
+    lane: Any,
+    lanes: int,
+    *,
+    window: tuple[float, float],
+    bins: int = 600,
+    max_lanes: int = 256,
+) -> tuple[np.ndarray, int, int]:
+    """Mean number of intervals in progress per (row of lanes, time bin).
+
+    Interval ``i`` runs from ``start[i]`` to ``finish[i]`` in lane
+    ``lane[i]`` (of ``lanes``); lanes are grouped into at most ``max_lanes``
+    rows of consecutive lanes, the ``window`` into ``bins`` equal columns.
+    Each cell is the time its row's intervals spend inside it, divided by
+    its width (exact, O(intervals + rows x bins)). The aggregation behind
+    :func:`plot_timeline_density` and
+    :meth:`wafercoll.workloads.WorkloadResult.plot_timeline`.
+
+    Returns
+    -------
+    density : ndarray, shape (rows, bins)
+    group : int
+        Lanes per row.
+    rows : int
+
+    Examples
+    --------
+    >>> from wafercoll.plot import interval_density
+    >>> d, group, rows = interval_density([0.0, 0.5], [1.0, 1.0], [0, 0], 1,
+    ...                                   window=(0.0, 1.0), bins=2)
+    >>> d.tolist(), group, rows
+    ([[1.0, 2.0]], 1, 1)
+    """
+    t0, t1 = (float(x) for x in window)
+    if not (np.isfinite(t0) and np.isfinite(t1) and t1 > t0):
+        raise ValueError(
+            f"window must be (start, end) seconds with end > start, got {window}"
+        )
+    n_bins = as_int(bins, "bins", 1, 100_000)
+    cap = as_int(max_lanes, "max_lanes", 1, 100_000)
+    n_lanes = as_int(lanes, "lanes", 1)
+    ready = np.asarray(start, dtype=np.float64)
+    finish = np.asarray(finish, dtype=np.float64)
+    lane = np.asarray(lane, dtype=np.int64)
+    group = -(-n_lanes // cap)
+    rows = -(-n_lanes // group)
+    row = lane // group
+    edges = np.linspace(t0, t1, n_bins + 1)
+    width = (t1 - t0) / n_bins
+    # In-flight time per (row, bin): add each transfer's clipped interval as
+    # full bins between its partial first and last bins (difference array).
+    a = np.clip(ready, t0, t1)
+    b = np.clip(finish, t0, t1)
+    keep = b > a
+    a, b, row = a[keep], b[keep], row[keep]
+    ia = np.minimum(((a - t0) / width).astype(np.int64), n_bins - 1)
+    ib = np.minimum(((b - t0) / width).astype(np.int64), n_bins - 1)
+    dens = np.zeros((rows, n_bins + 1))
+    same = ia == ib
+    np.add.at(dens, (row[same], ia[same]), b[same] - a[same])
+    d = ~same
+    np.add.at(dens, (row[d], ia[d]), edges[ia[d] + 1] - a[d])
+    np.add.at(dens, (row[d], ib[d]), b[d] - edges[ib[d]])
+    full = np.zeros((rows, n_bins + 1))
+    np.add.at(full, (row[d], ia[d] + 1), width)
+    np.add.at(full, (row[d], ib[d]), -width)
+    dens = (dens + np.cumsum(full, axis=1))[:, :n_bins] / width
+    return dens, group, rows
 
 
 def plot_timeline_density(
@@ -385,35 +466,11 @@ def plot_timeline_density(
     else:
         raise ValueError(f'lanes must be "rank" or "step", got {lanes!r}')
     t0, t1 = (0.0, result.time_s) if window is None else map(float, window)
-    if not (np.isfinite(t0) and np.isfinite(t1) and t1 > t0):
-        raise ValueError(
-            f"window must be (start, end) seconds with end > start, got {window}"
-        )
-    group = -(-n_lanes // cap)
-    rows = -(-n_lanes // group)
-    row = lane // group
-    edges = np.linspace(t0, t1, n_bins + 1)
-    width = (t1 - t0) / n_bins
-    # In-flight time per (row, bin): add each transfer's clipped interval as
-    # full bins between its partial first and last bins (difference array).
-    a = np.clip(ready, t0, t1)
-    b = np.clip(finish, t0, t1)
-    keep = b > a
-    a, b, row = a[keep], b[keep], row[keep]
-    ia = np.minimum(((a - t0) / width).astype(np.int64), n_bins - 1)
-    ib = np.minimum(((b - t0) / width).astype(np.int64), n_bins - 1)
-    dens = np.zeros((rows, n_bins + 1))
-    same = ia == ib
-    np.add.at(dens, (row[same], ia[same]), b[same] - a[same])
-    d = ~same
-    np.add.at(dens, (row[d], ia[d]), edges[ia[d] + 1] - a[d])
-    np.add.at(dens, (row[d], ib[d]), b[d] - edges[ib[d]])
-    full = np.zeros((rows, n_bins + 1))
-    np.add.at(full, (row[d], ia[d] + 1), width)
-    np.add.at(full, (row[d], ib[d]), -width)
-    dens = (dens + np.cumsum(full, axis=1))[:, :n_bins] / width
+    dens, group, rows = interval_density(
+        ready, finish, lane, n_lanes, window=(t0, t1), bins=n_bins, max_lanes=cap
+    )
     ax = new_axes(ax)
-    scale, unit = _time_unit(t1)
+    scale, unit = time_unit(t1)
     im = ax.imshow(
         dens,
         aspect="auto",
@@ -479,7 +536,7 @@ def plot_link_utilization(
     links = result.num_links
     frac = np.clip(busy / links, 0.0, 1.0) if links else np.zeros_like(busy)
     ax = new_axes(ax)
-    scale, unit = _time_unit(result.time_s)
+    scale, unit = time_unit(result.time_s)
     ax.plot(
         np.repeat(edges, 2)[1:-1] / scale,
         np.repeat(frac, 2),
@@ -802,7 +859,7 @@ def animate(
 
     lines.set_cmap(ListedColormap(["0.85", "tab:red"]))
     lines.set_clim(0, 1)
-    scale, unit = _time_unit(result.time_s)
+    scale, unit = time_unit(result.time_s)
     title = ax.get_title()
 
     def draw(k: int) -> tuple[Any, ...]:

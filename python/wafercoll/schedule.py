@@ -756,6 +756,35 @@ class Schedule:
         """
         return self._core.dsts, self._core.dst_offsets
 
+    def block_ranges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every transfer's block ranges in CSR form ``(lo, hi, offsets)``.
+
+        Transfer ``t`` carries the half-open ranges ``[lo[j], hi[j])`` for
+        ``j`` in ``offsets[t]:offsets[t + 1]``.
+
+        Examples
+        --------
+        >>> import wafercoll as wc
+        >>> lo, hi, off = wc.build("generic_ring_allreduce", 3, 24).block_ranges()
+        >>> int(off[-1]) == len(lo) == 12
+        True
+        """
+        return self._core.range_lo, self._core.range_hi, self._core.range_offsets
+
+    def dependencies(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every transfer's dependencies in CSR form ``(deps, offsets)``.
+
+        Transfer ``t`` waits for ``deps[offsets[t]:offsets[t + 1]]``.
+
+        Examples
+        --------
+        >>> import wafercoll as wc
+        >>> deps, off = wc.build("generic_ring_allreduce", 3, 24).dependencies()
+        >>> len(off)
+        13
+        """
+        return self._core.deps, self._core.dep_offsets
+
     @property
     def op(self) -> np.ndarray:
         """Operation of every transfer: 0 = copy, 1 = reduce (uint8)."""

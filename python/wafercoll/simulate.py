@@ -153,6 +153,9 @@ class SimResult:
     transfer_ready_s, transfer_finish_s : ndarray or None
         Per transfer (``transfers=True``): when its dependencies were done and
         when it completed.
+    task_start_s, task_finish_s : ndarray or None
+        Per task of a task graph (:func:`simulate_tasks`): when it started
+        (a compute task: when its compute unit took it) and completed.
     timeline_t, timeline_busy : ndarray or None
         With ``timeline=True``: ``timeline_busy[i]`` links are busy from
         ``timeline_t[i]`` to ``timeline_t[i + 1]``.
@@ -183,6 +186,8 @@ class SimResult:
         self.packets: int = int(raw["packets"])
         self.transfer_ready_s: np.ndarray | None = raw.get("transfer_ready_s")
         self.transfer_finish_s: np.ndarray | None = raw.get("transfer_finish_s")
+        self.task_start_s: np.ndarray | None = raw.get("task_start_s")
+        self.task_finish_s: np.ndarray | None = raw.get("task_finish_s")
         self.timeline_t: np.ndarray | None = raw.get("timeline_t")
         self.timeline_busy: np.ndarray | None = raw.get("timeline_busy")
         self._trace = {k: raw[k] for k in raw if k.startswith("trace_")} or None
@@ -704,6 +709,108 @@ def simulate(
             "are too small or its delays too large for this schedule"
         )
     return SimResult(raw, net, s, t, place)
+
+
+def simulate_tasks(
+    schedule: Schedule,
+    topology: Topology,
+    network: NetworkModel,
+    *,
+    task_rank: Any,
+    task_seconds: Any,
+    before: Any,
+    after: Any,
+    placement: Sequence[int] | np.ndarray | None = None,
+    transfers: bool = False,
+    max_events: int = DEFAULT_MAX_EVENTS,
+) -> SimResult:
+    """Simulate ``schedule`` together with a task graph, in one event loop.
+
+    Tasks are numbered after the ``T`` transfers: task ``k`` has id
+    ``T + k``. A task with ``task_rank[k] >= 0`` is compute: it occupies
+    that rank's compute unit (the one that performs reductions at the
+    model's ``gamma_s_per_byte``) for ``task_seconds[k]``, first come, first
+    served by the time it becomes ready (ties by task id). A task with rank
+    -1 is a gate: it takes no time and completes when it becomes ready. The
+    edge ``(before[i], after[i])`` holds ``after[i]`` (a transfer or task id)
+    back until ``before[i]`` has completed, on top of the schedule's own
+    dependencies. Everything else is :func:`simulate`'s model; the result's
+    ``task_start_s`` and ``task_finish_s`` give each task's times and
+    ``time_s`` the completion of the last transfer or task.
+
+    This is the mechanism under :func:`wafercoll.workloads.simulate_workload`:
+    several collectives in one schedule, each behind its own gates.
+
+    Parameters
+    ----------
+    schedule, topology, network, placement, transfers, max_events
+        As for :func:`simulate` (the model needs ``dependencies="complete"``).
+    task_rank : array_like of int, shape (K,)
+        Rank whose compute unit each task occupies, or -1 for a gate.
+    task_seconds : array_like of float, shape (K,)
+        Duration of each task (0 for gates).
+    before, after : array_like of int, shape (E,)
+        Dependency edges over ids in ``[0, T + K)``.
+
+    Raises
+    ------
+    ValueError
+        For malformed tasks or edges (naming the task or edge), a cycle, or
+        anything :func:`simulate` refuses.
+
+    Examples
+    --------
+    One 1 MB message behind a 1 ms compute task on its sender, and a 2 ms
+    compute task on the receiver behind the message:
+
+    >>> import wafercoll as wc
+    >>> prog = wc.kit.Program(2, [10**6], "unknown", rule="explicit")
+    >>> _ = prog.step(0, 1, 0)  # rank 0 sends block 0 to rank 1
+    >>> s = prog.schedule()
+    >>> r = wc.simulate_tasks(
+    ...     s, wc.line(2), wc.NetworkModel(1e9), task_rank=[0, 1],
+    ...     task_seconds=[1e-3, 2e-3], before=[1, 0], after=[0, 2])
+    >>> [round(float(x) * 1e3, 9) for x in r.task_finish_s], round(r.time_s * 1e3, 9)
+    ([1.0, 4.0], 4.0)
+    """
+    s, t, net, pl = check_schedule_inputs(schedule, topology, network, placement)
+    cap = as_int(max_events, "max_events", 1)
+    ranks = _int_array(task_rank, "task_rank", np.int32)
+    secs = np.ascontiguousarray(np.asarray(task_seconds, dtype=np.float64).ravel())
+    if secs.shape != ranks.shape:
+        raise ValueError(
+            f"task_seconds must have one entry per task ({ranks.size}), got {secs.size}"
+        )
+    b = _int_array(before, "before", np.int64)
+    a = _int_array(after, "after", np.int64)
+    if b.shape != a.shape:
+        raise ValueError(
+            f"before and after must have equal lengths, got {b.size} and {a.size}"
+        )
+    raw = _core.simulate_tasks(
+        s._core, t._core, net._core_model(), pl, bool(transfers), cap, ranks, secs, b, a
+    )
+    place = (
+        np.asarray(pl, dtype=np.int32) if pl else np.arange(s.num_ranks, dtype=np.int32)
+    )
+    if not np.isfinite(raw["time_s"]):
+        raise ValueError(
+            "the simulated time is not finite: the network model's bandwidths "
+            "are too small or its delays too large for this schedule"
+        )
+    return SimResult(raw, net, s, t, place)
+
+
+def _int_array(value: Any, name: str, dtype: Any) -> np.ndarray:
+    a = np.asarray(value)
+    if a.size and not np.issubdtype(a.dtype, np.integer):
+        raise TypeError(f"{name} must hold integers, got {a.dtype}")
+    info = np.iinfo(dtype)
+    if a.size and (a.min() < info.min or a.max() > info.max):
+        raise ValueError(
+            f"{name} holds values outside the {np.dtype(dtype).name} range"
+        )
+    return np.ascontiguousarray(a.ravel(), dtype=dtype)
 
 
 def simulation_events(

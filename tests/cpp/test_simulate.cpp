@@ -148,3 +148,74 @@ TEST(Simulate, SwitchOverheadSerializesOnlyLaterStreams) {
   n.switch_overhead_s = o;
   EXPECT_THROW(n.validate(), std::invalid_argument);
 }
+
+// Task graph (simulate.hpp, TaskGraph): a transfer between two compute
+// tasks, compute tasks queueing on one compute unit, gates, and the checks.
+TEST(SimulateTasks, ComputeTransferComputeChain) {
+  const Bytes S = 1000000;
+  const double bw = 1e9;
+  const Schedule s = one_transfer(2, 0, 1, S);
+  const Topology topo = Topology::line(2);
+  const NetworkModel net = model(bw, 0.0, 0.0, 0, Switching::cut_through);
+  TaskGraph g;
+  g.rank = {0, 1, 1};
+  g.duration_s = {1e-3, 2e-3, 5e-4};
+  // Ids: transfer 0, tasks 1..3. Task 0 (id 1) before the transfer, which
+  // is before task 1 (id 2); task 2 (id 3) has no dependencies, so it runs
+  // first on rank 1's unit.
+  g.before = {1, 0};
+  g.after = {0, 2};
+  const SimResult r = simulate(s, topo, net, {}, g);
+  ASSERT_EQ(r.task_finish_s.size(), 3u);
+  EXPECT_DOUBLE_EQ(r.task_finish_s[0], 1e-3);
+  EXPECT_DOUBLE_EQ(r.task_start_s[2], 0.0);
+  EXPECT_DOUBLE_EQ(r.task_finish_s[2], 5e-4);
+  const double arrive = 1e-3 + static_cast<double>(S) / bw;
+  EXPECT_DOUBLE_EQ(r.task_start_s[1], arrive);
+  EXPECT_DOUBLE_EQ(r.task_finish_s[1], arrive + 2e-3);
+  EXPECT_DOUBLE_EQ(r.time_s, arrive + 2e-3);
+  EXPECT_DOUBLE_EQ(r.compute_busy_s[1], 2.5e-3);
+}
+
+TEST(SimulateTasks, ComputeUnitServesTasksInReadyOrder) {
+  const Schedule s = one_transfer(2, 0, 1, 8);
+  const Topology topo = Topology::line(2);
+  const NetworkModel net = model(1e9, 0.0, 0.0, 0, Switching::cut_through);
+  TaskGraph g;
+  // Three tasks on rank 0 ready at 0: they run back to back; a gate after
+  // all of them completes at the sum.
+  g.rank = {0, 0, 0, -1};
+  g.duration_s = {1.0, 2.0, 3.0, 0.0};
+  g.before = {1, 2, 3};
+  g.after = {4, 4, 4};
+  const SimResult r = simulate(s, topo, net, {}, g);
+  EXPECT_DOUBLE_EQ(r.task_finish_s[3], 6.0);
+  EXPECT_DOUBLE_EQ(r.task_start_s[3], 6.0);
+  EXPECT_DOUBLE_EQ(r.time_s, 6.0);
+}
+
+TEST(SimulateTasks, RejectsBadGraphs) {
+  const Schedule s = one_transfer(2, 0, 1, 8);
+  const Topology topo = Topology::line(2);
+  const NetworkModel net = model(1e9, 0.0, 0.0, 0, Switching::cut_through);
+  TaskGraph bad_rank;
+  bad_rank.rank = {2};
+  bad_rank.duration_s = {1.0};
+  EXPECT_THROW(simulate(s, topo, net, {}, bad_rank), std::invalid_argument);
+  TaskGraph cycle;
+  cycle.rank = {-1, -1};
+  cycle.duration_s = {0.0, 0.0};
+  cycle.before = {1, 2};
+  cycle.after = {2, 1};
+  EXPECT_THROW(simulate(s, topo, net, {}, cycle), std::invalid_argument);
+  TaskGraph edge;
+  edge.rank = {0};
+  edge.duration_s = {1.0};
+  edge.before = {0};
+  edge.after = {5};
+  EXPECT_THROW(simulate(s, topo, net, {}, edge), std::invalid_argument);
+  TaskGraph gate_time;
+  gate_time.rank = {-1};
+  gate_time.duration_s = {1.0};
+  EXPECT_THROW(simulate(s, topo, net, {}, gate_time), std::invalid_argument);
+}

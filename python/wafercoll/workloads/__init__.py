@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from .compute import DEVICES, ComputeModel, Roofline, roofline
 from .graph import KINDS, Node, Workload, workload
+from .result import WorkloadResult
+from .run import simulate_workload
 
 __all__ = [
     "DEVICES",
@@ -29,6 +31,8 @@ __all__ = [
     "Node",
     "Roofline",
     "Workload",
+    "WorkloadResult",
     "roofline",
+    "simulate_workload",
     "workload",
 ]

@@ -308,7 +308,7 @@ class Workload:
 
     def simulate(self, topology: Any, network: Any, **kwargs: Any) -> Any:
         """Simulate the workload: :func:`wafercoll.workloads.simulate_workload`."""
-        from .run import simulate_workload
+        from . import simulate_workload  # the package's, defined after this class
 
         return simulate_workload(self, topology, network, **kwargs)
 
