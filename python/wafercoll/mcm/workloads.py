@@ -571,9 +571,11 @@ def _barrier(w: Any, cond: dict[int, list[int]], label: str) -> int:
     0 waiting for all of those, is done, as seen from any rank, when the
     conditions of every rank are met.
     """
+    # A rank with nothing to wait for needs no gate (TTO's excluded corner
+    # before the first AllReduce).
     gates = [
         w.collective("allreduce", 0, [r], deps=d, name=f"ready for {label}")
         for r, d in cond.items()
+        if d
     ]
     return w.collective("allreduce", 0, [0], deps=gates, name=f"barrier: {label}")
-
