@@ -18,12 +18,17 @@ behind barriers) with :func:`wafercoll.workloads.simulate_workload`. The two
 paths agree to float rounding, but for one effect of it: a simulation's
 event times depend on its time origin (an AllReduce simulated alone starts
 at 0, in the workload after the compute, at ``T``), and where two packets
-reach one link in the same cycle, the rounding of ``T + t`` can order them
-the other way. The AllReduce then ends a few hundred cycles (one 8 KiB
-message holds a link 357) earlier or later. Under the artifact preset this
-moves some AllReduce and epoch times by up to about 0.1 %; under a network
-whose times are exact binary fractions the two paths agree to the last bit
-(``tests/test_mcm_workloads.py``).
+reach one link at the same instant, the rounding of ``T + t`` can order
+them the other way. Under a network whose times are exact binary fractions
+the two paths agree to the last bit, and under the artifact preset the
+workload equals the closed form with the AllReduce simulated behind ``T``
+(``tests/test_mcm_workloads.py``). At full size under the artifact preset
+this moves TTO's AllReduce by one message (357 cycles, at most 0.08 %),
+Ring-2D's by up to 0.1 % on small gradient groups, and DBTree's, whose two
+trees share links so that one reordered pair of packets shifts all that
+follows, by up to 1.2 %: 20 of Fig. 10's 84 rows (epochs up to 1.1 %), 25 of
+Fig. 11's 84 (up to 0.35 %) and 17 of Fig. 13's 84 (iterations up to
+0.6 %); no finding changes its verdict.
 """
 
 from __future__ import annotations
