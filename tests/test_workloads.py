@@ -267,3 +267,19 @@ def test_bad_simulation_inputs_are_refused() -> None:
             before=[0, 1],
             after=[1, 0],
         )
+
+
+def test_link_bytes_per_node_add_up_to_the_links_traffic() -> None:
+    """Per-node link bytes (from routes) sum to what the simulator carried."""
+    topo = wc.mesh(4, 4)
+    w = wc.workload(16)
+    w.collective(
+        "allreduce", 1 << 14, list(range(8)), algorithm="generic_ring_allreduce"
+    )
+    w.collective("allgather", 1 << 12, list(range(4, 16)))
+    w.send(0, 15, 999)
+    w.compute(3, 1e-6)
+    res = w.simulate(topo, NET)
+    total = sum(res.link_bytes(i) for i in range(len(w)))
+    np.testing.assert_array_equal(total, res.simulation.link_bytes)
+    assert not res.link_bytes(3).any()

@@ -88,7 +88,9 @@ class WorkloadResult:
         entry: list[dict[int, int]],
         exit: list[dict[int, int]],
         algorithms: dict[int, str],
+        traffic: tuple[Any, np.ndarray, dict[int, tuple[Any, ...]]] | None = None,
     ) -> None:
+        self._traffic = traffic
         self.workload = workload
         self.simulation = simulation
         self.step_time_s = float(simulation.time_s)
@@ -125,6 +127,55 @@ class WorkloadResult:
             r: (float(self._start[self._entry[i][r]]), float(self._finish[x]))
             for r, x in self._exit[i].items()
         }
+
+    def link_bytes(self, node: int) -> np.ndarray:
+        """Payload bytes that node ``node`` puts on each link of the topology.
+
+        From its transfers' routes (a multicast charges each link of the
+        union of its routes once, as the simulator does); a node's share of
+        a link is this over :attr:`simulation`'s ``link_bytes``. Zero for
+        compute nodes and one-rank collectives.
+
+        Examples
+        --------
+        >>> import wafercoll as wc
+        >>> w = wc.workload(3)
+        >>> m = w.send(0, 2, 1000)
+        >>> res = w.simulate(wc.line(3), wc.NetworkModel(1e9))
+        >>> res.link_bytes(m).tolist()  # links 0->1, 1->2, 1->0, 2->1
+        [1000, 1000, 0, 0]
+        """
+        i = as_int(node, "node", 0, len(self._entry) - 1)
+        if self._traffic is None:
+            raise ValueError("this result carries no traffic (made without a plan)")
+        topo, place, by_node = self._traffic
+        out = np.zeros(topo.num_links, dtype=np.int64)
+        piece = by_node.get(i)
+        if piece is None:
+            return out
+        routes: dict[tuple[int, int], np.ndarray] = {}
+
+        def route(a: int, b: int) -> np.ndarray:
+            key = (a, b)
+            if key not in routes:
+                routes[key] = np.asarray(topo.route(a, b), dtype=np.int64)
+            return routes[key]
+
+        if piece[0] == "send":
+            _, a, b, size = piece
+            out[route(int(place[a]), int(place[b]))] += size
+            return out
+        _, s, cmap = piece
+        dsts, offs = s.destinations()
+        sizes = s.transfer_bytes()
+        src = place[cmap[np.asarray(s.src)]]
+        dst = place[cmap[np.asarray(dsts)]]
+        for t in range(s.num_transfers):
+            a = int(src[t])
+            links = [route(a, int(d)) for d in dst[offs[t] : offs[t + 1]]]
+            used = np.unique(np.concatenate(links)) if len(links) > 1 else links[0]
+            out[used] += int(sizes[t])
+        return out
 
     def _intervals(self) -> tuple[list[list[Any]], list[list[Any]]]:
         """Per rank: compute intervals and communication intervals."""

@@ -126,7 +126,14 @@ def simulate_workload(
         placement=None if placement is None else place,
         max_events=max_events,
     )
-    return WorkloadResult(workload, sim, plan.entry, plan.exit, plan.algorithm)
+    return WorkloadResult(
+        workload,
+        sim,
+        plan.entry,
+        plan.exit,
+        plan.algorithm,
+        traffic=(topology, place, plan.by_node),
+    )
 
 
 def _placement(placement: Any, ranks: int, endpoints: int) -> np.ndarray:
@@ -182,6 +189,9 @@ class _Expansion:
         self.exit: list[dict[int, int]] = []
         self.done_all: dict[int, int] = {}
         self.algorithm: dict[int, str] = {}
+        # Per communication node: its schedule and rank map, or a send's
+        # (src, dst, bytes), for the per-link traffic of the result.
+        self.by_node: dict[int, tuple[Any, ...]] = {}
 
     # -- tasks and edges -----------------------------------------------------
     def _task(self, rank: int, seconds: float) -> int:
@@ -247,6 +257,7 @@ class _Expansion:
         if n.kind == "send":
             src, dst = comm
             self.algorithm[n.id] = "send"
+            self.by_node[n.id] = ("send", src, dst, n.size_bytes)
             self._piece(("send", src, dst, self.blocks), 1, [n.size_bytes])
             tid = np.array([self.transfers - 1], dtype=np.int64)
             self.mixed.append((np.array([ent[src]], dtype=np.int64), tid, False))
@@ -257,6 +268,7 @@ class _Expansion:
         if s is None or s.num_transfers == 0:
             return
         cmap = np.asarray(comm, dtype=np.int64)
+        self.by_node[n.id] = ("part", s, cmap)
         t0 = self.transfers
         self._piece(("part", s, cmap, self.blocks), s.num_transfers, s.block_bytes)
         ids = np.arange(t0, t0 + s.num_transfers, dtype=np.int64)
