@@ -30,6 +30,8 @@ MODULES = [
     "wafercoll.mcm.machine",
     "wafercoll.mcm.training",
     "wafercoll.mcm.trees",
+    "wafercoll.mcm.workloads",
+    "wafercoll.experiments.mcm_common",
     "wafercoll.wormhole.builders",
     "wafercoll.wormhole.hops",
     "wafercoll.wormhole.machine",

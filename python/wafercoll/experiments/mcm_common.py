@@ -8,7 +8,9 @@ runs are not those of our builders (:data:`DIFFERENT_SCHEDULE`: its Ring-2D
 is another schedule, its DBTree another topology, :data:`NOT_COMPARABLE`);
 the findings that compare speedups and cycles with the paper's and the
 artifact's (:func:`case_ratios`, :func:`range_finding`, :func:`agreement`,
-:func:`graded`); and the panels and bars of the
+:func:`graded`); one training iteration simulated as a workload
+(:func:`workload_iteration`, :func:`workload_overlap`: the training
+figures' ``via="workload"`` path, :data:`VIA`); and the panels and bars of the
 figures. The experiments themselves are in :mod:`.mcm_bandwidth`,
 :mod:`.mcm_epochs` and :mod:`.mcm_sensitivity`, registered by
 :mod:`.mesh_mcm`.
@@ -23,6 +25,7 @@ import numpy as np
 
 from ..algorithms import algorithm_info, algorithms, build
 from ..mcm import ARTIFACT, TABLE_II, artifact_cycles
+from ..mcm import workloads as mw
 from ..palette import color
 from ..simulate import simulate
 from ..topology import mesh
@@ -39,6 +42,7 @@ __all__ = [
     "ARTIFACT_SCHEDULES",
     "DIFFERENT_SCHEDULE",
     "NOT_COMPARABLE",
+    "VIA",
     "agreement",
     "algorithms_for",
     "artifact_counterpart",
@@ -59,6 +63,9 @@ __all__ = [
     "simulate_allreduce",
     "simulate_presets",
     "slug",
+    "via_workload",
+    "workload_iteration",
+    "workload_overlap",
 ]
 
 MIB = 1 << 20
@@ -88,6 +95,103 @@ def algorithms_for(rows: int, cols: int) -> list[str]:
         "mesh_multitree_allreduce",
         "mesh_tto_allreduce",
     ]
+
+
+#: How the training figures (Figs. 10, 11, 13) compute an iteration:
+#: ``"closed_form"``, the paper's equations with each AllReduce simulated
+#: alone (:mod:`wafercoll.mcm.training`), or ``"workload"``, the iteration as
+#: a workload (:mod:`wafercoll.mcm.workloads`) simulated by
+#: :func:`wafercoll.workloads.simulate_workload`.
+VIA = ("closed_form", "workload")
+
+
+def via_workload(via: str) -> bool:
+    """Whether ``via`` (one of :data:`VIA`) asks for the workload path.
+
+    Examples
+    --------
+    >>> from wafercoll.experiments import mcm_common
+    >>> mcm_common.via_workload("closed_form"), mcm_common.via_workload("workload")
+    (False, True)
+    """
+    if via not in VIA:
+        raise ValueError(f"via must be one of {', '.join(VIA)}, got {via!r}")
+    return via == "workload"
+
+
+def workload_iteration(
+    name: str, rows: int, cols: int, size: int, compute_s: float, network: Any = None
+) -> tuple[float, float]:
+    """One iteration (compute, then the AllReduce) simulated as a workload.
+
+    :func:`wafercoll.mcm.workloads.iteration_workload` on a ``rows x cols``
+    mesh under ``network`` (default :data:`wafercoll.mcm.ARTIFACT`).
+
+    Returns
+    -------
+    step_s : float
+        The iteration: ``T + C`` of equation (2).
+    allreduce_s : float
+        The AllReduce's span in it, first chiplet in to last chiplet done.
+
+    Examples
+    --------
+    >>> from wafercoll.experiments import mcm_common
+    >>> step, c = mcm_common.workload_iteration("mesh_ring_allreduce", 2, 2, 8192, 1e-6)
+    >>> abs(step - (1e-6 + c)) < 1e-15
+    True
+    """
+    w = mw.iteration_workload(name, rows, cols, size, compute_s)
+    res = mw.simulate_iteration(w, rows, cols, network)
+    (ar,) = mw.allreduce_nodes(w)
+    return res.step_time_s, float(res.node_finish_s[ar.id] - res.node_start_s[ar.id])
+
+
+def workload_overlap(
+    name: str,
+    rows: int,
+    cols: int,
+    ready: Any,
+    groups: Any,
+    compute_s: float,
+    network: Any = None,
+) -> dict[str, float]:
+    """:func:`wafercoll.mcm.training.layerwise_overlap` through workloads.
+
+    Two workloads of :func:`wafercoll.mcm.workloads.overlapped_workload`:
+    with the ``ready`` times (``overlapped_s``), and with every gradient
+    ready at the end of the backward pass (``serial_s``: compute, then every
+    AllReduce one after the other). ``allreduce_s`` sums the AllReduces'
+    spans in the overlapped run; ``hidden`` is as in
+    :func:`~wafercoll.mcm.training.layerwise_overlap`.
+
+    Examples
+    --------
+    >>> from wafercoll.experiments import mcm_common
+    >>> ready, groups = {0: 2e-6, 1: 1e-6}, [(0, 1024), (1, 1024)]
+    >>> ring = "mesh_ring_allreduce"
+    >>> o = mcm_common.workload_overlap(ring, 2, 2, ready, groups, 2e-6)
+    >>> o["overlapped_s"] < o["serial_s"] and 0 < o["hidden"] < 1
+    True
+    """
+
+    def run(times: Any) -> tuple[float, float]:
+        w = mw.overlapped_workload(name, rows, cols, times, groups, compute_s)
+        res = mw.simulate_iteration(w, rows, cols, network)
+        spans = [
+            res.node_finish_s[n.id] - res.node_start_s[n.id]
+            for n in mw.allreduce_nodes(w)
+        ]
+        return res.step_time_s, float(sum(spans))
+
+    it, total = run(ready)
+    serial, _ = run(dict.fromkeys(ready, compute_s))
+    return {
+        "serial_s": serial,
+        "overlapped_s": it,
+        "allreduce_s": total,
+        "hidden": 1 - (it - compute_s) / total if total else 1.0,
+    }
 
 
 def simulate_allreduce(

@@ -9,6 +9,26 @@
 * ``mesh_fig11``: the same with each layer's gradient AllReduce started as
   soon as the backward pass produced it (Fig. 11), with the per-layer times
   of the systolic model and of the artifact's SCALE-Sim runs.
+
+Both take ``via`` (:data:`.mcm_common.VIA`): ``"closed_form"`` (the default)
+combines AllReduces simulated alone with the compute by the paper's
+equations; ``"workload"`` simulates each iteration as a workload
+(:mod:`wafercoll.mcm.workloads`: compute nodes, then the AllReduce nodes
+behind barriers) with :func:`wafercoll.workloads.simulate_workload`. The two
+paths agree to float rounding, but for one effect of it: a simulation's
+event times depend on its time origin (an AllReduce simulated alone starts
+at 0, in the workload after the compute, at ``T``), and where two packets
+reach one link at the same instant, the rounding of ``T + t`` can order
+them the other way. Under a network whose times are exact binary fractions
+the two paths agree to the last bit, and under the artifact preset the
+workload equals the closed form with the AllReduce simulated behind ``T``
+(``tests/test_mcm_workloads.py``). At full size under the artifact preset
+this moves TTO's AllReduce by one message (357 cycles, at most 0.08 %),
+Ring-2D's by up to 0.1 % on small gradient groups, and DBTree's, whose two
+trees share links so that one reordered pair of packets shifts all that
+follows, by up to 1.2 %: 20 of Fig. 10's 84 rows (epochs up to 1.1 %), 25 of
+Fig. 11's 84 (up to 0.35 %) and 17 of Fig. 13's 84 (iterations up to
+0.6 %); no finding changes its verdict.
 """
 
 from __future__ import annotations
@@ -35,6 +55,9 @@ from .mcm_common import (
     reference_marks,
     simulate_allreduce,
     slug,
+    via_workload,
+    workload_iteration,
+    workload_overlap,
 )
 
 __all__ = ["plot_fig10", "plot_fig11", "run_fig10", "run_fig11"]
@@ -43,10 +66,18 @@ __all__ = ["plot_fig10", "plot_fig11", "run_fig10", "run_fig11"]
 # ------------------------------------------------------------------ Fig. 10
 
 
-def run_fig10(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
-    """One training epoch per DNN and algorithm (Fig. 10), artifact preset."""
-    from ..mcm import systolic, training
+def run_fig10(
+    quick: bool = False, via: str = "closed_form"
+) -> tuple[dict[str, list[Any]], list[dict]]:
+    """One training epoch per DNN and algorithm (Fig. 10), artifact preset.
 
+    ``via="workload"``: every iteration (systolic compute, and again with
+    the artifact's compute) simulated as a workload (module docstring).
+    """
+    from ..mcm import systolic, training
+    from ..mcm.workloads import training_chiplets
+
+    workload = via_workload(via)
     shapes = [(4, 4), (5, 5)] if quick else [(8, 8), (9, 9)]
     models = ("AlphaGoZero", "alexnet") if quick else systolic.DNNS
     cols: dict[str, list[Any]] = {
@@ -79,14 +110,31 @@ def run_fig10(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
             rows = []
             for name in algorithms_for(m, n):
                 label = paper_label(name)
-                r = simulate_allreduce(name, m, n, size, ARTIFACT)
                 ref = artifact_reference(label, m, n, size, figure="fig10", model=model)
-                used = m * n - 1 if label == "TTO" else m * n
-                rows.append((label, used, r.time_s, ref, 100 * (r.cycles / ref - 1)))
+                if workload:
+                    used = len(training_chiplets(name, m, n))
+                    step, t = workload_iteration(name, m, n, size, compute, ARTIFACT)
+                    epoch = training.epoch_time(used, step, 0.0)
+                    art = math.nan
+                    if math.isfinite(theirs):
+                        step, _ = workload_iteration(name, m, n, size, theirs, ARTIFACT)
+                        art = training.epoch_time(used, step, 0.0)
+                    cycles = t * ARTIFACT.clock_Hz
+                else:
+                    r = simulate_allreduce(name, m, n, size, ARTIFACT)
+                    used = m * n - 1 if label == "TTO" else m * n
+                    t, cycles = r.time_s, r.cycles
+                    epoch = training.epoch_time(used, compute, t)
+                    art = (
+                        training.epoch_time(used, theirs, t)
+                        if math.isfinite(theirs)
+                        else math.nan
+                    )
+                dev = 100 * (cycles / ref - 1)
+                rows.append((label, used, t, ref, dev, epoch, art))
             ring = next(x for x in rows if x[0] == "Ring")
-            ring_epoch = training.epoch_time(ring[1], compute, ring[2])
-            for label, used, t, ref, dev in rows:
-                epoch = training.epoch_time(used, compute, t)
+            ring_epoch = ring[5]
+            for label, used, t, ref, dev, epoch, art in rows:
                 cols["mesh"].append(f"{m}x{n}")
                 cols["model"].append(model)
                 cols["algorithm"].append(label)
@@ -97,11 +145,7 @@ def run_fig10(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
                 cols["reference_allreduce_s"].append(ref * 1e-9)
                 cols["deviation_pct"].append(dev)
                 cols["epoch_s"].append(epoch)
-                cols["artifact_epoch_s"].append(
-                    training.epoch_time(used, theirs, t)
-                    if math.isfinite(theirs)
-                    else math.nan
-                )
+                cols["artifact_epoch_s"].append(art)
                 cols["epoch_speedup_vs_ring"].append(ring_epoch / epoch)
                 cols["allreduce_speedup_vs_ring"].append(ring[2] / t)
     return cols, _fig10_findings(cols)
@@ -284,9 +328,18 @@ _FIG11_RANGES = {
 }
 
 
-def run_fig11(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
-    """Layer-wise AllReduce overlapped with the backward pass (Fig. 11), 8x8."""
+def run_fig11(
+    quick: bool = False, via: str = "closed_form"
+) -> tuple[dict[str, list[Any]], list[dict]]:
+    """Layer-wise AllReduce overlapped with the backward pass (Fig. 11), 8x8.
+
+    ``via="workload"``: every iteration, overlapped and serial, simulated as
+    a workload (module docstring).
+    """
     from ..mcm import systolic, training
+    from ..mcm.workloads import training_chiplets
+
+    workload = via_workload(via)
 
     m = n = 4 if quick else 8
     models = ("AlphaGoZero", "alexnet") if quick else systolic.DNNS
@@ -331,9 +384,15 @@ def run_fig11(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
                     cache[key] = simulate_allreduce(name, m, n, b, ARTIFACT).time_s
                 return cache[key]
 
-            used = m * n - 1 if label == "TTO" else m * n
+            if workload:
+                used = len(training_chiplets(name, m, n))
+            else:
+                used = m * n - 1 if label == "TTO" else m * n
             for what, ready, total in computes:
-                o = training.layerwise_overlap(ready, groups, total, ar)
+                if workload:
+                    o = workload_overlap(name, m, n, ready, groups, total, ARTIFACT)
+                else:
+                    o = training.layerwise_overlap(ready, groups, total, ar)
                 it = o["overlapped_s"]
                 rows.append(
                     (what, label, o["serial_s"], it, o["allreduce_s"],

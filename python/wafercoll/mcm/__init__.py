@@ -11,7 +11,8 @@ the authors' BookSim artifact simulates it, with its committed cycle counts in
 :func:`artifact_cycles`) and ``FIGURE_TIMESTEPS``;
 :mod:`~wafercoll.kit.orders` the cycles; :mod:`~wafercoll.mcm.trees`
 the trees; :mod:`~wafercoll.mcm.training` the training-time model of
-Section VIII-B.
+Section VIII-B, and :mod:`~wafercoll.mcm.workloads` the same training
+iterations as workloads for :func:`wafercoll.workloads.simulate_workload`.
 
 The topology itself is :func:`wafercoll.topology.mesh` (``wc.topology.mesh(rows,
 cols)``); this package holds the algorithms and models.
@@ -28,7 +29,7 @@ Examples
 from __future__ import annotations
 
 from ..kit.orders import excluded_node, hamiltonian_cycle, hamiltonian_path
-from . import artifact_ring2d, systolic, training
+from . import artifact_ring2d, systolic, training, workloads
 from .artifact_multitree import artifact_multitree  # registers the variant too
 from .artifact_topology import (
     artifact_anynet_routers,
@@ -88,4 +89,5 @@ __all__: list[str] = [
     "tree_depths",
     "tto_trees",
     "figure_timesteps",
+    "workloads",
 ]
