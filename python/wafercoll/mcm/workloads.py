@@ -38,10 +38,10 @@ What makes the workload equal the closed form, and where it stops doing so:
   chiplet is ready and the previous AllReduce has ended *everywhere*, and
   times it as if simulated alone. A workload dependency on a collective
   means "done at this rank", so with ``barrier=True`` (the default) each
-  AllReduce waits behind a barrier: one one-rank node per chiplet waiting
-  for its conditions, and one node gathering those. These ``N + 1`` nodes
-  per AllReduce hold no transfers and take no time (but cost expansion time:
-  Transformer's 603 gradient groups on 8x8 make about 40,000 of them). With ``barrier=False`` every chiplet enters
+  AllReduce waits behind a barrier: a join
+  (:meth:`wafercoll.workloads.Workload.join`) done when every chiplet's
+  conditions are met, which holds no transfers and takes no time. With
+  ``barrier=False`` every chiplet enters
   an AllReduce as soon as *its* gradients are ready and *its* part of the
   previous one is done, so consecutive AllReduces can overlap and contend
   for links: a more realistic schedule, no longer the closed form.
@@ -230,7 +230,7 @@ def iteration_workload(
     >>> from wafercoll.mcm import workloads as mw
     >>> w = mw.iteration_workload("mesh_ring_allreduce", 2, 2, 4096, 1e-6)
     >>> w.counts()
-    {'compute': 4, 'collective': 6, 'send': 0}
+    {'compute': 4, 'collective': 1, 'send': 0, 'join': 1}
     >>> [n.name for n in mw.allreduce_nodes(w)]
     ['gradients']
     """
@@ -444,8 +444,7 @@ def dnn_workload(
 def allreduce_nodes(workload: Any) -> list[Any]:
     """The gradient AllReduces of a workload of this module, in order.
 
-    Its collective nodes over more than one rank (the barriers' nodes have
-    one rank each).
+    Its collective nodes over more than one rank (the barriers are joins).
 
     Examples
     --------
@@ -571,19 +570,6 @@ def _build(
 
 
 def _barrier(w: Any, cond: dict[int, list[int]], label: str) -> int:
-    """A node done when every rank's conditions are met (no transfers, no time).
-
-    A dependency of rank ``r`` on a node ``r`` takes part in means "done at
-    ``r``"; on one it does not, "done at every rank of it". So a one-rank
-    node per rank ``y`` waiting for ``y``'s conditions, and one node on rank
-    0 waiting for all of those, is done, as seen from any rank, when the
-    conditions of every rank are met.
-    """
-    # A rank with nothing to wait for needs no gate (TTO's excluded corner
-    # before the first AllReduce).
-    gates = [
-        w.collective("allreduce", 0, [r], deps=d, name=f"ready for {label}")
-        for r, d in cond.items()
-        if d
-    ]
-    return w.collective("allreduce", 0, [0], deps=gates, name=f"barrier: {label}")
+    """A join done when every rank's conditions are met (no rank, no time)."""
+    nodes = sorted({d for ds in cond.values() for d in ds})
+    return w.join(nodes, name=f"barrier: {label}")
