@@ -247,3 +247,28 @@ def exit_text(exitcode: int | None) -> str:
             sig = "unknown"
         return f"killed by signal {-exitcode} ({sig})"
     return f"exited with code {exitcode}"
+
+
+def int_array(value: Any, name: str, dtype: Any) -> np.ndarray:
+    """``value`` as a flat contiguous array of ``dtype``, checked.
+
+    Raises
+    ------
+    TypeError
+        If it holds anything but integers.
+    ValueError
+        If a value does not fit ``dtype``.
+
+    Examples
+    --------
+    >>> int_array([[1, 2], [3, 4]], "deps", np.int32).tolist()
+    [1, 2, 3, 4]
+    """
+    a = np.asarray(value).ravel()
+    if a.size and not np.issubdtype(a.dtype, np.integer):
+        raise TypeError(f"{name} must hold integers, got {a.dtype}")
+    info = np.iinfo(dtype)
+    if a.size and (a.min() < info.min or a.max() > info.max):
+        kind = np.dtype(dtype).name
+        raise ValueError(f"{name} holds values outside the {kind} range")
+    return np.ascontiguousarray(a, dtype=dtype)

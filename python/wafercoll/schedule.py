@@ -80,7 +80,7 @@ import numpy as np
 
 from . import _core
 from ._errors import ScheduleError
-from ._util import as_int, write_atomic
+from ._util import as_int, int_array, write_atomic
 
 __all__ = ["COLLECTIVES", "KINDS", "MOVING", "Schedule", "alltoallv_blocks"]
 
@@ -530,15 +530,7 @@ class Schedule:
             ("deps", deps, np.int32),
             ("dep_offsets", dep_offsets, np.int64),
         ):
-            a = np.asarray(value).ravel()
-            if a.size and not np.issubdtype(a.dtype, np.integer):
-                raise TypeError(f"{key} must hold integers, got {a.dtype}")
-            info = np.iinfo(dtype)
-            if a.size and (a.min() < info.min or a.max() > info.max):
-                raise ValueError(
-                    f"{key} holds values outside the {dtype.__name__} range"
-                )
-            arrays[key] = np.ascontiguousarray(a, dtype=dtype)
+            arrays[key] = int_array(value, key, dtype)
         for key in ("dst_offsets", "block_offsets", "dep_offsets"):
             if arrays[key].shape != (t + 1,):
                 raise ValueError(

@@ -95,7 +95,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import _core
-from ._util import as_int, block_text, write_atomic
+from ._util import as_int, block_text, int_array, write_atomic
 from .network import NetworkModel, check_schedule_inputs
 from .schedule import Schedule
 from .topology import Topology
@@ -700,6 +700,13 @@ def simulate(
         event_queue,
         bool(trace),
     )
+    return _result(raw, net, s, t, pl)
+
+
+def _result(
+    raw: dict[str, Any], net: NetworkModel, s: Schedule, t: Topology, pl: Any
+) -> SimResult:
+    """The core's result as a :class:`SimResult`, refusing a non-finite time."""
     place = (
         np.asarray(pl, dtype=np.int32) if pl else np.arange(s.num_ranks, dtype=np.int32)
     )
@@ -775,14 +782,14 @@ def simulate_tasks(
     """
     s, t, net, pl = check_schedule_inputs(schedule, topology, network, placement)
     cap = as_int(max_events, "max_events", 1)
-    ranks = _int_array(task_rank, "task_rank", np.int32)
+    ranks = int_array(task_rank, "task_rank", np.int32)
     secs = np.ascontiguousarray(np.asarray(task_seconds, dtype=np.float64).ravel())
     if secs.shape != ranks.shape:
         raise ValueError(
             f"task_seconds must have one entry per task ({ranks.size}), got {secs.size}"
         )
-    b = _int_array(before, "before", np.int64)
-    a = _int_array(after, "after", np.int64)
+    b = int_array(before, "before", np.int64)
+    a = int_array(after, "after", np.int64)
     if b.shape != a.shape:
         raise ValueError(
             f"before and after must have equal lengths, got {b.size} and {a.size}"
@@ -790,27 +797,7 @@ def simulate_tasks(
     raw = _core.simulate_tasks(
         s._core, t._core, net._core_model(), pl, bool(transfers), cap, ranks, secs, b, a
     )
-    place = (
-        np.asarray(pl, dtype=np.int32) if pl else np.arange(s.num_ranks, dtype=np.int32)
-    )
-    if not np.isfinite(raw["time_s"]):
-        raise ValueError(
-            "the simulated time is not finite: the network model's bandwidths "
-            "are too small or its delays too large for this schedule"
-        )
-    return SimResult(raw, net, s, t, place)
-
-
-def _int_array(value: Any, name: str, dtype: Any) -> np.ndarray:
-    a = np.asarray(value)
-    if a.size and not np.issubdtype(a.dtype, np.integer):
-        raise TypeError(f"{name} must hold integers, got {a.dtype}")
-    info = np.iinfo(dtype)
-    if a.size and (a.min() < info.min or a.max() > info.max):
-        raise ValueError(
-            f"{name} holds values outside the {np.dtype(dtype).name} range"
-        )
-    return np.ascontiguousarray(a.ravel(), dtype=dtype)
+    return _result(raw, net, s, t, pl)
 
 
 def simulation_events(

@@ -22,6 +22,7 @@ __all__ = [
     "decode_text",
     "delimited_records",
     "encode_varint",
+    "frame_messages",
     "read_bytes",
     "read_text",
 ]
@@ -130,6 +131,28 @@ def read_bytes(
         )
     with open(path, "rb") as fh:
         return fh.read(), path
+
+
+def frame_messages(messages: Any) -> bytes:
+    """Protobuf messages as one length-delimited stream (a Chakra trace file).
+
+    Each message's serialized bytes follow their length as a varint.
+
+    Examples
+    --------
+    >>> from wafercoll.io._common import frame_messages
+    >>> class M:
+    ...     def SerializeToString(self):
+    ...         return b"ab"
+    >>> list(frame_messages([M(), M()]))  # length 2, "ab", length 2, "ab"
+    [2, 97, 98, 2, 97, 98]
+    """
+    parts = []
+    for m in messages:
+        body = m.SerializeToString()
+        parts.append(encode_varint(len(body)))
+        parts.append(body)
+    return b"".join(parts)
 
 
 def encode_varint(n: int) -> bytes:

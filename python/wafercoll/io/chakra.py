@@ -47,7 +47,7 @@ from ._common import (
     Transfers,
     check_verified,
     delimited_records,
-    encode_varint,
+    frame_messages,
     read_bytes,
 )
 from ._messages import Op, messages_schedule
@@ -305,12 +305,7 @@ def chakra_traces(schedule: Schedule, *, element_bytes: int = 4) -> list[bytes]:
                 attr("collective", string_val=s.collective),
             ],
         )
-        parts = []
-        for m in (meta, *nodes[r]):
-            body = m.SerializeToString()
-            parts.append(encode_varint(len(body)))
-            parts.append(body)
-        out.append(b"".join(parts))
+        out.append(frame_messages((meta, *nodes[r])))
     return out
 
 

@@ -120,7 +120,7 @@ from ._chakra_graph import (
     order_vertices,
     process_groups,
 )
-from ._common import encode_varint
+from ._common import frame_messages
 from .chakra import (
     CHAKRA_NODE_TYPES,
     CHAKRA_SCHEMA_VERSION,
@@ -360,12 +360,7 @@ def chakra_workload_traces(
                 Attr(name="name", string_val=w.name),
             ],
         )
-        parts = []
-        for m in (meta, *per_rank[r]):
-            body = m.SerializeToString()
-            parts.append(encode_varint(len(body)))
-            parts.append(body)
-        out.append(b"".join(parts))
+        out.append(frame_messages((meta, *per_rank[r])))
     return out
 
 
