@@ -101,7 +101,7 @@ CHARS = ["{", "}", "\n", "%", "\x0c", "/", "*", ":", "-", "b", "\u00e9", "\u3000
 
 def mutate(rng: np.random.Generator, text: str) -> str:
     lines = text.split("\n")
-    what = int(rng.integers(8))
+    what = int(rng.integers(9))
     i = int(rng.integers(len(lines)))
     if what == 7:  # a requires edge in a rank's block, maybe closing a cycle
         opens = [k for k, ln in enumerate(lines) if ln.startswith("rank ")]
@@ -117,6 +117,9 @@ def mutate(rng: np.random.Generator, text: str) -> str:
             lines.insert(k + 1, f"{a} requires {b}")
     elif what == 0:
         del lines[i]
+    elif what == 8:  # several operations gone: several keys unmatched
+        for _ in range(3):
+            del lines[int(rng.integers(len(lines)))]
     elif what == 1:
         lines.insert(i, lines[int(rng.integers(len(lines)))])
     elif what == 2:
@@ -170,6 +173,12 @@ def test_random_programs_read_as_the_reference_reads_them(rng, tmp_path):
     for k in range(150):
         text = random_program(rng)
         assert assert_same(text)[0] == "ok", text
+        if k % 5 == 0:  # one label at a time (made from the arrays), then all
+            s, want = read_goal(text), read_goal_reference(text).labels
+            n = s.num_transfers
+            assert [s.transfer_label(t) for t in range(n)] == want
+            assert s.transfer_label(-1) is None and s.transfer_label(n) is None
+            assert s.labels == want and s.transfer_label(n - 1) == want[-1]
         if k % 10 == 0:  # from a file too, UTF-8 and UTF-16
             f = tmp_path / f"p{k}.goal"
             f.write_text(text, encoding="utf-16" if k % 20 else "utf-8", newline="")

@@ -94,17 +94,21 @@ TEST(Goal, CommentsAndBracesKeepLineNumbers) {
 }
 
 TEST(Goal, RingMatchesInOrderWithChainedDependencies) {
-  const GoalMessages m = read_goal_text(kRing, true);
+  const GoalMessages m = read_goal_text(kRing);
   ASSERT_EQ(m.num_transfers(), 3);
   EXPECT_EQ(m.src, (std::vector<RankId>{0, 1, 2}));
   EXPECT_EQ(m.dst, (std::vector<RankId>{1, 2, 0}));
   // 1 -> 2 waits for 0 -> 1 (its send requires that receive), and so on
   EXPECT_EQ(deps_of(m), (std::vector<std::vector<TransferId>>{{}, {0}, {1}}));
-  EXPECT_EQ(m.labels,
+  EXPECT_EQ(goal_labels(m),
             "rank 0 a -> rank 1 a (tag 0)\nrank 1 b -> rank 2 a (tag 0)\n"
             "rank 2 b -> rank 0 b (tag 0)");
-  EXPECT_EQ(m.send_labels, "a\nb\nb");
-  EXPECT_EQ(m.recv_labels, "a\na\nb");
+  // operations rank-major: rank 0's a, b are 0, 1; rank 1's 2, 3; rank 2's 4, 5
+  EXPECT_EQ(m.send_op, (std::vector<std::int32_t>{0, 3, 5}));
+  EXPECT_EQ(m.recv_op, (std::vector<std::int32_t>{2, 4, 1}));
+  GoalMessages bad = m;
+  bad.send_op[0] = 6;  // no such operation
+  EXPECT_THROW(goal_labels(bad), std::invalid_argument);
 }
 
 TEST(Goal, SmallestReadyOperationFirst) {
@@ -183,7 +187,7 @@ TEST(Goal, ReadsAFile) {
   ASSERT_NE(f, nullptr);
   std::fputs(kRing, f);
   std::fclose(f);
-  EXPECT_EQ(read_goal_file(path).labels, read_goal_text(kRing).labels);
+  EXPECT_EQ(goal_labels(read_goal_file(path)), goal_labels(read_goal_text(kRing)));
   std::remove(path.c_str());
   EXPECT_THROW(read_goal_file(path), std::invalid_argument);
 }
@@ -287,4 +291,47 @@ TEST(Goal, MatchErrors) {
   EXPECT_EQ(error_of("num_ranks 2\nrank 0 {\na: calc 5\n}\n"),
             "line 0 <>: the GOAL input has no messages");
   EXPECT_EQ(error_of("num_ranks 1\n"), "line 0 <>: the GOAL input has no messages");
+}
+
+TEST(Goal, ManyMessagesIntoOneRankMatchPerSourceAndTagInOrder) {
+  // Ranks 1..199 each send rank 0 three messages: tags 0, 1, 0, of sizes
+  // 10 s, 10 s + 1, 10 s + 2 (s the source). Rank 0 posts its receives
+  // sources last to first, tag 1 before the two tag-0 ones; the k-th
+  // receive of (s, tag) meets the k-th send of (s, tag), so sizes must
+  // agree pair by pair or the file is refused.
+  const int p = 200;
+  std::string text = "num_ranks " + std::to_string(p) + "\n";
+  for (int s = 1; s < p; ++s) {
+    text += "rank " + std::to_string(s) + " {\n";
+    for (int k = 0; k < 3; ++k) {
+      text += "s" + std::to_string(k) + ": send " + std::to_string(10 * s + k) + "b to 0 tag " +
+              std::to_string(k % 2) + "\n";
+    }
+    text += "}\n";
+  }
+  text += "rank 0 {\n";
+  for (int s = p - 1; s >= 1; --s) {
+    const std::string src = std::to_string(s);
+    text += "a" + src + ": recv " + std::to_string(10 * s + 1) + "b from " + src + " tag 1\n";
+    text += "b" + src + ": recv " + std::to_string(10 * s) + "b from " + src + " tag 0\n";
+    text += "c" + src + ": recv " + std::to_string(10 * s + 2) + "b from " + src + " tag 0\n";
+  }
+  text += "}\n";
+  const GoalMessages m = read_goal_text(text);
+  ASSERT_EQ(m.num_transfers(), 3 * (p - 1));
+  // Only the sends are ready at first; the smallest (rank 1's first) makes
+  // its receive ready, which has a smaller index than any send and goes
+  // next: transfers follow the sends, source by source.
+  for (int k = 0; k < 3 * (p - 1); ++k) {
+    EXPECT_EQ(m.src[k], 1 + k / 3);
+    EXPECT_EQ(m.size[k], 10 * (1 + k / 3) + k % 3);
+  }
+  // Swap two sizes of rank 7's tag-0 receives: the pair no longer agrees.
+  const std::string bad_recv = "b7: recv 70b from 7 tag 0";
+  std::string bad = text;
+  bad.replace(bad.find(bad_recv), bad_recv.size(), "b7: recv 72b from 7 tag 0");
+  EXPECT_NE(error_of(bad).find("rank 7 s0 sends 70 bytes; the matching receive, rank 0 b7, "
+                               "takes 72"),
+            std::string::npos)
+      << error_of(bad);
 }

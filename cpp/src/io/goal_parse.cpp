@@ -68,9 +68,23 @@ std::string join(const Token* begin, const Token* end) {
   return out;
 }
 
-bool is_alpha(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_word_char(char c) { return is_alpha(c) || is_digit(c); }
+// Character classes of the tokenizer, one table lookup each.
+enum : std::uint8_t { kAlpha = 1, kDigit = 2, kBlank = 4 };
+struct CharClasses {
+  std::uint8_t of[256] = {};
+  constexpr CharClasses() {
+    for (int c = 'A'; c <= 'Z'; ++c) of[c] = kAlpha;
+    for (int c = 'a'; c <= 'z'; ++c) of[c] = kAlpha;
+    of[static_cast<int>('_')] = kAlpha;
+    for (int c = '0'; c <= '9'; ++c) of[c] = kDigit;
+    of[static_cast<int>(' ')] = of[static_cast<int>('\t')] = of[static_cast<int>('\r')] = kBlank;
+  }
+};
+constexpr CharClasses kClasses;
+std::uint8_t char_class(char c) { return kClasses.of[static_cast<unsigned char>(c)]; }
+bool is_alpha(char c) { return char_class(c) == kAlpha; }
+bool is_digit(char c) { return char_class(c) == kDigit; }
+bool is_word_char(char c) { return (char_class(c) & (kAlpha | kDigit)) != 0; }
 
 // Whitespace as Python's str.split() knows it (str.isspace: Unicode White_Space
 // and the ASCII separators U+001C..U+001F), for quoting the unexpected word.
@@ -122,6 +136,12 @@ Number to_number(std::string_view t) {
   const std::string_view digits = t.substr(neg ? 1 : 0);
   if (digits.empty() || !std::all_of(digits.begin(), digits.end(), is_digit)) return n;
   n.ok = true;
+  if (digits.size() <= 18) {  // below 10^18: no overflow possible
+    std::int64_t m = 0;
+    for (char c : digits) m = m * 10 + (c - '0');
+    n.value = neg ? -m : m;
+    return n;
+  }
   // Magnitude as unsigned, so that -2^63 fits.
   const std::uint64_t limit =
       neg ? std::uint64_t{1} << 63 : static_cast<std::uint64_t>(INT64_MAX);
@@ -283,7 +303,7 @@ void Parser::tokenize() {
     last_line_ = line;
   };
   while (pos < n) {
-    while (pos < n && (s[pos] == ' ' || s[pos] == '\t' || s[pos] == '\r')) ++pos;
+    while (pos < n && char_class(s[pos]) == kBlank) ++pos;
     if (pos == n) break;
     const char c = s[pos];
     const char next = pos + 1 < n ? s[pos + 1] : '\0';

@@ -8,6 +8,7 @@
 // surrogate in UTF-16, no odd trailing byte. The core only says *that* the
 // bytes are malformed (GoalError kind encoding); the caller's own decoder,
 // run again on the rare bad file, says where in its own words.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -125,33 +126,40 @@ std::string_view decode_goal_bytes(std::string_view bytes, std::string& storage)
   return bytes;
 }
 
-GoalMessages read_goal_file(const std::string& path, bool op_labels) {
+GoalMessages read_goal_file(const std::string& path) {
   std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
   if (!f) throw std::invalid_argument("cannot open GOAL file " + path);
-  std::string bytes;
-  // Reserve what the file holds now, then read to the end in chunks (the file
-  // may change under us); one copy of the file is kept, and the text is a
-  // view of it.
+  // Read straight into a buffer of the size the file has now (not zeroed
+  // first), then on to the end in case it grew; one copy of the file is
+  // kept, and the text is a view of it.
+  std::size_t size = 0, cap = 0;
   if (std::fseek(f.get(), 0, SEEK_END) == 0) {
     const long end = std::ftell(f.get());
-    if (end > 0) bytes.reserve(static_cast<std::size_t>(end));
+    cap = end > 0 ? static_cast<std::size_t>(end) + 1 : 0;
     std::rewind(f.get());
   }
-  char chunk[1 << 16];
-  std::size_t got;
-  while ((got = std::fread(chunk, 1, sizeof chunk, f.get())) > 0) {
-    bytes.append(chunk, got);
+  std::unique_ptr<char[]> bytes(new char[std::max<std::size_t>(cap, 1 << 16)]);
+  cap = std::max<std::size_t>(cap, 1 << 16);
+  for (std::size_t got; (got = std::fread(bytes.get() + size, 1, cap - size, f.get())) > 0;) {
+    size += got;
+    if (size == cap) {  // the file grew: twice the room
+      std::unique_ptr<char[]> more(new char[2 * cap]);
+      std::copy(bytes.get(), bytes.get() + size, more.get());
+      bytes.swap(more);
+      cap *= 2;
+    }
   }
   if (std::ferror(f.get())) throw std::invalid_argument("cannot read GOAL file " + path);
   f.reset();
-  std::string storage;
-  const std::string_view text = decode_goal_bytes(bytes, storage);
-  if (!storage.empty()) std::string().swap(bytes);  // UTF-16: the bytes are done
-  return match_goal(parse_goal(text), op_labels);
+  GoalProgram program;
+  {
+    std::string storage;
+    program = parse_goal(decode_goal_bytes(std::string_view(bytes.get(), size), storage));
+  }
+  bytes.reset();  // the program holds all it needs
+  return match_goal(std::move(program));
 }
 
-GoalMessages read_goal_text(std::string_view text, bool op_labels) {
-  return match_goal(parse_goal(text), op_labels);
-}
+GoalMessages read_goal_text(std::string_view text) { return match_goal(parse_goal(text)); }
 
 }  // namespace wafercoll

@@ -19,7 +19,13 @@ starts after ``lB`` completes) and ``lA irequires lB`` (after ``lB`` starts);
 comments ``//`` and ``/* */``. Source: spcl/LogGOPSim, the grammar of
 ``src/LogGOPSim/txt2bin.re`` and the example ``binary_tree_32.goal``
 (commit 76451de). LogGOPSim matches a receive with the sends from its peer
-with its tag in order; so does :func:`read_goal`.
+with its tag in order; so does :func:`read_goal`. Numbers are ASCII digits;
+a size or a tag must fit in 64 bits.
+
+:func:`read_goal` tokenizes, parses and matches in the compiled core (with
+the GIL released), a million messages or more a second, and keeps no Python
+object per operation: the labels of the transfers are made when first asked
+for.
 
 :func:`write_goal` writes a verified schedule (tag = transfer index, one send
 per destination, a ``calc`` for each reduction when a cost is given).
@@ -220,8 +226,12 @@ def read_goal(
     ------
     FormatError
         For a malformed file (naming file, statement and line), a file that
-        is not UTF-8 (or UTF-16 with a byte-order mark), an unmatched send or
-        receive, or operations that wait for each other in a cycle.
+        is not UTF-8 (or UTF-16 with a byte-order mark), a number that is not
+        one (or a size or tag beyond 64 bits), an unmatched send or receive
+        (the first in rank order), or operations that wait for each other in
+        a cycle.
+    TypeError
+        If ``source`` is neither a path nor text (bytes are refused).
 
     Examples
     --------
@@ -240,23 +250,68 @@ def read_goal(
     try:
         if path is None:
             # str -> UTF-8; lone surrogates pass, to be refused as unexpected text
-            data = text.encode("utf-8", "surrogatepass")
-            res = _core.read_goal_text(data, messages is not None)
+            res = _core.read_goal_text(text.encode("utf-8", "surrogatepass"))
         else:
             # opened here for the errors any file gives (a directory, no
             # permission); the core reads it by name
             with open(path, "rb"):
-                res = _core.read_goal_file(os.fsencode(path), messages is not None)
+                res = _core.read_goal_file(os.fsencode(path))
     except _core.GoalError as exc:
         raise _format_error(exc, path) from None
     name = os.path.basename(path) if path else "goal"
-    labels = res["labels"].decode("ascii").split("\n")
+    labels = _Labels(res)
     if messages is None:
         s = _opaque_schedule(res, name)
     else:
-        s = _mapped_schedule(res, messages, block_bytes, collective, root, owners, name)
-    s.labels = labels
+        s = _mapped_schedule(
+            res, labels, messages, block_bytes, collective, root, owners, name
+        )
+    # as s.labels = [...] would, without a string per transfer until asked
+    s._labels = labels
     return s
+
+
+class _Labels(Sequence[str]):
+    """The labels of a GOAL file's transfers, made when first asked for.
+
+    ``"rank S LABEL -> rank D LABEL (tag G)"``: the send's and the receive's
+    labels. A list of a million strings would cost more than reading the
+    file, and most schedules never show them; one label is made from the
+    arrays, all of them at once by the core.
+    """
+
+    def __init__(self, res: dict[str, Any]) -> None:
+        self._arrays = tuple(
+            res[k] for k in ("src", "dst", "tag", "send_op", "recv_op", "label_offsets")
+        ) + (res["label_text"],)
+        self._list: list[str] | None = None
+
+    def __len__(self) -> int:
+        return len(self._list) if self._list is not None else len(self._arrays[0])
+
+    def op_label(self, op: int) -> str:
+        """The label of operation ``op`` (rank-major index)."""
+        off, text = self._arrays[5], self._arrays[6]
+        return bytes(text[off[op] : off[op + 1]]).decode("ascii")
+
+    def __getitem__(self, index: Any) -> Any:
+        if self._list is not None or not isinstance(index, int):
+            return self._all()[index]
+        src, dst, tag, send_op, recv_op = self._arrays[:5]
+        t = range(len(src))[index]  # IndexError as for a list
+        return (
+            f"rank {src[t]} {self.op_label(send_op[t])} -> rank {dst[t]} "
+            f"{self.op_label(recv_op[t])} (tag {tag[t]})"
+        )
+
+    def __iter__(self) -> Any:
+        return iter(self._all())
+
+    def _all(self) -> list[str]:
+        if self._list is None:
+            self._list = _core.goal_labels(*self._arrays).decode("ascii").split("\n")
+            self._arrays = ()
+        return self._list
 
 
 def _opaque_schedule(res: dict[str, Any], name: str) -> Schedule:
@@ -280,6 +335,7 @@ def _opaque_schedule(res: dict[str, Any], name: str) -> Schedule:
 
 def _mapped_schedule(
     res: dict[str, Any],
+    labels: _Labels,
     messages: Any,
     block_bytes: Sequence[int] | None,
     collective: str | None,
@@ -297,8 +353,6 @@ def _mapped_schedule(
     s = Schedule(
         res["num_ranks"], block_bytes, collective, root=root, owners=owners, name=name
     )
-    send_labels = res["send_labels"].decode("ascii").split("\n")
-    recv_labels = res["recv_labels"].decode("ascii").split("\n")
     off = res["dep_offsets"].tolist()
     deps = res["deps"].tolist()
     rows = zip(
@@ -306,11 +360,12 @@ def _mapped_schedule(
         res["dst"].tolist(),
         res["tag"].tolist(),
         res["size"].tolist(),
-        send_labels,
-        recv_labels,
+        res["send_op"].tolist(),
+        res["recv_op"].tolist(),
         strict=True,
     )
-    for t, (src, dst, tag, size, sl, rl) in enumerate(rows):
+    for t, (src, dst, tag, size, so, ro) in enumerate(rows):
+        sl, rl = labels.op_label(so), labels.op_label(ro)
         blocks, op = messages(GoalMessage(t, src, dst, tag, size, sl, rl))
         s.add_transfer(src, dst, blocks, op=op, deps=deps[off[t] : off[t + 1]])
     return s

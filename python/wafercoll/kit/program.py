@@ -161,7 +161,9 @@ def _sorted_csr(deps: tuple[Any, Any], n: int) -> tuple[np.ndarray, np.ndarray] 
     what :func:`_unique_rows` would return; else None. One linear pass, where
     sorting would cost a lexsort.
     """
-    flat, off = _i64(deps[0]), _i64(deps[1])
+    flat, off = np.asarray(deps[0]).ravel(), _i64(deps[1])
+    if flat.size and not np.issubdtype(flat.dtype, np.integer):
+        return None  # the general path says what is wrong
     counts = np.diff(off)
     if (
         off.size != n + 1

@@ -26,12 +26,14 @@
 // that depends on the transfers completed by what its send and its receive
 // wait for (a send completes when it may start: it waits for nothing more).
 //
-// The reader is the compiled twin of a reference written in Python
-// (tests/goal_reference.py): the same transfers in the same order, the same
-// dependencies, and the same error, with the same message, file line and
-// element, for every malformed input. The only inputs it reads differently
-// are those LogGOPSim's own grammar refuses: numbers are ASCII digits, and a
-// size or tag must fit in 64 bits (LogGOPSim keeps 64-bit sizes, 32-bit tags).
+// The reader is the compiled twin of wafercoll's former Python reader, kept
+// as the reference in tests/goal_reference.py: the same transfers in the same
+// order, the same dependencies, and for a malformed input the same error,
+// with the same message, line and element. Where that reader was accidental
+// these rules hold, in both: numbers are ASCII digits (as in LogGOPSim's
+// grammar), a size or tag must fit in 64 bits (LogGOPSim keeps 64-bit sizes
+// and 32-bit tags), and of several unmatched keys the first in rank order is
+// reported.
 #pragma once
 
 #include <cstdint>
@@ -116,12 +118,14 @@ struct GoalMessages {
   // Transfer t waits for deps[dep_offsets[t] .. dep_offsets[t+1]), increasing.
   std::vector<std::int64_t> dep_offsets{0};
   std::vector<TransferId> deps;
-  // "rank S LABEL -> rank D LABEL (tag G)" per transfer, joined by '\n'.
-  std::string labels;
-  // With op_labels: the send's and the receive's label per transfer, each
-  // list joined by '\n' (empty otherwise).
-  std::string send_labels;
-  std::string recv_labels;
+  // The operations (rank-major indices) of every transfer's send and
+  // receive, and the labels of all operations as in GoalProgram: enough to
+  // say where each transfer came from (goal_labels) without making a string
+  // per transfer unless asked.
+  std::vector<std::int32_t> send_op;
+  std::vector<std::int32_t> recv_op;
+  std::vector<std::int64_t> label_offsets{0};
+  std::string label_text;
 
   TransferId num_transfers() const { return static_cast<TransferId>(src.size()); }
 };
@@ -142,11 +146,16 @@ GoalProgram parse_goal(std::string_view text);
 
 // Match sends with receives and order everything; throws GoalError for an
 // unmatched operation, a size mismatch, a cycle, or a program without messages.
-GoalMessages match_goal(const GoalProgram& program, bool op_labels = false);
+GoalMessages match_goal(const GoalProgram& program);
+GoalMessages match_goal(GoalProgram&& program);  // takes the labels over
+
+// "rank S LABEL -> rank D LABEL (tag G)" for every transfer, joined by '\n':
+// where each message came from, for error messages and listings.
+std::string goal_labels(const GoalMessages& messages);
 
 // The three stages on a file (read whole, in binary) or on text given directly
 // (UTF-8, used as it is: no byte-order mark is dropped).
-GoalMessages read_goal_file(const std::string& path, bool op_labels = false);
-GoalMessages read_goal_text(std::string_view text, bool op_labels = false);
+GoalMessages read_goal_file(const std::string& path);
+GoalMessages read_goal_text(std::string_view text);
 
 }  // namespace wafercoll
