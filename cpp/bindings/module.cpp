@@ -48,4 +48,5 @@ PYBIND11_MODULE(_core, m) {
   bind_algorithms(m);
   bind_simulate(m);
   bind_wafer(m);
+  bind_io(m);
 }

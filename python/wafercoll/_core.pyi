@@ -7,7 +7,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['NetworkModel', 'Schedule', 'Topology', 'binomial_broadcast', 'binomial_reduce', 'block_element_offsets', 'even_blocks', 'execute_f32', 'execute_f64', 'execute_i32', 'execute_i64', 'loads', 'rabenseifner_allreduce', 'recursive_doubling_allreduce', 'ring_allreduce', 'simulate', 'simulate_tasks', 'simulation_events', 'spatial_metrics', 'tree_reduce', 'verify', 'wafer_autogen', 'wafer_autogen_cycles', 'wafer_fixed_pattern_cycles', 'wafer_lower_bound_cycles', 'wafer_lower_bound_energy']
+__all__: list[str] = ['GoalError', 'NetworkModel', 'Schedule', 'Topology', 'binomial_broadcast', 'binomial_reduce', 'block_element_offsets', 'even_blocks', 'execute_f32', 'execute_f64', 'execute_i32', 'execute_i64', 'goal_labels', 'loads', 'rabenseifner_allreduce', 'read_goal_file', 'read_goal_text', 'recursive_doubling_allreduce', 'ring_allreduce', 'simulate', 'simulate_tasks', 'simulation_events', 'spatial_metrics', 'tree_reduce', 'verify', 'wafer_autogen', 'wafer_autogen_cycles', 'wafer_fixed_pattern_cycles', 'wafer_lower_bound_cycles', 'wafer_lower_bound_energy']
 class Topology:
     MAX_CLUSTER_RANKS: typing.ClassVar[int] = 2097152
     MAX_CUSTOM_NODES: typing.ClassVar[int] = 20000
@@ -258,6 +258,8 @@ class NetworkModel:
     @switch_overhead_s.setter
     def switch_overhead_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
+class GoalError(ValueError):
+    pass
 def _request_stop(on: bool) -> None:
     """
     Open (True) or close (False) a request that every long C++ call, on any thread, stop with KeyboardInterrupt at its next poll.
@@ -278,12 +280,24 @@ def execute_i32(schedule: Schedule, inputs: typing.Annotated[numpy.typing.ArrayL
     ...
 def execute_i64(schedule: Schedule, inputs: typing.Annotated[numpy.typing.ArrayLike, numpy.int64]) -> numpy.typing.NDArray[numpy.int64]:
     ...
+def goal_labels(src: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], dst: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], tag: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], send_op: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], recv_op: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], label_offsets: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], label_text: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8]) -> bytes:
+    """
+    The labels 'rank S l1 -> rank D l2 (tag G)' of read_goal_*'s transfers, '\\n'-joined.
+    """
 def loads(schedule: Schedule, topology: Topology, placement: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> dict:
     """
     Bytes per link (multicast once per link) and per endpoint: sent, received, reduced.
     """
 def rabenseifner_allreduce(p: typing.SupportsInt | typing.SupportsIndex, size_bytes: typing.SupportsInt | typing.SupportsIndex) -> Schedule:
     ...
+def read_goal_file(path: bytes) -> dict:
+    """
+    Messages of a GOAL file (path as bytes, os.fsencode); see read_goal_text.
+    """
+def read_goal_text(text: bytes) -> dict:
+    """
+    Messages of GOAL text (UTF-8 bytes): num_ranks, src, dst, tag, size, dep_offsets, deps, send_op, recv_op, label_offsets, label_text (uint8).
+    """
 def recursive_doubling_allreduce(p: typing.SupportsInt | typing.SupportsIndex, size_bytes: typing.SupportsInt | typing.SupportsIndex) -> Schedule:
     ...
 def ring_allreduce(p: typing.SupportsInt | typing.SupportsIndex, size_bytes: typing.SupportsInt | typing.SupportsIndex) -> Schedule:

@@ -329,7 +329,13 @@ void Schedule::append_csr(std::int64_t n, const RankId* src, const std::uint8_t*
       dl = picked.data();
       k1 = static_cast<std::int64_t>(picked.size());
     }
-    for (std::int64_t a = k0; a < k1; ++a) {
+    // Increasing lists within range (what the kit and the readers hand over)
+    // are fine in one pass; anything else is checked pair by pair, so that
+    // the first fault in list order is the one reported.
+    bool fine = true;
+    for (std::int64_t a = k0; a < k1 && fine; ++a)
+      fine = dl[a] >= 0 && dl[a] < index && (a == k0 || dl[a] > dl[a - 1]);
+    for (std::int64_t a = k0; a < k1 && !fine; ++a) {
       if (dl[a] < 0 || dl[a] >= index)
         throw ScheduleError("dependency", at(index) + ": field 'deps' holds " +
                                               std::to_string(dl[a]) +

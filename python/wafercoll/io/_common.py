@@ -25,6 +25,7 @@ __all__ = [
     "frame_messages",
     "read_bytes",
     "read_text",
+    "source_path",
 ]
 
 #: Largest input file the readers accept (bytes); larger files are refused
@@ -103,13 +104,14 @@ def decode_text(data: bytes, path: str | None) -> str:
         ) from None
 
 
-def read_bytes(
+def source_path(
     source: str | bytes | os.PathLike[str], what: str
-) -> tuple[str | bytes, str | None]:
-    """``(text, None)`` for text given directly, else ``(file bytes, path)``.
+) -> tuple[str | bytes | None, str | None]:
+    """``(text, None)`` for a document given directly, else ``(None, path)``.
 
     ``source`` is text when it holds a newline or starts with ``<``; bytes
-    are a document given directly, returned as they are.
+    are a document given directly. A path must name a readable file of at
+    most :data:`MAX_FILE_BYTES` bytes (checked here, before it is read).
     """
     if isinstance(source, bytes):
         return source, None
@@ -129,6 +131,21 @@ def read_bytes(
             f"{path}: {size} bytes; {what} files larger than {MAX_FILE_BYTES} "
             "bytes are refused"
         )
+    return None, path
+
+
+def read_bytes(
+    source: str | bytes | os.PathLike[str], what: str
+) -> tuple[str | bytes, str | None]:
+    """``(text, None)`` for text given directly, else ``(file bytes, path)``.
+
+    ``source`` is text when it holds a newline or starts with ``<``; bytes
+    are a document given directly, returned as they are.
+    """
+    text, path = source_path(source, what)
+    if path is None:
+        assert text is not None
+        return text, None
     with open(path, "rb") as fh:
         return fh.read(), path
 

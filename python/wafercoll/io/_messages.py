@@ -5,6 +5,8 @@ operation waits for which; a send meets the receive from its peer with its tag
 in order. :func:`messages_schedule` matches them, orders all operations and
 makes one transfer per message; :class:`Op` is an operation as the readers
 hand it over, :class:`GoalMessage` a message as ``messages=`` callbacks see it.
+The Chakra reader uses it; the GOAL reader does the same in the compiled core
+(``cpp/src/io/goal_match.cpp``), which the tests compare with it.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 from ..schedule import Schedule
 from ._common import FormatError
 
-__all__ = ["GoalMessage", "Op", "messages_schedule"]
+__all__ = ["GoalMessage", "Op", "messages_schedule", "opaque_reason"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,21 @@ class Op:
     line: int
 
 
+def opaque_reason(fmt: str, reader: str, declared: str | None = None) -> str:
+    """Why a schedule read from a message program cannot be verified.
+
+    ``declared`` is what the file says it computes, if anything (quoted,
+    never trusted: the messages alone are no proof of it).
+    """
+    claim = f" (it says: {declared})" if declared else ""
+    return (
+        f"a {fmt} file carries message sizes, not data{claim}, so this "
+        f"schedule cannot be verified: pass {reader}(..., messages=f, "
+        "block_bytes=..., collective=...) with f(msg) -> (blocks, op) to say "
+        "which blocks each message moves"
+    )
+
+
 def messages_schedule(
     p: int,
     ops: list[dict[str, Op]],
@@ -86,17 +103,23 @@ def messages_schedule(
         return {"path": path, "element": f"record {op.line}"}
 
     # Matching: k-th send x->y with tag g <-> k-th recv at y from x with tag g,
-    # in the order of the file.
+    # in the order of the file. Keys are checked in the order they first
+    # appear (rank by rank), so that of several mismatches the first is told.
     sends: dict[tuple[int, int, int], list[Op]] = defaultdict(list)
     recvs: dict[tuple[int, int, int], list[Op]] = defaultdict(list)
+    keys: dict[tuple[int, int, int], None] = {}
     for r in range(p):
         for op in ops[r].values():
             if op.kind == "send":
-                sends[(r, op.peer, op.tag)].append(op)
+                key = (r, op.peer, op.tag)
+                sends[key].append(op)
+                keys[key] = None
             elif op.kind == "recv":
-                recvs[(op.peer, r, op.tag)].append(op)
+                key = (op.peer, r, op.tag)
+                recvs[key].append(op)
+                keys[key] = None
     partner: dict[int, Op] = {}
-    for key in set(sends) | set(recvs):
+    for key in keys:
         ss, rr = sends.get(key, []), recvs.get(key, [])
         for a, b in zip(ss, rr, strict=False):
             if a.size != b.size:
@@ -190,13 +213,7 @@ def messages_schedule(
         s = Schedule(p, [max(m.size, 0) for m in msgs], "unknown", name=name)
         for m in msgs:
             s.add_transfer(m.src, m.dst, [m.index], deps=sorted(deps[m.index]))
-        claim = f" (it says: {declared})" if declared else ""
-        s._opaque = (
-            f"a {fmt} file carries message sizes, not data{claim}, so this "
-            f"schedule cannot be verified: pass {reader}(..., messages=f, "
-            "block_bytes=..., collective=...) with f(msg) -> (blocks, op) to say "
-            "which blocks each message moves"
-        )
+        s._opaque = opaque_reason(fmt, reader, declared)
     else:
         if not callable(messages):
             raise TypeError("messages must be a callable msg -> (blocks, op)")

@@ -19,7 +19,13 @@ starts after ``lB`` completes) and ``lA irequires lB`` (after ``lB`` starts);
 comments ``//`` and ``/* */``. Source: spcl/LogGOPSim, the grammar of
 ``src/LogGOPSim/txt2bin.re`` and the example ``binary_tree_32.goal``
 (commit 76451de). LogGOPSim matches a receive with the sends from its peer
-with its tag in order; so does :func:`read_goal`.
+with its tag in order; so does :func:`read_goal`. Numbers are ASCII digits;
+a size or a tag must fit in 64 bits.
+
+:func:`read_goal` tokenizes, parses and matches in the compiled core (with
+the GIL released), a million messages or more a second, and keeps no Python
+object per operation: the labels of the transfers are made when first asked
+for.
 
 :func:`write_goal` writes a verified schedule (tag = transfer index, one send
 per destination, a ``calc`` for each reduction when a cost is given).
@@ -41,20 +47,24 @@ with :func:`wafercoll.topology.star` charges the same parameters.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._util import as_real, write_atomic
+import numpy as np
+
+from .. import _core
+from .._util import INT_LIMIT, as_int, as_real, write_atomic
+from ..kit import Program
 from ..schedule import Schedule
 from ._common import (
     FormatError,
     RankFrontier,
     Transfers,
     check_verified,
-    read_text,
+    decode_text,
+    source_path,
 )
-from ._messages import GoalMessage, Op, messages_schedule
+from ._messages import GoalMessage, opaque_reason
 
 __all__ = ["GoalMessage", "goal_text", "read_goal", "write_goal"]
 
@@ -154,183 +164,21 @@ def write_goal(
 # --------------------------------------------------------------------------- #
 # import
 # --------------------------------------------------------------------------- #
-_TOKEN = re.compile(
-    r"""[ \t\r]*(?:
-      (?P<comment>//[^\n]*|/\*.*?\*/)
-    | (?P<word>[A-Za-z_][A-Za-z0-9_]*:?)
-    | (?P<num>-?\d+b?)
-    | (?P<brace>[{}])
-    | (?P<nl>\n)
-    )""",
-    re.S | re.X,
-)
+def _format_error(exc: ValueError, path: str | None) -> FormatError:
+    """The FormatError of the core's GoalError ``exc`` on the file ``path``."""
+    message, element, line, kind, word = exc.args
+    if kind == _ENCODING and path is not None:
+        # The core only finds that the bytes are neither UTF-8 nor UTF-16;
+        # Python's decoder says where, as for every other reader.
+        with open(path, "rb") as fh:
+            decode_text(fh.read(), path)
+    if kind == _UNEXPECTED:
+        message = f"unexpected text {word.decode('utf-8', 'surrogatepass')!r}"
+    return FormatError(message, path=path, element=element or None, line=line or None)
 
 
-def _tokens(text: str, path: str | None) -> list[tuple[str, int]]:
-    toks: list[tuple[str, int]] = []
-    pos, line = 0, 1
-    n = len(text)
-    while pos < n:
-        m = _TOKEN.match(text, pos)
-        if m is None or m.end() == pos:
-            rest = text[pos:].lstrip(" \t\r")
-            if not rest:
-                break
-            line += text[pos : n - len(rest)].count("\n")
-            raise FormatError(
-                f"unexpected text {rest.split(maxsplit=1)[0][:20]!r}",
-                path=path,
-                line=line,
-            )
-        line += text[pos : m.start(m.lastgroup)].count("\n")
-        tok = m.group(m.lastgroup)
-        if m.lastgroup == "nl":
-            toks.append(("\n", line))
-            line += 1
-        elif m.lastgroup == "comment":
-            line += tok.count("\n")
-        else:
-            toks.append((tok, line))
-        pos = m.end()
-    return toks
-
-
-def _parse(
-    text: str, path: str | None
-) -> tuple[int, list[dict[str, Op]], list[list[tuple[str, str, str, int]]]]:
-    toks = _tokens(text, path)
-    # Split into statements (a line each; braces are statements of their own).
-    stmts: list[list[tuple[str, int]]] = []
-    cur: list[tuple[str, int]] = []
-    for tok, line in toks:
-        if tok == "\n":
-            if cur:
-                stmts.append(cur)
-            cur = []
-        elif tok in "{}":
-            if cur:
-                cur.append((tok, line))
-                stmts.append(cur)
-            else:
-                stmts.append([(tok, line)])
-            cur = []
-        else:
-            cur.append((tok, line))
-    if cur:
-        stmts.append(cur)
-
-    def err(msg: str, line: int, element: str = "statement") -> FormatError:
-        return FormatError(msg, path=path, element=element, line=line)
-
-    def num(tok: str, line: int, what: str, suffix_b: bool = False) -> int:
-        t = tok[:-1] if suffix_b and tok.endswith("b") else tok
-        if not re.fullmatch(r"-?\d+", t):
-            raise err(f"{what} must be an integer, got {tok!r}", line)
-        return int(t)
-
-    if not stmts or [t for t, _ in stmts[0][:1]] != ["num_ranks"] or len(stmts[0]) != 2:
-        raise err(
-            "a GOAL file starts with 'num_ranks N'",
-            stmts[0][0][1] if stmts else 1,
-            "num_ranks",
-        )
-    p = num(stmts[0][1][0], stmts[0][1][1], "num_ranks")
-    if not 1 <= p <= 1 << 20:
-        raise err(
-            f"num_ranks must be in [1, {1 << 20}], got {p}", stmts[0][0][1], "num_ranks"
-        )
-    ops: list[dict[str, Op]] = [dict() for _ in range(p)]
-    reqs: list[list[tuple[str, str, str, int]]] = [[] for _ in range(p)]
-    rank: int | None = None
-    seen_ranks: set[int] = set()
-    for st in stmts[1:]:
-        words = [t for t, _ in st]
-        line = st[0][1]
-        if words[0] == "rank":
-            if rank is not None:
-                raise err("'rank' inside a rank block (missing '}')", line, "rank")
-            if len(words) != 3 or words[2] != "{":
-                raise err("expected 'rank N {'", line, "rank")
-            rank = num(words[1], line, "rank")
-            if not 0 <= rank < p:
-                raise err(f"rank {rank} is outside [0, {p - 1}]", line, "rank")
-            if rank in seen_ranks:
-                raise err(f"rank {rank} appears twice", line, "rank")
-            seen_ranks.add(rank)
-            continue
-        if words == ["}"]:
-            if rank is None:
-                raise err("'}' without a rank block", line, "rank")
-            rank = None
-            continue
-        if rank is None:
-            raise err(f"{' '.join(words)!r} outside a rank block", line)
-        if len(words) == 3 and words[1] in ("requires", "irequires"):
-            reqs[rank].append((words[0], words[2], words[1], line))
-            continue
-        if not words[0].endswith(":"):
-            raise err(
-                "expected 'label: operation' or 'lA requires lB', got "
-                f"{' '.join(words)!r}",
-                line,
-            )
-        label = words[0][:-1]
-        if label in ops[rank]:
-            raise err(f"label {label!r} is defined twice in rank {rank}", line)
-        body = words[1:]
-        if not body:
-            raise err(f"{label}: missing operation", line)
-        kind = body[0]
-        if kind in ("send", "recv"):
-            prep = "to" if kind == "send" else "from"
-            if len(body) < 6 or body[2] != prep or body[4] != "tag":
-                raise err(f"expected '{kind} SIZEb {prep} PEER tag TAG'", line, kind)
-            extra = body[6:]
-            while extra:
-                if len(extra) < 2 or extra[0] not in ("cpu", "nic"):
-                    raise err(
-                        f"unexpected {' '.join(extra)!r} after the {kind}", line, kind
-                    )
-                num(extra[1], line, extra[0])
-                extra = extra[2:]
-            size = num(body[1], line, "size", suffix_b=True)
-            peer = num(body[3], line, "peer")
-            tag = num(body[5], line, "tag")
-            if size < 0:
-                raise err(f"size must be >= 0, got {size}", line, kind)
-            if peer == -1 or tag == -1:
-                raise err(
-                    f"{kind} with any-source / any-tag (-1) is not supported: the "
-                    "match would depend on timing",
-                    line,
-                    kind,
-                )
-            if not 0 <= peer < p or peer == rank:
-                raise err(
-                    f"peer {peer} must be another rank in [0, {p - 1}]", line, kind
-                )
-            ops[rank][label] = Op(rank, label, kind, size, peer, tag, line)
-        elif kind == "calc":
-            if len(body) < 2:
-                raise err("expected 'calc TIME'", line, kind)
-            num(body[1], line, "calc time")
-            ops[rank][label] = Op(rank, label, kind, int(body[1]), -1, -1, line)
-        else:
-            raise err(f"unknown operation {kind!r} (send, recv or calc)", line)
-    if rank is not None:
-        raise err(
-            f"rank {rank}: missing '}}' at the end of the file",
-            stmts[-1][-1][1],
-            "rank",
-        )
-    for r in range(p):
-        for a, b, _kind, line in reqs[r]:
-            for lab in (a, b):
-                if lab not in ops[r]:
-                    raise err(
-                        f"rank {r}: label {lab!r} is not defined", line, "requires"
-                    )
-    return p, ops, reqs
+# GoalError kinds (cpp/include/wafercoll/io/goal.hpp, GoalError::Kind)
+_ENCODING, _UNEXPECTED = 1, 2
 
 
 def read_goal(
@@ -378,8 +226,12 @@ def read_goal(
     ------
     FormatError
         For a malformed file (naming file, statement and line), a file that
-        is not UTF-8 (or UTF-16 with a byte-order mark), an unmatched send or
-        receive, or operations that wait for each other in a cycle.
+        is not UTF-8 (or UTF-16 with a byte-order mark), a number that is not
+        one (or a size or tag beyond 64 bits), an unmatched send or receive
+        (the first in rank order), or operations that wait for each other in
+        a cycle.
+    TypeError
+        If ``source`` is neither a path nor text (bytes are refused).
 
     Examples
     --------
@@ -392,20 +244,128 @@ def read_goal(
     >>> t.num_ranks, t.num_transfers == s.num_transfers
     (4, True)
     """
-    text, path = read_text(source, "GOAL")
-    p, ops, reqs = _parse(text, path)
+    text, path = source_path(source, "GOAL")
+    if isinstance(text, bytes):
+        raise TypeError("source must be a path or the GOAL text (str), got bytes")
+    try:
+        if path is None:
+            # str -> UTF-8; lone surrogates pass, to be refused as unexpected text
+            res = _core.read_goal_text(text.encode("utf-8", "surrogatepass"))
+        else:
+            # opened here for the errors any file gives (a directory, no
+            # permission); the core reads it by name
+            with open(path, "rb"):
+                res = _core.read_goal_file(os.fsencode(path))
+    except _core.GoalError as exc:
+        raise _format_error(exc, path) from None
     name = os.path.basename(path) if path else "goal"
-    return messages_schedule(
-        p,
-        ops,
-        reqs,
-        path,
-        "GOAL",
-        "read_goal",
-        name,
-        messages,
-        block_bytes,
-        collective,
-        root,
-        owners,
+    labels = _Labels(res)
+    if messages is None:
+        s = _opaque_schedule(res, name)
+    else:
+        s = _mapped_schedule(
+            res, labels, messages, block_bytes, collective, root, owners, name
+        )
+    # as s.labels = [...] would, without a string per transfer until asked
+    s._labels = labels
+    return s
+
+
+class _Labels(Sequence[str]):
+    """The labels of a GOAL file's transfers, made when first asked for.
+
+    ``"rank S LABEL -> rank D LABEL (tag G)"``: the send's and the receive's
+    labels. A list of a million strings would cost more than reading the
+    file, and most schedules never show them; one label is made from the
+    arrays, all of them at once by the core.
+    """
+
+    def __init__(self, res: dict[str, Any]) -> None:
+        self._arrays = tuple(
+            res[k] for k in ("src", "dst", "tag", "send_op", "recv_op", "label_offsets")
+        ) + (res["label_text"],)
+        self._list: list[str] | None = None
+
+    def __len__(self) -> int:
+        return len(self._list) if self._list is not None else len(self._arrays[0])
+
+    def op_label(self, op: int) -> str:
+        """The label of operation ``op`` (rank-major index)."""
+        off, text = self._arrays[5], self._arrays[6]
+        return bytes(text[off[op] : off[op + 1]]).decode("ascii")
+
+    def __getitem__(self, index: Any) -> Any:
+        if self._list is not None or not isinstance(index, int):
+            return self._all()[index]
+        src, dst, tag, send_op, recv_op = self._arrays[:5]
+        t = range(len(src))[index]  # IndexError as for a list
+        return (
+            f"rank {src[t]} {self.op_label(send_op[t])} -> rank {dst[t]} "
+            f"{self.op_label(recv_op[t])} (tag {tag[t]})"
+        )
+
+    def __iter__(self) -> Any:
+        return iter(self._all())
+
+    def _all(self) -> list[str]:
+        if self._list is None:
+            self._list = _core.goal_labels(*self._arrays).decode("ascii").split("\n")
+            self._arrays = ()
+        return self._list
+
+
+def _opaque_schedule(res: dict[str, Any], name: str) -> Schedule:
+    """One block per message, the collective unknown (nothing to verify)."""
+    sizes = res["size"]
+    big = np.flatnonzero(sizes > INT_LIMIT)
+    if big.size:  # as Schedule(...) refuses a list of sizes
+        as_int(int(sizes[big[0]]), f"block_bytes[{int(big[0])}]", 0)
+    prog = Program(res["num_ranks"], sizes, "unknown", rule="explicit", name=name)
+    t = sizes.size
+    prog.step(
+        res["src"],
+        res["dst"],
+        np.arange(t, dtype=np.int64),
+        deps=(res["deps"], res["dep_offsets"]),
     )
+    s = prog.schedule()
+    s._opaque = opaque_reason("GOAL", "read_goal")
+    return s
+
+
+def _mapped_schedule(
+    res: dict[str, Any],
+    labels: _Labels,
+    messages: Any,
+    block_bytes: Sequence[int] | None,
+    collective: str | None,
+    root: int | None,
+    owners: Sequence[int] | None,
+    name: str,
+) -> Schedule:
+    """The blocks ``messages(msg)`` says every message moves."""
+    if not callable(messages):
+        raise TypeError("messages must be a callable msg -> (blocks, op)")
+    if block_bytes is None or collective is None:
+        raise ValueError(
+            "read_goal(messages=...) also needs block_bytes and collective"
+        )
+    s = Schedule(
+        res["num_ranks"], block_bytes, collective, root=root, owners=owners, name=name
+    )
+    off = res["dep_offsets"].tolist()
+    deps = res["deps"].tolist()
+    rows = zip(
+        res["src"].tolist(),
+        res["dst"].tolist(),
+        res["tag"].tolist(),
+        res["size"].tolist(),
+        res["send_op"].tolist(),
+        res["recv_op"].tolist(),
+        strict=True,
+    )
+    for t, (src, dst, tag, size, so, ro) in enumerate(rows):
+        sl, rl = labels.op_label(so), labels.op_label(ro)
+        blocks, op = messages(GoalMessage(t, src, dst, tag, size, sl, rl))
+        s.add_transfer(src, dst, blocks, op=op, deps=deps[off[t] : off[t + 1]])
+    return s

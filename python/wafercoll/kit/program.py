@@ -135,8 +135,15 @@ def _unique_rows(
 ) -> tuple[np.ndarray, np.ndarray]:
     """CSR of the distinct non-negative ``vals`` of every row ``0 .. n-1`` (sorted)."""
     keep = vals >= 0
-    rows, vals = rows[keep], vals[keep]
-    if rows.size:
+    if not keep.all():
+        rows, vals = rows[keep], vals[keep]
+    # Rows already in order with increasing values (dependency lists read
+    # from a file, say) need no sort: one linear check instead.
+    if rows.size and not bool(
+        np.all(
+            (rows[1:] > rows[:-1]) | ((rows[1:] == rows[:-1]) & (vals[1:] > vals[:-1]))
+        )
+    ):
         o = np.lexsort((vals, rows))
         rows, vals = rows[o], vals[o]
         first = np.ones(rows.size, bool)
@@ -145,6 +152,33 @@ def _unique_rows(
     off = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=n), out=off[1:])
     return vals.astype(np.int64), off
+
+
+def _sorted_csr(deps: tuple[Any, Any], n: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(flat, counts)`` of CSR lists that are already distinct and sorted.
+
+    When every list of ``deps`` is strictly increasing and non-negative, it is
+    what :func:`_unique_rows` would return; else None. One linear pass, where
+    sorting would cost a lexsort.
+    """
+    flat, off = np.asarray(deps[0]).ravel(), _i64(deps[1])
+    if flat.size and not np.issubdtype(flat.dtype, np.integer):
+        return None  # the general path says what is wrong
+    counts = np.diff(off)
+    if (
+        off.size != n + 1
+        or int(off[0]) != 0
+        or int(off[-1]) != flat.size
+        or bool((counts < 0).any())
+        or (flat.size and int(flat.min()) < 0)
+    ):
+        return None
+    rising = np.empty(flat.size, bool)
+    rising[1:] = flat[1:] > flat[:-1]
+    rising[off[:-1][counts > 0]] = True  # the first entry of every list
+    if not bool(rising.all()):
+        return None
+    return flat, counts
 
 
 def _narrow(a: np.ndarray, bound: int, what: str) -> np.ndarray:
@@ -373,12 +407,17 @@ class Program:
             matrix = self._sendrecv(src_a, dflat, drows, ids, group, rows, vals)
         elif self.rule == "step":
             matrix = self._step_rule(src_a, dflat, drows, ids, rows, vals)
-        if deps is not None:
+        sorted_csr = None  # explicit CSR lists alone, already distinct and sorted
+        if matrix is None and not rows and isinstance(deps, tuple) and len(deps) == 2:
+            sorted_csr = _sorted_csr(deps, t)
+        if deps is not None and sorted_csr is None:
             r, v = self._explicit(deps, t)
             rows.append(r)
             vals.append(v)
         padded = None  # the core drops -1s and repeats of fixed-width rows
-        if matrix is not None and not rows and self.rule != "cells":
+        if sorted_csr is not None:
+            dep_vals, ndep = sorted_csr
+        elif matrix is not None and not rows and self.rule != "cells":
             padded = np.ascontiguousarray(matrix, dtype=np.int32)
             dep_vals, ndep = padded, None
         elif matrix is not None and not rows:
