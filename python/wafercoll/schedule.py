@@ -712,8 +712,23 @@ class Schedule:
 
     @labels.setter
     def labels(self, value: Sequence[str] | None) -> None:
+        """Set the labels: one string per transfer, or None.
+
+        A list or tuple is copied (each item as ``str``); any other
+        :class:`collections.abc.Sequence` of strings is kept as it is, so an
+        importer can make its labels when they are first read. The length
+        is checked now.
+        """
         if value is None:
             self._labels = None
+            return
+        if isinstance(value, Sequence) and not isinstance(value, (list, tuple, str)):
+            if len(value) != self.num_transfers:
+                raise ValueError(
+                    f"labels must have one entry per transfer ({self.num_transfers}), "
+                    f"got {len(value)}"
+                )
+            self._labels = value
             return
         labels = [str(v) for v in value]
         if len(labels) != self.num_transfers:

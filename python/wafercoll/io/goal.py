@@ -266,8 +266,7 @@ def read_goal(
         s = _mapped_schedule(
             res, labels, messages, block_bytes, collective, root, owners, name
         )
-    # as s.labels = [...] would, without a string per transfer until asked
-    s._labels = labels
+    s.labels = labels  # a lazy sequence: kept as it is
     return s
 
 
