@@ -9,8 +9,8 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
-#include <memory>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
