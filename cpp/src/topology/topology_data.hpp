@@ -125,12 +125,14 @@ inline void index_links(const char* fn, NodeId n, std::vector<Link>& links, Data
   data.by_pair.reserve(links.size());
   for (LinkId i = 0; i < num_links; ++i) {
     const Link& l = links[i];
-    data.by_pair.emplace_back(pair_key(l.src, l.dst), i);
     const bool ok = l.src >= 0 && l.src < n && l.dst >= 0 && l.dst < n &&
                     l.src != l.dst && l.bandwidth_Bps > 0.0 &&
                     std::isfinite(l.bandwidth_Bps) && l.latency_s >= 0.0 &&
                     std::isfinite(l.latency_s);
-    if (ok) continue;  // the message is only assembled for a bad link
+    if (ok) {  // the message below is only assembled for a bad link
+      data.by_pair.emplace_back(pair_key(l.src, l.dst), i);
+      continue;
+    }
     const std::string where = cat("links[", i, "].");
     if (l.src < 0 || l.src >= n) {
       throw std::invalid_argument(
@@ -146,6 +148,7 @@ inline void index_links(const char* fn, NodeId n, std::vector<Link>& links, Data
     }
     check_bandwidth(fn, where, l.bandwidth_Bps);
     check_latency(fn, where, l.latency_s);
+    data.by_pair.emplace_back(pair_key(l.src, l.dst), i);  // not reached
   }
   std::sort(data.by_pair.begin(), data.by_pair.end());
   for (std::size_t k = 1; k < data.by_pair.size(); ++k) {
