@@ -11,7 +11,14 @@ A digest is the SHA-256 of the schedule's JSON with every transfer's
 dependency list sorted (the order in which a transfer lists its dependencies
 carries no meaning), plus the simulated time on the topology the case names
 (so that a change of dependency order that moved the simulator's tie-breaking
-would show). Cases that raise record the exception's type instead.
+would show) and a digest of the bytes each link carried and of every
+transfer's finish time (so that a change of routes would show). Cases that
+raise record the exception's type instead.
+
+Besides the builders' own machines, the generic algorithms are simulated on
+stars and on custom graphs routed by shortest paths (hidden routers, several
+equally short paths between a pair), so that a change to the routing of
+custom topologies shows in the simulated times too.
 """
 
 from __future__ import annotations
@@ -37,10 +44,66 @@ def _canonical(s: wc.Schedule) -> str:
     return json.dumps(doc, sort_keys=True, separators=(",", ":"))
 
 
+def _fat_tree(leaves: int, per_leaf: int, spines: int) -> Any:
+    """Endpoints under leaf switches joined by every spine (hidden routers).
+
+    Between two leaves every spine gives an equally short path; odd leaves
+    list their spine links from the last spine down, so that the lowest link
+    id is not always the lowest spine.
+    """
+    e = leaves * per_leaf
+    leaf0, spine0 = e, e + leaves
+    links = []
+    for i in range(e):
+        links += [(i, leaf0 + i // per_leaf), (leaf0 + i // per_leaf, i)]
+    for f in range(leaves):
+        order = range(spines) if f % 2 == 0 else reversed(range(spines))
+        for k in order:
+            links += [(leaf0 + f, spine0 + k), (spine0 + k, leaf0 + f)]
+    return wc.topology.custom(e, links, num_hidden_routers=leaves + spines)
+
+
+def _torus_links(rows: int, cols: int) -> Any:
+    """torus(rows, cols) as a custom graph with its links in reverse order."""
+    lk = wc.topology.torus(rows, cols).links
+    pairs = list(zip(lk["src"].tolist(), lk["dst"].tolist(), strict=True))[::-1]
+    return wc.topology.custom(rows * cols, pairs)
+
+
+def _mesh_routers(rows: int, cols: int) -> Any:
+    """A mesh of hidden routers, one endpoint on each border router."""
+    border = [
+        (r, c)
+        for r in range(rows)
+        for c in range(cols)
+        if r in (0, rows - 1) or c in (0, cols - 1)
+    ]
+    e = len(border)
+    links = []
+    for i, (r, c) in enumerate(border):
+        links += [(i, e + r * cols + c), (e + r * cols + c, i)]
+    for r in range(rows):
+        for c in range(cols):
+            for dr, dc in ((0, 1), (1, 0)):
+                if r + dr < rows and c + dc < cols:
+                    u, v = e + r * cols + c, e + (r + dr) * cols + c + dc
+                    links += [(u, v), (v, u)]
+    return wc.topology.custom(e, links, num_hidden_routers=rows * cols)
+
+
+_CUSTOM = {
+    "fat_tree": _fat_tree,
+    "torus_links": _torus_links,
+    "mesh_routers": _mesh_routers,
+}
+
+
 def _topo(spec: tuple[str, tuple[int, ...]] | None) -> Any:
     if spec is None:
         return None
     kind, args = spec
+    if kind in _CUSTOM:
+        return _CUSTOM[kind](*args)
     if kind == "cluster":
         return wc.topology.cluster(*args)
     if kind == "n150":
@@ -67,6 +130,24 @@ def cases() -> Iterator[tuple[str, dict[str, Any]]]:
         for p in sizes_p:
             for root in sorted({0, p // 2, p - 1}):
                 yield name, {"ranks": p, "size_bytes": 64, "root": root}
+    custom_topologies = [
+        *(("star", (p,)) for p in (1, 2, 3, 5, 8, 16, 33, 64)),
+        ("fat_tree", (4, 4, 2)),
+        ("fat_tree", (3, 5, 3)),
+        ("torus_links", (4, 4)),
+        ("torus_links", (3, 5)),
+        ("mesh_routers", (4, 4)),
+        ("mesh_routers", (3, 5)),
+    ]
+    for name in (
+        "generic_ring_allreduce",
+        "generic_recursive_doubling_allreduce",
+        "generic_rabenseifner_allreduce",
+        "generic_binomial_broadcast",
+    ):
+        for spec in custom_topologies:
+            for size in (64, 100_000):
+                yield name, {"topology": spec, "size_bytes": size}
     for name in (
         "cluster_rd_allreduce",
         "cluster_smp_allreduce",
@@ -248,11 +329,14 @@ def cases() -> Iterator[tuple[str, dict[str, Any]]]:
         )
 
 
-def _simulate(s: wc.Schedule, topo: Any) -> str:
+def _simulate(s: wc.Schedule, topo: Any) -> dict[str, str]:
+    """Simulated time, and a digest of every link's bytes and transfer's finish."""
     if topo is None or s.num_transfers > 20000 or topo.num_endpoints < s.num_ranks:
-        return ""
+        return {"time_s": ""}
     net = wc.NetworkModel(1e9, hop_latency_s=1e-8, packet_bytes=256)
-    return repr(wc.simulate(s, topo, net).time_s)
+    r = wc.simulate(s, topo, net, transfers=True)
+    h = hashlib.sha256(r.link_bytes.tobytes() + r.transfer_finish_s.tobytes())
+    return {"time_s": repr(r.time_s), "links": h.hexdigest()[:16]}
 
 
 def digests(names: set[str] | None = None) -> dict[str, dict[str, str]]:
@@ -275,7 +359,7 @@ def digests(names: set[str] | None = None) -> dict[str, dict[str, str]]:
         out[key] = {
             "sha256": hashlib.sha256(text.encode()).hexdigest(),
             "transfers": str(s.num_transfers),
-            "time_s": _simulate(s, topo),
+            **_simulate(s, topo),
         }
     return out
 

@@ -1,5 +1,6 @@
 // Bindings of the topology area: _core.Topology mirrors wafercoll::Topology,
 // with per-link data and routes returned as NumPy arrays.
+#include <algorithm>
 #include <array>
 #include <string>
 
@@ -93,6 +94,22 @@ py::array_t<std::int32_t> hops_matrix(const Topology& t) {
   return out;
 }
 
+// next_hops() as a (nodes, endpoints) array; row u, column d is the first
+// link of u's route to endpoint d.
+py::array_t<LinkId> next_hops(const Topology& t) {
+  std::vector<LinkId> table;
+  {
+    // Pure C++ work on an immutable Topology (the table's columns are built
+    // under its own lock).
+    py::gil_scoped_release release;
+    table = t.next_hops();
+  }
+  py::array_t<LinkId> out({static_cast<py::ssize_t>(t.num_nodes()),
+                           static_cast<py::ssize_t>(t.num_endpoints())});
+  std::copy(table.begin(), table.end(), out.mutable_data());
+  return out;
+}
+
 }  // namespace
 
 void bind_topology(py::module_& m) {
@@ -101,6 +118,8 @@ void bind_topology(py::module_& m) {
   cls.attr("MAX_CUSTOM_NODES") = Topology::kMaxCustomNodes;
   cls.attr("MAX_ROUTED_ENDPOINTS") = Topology::kMaxRoutedEndpoints;
   cls.attr("MAX_CLUSTER_RANKS") = Topology::kMaxClusterRanks;
+  cls.attr("MAX_STAR_ENDPOINTS") = Topology::kMaxStarEndpoints;
+  cls.attr("MAX_NEXT_HOP_ENTRIES") = Topology::kMaxNextHopEntries;
   cls.attr("MAX_HOPS_MATRIX_ENDPOINTS") = kMaxHopsMatrixEndpoints;
   cls.def_static("line", &Topology::line, py::arg("n"), py::arg("bandwidth_Bps") = 1e9,
                  py::arg("latency_s") = 0.0)
@@ -110,6 +129,8 @@ void bind_topology(py::module_& m) {
                   py::arg("bandwidth_Bps") = 1e9, py::arg("latency_s") = 0.0)
       .def_static("torus", &Topology::torus, py::arg("rows"), py::arg("cols"),
                   py::arg("bandwidth_Bps") = 1e9, py::arg("latency_s") = 0.0)
+      .def_static("star", &Topology::star, py::arg("n"), py::arg("bandwidth_Bps") = 1e9,
+                  py::arg("latency_s") = 0.0)
       .def_static("custom", &make_custom, py::arg("num_endpoints"),
                   py::arg("num_hidden_routers"), py::arg("src"), py::arg("dst"),
                   py::arg("bandwidth_Bps"), py::arg("latency_s"),
@@ -168,6 +189,14 @@ void bind_topology(py::module_& m) {
           [](const Topology& t, NodeId dst) { return to_numpy(t.hops_to(dst)); },
           py::arg("dst"))
       .def("hops_matrix", &hops_matrix)
+      .def("next_hops", &next_hops)
+      .def(
+          "search_route",
+          [](const Topology& t, NodeId src, NodeId dst) {
+            return to_numpy(t.search_route(src, dst));
+          },
+          py::arg("src"), py::arg("dst"),
+          "route() by the per-destination search, without the next-hop table.")
       .def("link_src",
            [](const Topology& t) {
              return per_link<std::int32_t>(t, [](const Link& l) { return l.src; });

@@ -13,7 +13,9 @@ class Topology:
     MAX_CUSTOM_NODES: typing.ClassVar[int] = 20000
     MAX_GRID_NODES: typing.ClassVar[int] = 4194304
     MAX_HOPS_MATRIX_ENDPOINTS: typing.ClassVar[int] = 8192
+    MAX_NEXT_HOP_ENTRIES: typing.ClassVar[int] = 134217728
     MAX_ROUTED_ENDPOINTS: typing.ClassVar[int] = 4096
+    MAX_STAR_ENDPOINTS: typing.ClassVar[int] = 4194303
     @staticmethod
     def cluster(nodes: typing.SupportsInt | typing.SupportsIndex, ppn: typing.SupportsInt | typing.SupportsIndex, sockets: typing.SupportsInt | typing.SupportsIndex, rank_node: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], bandwidth_Bps: typing.Annotated[collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], "FixedSize(4)"], latency_s: typing.Annotated[collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], "FixedSize(4)"]) -> Topology:
         """
@@ -37,6 +39,9 @@ class Topology:
         ...
     @staticmethod
     def ring(n: typing.SupportsInt | typing.SupportsIndex, bandwidth_Bps: typing.SupportsFloat | typing.SupportsIndex = 1000000000.0, latency_s: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> Topology:
+        ...
+    @staticmethod
+    def star(n: typing.SupportsInt | typing.SupportsIndex, bandwidth_Bps: typing.SupportsFloat | typing.SupportsIndex = 1000000000.0, latency_s: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> Topology:
         ...
     @staticmethod
     def torus(rows: typing.SupportsInt | typing.SupportsIndex, cols: typing.SupportsInt | typing.SupportsIndex, bandwidth_Bps: typing.SupportsFloat | typing.SupportsIndex = 1000000000.0, latency_s: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> Topology:
@@ -77,6 +82,8 @@ class Topology:
         ...
     def name(self) -> str:
         ...
+    def next_hops(self) -> numpy.typing.NDArray[numpy.int32]:
+        ...
     def node_at(self, row: typing.SupportsInt | typing.SupportsIndex, col: typing.SupportsInt | typing.SupportsIndex) -> int:
         ...
     def num_endpoints(self) -> int:
@@ -95,6 +102,10 @@ class Topology:
         ...
     def rows(self) -> int:
         ...
+    def search_route(self, src: typing.SupportsInt | typing.SupportsIndex, dst: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.int32]:
+        """
+        route() by the per-destination search, without the next-hop table.
+        """
     def sockets(self) -> int:
         ...
     def with_labels(self, family: str, display: str) -> Topology:

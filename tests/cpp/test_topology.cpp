@@ -313,6 +313,66 @@ TEST(Topology, CustomUnreachableThrows) {
   }
 }
 
+TEST(Topology, StarRoutesAreComputed) {
+  const Topology t = Topology::star(5, 2e9, 1e-7);
+  EXPECT_EQ(t.kind(), "star");
+  EXPECT_EQ(t.name(), "star(5)");
+  EXPECT_EQ(t.num_nodes(), 6);
+  EXPECT_EQ(t.num_links(), 10);
+  EXPECT_EQ(t.link(4).src, 2);
+  EXPECT_EQ(t.link(4).dst, 5);
+  EXPECT_EQ(t.link(5).dst, 2);
+  for (NodeId a = 0; a < 5; ++a) {
+    for (NodeId b = 0; b < 5; ++b) {
+      const std::vector<LinkId> want =
+          a == b ? std::vector<LinkId>{} : std::vector<LinkId>{2 * a, 2 * b + 1};
+      EXPECT_EQ(t.route(a, b), want);
+      EXPECT_EQ(t.search_route(a, b), want);  // what the search used to give
+      EXPECT_EQ(t.hops(a, b), a == b ? 0 : 2);
+    }
+  }
+  EXPECT_EQ(t.hops_to(3), (std::vector<std::int32_t>{2, 2, 2, 0, 2}));
+  // Beyond the custom node limit: computed routes, no tables.
+  const Topology big = Topology::star(50000);
+  EXPECT_EQ(big.route(49999, 0), (std::vector<LinkId>{99998, 1}));
+  EXPECT_THROW(big.next_hops(), std::invalid_argument);
+  EXPECT_THROW(big.search_route(0, 1), std::invalid_argument);
+  EXPECT_THROW(Topology::star(0), std::invalid_argument);
+  EXPECT_THROW(Topology::star(Topology::kMaxStarEndpoints + 1), std::invalid_argument);
+}
+
+TEST(Topology, NextHopTableMatchesTheSearch) {
+  // Two leaves of three endpoints under two spines, the second leaf listing
+  // its spines backwards: every cross-leaf pair has two shortest paths.
+  std::vector<Link> links;
+  auto both = [&](NodeId u, NodeId v) {
+    links.push_back({u, v, 1e9, 0});
+    links.push_back({v, u, 1e9, 0});
+  };
+  for (NodeId i = 0; i < 6; ++i) both(i, 6 + i / 3);
+  both(6, 8);
+  both(6, 9);
+  both(7, 9);
+  both(7, 8);
+  const Topology t = Topology::custom(6, 4, links);
+  const std::vector<LinkId> table = t.next_hops();
+  ASSERT_EQ(table.size(), 10u * 6u);
+  for (NodeId a = 0; a < 6; ++a) {
+    for (NodeId b = 0; b < 6; ++b) {
+      const std::vector<LinkId> r = t.route(a, b);
+      EXPECT_EQ(r, t.search_route(a, b));
+      expect_chain(t, a, b, r);
+      if (a != b) EXPECT_EQ(table[a * 6 + b], r.front());
+    }
+  }
+  // 0 -> 3: up to leaf 6, then the lowest-id link to a spine (6 -> 8, id 12),
+  // down to leaf 7 (8 -> 7, id 19), then to 3 (id 7).
+  EXPECT_EQ(t.route(0, 3), (std::vector<LinkId>{0, 12, 19, 7}));
+  // 3 -> 0 leaves leaf 7 by its lowest-id spine link (7 -> 9, id 16).
+  EXPECT_EQ(t.route(3, 0), (std::vector<LinkId>{6, 16, 15, 1}));
+  EXPECT_THROW(Topology::mesh(2, 2).next_hops(), std::invalid_argument);
+}
+
 namespace {
 
 template <typename F>

@@ -17,8 +17,9 @@ namespace wafercoll {
 
 using namespace topology_detail;
 
-// The node limit keeps hop distances in uint16 and the lazy routing tables
-// (one per destination, nodes entries each) within memory.
+// The node limit keeps hop distances and out-link positions in uint16 and
+// the lazy routing tables (one column per destination, nodes entries each)
+// within memory.
 Topology Topology::custom(NodeId num_endpoints, NodeId num_hidden_routers,
                           std::vector<Link> links) {
   const char* fn = "custom";
@@ -38,6 +39,14 @@ Topology Topology::custom(NodeId num_endpoints, NodeId num_hidden_routers,
   auto data = std::make_shared<CustomData>();
   index_links(fn, n, links, *data, true);
   data->dist_to.resize(static_cast<std::size_t>(num_endpoints));
+  // The next-hop table, when it fits: reserved, not written (its columns
+  // are filled on first use, so untouched pages cost no memory).
+  const std::int64_t entries = nodes * num_endpoints;
+  if (entries <= kMaxNextHopEntries) {
+    data->next_hop.reset(new std::uint16_t[static_cast<std::size_t>(entries)]);
+    data->next_hop_ready.reset(new std::atomic<std::uint8_t>[num_endpoints]);
+    for (NodeId e = 0; e < num_endpoints; ++e) data->next_hop_ready[e].store(0);
+  }
   Topology t;
   t.kind_ = TopologyKind::custom;
   t.num_endpoints_ = num_endpoints;
@@ -116,7 +125,9 @@ Topology Topology::custom_routed(NodeId num_endpoints, NodeId num_hidden_routers
   }
   t.custom_->route_offsets = std::move(route_offsets);
   t.custom_->route_links = std::move(route_links);
-  t.custom_->dist_to.clear();  // not used with an explicit table
+  t.custom_->dist_to.clear();  // neither is used with an explicit table
+  t.custom_->next_hop.reset();
+  t.custom_->next_hop_ready.reset();
   return t;
 }
 

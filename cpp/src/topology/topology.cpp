@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <deque>
 #include <limits>
 #include <mutex>
 #include <sstream>
@@ -269,23 +268,7 @@ void Topology::append_route(NodeId src, NodeId dst, std::vector<LinkId>& out) co
     return;
   }
   if (kind_ == TopologyKind::custom) {
-    const auto& dist = dist_to(dst);
-    if (dist[src] == kUnreached) {
-      throw std::invalid_argument(cat("no route from ", src, " to ", dst));
-    }
-    const CustomData& d = *custom_;
-    // Greedy walk: the first (lowest-id) link that gets one hop closer. It
-    // always exists because dist was computed over the same links.
-    for (NodeId u = src; u != dst;) {
-      for (LinkId k = d.out_offsets[u]; k < d.out_offsets[u + 1]; ++k) {
-        const Link& l = d.links[d.out_links[k]];
-        if (dist[l.dst] != kUnreached && dist[l.dst] + 1 == dist[u]) {
-          out.push_back(d.out_links[k]);
-          u = l.dst;
-          break;
-        }
-      }
-    }
+    custom_append(src, dst, out);  // star, next-hop table or search
     return;
   }
   // Grids: X first, then Y (dimension order, see the header).
@@ -326,9 +309,10 @@ std::vector<LinkId> Topology::route(NodeId src, NodeId dst) const {
   return out;
 }
 
-// Route lengths without building routes: closed forms for grids and
-// clusters, the table for explicit routes, the BFS distance otherwise (the
-// greedy walk of append_route takes exactly that many hops).
+// Route lengths without building routes: closed forms for grids, clusters
+// and stars, the table for explicit routes, the next-hop walk or the BFS
+// distance otherwise (the greedy walk of append_route takes exactly that
+// many hops).
 std::int32_t Topology::hops(NodeId src, NodeId dst) const {
   check_endpoint(src, "hops", "src");
   check_endpoint(dst, "hops", "dst");
@@ -343,11 +327,7 @@ std::int32_t Topology::hops(NodeId src, NodeId dst) const {
       if (count == 0) throw std::invalid_argument(cat("no route from ", src, " to ", dst));
       return static_cast<std::int32_t>(count);
     }
-    const std::uint16_t d = dist_to(dst)[src];
-    if (d == kUnreached) {
-      throw std::invalid_argument(cat("no route from ", src, " to ", dst));
-    }
-    return d;
+    return custom_hops(src, dst);
   }
   return dim_steps(src % cols_, dst % cols_, cols_, wrap_x_).first +
          dim_steps(src / cols_, dst / cols_, rows_, wrap_y_).first;
@@ -364,10 +344,17 @@ std::vector<std::int32_t> Topology::hops_to(NodeId dst) const {
       routed(a, dst, &count);
       out[a] = a == dst ? 0 : count == 0 ? -1 : static_cast<std::int32_t>(count);
     }
-  } else if (kind_ == TopologyKind::custom) {
+  } else if (is_star()) {
+    for (NodeId a = 0; a < num_endpoints_; ++a) out[a] = a == dst ? 0 : 2;
+  } else if (kind_ == TopologyKind::custom && !custom_->next_hop) {
     const auto& dist = dist_to(dst);
     for (NodeId a = 0; a < num_endpoints_; ++a) {
       out[a] = dist[a] == kUnreached ? -1 : std::int32_t{dist[a]};
+    }
+  } else if (kind_ == TopologyKind::custom) {
+    const std::uint16_t* col = next_hop_column(dst);
+    for (NodeId a = 0; a < num_endpoints_; ++a) {
+      out[a] = a == dst ? 0 : col[a] == kNoHop ? -1 : custom_hops(a, dst);
     }
   } else {
     // hops separate by dimension: tabulate each once, then add.
@@ -384,34 +371,6 @@ std::vector<std::int32_t> Topology::hops_to(NodeId dst) const {
     }
   }
   return out;
-}
-
-// Reverse BFS from dst over in-links: dist[v] = hops of a shortest v -> dst
-// path, through routers and endpoints alike.
-// Computed on first use per destination and kept: a schedule usually
-// reaches few destinations, and tabulating all would cost nodes x endpoints
-// up front. The lock makes concurrent simulations (GIL released) safe.
-const std::vector<std::uint16_t>& Topology::dist_to(NodeId dst) const {
-  CustomData& d = *custom_;
-  std::lock_guard<std::mutex> lock(d.mutex);
-  auto& dist = d.dist_to[dst];
-  if (!dist.empty()) return dist;
-  std::vector<std::uint16_t> fresh(static_cast<std::size_t>(num_nodes_), kUnreached);
-  std::deque<NodeId> queue{dst};
-  fresh[dst] = 0;
-  while (!queue.empty()) {
-    const NodeId v = queue.front();
-    queue.pop_front();
-    for (LinkId k = d.in_offsets[v]; k < d.in_offsets[v + 1]; ++k) {
-      const NodeId u = d.links[d.in_links[k]].src;
-      if (fresh[u] == kUnreached) {
-        fresh[u] = static_cast<std::uint16_t>(fresh[v] + 1);
-        queue.push_back(u);
-      }
-    }
-  }
-  dist = std::move(fresh);
-  return dist;
 }
 
 // The explicit route of (a, b), or nullptr when the topology has no route

@@ -5,9 +5,12 @@
 // need these structures.
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
@@ -27,6 +30,11 @@ namespace topology_detail {
 inline constexpr std::uint16_t kUnreached = std::numeric_limits<std::uint16_t>::max();
 static_assert(Topology::kMaxCustomNodes < kUnreached,
               "hop distances of custom topologies must fit in uint16 below kUnreached");
+// Next-hop entries are a link's position among its node's out-links (at most
+// kMaxCustomNodes - 1 of them, no duplicate pairs); this value marks "none".
+inline constexpr std::uint16_t kNoHop = std::numeric_limits<std::uint16_t>::max();
+static_assert(Topology::kMaxCustomNodes < kNoHop,
+              "out-link positions of custom topologies must fit in uint16 below kNoHop");
 
 template <typename... Parts>
 std::string cat(const Parts&... parts) {
@@ -71,9 +79,21 @@ struct Topology::CustomData {
   std::vector<LinkId> in_offsets, in_links;    // by dst
   std::vector<std::pair<std::int64_t, LinkId>> by_pair;  // sorted (src,dst) keys
 
-  // Lazy routing tables, one per destination endpoint. The outer vector is
-  // sized once; an inner table is written once under the lock and never
-  // modified afterwards, so a reference to it stays valid without the lock.
+  // star(): routes are computed, no table is built.
+  bool star = false;
+
+  // The next-hop table (see topology.hpp): column d at next_hop[d * N], each
+  // entry a position in the node's out-link list or kNoHop. Allocated without
+  // initialising (pages are committed as columns are written); a column is
+  // written once under the lock and then published by its ready flag
+  // (release/acquire), so reads take no lock. Empty above the size limit.
+  std::unique_ptr<std::uint16_t[]> next_hop;
+  std::unique_ptr<std::atomic<std::uint8_t>[]> next_hop_ready;
+
+  // The per-destination search's distances (the fallback without a table),
+  // one vector per destination endpoint. The outer vector is sized once; an
+  // inner table is written once under the lock and never modified
+  // afterwards, so a reference to it stays valid without the lock.
   std::mutex mutex;
   std::vector<std::vector<std::uint16_t>> dist_to;
 
@@ -105,6 +125,14 @@ inline void index_links(const char* fn, NodeId n, std::vector<Link>& links, Data
   data.by_pair.reserve(links.size());
   for (LinkId i = 0; i < num_links; ++i) {
     const Link& l = links[i];
+    const bool ok = l.src >= 0 && l.src < n && l.dst >= 0 && l.dst < n &&
+                    l.src != l.dst && l.bandwidth_Bps > 0.0 &&
+                    std::isfinite(l.bandwidth_Bps) && l.latency_s >= 0.0 &&
+                    std::isfinite(l.latency_s);
+    if (ok) {  // the message below is only assembled for a bad link
+      data.by_pair.emplace_back(pair_key(l.src, l.dst), i);
+      continue;
+    }
     const std::string where = cat("links[", i, "].");
     if (l.src < 0 || l.src >= n) {
       throw std::invalid_argument(
@@ -120,7 +148,7 @@ inline void index_links(const char* fn, NodeId n, std::vector<Link>& links, Data
     }
     check_bandwidth(fn, where, l.bandwidth_Bps);
     check_latency(fn, where, l.latency_s);
-    data.by_pair.emplace_back(pair_key(l.src, l.dst), i);
+    data.by_pair.emplace_back(pair_key(l.src, l.dst), i);  // not reached
   }
   std::sort(data.by_pair.begin(), data.by_pair.end());
   for (std::size_t k = 1; k < data.by_pair.size(); ++k) {

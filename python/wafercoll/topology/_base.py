@@ -398,6 +398,45 @@ class Topology:
         """
         return self._core.hops_matrix()
 
+    def next_hops(self) -> np.ndarray:
+        """The next-hop table of a star or a custom topology routed by shortest paths.
+
+        Their routes are destination-based (the tail of a route is a route),
+        so one table holds them all: entry ``[u, d]`` is the first link of the
+        route from node ``u`` (endpoint or hidden router) to endpoint ``d``.
+        :meth:`route` reads the same table, kept inside the topology: 2 bytes
+        per node and destination, ``num_nodes * num_endpoints * 2`` bytes in
+        all, each destination's column computed once, on its first use (a
+        reverse breadth-first search from it). Custom topologies above
+        2**27 entries (256 MiB) keep no table: their routes come from the
+        per-destination search (hop distances to the destination, cached, and
+        at each hop the lowest-id link that gets one hop closer), the same
+        routes, more slowly. Stars compute their routes and keep no table.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(num_nodes, num_endpoints)`` int32 array of link ids (4 bytes
+            per entry), ``-1`` where ``u == d`` or ``d`` cannot be reached.
+
+        Raises
+        ------
+        ValueError
+            For other families (their routes are not destination-based, or
+            are given explicitly) and above 2**27 entries (then use
+            :meth:`route` per pair).
+
+        Examples
+        --------
+        >>> import wafercoll as wc
+        >>> t = wc.topology.star(3)
+        >>> t.next_hops().tolist()  # rows: endpoints 0, 1, 2, then the switch
+        [[-1, 0, 0], [2, -1, 2], [4, 4, -1], [1, 3, 5]]
+        >>> t.route(0, 2).tolist()  # [0, 2] of the table, then [3, 2]
+        [0, 5]
+        """
+        return self._core.next_hops()
+
     def link_id(self, u: int, v: int) -> int:
         """Id of the link from node ``u`` to node ``v``, or ``-1`` if none.
 
@@ -578,6 +617,7 @@ _MAX_GRID = int(_core.Topology.MAX_GRID_NODES)
 _MAX_CUSTOM = int(_core.Topology.MAX_CUSTOM_NODES)
 _MAX_ROUTED = int(_core.Topology.MAX_ROUTED_ENDPOINTS)
 _MAX_CLUSTER = int(_core.Topology.MAX_CLUSTER_RANKS)
+_MAX_STAR = int(_core.Topology.MAX_STAR_ENDPOINTS)
 _MAX_LOCALITY_MATRIX = 4096
 
 
@@ -743,26 +783,46 @@ def star(n: int, *, bandwidth_Bps: float = 1e9, latency_s: float = 0.0) -> Topol
 
     The switch is a hidden router (node ``n``); link ``2 i`` goes from
     endpoint ``i`` to the switch, link ``2 i + 1`` back. Every route has two
-    hops. A rank's sends share its uplink and its receives its downlink, the
-    network LogGP assumes (:meth:`wafercoll.NetworkModel.loggp`).
+    hops, ``route(a, b) == [2 a, 2 b + 1]``, computed rather than searched, so
+    a star holds up to 4,194,303 endpoints and keeps no routing table. A
+    rank's sends share its uplink and its receives its downlink, the network
+    LogGP assumes (:meth:`wafercoll.NetworkModel.loggp`).
+
+    Parameters
+    ----------
+    n : int
+        Number of endpoints, 1 to 4,194,303.
+    bandwidth_Bps : float, optional
+        Bandwidth of every link in bytes per second; > 0 and finite.
+    latency_s : float, optional
+        Latency of every link in seconds; >= 0 and finite.
+
+    Returns
+    -------
+    Topology
+        Kind ``"star"``, ``n`` endpoints, one hidden router, ``2 n`` links:
+        the same links and routes as :func:`custom` gives for them.
+
+    Raises
+    ------
+    TypeError
+        If ``n`` is not an integer or a link parameter not a real number.
+    ValueError
+        If a value is out of range (the message names the parameter).
 
     Examples
     --------
     >>> import wafercoll as wc
-    >>> wc.topology.star(4).route(0, 3).tolist()
+    >>> t = wc.topology.star(4)
+    >>> t.route(0, 3).tolist()
     [0, 7]
+    >>> t.kind, t.name, t.num_nodes
+    ('star', 'star(4)', 5)
     """
-    e = _as_size(n, "n", 1, _MAX_CUSTOM - 1)
-    links = [(i, e) if k == 0 else (e, i) for i in range(e) for k in (0, 1)]
-    return custom(
-        e,
-        links,
-        num_hidden_routers=1,
-        bandwidth_Bps=bandwidth_Bps,
-        latency_s=latency_s,
-        kind="star",
-        name=f"star({e})",
-    )
+    e = _as_size(n, "n", 1, _MAX_STAR)
+    bw = _as_real(bandwidth_Bps, "bandwidth_Bps")
+    lat = _as_real(latency_s, "latency_s")
+    return Topology(_core.Topology.star(e, bw, lat))
 
 
 @recorded
@@ -815,7 +875,12 @@ def custom(
     Topology
         Without ``routes``, routes are shortest by hop count through any nodes;
         among equally short paths the lexicographically smallest sequence of
-        link ids wins.
+        link ids wins. They are read from a next-hop table of
+        ``num_nodes * num_endpoints`` entries of 2 bytes, each destination's
+        column computed on its first use and kept (see
+        :meth:`Topology.next_hops`); above 2**27 entries (256 MiB) routes come
+        from a per-destination search instead, which gives the same routes
+        more slowly and keeps 2 bytes per node for every destination used.
 
     Raises
     ------

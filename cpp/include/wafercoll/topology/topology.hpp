@@ -61,10 +61,23 @@
 // b is a shortest path by hop count; among shortest paths it is the one whose
 // sequence of link ids is lexicographically smallest (at each node, the
 // lowest-id link that stays on a shortest path). Routes are therefore
-// destination-based: the tail of a route is itself a route. The per-destination
-// distance tables are built on first use and cached (2 bytes per node and
-// destination), which is why custom topologies are limited to
-// kMaxCustomNodes nodes.
+// destination-based: the tail of a route is itself a route, and one next-hop
+// table says them all: next[u][d] = the first link of u's route to endpoint
+// d. The table has N x E entries of 2 bytes (the link's position among u's
+// out-links), filled one destination column at a time, on first use, by a
+// reverse BFS from d and one scan of the links; a route is then read in
+// O(hops) without a lock. It is kept when N x E <= kMaxNextHopEntries (256
+// MiB); larger custom topologies fall back to the per-destination search:
+// cached hop distances to d (also 2 bytes per node and destination used) and,
+// at every hop, a scan of the node's out-links. Both give the same routes.
+// Custom topologies are limited to kMaxCustomNodes nodes (distances and
+// out-link positions are uint16).
+//
+// Stars. star(n): n endpoints on one hidden switch, node n. Link 2i goes from
+// endpoint i to the switch and link 2i + 1 back, so the route from a to b is
+// [2a, 2b + 1] (the only path), computed, never searched: a star is a custom
+// topology (kind "star") without tables, and holds up to kMaxStarEndpoints
+// endpoints.
 //
 // A custom topology may instead carry an explicit route table: the route of
 // every ordered pair of endpoints, given by the caller (dimension-ordered
@@ -136,6 +149,9 @@ class Topology {
   static constexpr std::int64_t kMaxRoutedEndpoints = 4096;
   static constexpr std::int64_t kMaxRouteTableLinks = std::int64_t{1} << 26;
   static constexpr std::int64_t kMaxClusterRanks = std::int64_t{1} << 21;
+  static constexpr std::int64_t kMaxStarEndpoints = (std::int64_t{1} << 22) - 1;
+  // Nodes x endpoints of the largest next-hop table (2 bytes each: 256 MiB).
+  static constexpr std::int64_t kMaxNextHopEntries = std::int64_t{1} << 27;
 
   // Families. Every link gets bandwidth_Bps (> 0, finite) and latency_s
   // (>= 0, finite); sizes are >= 1. Invalid arguments throw
@@ -166,6 +182,10 @@ class Topology {
                           std::vector<NodeId> rank_node,
                           const std::array<BytesPerSecond, 4>& bandwidth_Bps,
                           const std::array<Seconds, 4>& latency_s);
+  // n endpoints on one hidden switch (node n): links 2i (i -> switch) and
+  // 2i + 1 (switch -> i), all with bandwidth_Bps and latency_s.
+  static Topology star(NodeId n, BytesPerSecond bandwidth_Bps = 1e9,
+                       Seconds latency_s = 0.0);
   // A copy whose kind() and name() read `family` and `display` (custom
   // topologies only; empty strings keep the defaults).
   Topology with_labels(std::string family, std::string display) const;
@@ -218,6 +238,17 @@ class Topology {
   // hops(a, dst) for every endpoint a, with -1 where dst is unreachable.
   std::vector<std::int32_t> hops_to(NodeId dst) const;
 
+  // Shortest-path custom topologies and stars: the next-hop table, entry
+  // u * E + d = the first link of the route from node u to endpoint d (-1
+  // when u == d or d is unreachable from u). Throws std::invalid_argument for
+  // other kinds (their routes are not destination-based) and above
+  // kMaxNextHopEntries entries.
+  std::vector<LinkId> next_hops() const;
+  // The per-destination search of custom topologies of at most
+  // kMaxCustomNodes nodes (the fallback above the table's limit), whatever
+  // the size: the same route as route(), found without the table.
+  std::vector<LinkId> search_route(NodeId src, NodeId dst) const;
+
  private:
   struct CustomData;  // links, adjacency and the lazy routing tables
   struct ClusterData;  // rank placement of a cluster
@@ -238,8 +269,16 @@ class Topology {
   static std::pair<NodeId, int> dim_steps(NodeId from, NodeId to, NodeId size,
                                           bool wrap);
 
-  // Custom helper: hop distances from every node to endpoint dst (cached).
+  // Custom helpers (custom_routes.cpp): hop distances from every node to
+  // endpoint dst (cached), the greedy walk along them, and the next-hop
+  // column of dst (nullptr when the topology keeps no table).
   const std::vector<std::uint16_t>& dist_to(NodeId dst) const;
+  void search_append(NodeId src, NodeId dst, std::vector<LinkId>& out) const;
+  const std::uint16_t* next_hop_column(NodeId dst) const;
+  bool is_star() const;
+  // Links from src to dst by the custom rules (star, table or search).
+  void custom_append(NodeId src, NodeId dst, std::vector<LinkId>& out) const;
+  std::int32_t custom_hops(NodeId src, NodeId dst) const;
   // Explicit route a -> b of a routed custom topology: [first, last) into
   // its route_links, or nullptr when the table is absent.
   const LinkId* routed(NodeId a, NodeId b, std::int64_t* count) const;
