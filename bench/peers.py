@@ -19,14 +19,12 @@ slightly (wafercoll charges one more G per message and models neither g nor
 the CPU time of o; see ``NetworkModel.loggp``), so the simulated times are
 printed side by side, not required to be equal.
 
-``wc.io.read_goal`` is pure Python today (a compiled reader is in the
-works): it needs about 1.2 GB and 45 s for the 229,376 messages of
-dissemination at 16k ranks. Above ``--read-max`` ranks (default 65,536) it
-is not run, and the simulation is given the same messages built directly
-with ``wc.Schedule.from_arrays`` (:func:`direct_schedule`); the script
-checks first, at small sizes, that these schedules have exactly the
-messages and dependencies ``read_goal`` gives and simulate to the same
-finish times.
+``wc.io.read_goal`` parses and matches GOAL in the C++ core. Above
+``--read-max`` ranks (default 262,144: every size) it is not run, and the
+simulation is given the same messages built directly with
+``wc.Schedule.from_arrays`` (:func:`direct_schedule`); the script checks
+first, at small sizes, that these schedules have exactly the messages and
+dependencies ``read_goal`` gives and simulate to the same finish times.
 
 Each measurement runs in a child process of its own, and the peak memory is
 that child's (``os.wait4``'s ``ru_maxrss``; for wafercoll's simulation, the
@@ -497,7 +495,7 @@ def main() -> int:
     )
     parser.add_argument("--patterns", nargs="+", choices=PATTERNS, default=PATTERNS)
     parser.add_argument("--simgrid-sizes", type=int, nargs="*", default=[256, 1024])
-    parser.add_argument("--read-max", type=int, default=65536, help="read_goal up to")
+    parser.add_argument("--read-max", type=int, default=262144, help="read_goal up to")
     parser.add_argument("--baseline-python", metavar="PY", help="an earlier build")
     parser.add_argument("--work", default="/tmp/wafercoll-peers", help="GOAL files")
     parser.add_argument("--timeout", type=float, default=1800.0, help="per child, s")
