@@ -935,3 +935,37 @@ def test_cut_through_head_is_not_held_back_by_fast_links() -> None:
     saf = wc.NetworkModel(None, switching="store_and_forward")
     r3 = wc.simulate(one_transfer(5, 0, 4, size), top, saf)
     assert close(r3.time_s, 2 * size / slow + 2 * size / fast)
+
+
+# -- nccl-tests' algorithm and bus bandwidth ---------------------------------------
+@pytest.mark.parametrize("p", [2, 3, 5, 8])
+def test_bus_bandwidth_of_bandwidth_optimal_rings_is_the_link_speed(p) -> None:
+    """A unidirectional ring allreduce, reduce-scatter and allgather on a ring
+    of p endpoints keep every link busy: busbw equals the link bandwidth
+    (nccl-tests' definition), without latencies."""
+    bw, size = 2e9, 6 * p * 1000
+    net = wc.NetworkModel(bw)
+    for name, kind in (
+        ("generic_ring_allreduce", "allreduce"),
+        ("generic_ring_reduce_scatter", "reduce_scatter"),
+        ("generic_ring_allgather", "allgather"),
+    ):
+        r = wc.simulate(wc.build(name, p, size), wc.ring(p), net)
+        assert r.collective.kind == kind
+        assert r.algbw_Bps == pytest.approx(size / r.time_s)
+        assert r.busbw_Bps == pytest.approx(bw, rel=1e-12)
+        assert r.summary()["busbw_Bps"] == r.busbw_Bps
+
+
+def test_bus_factors_and_their_refusals() -> None:
+    from wafercoll.simulate import bus_factor
+
+    assert bus_factor("allreduce", 4) == 1.5
+    assert bus_factor("alltoall", 4) == 0.75
+    assert bus_factor("reduce", 4) == bus_factor("broadcast", 9) == 1.0
+    assert bus_factor("unknown", 4) is None
+    with pytest.raises(ValueError, match="ranks"):
+        bus_factor("allreduce", 0)
+    s = wc.build("generic_ring_allreduce", 2, 8)
+    r = wc.simulate(s, wc.ring(2), wc.NetworkModel(1e9))
+    assert r.busbw_Bps == pytest.approx(r.algbw_Bps)  # 2 (n - 1) / n = 1

@@ -103,7 +103,9 @@ from .topology import Topology
 __all__ = [
     "NetworkModel",
     "SimResult",
+    "bus_factor",
     "simulate",
+    "simulate_tasks",
     "simulation_events",
 ]
 
@@ -130,6 +132,42 @@ class CollectiveRequest(NamedTuple):
     traffic: Any = None
     #: Where each block must end (the block-moving collectives).
     targets: np.ndarray | None = None
+
+
+#: nccl-tests' bus-bandwidth factors (NVIDIA/nccl-tests, doc/PERFORMANCE.md):
+#: busbw = algbw * factor(n). Gather and scatter, which nccl-tests does not
+#: time, get (n - 1) / n by the same argument (all but the root's own block
+#: crosses the root's one link); alltoallv that of alltoall.
+_BUS_FACTORS = {
+    "allreduce": lambda n: 2 * (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "allgather": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+    "reduce": lambda n: 1.0,
+    "alltoall": lambda n: (n - 1) / n,
+    "alltoallv": lambda n: (n - 1) / n,
+    "gather": lambda n: (n - 1) / n,
+    "scatter": lambda n: (n - 1) / n,
+}
+
+
+def bus_factor(collective: str, ranks: int) -> float | None:
+    """nccl-tests' factor from algorithm to bus bandwidth for ``ranks`` ranks.
+
+    ``2 (n - 1) / n`` for allreduce, ``(n - 1) / n`` for reduce-scatter,
+    allgather and alltoall, 1 for broadcast and reduce (NVIDIA/nccl-tests,
+    ``doc/PERFORMANCE.md``); ``(n - 1) / n`` for gather and scatter by the
+    same argument; None for a collective without one (``"unknown"``).
+
+    Examples
+    --------
+    >>> from wafercoll.simulate import bus_factor
+    >>> bus_factor("allreduce", 8), bus_factor("broadcast", 8)
+    (1.75, 1.0)
+    """
+    n = as_int(ranks, "ranks", 1)
+    f = _BUS_FACTORS.get(collective)
+    return None if f is None else float(f(n))
 
 
 class SimResult:
@@ -266,6 +304,38 @@ class SimResult:
         return round(self.time_s * self.network.clock_Hz, 6)
 
     @property
+    def algbw_Bps(self) -> float | None:
+        """Algorithm bandwidth, size / time, as nccl-tests reports it.
+
+        ``size_bytes`` of the collective (the vector each rank holds: for
+        reduce-scatter and allgather the whole array of ``n`` blocks, as
+        nccl-tests counts it) over the makespan; None for a zero time.
+        """
+        size = self.collective.size_bytes
+        return size / self.time_s if self.time_s > 0 else None
+
+    @property
+    def busbw_Bps(self) -> float | None:
+        """Bus bandwidth: :attr:`algbw_Bps` times :func:`bus_factor`.
+
+        The number nccl-tests prints as ``busbw``, comparable to a link's
+        peak whatever the number of ranks. None for a zero time or a
+        collective without a factor (``"unknown"``).
+
+        Examples
+        --------
+        >>> import wafercoll as wc
+        >>> s = wc.build("generic_ring_allreduce", 4, 4_000_000)
+        >>> r = wc.simulate(s, wc.ring(4), wc.NetworkModel(1e9))
+        >>> round(r.busbw_Bps / 1e9, 9)  # the ring runs every link at full speed
+        1.0
+        """
+        n = max(1, len(self.collective.participants))  # the participating ranks
+        f = bus_factor(self.collective.kind, n)
+        a = self.algbw_Bps
+        return None if f is None or a is None else a * f
+
+    @property
     def link_utilization_by_link(self) -> np.ndarray:
         """Busy time / makespan of each link."""
         if self.time_s <= 0.0:
@@ -360,6 +430,8 @@ class SimResult:
             "bytes_on_links": int(self.link_bytes.sum()),
             "packets": self.packets,
             "events": self.events,
+            "algbw_Bps": self.algbw_Bps,
+            "busbw_Bps": self.busbw_Bps,
         }
 
     def to_pandas(self, what: str = "links") -> Any:
