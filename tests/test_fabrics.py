@@ -396,3 +396,24 @@ def test_generic_allreduce_runs_and_verifies(spec):
     bound = wc.bounds.lower_bound(topo, net, "allreduce", 4096 * p)
     assert res.time_s >= bound.time_s * (1 - 1e-9)
     assert res.time_s > 0
+
+
+@pytest.mark.parametrize(("merge", "slowest_Bps"), [(False, 4 * 25e9), (True, 450e9)])
+def test_ring_allreduce_time_on_dgx_h100(merge, slowest_Bps):
+    # Ring allreduce, 8 GPUs, S bytes: 2 (p - 1) steps of S / p bytes, each to
+    # the next GPU. GPU i sends through chip i mod 4 (4 or 5 links): the GPUs
+    # on 4-link chips pace the ring. Merged chips: 18 links for every GPU.
+    p, size = 8, 1 << 20
+    topo = dgx_h100(merge_switches=merge)
+    s = wc.build("generic_ring_allreduce", p, size)
+    res = wc.simulate(s, topo, wc.machines.preset("dgx_h100"))
+    want = 2 * (p - 1) * (size / p) / slowest_Bps
+    assert res.time_s == pytest.approx(want, rel=1e-9)
+
+
+def test_fabrics_pickle_as_their_call():
+    import pickle
+
+    for t in (fat_tree(4, oversubscription=2), dragonfly(2, 1, 1), dgx_h100_rail(1)):
+        back = pickle.loads(pickle.dumps(t))
+        assert back == t and back.name == t.name
