@@ -417,3 +417,22 @@ def test_fabrics_pickle_as_their_call():
     for t in (fat_tree(4, oversubscription=2), dragonfly(2, 1, 1), dgx_h100_rail(1)):
         back = pickle.loads(pickle.dumps(t))
         assert back == t and back.name == t.name
+
+
+@pytest.mark.parametrize(
+    ("make", "want_cut"),
+    [
+        # a group's (g - 1) global wires: 2 x 0.1 GB/s
+        (lambda: dragonfly(2, 1, 1, host_Bps=1e9, local_Bps=1e9, global_Bps=1e8), 2e8),
+        # a rail and its GPUs hang on one spine wire of 0.25 GB/s
+        (lambda: rail_optimized(4, 2, spines=1, nic_Bps=1e9, spine_Bps=2.5e8), 2.5e8),
+    ],
+)
+def test_cut_bound_against_max_flow(make, want_cut):
+    t = make()
+    cut = _min_cut_between_endpoints(t)
+    assert cut == pytest.approx(want_cut)
+    s = 1 << 20
+    b = wc.bounds.lower_bound(t, wc.NetworkModel(None), "allreduce", s)
+    assert b.components["cut"] == pytest.approx(s / cut)
+    assert b.binding == "cut"
