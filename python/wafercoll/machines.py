@@ -206,7 +206,8 @@ _FABRIC_MACHINES = (
         _fabric_network("dgx_h100"),
         (
             _NVLINK4,
-            "4 NVSwitch chips on HGX H100 (ServeTheHome/Ingrasys, Computex 2024); "
+            "4 NVSwitch chips on HGX H100, every GPU on all four (NVIDIA developer "
+            "blog, Introducing NVIDIA HGX H100, 2022); "
             "the 5/4/4/5 split is not from a vendor page we read (Hot Chips 34, "
             "as commonly reported)",
             _NO_LATENCY,

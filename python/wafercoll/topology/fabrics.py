@@ -15,32 +15,34 @@ Numbers and where they come from (``GB/s`` is per direction unless marked
   25 GB/s per link per direction (NVIDIA, "Upgrading Multi-GPU
   Interconnectivity with the Third-Generation NVIDIA NVSwitch", developer
   blog, 2022; NVIDIA Hopper architecture page: "900 gigabytes per second
-  (GB/s) bidirectional per GPU"). DGX H100 has four NVSwitch chips (HGX H100
-  baseboard; ServeTheHome/Ingrasys, Computex 2024: "reduced in quantity from
-  four to two" on HGX B200). The 5/4/4/5 split of a GPU's 18 links over the
-  four chips could not be found in a vendor page we could read; it is the
-  split NVIDIA presented for the HGX H100 baseboard (Hot Chips 34, 2022, as
-  commonly reported) and is taken as given.
+  (GB/s) bidirectional per GPU"). The HGX H100 8-GPU baseboard of DGX H100
+  has four NVSwitch chips and every GPU connects to all four (NVIDIA,
+  "Introducing NVIDIA HGX H100", developer blog, 2022). The 5/4/4/5 split of
+  a GPU's 18 links over the four chips could not be found in a vendor page
+  we could read; it is the split NVIDIA presented for the HGX H100
+  baseboard (Hot Chips 34, 2022, as commonly reported) and is taken as
+  given.
 * NVLink 5 (B200, GB200): 18 links per GPU, 1.8 TB/s bidirectional per GPU,
-  so 50 GB/s per link per direction (NVIDIA GB200 NVL72 product page, as
-  quoted by the Slicast article "NVIDIA introduces NVLink Switch": "5th
-  generation NVLink provides 100GB/s per link [bidirectional] ... 18 ports
-  ... 1.8 TB/s per GPU"). HGX/DGX B200 has two NVLink switch chips
-  (ServeTheHome/Ingrasys, above); how the 18 links split over them is not
-  published in what we read: 9 and 9 is assumed. GB200 NVL72: 72 GPUs, nine
+  so 50 GB/s per link per direction (Slicast, "NVIDIA introduces NVLink
+  Switch", on NVIDIA's figures: "5th generation NVLink provides 100GB/s per
+  link [bidirectional] ... 18 ports ... 1.8 TB/s per GPU"). HGX/DGX B200
+  has two NVLink switch chips, down from four on HGX H100 (ServeTheHome,
+  "Ingrasys shows big NVIDIA NVLink Switch chips change to the HGX B200",
+  Computex 2024); how the 18 links split over them is not published in
+  what we read: 9 and 9 is assumed. GB200 NVL72: 72 GPUs, nine
   NVLink switch trays (NVIDIA Base Command Manager manual, "NVLink Switch
-  Integration": "9 NVLink switch trays per rack") of two switch chips each,
-  18 chips in all ("The GB200 NVL72 system rack has 18 NVLink Switches",
-  ibid. Slicast), and with 18 links per GPU each GPU has one link to each
+  Integration": "9 NVLink switch trays per rack"), 18 switch chips in all
+  ("The GB200 NVL72 system rack has 18 NVLink Switches", Slicast, ibid.),
+  so two per tray; with 18 links per GPU, each GPU has one link to each
   chip (derived).
 * ConnectX-7: 400 Gb/s = 50 GB/s per GPU, one NIC per GPU on DGX H100, on
   the GPU's rail leaf (Juniper, "AI Data Center Network with Juniper Apstra,
   NVIDIA GPUs and WEKA: Rail Optimized Fabric": "400Gbps GPU-to-GPU
   bandwidth ... rail N connects GPUs in position N in all the servers across
   leaf switch N").
-* Latencies: no vendor latency figure is used; every link has
-  ``latency_s`` (0 by default), and the machine presets in
-  :mod:`wafercoll.machines` state their assumed per-hop latency.
+* Latencies: no vendor latency figure was found, so none is used: every
+  link has ``latency_s`` (0 by default), and the machine presets in
+  :mod:`wafercoll.machines` are bandwidth-only (no latency assumed).
 
 Examples
 --------
