@@ -223,8 +223,9 @@ def test_fat_tree_cut_bound_against_max_flow(r, want_cut):
 @pytest.mark.parametrize(
     ("n", "g", "s", "q"), [(2, 4, 2, 0), (3, 8, 4, 4), (4, 2, 1, 1)]
 )
-def test_rail_optimized_counts_and_hops(n, g, s, q):
-    t = rail_optimized(n, g, spines=s, nvswitches=q, nic_Bps=1e9)
+@pytest.mark.parametrize("routing", ["spread", "shortest"])
+def test_rail_optimized_counts_and_hops(n, g, s, q, routing):
+    t = rail_optimized(n, g, spines=s, nvswitches=q, nic_Bps=1e9, routing=routing)
     e = n * g
     assert t.num_endpoints == e
     assert _switches(t) == g + s + n * q
@@ -255,6 +256,23 @@ def test_rail_optimized_uses_nvswitch_inside_and_rails_across():
     # the default spine links are non-blocking: 2 nodes x 50 GB/s over 4 spines
     src, bw = t.links["src"], t.links["bandwidth_Bps"]
     assert (bw[(src == e) & (dst >= e + 8) & (dst < e + 12)] == 2 * 50e9 / 4).all()
+
+
+def test_rail_optimized_spreads_spines_by_destination_node():
+    n, g, s = 6, 4, 3
+    t = rail_optimized(n, g, spines=s)
+    e, dst = t.num_endpoints, t.links["dst"]
+    for x in range(e):
+        for y in range(e):
+            if x // g != y // g and x % g != y % g:
+                assert dst[t.route(x, y)[1]] == e + g + (y // g) % s
+    flat = rail_optimized(n, g, spines=s, routing="shortest")
+    assert all(
+        flat.links["dst"][flat.route(x, y)[1]] == e + g
+        for x in range(e)
+        for y in range(e)
+        if x // g != y // g and x % g != y % g
+    )
 
 
 # -- dragonfly ---------------------------------------------------------------------
@@ -336,6 +354,9 @@ def test_dragonfly_shortest_differs_from_minimal():
         (lambda: rail_optimized(2, spines=0), ValueError, "spines"),
         (lambda: rail_optimized(2, nic_Bps=-1), ValueError, "nic_Bps"),
         (lambda: rail_optimized(2, nvswitches=-1), ValueError, "nvswitches"),
+        (lambda: rail_optimized(2, nvswitches=19), ValueError, "nvswitches"),
+        (lambda: rail_optimized(2, routing="ecmp"), ValueError, "routing"),
+        (lambda: rail_optimized(513, 8), ValueError, "4096"),
         (lambda: rail_optimized(2000, 8, nvswitches=4), ValueError, "20000"),
         (lambda: dragonfly(0, 1, 1), ValueError, "a"),
         (lambda: dragonfly(2, 1, 1, g=4), ValueError, "g"),

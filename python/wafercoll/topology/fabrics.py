@@ -400,6 +400,7 @@ def fat_tree(
     latency_s : float, optional
         Latency of every link, >= 0.
     routing : {"two_level", "shortest"}, optional
+        See above.
 
     Returns
     -------
@@ -502,6 +503,7 @@ def rail_optimized(
     nvlink_Bps: float = NVLINK4_LINK_BPS,
     nvlinks_per_gpu: int = 18,
     latency_s: float = 0.0,
+    routing: str = "spread",
     name: str | None = None,
 ) -> Topology:
     """A rail-optimised network: GPU ``i`` of every node on rail (leaf) switch ``i``.
@@ -516,14 +518,20 @@ def rail_optimized(
     (``nvlinks_per_gpu`` links of ``nvlink_Bps``, split by
     :func:`nvswitch_split`).
 
-    Routes are shortest paths, lowest link id first, with the rail-spine
-    wires numbered first, then the NIC wires, then the NVLink wires: GPUs of
-    one node talk over NVSwitch (2 hops; without NVSwitch, 4 hops over the
-    rails and a spine), GPUs on one rail over their rail switch (2 hops), and
-    other pairs over rail, spine, rail (4 hops). Paths through a peer GPU
-    (rail then NVSwitch, or NVSwitch then rail, as NCCL's PXN does) are as
-    short but lose on link ids, so no route passes through a GPU. The spine
-    of a route is the lowest-numbered one (one path per pair).
+    Routing, ``"spread"`` (default): GPUs of one node talk over NVSwitch (2
+    hops; GPU ``i`` through chip ``i mod nvswitches``, as in
+    :func:`nvswitch_node`), GPUs on one rail over their rail switch (2 hops),
+    and other pairs (and GPUs of one node without NVSwitch) over rail, spine,
+    rail (4 hops), the spine chosen by the destination's node, ``node mod
+    spines``, so that a rail's traffic to many nodes spreads over the spines
+    (destination-based, like the fat tree's two-level tables; ECMP hashing is
+    not modelled). No route passes through a peer GPU (no PXN-style
+    forwarding). These are explicit route tables, for at most 4096 GPUs.
+    ``"shortest"``: shortest paths, lowest link id first, with the rail-spine
+    wires numbered first, then the NIC wires, then the NVLink wires: the same
+    hop counts and no forwarding through GPUs either (paths through a peer GPU
+    are as short but lose on link ids), but every rail sends all its
+    cross-rail traffic through spine 0.
 
     Parameters
     ----------
@@ -546,13 +554,16 @@ def rail_optimized(
         NVLink links per GPU.
     latency_s : float, optional
         Latency of every link, >= 0.
+    routing : {"spread", "shortest"}, optional
+        See above.
     name : str, optional
         Display name.
 
     Returns
     -------
     Topology
-        Kind ``"rail_optimized"``.
+        Kind ``"rail_optimized"``: ``nodes * gpus_per_node`` endpoints,
+        ``gpus_per_node + spines + nodes * nvswitches`` switches.
 
     Raises
     ------
@@ -571,11 +582,20 @@ def rail_optimized(
     s = as_int(max(1, g // 2) if spines is None else spines, "spines", 1, _MAX_NODES)
     nic = _bps(nic_Bps, "nic_Bps")
     spine = _bps(n * nic / s if spine_Bps is None else spine_Bps, "spine_Bps")
-    q = as_int(nvswitches, "nvswitches", 0, 1 << 16)
+    q = as_int(
+        nvswitches, "nvswitches", 0, as_int(nvlinks_per_gpu, "nvlinks_per_gpu", 1)
+    )
     lat = _latency(latency_s)
+    if routing not in ("spread", "shortest"):
+        raise ValueError(f"routing must be 'spread' or 'shortest', got {routing!r}")
     e = n * g
     total = e + g + s + n * q
     _check_nodes(total, "rail_optimized")
+    if routing == "spread" and e > 4096:
+        raise ValueError(
+            f"rail_optimized has {e} GPUs; spread routes are tables for at most "
+            f"4096 GPUs: pass routing='shortest'"
+        )
     links = _Links()
     rail0, spine0, nv0 = e, e + g, e + g + s
     for i in range(g):
@@ -591,12 +611,27 @@ def rail_optimized(
             _nvswitch_wires(
                 links, gpus, range(nv0 + m * q, nv0 + (m + 1) * q), parts, nvl
             )
+    routes = None
+    if routing == "spread":
+        ids = {pair: k for k, pair in enumerate(links.pairs)}
+
+        def routes(x: int, y: int) -> list[int]:
+            (mx, ix), (my, iy) = divmod(x, g), divmod(y, g)
+            if mx == my and q:
+                path = [x, nv0 + mx * q + ix % q, y]
+            elif ix == iy:
+                path = [x, rail0 + ix, y]
+            else:
+                path = [x, rail0 + ix, spine0 + my % s, rail0 + iy, y]
+            return [ids[u, v] for u, v in zip(path, path[1:], strict=False)]
+
     return custom(
         e,
         links.pairs,
         num_hidden_routers=total - e,
         bandwidth_Bps=np.array(links.bw),
         latency_s=lat,
+        routes=routes,
         kind="rail_optimized",
         name=name or f"rail_optimized({n}x{g})",
     )
