@@ -25,6 +25,12 @@ machine                   topology                 network preset
 ``mcm_artifact``          ``mesh(rows, cols)``     ``mcm_artifact``
 ``mcm_figure_timesteps``  ``mesh(rows, cols)``     ``mcm_figure_timesteps``
 ``blue_waters``           ``cluster(nodes, ppn)``  ``blue_waters``
+``dgx_h100``              ``dgx_h100()``           ``dgx_h100``
+``dgx_b200``              ``dgx_b200()``           ``dgx_b200``
+``nvl72``                 ``gb200_nvl72()``        ``nvl72``
+``dgx_h100_x16_rail``     ``dgx_h100_rail(16)``    ``dgx_h100_x16_rail``
+``fat_tree_k8``           ``fat_tree(8)``          ``fat_tree_k8``
+``dragonfly_a8``          ``dragonfly(8, 4, 4)``   ``dragonfly_a8``
 ========================  =======================  ========================
 
 Examples
@@ -35,7 +41,7 @@ Examples
 >>> (topo.num_endpoints, net.name)
 (9, 'mcm_table_ii')
 >>> sorted(wc.machines.names())[:3]
-['blue_waters', 'mcm_artifact', 'mcm_figure_timesteps']
+['blue_waters', 'dgx_b200', 'dgx_h100']
 """
 
 from __future__ import annotations
@@ -50,7 +56,21 @@ from ._util import did_you_mean
 from .cluster.machine import cluster_machine
 from .mcm.machine import artifact, figure_timesteps, table_ii
 from .network import NetworkModel
-from .topology import Topology, cluster, line, mesh, ring, torus, wormhole_n150
+from .topology import (
+    Topology,
+    cluster,
+    dgx_b200,
+    dgx_h100,
+    dgx_h100_rail,
+    dragonfly,
+    fat_tree,
+    gb200_nvl72,
+    line,
+    mesh,
+    ring,
+    torus,
+    wormhole_n150,
+)
 from .wafer.builders import wafer_row
 from .wafer.builders2d import wafer_grid
 from .wafer.machine import wse2_network
@@ -148,6 +168,122 @@ def _blue_waters_topology(nodes: int, ppn: int, size_bytes: float = 8) -> Topolo
     return cluster_machine(nodes, ppn, size_bytes)[0]
 
 
+def _fabric_network(name: str) -> Callable[..., NetworkModel]:
+    """A preset that takes every link's own bandwidth from the fabric's topology.
+
+    No per-hop or start-up latency was sourced for these fabrics, so none is
+    assumed (``hop_latency_s = alpha_s = 0``): the preset is bandwidth-only.
+    Add a latency with :func:`network_model` overrides.
+    """
+
+    def network(hop_latency_s: float = 0.0, alpha_s: float = 0.0) -> NetworkModel:
+        return NetworkModel(
+            None, hop_latency_s=hop_latency_s, alpha_s=alpha_s, name=name
+        )
+
+    network.__name__ = f"{name}_network"
+    network.__qualname__ = network.__name__
+    return network
+
+
+_NVLINK4 = (
+    "NVLink 4: 18 links per GPU, 900 GB/s bidirectional per GPU (NVIDIA developer "
+    "blog, Upgrading Multi-GPU Interconnectivity with the Third-Generation NVIDIA "
+    "NVSwitch, 2022; NVIDIA Hopper architecture page)"
+)
+_NVLINK5 = (
+    "NVLink 5: 18 links per GPU, 100 GB/s bidirectional per link, 1.8 TB/s per GPU "
+    "(NVIDIA GB200 NVL72 figures as quoted by Slicast, NVIDIA introduces NVLink "
+    "Switch)"
+)
+_NO_LATENCY = "latency: none sourced, none assumed (bandwidth-only preset)"
+_FABRIC_MACHINES = (
+    Machine(
+        "dgx_h100",
+        "NVIDIA DGX H100: 8 GPUs on 4 NVSwitch chips, 5/4/4/5 NVLink 4 links each",
+        "nvswitch",
+        dgx_h100,
+        _fabric_network("dgx_h100"),
+        (
+            _NVLINK4,
+            "4 NVSwitch chips on HGX H100, every GPU on all four (NVIDIA developer "
+            "blog, Introducing NVIDIA HGX H100, 2022); "
+            "the 5/4/4/5 split is not from a vendor page we read (Hot Chips 34, "
+            "as commonly reported)",
+            _NO_LATENCY,
+        ),
+    ),
+    Machine(
+        "dgx_b200",
+        "NVIDIA DGX B200: 8 GPUs on 2 NVLink switch chips, 9/9 NVLink 5 links each",
+        "nvswitch",
+        dgx_b200,
+        _fabric_network("dgx_b200"),
+        (
+            _NVLINK5,
+            "2 NVLink switch chips on HGX B200 (ServeTheHome/Ingrasys, Computex "
+            "2024); the 9/9 split is assumed",
+            _NO_LATENCY,
+        ),
+    ),
+    Machine(
+        "nvl72",
+        "NVIDIA GB200 NVL72: 72 GPUs, one NVLink 5 link to each of 18 switch chips",
+        "nvswitch",
+        gb200_nvl72,
+        _fabric_network("nvl72"),
+        (
+            _NVLINK5,
+            "9 NVLink switch trays per rack (NVIDIA Base Command Manager manual, "
+            "NVLink Switch Integration), 18 NVLink switches (Slicast, ibid.)",
+            _NO_LATENCY,
+        ),
+    ),
+    Machine(
+        "dgx_h100_x16_rail",
+        "16 DGX H100 nodes on a rail-optimised ConnectX-7 network (8 rails, 4 spines)",
+        "rail_optimized",
+        dgx_h100_rail,
+        _fabric_network("dgx_h100_x16_rail"),
+        (
+            _NVLINK4,
+            "ConnectX-7 400 Gb/s per GPU, rail N = GPU N of every server (Juniper, "
+            "AI Data Center Network with Juniper Apstra, NVIDIA GPUs and WEKA: Rail "
+            "Optimized Fabric)",
+            "4 spines and non-blocking leaves: an assumption",
+            _NO_LATENCY,
+        ),
+        (16,),
+    ),
+    Machine(
+        "fat_tree_k8",
+        "k = 8 fat tree (Al-Fares et al., SIGCOMM 2008): 128 hosts, 80 switches",
+        "fat_tree",
+        fat_tree,
+        _fabric_network("fat_tree_k8"),
+        (
+            "Al-Fares, Loukissas, Vahdat, A Scalable, Commodity Data Center Network "
+            "Architecture, SIGCOMM 2008, Sections 3.2-3.3",
+            "50 GB/s (400 Gb/s) ports: an assumption",
+            _NO_LATENCY,
+        ),
+        (8,),
+    ),
+    Machine(
+        "dragonfly_a8",
+        "dragonfly a = 8, p = h = 4, g = 33 (Kim et al., ISCA 2008): 1056 hosts",
+        "dragonfly",
+        dragonfly,
+        _fabric_network("dragonfly_a8"),
+        (
+            "Kim, Dally, Scott, Abts, Technology-Driven, Highly-Scalable Dragonfly "
+            "Topology, ISCA 2008, Section 3 (balanced a = 2p = 2h, g = ah + 1)",
+            "50 GB/s on every wire: an assumption",
+            _NO_LATENCY,
+        ),
+        (8, 4, 4),
+    ),
+)
 _WAFER_SOURCES = (
     "Near-Optimal Wafer-Scale Reduce, Section 2.2: one 32-bit wavelet per link "
     "per cycle, one cycle per hop, one ramp per PE of T_R = 2 cycles each way",
@@ -236,6 +372,7 @@ _TABLE: dict[str, Machine] = {
             ),
             (64, 16),
         ),
+        *_FABRIC_MACHINES,
     )
 }
 
@@ -324,7 +461,9 @@ def network_presets() -> dict[str, Callable[..., NetworkModel]]:
 SPEC_HELP = (
     "line:N, ring:N, mesh:RxC, torus:RxC, cluster:NODESxPPN[xSOCKETS], or a "
     "machine of wafercoll.machines (NAME[:AxB]: wse2_row:P, wse2_grid:MxN, "
-    "wormhole_n150[:ROW], mcm_table_ii:RxC, blue_waters:NODESxPPN, ...)"
+    "wormhole_n150[:ROW], mcm_table_ii:RxC, blue_waters:NODESxPPN, dgx_h100, "
+    "dgx_b200, nvl72, dgx_h100_x16_rail[:NODES], fat_tree_k8[:K], "
+    "dragonfly_a8[:AxPxH], ...)"
 )
 #: How many sizes each topology kind takes (``ring`` alone: all the ranks).
 _KIND_SIZES = {
