@@ -106,6 +106,12 @@ def simulate_workload(
         raise TypeError(f"topology must be a Topology, got {type(topology).__name__}")
     if not isinstance(network, NetworkModel):
         raise TypeError(f"network must be a NetworkModel, got {type(network).__name__}")
+    if network.dependencies != "complete":
+        raise ValueError(
+            f"network: a workload runs its collectives with dependencies='complete', "
+            f"the model {network.name!r} has {network.dependencies!r}; use "
+            "network.replace(dependencies='complete')"
+        )
     if workload.ranks > topology.num_endpoints:
         raise ValueError(
             f"the workload has {workload.ranks} ranks but the topology "
