@@ -18,12 +18,20 @@ link list (not through the id arithmetic the cluster uses).
 
 from __future__ import annotations
 
+import sys
 from collections import deque
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import wafercoll as wc
+
+# The fat tree whose spines tie, as the route digests build it.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from schedule_digests import fat_tree_graph  # noqa: E402
+
+sys.path.pop(0)
 
 
 def bfs_routes(t: wc.topology.Topology) -> tuple[dict, np.ndarray]:
@@ -65,20 +73,6 @@ def bfs_routes(t: wc.topology.Topology) -> tuple[dict, np.ndarray]:
                     u = dst[route[-1]]
                 routes[a, d] = route
     return routes, table
-
-
-def fat_tree(leaves: int, per_leaf: int, spines: int) -> wc.topology.Topology:
-    """Leaf switches under every spine; odd leaves list their spines backwards."""
-    e = leaves * per_leaf
-    leaf0, spine0 = e, e + leaves
-    links = []
-    for i in range(e):
-        links += [(i, leaf0 + i // per_leaf), (leaf0 + i // per_leaf, i)]
-    for f in range(leaves):
-        order = range(spines) if f % 2 == 0 else reversed(range(spines))
-        for k in order:
-            links += [(leaf0 + f, spine0 + k), (spine0 + k, leaf0 + f)]
-    return wc.custom(e, links, num_hidden_routers=leaves + spines)
 
 
 def shuffled_torus(rows: int, cols: int, seed: int) -> wc.topology.Topology:
@@ -130,8 +124,8 @@ TOPOLOGIES = {
         [(i, 5) if k == 0 else (5, i) for i in range(5) for k in (0, 1)],
         num_hidden_routers=1,
     ),
-    "fat_tree_4x4x2": lambda: fat_tree(4, 4, 2),
-    "fat_tree_3x2x3": lambda: fat_tree(3, 2, 3),
+    "fat_tree_4x4x2": lambda: fat_tree_graph(4, 4, 2),
+    "fat_tree_3x2x3": lambda: fat_tree_graph(3, 2, 3),
     "torus_4x4_shuffled": lambda: shuffled_torus(4, 4, 1),
     "torus_3x5_shuffled": lambda: shuffled_torus(3, 5, 2),
     "router_mesh_4x5": lambda: router_mesh(4, 5),

@@ -44,7 +44,7 @@ def _canonical(s: wc.Schedule) -> str:
     return json.dumps(doc, sort_keys=True, separators=(",", ":"))
 
 
-def _fat_tree(leaves: int, per_leaf: int, spines: int) -> Any:
+def fat_tree_graph(leaves: int, per_leaf: int, spines: int) -> Any:
     """Endpoints under leaf switches joined by every spine (hidden routers).
 
     Between two leaves every spine gives an equally short path; odd leaves
@@ -92,7 +92,7 @@ def _mesh_routers(rows: int, cols: int) -> Any:
 
 
 _CUSTOM = {
-    "fat_tree": _fat_tree,
+    "fat_tree": fat_tree_graph,
     "torus_links": _torus_links,
     "mesh_routers": _mesh_routers,
 }

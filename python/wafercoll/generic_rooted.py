@@ -139,6 +139,19 @@ def _program(p: int, blocks: Any, collective: str, root: int, name: str) -> kit.
     return kit.Program(p, blocks, collective, root=root, rule="sendrecv", name=name)
 
 
+def _rooted(
+    ranks: int, size_bytes: int, root: Any, collective: str, label: str
+) -> tuple[int, int, kit.Program]:
+    """``(p, root, program)`` of a rooted collective over one block per rank."""
+    r = _root(root, ranks)
+    name = f"{label}(p={ranks}, root={r})"
+    return (
+        ranks,
+        r,
+        _program(ranks, kit.split_bytes(size_bytes, ranks), collective, r, name),
+    )
+
+
 def _binomial(p: int, root: int, scatter: bool) -> list[tuple[Any, Any, kit.Ranges]]:
     """``(src, dst, blocks)`` of the binomial gather or scatter steps."""
     steps = []
@@ -262,14 +275,7 @@ def linear_gather(
     >>> s.num_transfers, wc.verify(s).steps
     (4, 4)
     """
-    p, r = ranks, _root(root, ranks)
-    prog = _program(
-        p,
-        kit.split_bytes(size_bytes, p),
-        "gather",
-        r,
-        f"linear_gather(p={p}, root={r})",
-    )
+    p, r, prog = _rooted(ranks, size_bytes, root, "gather", "linear_gather")
     for j in range(1, p):
         src = (r + j) % p
         prog.step(src, r, src, "copy")
@@ -298,14 +304,7 @@ def linear_scatter(
     >>> s.targets.tolist(), wc.verify(s).steps
     ([0, 1, 2, 3, 4], 4)
     """
-    p, r = ranks, _root(root, ranks)
-    prog = _program(
-        p,
-        kit.split_bytes(size_bytes, p),
-        "scatter",
-        r,
-        f"linear_scatter(p={p}, root={r})",
-    )
+    p, r, prog = _rooted(ranks, size_bytes, root, "scatter", "linear_scatter")
     for j in range(1, p):
         dst = (r + j) % p
         prog.step(r, dst, dst, "copy")
@@ -335,14 +334,7 @@ def binomial_gather(
     >>> s.num_transfers, wc.verify(s).steps
     (4, 3)
     """
-    p, r = ranks, _root(root, ranks)
-    prog = _program(
-        p,
-        kit.split_bytes(size_bytes, p),
-        "gather",
-        r,
-        f"binomial_gather(p={p}, root={r})",
-    )
+    p, r, prog = _rooted(ranks, size_bytes, root, "gather", "binomial_gather")
     for src, dst, blocks in _binomial(p, r, scatter=False):
         prog.step(src, dst, blocks, "copy")
     return prog.schedule()
@@ -371,14 +363,7 @@ def binomial_scatter(
     >>> s.num_transfers, wc.verify(s).steps
     (4, 3)
     """
-    p, r = ranks, _root(root, ranks)
-    prog = _program(
-        p,
-        kit.split_bytes(size_bytes, p),
-        "scatter",
-        r,
-        f"binomial_scatter(p={p}, root={r})",
-    )
+    p, r, prog = _rooted(ranks, size_bytes, root, "scatter", "binomial_scatter")
     for src, dst, blocks in _binomial(p, r, scatter=True):
         prog.step(src, dst, blocks, "copy")
     return prog.schedule()
@@ -415,11 +400,8 @@ def chain_gather(
     >>> s.num_transfers, wc.verify(s).steps
     (6, 3)
     """
-    p, r = ranks, _root(root, ranks)
+    p, r, prog = _rooted(ranks, size_bytes, root, "gather", "chain_gather")
     o = _order(order, p, r)
-    prog = _program(
-        p, kit.split_bytes(size_bytes, p), "gather", r, f"chain_gather(p={p}, root={r})"
-    )
     for s in range(p - 1):
         j = np.arange(1, p - s, dtype=np.int64)
         prog.step(o[j], o[j - 1], o[j + s], "copy")
@@ -457,15 +439,8 @@ def chain_scatter(
     >>> s.num_transfers, wc.verify(s).steps
     (6, 3)
     """
-    p, r = ranks, _root(root, ranks)
+    p, r, prog = _rooted(ranks, size_bytes, root, "scatter", "chain_scatter")
     o = _order(order, p, r)
-    prog = _program(
-        p,
-        kit.split_bytes(size_bytes, p),
-        "scatter",
-        r,
-        f"chain_scatter(p={p}, root={r})",
-    )
     for s in range(p - 1):
         # position j forwards the block the root sent at step s - j
         j = np.arange(0, min(s, p - 2) + 1, dtype=np.int64)
@@ -550,14 +525,7 @@ def scatter_allgather_broadcast(
     >>> s.num_transfers, wc.verify(s).steps
     (24, 7)
     """
-    p, r = ranks, _root(root, ranks)
-    prog = _program(
-        p,
-        kit.split_bytes(size_bytes, p),
-        "broadcast",
-        r,
-        f"scatter_allgather(p={p}, root={r})",
-    )
+    p, r, prog = _rooted(ranks, size_bytes, root, "broadcast", "scatter_allgather")
     for src, dst, blocks in _binomial(p, r, scatter=True):
         prog.step(src, dst, blocks, "copy")
     # the ring allgather: rank r sends block r - s to r + 1 at step s

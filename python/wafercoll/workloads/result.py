@@ -91,6 +91,7 @@ class WorkloadResult:
         traffic: tuple[Any, np.ndarray, dict[int, tuple[Any, ...]]] | None = None,
     ) -> None:
         self._traffic = traffic
+        self._iv: tuple[list[list[Any]], list[list[Any]]] | None = None
         self.workload = workload
         self.simulation = simulation
         self.step_time_s = float(simulation.time_s)
@@ -179,7 +180,9 @@ class WorkloadResult:
         return out
 
     def _intervals(self) -> tuple[list[list[Any]], list[list[Any]]]:
-        """Per rank: compute intervals and communication intervals."""
+        """Per rank: compute intervals and communication intervals (made once)."""
+        if self._iv is not None:
+            return self._iv
         p = self.workload.ranks
         comp: list[list[Any]] = [[] for _ in range(p)]
         comm: list[list[Any]] = [[] for _ in range(p)]
@@ -190,7 +193,8 @@ class WorkloadResult:
             target = comp if node.kind == "compute" else comm
             for r, x in self._exit[i].items():
                 target[r].append((self._start[self._entry[i][r]], self._finish[x]))
-        return comp, comm
+        self._iv = (comp, comm)
+        return self._iv
 
     def breakdown(self) -> dict[str, np.ndarray]:
         """Per-rank breakdown of the step (see the module), as arrays.

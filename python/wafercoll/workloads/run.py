@@ -350,8 +350,8 @@ class _Expansion:
 
     def _choose(self, n: Any, whole: bool) -> str:
         """The fastest applicable algorithm for node ``n``, alone on its ranks."""
-        k_all = len(n.ranks)
-        if whole and not n.options and k_all == self.topology.default_ranks:
+        k = len(n.ranks)
+        if whole and not n.options and k == self.topology.default_ranks:
             adv = advise(
                 self.topology, n.size_bytes, n.collective, self.network, keep=None
             )
@@ -360,7 +360,6 @@ class _Expansion:
                     return c.name
         best, best_t = "", math.inf
         endpoints = self.place[list(n.ranks)]
-        k = len(n.ranks)
         for info in algorithms(n.collective):
             if "any" not in info.families or info.artifact_names or k > info.max_ranks:
                 continue
