@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import wafercoll as wc
@@ -29,6 +30,134 @@ def test_synthesized_allreduce_verifies_and_sums(topo, size, rng) -> None:
     assert (wc.execute(s, x) == x.sum(axis=0)).all()
     r = wc.simulate(s, topo, wc.NetworkModel(1e9))
     assert r.time_s >= wc.bounds.result_bound(r).time_s
+
+
+@pytest.mark.parametrize("topo", TOPOLOGIES, ids=lambda t: t.name)
+@pytest.mark.parametrize(
+    "collective", ["reduce_scatter", "allgather", "reduce", "broadcast"]
+)
+@pytest.mark.parametrize("size", [3, 1001, 1 << 15])
+def test_every_synthesized_collective_verifies_and_runs(
+    topo, collective, size, rng
+) -> None:
+    p = topo.num_endpoints
+    root = p // 2
+    s = wc.synthesize(topo, collective, size, root=root)
+    assert s.collective == collective
+    assert wc.verify(s).ok
+    x = rng.integers(-1000, 1000, size=(p, size))
+    total = x.sum(axis=0)
+    y = wc.execute(s, x)
+    if collective == "broadcast":
+        assert (y == x[root]).all()
+    elif collective == "reduce":
+        assert (y[root] == total).all()
+    else:
+        # Block b (bytes off[b] .. off[b + 1]) is owned by owners[b]: summed
+        # there (reduce-scatter) or copied from there to every rank.
+        off = np.concatenate([[0], np.cumsum(s.block_bytes)])
+        for b, owner in enumerate(s.owners.tolist()):
+            lo, hi = off[b], off[b + 1]
+            if collective == "reduce_scatter":
+                assert (y[owner, lo:hi] == total[lo:hi]).all()
+            else:
+                assert (y[:, lo:hi] == x[owner, lo:hi]).all()
+        per_rank = np.bincount(s.owners, weights=s.block_bytes, minlength=p)
+        assert per_rank.tolist() == list(wc.kit.split_bytes(size, p))
+    r = wc.simulate(s, topo, wc.NetworkModel(1e9, packet_bytes=256))
+    assert r.time_s >= wc.bounds.result_bound(r).time_s * (1 - 1e-9)
+
+
+@pytest.mark.parametrize(
+    ("rows", "cols", "torus"),
+    [(3, 3, False), (4, 5, False), (3, 4, True), (5, 5, True)],
+)
+def test_equal_rate_packing_is_integral_and_reaches_the_optimum(
+    rows, cols, torus
+) -> None:
+    # m trees in k copies: every tree spans, no edge is in more than k trees
+    # (its copies), and m / k is the edge-count bound when that bound has a
+    # denominator of at most MAX_COPIES (Nash-Williams, Tutte).
+    from fractions import Fraction
+
+    topo = (wc.topology.torus if torus else wc.topology.mesh)(rows, cols)
+    p = rows * cols
+    edges = 2 * p if torus else rows * (cols - 1) + cols * (rows - 1)
+    bound = Fraction(edges, p - 1)
+    pack = synthesis.equal_rate_packing(topo)
+    if bound.denominator <= synthesis.MAX_COPIES:
+        assert Fraction(pack.trees, pack.copies) == bound
+        assert pack.loss == pytest.approx(1.0)
+    else:
+        assert pack.trees / pack.copies <= bound
+    use: dict[tuple[int, int], int] = {}
+    for par in pack.parents:
+        assert (par == -1).sum() == 1 and (wc.kit.tree_depths(par) >= 0).all()
+        for v, u in enumerate(par.tolist()):
+            if u >= 0:
+                assert topo.link_id(u, v) >= 0
+                key = (min(u, v), max(u, v))
+                use[key] = use.get(key, 0) + 1
+    assert max(use.values()) <= pack.copies
+    assert sum(use.values()) == pack.trees * (p - 1)
+
+
+def test_partition_refuses_too_many_trees() -> None:
+    # A 4-cycle with one copy per edge holds one spanning tree, not two.
+    with pytest.raises(ValueError, match="edge copies"):
+        synthesis.forests.partition_spanning_trees(
+            4, [0, 1, 2, 0], [1, 2, 3, 3], [1, 1, 1, 1], 2
+        )
+    # A path of three nodes with two copies of its edges holds two trees,
+    # a triangle with one copy per edge holds one (three edges, two each).
+    assert (
+        len(synthesis.forests.partition_spanning_trees(3, [0, 1], [1, 2], [2, 2], 2))
+        == 2
+    )
+    with pytest.raises(ValueError, match="edge-disjoint"):
+        synthesis.forests.partition_spanning_trees(
+            6, [0, 1, 0, 3, 4, 3, 2], [1, 2, 2, 4, 5, 5, 3], [2, 2, 2, 2, 2, 2, 1], 2
+        )
+
+
+def test_startup_model_against_a_hand_count() -> None:
+    # 8x8 mesh, 16 trees in 9 copies, radius 8, 8 KiB packets at 1 GB/s:
+    # S * 9 / (16 u) + 8 * (9 + 1) * 8192 / u.
+    topo = wc.topology.mesh(8, 8)
+    size = 1 << 24
+    want = size * 9 / (16 * 1e9) + 8 * 10 * 8192 / 1e9
+    got = synthesis.startup_model(topo, size, 16, 9, packet_bytes=8192)
+    assert got == pytest.approx(want, rel=1e-12)
+    # Small sizes: the packet is a tree's share.
+    small = synthesis.startup_model(topo, 1 << 12, 16, 9, packet_bytes=8192)
+    assert small == pytest.approx(4096 * 9 / 16e9 + 8 * 10 * 256 / 1e9, rel=1e-12)
+
+
+def test_rooted_shares_meet_the_corner_bound_on_a_mesh() -> None:
+    # On a mesh the reduce-scatter's bound is a corner's (p - 1) / p of the
+    # vector over its two links; the LP's fluid time must be at least that
+    # (a lower bound holds for every schedule) and close to it.
+    topo = wc.topology.mesh(4, 4)
+    size = 16 * 1000
+    pack = synthesis.packing_for(topo, synthesis.equal_rate.rooted_copies(topo))
+    for phase in ("reduce_scatter", "allgather"):
+        parents, share, fluid = synthesis.rooted_shares(topo, pack, phase, size)
+        corner = 15 * 1000 / (2 * 1e9)
+        assert fluid >= corner * (1 - 1e-9)
+        assert fluid <= corner * 1.05
+        # Each rank's trees carry exactly its block.
+        roots = (parents == -1).argmax(axis=1)
+        for r in range(16):
+            assert share[roots == r].sum() == 1000
+
+
+def test_packings_are_cached_on_disk(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("WAFERCOLL_CACHE", str(tmp_path))
+    topo = wc.topology.mesh(3, 4)
+    a = synthesis.packing_for(topo, 2)
+    assert any(tmp_path.rglob("*.pkl")) or any(tmp_path.rglob("output.pkl"))
+    b = synthesis.equal_rate_packing(topo, copies=2)
+    assert a == b
 
 
 @pytest.mark.parametrize(
@@ -69,6 +198,7 @@ def test_synthesized_allreduce_in_the_fluid_limit_is_the_bound() -> None:
         size_bytes=1 << 22,
         topology=topo,
         chunk_bytes=1 << 18,
+        copies=15,  # 32 edges / 15: exact
     )
     own = wc.bounds.schedule_lower_bound(s, topo, net)
     best = wc.bounds.lower_bound(topo, net, "allreduce", 1 << 22)
@@ -85,7 +215,13 @@ def test_advisor_ranks_the_synthesized_schedule() -> None:
 
 def test_bad_input_is_refused() -> None:
     with pytest.raises(ValueError, match="allreduce"):
-        wc.synthesize(wc.ring(4), "broadcast", 64)
+        wc.synthesize(wc.ring(4), "alltoall", 64)
+    with pytest.raises(ValueError, match="root"):
+        wc.synthesize(wc.ring(4), "broadcast", 64, root=4)
+    with pytest.raises(ValueError, match="copies"):
+        synthesis.equal_rate_packing(wc.ring(4), copies=0)
+    with pytest.raises(ValueError, match="trees"):
+        synthesis.equal_rate_packing(wc.ring(4), copies=3, trees=5)
     with pytest.raises(ValueError, match="hidden routers"):
         wc.synthesize(wc.topology.cluster(2, 2), "allreduce", 64)
     with pytest.raises(ValueError, match="size_bytes"):

@@ -32,7 +32,7 @@ from .program import Program
 
 __all__ = ["tree_depths", "tree_reduce", "trees_program"]
 
-_PHASES = ("allreduce", "reduce_scatter", "allgather")
+_PHASES = ("allreduce", "reduce_scatter", "allgather", "reduce", "broadcast")
 
 
 def tree_depths(parent: Any) -> np.ndarray:
@@ -75,11 +75,11 @@ def _template(parents: np.ndarray, phase: str) -> dict[str, np.ndarray]:
     rs = sorted(rows, key=lambda r: (-r[0], r[1], r[2]))
     ag = sorted(rows, key=lambda r: (r[0], r[1], r[2]))
     out: dict[str, list[int]] = {k: [] for k in ("src", "dst", "block", "op", "stream")}
-    if phase in ("allreduce", "reduce_scatter"):
+    if phase in ("allreduce", "reduce_scatter", "reduce"):
         for _, k, v, q in rs:
             for key, val in zip(out, (v, q, k, 1, 2 * k), strict=True):
                 out[key].append(val)
-    if phase in ("allreduce", "allgather"):
+    if phase in ("allreduce", "allgather", "broadcast"):
         for _, k, v, q in ag:
             for key, val in zip(out, (q, v, k, 0, 2 * k + 1), strict=True):
                 out[key].append(val)
@@ -103,10 +103,12 @@ def trees_program(
     block_bytes : sequence of int
         ``chunks * K`` block sizes: block ``c * K + k`` is chunk ``c`` of
         tree ``k`` (see :func:`wafercoll.kit.split_bytes`).
-    phase : {"allreduce", "reduce_scatter", "allgather"}
+    phase : {"allreduce", "reduce_scatter", "allgather", "reduce", "broadcast"}
         Both halves, the reduce half only, or the broadcast half only; the
         schedule's collective. Block ``c * K + k`` is owned by tree ``k``'s
-        root (``reduce_scatter`` / ``allgather``).
+        root (``reduce_scatter`` / ``allgather``). ``reduce`` and
+        ``broadcast`` need every tree rooted at the same rank, the
+        collective's root.
     participants : iterable of int, optional
         As for :class:`wafercoll.Schedule` (ranks that relay but hold no
         data are left out).
@@ -142,6 +144,14 @@ def trees_program(
         )
     chunks = sizes.size // K
     roots = [int(np.flatnonzero(t == -1)[0]) for t in par]
+    root = None
+    if phase in ("reduce", "broadcast"):
+        if len(set(roots)) != 1:
+            raise ValueError(
+                f"a {phase} over trees needs every tree rooted at one rank; the "
+                f"roots are {sorted(set(roots))}"
+            )
+        root = roots[0]
     t = _template(par, phase)
     deps = tiled_cell_deps(
         p, sizes.size, chunks, K, t["src"], t["dst"], t["block"], t["stream"]
@@ -155,7 +165,8 @@ def trees_program(
         sizes,
         phase,
         rule="explicit",
-        owners=None if phase == "allreduce" else owners.tolist(),
+        root=root,
+        owners=owners.tolist() if phase in ("reduce_scatter", "allgather") else None,
         participants=participants,
         name=name,
     )

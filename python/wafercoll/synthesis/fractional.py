@@ -1,4 +1,4 @@
-"""Synthesis: allreduce schedules built by packing spanning trees into a topology.
+"""Fractional spanning-tree packings by linear programming.
 
 An allreduce over a spanning tree reduces towards the root along every tree
 edge and broadcasts back along the same edge in the other direction; chunks
@@ -15,21 +15,15 @@ both are ``(n^2 - 1) S / (2 n (n - 1) bw)``.
 SciPy's HiGHS by column generation: the restricted master LP over the trees
 found so far gives a dual price per edge; a minimum spanning tree under those
 prices (Kruskal, NetworkX) is the tree whose addition improves the packing
-most, and the loop stops when no tree costs less than 1. Trees with tiny
-shares are dropped and the LP re-solved over the rest, each tree is rooted at
-its centre (the shallowest root: short pipelines), and :func:`synthesize`
-turns the result into an ordinary schedule, verified before it is returned.
-This is the approach of ForestColl (Zhao et al., 2024), written here from
-the packing theorem, not from their code.
-
-The schedule is registered as ``synth_treepack_allreduce``, so the advisor
-(:func:`wafercoll.advise`) ranks it beside the papers' algorithms.
+most, and the loop stops when no tree costs less than 1. This is the approach
+of ForestColl (Zhao et al., 2024), written here from the packing theorem, not
+from their code. Its optimum is the rate the equal-rate packings of
+:mod:`wafercoll.synthesis.equal_rate` aim for.
 
 Examples
 --------
 >>> import wafercoll as wc
->>> topo = wc.topology.mesh(4, 4)
->>> pack = wc.synthesis.pack_spanning_trees(topo)
+>>> pack = wc.synthesis.pack_spanning_trees(wc.topology.mesh(4, 4))
 >>> round(pack.rate / 1e9, 3)  # GB/s of the packing: 24 edges / 15
 1.6
 """
@@ -41,15 +35,16 @@ from typing import Any
 
 import numpy as np
 
-from ._util import as_int, fields_equal
-from .algorithms import register_algorithm
-from .analysis import verify
-from .kit.blocks import split_bytes
-from .kit.trees import tree_depths, trees_program
-from .schedule import Schedule
-from .topology import Topology
+from .._util import fields_equal
+from ..topology import Topology
 
-__all__ = ["TreePacking", "pack_spanning_trees", "synthesize"]
+__all__ = [
+    "MAX_NODES",
+    "TreePacking",
+    "center_parents",
+    "pack_spanning_trees",
+    "undirected_edges",
+]
 
 #: Largest topology the packing LP takes (nodes).
 MAX_NODES = 4096
@@ -57,10 +52,6 @@ MAX_NODES = 4096
 MAX_ROUNDS = 2000
 #: Trees whose share is below this fraction of the total are dropped.
 MIN_SHARE = 0.001
-#: Default bytes per chunk of the largest tree's stream: TTO's chunk
-#: (``wafercoll.mcm.machine.TTO_CHUNK_BYTES``, the MCM artifact's 96 KiB), so
-#: that the two compare at equal chunk sizes.
-DEFAULT_CHUNK_BYTES = 98304
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,7 +88,7 @@ class TreePacking:
     rounds: int
 
 
-def _edges(topology: Topology) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def undirected_edges(topology: Topology) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Undirected edges ``(u, v)``, ``u < v``, between endpoints, and capacities.
 
     The capacity of an edge is the smaller of its two directions' bandwidths
@@ -126,7 +117,7 @@ def _edges(topology: Topology) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return e[:, 0], e[:, 1], c
 
 
-def _center_parents(n: int, us: np.ndarray, vs: np.ndarray) -> np.ndarray:
+def center_parents(n: int, us: np.ndarray, vs: np.ndarray) -> np.ndarray:
     """Parent array of the tree with edges ``(us, vs)`` rooted at its centre."""
     import networkx as nx
 
@@ -174,6 +165,8 @@ def pack_spanning_trees(
     """
     import networkx as nx
     from scipy.optimize import linprog
+    from scipy.sparse import coo_matrix, csr_matrix
+    from scipy.sparse.csgraph import minimum_spanning_tree
 
     if not isinstance(topology, Topology):
         raise TypeError(
@@ -186,7 +179,7 @@ def pack_spanning_trees(
         )
     if not 0.0 <= float(min_share) < 1.0:
         raise ValueError(f"min_share must be in [0, 1), got {min_share}")
-    us, vs, cap = _edges(topology)
+    us, vs, cap = undirected_edges(topology)
     m = len(us)
     g = nx.Graph()
     g.add_nodes_from(range(n))
@@ -201,19 +194,27 @@ def pack_spanning_trees(
     c = cap / scale
     columns: list[np.ndarray] = []  # edge-index sets of the trees
 
+    lookup = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(us, vs, strict=True))}
+
     def add_tree(weights: np.ndarray) -> float:
-        jitter = rng.random(m) * 1e-9
-        for _, _, d in g.edges(data=True):
-            d["w"] = float(weights[d["index"]] + jitter[d["index"]])
-        t = nx.minimum_spanning_tree(g, weight="w", algorithm="kruskal")
-        idx = np.sort([d["index"] for _, _, d in t.edges(data=True)])
+        # Every spanning tree has n - 1 edges, so adding 1 to every weight
+        # keeps the minimum tree and keeps zero prices out of the sparse
+        # matrix (where a zero is no edge).
+        w = weights + 1.0 + rng.random(m) * 1e-9
+        t = minimum_spanning_tree(coo_matrix((w, (us, vs)), shape=(n, n))).tocoo()
+        idx = np.sort(
+            [
+                lookup[(min(a, b), max(a, b))]
+                for a, b in zip(t.row.tolist(), t.col.tolist(), strict=True)
+            ]
+        )
         columns.append(idx)
         return float(weights[idx].sum())
 
     def solve(cols: list[np.ndarray]) -> Any:
-        a = np.zeros((m, len(cols)))
-        for k, idx in enumerate(cols):
-            a[idx, k] = 1.0
+        rows = np.concatenate(cols)
+        ks = np.repeat(np.arange(len(cols)), [len(x) for x in cols])
+        a = csr_matrix((np.ones(rows.size), (rows, ks)), shape=(m, len(cols)))
         return linprog(
             -np.ones(len(cols)), A_ub=a, b_ub=c, bounds=(0, None), method="highs"
         )
@@ -230,7 +231,7 @@ def pack_spanning_trees(
         price = add_tree(y)
         if price > 0:
             upper = min(upper, float(y @ c) / price)
-        if price >= 1.0 - 1e-9:
+        if price >= 1.0 - 1e-9 or upper <= -float(res.fun) * (1.0 + 1e-9):
             columns.pop()
             optimal = True
             break
@@ -245,140 +246,7 @@ def pack_spanning_trees(
     live = x > 1e-12
     cols = [col for col, k in zip(columns, live, strict=True) if k]
     shares = x[live] * scale
-    parents = np.stack([_center_parents(n, us[col], vs[col]) for col in cols])
+    parents = np.stack([center_parents(n, us[col], vs[col]) for col in cols])
     return TreePacking(
         parents, shares, float(shares.sum()), optimal, float(upper) * scale, rounds
     )
-
-
-#: Most transfers the default chunking makes (more chunks only add transfers
-#: under dataflow forwarding, which streams a chunk packet by packet).
-MAX_DEFAULT_TRANSFERS = 200_000
-
-
-def _chunk_count(size: int, largest_share: float, chunk_bytes: int) -> int:
-    return max(1, int(round(size * largest_share / chunk_bytes)))
-
-
-_PACKINGS: dict[tuple[Any, ...], TreePacking] = {}
-
-
-def _cached_packing(topology: Topology) -> TreePacking:
-    """:func:`pack_spanning_trees` with the defaults, once per topology."""
-    links = topology.links
-    key = (
-        topology.name,
-        topology.num_endpoints,
-        links["src"].tobytes(),
-        links["dst"].tobytes(),
-        links["bandwidth_Bps"].tobytes(),
-    )
-    if key not in _PACKINGS:
-        if len(_PACKINGS) >= 16:
-            _PACKINGS.pop(next(iter(_PACKINGS)))
-        _PACKINGS[key] = pack_spanning_trees(topology)
-    return _PACKINGS[key]
-
-
-@register_algorithm(
-    "synth_treepack_allreduce",
-    "allreduce",
-    label="Tree packing",
-    source="original: fractional spanning-tree packing by LP (HiGHS) with column "
-    "generation; the packing theorem of Nash-Williams and Tutte (1961), as used by "
-    "ForestColl (Zhao et al., 2024)",
-    summary="synthesized: spanning trees packed by linear programming, chunks "
-    "split in proportion to each tree's rate, reduce up and broadcast down at once",
-    parameters={"chunk_bytes": None},
-    max_ranks=MAX_NODES,
-)
-def treepack_allreduce(
-    ranks: int, size_bytes: int, *, topology: Any = None, chunk_bytes: Any = None
-) -> Schedule:
-    """Allreduce over LP-packed spanning trees of ``topology`` (module docstring)."""
-    if topology is None:
-        raise ValueError(
-            "synth_treepack_allreduce needs a topology (the trees are packed into it)"
-        )
-    if ranks != topology.num_endpoints:
-        raise ValueError(
-            f"synth_treepack_allreduce runs on every endpoint: ranks must be "
-            f"{topology.num_endpoints}, got {ranks}"
-        )
-    size = as_int(size_bytes, "size_bytes", 1)
-    chunk = DEFAULT_CHUNK_BYTES if chunk_bytes is None else chunk_bytes
-    chunk = as_int(chunk, "chunk_bytes", 1)
-    pack = _cached_packing(topology)
-    frac = pack.shares / pack.rate
-    K = len(frac)
-    # Bytes per tree in proportion to its share (largest remainders).
-    raw = frac * size
-    per_tree = np.floor(raw).astype(np.int64)
-    short = size - int(per_tree.sum())
-    per_tree[np.argsort(-(raw - per_tree))[:short]] += 1
-    C = _chunk_count(size, float(frac.max()), chunk)
-    if chunk_bytes is None:  # cap the transfers: 2 (p - 1) per tree and chunk
-        C = min(C, max(4, MAX_DEFAULT_TRANSFERS // (2 * max(ranks - 1, 1) * K)))
-    C = max(min(C, int(per_tree.min()) or 1), 1)
-    blocks = np.zeros((C, K), dtype=np.int64)
-    for k in range(K):
-        blocks[:, k] = split_bytes(int(per_tree[k]), C)
-    depth = max(int(tree_depths(p).max()) for p in pack.parents)
-    return trees_program(
-        pack.parents,
-        blocks.ravel(),
-        name=f"synth_treepack({topology.name}, {size} B, {K} trees, depth "
-        f"{depth}, {C} chunks)",
-    )
-
-
-def synthesize(
-    topology: Topology,
-    collective: str = "allreduce",
-    size_bytes: int = 1 << 24,
-    network: Any = None,
-    *,
-    chunk_bytes: int | None = None,
-) -> Schedule:
-    """A synthesized, verified schedule of a collective on a topology.
-
-    Parameters
-    ----------
-    topology : Topology
-        Every node an endpoint (mesh, torus, ring, line, custom).
-    collective : {"allreduce"}
-        The collective (tree packing builds allreduces).
-    size_bytes : int
-    network : NetworkModel, optional
-        When given, the chunk size defaults to 4 of its packets (at least
-        :data:`DEFAULT_CHUNK_BYTES`).
-    chunk_bytes : int, optional
-        Bytes per chunk of the largest tree's stream. Default: 96 KiB, but
-        no more chunks than keep the schedule within
-        :data:`MAX_DEFAULT_TRANSFERS` transfers (under dataflow forwarding a
-        chunk streams packet by packet, so larger chunks cost nothing; under
-        ``dependencies="complete"`` give smaller ones for a deep pipeline).
-
-    Returns
-    -------
-    Schedule
-        Verified (the verifier raised otherwise).
-
-    Examples
-    --------
-    >>> import wafercoll as wc
-    >>> s = wc.synthesize(wc.ring(4), size_bytes=4096)
-    >>> s.collective, wc.verify(s).ok
-    ('allreduce', True)
-    """
-    if collective != "allreduce":
-        raise ValueError(
-            f"synthesize builds allreduce schedules (tree packing); got {collective!r}"
-        )
-    if chunk_bytes is None and network is not None and network.packet_bytes:
-        chunk_bytes = max(DEFAULT_CHUNK_BYTES, 4 * int(network.packet_bytes))
-    s = treepack_allreduce(
-        topology.num_endpoints, size_bytes, topology=topology, chunk_bytes=chunk_bytes
-    )
-    verify(s)
-    return s

@@ -1,0 +1,401 @@
+"""Synthesized schedules of five collectives, registered as ``synth_treepack_*``.
+
+* ``synth_treepack_allreduce``: every tree of an equal-rate packing
+  (:func:`~wafercoll.synthesis.equal_rate_packing`) reduces towards its root
+  and broadcasts back, the data cut evenly over the trees and streamed
+  through them in chunks; the number of copies is chosen by
+  :func:`~wafercoll.synthesis.choose_copies` for the size.
+* ``synth_treepack_reduce_scatter`` / ``synth_treepack_allgather``: the
+  packing's trees re-rooted at every rank, block ``r`` shared among rank
+  ``r``'s trees by the LP of :func:`~wafercoll.synthesis.rooted_shares`.
+* ``synth_treepack_reduce`` / ``synth_treepack_broadcast``: the packing's
+  trees re-rooted at the root, the data cut evenly over them.
+
+:func:`synthesize` builds one of them, verified; given a network it simulates
+the candidate copy counts and keeps the fastest.
+
+Examples
+--------
+>>> import wafercoll as wc
+>>> mesh = wc.topology.mesh(3, 3)
+>>> s = wc.build("synth_treepack_allgather", size_bytes=900, topology=mesh)
+>>> s.collective, wc.verify(s).ok
+('allgather', True)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._util import as_int
+from ..algorithms import register_algorithm
+from ..analysis import verify
+from ..kit.blocks import split_bytes
+from ..kit.trees import trees_program
+from ..schedule import Schedule
+from ..topology import Topology
+from . import equal_rate
+from .equal_rate import (
+    EqualRatePacking,
+    choose_copies,
+    copy_options,
+    equal_rate_packing,
+)
+from .fractional import MAX_NODES
+from .rooted import reroot, rooted_shares, shortest_path_trees
+
+__all__ = ["DEFAULT_CHUNK_BYTES", "MAX_DEFAULT_TRANSFERS", "packing_for", "synthesize"]
+
+#: Default bytes per chunk of a tree's stream: TTO's chunk
+#: (``wafercoll.mcm.machine.TTO_CHUNK_BYTES``, the MCM artifact's 96 KiB), so
+#: that the two compare at equal chunk sizes.
+DEFAULT_CHUNK_BYTES = 98304
+#: Most transfers the default chunking makes (more chunks only add transfers
+#: under dataflow forwarding, which streams a chunk packet by packet).
+MAX_DEFAULT_TRANSFERS = 200_000
+
+_PACKINGS: dict[tuple[Any, ...], EqualRatePacking] = {}
+
+
+def _cache_dir() -> str | None:
+    import os
+
+    path = os.environ.get("WAFERCOLL_CACHE")
+    if path == "":
+        return None
+    if path is None:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(
+            os.path.expanduser("~"), ".cache"
+        )
+        path = os.path.join(base, "wafercoll")
+    return path
+
+
+def packing_for(topology: Topology, copies: int | None = None) -> EqualRatePacking:
+    """:func:`equal_rate_packing` with default trees, cached per topology.
+
+    Packings are kept in memory and, unless the environment variable
+    ``WAFERCOLL_CACHE`` is set to the empty string, on disk by
+    ``joblib.Memory`` under ``$WAFERCOLL_CACHE`` (default
+    ``~/.cache/wafercoll``), keyed by the topology's links and bandwidths, so
+    the advisor, sweeps and later sessions reuse them.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> a = wc.synthesis.packing_for(wc.topology.mesh(3, 3))
+    >>> a is wc.synthesis.packing_for(wc.topology.mesh(3, 3))
+    True
+    """
+    links = topology.links
+    src = links["src"].astype(np.int64).tobytes()
+    dst = links["dst"].astype(np.int64).tobytes()
+    bw = links["bandwidth_Bps"].astype(np.float64).tobytes()
+    k = None if copies is None else as_int(copies, "copies", 1, 1 << 10)
+    key = (topology.num_endpoints, topology.num_nodes, src, dst, bw, k)
+    if key in _PACKINGS:
+        return _PACKINGS[key]
+    cache = _cache_dir()
+    if k is None or cache is None or topology.num_nodes != topology.num_endpoints:
+        pack = equal_rate_packing(topology, copies=k)
+    else:
+        try:
+            import joblib
+
+            memory = joblib.Memory(cache, verbose=0)
+            pack = memory.cache(equal_rate_packing)(topology, copies=k)
+        except OSError:  # an unwritable cache: compute without it
+            pack = equal_rate_packing(topology, copies=k)
+    if len(_PACKINGS) >= 32:
+        _PACKINGS.pop(next(iter(_PACKINGS)))
+    _PACKINGS[key] = pack
+    return pack
+
+
+def _check(name: str, ranks: int, topology: Any) -> Topology:
+    if topology is None:
+        raise ValueError(f"{name} needs a topology (the trees are packed into it)")
+    if not isinstance(topology, Topology):
+        raise TypeError(
+            f"topology must be a wafercoll.Topology, got {type(topology).__name__}"
+        )
+    if ranks != topology.num_endpoints:
+        raise ValueError(
+            f"{name} runs on every endpoint: ranks must be "
+            f"{topology.num_endpoints}, got {ranks}"
+        )
+    return topology
+
+
+def _chunks(size: int, trees: int, ranks: int, chunk_bytes: Any) -> int:
+    chunk = as_int(
+        DEFAULT_CHUNK_BYTES if chunk_bytes is None else chunk_bytes, "chunk_bytes", 1
+    )
+    c = max(1, round(size / trees / chunk))
+    if chunk_bytes is None:  # cap the transfers: 2 (p - 1) per tree and chunk
+        c = min(c, max(4, MAX_DEFAULT_TRANSFERS // (2 * max(ranks - 1, 1) * trees)))
+    return max(1, min(c, size // trees or 1))
+
+
+def _even_blocks(size: int, trees: int, chunks: int) -> np.ndarray:
+    blocks = np.zeros((chunks, trees), dtype=np.int64)
+    for k, b in enumerate(split_bytes(size, trees)):
+        blocks[:, k] = split_bytes(int(b), chunks)
+    return blocks.ravel()
+
+
+def _copies(topology: Topology, size: int, copies: Any, packet_bytes: Any) -> int:
+    if copies is not None:
+        return as_int(copies, "copies", 1, 1 << 10)
+    packet = (
+        equal_rate.DEFAULT_PACKET_BYTES
+        if packet_bytes is None
+        else as_int(packet_bytes, "packet_bytes", 0)
+    )
+    return choose_copies(topology, size, packet_bytes=packet)[1]
+
+
+_SOURCE = (
+    "original: equal-rate spanning-tree packing (matroid partition, Edmonds 1965) "
+    "at the fractional optimum of an LP (HiGHS, column generation); the packing "
+    "theorem of Nash-Williams and Tutte (1961), as used by ForestColl (Zhao et al., "
+    "2024)"
+)
+
+
+@register_algorithm(
+    "synth_treepack_allreduce",
+    "allreduce",
+    label="Tree packing",
+    source=_SOURCE,
+    summary="synthesized: equal-rate spanning trees in k copies of the graph, the "
+    "data cut evenly over them, reduce up and broadcast down at once",
+    parameters={
+        "chunk_bytes": None,
+        "copies": None,
+        "packet_bytes": None,
+        "roots": "centre",
+    },
+    max_ranks=MAX_NODES,
+)
+def treepack_allreduce(
+    ranks: int,
+    size_bytes: int,
+    *,
+    topology: Any = None,
+    chunk_bytes: Any = None,
+    copies: Any = None,
+    packet_bytes: Any = None,
+    roots: str = "centre",
+) -> Schedule:
+    """Allreduce over an equal-rate tree packing of ``topology`` (module docstring).
+
+    ``roots="centre"``: every tree rooted at a centre of the graph, the data
+    cut evenly over the trees and streamed in chunks. ``roots="every"``: the
+    trees re-rooted at every rank, block ``r`` shared among rank ``r``'s trees
+    by the LP of :func:`~wafercoll.synthesis.rooted_shares`, each tree
+    reducing its share to its root and broadcasting it back (many small
+    streams at once: the shorter pipeline for small sizes).
+    ``roots="shortest"``: the same over shortest-path trees
+    (:func:`~wafercoll.synthesis.shortest_path_trees`), each as shallow as its
+    root allows.
+    """
+    topo = _check("synth_treepack_allreduce", ranks, topology)
+    size = as_int(size_bytes, "size_bytes", 1)
+    if roots not in ("centre", "every", "shortest"):
+        raise ValueError(
+            f"roots must be 'centre', 'every' or 'shortest', got {roots!r}"
+        )
+    if roots != "centre":
+        if roots == "every":
+            k = equal_rate.rooted_copies(topo) if copies is None else copies
+            trees: Any = packing_for(topo, k)
+        else:
+            trees = shortest_path_trees(topo)
+        parents, share, _ = rooted_shares(topo, trees, "allreduce", size)
+        return trees_program(
+            parents,
+            share,
+            name=f"synth_treepack({topo.name}, {size} B, {len(share)} trees rooted "
+            "at every rank)",
+        )
+    pack = packing_for(topo, _copies(topo, size, copies, packet_bytes))
+    m = pack.trees
+    c = _chunks(size, m, ranks, chunk_bytes)
+    return trees_program(
+        pack.parents,
+        _even_blocks(size, m, c),
+        name=f"synth_treepack({topo.name}, {size} B, {m} trees in {pack.copies} "
+        f"copies, depth {pack.depth}, {c} chunks)",
+    )
+
+
+def _rooted(name: str, phase: str):  # noqa: ANN202 - a builder
+    def build(
+        ranks: int, size_bytes: int, *, topology: Any = None, copies: Any = None
+    ) -> Schedule:
+        topo = _check(name, ranks, topology)
+        size = as_int(size_bytes, "size_bytes", 1)
+        k = equal_rate.rooted_copies(topo) if copies is None else copies
+        pack = packing_for(topo, k)
+        parents, share, _ = rooted_shares(topo, pack, phase, size)
+        return trees_program(
+            parents,
+            share,
+            phase=phase,
+            name=f"{name}({topo.name}, {size} B, {len(share)} rooted trees)",
+        )
+
+    build.__name__ = name
+    build.__doc__ = (
+        f"{phase} over the re-rooted trees of an equal-rate packing (module docstring)."
+    )
+    return build
+
+
+for _phase in ("reduce_scatter", "allgather"):
+    register_algorithm(
+        f"synth_treepack_{_phase}",
+        _phase,
+        label="Tree packing",
+        source=_SOURCE + "; block shares by LP",
+        summary="synthesized: the packing's trees re-rooted at every rank, each "
+        "block shared among its rank's trees by an LP over the link loads",
+        parameters={"copies": None},
+        max_ranks=MAX_NODES,
+    )(_rooted(f"synth_treepack_{_phase}", _phase))
+
+
+def _single_root(name: str, phase: str):  # noqa: ANN202 - a builder
+    def build(
+        ranks: int,
+        size_bytes: int,
+        *,
+        topology: Any = None,
+        root: int = 0,
+        chunk_bytes: Any = None,
+        copies: Any = None,
+    ) -> Schedule:
+        topo = _check(name, ranks, topology)
+        size = as_int(size_bytes, "size_bytes", 1)
+        r = as_int(root, "root", 0, ranks - 1)
+        pack = packing_for(topo, None if copies is None else copies)
+        m = pack.trees
+        parents = np.stack([reroot(p, r) for p in pack.parents])
+        c = _chunks(size, m, ranks, chunk_bytes)
+        return trees_program(
+            parents,
+            _even_blocks(size, m, c),
+            phase=phase,
+            name=f"{name}({topo.name}, {size} B, root {r}, {m} trees)",
+        )
+
+    build.__name__ = name
+    build.__doc__ = f"{phase} over an equal-rate packing re-rooted at ``root``."
+    return build
+
+
+for _phase in ("reduce", "broadcast"):
+    register_algorithm(
+        f"synth_treepack_{_phase}",
+        _phase,
+        label="Tree packing",
+        source=_SOURCE,
+        summary=f"synthesized: the packing's trees re-rooted at the root, the data "
+        f"cut evenly over them, {_phase} pipelined in chunks",
+        parameters={"root": 0, "chunk_bytes": None, "copies": None},
+        max_ranks=MAX_NODES,
+    )(_single_root(f"synth_treepack_{_phase}", _phase))
+
+
+def synthesize(
+    topology: Topology,
+    collective: str = "allreduce",
+    size_bytes: int = 1 << 24,
+    network: Any = None,
+    *,
+    root: int = 0,
+    chunk_bytes: int | None = None,
+    copies: int | None = None,
+) -> Schedule:
+    """A synthesized, verified schedule of a collective on a topology.
+
+    Parameters
+    ----------
+    topology : Topology
+        Every node an endpoint (mesh, torus, ring, line, custom).
+    collective : {"allreduce", "reduce_scatter", "allgather", "reduce", "broadcast"}
+    size_bytes : int
+    network : NetworkModel, optional
+        For an allreduce, the copy counts of
+        :func:`~wafercoll.synthesis.copy_options` (with the default chunks
+        and with one chunk per tree) and the trees rooted at every rank
+        (``roots="every"`` and ``"shortest"``) are simulated under it and the
+        fastest schedule is returned (else :func:`~wafercoll.synthesis.choose_copies`
+        decides by its model, trees rooted at the centre).
+    root : int
+        The root of a reduce or broadcast.
+    chunk_bytes : int, optional
+        Bytes per chunk of a tree's stream. Default: 96 KiB, but no more
+        chunks than keep the schedule within :data:`MAX_DEFAULT_TRANSFERS`
+        transfers (under dataflow forwarding a chunk streams packet by
+        packet, so larger chunks cost nothing; under
+        ``dependencies="complete"`` give smaller ones for a deep pipeline).
+    copies : int, optional
+        Copies of the graph (``k``); default chosen as above.
+
+    Returns
+    -------
+    Schedule
+        Verified (the verifier raised otherwise).
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> s = wc.synthesize(wc.ring(4), size_bytes=4096)
+    >>> s.collective, wc.verify(s).ok
+    ('allreduce', True)
+    """
+    from ..algorithms import build
+
+    kinds = ("allreduce", "reduce_scatter", "allgather", "reduce", "broadcast")
+    if collective not in kinds:
+        raise ValueError(
+            f"synthesize builds {', '.join(kinds)} schedules; got {collective!r}"
+        )
+    if not isinstance(topology, Topology):
+        raise TypeError(
+            f"topology must be a wafercoll.Topology, got {type(topology).__name__}"
+        )
+    name = f"synth_treepack_{collective}"
+    params: dict[str, Any] = {"copies": copies}
+    if collective in ("reduce", "broadcast"):
+        params["root"] = root
+    if collective in ("allreduce", "reduce", "broadcast"):
+        params["chunk_bytes"] = chunk_bytes
+    if collective == "allreduce" and copies is None and network is not None:
+        from ..simulate import simulate
+
+        params["packet_bytes"] = int(network.packet_bytes or 0)
+        best: tuple[float, Schedule] | None = None
+        tries: list[dict[str, Any]] = []
+        for m, k in copy_options(topology):
+            tries.append({"copies": k})
+            if chunk_bytes is None:  # one chunk per tree: no chunk boundaries
+                tries.append({"copies": k, "chunk_bytes": -(-int(size_bytes) // m)})
+        tries += [{"roots": "every"}, {"roots": "shortest"}]
+        for extra in tries:
+            s = build(
+                name, size_bytes=size_bytes, topology=topology, **{**params, **extra}
+            )
+            t = simulate(s, topology, network).time_s
+            if best is None or t < best[0]:
+                best = (t, s)
+        assert best is not None
+        s = best[1]
+    else:
+        s = build(name, size_bytes=size_bytes, topology=topology, **params)
+    verify(s)
+    return s
