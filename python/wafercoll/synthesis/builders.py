@@ -6,8 +6,9 @@
   through them in chunks; the number of copies is chosen by
   :func:`~wafercoll.synthesis.choose_copies` for the size.
 * ``synth_treepack_reduce_scatter`` / ``synth_treepack_allgather``: the
-  packing's trees re-rooted at every rank, block ``r`` shared among rank
-  ``r``'s trees by the LP of :func:`~wafercoll.synthesis.rooted_shares`.
+  packing's trees re-rooted at every rank and shortest-path trees rooted
+  there, block ``r`` shared among rank ``r``'s trees by the LP of
+  :func:`~wafercoll.synthesis.rooted_shares`.
 * ``synth_treepack_reduce`` / ``synth_treepack_broadcast``: the packing's
   trees re-rooted at the root, the data cut evenly over them.
 
@@ -73,6 +74,18 @@ def _cache_dir() -> str | None:
     return path
 
 
+#: Bumped whenever the packing a topology gets changes (joblib keys a cached
+#: call by its arguments and its own code only, not by the code it calls).
+PACKING_VERSION = 2
+
+
+def _packing_of_version(
+    topology: Topology, copies: int, version: int
+) -> EqualRatePacking:
+    del version  # part of the cache key only
+    return equal_rate_packing(topology, copies=copies)
+
+
 def packing_for(topology: Topology, copies: int | None = None) -> EqualRatePacking:
     """:func:`equal_rate_packing` with default trees, cached per topology.
 
@@ -105,7 +118,7 @@ def packing_for(topology: Topology, copies: int | None = None) -> EqualRatePacki
             import joblib
 
             memory = joblib.Memory(cache, verbose=0)
-            pack = memory.cache(equal_rate_packing)(topology, copies=k)
+            pack = memory.cache(_packing_of_version)(topology, k, PACKING_VERSION)
         except OSError:  # an unwritable cache: compute without it
             pack = equal_rate_packing(topology, copies=k)
     if len(_PACKINGS) >= 32:
@@ -177,6 +190,7 @@ _SOURCE = (
         "copies": None,
         "packet_bytes": None,
         "roots": "centre",
+        "chunks": None,
     },
     max_ranks=MAX_NODES,
 )
@@ -189,6 +203,7 @@ def treepack_allreduce(
     copies: Any = None,
     packet_bytes: Any = None,
     roots: str = "centre",
+    chunks: Any = None,
 ) -> Schedule:
     """Allreduce over an equal-rate tree packing of ``topology`` (module docstring).
 
@@ -200,7 +215,9 @@ def treepack_allreduce(
     streams at once: the shorter pipeline for small sizes).
     ``roots="shortest"``: the same over shortest-path trees
     (:func:`~wafercoll.synthesis.shortest_path_trees`), each as shallow as its
-    root allows.
+    root allows. ``chunks`` (rooted trees only): chunks per tree's share,
+    instead of a count from ``chunk_bytes`` (two halve each hop's wait for
+    small shares; more add chunk boundaries).
     """
     topo = _check("synth_treepack_allreduce", ranks, topology)
     size = as_int(size_bytes, "size_bytes", 1)
@@ -215,11 +232,24 @@ def treepack_allreduce(
         else:
             trees = shortest_path_trees(topo)
         parents, share, _ = rooted_shares(topo, trees, "allreduce", size)
+        if chunks is None:
+            per = as_int(
+                DEFAULT_CHUNK_BYTES if chunk_bytes is None else chunk_bytes,
+                "chunk_bytes",
+                1,
+            )
+            c = max(1, round(int(share.max()) / per))
+        else:
+            c = as_int(chunks, "chunks", 1, 1 << 16)
+        c = min(c, int(share.max()))  # a share smaller than c gets empty chunks
+        blocks = np.zeros((c, share.size), dtype=np.int64)
+        for k, b in enumerate(share.tolist()):
+            blocks[:, k] = split_bytes(int(b), c)
         return trees_program(
             parents,
-            share,
+            blocks.ravel(),
             name=f"synth_treepack({topo.name}, {size} B, {len(share)} trees rooted "
-            "at every rank)",
+            f"at every rank, {c} chunks)",
         )
     pack = packing_for(topo, _copies(topo, size, copies, packet_bytes))
     m = pack.trees
@@ -232,15 +262,43 @@ def treepack_allreduce(
     )
 
 
+#: Shortest-path trees per rank among the re-rooted collectives' candidates.
+SHORTEST_PER_RANK = 8
+
+
+def _rooted_candidates(topo: Topology, trees: str, copies: Any) -> list:
+    """Each rank's candidate trees: the packing's re-rooted, shortest-path, or both."""
+    if trees not in ("packing", "shortest", "both"):
+        raise ValueError(
+            f"trees must be 'packing', 'shortest' or 'both', got {trees!r}"
+        )
+    p = topo.num_endpoints
+    out: list[list[np.ndarray]] = [[] for _ in range(p)]
+    if trees != "shortest":
+        k = equal_rate.rooted_copies(topo) if copies is None else copies
+        pack = packing_for(topo, k)
+        for r in range(p):
+            out[r] += [reroot(t, r) for t in pack.parents]
+    if trees != "packing":
+        for r, mine in enumerate(shortest_path_trees(topo, SHORTEST_PER_RANK)):
+            out[r] += mine
+    return out
+
+
 def _rooted(name: str, phase: str):  # noqa: ANN202 - a builder
     def build(
-        ranks: int, size_bytes: int, *, topology: Any = None, copies: Any = None
+        ranks: int,
+        size_bytes: int,
+        *,
+        topology: Any = None,
+        copies: Any = None,
+        trees: str = "both",
     ) -> Schedule:
         topo = _check(name, ranks, topology)
         size = as_int(size_bytes, "size_bytes", 1)
-        k = equal_rate.rooted_copies(topo) if copies is None else copies
-        pack = packing_for(topo, k)
-        parents, share, _ = rooted_shares(topo, pack, phase, size)
+        parents, share, _ = rooted_shares(
+            topo, _rooted_candidates(topo, trees, copies), phase, size
+        )
         return trees_program(
             parents,
             share,
@@ -250,7 +308,10 @@ def _rooted(name: str, phase: str):  # noqa: ANN202 - a builder
 
     build.__name__ = name
     build.__doc__ = (
-        f"{phase} over the re-rooted trees of an equal-rate packing (module docstring)."
+        f"{phase} over rooted trees, block shares by LP (module docstring). "
+        "``trees``: each rank's candidates, the equal-rate packing's trees "
+        "re-rooted there (``'packing'``), shortest-path trees "
+        "(``'shortest'``) or both."
     )
     return build
 
@@ -263,7 +324,7 @@ for _phase in ("reduce_scatter", "allgather"):
         source=_SOURCE + "; block shares by LP",
         summary="synthesized: the packing's trees re-rooted at every rank, each "
         "block shared among its rank's trees by an LP over the link loads",
-        parameters={"copies": None},
+        parameters={"copies": None, "trees": "both"},
         max_ranks=MAX_NODES,
     )(_rooted(f"synth_treepack_{_phase}", _phase))
 
@@ -329,12 +390,15 @@ def synthesize(
     collective : {"allreduce", "reduce_scatter", "allgather", "reduce", "broadcast"}
     size_bytes : int
     network : NetworkModel, optional
-        For an allreduce, the copy counts of
+        For a reduce-scatter or allgather, the three candidate sets of trees
+        (``trees="both"``, ``"packing"``, ``"shortest"``) are simulated under
+        it and the fastest is returned. For an allreduce, the copy counts of
         :func:`~wafercoll.synthesis.copy_options` (with the default chunks
         and with one chunk per tree) and the trees rooted at every rank
-        (``roots="every"`` and ``"shortest"``) are simulated under it and the
-        fastest schedule is returned (else :func:`~wafercoll.synthesis.choose_copies`
-        decides by its model, trees rooted at the centre).
+        (``roots="every"`` and ``"shortest"``, in one or two chunks) are
+        simulated under it and the fastest schedule is returned (else
+        :func:`~wafercoll.synthesis.choose_copies` decides by its model,
+        trees rooted at the centre).
     root : int
         The root of a reduce or broadcast.
     chunk_bytes : int, optional
@@ -385,10 +449,27 @@ def synthesize(
             tries.append({"copies": k})
             if chunk_bytes is None:  # one chunk per tree: no chunk boundaries
                 tries.append({"copies": k, "chunk_bytes": -(-int(size_bytes) // m)})
-        tries += [{"roots": "every"}, {"roots": "shortest"}]
+        tries += [
+            {"roots": roots, "chunks": c}
+            for roots in ("every", "shortest")
+            for c in (None, 2)
+        ]
         for extra in tries:
             s = build(
                 name, size_bytes=size_bytes, topology=topology, **{**params, **extra}
+            )
+            t = simulate(s, topology, network).time_s
+            if best is None or t < best[0]:
+                best = (t, s)
+        assert best is not None
+        s = best[1]
+    elif collective in ("reduce_scatter", "allgather") and network is not None:
+        from ..simulate import simulate
+
+        best = None
+        for trees in ("both", "packing", "shortest"):
+            s = build(
+                name, size_bytes=size_bytes, topology=topology, **params, trees=trees
             )
             t = simulate(s, topology, network).time_s
             if best is None or t < best[0]:
