@@ -1,0 +1,321 @@
+"""How NCCL sees a GPU fabric: nodes, rails, channels, chunks and rings.
+
+Everything the GPU builders take from NCCL's source (NVIDIA/nccl 2.30.7,
+``makefiles/version.mk``) is here, in one named table with the file each
+number comes from, so that the builders refer to names, never to bare
+numbers.
+
+Nodes and ranks
+---------------
+Rank ``n * gpus_per_node + i`` is GPU ``i`` (its *local index*, and its
+rail) of node ``n``, the numbering of
+:func:`wafercoll.topology.rail_optimized`. :func:`gpu_layout` reads
+``gpus_per_node`` off a topology: one node for an NVSwitch machine (kind
+``"nvswitch"``), and the GPUs that share rail switch 0 for a rail-optimised
+one (GPU ``0`` and ``gpus_per_node`` are its first two).
+
+Channels
+--------
+NCCL runs a collective on ``C`` channels (one thread block each), every
+channel on its own ring or tree, and cuts the data into one contiguous part
+per channel (:func:`channel_parts`). ``C`` follows from NCCL's topology
+search; :func:`default_channels` gives it for the machines of
+:mod:`wafercoll.machines` by that search's arithmetic (derived from the
+code, not measured on a machine):
+
+* one DGX H100 (SM90): a GPU's 18 NVLinks count ``18 x SM90_NVLINK_BW =
+  18 x 20.6 = 370.8`` GB/s (``src/graph/topo.h``); the ring search starts at
+  the first SM90 intra-node speed, 60 GB/s (``sm90SpeedArrayIntra``,
+  ``src/graph/search.cc``), which fits ``floor(370.8 / 60) = 6`` rings;
+  ``ncclTopoDupChannels`` (``search.cc``) doubles them (bandwidth >= 50) to
+  12 and ``ncclTopoPostset`` (``src/graph/connect.cc``) doubles again: 24;
+* one DGX B200 or a GB200 NVL72 (SM100): ``18 x SM100_NVLINK_BW = 721.8``
+  GB/s over the first SM100 speed, 90 GB/s: 8 rings, 16, then 32;
+* several nodes on a rail network: the first SM90 inter-node speed, 48 GB/s
+  (``sm90SpeedArrayInter``), leaves one ring per 50 GB/s NIC, so
+  ``gpus_per_node`` rings (8 on DGX H100, whose rings then carry
+  ``8 x 48 >= 370.8`` GB/s, the search's stopping rule); no duplication
+  (``ncclTopoDupChannels`` skips bandwidths under 50 with more than four
+  channels) and ``ncclTopoPostset`` doubles: ``2 x gpus_per_node`` (16).
+  The SM90 rule that doubles fewer than 16 channels when the intra-node
+  ring speed exceeds 45 GB/s (``connect.cc``) is not modelled for nodes of
+  fewer than 8 GPUs.
+* anything else: ``2 x gpus_per_node``, by the same rule (an assumption).
+
+Both are capped at ``MAXCHANNELS = 64`` (``src/include/device.h``).
+
+Ring order
+----------
+:func:`ring_orders` gives each channel's ring. In one node every channel
+uses GPUs ``0 .. g - 1`` in order (on NVSwitch, ``search.cc`` tries the
+neighbours ``i + 1`` first). Across nodes, NCCL's ring of a channel enters
+a node through the NIC of one rail, visits every GPU of the node over
+NVLink and leaves through the NIC of the same rail (``crossNic = 0``),
+the last GPU handing its data to the NIC's GPU over NVLink (PXN). The
+topologies here do not route through a peer GPU, so the ring instead
+enters node ``n + 1`` on the rail on which it left node ``n``: channel
+``c`` enters node 0 at GPU ``c mod g`` and node ``n`` at GPU ``(c + n) mod
+g``, visits the node's other GPUs in cyclic order and leaves from the GPU
+whose rail the next node enters by. Every inter-node hop therefore stays on
+one rail switch, except for two GPUs per node and an odd number of nodes,
+where a ring that flips rails at every node cannot close without one
+cross-rail hop (the last node's exit).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._util import as_int
+
+__all__ = [
+    "ALIGN_BYTES",
+    "CHUNK_STEPS",
+    "MAX_CHANNELS",
+    "MIN_TRAFFIC_PER_CHANNEL",
+    "NCCL_CHANNELS",
+    "NCCL_SOURCE",
+    "NCCL_STEPS",
+    "SIMPLE_BUFFER_BYTES",
+    "STEP_BYTES",
+    "TRAFFIC_PER_BYTE",
+    "channel_parts",
+    "check_channels",
+    "chunk_bytes",
+    "default_channels",
+    "gpu_layout",
+    "ring_orders",
+]
+
+#: The NCCL release whose source the GPU builders follow.
+NCCL_SOURCE = "NVIDIA NCCL 2.30.7 (github.com/NVIDIA/nccl)"
+#: Slots of a connection's FIFO (``NCCL_STEPS``, ``src/include/device.h``).
+NCCL_STEPS = 8
+#: Buffer of the Simple protocol per connection (``DEFAULT_BUFFSIZE``, 4 MiB,
+#: ``src/init.cc``).
+SIMPLE_BUFFER_BYTES = 1 << 22
+#: One step: ``stepSize = buffSize / NCCL_STEPS`` (``calcCollChunking``,
+#: ``src/enqueue.cc``): 512 KiB.
+STEP_BYTES = SIMPLE_BUFFER_BYTES // NCCL_STEPS
+#: Steps per chunk of the ring, Simple protocol (``*_CHUNKSTEPS``,
+#: ``src/include/collectives.h``); trees use one step per chunk
+#: (``calcCollChunking``: ``chunkSteps`` only applies to Ring + Simple).
+CHUNK_STEPS = {
+    "allreduce": NCCL_STEPS // 2,
+    "reduce_scatter": NCCL_STEPS // 2,
+    "allgather": NCCL_STEPS // 2,
+    "broadcast": 1,
+    "reduce": 1,
+}
+#: Bytes moved per byte of data when the data is cut over channels
+#: (``ncclFuncTrafficPerByte``, ``src/enqueue.cc``; ``"ranks"``: ``nRanks``).
+TRAFFIC_PER_BYTE = {
+    "allreduce": 2,
+    "reduce_scatter": "ranks",
+    "allgather": "ranks",
+    "broadcast": 1,
+    "reduce": 1,
+}
+#: Least traffic a channel gets (``MinTrafficPerChannel``, 32 KiB,
+#: ``src/enqueue.cc``).
+MIN_TRAFFIC_PER_CHANNEL = 32 << 10
+#: Alignment of the last, shorter ring chunk (``alignUp(..., 16 /
+#: sizeof(T))`` elements, ``src/device/all_reduce.h``): 16 bytes.
+ALIGN_BYTES = 16
+#: ``MAXCHANNELS`` (``src/include/device.h``).
+MAX_CHANNELS = 64
+#: Channels per machine of :mod:`wafercoll.machines` (topology name), from
+#: the search arithmetic of the module docstring.
+NCCL_CHANNELS = {"dgx_h100": 24, "dgx_b200": 32, "gb200_nvl72": 32}
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _round_up(a: int, b: int) -> int:
+    return _ceil_div(a, b) * b
+
+
+def gpu_layout(
+    ranks: int, topology: Any = None, gpus_per_node: Any = None
+) -> tuple[int, int]:
+    """``(nodes, gpus_per_node)`` of ``ranks`` GPUs, read off a topology if given.
+
+    Parameters
+    ----------
+    ranks : int
+        GPUs in the collective, ``nodes * gpus_per_node``.
+    topology : Topology, optional
+        An NVSwitch machine (one node of all its GPUs) or a rail-optimised
+        network (the GPUs of rail switch 0 are one per node).
+    gpus_per_node : int, optional
+        GPUs per node, 1 to ``ranks``; required without a topology that
+        gives it, and must agree with one that does.
+
+    Returns
+    -------
+    tuple of int
+
+    Raises
+    ------
+    ValueError
+        Naming the parameter and the accepted range.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> from wafercoll.gpu.fabric import gpu_layout
+    >>> gpu_layout(24, wc.topology.rail_optimized(3, 8))
+    (3, 8)
+    >>> gpu_layout(8, wc.topology.dgx_h100())
+    (1, 8)
+    >>> gpu_layout(12, gpus_per_node=4)
+    (3, 4)
+    """
+    p = as_int(ranks, "ranks", 1)
+    derived = None
+    kind = getattr(topology, "kind", None)
+    if kind == "nvswitch":
+        derived = topology.num_endpoints
+    elif kind == "rail_optimized":
+        e = topology.num_endpoints
+        links = topology.links
+        # rail switch 0 is the first hidden router; its GPUs are 0, g, 2g, ...
+        gpus = np.sort(links["src"][(links["dst"] == e) & (links["src"] < e)])
+        derived = int(gpus[1] - gpus[0]) if gpus.size > 1 else e
+    if gpus_per_node is None:
+        if derived is None:
+            raise ValueError(
+                "gpus_per_node is required (or pass an NVSwitch or rail-optimised "
+                "topology, which gives it)"
+            )
+        g = derived
+    else:
+        g = as_int(gpus_per_node, "gpus_per_node", 1, p)
+        if derived is not None and g != derived:
+            raise ValueError(
+                f"gpus_per_node = {g} contradicts the topology's {derived} GPUs per "
+                f"node ({topology.name})"
+            )
+    if g > p or p % g:
+        raise ValueError(
+            f"ranks must be a positive multiple of gpus_per_node = {g} (whole "
+            f"nodes), got {p}"
+        )
+    return p // g, g
+
+
+def default_channels(topology: Any, nodes: int, gpus_per_node: int) -> int:
+    """NCCL's channel count on a machine (module docstring).
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> from wafercoll.gpu.fabric import default_channels
+    >>> default_channels(wc.topology.dgx_h100(), 1, 8)
+    24
+    >>> default_channels(wc.topology.dgx_h100_rail(4), 4, 8)
+    16
+    """
+    name = getattr(topology, "name", None)
+    if nodes == 1 and name in NCCL_CHANNELS:
+        return NCCL_CHANNELS[name]
+    return min(MAX_CHANNELS, 2 * gpus_per_node)
+
+
+def check_channels(channels: Any, topology: Any, nodes: int, gpus_per_node: int) -> int:
+    """``channels`` checked against 1 .. ``MAX_CHANNELS``, or NCCL's default.
+
+    Examples
+    --------
+    >>> from wafercoll.gpu.fabric import check_channels
+    >>> check_channels(None, None, 2, 4), check_channels(3, None, 2, 4)
+    (8, 3)
+    """
+    if channels is None:
+        return default_channels(topology, nodes, gpus_per_node)
+    return as_int(channels, "channels", 1, MAX_CHANNELS)
+
+
+def chunk_bytes(collective: str, algorithm: str = "ring") -> int:
+    """NCCL's chunk of the Simple protocol: ``STEP_BYTES * chunkSteps``.
+
+    Examples
+    --------
+    >>> from wafercoll.gpu.fabric import chunk_bytes
+    >>> chunk_bytes("allreduce"), chunk_bytes("broadcast"), chunk_bytes(
+    ...     "allreduce", "tree")
+    (2097152, 524288, 524288)
+    """
+    steps = CHUNK_STEPS[collective] if algorithm == "ring" else 1
+    return STEP_BYTES * steps
+
+
+def channel_parts(count_bytes: int, collective: str, ranks: int, channels: int) -> list:
+    """Bytes of each channel's contiguous part, as ``src/enqueue.cc`` cuts them.
+
+    The data (``count_bytes``: the vector of an allreduce, broadcast or
+    reduce, one rank's share of a reduce-scatter or allgather) is cut into
+    cells that carry ``MIN_TRAFFIC_PER_CHANNEL`` of traffic (16-byte
+    multiples); every channel gets the cells of ``1 / channels`` of the
+    traffic, so small data uses fewer channels; the last part is shorter by
+    what the cells overshoot. Only non-empty parts are returned (one empty
+    part for no data).
+
+    Examples
+    --------
+    >>> from wafercoll.gpu.fabric import channel_parts
+    >>> channel_parts(1 << 20, "allreduce", 8, 24)[:2], len(
+    ...     channel_parts(1 << 20, "allreduce", 8, 24))
+    ([49152, 49152], 22)
+    >>> channel_parts(40000, "allreduce", 8, 24)
+    [16384, 16384, 7232]
+    """
+    n = int(count_bytes)
+    if n <= 0:
+        return [0]
+    tpb = TRAFFIC_PER_BYTE[collective]
+    tpb = ranks if tpb == "ranks" else tpb
+    cell = _round_up(_ceil_div(MIN_TRAFFIC_PER_CHANNEL, tpb), ALIGN_BYTES)
+    cells = _ceil_div(n, cell)
+    traffic = max(MIN_TRAFFIC_PER_CHANNEL, n * tpb)
+    per_channel = _round_up(traffic // channels, ALIGN_BYTES)
+    per = min(cells, max(1, _ceil_div(per_channel, cell * tpb)))
+    used = _ceil_div(cells, per)
+    if used > channels:  # rounding overflow: NCCL spreads the rest evenly
+        per, used = cells // channels, channels
+    parts = [per * cell] * used
+    parts[-1] = n - (used - 1) * per * cell
+    return parts
+
+
+def ring_orders(nodes: int, gpus_per_node: int, channels: int) -> np.ndarray:
+    """Each channel's ring over the ranks (module docstring), shape (C, p).
+
+    Examples
+    --------
+    >>> from wafercoll.gpu.fabric import ring_orders
+    >>> ring_orders(3, 4, 2).tolist()
+    [[0, 2, 3, 1, 5, 7, 4, 6, 10, 11, 9, 8], [1, 3, 0, 2, 6, 4, 5, 7, 11, 8, 10, 9]]
+    """
+    big_n = as_int(nodes, "nodes", 1)
+    g = as_int(gpus_per_node, "gpus_per_node", 1)
+    out = np.empty((channels, big_n * g), dtype=np.int64)
+    for c in range(channels):
+        entry = [(c + n) % g for n in range(big_n)]
+        if big_n > 1 and g >= 3 and entry[-1] == entry[0]:
+            entry[-1] = (entry[-1] + 1) % g  # node N-2 leaves two rails on
+        row: list[int] = []
+        for n in range(big_n):
+            e = entry[n]
+            x = entry[(n + 1) % big_n] if big_n > 1 else (e - 1) % g
+            if x == e:  # one GPU per node, or the unavoidable cross-rail exit
+                x = (e - 1) % g
+            mid = [(e + k) % g for k in range(1, g) if (e + k) % g != x]
+            local = [e] if g == 1 else [e, *mid, x]
+            row.extend(n * g + i for i in local)
+        out[c] = row
+    return out
