@@ -138,7 +138,7 @@ def test_single_node_presets_with_nccl_defaults(
 
 
 @pytest.mark.parametrize("name", ALL)
-@pytest.mark.parametrize("nodes", [2, 3, 5])
+@pytest.mark.parametrize("nodes", [2, 3, 4, 5, 6, 7])
 def test_dgx_h100_rail_presets(name: str, nodes: int) -> None:
     topo, _ = wc.machines.resolve(f"dgx_h100_x16_rail:{nodes}")
     s = wc.build(name, topology=topo, size_bytes=5000 * nodes + 3)
@@ -166,6 +166,19 @@ def test_chunks_are_nccls_simple_protocol() -> None:
     assert fabric.chunk_bytes("allgather") == fabric.chunk_bytes("reduce_scatter")
     assert fabric.chunk_bytes("broadcast") == step
     assert fabric.chunk_bytes("allreduce", "tree") == step
+
+
+def test_small_collectives_use_fewer_channels() -> None:
+    # topoGetAlgoInfo (enqueue.cc) drops channels while the size is below
+    # channels x 512 threads x 64 bytes: 64 KiB keeps 2 of dgx_h100's 24, and
+    # the 32 KiB-of-traffic cells (16 KiB of allreduce data) fill both
+    p, size = 8, 64 << 10
+    topo = wc.topology.dgx_h100()
+    s = wc.build("nccl_ring_allreduce", topology=topo, size_bytes=size)
+    assert s.num_transfers == 2 * 2 * (p - 1) * p
+    assert sorted(set(s.block_bytes.tolist())) == [size // 2 // p]
+    s = wc.build("nccl_ring_allreduce", topology=topo, size_bytes=24 << 15)
+    assert s.num_transfers == 24 * 2 * (p - 1) * p
 
 
 @pytest.mark.parametrize("coll", ["allreduce", "allgather", "broadcast"])

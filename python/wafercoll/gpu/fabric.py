@@ -18,10 +18,11 @@ Channels
 --------
 NCCL runs a collective on ``C`` channels (one thread block each), every
 channel on its own ring or tree, and cuts the data into one contiguous part
-per channel (:func:`channel_parts`). ``C`` follows from NCCL's topology
-search; :func:`default_channels` gives it for the machines of
-:mod:`wafercoll.machines` by that search's arithmetic (derived from the
-code, not measured on a machine):
+per channel (:func:`channel_parts`); small collectives get fewer channels
+(:func:`tuned_channels`: 32 KiB of data per channel at least). ``C``
+follows from NCCL's topology search; :func:`default_channels` gives it for
+the machines of :mod:`wafercoll.machines` by that search's arithmetic
+(derived from the code, not measured on a machine):
 
 * one DGX H100 (SM90): a GPU's 18 NVLinks count ``18 x SM90_NVLINK_BW =
   18 x 20.6 = 370.8`` GB/s (``src/graph/topo.h``); the ring search starts at
@@ -36,7 +37,9 @@ code, not measured on a machine):
   ``gpus_per_node`` rings (8 on DGX H100, whose rings then carry
   ``8 x 48 >= 370.8`` GB/s, the search's stopping rule); no duplication
   (``ncclTopoDupChannels`` skips bandwidths under 50 with more than four
-  channels) and ``ncclTopoPostset`` doubles: ``2 x gpus_per_node`` (16).
+  channels) and ``ncclTopoPostset`` doubles: ``2 x gpus_per_node`` (16,
+  the count an NCCL log of two 8-GPU H100 nodes shows: trees ``[0]`` to
+  ``[15]`` in NVIDIA/nccl issue #1357).
   The SM90 rule that doubles fewer than 16 channels when the intra-node
   ring speed exceeds 45 GB/s (``connect.cc``) is not modelled for nodes of
   fewer than 8 GPUs.
@@ -47,8 +50,9 @@ Both are capped at ``MAXCHANNELS = 64`` (``src/include/device.h``).
 Ring order
 ----------
 :func:`ring_orders` gives each channel's ring. In one node every channel
-uses GPUs ``0 .. g - 1`` in order (on NVSwitch, ``search.cc`` tries the
-neighbours ``i + 1`` first). Across nodes, NCCL's ring of a channel enters
+runs the same cycle ``0 -> 1 -> ... -> g - 1 -> 0`` (on NVSwitch,
+``search.cc`` tries the neighbours ``i + 1`` first), channel ``c`` starting
+at GPU ``c mod g``. Across nodes, NCCL's ring of a channel enters
 a node through the NIC of one rail, visits every GPU of the node over
 NVLink and leaves through the NIC of the same rail (``crossNic = 0``),
 the last GPU handing its data to the NIC's GPU over NVLink (PXN). The
@@ -80,6 +84,8 @@ __all__ = [
     "NCCL_STEPS",
     "SIMPLE_BUFFER_BYTES",
     "STEP_BYTES",
+    "SIMPLE_THREADS",
+    "SIMPLE_THREAD_THRESHOLD",
     "TRAFFIC_PER_BYTE",
     "channel_parts",
     "check_channels",
@@ -87,6 +93,7 @@ __all__ = [
     "default_channels",
     "gpu_layout",
     "ring_orders",
+    "tuned_channels",
 ]
 
 #: The NCCL release whose source the GPU builders follow.
@@ -126,6 +133,14 @@ MIN_TRAFFIC_PER_CHANNEL = 32 << 10
 ALIGN_BYTES = 16
 #: ``MAXCHANNELS`` (``src/include/device.h``).
 MAX_CHANNELS = 64
+#: Threads of a ring or tree channel, Simple protocol, on NVLink machines
+#: (``NCCL_SIMPLE_MAX_NTHREADS``, ``src/include/device.h``; ``ncclTopoTuneModel``,
+#: ``src/graph/tuning.cc``, takes 256 only when the rings' bandwidth is at most
+#: PCIe's).
+SIMPLE_THREADS = 512
+#: Bytes per thread below which a channel is dropped
+#: (``NCCL_SIMPLE_THREAD_THRESHOLD``, ``src/include/comm.h``).
+SIMPLE_THREAD_THRESHOLD = 64
 #: Channels per machine of :mod:`wafercoll.machines` (topology name), from
 #: the search arithmetic of the module docstring.
 NCCL_CHANNELS = {"dgx_h100": 24, "dgx_b200": 32, "gb200_nvl72": 32}
@@ -238,6 +253,25 @@ def check_channels(channels: Any, topology: Any, nodes: int, gpus_per_node: int)
     if channels is None:
         return default_channels(topology, nodes, gpus_per_node)
     return as_int(channels, "channels", 1, MAX_CHANNELS)
+
+
+def tuned_channels(size_bytes: int, channels: int) -> int:
+    """Channels NCCL gives a collective of ``size_bytes``: fewer for small data.
+
+    ``topoGetAlgoInfo`` (``src/enqueue.cc``) drops channels, down to one,
+    while ``size_bytes < channels x SIMPLE_THREADS x SIMPLE_THREAD_THRESHOLD``
+    (32 KiB per channel); ``size_bytes`` is the whole vector (an allgather's
+    output, a reduce-scatter's input: ``ncclFuncMaxSendRecvCount``).
+
+    Examples
+    --------
+    >>> from wafercoll.gpu.fabric import tuned_channels
+    >>> tuned_channels(1 << 20, 24), tuned_channels(100_000, 24), tuned_channels(5, 24)
+    (24, 3, 1)
+    """
+    nc = as_int(channels, "channels", 1, MAX_CHANNELS)
+    per = SIMPLE_THREADS * SIMPLE_THREAD_THRESHOLD
+    return max(1, min(nc, int(size_bytes) // per))
 
 
 def chunk_bytes(collective: str, algorithm: str = "ring") -> int:

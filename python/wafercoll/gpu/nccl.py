@@ -11,7 +11,8 @@ topology) and ``channels`` (default: NCCL's count on the machine,
 Rings (``nccl_ring_*``)
 -----------------------
 Channel ``c`` runs on its own ring (:func:`wafercoll.gpu.fabric.ring_orders`)
-over its contiguous part of the data (:func:`wafercoll.gpu.fabric.channel_parts`),
+over its contiguous part of the data (:func:`wafercoll.gpu.fabric.channel_parts`,
+on the channels NCCL keeps for the size: :func:`wafercoll.gpu.fabric.tuned_channels`),
 in loops of chunks of ``STEP_BYTES * chunkSteps`` bytes (2 MiB for
 allreduce, reduce-scatter and allgather, 512 KiB for broadcast and reduce).
 
@@ -53,11 +54,19 @@ its tree's root and broadcasts down, chunk after chunk of ``STEP_BYTES``
 (``runTreeUpDown``, ``all_reduce.h``), built with
 :func:`wafercoll.kit.trees_program`.
 
-PAT (``NCCL_ALGO_PAT``) is not built: NCCL specifies it only as the step
+PAT (``NCCL_ALGO_PAT``, NCCL 2.23+) is not built. It runs only with one GPU
+per node (``ncclTransportPatConnect`` is called when ``maxLocalRanks == 1``,
+``src/init.cc``), over peers at distances ``2^d`` (``src/transport/generic.cc``);
+its maintainers describe it as a variation of Bruck's algorithm whose
+schedule is reordered to bound memory (NVIDIA/nccl issue #1473), and no paper
+describes it (issue #1708). The schedule itself exists only as the step
 generators ``PatRSAlgorithm`` and ``PatAGAlgorithm``
-(``src/include/collectives.h``), whose aggregation factor and step order
-depend on buffer sizes and staging slots that a schedule of block transfers
-would have to re-derive line by line.
+(``src/include/collectives.h``), whose steps address staging-buffer slots
+(aggregation factor, post frequency, step offsets) rather than data: which
+piece a message carries follows only from replaying that code, which would
+make a builder a transcription of it rather than an implementation of a
+described algorithm. Bruck's allgather (``generic_bruck_allgather``) gives
+the data flow it reorders.
 
 Examples
 --------
@@ -86,6 +95,7 @@ from .fabric import (
     chunk_bytes,
     gpu_layout,
     ring_orders,
+    tuned_channels,
 )
 
 __all__ = [
@@ -203,7 +213,7 @@ def ring_collective(
     rooted = collective in ("broadcast", "reduce")
     r0 = as_int(root, "root", 0, p - 1) if rooted else None
     share = -(-size // p) if collective in ("reduce_scatter", "allgather") else size
-    parts = channel_parts(share, collective, p, n_ch)
+    parts = channel_parts(share, collective, p, tuned_channels(size, n_ch))
     rings = ring_orders(nodes, g, n_ch)
     name = f"nccl_ring({collective}, p={p}, g={g}, channels={len(parts)})"
     if rooted:
@@ -378,7 +388,7 @@ def tree_allreduce(
     nodes, g = gpu_layout(ranks, topology, gpus_per_node)
     size = as_int(size_bytes, "size_bytes", 0)
     n_ch = check_channels(channels, topology, nodes, g)
-    parts = channel_parts(size, "allreduce", nodes * g, n_ch)
+    parts = channel_parts(size, "allreduce", nodes * g, tuned_channels(size, n_ch))
     chunk = chunk_bytes("allreduce", "tree")
     chunks = max(max(1, -(-part // chunk)) for part in parts)
     sizes = [
