@@ -115,6 +115,23 @@ def test_every_builder_computes_its_collective_on_rail_machines(
         _check(s, seed=k)
 
 
+@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize(
+    "topo,g",
+    [
+        (wc.topology.fat_tree(4), None),
+        (wc.topology.fat_tree(4), 2),
+        (wc.topology.dragonfly(2, 2, 1), None),
+        (wc.topology.dragonfly(2, 2, 1), 3),
+    ],
+)
+def test_fat_trees_and_dragonflies(name: str, topo: wc.Topology, g: int | None) -> None:
+    # one GPU per host unless gpus_per_node groups consecutive hosts
+    s = wc.build(name, topology=topo, size_bytes=7777, gpus_per_node=g)
+    assert s.num_ranks == topo.num_endpoints
+    _check(s)
+
+
 @pytest.mark.parametrize("name", ["nccl_ring_broadcast", "nccl_ring_reduce"])
 def test_rooted_rings_from_every_root(name: str) -> None:
     for root in range(12):
@@ -155,9 +172,17 @@ def test_default_channels_follow_nccls_search_arithmetic() -> None:
     for machine, want in (("dgx_h100", h100), ("dgx_b200", b200), ("nvl72", b200)):
         topo, _ = wc.machines.resolve(machine)
         assert fabric.default_channels(topo, 1, topo.num_endpoints) == want
-    # one ring per 50 GB/s NIC at 48 GB/s, doubled by ncclTopoPostset
+    # one ring per 50 GB/s NIC at 48 GB/s (sm90SpeedArrayInter), doubled by
+    # ncclTopoPostset; below 8 GPUs doubled once more (ncclTopoDupChannels for
+    # up to 4 rings, connect.cc's SM90 rule for 5 to 7 rings under 16)
     rail = wc.topology.dgx_h100_rail(4)
     assert fabric.default_channels(rail, 4, 8) == 2 * 8
+    for g in range(1, 8):
+        dup = 2 if g <= 4 else 1  # ncclTopoDupChannels
+        post = 2 * dup * g  # ncclTopoPostset
+        assert fabric.default_channels(None, 3, g) == (
+            2 * post if post < 16 and dup == 1 else post
+        )
 
 
 def test_chunks_are_nccls_simple_protocol() -> None:

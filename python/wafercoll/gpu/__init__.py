@@ -7,8 +7,9 @@ double-binary-tree collectives (``nccl_ring_*``, ``nccl_tree_allreduce``);
 over NVLink and across them per rail (``gpu_hier2d_*``). All run on the
 NVSwitch machines and rail-optimised networks of
 :mod:`wafercoll.topology` (``dgx_h100``, ``dgx_b200``, ``gb200_nvl72``,
-``rail_optimized``, ``dgx_h100_rail``), or on ranks alone with
-``gpus_per_node``.
+``rail_optimized``, ``dgx_h100_rail``), on fat trees and dragonflies (a
+host is a node of one GPU, or ``gpus_per_node`` consecutive hosts are one
+node), or on ranks alone with ``gpus_per_node``.
 
 Examples
 --------

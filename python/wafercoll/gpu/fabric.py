@@ -12,7 +12,9 @@ rail) of node ``n``, the numbering of
 :func:`wafercoll.topology.rail_optimized`. :func:`gpu_layout` reads
 ``gpus_per_node`` off a topology: one node for an NVSwitch machine (kind
 ``"nvswitch"``), and the GPUs that share rail switch 0 for a rail-optimised
-one (GPU ``0`` and ``gpus_per_node`` are its first two).
+one (GPU ``0`` and ``gpus_per_node`` are its first two). On a fat tree or a
+dragonfly every host is a node of one GPU unless ``gpus_per_node`` groups
+consecutive hosts.
 
 Channels
 --------
@@ -32,18 +34,20 @@ the machines of :mod:`wafercoll.machines` by that search's arithmetic
   12 and ``ncclTopoPostset`` (``src/graph/connect.cc``) doubles again: 24;
 * one DGX B200 or a GB200 NVL72 (SM100): ``18 x SM100_NVLINK_BW = 721.8``
   GB/s over the first SM100 speed, 90 GB/s: 8 rings, 16, then 32;
-* several nodes on a rail network: the first SM90 inter-node speed, 48 GB/s
+* several nodes, one NIC per GPU: the first SM90 inter-node speed, 48 GB/s
   (``sm90SpeedArrayInter``), leaves one ring per 50 GB/s NIC, so
-  ``gpus_per_node`` rings (8 on DGX H100, whose rings then carry
-  ``8 x 48 >= 370.8`` GB/s, the search's stopping rule); no duplication
-  (``ncclTopoDupChannels`` skips bandwidths under 50 with more than four
-  channels) and ``ncclTopoPostset`` doubles: ``2 x gpus_per_node`` (16,
-  the count an NCCL log of two 8-GPU H100 nodes shows: trees ``[0]`` to
-  ``[15]`` in NVIDIA/nccl issue #1357).
-  The SM90 rule that doubles fewer than 16 channels when the intra-node
-  ring speed exceeds 45 GB/s (``connect.cc``) is not modelled for nodes of
-  fewer than 8 GPUs.
-* anything else: ``2 x gpus_per_node``, by the same rule (an assumption).
+  ``g = gpus_per_node`` rings (8 on DGX H100, whose rings then carry
+  ``8 x 48 >= 370.8`` GB/s, the search's stopping rule). With ``g >= 5``
+  ``ncclTopoDupChannels`` keeps them (it skips bandwidths under 50 with more
+  than four channels) and ``ncclTopoPostset`` doubles them: 16 for
+  ``g = 8`` (the count an NCCL log of two 8-GPU H100 nodes shows: trees
+  ``[0]`` to ``[15]`` in NVIDIA/nccl issue #1357). Fewer than 16 are doubled
+  once more by the SM90 rule of ``connect.cc`` (more than 45 GB/s per ring
+  and several nodes): ``4 g`` for ``g = 5 .. 7``. With ``g <= 4``
+  ``ncclTopoDupChannels`` doubles (to 24 GB/s rings, below that rule) and
+  ``ncclTopoPostset`` doubles: ``4 g`` again. So ``4 g`` below 8 GPUs per
+  node, ``2 g`` from 8 on;
+* one node not in the table: ``2 g``, an assumption.
 
 Both are capped at ``MAXCHANNELS = 64`` (``src/include/device.h``).
 
@@ -77,6 +81,8 @@ from .._util import as_int
 __all__ = [
     "ALIGN_BYTES",
     "CHUNK_STEPS",
+    "FABRICS",
+    "HOST_FABRICS",
     "MAX_CHANNELS",
     "MIN_TRAFFIC_PER_CHANNEL",
     "NCCL_CHANNELS",
@@ -141,6 +147,10 @@ SIMPLE_THREADS = 512
 #: Bytes per thread below which a channel is dropped
 #: (``NCCL_SIMPLE_THREAD_THRESHOLD``, ``src/include/comm.h``).
 SIMPLE_THREAD_THRESHOLD = 64
+#: Topology kinds the GPU builders run on.
+FABRICS = ("nvswitch", "rail_optimized", "fat_tree", "dragonfly")
+#: Of those, the ones whose endpoints are hosts of one GPU by default.
+HOST_FABRICS = ("fat_tree", "dragonfly")
 #: Channels per machine of :mod:`wafercoll.machines` (topology name), from
 #: the search arithmetic of the module docstring.
 NCCL_CHANNELS = {"dgx_h100": 24, "dgx_b200": 32, "gb200_nvl72": 32}
@@ -164,8 +174,9 @@ def gpu_layout(
     ranks : int
         GPUs in the collective, ``nodes * gpus_per_node``.
     topology : Topology, optional
-        An NVSwitch machine (one node of all its GPUs) or a rail-optimised
-        network (the GPUs of rail switch 0 are one per node).
+        An NVSwitch machine (one node of all its GPUs), a rail-optimised
+        network (the GPUs of rail switch 0 are one per node), or a fat tree
+        or dragonfly (one GPU per host by default).
     gpus_per_node : int, optional
         GPUs per node, 1 to ``ranks``; required without a topology that
         gives it, and must agree with one that does.
@@ -189,6 +200,8 @@ def gpu_layout(
     (1, 8)
     >>> gpu_layout(12, gpus_per_node=4)
     (3, 4)
+    >>> gpu_layout(16, wc.topology.fat_tree(4))
+    (16, 1)
     """
     p = as_int(ranks, "ranks", 1)
     derived = None
@@ -201,6 +214,8 @@ def gpu_layout(
         # rail switch 0 is the first hidden router; its GPUs are 0, g, 2g, ...
         gpus = np.sort(links["src"][(links["dst"] == e) & (links["src"] < e)])
         derived = int(gpus[1] - gpus[0]) if gpus.size > 1 else e
+    if gpus_per_node is None and kind in HOST_FABRICS:
+        gpus_per_node = 1
     if gpus_per_node is None:
         if derived is None:
             raise ValueError(
@@ -234,11 +249,14 @@ def default_channels(topology: Any, nodes: int, gpus_per_node: int) -> int:
     24
     >>> default_channels(wc.topology.dgx_h100_rail(4), 4, 8)
     16
+    >>> default_channels(None, 5, 2), default_channels(None, 5, 16)
+    (8, 32)
     """
     name = getattr(topology, "name", None)
-    if nodes == 1 and name in NCCL_CHANNELS:
-        return NCCL_CHANNELS[name]
-    return min(MAX_CHANNELS, 2 * gpus_per_node)
+    if nodes == 1:
+        return NCCL_CHANNELS.get(name, min(MAX_CHANNELS, 2 * gpus_per_node))
+    factor = 4 if gpus_per_node < 8 else 2
+    return min(MAX_CHANNELS, factor * gpus_per_node)
 
 
 def check_channels(channels: Any, topology: Any, nodes: int, gpus_per_node: int) -> int:
@@ -248,7 +266,7 @@ def check_channels(channels: Any, topology: Any, nodes: int, gpus_per_node: int)
     --------
     >>> from wafercoll.gpu.fabric import check_channels
     >>> check_channels(None, None, 2, 4), check_channels(3, None, 2, 4)
-    (8, 3)
+    (16, 3)
     """
     if channels is None:
         return default_channels(topology, nodes, gpus_per_node)

@@ -53,7 +53,7 @@ from .._util import as_int
 from ..algorithms import register_algorithm
 from ..alltoall import send_blocks
 from ..schedule import Schedule
-from .fabric import gpu_layout
+from .fabric import FABRICS, gpu_layout
 
 __all__ = [
     "MAX_RANKS",
@@ -65,7 +65,6 @@ __all__ = [
 
 #: Largest rank count (an alltoall has ``p * p`` blocks: 4 M at 2048).
 MAX_RANKS = 2048
-_FAMILIES = ("nvswitch", "rail_optimized")
 _SOURCE = (
     "the 2D-torus allreduce of Mikami et al., Massively Distributed SGD: "
     "ImageNet/ResNet-50 Training in a Flash, 2018 (reduce-scatter along one "
@@ -326,7 +325,7 @@ for _name, _coll, _fn, _summary in (
     register_algorithm(
         _name,
         _coll,
-        families=_FAMILIES,
+        families=FABRICS,
         source=_SOURCE
         if _coll != "alltoall"
         else "original: rail-aligned "

@@ -4,9 +4,10 @@ The builders follow NCCL's source (:data:`wafercoll.gpu.fabric.NCCL_SOURCE`)
 for the Simple protocol; every number they use is in
 :mod:`wafercoll.gpu.fabric` with its file. All take ``ranks``,
 ``size_bytes``, ``topology`` (an NVSwitch machine or a rail-optimised
-network, which gives ``gpus_per_node``), ``gpus_per_node`` (without such a
-topology) and ``channels`` (default: NCCL's count on the machine,
-:func:`wafercoll.gpu.fabric.default_channels`).
+network, which gives ``gpus_per_node``; a fat tree or a dragonfly, whose
+hosts are nodes of one GPU unless ``gpus_per_node`` says otherwise),
+``gpus_per_node`` (without such a topology) and ``channels`` (default:
+NCCL's count on the machine, :func:`wafercoll.gpu.fabric.default_channels`).
 
 Rings (``nccl_ring_*``)
 -----------------------
@@ -89,6 +90,7 @@ from ..algorithms import algorithm_name, register_algorithm
 from ..schedule import Schedule
 from .fabric import (
     ALIGN_BYTES,
+    FABRICS,
     NCCL_SOURCE,
     channel_parts,
     check_channels,
@@ -110,7 +112,6 @@ __all__ = [
 #: Largest rank count of the NCCL builders (``2 (p - 1) p`` transfers per
 #: channel and loop).
 MAX_RANKS = 1024
-_FAMILIES = ("nvswitch", "rail_optimized")
 _RING_COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "broadcast", "reduce")
 
 
@@ -431,7 +432,7 @@ for _coll, _file in _RING_FILES.items():
     register_algorithm(
         algorithm_name("nccl", "ring", _coll),
         _coll,
-        families=_FAMILIES,
+        families=FABRICS,
         source=f"{NCCL_SOURCE}: runRing in {_file}; channels and chunks from "
         "src/graph/search.cc, src/graph/connect.cc, src/enqueue.cc",
         summary=f"NCCL's ring {_coll}: C channels, each on its ring over its part "
@@ -444,7 +445,7 @@ for _coll, _file in _RING_FILES.items():
 register_algorithm(
     "nccl_tree_allreduce",
     "allreduce",
-    families=_FAMILIES,
+    families=FABRICS,
     source=f"{NCCL_SOURCE}: ncclGetDtree in src/graph/trees.cc, connectTrees in "
     "src/graph/connect.cc, runTreeUpDown in src/device/all_reduce.h",
     summary="NCCL's double binary tree over nodes, a chain in each node; half the "
