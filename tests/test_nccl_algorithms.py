@@ -39,10 +39,13 @@ SHAPES = [
     (1, 6),
     (2, 2),
     (3, 2),
+    (3, 3),
     (3, 4),
     (5, 2),
     (5, 4),
     (6, 2),
+    (6, 4),
+    (7, 2),
     (7, 4),
     (3, 8),
 ]
@@ -239,6 +242,9 @@ def test_rings_stay_on_their_rail_between_nodes(nodes: int, g: int) -> None:
         assert (np.diff(node) >= 0).sum() == p - 1 or nodes == 1
         hops = node != nxt // g
         assert hops.sum() == (nodes if nodes > 1 else 0)
+        if nodes == 1:  # one cycle 0 -> 1 -> ... -> g - 1 for every channel
+            start = int(np.flatnonzero(ring == 0)[0])
+            assert np.roll(ring, -start).tolist() == list(range(g))
         cross = (ring % g != nxt % g) & hops
         # two GPUs per node flip rails at every node: an odd ring cannot close
         assert cross.sum() == (1 if g == 2 and nodes % 2 == 1 and nodes > 1 else 0)
