@@ -21,7 +21,13 @@ import time
 
 import wafercoll as wc
 
-ALGORITHMS = ("nccl_ring_allreduce", "nccl_tree_allreduce", "gpu_hier2d_allreduce")
+#: (registry name, options, label)
+ALGORITHMS = (
+    ("nccl_ring_allreduce", {}, "nccl_ring_allreduce"),
+    ("nccl_tree_allreduce", {}, "nccl_tree_allreduce"),
+    ("gpu_hier2d_allreduce", {}, "gpu_hier2d_allreduce"),
+    ("gpu_hier2d_allreduce", {"chunks": 16}, "gpu_hier2d_allreduce chunks=16"),
+)
 SIZES = [1 << k for k in range(20, 31, 2)] + [1 << 30]
 
 
@@ -50,16 +56,16 @@ def main() -> None:
     print("| machine | algorithm | size | algbw (GB/s) | busbw (GB/s) | wall (s) |")
     print("|---|---|---:|---:|---:|---:|")
     for label, topo, net in machines():
-        for name in ALGORITHMS:
+        for name, options, alg in ALGORITHMS:
             for size in sizes:
                 t0 = time.perf_counter()
-                s = wc.build(name, topology=topo, size_bytes=size)
+                s = wc.build(name, topology=topo, size_bytes=size, **options)
                 wc.verify(s)
                 r = wc.simulate(s, topo, net)
                 wall = time.perf_counter() - t0
                 row = {
                     "machine": label,
-                    "algorithm": name,
+                    "algorithm": alg,
                     "size_bytes": size,
                     "time_s": r.time_s,
                     "algbw_Bps": r.algbw_Bps,
@@ -69,7 +75,7 @@ def main() -> None:
                 }
                 rows.append(row)
                 print(
-                    f"| {label} | {name} | {size >> 20} MiB | "
+                    f"| {label} | {alg} | {size >> 20} MiB | "
                     f"{r.algbw_Bps / 1e9:.1f} | {r.busbw_Bps / 1e9:.1f} | {wall:.2f} |",
                     flush=True,
                 )

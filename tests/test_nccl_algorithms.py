@@ -135,6 +135,18 @@ def test_fat_trees_and_dragonflies(name: str, topo: wc.Topology, g: int | None) 
     _check(s)
 
 
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("chunks", [2, 5])
+def test_pipelined_hier2d_allreduce(shape: tuple[int, int], chunks: int) -> None:
+    topo = _rail(*shape)
+    for k, size in enumerate(SIZES):
+        s = wc.build(
+            "gpu_hier2d_allreduce", topology=topo, size_bytes=size, chunks=chunks
+        )
+        assert s.num_blocks == chunks * shape[0] * shape[1]
+        _check(s, seed=k)
+
+
 @pytest.mark.parametrize("name", ["nccl_ring_broadcast", "nccl_ring_reduce"])
 def test_rooted_rings_from_every_root(name: str) -> None:
     for root in range(12):
@@ -360,6 +372,14 @@ def test_hier2d_nic_traffic(nodes: int, g: int) -> None:
     np.testing.assert_array_equal(
         inter("gpu_hier2d_allreduce"), 2 * (nodes - 1) / (nodes * g) * size
     )
+    s = wc.build(
+        "gpu_hier2d_allreduce", ranks=p, size_bytes=size, gpus_per_node=g, chunks=4
+    )
+    far = s.src // g != s.dst // g
+    np.testing.assert_array_equal(
+        np.bincount(s.src[far], weights=s.transfer_bytes()[far], minlength=p),
+        2 * (nodes - 1) / (nodes * g) * size,
+    )
     np.testing.assert_array_equal(
         inter("gpu_hier2d_reduce_scatter"), (nodes - 1) / p * size
     )
@@ -445,5 +465,9 @@ def test_bad_root_and_hier2d_input() -> None:
         wc.build("nccl_ring_broadcast", ranks=8, size_bytes=8, gpus_per_node=8, root=8)
     with pytest.raises(ValueError, match="multiple of gpus_per_node"):
         wc.build("gpu_hier2d_alltoall", ranks=10, size_bytes=80, gpus_per_node=4)
+    with pytest.raises(ValueError, match="chunks must be >= 1"):
+        wc.build(
+            "gpu_hier2d_allreduce", ranks=8, size_bytes=8, gpus_per_node=4, chunks=0
+        )
     with pytest.raises(ValueError, match="applies to nvswitch, rail_optimized"):
         wc.build("gpu_hier2d_allreduce", topology=wc.mesh(2, 2), size_bytes=8)

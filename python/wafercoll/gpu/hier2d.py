@@ -16,7 +16,8 @@ starts on a GPU once its part of the previous phase is done.
     sends ``2 (g - 1) / g S`` over NVLink and ``2 (N - 1) / (N g) S`` over
     its NIC: ``1 / g`` of a flat ring's NIC traffic. This is the 2D-torus
     allreduce of Mikami et al. (2018) with nodes and rails as the two
-    dimensions.
+    dimensions. ``chunks=k`` pipelines it: ``k`` parts of the vector run
+    the phases one after another and overlap.
 ``gpu_hier2d_reduce_scatter``
     Rank ``r`` ends with block ``r`` (``1 / p`` of the vector, the standard
     layout). (1) Inside each node: GPU ``i`` ends with the node's sum of the
@@ -56,6 +57,7 @@ from ..schedule import Schedule
 from .fabric import FABRICS, gpu_layout
 
 __all__ = [
+    "MAX_CHUNKS",
     "MAX_RANKS",
     "hier2d_allgather",
     "hier2d_allreduce",
@@ -88,11 +90,16 @@ def _emit(
     rows: np.ndarray,
     phase: str,
     ranges: Any,
+    stream: int = -1,
 ) -> None:
     """One ring per row; ``ranges(row, block)`` -> (lo, hi, offsets) per transfer."""
     for st in kit.ring_steps(rows, phase=phase):
         lo, hi, off = ranges(st.group, st.block)
-        prog.step(st.src, st.dst, kit.Ranges(lo, hi, off), st.op)
+        prog.step(st.src, st.dst, kit.Ranges(lo, hi, off), st.op, stream=stream)
+
+
+#: Largest number of pipeline chunks of :func:`hier2d_allreduce`.
+MAX_CHUNKS = 4096
 
 
 def hier2d_allreduce(
@@ -101,6 +108,7 @@ def hier2d_allreduce(
     *,
     topology: Any = None,
     gpus_per_node: int | None = None,
+    chunks: int = 1,
 ) -> Schedule:
     """Intra-node reduce-scatter, per-rail allreduce, intra-node allgather.
 
@@ -112,6 +120,12 @@ def hier2d_allreduce(
         Gives ``gpus_per_node`` (:func:`wafercoll.gpu.fabric.gpu_layout`).
     gpus_per_node : int, optional
         GPUs per node, 1 to ``ranks``, dividing ``ranks``.
+    chunks : int, optional
+        Pipeline chunks, 1 to ``MAX_CHUNKS``: the vector is cut into this
+        many parts that go through the three phases one after another, so
+        that one part's inter-node phase overlaps the next part's intra-node
+        one (dependencies by the kit's ``"cells"`` rule, a stream per phase).
+        With 1 (the default) the phases follow the ``"sendrecv"`` rule.
 
     Returns
     -------
@@ -124,31 +138,41 @@ def hier2d_allreduce(
     >>> s = hier2d_allreduce(6, 60, gpus_per_node=2)
     >>> wc.verify(s).steps
     6
+    >>> wc.verify(hier2d_allreduce(6, 600, gpus_per_node=2, chunks=4)).ok
+    True
     """
     nodes, g = gpu_layout(ranks, topology, gpus_per_node)
     size = as_int(size_bytes, "size_bytes", 0)
-    # block s * N + k: piece k of segment s
+    k = as_int(chunks, "chunks", 1, MAX_CHUNKS)
+    per = g * nodes
+    # block c * g N + s * N + j: piece j of segment s of chunk c
+    sizes = np.concatenate(
+        [kit.split_bytes(int(b), per) for b in kit.split_bytes(size, k)]
+    )
     prog = kit.Program(
         nodes * g,
-        kit.split_bytes(size, g * nodes),
+        sizes,
         "allreduce",
-        rule="sendrecv",
-        name=f"hier2d_allreduce(N={nodes}, g={g})",
+        rule="sendrecv" if k == 1 else "cells",
+        name=f"hier2d_allreduce(N={nodes}, g={g}, chunks={k})",
     )
     inside, rails = _grids(nodes, g)
+    for c in range(k):
+        base = c * per
 
-    def segment(group: np.ndarray, block: np.ndarray) -> tuple:
-        one = np.arange(block.size + 1)
-        return block * nodes, block * nodes + nodes, one
+        def segment(group: np.ndarray, block: np.ndarray, base: int = base) -> tuple:
+            lo = base + block * nodes
+            return lo, lo + nodes, np.arange(block.size + 1)
 
-    def piece(group: np.ndarray, block: np.ndarray) -> tuple:
-        # rail i's GPUs own segment i after the intra-node reduce-scatter
-        lo = group * nodes + block
-        return lo, lo + 1, np.arange(block.size + 1)
+        def piece(group: np.ndarray, block: np.ndarray, base: int = base) -> tuple:
+            # rail i's GPUs own segment i after the intra-node reduce-scatter
+            lo = base + group * nodes + block
+            return lo, lo + 1, np.arange(block.size + 1)
 
-    _emit(prog, inside, "reduce_scatter", segment)
-    _emit(prog, rails, "allreduce", piece)
-    _emit(prog, inside, "allgather", segment)
+        streams = (-1, -1, -1) if k == 1 else (0, 1, 2)
+        _emit(prog, inside, "reduce_scatter", segment, streams[0])
+        _emit(prog, rails, "allreduce", piece, streams[1])
+        _emit(prog, inside, "allgather", segment, streams[2])
     return prog.schedule()
 
 
@@ -293,7 +317,7 @@ def hier2d_alltoall(
     return prog.schedule()
 
 
-_PARAMS = {"gpus_per_node": None}
+_PARAMS: dict[str, Any] = {"gpus_per_node": None}
 for _name, _coll, _fn, _summary in (
     (
         "gpu_hier2d_allreduce",
@@ -331,7 +355,7 @@ for _name, _coll, _fn, _summary in (
         else "original: rail-aligned "
         "two-phase alltoall (intra-node by target rail, then per rail)",
         summary=_summary,
-        parameters=dict(_PARAMS),
+        parameters={**_PARAMS, "chunks": 1} if _coll == "allreduce" else dict(_PARAMS),
         max_ranks=MAX_RANKS,
         label="Hier2D",
     )(_fn)
