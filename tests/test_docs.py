@@ -50,6 +50,10 @@ MODULES = [
     "wafercoll.workloads.layers",
     "wafercoll.workloads.layout",
     "wafercoll.workloads.parallelism",
+    "wafercoll.gpu",
+    "wafercoll.gpu.fabric",
+    "wafercoll.gpu.nccl",
+    "wafercoll.gpu.hier2d",
 ]
 
 

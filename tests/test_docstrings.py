@@ -28,6 +28,9 @@ SUBPACKAGES = [
     "wormhole",
     "generic",
     "workloads",
+    "gpu.fabric",
+    "gpu.nccl",
+    "gpu.hier2d",
 ]
 
 # PENDING: functions of modules that are being reworked elsewhere (cli.py,
