@@ -54,6 +54,12 @@ MODULES = [
     "wafercoll.gpu.fabric",
     "wafercoll.gpu.nccl",
     "wafercoll.gpu.hier2d",
+    "wafercoll.synthesis",
+    "wafercoll.synthesis.fractional",
+    "wafercoll.synthesis.forests",
+    "wafercoll.synthesis.equal_rate",
+    "wafercoll.synthesis.rooted",
+    "wafercoll.synthesis.builders",
 ]
 
 

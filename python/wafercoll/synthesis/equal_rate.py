@@ -124,13 +124,17 @@ def optimum_ratio(topology: Topology) -> float:
     """``R* / u``: the fractional optimum in trees of the smallest capacity.
 
     On a graph whose capacities are multiples of the smallest, the edge
-    copies over ``p - 1`` (the partition into single nodes) bound it; when
+    copies over ``p - 1`` (the partition into single nodes) bound it. When
     :func:`~wafercoll.synthesis.forests.partition_spanning_trees` packs that
-    many trees, the bound is the optimum (meshes, tori, rings). Otherwise
-    column generation proves it (``TreePacking.upper``), snapped to the
-    nearest fraction with a denominator below the node count when within
-    1e-6 (the optimum is a crossing count over a number of parts minus one,
-    Nash-Williams and Tutte).
+    many trees, the bound is the optimum (meshes, rings); when the bound
+    needs more than 32 copies, a packing that reaches its floor with at most
+    :data:`MAX_COPIES` copies makes it the ratio used (an upper limit then,
+    within ``1 / k`` of the packings this module builds: large tori, whose
+    LP takes minutes). Otherwise column generation proves the optimum
+    (``TreePacking.upper``), snapped to the nearest fraction with a
+    denominator below the node count when within 1e-6 (the optimum is a
+    crossing count over a number of parts minus one, Nash-Williams and
+    Tutte).
 
     Examples
     --------
@@ -155,18 +159,25 @@ def optimum_ratio(topology: Topology) -> float:
         # with no LP.
         ub = Fraction(int(whole.sum()), n - 1)
         if ub.denominator <= _PROOF_COPIES:
-            try:
-                forests.partition_spanning_trees(
-                    n,
-                    us,
-                    vs,
-                    whole.astype(np.int64) * ub.denominator,
-                    ub.numerator,
-                    roots=_center_roots(n, us, vs, ub.numerator),
-                )
-                ratio = float(ub)
-            except ValueError:
-                ratio = None
+            k, m = ub.denominator, ub.numerator
+        else:  # the best packing with few copies: its floor, at the fewest copies
+            k = max(
+                range(1, MAX_COPIES + 1),
+                key=lambda kk: (math.floor(kk * ub) / kk, -kk),
+            )
+            m = math.floor(k * ub)
+        try:
+            forests.partition_spanning_trees(
+                n,
+                us,
+                vs,
+                whole.astype(np.int64) * k,
+                m,
+                roots=_center_roots(n, us, vs, m),
+            )
+            ratio = float(ub)
+        except ValueError:
+            ratio = None
     if ratio is None:
         frac = _fractional(topology)
         ratio = (frac.upper if np.isfinite(frac.upper) else frac.rate) / unit
@@ -387,7 +398,17 @@ def equal_rate_packing(
         return EqualRatePacking(par, m, k, np.inf, np.inf, unit, 0)
     mult = np.floor(k * cap / unit + 1e-9).astype(np.int64)
     roots = _center_roots(n, us, vs, m)
-    sets = forests.partition_spanning_trees(n, us, vs, mult, m, roots=roots, seed=seed)
+    while True:
+        try:
+            sets = forests.partition_spanning_trees(
+                n, us, vs, mult, m, roots=roots, seed=seed
+            )
+            break
+        except ValueError:
+            if trees is not None or m == 1:
+                raise
+            m -= 1  # the ratio was an upper limit that these copies miss
+            roots = roots[:m]
     sets = forests.lower_depths(n, us, vs, sets, roots)
     parents = np.stack(
         [

@@ -327,11 +327,15 @@ def lower_depths(
     --------
     >>> import numpy as np
     >>> from wafercoll.synthesis import forests
-    >>> us, vs = np.array([0, 1, 2, 0]), np.array([1, 2, 3, 3])  # a 4-cycle
-    >>> t = [{0, 1, 2}, {1, 2, 3}]  # paths 0-1-2-3 and 1-2-3-0
-    >>> t = forests.lower_depths(4, us, vs, t, [0, 0])
-    >>> [max(forests.tree_parents(4, us, vs, x, 0)[1]) for x in t]
-    [2, 2]
+    >>> import wafercoll as wc
+    >>> from wafercoll.synthesis import fractional
+    >>> us, vs, _ = fractional.undirected_edges(wc.topology.mesh(3, 3))
+    >>> trees = forests.partition_spanning_trees(9, us, vs, [2] * 12, 3)
+    >>> def height(ts):
+    ...     return max(int(forests.tree_parents(9, us, vs, t, 4)[1].max()) for t in ts)
+    >>> before = height(trees)
+    >>> height(forests.lower_depths(9, us, vs, trees, [4, 4, 4])) <= before
+    True
     """
     us = np.asarray(us, dtype=np.int64)
     vs = np.asarray(vs, dtype=np.int64)
