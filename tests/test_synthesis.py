@@ -239,3 +239,44 @@ def test_bad_input_is_refused() -> None:
     custom = wc.custom(4, [(0, 1), (1, 0), (2, 3), (3, 2)])
     with pytest.raises(ValueError, match="not connected"):
         synthesis.pack_spanning_trees(custom)
+
+
+@pytest.mark.parametrize("topo", TOPOLOGIES[1:], ids=lambda t: t.name)
+@pytest.mark.parametrize(
+    ("roots", "chunks"), [("every", None), ("every", 2), ("shortest", 3)]
+)
+def test_rooted_allreduce_variants_verify_and_sum(topo, roots, chunks, rng) -> None:
+    s = wc.build(
+        "synth_treepack_allreduce",
+        size_bytes=999,
+        topology=topo,
+        roots=roots,
+        chunks=chunks,
+    )
+    assert wc.verify(s).ok
+    x = rng.integers(-1000, 1000, size=(s.num_ranks, 999))
+    assert (wc.execute(s, x) == x.sum(axis=0)).all()
+
+
+@pytest.mark.parametrize("collective", ["allreduce", "reduce_scatter", "allgather"])
+def test_synthesize_with_a_network_keeps_the_fastest_candidate(collective) -> None:
+    # Given a network, synthesize simulates its candidates; the schedule it
+    # returns is no slower than the default builder's.
+    topo = wc.topology.mesh(3, 4)
+    net = wc.NetworkModel(1e9, hop_latency_s=1e-8, packet_bytes=512)
+    size = 1 << 16
+    chosen = wc.simulate(wc.synthesize(topo, collective, size, net), topo, net)
+    default = wc.build(f"synth_treepack_{collective}", size_bytes=size, topology=topo)
+    assert chosen.time_s <= wc.simulate(default, topo, net).time_s * (1 + 1e-12)
+    assert chosen.time_s >= wc.bounds.result_bound(chosen).time_s
+
+
+def test_large_tori_skip_the_lp() -> None:
+    # 512 edges / 255 needs 255 copies; 2 trees in 1 copy reach its floor,
+    # so no LP runs (it took minutes) and the packing is the two trees, with
+    # the edge-count limit as the ratio it is measured against.
+    topo = wc.topology.torus(16, 16)
+    pack = synthesis.equal_rate_packing(topo)
+    assert (pack.trees, pack.copies) == (2, 1)
+    assert pack.optimum == pytest.approx(512 / 255 * pack.unit)
+    assert pack.loss == pytest.approx(512 / 510)

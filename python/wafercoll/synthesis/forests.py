@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["lower_depths", "partition_spanning_trees", "tree_parents"]
+__all__ = ["breadth_first", "lower_depths", "partition_spanning_trees", "tree_parents"]
 
 
 class _Forest:
@@ -249,16 +249,43 @@ def partition_spanning_trees(
     return [set(f.edges) for f in forests]
 
 
-def _depths(adj: list[set[int]], root: int) -> np.ndarray:
-    depth = np.full(len(adj), -1, dtype=np.int64)
+def breadth_first(adj: Any, root: int) -> tuple[np.ndarray, np.ndarray]:
+    """Parents and depths of a breadth-first search from ``root``.
+
+    Parameters
+    ----------
+    adj : sequence of iterables of int
+        Each node's neighbours.
+    root : int
+
+    Returns
+    -------
+    parent, depth : ndarray of int
+        ``parent[root] = -1``; nodes not reached have parent and depth -1.
+
+    Examples
+    --------
+    >>> from wafercoll.synthesis import forests
+    >>> par, depth = forests.breadth_first([[1], [0, 2], [1]], 0)
+    >>> par.tolist(), depth.tolist()
+    ([-1, 0, 1], [0, 1, 2])
+    """
+    n = len(adj)
+    par = np.full(n, -1, dtype=np.int64)
+    depth = np.full(n, -1, dtype=np.int64)
     depth[root] = 0
     queue = [root]
     for x in queue:
         for y in adj[x]:
             if depth[y] < 0:
                 depth[y] = depth[x] + 1
+                par[y] = x
                 queue.append(y)
-    return depth
+    return par, depth
+
+
+def _depths(adj: list[set[int]], root: int) -> np.ndarray:
+    return breadth_first(adj, root)[1]
 
 
 def _on_path(adj: list[set[int]], a: int, b: int, u: int, v: int) -> bool:
@@ -428,16 +455,7 @@ def tree_parents(
     for e in tree:
         adj[int(us[e])].add(int(vs[e]))
         adj[int(vs[e])].add(int(us[e]))
-    par = np.full(n, -1, dtype=np.int64)
-    depth = np.full(n, -1, dtype=np.int64)
-    depth[root] = 0
-    queue = [root]
-    for x in queue:
-        for y in adj[x]:
-            if depth[y] < 0:
-                depth[y] = depth[x] + 1
-                par[y] = x
-                queue.append(y)
+    par, depth = breadth_first(adj, root)
     if (depth < 0).any():
         raise ValueError(f"edge set of {len(tree)} edges does not span {n} nodes")
     return par, depth

@@ -36,6 +36,7 @@ from .._util import as_int
 from ..kit.blocks import split_bytes
 from ..topology import Topology
 from .equal_rate import EqualRatePacking
+from .forests import breadth_first
 
 __all__ = ["reroot", "rooted_shares", "shortest_path_trees"]
 
@@ -53,18 +54,11 @@ def reroot(parent: np.ndarray, root: int) -> np.ndarray:
     parent = np.asarray(parent)
     n = parent.size
     adj: list[list[int]] = [[] for _ in range(n)]
-    for v in range(n):
-        if parent[v] >= 0:
-            adj[v].append(int(parent[v]))
-            adj[int(parent[v])].append(v)
-    par = np.full(n, -2, dtype=np.int64)
-    par[root] = -1
-    queue = [root]
-    for x in queue:
-        for y in adj[x]:
-            if par[y] == -2:
-                par[y] = x
-                queue.append(y)
+    for v in np.flatnonzero(parent >= 0).tolist():
+        adj[v].append(int(parent[v]))
+        adj[int(parent[v])].append(v)
+    par, depth = breadth_first(adj, root)
+    par[depth < 0] = -2  # ranks the tree leaves out
     return par
 
 
@@ -237,14 +231,7 @@ def shortest_path_trees(
     rng = np.random.default_rng(seed)
     out = []
     for r in range(n):
-        dist = np.full(n, -1, dtype=np.int64)
-        dist[r] = 0
-        queue = [r]
-        for x in queue:
-            for y in nbr[x]:
-                if dist[y] < 0:
-                    dist[y] = dist[x] + 1
-                    queue.append(y)
+        dist = breadth_first(nbr, r)[1]
         if (dist < 0).any():
             raise ValueError(f"{topology.name} is not connected")
         mine = []
