@@ -223,7 +223,7 @@ def test_bad_input_is_refused() -> None:
     with pytest.raises(ValueError, match="trees"):
         synthesis.equal_rate_packing(wc.ring(4), copies=3, trees=5)
     with pytest.raises(ValueError, match="hidden routers"):
-        wc.synthesize(wc.topology.cluster(2, 2), "allreduce", 64)
+        synthesis.equal_rate_packing(wc.topology.cluster(2, 2))
     with pytest.raises(ValueError, match="size_bytes"):
         wc.synthesize(wc.ring(4), "allreduce", 0)
     with pytest.raises(ValueError, match="topology"):
@@ -280,3 +280,73 @@ def test_large_tori_skip_the_lp() -> None:
     assert (pack.trees, pack.copies) == (2, 1)
     assert pack.optimum == pytest.approx(512 / 255 * pack.unit)
     assert pack.loss == pytest.approx(512 / 510)
+
+
+SWITCHED = [
+    wc.topology.dgx_h100(),
+    wc.topology.dgx_h100(merge_switches=True),
+    wc.topology.rail_optimized(2, 3),
+    wc.topology.rail_optimized(3, 2, nvswitches=1),
+    wc.topology.rail_optimized(3, 4, nvswitches=2),
+    wc.topology.fat_tree(4),
+]
+
+
+@pytest.mark.parametrize("topo", SWITCHED, ids=lambda t: t.name)
+@pytest.mark.parametrize("collective", ["allreduce", "reduce_scatter", "allgather"])
+@pytest.mark.parametrize("size", [5, 4099])
+def test_synthesis_over_switches_verifies_and_runs(topo, collective, size, rng) -> None:
+    s = wc.synthesize(topo, collective, size)
+    assert wc.verify(s).ok
+    p = topo.num_endpoints
+    x = rng.integers(-1000, 1000, size=(p, size))
+    y = wc.execute(s, x)
+    total = x.sum(axis=0)
+    if collective == "allreduce":
+        assert (y == total).all()
+    else:
+        off = np.concatenate([[0], np.cumsum(s.block_bytes)])
+        for b, owner in enumerate(s.owners.tolist()):
+            lo, hi = off[b], off[b + 1]
+            if collective == "reduce_scatter":
+                assert (y[owner, lo:hi] == total[lo:hi]).all()
+            else:
+                assert (y[:, lo:hi] == x[owner, lo:hi]).all()
+    r = wc.simulate(s, topo, wc.NetworkModel(None, packet_bytes=4096))
+    assert r.time_s >= wc.bounds.result_bound(r).time_s * (1 - 1e-9)
+
+
+def test_switch_neighbours_and_widest_trees_on_a_rail_network() -> None:
+    # GPU (node n, local j) = n * g + j. One switch joins the GPUs of a node
+    # (NVSwitch) and those of a rail; the widest-route tree from GPU 0 reaches
+    # every other node across rail 0 first, then spreads over NVLink, so every
+    # block enters each node once.
+    nodes, g = 3, 4
+    topo = wc.topology.rail_optimized(nodes, g, nvswitches=1)
+    nbr = synthesis.rooted.endpoint_neighbours(topo)
+    for v in range(nodes * g):
+        n, j = divmod(v, g)
+        want = {n * g + k for k in range(g) if k != j}
+        want |= {m * g + j for m in range(nodes) if m != n}
+        assert set(nbr[v]) == want
+    tree = synthesis.shortest_path_trees(topo, 1)[0][0]
+    for v in range(1, nodes * g):
+        n, j = divmod(v, g)
+        if n != 0 and j != 0:
+            assert tree[v] == n * g  # over NVLink from the rail-0 GPU of its node
+        elif n != 0:
+            assert tree[v] == 0  # across rail 0 from the root
+
+
+def test_switched_machines_refuse_what_needs_a_packing() -> None:
+    topo = wc.topology.dgx_h100()
+    with pytest.raises(ValueError, match="switches"):
+        wc.build(
+            "synth_treepack_allreduce", size_bytes=64, topology=topo, roots="every"
+        )
+    with pytest.raises(ValueError, match="switches"):
+        wc.build(
+            "synth_treepack_allgather", size_bytes=64, topology=topo, trees="packing"
+        )
+    with pytest.raises(ValueError, match="hidden routers"):
+        wc.synthesize(topo, "broadcast", 64)

@@ -225,6 +225,13 @@ def treepack_allreduce(
         raise ValueError(
             f"roots must be 'centre', 'every' or 'shortest', got {roots!r}"
         )
+    if _switched(topo):  # no packing of spanning trees through switches yet
+        if roots != "centre" and roots != "shortest":
+            raise ValueError(
+                f"roots={roots!r} needs a graph of endpoints; {topo.name} has "
+                "switches (use 'shortest')"
+            )
+        roots = "shortest"
     if roots != "centre":
         if roots == "every":
             k = equal_rate.rooted_copies(topo) if copies is None else copies
@@ -233,12 +240,13 @@ def treepack_allreduce(
             trees = shortest_path_trees(topo)
         parents, share, _ = rooted_shares(topo, trees, "allreduce", size)
         if chunks is None:
+            default = SWITCHED_CHUNK_BYTES if _switched(topo) else DEFAULT_CHUNK_BYTES
             per = as_int(
-                DEFAULT_CHUNK_BYTES if chunk_bytes is None else chunk_bytes,
-                "chunk_bytes",
-                1,
+                default if chunk_bytes is None else chunk_bytes, "chunk_bytes", 1
             )
             c = max(1, round(int(share.max()) / per))
+            if _switched(topo):
+                c = min(c, 64)
         else:
             c = as_int(chunks, "chunks", 1, 1 << 16)
         c = min(c, int(share.max()))  # a share smaller than c gets empty chunks
@@ -266,6 +274,30 @@ def treepack_allreduce(
 SHORTEST_PER_RANK = 8
 
 
+def _switched(topo: Topology) -> bool:
+    return topo.num_nodes != topo.num_endpoints
+
+
+#: Chunk of a rooted tree's share on machines with switches: NCCL's chunk for
+#: its tree algorithm (512 KiB, ``wafercoll.gpu.fabric``), so that messages
+#: interleave at the switches instead of holding a port for a whole share.
+SWITCHED_CHUNK_BYTES = 512 << 10
+
+
+def _share_blocks(share: np.ndarray, chunk_bytes: Any, switched: bool) -> np.ndarray:
+    """Each tree's share cut into as many chunks as the largest needs."""
+    if chunk_bytes is None:
+        if not switched:
+            return share
+        chunk_bytes = SWITCHED_CHUNK_BYTES
+    per = as_int(chunk_bytes, "chunk_bytes", 1)
+    c = min(64, max(1, -(-int(share.max()) // per)))
+    blocks = np.zeros((c, share.size), dtype=np.int64)
+    for k, b in enumerate(share.tolist()):
+        blocks[:, k] = split_bytes(int(b), c)
+    return blocks.ravel()
+
+
 def _rooted_candidates(topo: Topology, trees: str, copies: Any) -> list:
     """Each rank's candidate trees: the packing's re-rooted, shortest-path, or both."""
     if trees not in ("packing", "shortest", "both"):
@@ -274,7 +306,12 @@ def _rooted_candidates(topo: Topology, trees: str, copies: Any) -> list:
         )
     p = topo.num_endpoints
     out: list[list[np.ndarray]] = [[] for _ in range(p)]
-    if trees != "shortest":
+    if trees == "packing" and _switched(topo):
+        raise ValueError(
+            f"trees='packing' needs a graph of endpoints; {topo.name} has switches "
+            "(use 'shortest' or 'both')"
+        )
+    if trees != "shortest" and not _switched(topo):
         k = equal_rate.rooted_copies(topo) if copies is None else copies
         pack = packing_for(topo, k)
         for r in range(p):
@@ -293,6 +330,7 @@ def _rooted(name: str, phase: str):  # noqa: ANN202 - a builder
         topology: Any = None,
         copies: Any = None,
         trees: str = "both",
+        chunk_bytes: Any = None,
     ) -> Schedule:
         topo = _check(name, ranks, topology)
         size = as_int(size_bytes, "size_bytes", 1)
@@ -301,7 +339,7 @@ def _rooted(name: str, phase: str):  # noqa: ANN202 - a builder
         )
         return trees_program(
             parents,
-            share,
+            _share_blocks(share, chunk_bytes, _switched(topo)),
             phase=phase,
             name=f"{name}({topo.name}, {size} B, {len(share)} rooted trees)",
         )
@@ -311,7 +349,9 @@ def _rooted(name: str, phase: str):  # noqa: ANN202 - a builder
         f"{phase} over rooted trees, block shares by LP (module docstring). "
         "``trees``: each rank's candidates, the equal-rate packing's trees "
         "re-rooted there (``'packing'``), shortest-path trees "
-        "(``'shortest'``) or both."
+        "(``'shortest'``) or both (on machines with switches, shortest-path "
+        "trees only). ``chunk_bytes``: each tree's share in chunks of at most "
+        "this (default: one chunk, 512 KiB with switches)."
     )
     return build
 
@@ -324,7 +364,7 @@ for _phase in ("reduce_scatter", "allgather"):
         source=_SOURCE + "; block shares by LP",
         summary="synthesized: the packing's trees re-rooted at every rank, each "
         "block shared among its rank's trees by an LP over the link loads",
-        parameters={"copies": None, "trees": "both"},
+        parameters={"copies": None, "trees": "both", "chunk_bytes": None},
         max_ranks=MAX_NODES,
     )(_rooted(f"synth_treepack_{_phase}", _phase))
 
@@ -445,13 +485,15 @@ def synthesize(
         params["packet_bytes"] = int(network.packet_bytes or 0)
         best: tuple[float, Schedule] | None = None
         tries: list[dict[str, Any]] = []
-        for m, k in copy_options(topology):
+        for m, k in [] if _switched(topology) else copy_options(topology):
             tries.append({"copies": k})
             if chunk_bytes is None:  # one chunk per tree: no chunk boundaries
                 tries.append({"copies": k, "chunk_bytes": -(-int(size_bytes) // m)})
         tries += [
             {"roots": roots, "chunks": c}
-            for roots in ("every", "shortest")
+            for roots in (
+                ("shortest",) if _switched(topology) else ("every", "shortest")
+            )
             for c in (None, 2)
         ]
         for extra in tries:
@@ -467,9 +509,19 @@ def synthesize(
         from ..simulate import simulate
 
         best = None
-        for trees in ("both", "packing", "shortest"):
+        kinds = (
+            ("shortest",) if _switched(topology) else ("both", "packing", "shortest")
+        )
+        for trees, chunk in [
+            (t, c) for t in kinds for c in (None, SWITCHED_CHUNK_BYTES)
+        ]:
             s = build(
-                name, size_bytes=size_bytes, topology=topology, **params, trees=trees
+                name,
+                size_bytes=size_bytes,
+                topology=topology,
+                **params,
+                trees=trees,
+                chunk_bytes=chunk,
             )
             t = simulate(s, topology, network).time_s
             if best is None or t < best[0]:

@@ -38,7 +38,7 @@ from ..topology import Topology
 from .equal_rate import EqualRatePacking
 from .forests import breadth_first
 
-__all__ = ["reroot", "rooted_shares", "shortest_path_trees"]
+__all__ = ["endpoint_neighbours", "reroot", "rooted_shares", "shortest_path_trees"]
 
 
 def reroot(parent: np.ndarray, root: int) -> np.ndarray:
@@ -115,10 +115,15 @@ def rooted_shares(
     size = as_int(size_bytes, "size_bytes", 1)
     p = topology.num_endpoints
     links = topology.links
-    slot = {
-        (int(a), int(b)): i
-        for i, (a, b) in enumerate(zip(links["src"], links["dst"], strict=True))
-    }
+    routes: dict[tuple[int, int], list[int]] = {}
+
+    def route(a: int, b: int) -> list[int]:
+        # The links a message from a to b crosses: one on a direct-link
+        # graph, switches and all on a fabric.
+        if (a, b) not in routes:
+            routes[(a, b)] = topology.route(a, b).tolist()
+        return routes[(a, b)]
+
     bw = links["bandwidth_Bps"].astype(np.float64)
     blocks = np.asarray(split_bytes(size, p), dtype=np.int64)
     if isinstance(packing, EqualRatePacking):
@@ -140,10 +145,11 @@ def rooted_shares(
     for r in range(p):
         for par in per_rank[r]:
             child = np.flatnonzero(par >= 0).tolist()
-            if phase != "allgather":  # up the tree
-                rows.extend(slot[(v, int(par[v]))] for v in child)
-            if phase != "reduce_scatter":  # down the tree
-                rows.extend(slot[(int(par[v]), v)] for v in child)
+            for v in child:
+                if phase != "allgather":  # up the tree
+                    rows.extend(route(v, int(par[v])))
+                if phase != "reduce_scatter":  # down the tree
+                    rows.extend(route(int(par[v]), v))
             cols.extend([len(trees)] * (len(rows) - len(cols)))
             trees.append(par)
             owner.append(r)
@@ -187,22 +193,66 @@ def rooted_shares(
     return parents, share[keep], fluid
 
 
+def endpoint_neighbours(topology: Topology) -> list[list[int]]:
+    """Each endpoint's neighbours: one link, or one switch, away.
+
+    On a graph of endpoints these are its links' far ends. With switches
+    (hidden routers), two endpoints are neighbours when the route between
+    them crosses one switch (two hops): the GPUs of one NVSwitch node, the
+    GPUs of one rail. Trees over these neighbours send every message through
+    at most one switch, as ForestColl's switch-free logical topology does.
+    Where one switch does not join every endpoint (a rail network without
+    NVSwitch, a fat tree), the limit rises to the fewest hops that does.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> from wafercoll.synthesis import rooted
+    >>> rail = wc.topology.rail_optimized(2, 2, nvswitches=1)
+    >>> [sorted(x) for x in rooted.endpoint_neighbours(rail)]  # node, rail peers
+    [[1, 2], [0, 3], [0, 3], [1, 2]]
+    """
+    n = topology.num_endpoints
+    if topology.num_nodes == n:
+        from .fractional import undirected_edges
+
+        us, vs, _ = undirected_edges(topology)
+        out: list[list[int]] = [[] for _ in range(n)]
+        for u, v in zip(us.tolist(), vs.tolist(), strict=True):
+            out[u].append(v)
+            out[v].append(u)
+        return out
+    hops = np.asarray(topology.hops_matrix())[:n, :n]
+    for limit in np.unique(hops[hops >= 2]).tolist():
+        # The fewest switches that still join every endpoint: one on NVSwitch
+        # nodes and rail networks, more where no switch joins a pair.
+        near = (hops >= 1) & (hops <= limit)
+        out = [np.flatnonzero(near[v]).tolist() for v in range(n)]
+        if (breadth_first(out, 0)[1] >= 0).all():
+            return out
+    raise ValueError(f"{topology.name} is not connected")
+
+
 def shortest_path_trees(
     topology: Topology, per_rank: int = 4, *, seed: int = 0
 ) -> list:
     """Shortest-path (breadth-first) spanning trees rooted at every rank.
 
     Each rank gets ``per_rank`` trees that differ in how ties between
-    equally near parents are broken (at random, with ``seed``): every node
-    hangs off a neighbour one hop nearer the root, so every tree's depth is
-    the root's eccentricity, the least any tree rooted there has. These are
+    equally near parents are broken: in the first, a node hangs off the
+    nearer neighbour whose route to it is widest (on a rail network: across
+    the rail first, then over NVLink inside each node, so every block enters
+    a node once); in the others at random, with ``seed``. Every node hangs
+    off a neighbour one hop nearer the root, so every tree's depth is the
+    root's eccentricity, the least any tree rooted there has. These are
     the trees of the short pipelines that small collectives want; the LP of
     :func:`rooted_shares` balances the links over them.
 
     Parameters
     ----------
     topology : Topology
-        Every node an endpoint.
+        Neighbours as :func:`endpoint_neighbours` says (one link or one
+        switch apart).
     per_rank : int
         Trees per rank, 1 to 64.
     seed : int
@@ -219,15 +269,14 @@ def shortest_path_trees(
     >>> len(trees), len(trees[0]), int(wc.kit.tree_depths(trees[0][0]).max())
     (9, 2, 4)
     """
-    from .fractional import undirected_edges
-
     k = as_int(per_rank, "per_rank", 1, 64)
-    us, vs, _ = undirected_edges(topology)
     n = topology.num_endpoints
-    nbr: list[list[int]] = [[] for _ in range(n)]
-    for u, v in zip(us.tolist(), vs.tolist(), strict=True):
-        nbr[u].append(v)
-        nbr[v].append(u)
+    nbr = endpoint_neighbours(topology)
+    bw = topology.links["bandwidth_Bps"].astype(np.float64)
+
+    def width(u: int, v: int) -> float:
+        return float(bw[topology.route(u, v)].min())
+
     rng = np.random.default_rng(seed)
     out = []
     for r in range(n):
@@ -235,12 +284,15 @@ def shortest_path_trees(
         if (dist < 0).any():
             raise ValueError(f"{topology.name} is not connected")
         mine = []
-        for _ in range(k):
+        for i in range(k):
             par = np.full(n, -1, dtype=np.int64)
             for v in range(n):
                 if v != r:
                     nearer = [u for u in nbr[v] if dist[u] == dist[v] - 1]
-                    par[v] = nearer[int(rng.integers(len(nearer)))]
+                    if i == 0:  # the widest route in (ties: the first)
+                        par[v] = max(nearer, key=lambda u, v=v: width(u, v))
+                    else:
+                        par[v] = nearer[int(rng.integers(len(nearer)))]
             mine.append(par)
         out.append(mine)
     return out
