@@ -101,6 +101,32 @@ def trees_table(net: wc.NetworkModel, size: int) -> None:
             )
 
 
+def fabrics_table(size: int) -> None:
+    """Allgather and reduce-scatter synthesized over switches, against the bound."""
+    net = wc.machines.get("dgx_h100_x16_rail").network()
+    tops = [
+        ("dgx_h100", wc.topology.dgx_h100()),
+        ("dgx_h100, chips merged", wc.topology.dgx_h100(merge_switches=True)),
+        ("dgx_h100_x16_rail", wc.machines.resolve("dgx_h100_x16_rail")[0]),
+        (
+            "16 x DGX H100 on rails, chips merged",
+            wc.topology.rail_optimized(16, 8, spines=4, nvswitches=1),
+        ),
+    ]
+    print("| machine | collective | size | time | ratio to bound | busbw |")
+    print("|---|---|---|---|---|---|")
+    for label, topo in tops:
+        for coll in ("allgather", "reduce_scatter"):
+            s = wc.synthesize(topo, coll, size, net)
+            r = wc.simulate(s, topo, net)
+            lb = wc.bounds.lower_bound(topo, net, coll, size)
+            print(
+                f"| {label} | {coll} | {size // MIB} MiB | {r.time_s * 1e3:.3f} ms "
+                f"| {r.time_s / lb.time_s:.3f} | {r.busbw_Bps / 1e9:.1f} GB/s |",
+                flush=True,
+            )
+
+
 def cost_table() -> None:
     print("| topology | nodes | trees in copies | depth | synthesis time | peak RSS |")
     print("|---|---|---|---|---|---|")
@@ -123,7 +149,7 @@ def main() -> None:
     ap.add_argument(
         "--part",
         default="all",
-        choices=["all", "large", "small", "rooted", "trees", "cost"],
+        choices=["all", "large", "small", "rooted", "trees", "fabrics", "cost"],
     )
     args = ap.parse_args()
     net = wc.machines.get("mcm_table_ii").network()
@@ -135,6 +161,8 @@ def main() -> None:
         rooted_table(net, 64 * MIB)
     if args.part in ("all", "trees"):
         trees_table(net, 64 * MIB)
+    if args.part in ("all", "fabrics"):
+        fabrics_table(1 << 30)
     if args.part in ("all", "cost"):
         cost_table()
 
