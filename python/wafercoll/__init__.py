@@ -28,6 +28,7 @@ except ImportError as exc:  # pragma: no cover - only without a compiled build
 # wc.mesh(3, 3) and wc.torus(8, 8) build topologies.
 from . import cluster, generic, kit, mcm, topology, wafer, wormhole  # noqa: E402,I001 - register builders
 from . import alltoall  # noqa: E402,I001 - registers the alltoall builders
+from . import innet  # noqa: E402,I001 - registers the in-network (NVLS, SHARP) builders
 from ._errors import ScheduleError, WafercollWarning
 from .algorithms import (
     AlgorithmInfo,
@@ -86,6 +87,7 @@ __all__ = [
     "bounds",
     "build",
     "cluster",
+    "innet",
     "crossover",
     "custom",
     "execute",

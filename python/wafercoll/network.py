@@ -210,7 +210,10 @@ class NetworkModel:
             fix(
                 "switch_buffer_bytes",
                 as_int(
-                    self.switch_buffer_bytes, "switch_buffer_bytes", 1, _MAX_PACKET_BYTES
+                    self.switch_buffer_bytes,
+                    "switch_buffer_bytes",
+                    1,
+                    _MAX_PACKET_BYTES,
                 ),
             )
         if self.switch_overhead_s > 0 and self.ports is None:
