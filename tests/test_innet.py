@@ -356,3 +356,19 @@ def test_builders_refuse_machines_without_switches() -> None:
         nvls_switches(16, wc.topology.fat_tree(4))
     with pytest.raises(ValueError, match="no hidden routers"):
         sharp_tree(4, wc.mesh(2, 2))
+
+
+def test_analyses_that_assume_endpoint_reduction_refuse_switch_ranks() -> None:
+    t = wc.topology.dgx_h100()
+    net = wc.NetworkModel(None)
+    s = wc.build(NVLS, topology=t, size_bytes=4096)
+    r = wc.simulate(s, t, net)
+    for call in (
+        lambda: wc.bounds.result_bound(r),
+        lambda: wc.bounds.optimality_ratio(r),
+        lambda: wc.bounds.collective_bound(s, t, net),
+        lambda: wc.bounds.schedule_lower_bound(s, t, net),
+        lambda: wc.metrics(s, t),
+    ):
+        with pytest.raises(ValueError, match="switch ranks"):
+            call()

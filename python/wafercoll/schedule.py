@@ -727,6 +727,9 @@ class Schedule:
         part = np.flatnonzero(self.participants)
         if len(part) != p or (part != np.arange(p)).any():
             notes.append(f"participants: {len(part)} of {p} ranks")
+        if self.switches.any():
+            n_sw = int(self.switches.sum())
+            notes.append(f"switches: {n_sw} switch ranks reduce in the network")
         kind = self.collective
         owners = self.owners
         if kind in ("reduce_scatter", "allgather") and owners is not None:
