@@ -372,3 +372,50 @@ def test_analyses_that_assume_endpoint_reduction_refuse_switch_ranks() -> None:
     ):
         with pytest.raises(ValueError, match="switch ranks"):
             call()
+
+
+TREE = "fabric_nvls_tree_allreduce"
+NODES = {
+    "dgx_h100_rail2": lambda: wc.topology.dgx_h100_rail(2),
+    "rail3x4": lambda: wc.topology.rail_optimized(3, 4, spines=2, nvswitches=2),
+    "rail5x2": lambda: wc.topology.rail_optimized(5, 2, spines=1, nvswitches=3),
+}
+
+
+@pytest.mark.parametrize("machine", sorted(NODES))
+@pytest.mark.parametrize("inter", ["tree", "sharp"])
+@pytest.mark.parametrize("size", [1, 301])
+def test_nvls_tree_is_proved_and_sums(machine: str, inter: str, size: int) -> None:
+    t = NODES[machine]()
+    s = wc.build(TREE, topology=t, size_bytes=size, inter=inter, chunks=2)
+    p = t.num_endpoints
+    assert wc.verify(s).ok
+    x = np.random.default_rng(size).integers(-99, 99, (s.num_ranks, size))
+    assert (wc.execute(s, x)[:p] == x[:p].sum(0)).all()
+    assert wc.simulate(s, t, wc.NetworkModel(None)).time_s > 0
+
+
+def test_nvls_tree_on_one_domain_is_nvls_through_heads() -> None:
+    t = wc.topology.gb200_nvl72()
+    s = wc.build(TREE, topology=t, size_bytes=18 * 72 * 8)
+    r = wc.simulate(s, t, wc.NetworkModel(None))
+    w = 18 * fabrics.NVLINK5_LINK_BPS
+    assert r.time_s == pytest.approx((2 + 1 / 72) * 18 * 72 * 8 / w, rel=1e-9)
+
+
+def test_nvls_tree_mutants_and_bad_input() -> None:
+    t = wc.topology.dgx_h100_rail(2)
+    s = wc.build(TREE, topology=t, size_bytes=64, inter="sharp")
+    doc = s.to_dict()
+    first, second = doc["transfers"][:2]
+    assert first["dst"] == second["dst"] and first["op"] == "reduce"
+    second["src"] = first["src"]
+    with pytest.raises(wc.ScheduleError) as e:
+        wc.verify(wc.Schedule.from_dict(doc))
+    assert e.value.kind == "double_count"
+    with pytest.raises(ValueError, match="inter"):
+        wc.build(TREE, topology=t, size_bytes=64, inter="ring")
+    with pytest.raises(ValueError, match="topology is required"):
+        wc.build(TREE, ranks=8, size_bytes=64)
+    with pytest.raises(ValueError, match="differ"):
+        wc.build(TREE, topology=t, ranks=12, size_bytes=64)

@@ -326,9 +326,15 @@ def sharp_tree(ranks: int, topology: Any = None) -> dict[int, int]:
     p = as_int(ranks, "ranks", 1)
     if topology is None:
         return {**{i: p for i in range(p)}, p: -1}
-    n, e = _layout(p, topology)
+    _, e = _layout(p, topology)
     if p > e:
         raise ValueError(f"ranks = {p} exceeds the {e} endpoints of {topology.name}")
+    return _switch_tree(list(range(p)), topology)
+
+
+def _switch_tree(gpus: list[int], topology: Any) -> dict[int, int]:
+    """:func:`sharp_tree` of any GPUs (endpoint ids) of a topology with switches."""
+    n, e = topology.num_nodes, topology.num_endpoints
     src, dst, _ = _links(topology)
     between = (src >= e) & (dst >= e)
     cand = set(np.unique(src[between]).tolist()) or set(range(e, n))
@@ -340,7 +346,7 @@ def sharp_tree(ranks: int, topology: Any = None) -> dict[int, int]:
         nbr[r] = sorted(set(nbr[r]))
     attach = [
         sorted({int(v) for v in dst[(src == i) & (dst >= e)] if int(v) in cand})
-        for i in range(p)
+        for i in gpus
     ]
     if any(not a for a in attach):
         raise ValueError(f"a GPU of {topology.name} has no link to a network switch")
@@ -364,13 +370,11 @@ def sharp_tree(ranks: int, topology: Any = None) -> dict[int, int]:
         if best_cost is None or cost < best_cost:
             best, best_cost, best_dist = r, cost, dist
     if best < 0:
-        raise ValueError(
-            f"no switch of {topology.name} reaches all of GPUs 0 .. {p - 1}"
-        )
+        raise ValueError(f"no switch of {topology.name} reaches all of GPUs {gpus}")
     parent: dict[int, int] = {best: -1}
-    for i in range(p):
+    for k, i in enumerate(gpus):
         a = min(
-            (x for x in attach[i] if x in best_dist), key=lambda x: (best_dist[x], x)
+            (x for x in attach[k] if x in best_dist), key=lambda x: (best_dist[x], x)
         )
         parent[i] = a
         while a not in parent:
@@ -430,6 +434,33 @@ def sharp_allreduce(
     k = _chunks(chunks)
     n, e = _layout(p, topology)
     parent = sharp_tree(p, topology)
+    sizes = [int(x) for x in kit.split_bytes(size_bytes, k)]
+    prog = _program(n, e, p, sizes, f"sharp_allreduce(p={p}, chunks={k})")
+    gpus = list(range(p))
+    last: dict[int, int] = {}  # each GPU's and switch's previous send: streams in order
+    for c in range(k):
+        _reduce_in_tree(
+            prog, parent, gpus, c, {g: [last.get(g, -1)] for g in gpus}, last
+        )
+    return prog.schedule()
+
+
+def _reduce_in_tree(
+    prog: kit.Program,
+    parent: dict[int, int],
+    gpus: list[int],
+    block: int,
+    ready: dict[int, list[int]],
+    last: dict[int, int],
+) -> int:
+    """One block up a switch tree and back: returns the root's multicast.
+
+    GPU ``g`` reduces ``block`` into its parent after ``ready[g]``; a switch
+    forwards the sum to its parent once every child's reduction is in (and
+    after its previous send, ``last``); the root multicasts the sum to the
+    GPUs.
+    """
+    member = set(gpus)
     root = next(v for v, u in parent.items() if u < 0)
     depth = {}
     for v in parent:
@@ -437,25 +468,236 @@ def sharp_allreduce(
         while parent[x] >= 0:
             x, d = parent[x], d + 1
         depth[v] = d
-    # Switches deepest first: every one forwards after all its children.
-    inner = sorted(
-        (v for v in parent if v >= e and v != root), key=lambda v: (-depth[v], v)
-    )
-    sizes = [int(x) for x in kit.split_bytes(size_bytes, k)]
-    prog = _program(n, e, p, sizes, f"sharp_allreduce(p={p}, chunks={k})")
-    gpus = np.arange(p)
-    last_gpu = np.full(p, -1, dtype=np.int64)
-    last_sw: dict[int, int] = {}
+    into: dict[int, list[int]] = {v: [] for v in parent if v not in member}
+    for g in gpus:
+        t = prog.send(
+            g, parent[g], block, "reduce", deps=[x for x in ready[g] if x >= 0]
+        )
+        last[g] = t
+        into[parent[g]].append(t)
+    # Switches deepest first: each forwards after all its children.
+    inner = sorted((v for v in into if v != root), key=lambda v: (-depth[v], v))
+    for v in inner:
+        deps = into[v] + ([last[v]] if v in last else [])
+        t = prog.send(v, parent[v], block, "reduce", deps=deps)
+        last[v] = t
+        into[parent[v]].append(t)
+    return prog.send(root, gpus, block, "copy", deps=into[root])
+
+
+def nvls_domains(
+    ranks: int, topology: Any
+) -> list[tuple[list[int], list[tuple[int, float]]]]:
+    """The NVSwitch domains of GPUs ``0 .. ranks - 1``: their GPUs and switch chips.
+
+    A node's switch chips are the hidden routers linked to GPUs only (not to
+    other switches); GPUs wired to the same chips form a domain. Each chip
+    comes with its weight as in :func:`nvls_switches`.
+
+    Parameters
+    ----------
+    ranks : int
+        GPUs, >= 1.
+    topology : Topology
+
+    Returns
+    -------
+    list of (list of int, list of (int, float))
+        Per domain, in order of its first GPU: its GPUs and its chips.
+
+    Raises
+    ------
+    ValueError
+        When a GPU has no chip of its own, or the domains differ in GPU or
+        chip count or in the chips' weights (the blocks are laid out once
+        for all of them).
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> doms = wc.innet.nvls_domains(16, wc.topology.dgx_h100_rail(2))
+    >>> [(g[0], len(g), [n for n, _ in sw]) for g, sw in doms]
+    [(0, 8, [28, 29, 30, 31]), (8, 8, [32, 33, 34, 35])]
+    """
+    p = as_int(ranks, "ranks", 1)
+    _, e = _layout(p, topology)
+    if p > e:
+        raise ValueError(f"ranks = {p} exceeds the {e} endpoints of {topology.name}")
+    src, dst = _links(topology)[:2]
+    networked = set(np.unique(src[(src >= e) & (dst >= e)]).tolist())
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i in range(p):
+        chips = tuple(
+            sorted(
+                {
+                    int(v)
+                    for v in dst[(src == i) & (dst >= e)]
+                    if int(v) not in networked
+                }
+            )
+        )
+        if not chips:
+            raise ValueError(
+                f"GPU {i} of {topology.name} has no NVSwitch chip of its own"
+            )
+        groups.setdefault(chips, []).append(i)
+    out = []
+    for chips, gpus in sorted(groups.items(), key=lambda kv: kv[1][0]):
+        sub = [
+            (j, float(np.min(_links(topology)[2][(dst == j) & np.isin(src, gpus)])))
+            for j in chips
+        ]
+        out.append((gpus, sub))
+    first = out[0]
+    for gpus, sub in out[1:]:
+        if len(gpus) != len(first[0]) or [w for _, w in sub] != [
+            w for _, w in first[1]
+        ]:
+            raise ValueError(
+                f"the NVSwitch domains of GPUs 0 .. {p - 1} of {topology.name} differ "
+                "in size or link bandwidths; take whole, alike nodes"
+            )
+    return out
+
+
+@register_algorithm(
+    "fabric_nvls_tree_allreduce",
+    "allreduce",
+    families=("rail_optimized", "nvswitch"),
+    parameters={"chunks": 1, "inter": "tree"},
+    source=_NVLS_SOURCE + "; NVLS_TREE and NVLS with CollNet across nodes",
+    summary="NVLS inside every node (reduce-scatter in the NVSwitch to head GPUs), "
+    "the heads' chunks reduced across nodes (a binary tree of GPUs or SHARP in the "
+    "network switches), then multicast by each node's NVSwitch",
+    label="NVLS tree",
+    max_ranks=1 << 12,
+)
+def nvls_tree_allreduce(
+    ranks: int,
+    size_bytes: int,
+    *,
+    topology: Any = None,
+    chunks: int = 1,
+    inter: str = "tree",
+) -> Schedule:
+    """NVLS within each node, a reduction across nodes between the head GPUs.
+
+    NCCL's NVLS_TREE (``src/device/all_reduce.h``): inside a node every GPU
+    reduces its share into the NVSwitch chips, which hand block ``h``'s sum
+    to head GPU ``h``; the heads of block ``h`` in all nodes reduce it
+    across nodes and get the total back; each head stores it into its node's
+    chip, which multicasts it to the node's other GPUs. Across nodes,
+    ``inter="tree"``: a binary tree of the heads (node ``d``'s parent is node
+    ``(d - 1) // 2``), reducing up and copying down; ``inter="sharp"``: the
+    heads reduce in the network's switches (:func:`sharp_tree` of the
+    heads), as NCCL's NVLS with CollNet (SHARP) does.
+
+    Parameters
+    ----------
+    ranks : int
+        GPUs: whole nodes, alike (:func:`nvls_domains`).
+    size_bytes : int
+        Bytes of every GPU's vector.
+    topology : Topology
+        Nodes of NVSwitch chips on a network: ``rail_optimized(...,
+        nvswitches=q)``, ``dgx_h100_rail``; a single NVSwitch domain
+        (``gb200_nvl72``) gives plain NVLS through its heads.
+    chunks : int, optional
+        Pipeline chunks, 1 to 4096.
+    inter : {"tree", "sharp"}, optional
+        The reduction across nodes.
+
+    Returns
+    -------
+    Schedule
+
+    Examples
+    --------
+    >>> import numpy as np, wafercoll as wc
+    >>> t = wc.topology.rail_optimized(3, 2, nvswitches=2)
+    >>> s = wc.build("fabric_nvls_tree_allreduce", topology=t, size_bytes=11)
+    >>> x = np.random.default_rng(0).integers(0, 9, (s.num_ranks, 11))
+    >>> bool((wc.execute(s, x)[:6] == x[:6].sum(0)).all())
+    True
+    """
+    if topology is None:
+        raise ValueError(
+            "topology is required: nodes of NVSwitch chips on a network, e.g. "
+            "wc.topology.dgx_h100_rail(2)"
+        )
+    if inter not in ("tree", "sharp"):
+        raise ValueError(f"inter must be 'tree' or 'sharp', got {inter!r}")
+    p = ranks
+    k = _chunks(chunks)
+    n, e = _layout(p, topology)
+    doms = nvls_domains(p, topology)
+    g, nsw = len(doms[0][0]), len(doms[0][1])
+    shares = _weighted(size_bytes, [w for _, w in doms[0][1]])
+    per = [kit.split_bytes(shares[j], k * g) for j in range(nsw)]
+    sizes = [
+        int(per[j][c * g + h]) for c in range(k) for j in range(nsw) for h in range(g)
+    ]
+    label = f"nvls_tree_allreduce(p={p}, chunks={k}, inter={inter})"
+    prog = _program(n, e, p, sizes, label)
+    last = np.full((p, nsw), -1, dtype=np.int64)
+    trees: dict[int, dict[int, int]] = {}
+    sent: dict[int, int] = {}
     for c in range(k):
-        into: dict[int, list[int]] = {v: [] for v in parent if v >= e}
-        ids = prog.step(gpus, [parent[i] for i in range(p)], c, "reduce", deps=last_gpu)
-        last_gpu = ids
-        for i, t in enumerate(ids.tolist()):
-            into[parent[i]].append(t)
-        for v in inner:
-            deps = into[v] + ([last_sw[v]] if v in last_sw else [])
-            t = prog.send(v, parent[v], c, "reduce", deps=deps)
-            last_sw[v] = t
-            into[parent[v]].append(t)
-        prog.send(root, list(range(p)), c, "copy", deps=into[root])
+        for j in range(nsw):
+            b0 = (c * nsw + j) * g
+            red = []
+            for gpus, chips in doms:
+                ids = prog.step(
+                    gpus, chips[j][0], (b0, b0 + g), "reduce", deps=last[gpus, j]
+                )
+                last[gpus, j] = ids
+                red.append(list(ids))
+            for h in range(g):
+                b = b0 + h
+                heads = [gpus[h] for gpus, _ in doms]
+                local = [
+                    prog.send(chips[j][0], heads[d], b, "copy", deps=red[d])
+                    for d, (_, chips) in enumerate(doms)
+                ]
+                if len(doms) == 1:
+                    final = local
+                elif inter == "tree":
+                    final = _binary_tree(prog, heads, b, local)
+                else:
+                    if h not in trees:
+                        trees[h] = _switch_tree(heads, topology)
+                    ready = {x: [local[d]] for d, x in enumerate(heads)}
+                    final = [
+                        _reduce_in_tree(prog, trees[h], heads, b, ready, sent)
+                    ] * len(doms)
+                for d, (gpus, chips) in enumerate(doms):
+                    store = prog.send(heads[d], chips[j][0], b, "copy", deps=[final[d]])
+                    others = [x for x in gpus if x != heads[d]]
+                    if others:
+                        prog.send(chips[j][0], others, b, "copy", deps=[store])
     return prog.schedule()
+
+
+def _binary_tree(
+    prog: kit.Program, heads: list[int], block: int, local: list[int]
+) -> list[int]:
+    """Allreduce of ``block`` over ``heads`` in a binary tree; per head, its last write.
+
+    Head ``d`` holds its node's sum once ``local[d]`` is done; it reduces
+    into its parent (``(d - 1) // 2``) once its own children have reduced
+    into it; reductions into one head are chained; the root's total is
+    copied down the tree.
+    """
+    m = len(heads)
+    done = list(local)  # per head: its latest write
+    for d in range(m - 1, 0, -1):
+        up = (d - 1) // 2
+        done[up] = prog.send(
+            heads[d], heads[up], block, "reduce", deps=[done[d], done[up]]
+        )
+    final = list(done)
+    for d in range(1, m):
+        final[d] = prog.send(
+            heads[(d - 1) // 2], heads[d], block, "copy", deps=[final[(d - 1) // 2]]
+        )
+    return final
