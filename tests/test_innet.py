@@ -419,3 +419,37 @@ def test_nvls_tree_mutants_and_bad_input() -> None:
         wc.build(TREE, ranks=8, size_bytes=64)
     with pytest.raises(ValueError, match="differ"):
         wc.build(TREE, topology=t, ranks=12, size_bytes=64)
+
+
+@pytest.mark.parametrize("ports", [1, 2])
+def test_switch_ranks_have_no_ports(ports: int) -> None:
+    # GPUs keep their ports (as fast as their links, no latency: cut-through
+    # hides them); the switch's router has none, so the closed form holds.
+    k, size, bw, lat = 4, 3000, 1e9, 1e-6
+    t = wc.topology.star(k, bandwidth_Bps=bw, latency_s=lat)
+    net = wc.NetworkModel(None, ports=ports)
+    r = wc.simulate(star_allreduce(k, size), t, net)
+    assert r.time_s == pytest.approx(2 * (lat + size / bw), rel=1e-12)
+    assert (r.injection_busy_s == size / bw).all()
+    assert (r.ejection_busy_s == size / bw).all()
+
+
+def test_switch_ranks_run_under_dataflow_and_task_graphs() -> None:
+    s = star_allreduce(3, 1024)
+    t = wc.topology.star(3, bandwidth_Bps=1e9)
+    r = wc.simulate(
+        s, t, wc.NetworkModel(None, packet_bytes=256, dependencies="dataflow")
+    )
+    # the multicast may start once the reductions are delivered: never later
+    assert 0 < r.time_s <= 2 * 1024 / 1e9 + 1e-15
+    r = wc.simulate_tasks(
+        s,
+        t,
+        wc.NetworkModel(None, switch_reduce_Bps=1e12),
+        task_rank=[0],
+        task_seconds=[1e-6],
+        before=[3],  # task 0 (id T = 4) after the multicast (transfer 3)
+        after=[4],
+        transfers=True,
+    )
+    assert r.task_finish_s[0] == pytest.approx(r.transfer_finish_s[3] + 1e-6)

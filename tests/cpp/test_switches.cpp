@@ -129,3 +129,30 @@ TEST(Switches, PlacementAndBufferAreChecked) {
   net.switch_reduce_Bps = -1.0;
   EXPECT_THROW(net.validate(), std::invalid_argument);
 }
+
+// Routes to and from a switch more than one hop away: GPU 0 - router 2 -
+// router 3 - GPU 1, the reducing switch on router 3 (rank 3; rank 2, also
+// a router, is a switch rank that idles). Cut-through, bandwidth B and
+// latency l per link, free reduction: GPU 0's data arrives at 2l + S/B, the
+// multicast back to GPU 0 crosses two links: T = 4l + 2S/B.
+TEST(Switches, MultiHopRoutesToASwitch) {
+  const double bw = 1e9, lat = 1e-6;
+  std::vector<Link> links;
+  for (auto [a, b] : std::vector<std::pair<NodeId, NodeId>>{{0, 2}, {2, 3}, {3, 1}}) {
+    links.push_back({a, b, bw, lat});
+    links.push_back({b, a, bw, lat});
+  }
+  const Topology t = Topology::custom(2, 2, links);
+  Collective c;
+  c.switches = {0, 0, 1, 1};
+  Schedule s(4, {1000}, c);
+  const TransferId a = s.add(0, 3, 0, 1, Op::reduce, {});
+  const TransferId b = s.add(1, 3, 0, 1, Op::reduce, {});
+  s.add_transfer(3, {0, 1}, {BlockRange{0, 1}}, Op::copy, {a, b});
+  EXPECT_NO_THROW(verify(s));
+  const SimResult r = simulate(s, t, NetworkModel{});
+  EXPECT_NEAR(r.time_s, 4 * lat + 2 * 1000 / bw, 1e-15);
+  // link 2 -> 3 (id 2) carries GPU 0's data up, link 3 -> 2 (id 3) the sum down
+  EXPECT_EQ(r.link_bytes[2], 1000);
+  EXPECT_EQ(r.link_bytes[3], 1000);
+}
