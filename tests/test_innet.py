@@ -453,3 +453,17 @@ def test_switch_ranks_run_under_dataflow_and_task_graphs() -> None:
         transfers=True,
     )
     assert r.task_finish_s[0] == pytest.approx(r.transfer_finish_s[3] + 1e-6)
+
+
+def test_oversized_schedules_are_refused_up_front() -> None:
+    with pytest.raises(ValueError, match="chunks = 4096 would make"):
+        wc.build(NVLS, topology=wc.topology.gb200_nvl72(), size_bytes=8, chunks=4096)
+
+
+def test_sharp_on_a_dragonfly() -> None:
+    t = wc.topology.dragonfly(2, 2, 1)
+    s = wc.build(SHARP, topology=t, size_bytes=13, chunks=2)
+    assert wc.verify(s).ok
+    x = np.arange(s.num_ranks * 13).reshape(s.num_ranks, 13)
+    p = t.num_endpoints
+    assert (wc.execute(s, x)[:p] == x[:p].sum(0)).all()

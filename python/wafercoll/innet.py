@@ -96,6 +96,17 @@ _SHARP_SOURCE = (
 )
 #: Pipeline chunks a builder accepts (a guard on the schedule's size).
 _MAX_CHUNKS = 1 << 12
+#: Transfers a builder may emit (a memory guard: 2^24 transfers are ~1 GiB).
+_MAX_TRANSFERS = 1 << 24
+
+
+def _check_size(transfers: int, chunks: int) -> None:
+    """ValueError when a schedule would hold more than ``_MAX_TRANSFERS``."""
+    if transfers > _MAX_TRANSFERS:
+        raise ValueError(
+            f"chunks = {chunks} would make {transfers} transfers, more than "
+            f"{_MAX_TRANSFERS}; use fewer chunks"
+        )
 
 
 def _links(topology: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -263,6 +274,7 @@ def nvls_allreduce(
     n, e = _layout(p, topology)
     sw = nvls_switches(p, topology)
     heads = p if head else 1
+    _check_size(k * len(sw) * (p + heads * (p + 2)), k)
     shares = _weighted(size_bytes, [w for _, w in sw])
     # Block (c, j, h): chunk c of switch j's share, head h's part of it.
     per = [kit.split_bytes(shares[j], k * heads) for j in range(len(sw))]
@@ -387,7 +399,7 @@ def _switch_tree(gpus: list[int], topology: Any) -> dict[int, int]:
 @register_algorithm(
     "fabric_sharp_allreduce",
     "allreduce",
-    families=("fat_tree", "rail_optimized", "star", "nvswitch"),
+    families=("fat_tree", "rail_optimized", "dragonfly", "star", "nvswitch"),
     parameters={"chunks": 1},
     source=_SHARP_SOURCE,
     summary="InfiniBand SHARP: the switches reduce up an aggregation tree and the "
@@ -434,6 +446,7 @@ def sharp_allreduce(
     k = _chunks(chunks)
     n, e = _layout(p, topology)
     parent = sharp_tree(p, topology)
+    _check_size(k * (len(parent) + 1), k)
     sizes = [int(x) for x in kit.split_bytes(size_bytes, k)]
     prog = _program(n, e, p, sizes, f"sharp_allreduce(p={p}, chunks={k})")
     gpus = list(range(p))
@@ -632,6 +645,7 @@ def nvls_tree_allreduce(
     n, e = _layout(p, topology)
     doms = nvls_domains(p, topology)
     g, nsw = len(doms[0][0]), len(doms[0][1])
+    _check_size(k * nsw * (p + g * len(doms) * (g + 6)), k)
     shares = _weighted(size_bytes, [w for _, w in doms[0][1]])
     per = [kit.split_bytes(shares[j], k * g) for j in range(nsw)]
     sizes = [
