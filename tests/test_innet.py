@@ -467,3 +467,10 @@ def test_sharp_on_a_dragonfly() -> None:
     x = np.arange(s.num_ranks * 13).reshape(s.num_ranks, 13)
     p = t.num_endpoints
     assert (wc.execute(s, x)[:p] == x[:p].sum(0)).all()
+
+
+@pytest.mark.parametrize("writer", ["write_goal", "write_chakra", "write_msccl"])
+def test_exports_refuse_switch_ranks(writer: str, tmp_path) -> None:
+    s = wc.build(NVLS, ranks=3, size_bytes=12)
+    with pytest.raises(ValueError, match="switch ranks"):
+        getattr(wc.io, writer)(s, tmp_path / "out")
