@@ -474,3 +474,9 @@ def test_exports_refuse_switch_ranks(writer: str, tmp_path) -> None:
     s = wc.build(NVLS, ranks=3, size_bytes=12)
     with pytest.raises(ValueError, match="switch ranks"):
         getattr(wc.io, writer)(s, tmp_path / "out")
+
+
+def test_schedules_without_switches_pickle_as_before() -> None:
+    for s in (wc.Schedule(3, [8], "unknown"), wc.Schedule(3, [8], switches=[])):
+        back = pickle.loads(pickle.dumps(s))
+        assert back == s and not back.switches.any()

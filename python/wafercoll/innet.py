@@ -30,9 +30,14 @@ shares in exact proportion): a GPU's links to the chips have ``W`` bytes/s in
 all (DGX H100: 450 GB/s, NVL72: 900 GB/s), ``p`` GPUs, ``S`` bytes:
 
 * ``via_head=False``: ``T = 2 S / W``: every GPU sends and receives ``S``;
-* ``via_head=True``: ``T = (2 + 1 / p) S / W``: each head's block crosses
-  its link twice more (``S / (p W)`` each way), and the last multicasts
-  queue behind the others' on every downlink.
+* ``via_head=True``: ``T = (2 + 1 / p) S / W`` = ``S / W`` (every GPU's
+  shares up) ``+ 2 S / (p W)`` (each head's block down to it and back up)
+  ``+ (p - 1) S / (p W)`` (the other heads' multicasts, one after the other
+  on every GPU's downlinks).
+
+``fabric_nvls_tree_allreduce`` extends NVLS across nodes as NCCL's NVLS_TREE
+(a binary tree of the heads between nodes) and NVLS with CollNet (SHARP in
+the network switches between nodes) do; see :func:`nvls_tree_allreduce`.
 
 ``fabric_sharp_allreduce`` (InfiniBand SHARP, NCCL's CollNet): the switches
 of the network reduce along an aggregation tree and the root multicasts the

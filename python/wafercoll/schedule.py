@@ -1343,7 +1343,9 @@ def _schedule_from_state(state: dict[str, Any]) -> Schedule:
         state["dep_offsets"],
         state["deps"],
         [int(t) for t in state.get("targets", ())],
-        [int(x) for x in state.get("switches", ())],
+        [int(x) for x in state.get("switches", ())]
+        if state.get("switches") is not None and np.any(state["switches"])
+        else [],
     )
     core.name = state["name"]
     s = Schedule._wrap(core)

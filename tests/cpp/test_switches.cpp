@@ -70,6 +70,12 @@ TEST(Switches, BadSwitchMasksAreRefused) {
   r.root = 1;
   r.switches = {0, 1};
   EXPECT_THROW(Schedule(2, {8}, r), std::invalid_argument);  // root must participate
+  Collective u;
+  u.kind = CollectiveKind::unknown;
+  u.switches = {0, 0};  // no switch at all: the same as no mask
+  EXPECT_FALSE(Schedule(2, {8}, u).has_switches());
+  u.switches = {0, 1};
+  EXPECT_THROW(Schedule(2, {8}, u), std::invalid_argument);
 }
 
 TEST(Switches, ConcurrentReductionsAreProvedDoubleCountsAndRacesRefuted) {

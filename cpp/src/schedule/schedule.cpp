@@ -115,13 +115,13 @@ Schedule::Schedule(RankId num_ranks, std::vector<Bytes> block_bytes,
                                     " is a switch rank and cannot participate (a switch "
                                     "holds no input and needs no output)");
     }
-    if (c.kind == CollectiveKind::unknown)
+    // No switch: the same schedule as without the field (equal, same JSON).
+    if (n_switch == 0) c.switches.clear();
+    if (n_switch > 0 && c.kind == CollectiveKind::unknown)
       throw std::invalid_argument(
           "switch ranks do not apply to an unknown collective (it states no input or output)");
     if (n_switch == num_ranks)
       throw std::invalid_argument("switches: at least one rank must not be a switch");
-    // No switch: the same schedule as without the field (equal, same JSON).
-    if (n_switch == 0) c.switches.clear();
   }
   if (rooted) {
     if (c.root < 0 || c.root >= num_ranks)
