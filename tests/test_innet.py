@@ -7,6 +7,7 @@ wafercoll.innet, computed here from link bandwidths, latencies and rates.
 
 from __future__ import annotations
 
+import json
 import pickle
 
 import numpy as np
@@ -480,3 +481,18 @@ def test_schedules_without_switches_pickle_as_before() -> None:
     for s in (wc.Schedule(3, [8], "unknown"), wc.Schedule(3, [8], switches=[])):
         back = pickle.loads(pickle.dumps(s))
         assert back == s and not back.switches.any()
+
+
+def test_command_line_simulates_and_sweeps_in_network_schedules(
+    capsys, tmp_path
+) -> None:
+    from wafercoll.cli import main
+
+    argv = ["simulate", NVLS, "-t", "dgx_h100", "-s", "1MiB", "--format", "json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["lower_bound_s"] is None and out["time_s"] > 0
+    grid = {"algorithm": [SHARP], "topology": ["fat_tree_k8:4"], "size_bytes": [4096]}
+    row = wc.sweep(grid, jobs=1, cache=False, progress=False).iloc[0]
+    assert row["status"] == "ok" and row["time_s"] > 0
+    assert row["lower_bound_s"] is None or np.isnan(row["lower_bound_s"])
