@@ -496,3 +496,10 @@ def test_command_line_simulates_and_sweeps_in_network_schedules(
     row = wc.sweep(grid, jobs=1, cache=False, progress=False).iloc[0]
     assert row["status"] == "ok" and row["time_s"] > 0
     assert row["lower_bound_s"] is None or np.isnan(row["lower_bound_s"])
+
+
+def test_workloads_refuse_in_network_algorithms_clearly() -> None:
+    w = wc.workload(8)
+    w.collective("allreduce", 1 << 20, algorithm=NVLS)
+    with pytest.raises(ValueError, match="switch ranks"):
+        wc.workloads.simulate_workload(w, wc.topology.dgx_h100(), wc.NetworkModel(None))
