@@ -256,6 +256,10 @@ def nvls_allreduce(
     chunks : int, optional
         Pipeline chunks, 1 to 4096: each switch's share is cut into this
         many rounds that overlap (smaller messages for a switch buffer).
+        NCCL moves NVLS data in steps of ``NCCL_NVLS_CHUNKSIZE`` = 128 KiB
+        by default, on 16 channels (``NVLS_NCHANNELS``; both in
+        ``src/transport/nvls.cc``), and uses NVLS only with more than 2
+        GPUs; the model accepts any count.
     via_head : bool, optional
         Route each sum through its head GPU as NCCL does (``True``) or
         multicast it from the switch at once (``False``).
