@@ -503,3 +503,46 @@ def test_workloads_refuse_in_network_algorithms_clearly() -> None:
     w.collective("allreduce", 1 << 20, algorithm=NVLS)
     with pytest.raises(ValueError, match="switch ranks"):
         wc.workloads.simulate_workload(w, wc.topology.dgx_h100(), wc.NetworkModel(None))
+
+
+RS, AG = "fabric_nvls_reduce_scatter", "fabric_nvls_allgather"
+
+
+@pytest.mark.parametrize("machine", sorted(MACHINES))
+@pytest.mark.parametrize(("ranks", "size"), [(None, 999), (5, 64), (3, 2)])
+def test_nvls_reduce_scatter_and_allgather_are_proved(machine, ranks, size) -> None:
+    t = MACHINES[machine]()
+    if ranks is not None and machine == "nvl72":
+        ranks += 40
+    p = t.num_endpoints if ranks is None else ranks
+    x = np.random.default_rng(size).integers(-9, 9, (t.num_nodes, size))
+    rs = wc.build(RS, topology=t, ranks=ranks, size_bytes=size, chunks=2)
+    assert wc.verify(rs).ok
+    out = wc.execute(rs, x)
+    off = wc.analysis.block_element_offsets(rs, size)
+    for b, owner in enumerate(rs.owners.tolist()):
+        lo, hi = off[b], off[b + 1]
+        assert (out[owner, lo:hi] == x[:p, lo:hi].sum(0)).all()
+    ag = wc.build(AG, topology=t, ranks=ranks, size_bytes=size, chunks=2)
+    assert wc.verify(ag).ok
+    out = wc.execute(ag, x)
+    want = np.zeros(size, dtype=x.dtype)
+    for b, owner in enumerate(ag.owners.tolist()):
+        lo, hi = off[b], off[b + 1]
+        want[lo:hi] = x[owner, lo:hi]
+    assert (out[:p] == want).all()
+
+
+@pytest.mark.parametrize("machine", sorted(MACHINES))
+def test_nvls_reduce_scatter_and_allgather_times(machine: str) -> None:
+    t = MACHINES[machine]()
+    p = t.num_endpoints
+    link = (
+        fabrics.NVLINK4_LINK_BPS if machine == "dgx_h100" else fabrics.NVLINK5_LINK_BPS
+    )
+    w, size = 18 * link, 18 * p * 64
+    net = wc.NetworkModel(None)
+    rs = wc.simulate(wc.build(RS, topology=t, size_bytes=size), t, net)
+    assert rs.time_s == pytest.approx((1 + 1 / p) * size / w, rel=1e-9)
+    ag = wc.simulate(wc.build(AG, topology=t, size_bytes=size), t, net)
+    assert ag.time_s == pytest.approx(size / w, rel=1e-9)

@@ -89,7 +89,16 @@ from ._util import as_int
 from .algorithms import register_algorithm
 from .schedule import Schedule
 
-__all__ = ["nvls_allreduce", "nvls_switches", "sharp_allreduce", "sharp_tree"]
+__all__ = [
+    "nvls_allgather",
+    "nvls_allreduce",
+    "nvls_domains",
+    "nvls_reduce_scatter",
+    "nvls_switches",
+    "nvls_tree_allreduce",
+    "sharp_allreduce",
+    "sharp_tree",
+]
 
 _NVLS_SOURCE = (
     "NVIDIA NCCL, src/device/all_reduce.h (NVLS: reduce-scatter by multimem "
@@ -208,15 +217,24 @@ def _bool(value: Any, name: str) -> bool:
     return bool(value)
 
 
-def _program(n: int, e: int, p: int, sizes: list[int], name: str) -> kit.Program:
+def _program(
+    n: int,
+    e: int,
+    p: int,
+    sizes: list[int],
+    name: str,
+    collective: str = "allreduce",
+    owners: list[int] | None = None,
+) -> kit.Program:
     """A program over ``n`` ranks: GPUs ``0 .. p - 1`` take part, ranks >= e switch."""
     return kit.Program(
         n,
         sizes,
-        "allreduce",
+        collective,
         rule="explicit",
         participants=range(p),
         switches=range(e, n),
+        owners=owners,
         name=name,
     )
 
@@ -313,6 +331,173 @@ def nvls_allreduce(
                         prog.send(node, others, b, "copy", deps=[store])
                 else:
                     prog.send(node, list(range(p)), b, "copy", deps=list(red))
+    return prog.schedule()
+
+
+class _OwnerLayout:
+    """Blocks of the NVLS reduce-scatter and allgather: (owner h, chunk c, chip j).
+
+    Owner ``h``'s blocks are contiguous (rank ``h`` ends with ``1/p`` of the
+    vector, as NCCL's reduce-scatter output); within them chunk by chunk,
+    chip by chip, each chip's share of the vector in proportion to its
+    weight.
+    """
+
+    def __init__(self, p: int, size: int, sw: list[tuple[int, float]], k: int) -> None:
+        self.p, self.k, self.nsw = p, k, len(sw)
+        shares = _weighted(size, [w for _, w in sw])
+        per = [kit.split_bytes(shares[j], k * p) for j in range(self.nsw)]
+        self.sizes = [
+            int(per[j][c * p + h])
+            for h in range(p)
+            for c in range(k)
+            for j in range(self.nsw)
+        ]
+        self.owners = [h for h in range(p) for _ in range(k * self.nsw)]
+
+    def block(self, h: int, c: int, j: int) -> int:
+        return (h * self.k + c) * self.nsw + j
+
+    def ranges(self, c: int, j: int, senders: int) -> kit.Ranges:
+        """Every owner's block (c, j), for each of ``senders`` transfers."""
+        lo = np.array([self.block(h, c, j) for h in range(self.p)] * senders)
+        return kit.Ranges(lo, lo + 1, np.arange(0, self.p * senders + 1, self.p))
+
+
+def _nvls_setup(
+    ranks: int, size_bytes: int, topology: Any, chunks: Any
+) -> tuple[int, int, list[tuple[int, float]], _OwnerLayout]:
+    p = ranks
+    k = _chunks(chunks)
+    n, e = _layout(p, topology)
+    sw = nvls_switches(p, topology)
+    _check_size(k * len(sw) * 2 * (p + 1), k)
+    return n, e, sw, _OwnerLayout(p, size_bytes, sw, k)
+
+
+@register_algorithm(
+    "fabric_nvls_reduce_scatter",
+    "reduce_scatter",
+    families=("nvswitch", "star"),
+    parameters={"chunks": 1},
+    source=_NVLS_SOURCE.replace("allreduce", "reduce-scatter"),
+    summary="NVLink SHARP reduce-scatter: the NVSwitch chips reduce every GPU's "
+    "data and send each block's sum to its owner",
+    label="NVLS",
+    max_ranks=1 << 12,
+)
+def nvls_reduce_scatter(
+    ranks: int, size_bytes: int, *, topology: Any = None, chunks: int = 1
+) -> Schedule:
+    """NVLS reduce-scatter: GPU ``h`` ends with the sum of part ``h`` of ``p``.
+
+    Every GPU reduces its data into the chips (each chip its share, as in
+    :func:`nvls_allreduce`); each chip sends the sum of owner ``h``'s part
+    to GPU ``h``: the first half of NCCL's NVLS allreduce. Without latency,
+    one chunk: ``T = S / W + S / (p W)`` (every share up, then each owner's
+    part down).
+
+    Parameters
+    ----------
+    ranks : int
+        GPUs, >= 1.
+    size_bytes : int
+        Bytes of every GPU's vector.
+    topology : Topology, optional
+        An NVSwitch domain; default: one switch, rank ``ranks``.
+    chunks : int, optional
+        Pipeline chunks, 1 to 4096.
+
+    Returns
+    -------
+    Schedule
+
+    Examples
+    --------
+    >>> import numpy as np, wafercoll as wc
+    >>> t = wc.topology.dgx_b200()
+    >>> s = wc.build("fabric_nvls_reduce_scatter", topology=t, size_bytes=64, chunks=2)
+    >>> x = np.arange(s.num_ranks * 16).reshape(s.num_ranks, 16)
+    >>> out = wc.execute(s, x)
+    >>> bool((out[3, 6:8] == x[:8, 6:8].sum(0)).all())  # GPU 3's eighth
+    True
+    """
+    p = ranks
+    n, e, sw, lay = _nvls_setup(p, size_bytes, topology, chunks)
+    name = f"nvls_reduce_scatter(p={p}, chunks={lay.k})"
+    prog = _program(n, e, p, lay.sizes, name, "reduce_scatter", lay.owners)
+    gpus = np.arange(p)
+    last = np.full((p, len(sw)), -1, dtype=np.int64)
+    for c in range(lay.k):
+        for j, (node, _) in enumerate(sw):
+            red = prog.step(gpus, node, lay.ranges(c, j, p), "reduce", deps=last[:, j])
+            last[:, j] = red
+            for h in range(p):
+                prog.send(node, h, lay.block(h, c, j), "copy", deps=list(red))
+    return prog.schedule()
+
+
+@register_algorithm(
+    "fabric_nvls_allgather",
+    "allgather",
+    families=("nvswitch", "star"),
+    parameters={"chunks": 1},
+    source=_NVLS_SOURCE.replace("allreduce", "allgather"),
+    summary="NVLink SHARP allgather: every GPU stores its part into the NVSwitch "
+    "chips, which multicast it to the others",
+    label="NVLS",
+    max_ranks=1 << 12,
+)
+def nvls_allgather(
+    ranks: int, size_bytes: int, *, topology: Any = None, chunks: int = 1
+) -> Schedule:
+    """NVLS allgather: GPU ``h`` owns the ``h``-th ``1/p`` of the vector.
+
+    Each owner stores every block of its part into the block's chip, which
+    multicasts it to the other GPUs: the second half of NCCL's NVLS
+    allreduce. Without latency, one chunk: ``T = S / (p W) + (p - 1) S /
+    (p W)`` = ``S / W`` (an owner's part up, then the others' parts, one
+    after the other, down every GPU's links).
+
+    Parameters
+    ----------
+    ranks : int
+        GPUs, >= 1.
+    size_bytes : int
+        Bytes of the gathered vector.
+    topology : Topology, optional
+        An NVSwitch domain; default: one switch, rank ``ranks``.
+    chunks : int, optional
+        Pipeline chunks, 1 to 4096.
+
+    Returns
+    -------
+    Schedule
+
+    Examples
+    --------
+    >>> import numpy as np, wafercoll as wc
+    >>> s = wc.build("fabric_nvls_allgather", ranks=3, size_bytes=9)
+    >>> x = np.arange(4 * 9).reshape(4, 9)
+    >>> wc.execute(s, x)[2].tolist() == [0, 1, 2, 12, 13, 14, 24, 25, 26]
+    True
+    """
+    p = ranks
+    n, e, sw, lay = _nvls_setup(p, size_bytes, topology, chunks)
+    name = f"nvls_allgather(p={p}, chunks={lay.k})"
+    prog = _program(n, e, p, lay.sizes, name, "allgather", lay.owners)
+    last = np.full((p, len(sw)), -1, dtype=np.int64)
+    for c in range(lay.k):
+        for j, (node, _) in enumerate(sw):
+            for h in range(p):
+                b = lay.block(h, c, j)
+                store = prog.send(
+                    h, node, b, "copy", deps=[x for x in [last[h, j]] if x >= 0]
+                )
+                last[h, j] = store
+                others = [g for g in range(p) if g != h]
+                if others:
+                    prog.send(node, others, b, "copy", deps=[store])
     return prog.schedule()
 
 
