@@ -1326,6 +1326,9 @@ def _schedule_from_state(state: dict[str, Any]) -> Schedule:
     ranks = state["ranks"]
     part = state["participants"]
     part_l = [] if bool(part.all()) else [int(x) for x in part]
+    # A mask per rank (pickles of earlier versions have none).
+    sw = np.asarray(state.get("switches", ()), dtype=np.uint8)
+    switches = [int(x) for x in sw] if sw.any() else []
     core = _core.Schedule.from_arrays(
         ranks,
         [int(b) for b in state["block_bytes"]],
@@ -1343,9 +1346,7 @@ def _schedule_from_state(state: dict[str, Any]) -> Schedule:
         state["dep_offsets"],
         state["deps"],
         [int(t) for t in state.get("targets", ())],
-        [int(x) for x in state.get("switches", ())]
-        if state.get("switches") is not None and np.any(state["switches"])
-        else [],
+        switches,
     )
     core.name = state["name"]
     s = Schedule._wrap(core)
