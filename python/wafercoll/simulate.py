@@ -695,6 +695,7 @@ def simulate(
     network : NetworkModel
     placement : sequence of int, optional
         Endpoint of each rank (distinct); default: rank ``r`` on endpoint ``r``.
+        A switch rank runs on a hidden router instead (default: node ``r``).
     transfers : bool
         Also record each transfer's ready and finish time.
     timeline : bool
