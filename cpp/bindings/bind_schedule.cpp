@@ -13,8 +13,10 @@ namespace {
 Collective make_collective(const std::string& kind, RankId root,
                            const std::vector<RankId>& owners,
                            const std::vector<std::uint8_t>& participants,
-                           const std::vector<RankId>& targets) {
+                           const std::vector<RankId>& targets,
+                           const std::vector<std::uint8_t>& switches) {
   Collective c;
+  c.switches = switches;
   c.kind = collective_from_string(kind);
   c.root = root;
   c.owners = owners;
@@ -49,14 +51,17 @@ void bind_schedule(py::module_& m) {
                        const std::string& kind, RankId root,
                        const std::vector<RankId>& owners,
                        const std::vector<std::uint8_t>& participants,
-                       const std::vector<RankId>& targets) {
-             return Schedule(num_ranks, std::move(block_bytes),
-                             make_collective(kind, root, owners, participants, targets));
+                       const std::vector<RankId>& targets,
+                       const std::vector<std::uint8_t>& switches) {
+             return Schedule(
+                 num_ranks, std::move(block_bytes),
+                 make_collective(kind, root, owners, participants, targets, switches));
            }),
            py::arg("num_ranks"), py::arg("block_bytes"), py::arg("kind"),
            py::arg("root") = -1, py::arg("owners") = std::vector<RankId>{},
            py::arg("participants") = std::vector<std::uint8_t>{},
-           py::arg("targets") = std::vector<RankId>{})
+           py::arg("targets") = std::vector<RankId>{},
+           py::arg("switches") = std::vector<std::uint8_t>{})
       .def_static(
           "from_arrays",
           [](RankId num_ranks, std::vector<Bytes> block_bytes, const std::string& kind,
@@ -71,13 +76,20 @@ void bind_schedule(py::module_& m) {
              const py::array_t<BlockId, py::array::c_style | py::array::forcecast>& rng_hi,
              const py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>& dep_off,
              const py::array_t<TransferId, py::array::c_style | py::array::forcecast>& deps,
-             const std::vector<RankId>& targets) {
+             const std::vector<RankId>& targets, const std::vector<std::uint8_t>& switches) {
             return Schedule::from_arrays(
                 num_ranks, std::move(block_bytes),
-                make_collective(kind, root, owners, participants, targets), vec(src), vec(op),
+                make_collective(kind, root, owners, participants, targets, switches),
+                vec(src), vec(op),
                 vec(dst_off), vec(dsts), vec(rng_off), vec(rng_lo), vec(rng_hi), vec(dep_off),
                 vec(deps));
-          })
+          },
+          py::arg("num_ranks"), py::arg("block_bytes"), py::arg("kind"), py::arg("root"),
+          py::arg("owners"), py::arg("participants"), py::arg("src"), py::arg("op"),
+          py::arg("dst_offsets"), py::arg("dsts"), py::arg("range_offsets"),
+          py::arg("range_lo"), py::arg("range_hi"), py::arg("dep_offsets"), py::arg("deps"),
+          py::arg("targets") = std::vector<RankId>{},
+          py::arg("switches") = std::vector<std::uint8_t>{})
       .def(
           "append_csr",
           [](Schedule& s,
@@ -155,6 +167,11 @@ void bind_schedule(py::module_& m) {
       .def_property_readonly("participants", [](const Schedule& s) {
         std::vector<std::uint8_t> out(s.num_ranks());
         for (RankId r = 0; r < s.num_ranks(); ++r) out[r] = s.participates(r) ? 1 : 0;
+        return to_numpy(out);
+      })
+      .def_property_readonly("switches", [](const Schedule& s) {
+        std::vector<std::uint8_t> out(s.num_ranks());
+        for (RankId r = 0; r < s.num_ranks(); ++r) out[r] = s.is_switch(r) ? 1 : 0;
         return to_numpy(out);
       })
       .def_property_readonly("block_bytes", [](const Schedule& s) { return to_numpy(s.block_bytes()); })

@@ -41,6 +41,7 @@ py::dict result_dict(const SimResult& r, bool transfers, bool timeline, bool tra
   d["injection_busy_s"] = to_numpy(r.injection_busy_s);
   d["ejection_busy_s"] = to_numpy(r.ejection_busy_s);
   d["compute_busy_s"] = to_numpy(r.compute_busy_s);
+  d["switch_busy_s"] = to_numpy(r.switch_busy_s);
   d["events"] = r.events;
   d["packets"] = r.packets;
   if (transfers) {
@@ -98,6 +99,8 @@ void bind_simulate(py::module_& m) {
       .def_readwrite("port_latency_s", &NetworkModel::port_latency_s)
       .def_readwrite("switch_overhead_s", &NetworkModel::switch_overhead_s)
       .def_readwrite("clock_Hz", &NetworkModel::clock_Hz)
+      .def_readwrite("switch_reduce_Bps", &NetworkModel::switch_reduce_Bps)
+      .def_readwrite("switch_buffer_bytes", &NetworkModel::switch_buffer_bytes)
       .def("validate", &NetworkModel::validate);
   m.def(
       "simulate",

@@ -29,6 +29,7 @@ except ImportError as exc:  # pragma: no cover - only without a compiled build
 from . import cluster, generic, kit, mcm, topology, wafer, wormhole  # noqa: E402,I001 - register builders
 from . import alltoall  # noqa: E402,I001 - registers the alltoall builders
 from . import gpu  # noqa: E402,I001 - registers the NCCL and hierarchical GPU builders
+from . import innet  # noqa: E402,I001 - registers the in-network (NVLS, SHARP) builders
 from ._errors import ScheduleError, WafercollWarning
 from .algorithms import (
     AlgorithmInfo,
@@ -87,6 +88,7 @@ __all__ = [
     "bounds",
     "build",
     "cluster",
+    "innet",
     "crossover",
     "custom",
     "execute",

@@ -113,9 +113,9 @@ class Topology:
 class Schedule:
     name: str
     @staticmethod
-    def from_arrays(arg0: typing.SupportsInt | typing.SupportsIndex, arg1: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], arg2: str, arg3: typing.SupportsInt | typing.SupportsIndex, arg4: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], arg5: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], arg6: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], arg7: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8], arg8: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], arg9: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], arg10: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], arg11: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], arg12: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], arg13: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], arg14: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], arg15: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> Schedule:
+    def from_arrays(num_ranks: typing.SupportsInt | typing.SupportsIndex, block_bytes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], kind: str, root: typing.SupportsInt | typing.SupportsIndex, owners: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], participants: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], src: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], op: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8], dst_offsets: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], dsts: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], range_offsets: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], range_lo: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], range_hi: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], dep_offsets: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], deps: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], targets: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [], switches: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = []) -> Schedule:
         ...
-    def __init__(self, num_ranks: typing.SupportsInt | typing.SupportsIndex, block_bytes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], kind: str, root: typing.SupportsInt | typing.SupportsIndex = -1, owners: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [], participants: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [], targets: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = []) -> None:
+    def __init__(self, num_ranks: typing.SupportsInt | typing.SupportsIndex, block_bytes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], kind: str, root: typing.SupportsInt | typing.SupportsIndex = -1, owners: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [], participants: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [], targets: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [], switches: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = []) -> None:
         ...
     def add_transfer(self, src: typing.SupportsInt | typing.SupportsIndex, dsts: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], ranges: collections.abc.Sequence[tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex]], op: str, deps: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> int:
         ...
@@ -179,6 +179,9 @@ class Schedule:
         ...
     @property
     def src(self) -> numpy.typing.NDArray[numpy.int32]:
+        ...
+    @property
+    def switches(self) -> numpy.typing.NDArray[numpy.uint8]:
         ...
     @property
     def targets(self) -> numpy.typing.NDArray[numpy.int32]:
@@ -264,10 +267,22 @@ class NetworkModel:
     def ports(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
         ...
     @property
+    def switch_buffer_bytes(self) -> int:
+        ...
+    @switch_buffer_bytes.setter
+    def switch_buffer_bytes(self, arg0: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    @property
     def switch_overhead_s(self) -> float:
         ...
     @switch_overhead_s.setter
     def switch_overhead_s(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def switch_reduce_Bps(self) -> float:
+        ...
+    @switch_reduce_Bps.setter
+    def switch_reduce_Bps(self, arg0: typing.SupportsFloat | typing.SupportsIndex) -> None:
         ...
 class GoalError(ValueError):
     pass

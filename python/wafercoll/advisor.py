@@ -202,7 +202,7 @@ class Advice:
                 cells = (
                     _secs(c.time_s),
                     f"{c.bandwidth_Bps / 1e9:.3f} GB/s",
-                    f"{c.ratio:.3f}",
+                    _ratio(c.ratio),
                 )
             elif c.status == "pruned":
                 cells = (f">= {_secs(c.schedule_bound_s)}", "", "")
@@ -230,7 +230,7 @@ class Advice:
             if c.status == "simulated":
                 text = (
                     f"{_secs(c.time_s)}, {c.bandwidth_Bps / 1e9:.3f} GB/s, "
-                    f"ratio {c.ratio:.3f}"
+                    f"ratio {_ratio(c.ratio)}"
                 )
             elif c.status == "pruned":
                 text = f"pruned: >= {_secs(c.schedule_bound_s)}"
@@ -248,6 +248,11 @@ class Advice:
 
 def _secs(t: float | None) -> str:
     return "" if t is None else human_seconds(t)
+
+
+def _ratio(ratio: float | None) -> str:
+    """A ratio to the lower bound as printed ("n/a": no bound covers the schedule)."""
+    return "n/a" if ratio is None else f"{ratio:.3f}"
 
 
 def _differs(s: Any, topology: Topology) -> str:
@@ -370,7 +375,12 @@ def advise(
         pred = None
         if info.predict is not None:
             pred = info.predict(s.num_ranks, S, topology, network)
-        own = bounds.schedule_lower_bound(s, topology, network).time_s
+        # No bound covers in-network reduction (switch ranks): never pruned.
+        own = (
+            0.0
+            if s.switches.any()
+            else bounds.schedule_lower_bound(s, topology, network).time_s
+        )
         built.append((own, info, s, pred))
     built.sort(key=lambda item: item[0])
     bound = bounds.lower_bound(topology, network, collective, S, ranks=None, **extra)
@@ -392,7 +402,9 @@ def advise(
                 time_s=r.time_s,
                 bandwidth_Bps=S / r.time_s if r.time_s > 0 else math.inf,
                 # Against the bound for this schedule's own participants.
-                ratio=bounds.optimality_ratio(r),
+                ratio=None
+                if r.switch_busy_s is not None
+                else bounds.optimality_ratio(r),
                 schedule_bound_s=own,
                 predicted_s=pred,
                 transfers=s.num_transfers,
@@ -537,7 +549,7 @@ def crossover_table(result: dict[str, Any]) -> str:
         b = a.best
         lines.append(
             f"{human_bytes(a.size_bytes).rjust(width)}  {b.name}  "
-            f"{human_seconds(b.time_s)}  ratio {b.ratio:.3f}"
+            f"{human_seconds(b.time_s)}  ratio {_ratio(b.ratio)}"
         )
     return "\n".join(lines)
 

@@ -639,10 +639,15 @@ def build(
         )
     # One name per thing: a built schedule goes by its registry key.
     s.name = name
-    if topology is not None and s.num_ranks > topology.num_endpoints:
+    # Switch ranks run on the topology's hidden routers (node r for rank r).
+    room = None if topology is None else topology.num_endpoints
+    if topology is not None and s.switches.any():
+        room = topology.num_nodes
+    if room is not None and s.num_ranks > room:
         raise ValueError(
             f"{name} built {s.num_ranks} ranks (helpers included) but "
-            f"{topology.name} has {topology.num_endpoints} endpoints; it needs a "
-            f"topology of the families {', '.join(info.families)} with room for them"
+            f"{topology.name} has {room} {'nodes' if s.switches.any() else 'endpoints'}"
+            f"; it needs a topology of the families {', '.join(info.families)} with "
+            "room for them"
         )
     return s

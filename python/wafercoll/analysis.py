@@ -369,6 +369,11 @@ def metrics(
         raise TypeError(
             f"topology must be a wafercoll.Topology, got {type(topology).__name__}"
         )
+    if s.switches.any():
+        raise ValueError(
+            "metrics place every rank on an endpoint; a schedule with switch ranks "
+            "(in-network reduction) is not covered"
+        )
     w = as_int(word_bytes, "word_bytes", 1)
     pl = [] if placement is None else [as_int(x, "placement[i]", 0) for x in placement]
     d = _core.spatial_metrics(s._core, topology._core, w, pl)

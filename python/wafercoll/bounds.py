@@ -1116,6 +1116,19 @@ def lower_bound(
     return _bound(demand, topology, network, cuts)
 
 
+_IN_NETWORK = (
+    "the lower bounds assume that reductions happen at ranks on endpoints; a "
+    "schedule with switch ranks (in-network reduction: NVLS, SHARP) is outside "
+    "them"
+)
+
+
+def _no_switches(schedule: Schedule) -> None:
+    """ValueError for a schedule with switch ranks (the bounds do not cover them)."""
+    if schedule.switches.any():
+        raise ValueError(_IN_NETWORK)
+
+
 def collective_request(schedule: Schedule) -> tuple[Any, ...]:
     """What a schedule's collective asks for: the input of the bounds (small).
 
@@ -1206,6 +1219,7 @@ def collective_bound(
     2.0
     """
     check_schedule_inputs(schedule, topology, network, None)
+    _no_switches(schedule)
     return _bound(
         _schedule_demand(schedule, topology, placement), topology, network, cuts
     )
@@ -1254,6 +1268,7 @@ def schedule_lower_bound(
     1.0
     """
     check_schedule_inputs(schedule, topology, network, None)
+    _no_switches(schedule)
     place = _placement(placement, schedule.num_ranks, topology)
     mach = _machine(topology, network)
     loads = _core.loads(schedule._core, topology._core, place.astype(np.int32).tolist())
@@ -1334,6 +1349,8 @@ def result_bound(result: Any, *, cuts: bool = True) -> LowerBound:
     >>> wc.bounds.result_bound(r).binding
     'ejection_total'
     """
+    if getattr(result, "switch_busy_s", None) is not None:
+        raise ValueError(_IN_NETWORK)
     topology = result.topology
     demand = _collective_demand(
         tuple(result.collective),

@@ -414,13 +414,16 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         print(
             f"wrote {args.trace} (open it in https://ui.perfetto.dev)", file=sys.stderr
         )
-    bound = bounds.result_bound(result)
+    # No lower bound covers in-network reduction (switch ranks): "-".
+    bound = None if s.switches.any() else bounds.result_bound(result)
     summary: dict[str, Any] = {}
     for key, value in result.summary().items():
         summary[key] = value
         if key == "cycles":
-            summary["lower_bound_s"] = bound.time_s
-            summary["optimality_ratio"] = bounds.optimality_ratio(result, bound)
+            summary["lower_bound_s"] = None if bound is None else bound.time_s
+            summary["optimality_ratio"] = (
+                None if bound is None else bounds.optimality_ratio(result, bound)
+            )
     if args.format == "json":
         _emit(args.output, json.dumps(summary, indent=2))
     elif args.format == "csv":

@@ -86,6 +86,17 @@ class NetworkModel:
         transfer into a channel is set up before the start, and a stream that
         arrives later than the switch ends waits for nothing extra. Needs
         ``ports``.
+    switch_reduce_Bps : float or None
+        Input bytes per second that one switch rank (in-network reduction:
+        NVLink SHARP, InfiniBand SHARP; see :mod:`wafercoll.schedule`) reduces;
+        ``None``: reduction is free (the switch keeps up with any input). A
+        switch that reduces ``k`` inputs at line rate ``B`` needs ``k B``.
+        No vendor figure for this rate was found (see
+        :mod:`wafercoll.innet`), so no preset sets it.
+    switch_buffer_bytes : int or None
+        The largest message into or out of a switch rank; a schedule with a
+        larger one is refused (cut its data into more blocks). ``None``: no
+        limit.
     name : str
         Label of the model (presets set it).
 
@@ -113,6 +124,8 @@ class NetworkModel:
     name: str = "custom"
     pad_packets: bool = False
     switch_overhead_s: float = 0.0
+    switch_reduce_Bps: float | None = None
+    switch_buffer_bytes: int | None = None
 
     def __post_init__(self) -> None:
         def fix(field: str, value: Any) -> None:
@@ -183,6 +196,26 @@ class NetworkModel:
         fix("pad_packets", bool(self.pad_packets))
         if self.pad_packets and self.packet_bytes is None:
             raise ValueError("pad_packets=True needs packet_bytes (the padded size)")
+        if self.switch_reduce_Bps is not None:
+            fix(
+                "switch_reduce_Bps",
+                as_real(
+                    self.switch_reduce_Bps,
+                    "switch_reduce_Bps",
+                    _MIN_BPS,
+                    maximum=_MAX_BPS,
+                ),
+            )
+        if self.switch_buffer_bytes is not None:
+            fix(
+                "switch_buffer_bytes",
+                as_int(
+                    self.switch_buffer_bytes,
+                    "switch_buffer_bytes",
+                    1,
+                    _MAX_PACKET_BYTES,
+                ),
+            )
         if self.switch_overhead_s > 0 and self.ports is None:
             raise ValueError(
                 "switch_overhead_s > 0 needs ports (it is charged on the "
@@ -275,6 +308,8 @@ class NetworkModel:
         m.port_latency_s = self.port_latency_s
         m.switch_overhead_s = self.switch_overhead_s
         m.clock_Hz = self.clock_Hz or 0.0
+        m.switch_reduce_Bps = self.switch_reduce_Bps or 0.0
+        m.switch_buffer_bytes = self.switch_buffer_bytes or 0
         return m
 
 
@@ -301,7 +336,10 @@ def check_schedule_inputs(
     if isinstance(placement, (str, bytes)) or not isinstance(
         placement, (Sequence, np.ndarray)
     ):
-        raise TypeError("placement must be a sequence of endpoint ids, one per rank")
+        raise TypeError(
+            "placement must be a sequence of endpoint ids, one per rank (a switch "
+            "rank's: a hidden router)"
+        )
     pl = [as_int(x, f"placement[{i}]", 0) for i, x in enumerate(placement)]
     return schedule, topology, network, pl
 

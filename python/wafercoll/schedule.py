@@ -34,6 +34,17 @@ participant ends with the root's vector). ``participants`` lists the ranks that
 hold input and need output (default: all); other ranks only relay data. Cells
 that hold no input start at zero.
 
+Switch ranks (in-network reduction and multicast: NVLink SHARP, InfiniBand
+SHARP). ``switches`` lists ranks that run on switches (a topology's hidden
+routers; the simulator places rank ``r`` on node ``r`` by default, and the
+fabrics number their switches after the GPUs). A switch rank owns no data,
+holds no input, needs no output (it never participates), and reduces what it
+receives into its buffer and forwards the sum, usually by one multicast. It
+differs from an ordinary relay in one rule: a switch accumulates atomically,
+so reductions into one of its cells need not be ordered among themselves,
+while every other pair of accesses to it (a copy and any write, a read and
+any write) must be. A contribution reduced twice is refuted as for any rank.
+
 The block-moving collectives reduce nothing: block ``b`` starts at rank
 ``owners[b]`` and must arrive, exactly once, at rank ``targets[b]`` (a block
 of zero bytes carries nothing and need not).
@@ -57,7 +68,8 @@ JSON
 ----
 :meth:`Schedule.to_json` writes an object with the keys ``format``,
 ``version``, ``name``, ``ranks``, ``block_bytes``, ``collective`` (``kind``,
-``root``, ``owners``, ``targets``, ``participants``) and ``transfers``: a list
+``root``, ``owners``, ``targets``, ``participants`` and, when there are any,
+``switches``) and ``transfers``: a list
 of objects such as
 ``{"src": 0, "dst": [1], "blocks": [[0, 4], 7], "op": "reduce", "deps": [2]}``,
 where a block entry is a block index or a half-open ``[lo, hi]`` range. A
@@ -204,7 +216,8 @@ def _check_collective(
     owners: Any,
     participants: Any,
     targets: Any = None,
-) -> tuple[str, int, list[int], list[int], list[int]]:
+    switches: Any = None,
+) -> tuple[str, int, list[int], list[int], list[int], list[int]]:
     if not isinstance(kind, str) or kind not in KINDS:
         raise ValueError(f"collective must be one of {', '.join(KINDS)}; got {kind!r}")
     root_i = -1
@@ -280,7 +293,51 @@ def _check_collective(
         for r in part_set:
             mask[r] = 1
         part_l = mask
-    return kind, root_i, owners_l, part_l, targets_l
+    sw_l = _switch_mask(switches, kind, ranks, part_l, root_i, owners_l, targets_l)
+    return kind, root_i, owners_l, part_l, targets_l, sw_l
+
+
+def _switch_mask(
+    switches: Any,
+    kind: str,
+    ranks: int,
+    part_l: list[int],
+    root: int,
+    owners: list[int],
+    targets: list[int],
+) -> list[int]:
+    """The per-rank switch mask (empty: no switch ranks), checked."""
+    if switches is None:
+        return []
+    if isinstance(switches, (str, bytes)) or not hasattr(switches, "__iter__"):
+        raise TypeError(
+            f"switches must be a sequence of ranks, got {type(switches).__name__}"
+        )
+    sw = sorted({as_int(r, "switches", 0, ranks - 1) for r in switches})
+    if not sw:
+        return []
+    if kind == "unknown":
+        raise ValueError(
+            "switches do not apply to an unknown collective (it states no input "
+            "or output)"
+        )
+    if len(sw) == ranks:
+        raise ValueError("switches: at least one rank must not be a switch")
+    for r in sw:
+        if part_l and part_l[r]:
+            raise ValueError(
+                f"switches: rank {r} is listed in participants too; a switch rank "
+                "holds no input and needs no output"
+            )
+        if r == root or r in owners or r in targets:
+            raise ValueError(
+                f"switches: rank {r} is the root or a block's owner or target; "
+                "those must be ordinary ranks"
+            )
+    mask = [0] * ranks
+    for r in sw:
+        mask[r] = 1
+    return mask
 
 
 class Schedule:
@@ -301,7 +358,11 @@ class Schedule:
         Owner rank of every block, for ``reduce_scatter`` and ``allgather``
         (default: block ``b`` is owned by rank ``b``; needs one block per rank).
     participants : iterable of int, optional
-        Ranks that hold input and need the output (default: all).
+        Ranks that hold input and need the output (default: all but the
+        switch ranks).
+    switches : iterable of int, optional
+        Switch ranks (see the module docstring; default: none). Not
+        participants, roots, owners or targets.
     name : str
         A label.
 
@@ -331,14 +392,17 @@ class Schedule:
         owners: Sequence[int] | None = None,
         participants: Iterable[int] | None = None,
         targets: Sequence[int] | None = None,
+        switches: Iterable[int] | None = None,
         name: str = "",
     ) -> None:
         p = as_int(ranks, "ranks", 1, int(_core_limit("ranks")))
         sizes = _block_sizes(block_bytes)
-        kind, root_i, owners_l, part_l, targets_l = _check_collective(
-            collective, p, len(sizes), root, owners, participants, targets
+        kind, root_i, owners_l, part_l, targets_l, sw_l = _check_collective(
+            collective, p, len(sizes), root, owners, participants, targets, switches
         )
-        self._core = _core.Schedule(p, sizes, kind, root_i, owners_l, part_l, targets_l)
+        self._core = _core.Schedule(
+            p, sizes, kind, root_i, owners_l, part_l, targets_l, sw_l
+        )
         self._core.name = str(name)
         self._labels: list[str] | None = None
         # Why the transfers carry no data semantics (None: they do).
@@ -360,6 +424,7 @@ class Schedule:
             "owners": np.asarray(c.owners, dtype=np.int64),
             "targets": np.asarray(c.targets, dtype=np.int64),
             "participants": part,
+            "switches": np.asarray(c.switches, dtype=np.uint8),
             "src": np.asarray(c.src),
             "op": np.asarray(c.op),
             "dst_offsets": np.asarray(c.dst_offsets),
@@ -463,6 +528,7 @@ class Schedule:
         owners: Sequence[int] | None = None,
         participants: Iterable[int] | None = None,
         targets: Sequence[int] | None = None,
+        switches: Iterable[int] | None = None,
         name: str = "",
     ) -> Schedule:
         """Build a schedule of many transfers at once from CSR arrays.
@@ -476,7 +542,9 @@ class Schedule:
 
         Parameters
         ----------
-        ranks, block_bytes, collective, root, owners, participants, targets, name
+        ranks, block_bytes, collective, root, owners, participants, targets
+            As for :class:`Schedule`.
+        switches, name
             As for :class:`Schedule`.
         src : array_like of int, shape (T,)
             Source rank of every transfer.
@@ -500,8 +568,8 @@ class Schedule:
         """
         p = as_int(ranks, "ranks", 1, int(_core_limit("ranks")))
         sizes = _block_sizes(block_bytes)
-        kind, root_i, owners_l, part_l, targets_l = _check_collective(
-            collective, p, len(sizes), root, owners, participants, targets
+        kind, root_i, owners_l, part_l, targets_l, sw_l = _check_collective(
+            collective, p, len(sizes), root, owners, participants, targets, switches
         )
         src_a = np.asarray(src, dtype=np.int64).ravel()
         t = src_a.size
@@ -555,6 +623,7 @@ class Schedule:
                 arrays["dep_offsets"],
                 arrays["deps"],
                 targets_l,
+                sw_l,
             )
         except (ValueError, IndexError) as exc:
             raise ScheduleError(str(exc)) from exc
@@ -658,6 +727,9 @@ class Schedule:
         part = np.flatnonzero(self.participants)
         if len(part) != p or (part != np.arange(p)).any():
             notes.append(f"participants: {len(part)} of {p} ranks")
+        if self.switches.any():
+            n_sw = int(self.switches.sum())
+            notes.append(f"switches: {n_sw} switch ranks reduce in the network")
         kind = self.collective
         owners = self.owners
         if kind in ("reduce_scatter", "allgather") and owners is not None:
@@ -690,6 +762,18 @@ class Schedule:
     def participants(self) -> np.ndarray:
         """Boolean mask of participating ranks."""
         return self._core.participants.astype(bool)
+
+    @property
+    def switches(self) -> np.ndarray:
+        """Boolean mask of switch ranks (see the module docstring).
+
+        Examples
+        --------
+        >>> import wafercoll as wc
+        >>> wc.Schedule(3, [8], switches=[2]).switches.tolist()
+        [False, False, True]
+        """
+        return self._core.switches.astype(bool)
 
     @property
     def name(self) -> str:
@@ -917,6 +1001,11 @@ class Schedule:
                 "owners": None if owners is None else owners.tolist(),
                 "targets": None if targets is None else targets.tolist(),
                 "participants": None if part.all() else np.flatnonzero(part).tolist(),
+                **(
+                    {"switches": np.flatnonzero(self.switches).tolist()}
+                    if self.switches.any()
+                    else {}
+                ),
             },
             "transfers": self._labelled(self._transfers(0, self.num_transfers)),
             **({} if self._model is None else {"model": self._model.to_dict()}),
@@ -1021,7 +1110,7 @@ class Schedule:
         try:
             p = as_int(doc["ranks"], "ranks", 1, int(_core_limit("ranks")))
             sizes = _block_sizes(doc["block_bytes"], "block_bytes")
-            kind, root, owners, part, targets = _check_collective(
+            kind, root, owners, part, targets, sw = _check_collective(
                 coll["kind"],
                 p,
                 len(sizes),
@@ -1029,6 +1118,7 @@ class Schedule:
                 coll.get("owners"),
                 coll.get("participants"),
                 coll.get("targets"),
+                coll.get("switches"),
             )
         except (TypeError, ValueError) as exc:
             raise ScheduleError(str(exc)) from exc
@@ -1097,6 +1187,7 @@ class Schedule:
             np.asarray(eoff, np.int64),
             np.asarray(deps, np.int32),
             targets,
+            sw,
         )
         core.name = str(doc.get("name", ""))
         out = cls._wrap(core)
@@ -1235,6 +1326,9 @@ def _schedule_from_state(state: dict[str, Any]) -> Schedule:
     ranks = state["ranks"]
     part = state["participants"]
     part_l = [] if bool(part.all()) else [int(x) for x in part]
+    # A mask per rank (pickles of earlier versions have none).
+    sw = np.asarray(state.get("switches", ()), dtype=np.uint8)
+    switches = [int(x) for x in sw] if sw.any() else []
     core = _core.Schedule.from_arrays(
         ranks,
         [int(b) for b in state["block_bytes"]],
@@ -1252,6 +1346,7 @@ def _schedule_from_state(state: dict[str, Any]) -> Schedule:
         state["dep_offsets"],
         state["deps"],
         [int(t) for t in state.get("targets", ())],
+        switches,
     )
     core.name = state["name"]
     s = Schedule._wrap(core)

@@ -56,6 +56,16 @@ The model
 * **Multicast** transfers (several destinations) are one packet stream over
   the union of the routes, copied by the routers where the routes part; each
   link of the tree carries the bytes once.
+* **Switch ranks** (in-network reduction, see :mod:`wafercoll.schedule`) run
+  on hidden routers (default placement: node ``r`` for rank ``r``, which is
+  where the fabrics number their switches). A switch has no ports; routes to
+  and from it are shortest paths, lowest link id first. It reduces with a
+  unit of its own, first come first served, at ``switch_reduce_Bps`` input
+  bytes per second (``None``: free); a copy into it is free. A message into
+  or out of it larger than ``switch_buffer_bytes`` is refused. ``k`` GPUs
+  with links of bandwidth ``B`` and latency ``l`` to one switch, each
+  sending ``S`` bytes as one packet that the switch reduces at ``R`` and
+  multicasts back, take ``2 (alpha + l + S / B) + k S / R``.
 
 Closed forms that follow (``h`` hops, bandwidth ``bw``, latency ``lat``,
 ``S`` bytes, ``M`` packet bytes, no ports, no contention):
@@ -186,6 +196,9 @@ class SimResult:
     injection_busy_s, ejection_busy_s, compute_busy_s : ndarray, shape (endpoints,)
         Busy time of each endpoint's ports (summed over channels; zero without
         ports) and of its reduction unit.
+    switch_busy_s : ndarray, shape (ranks,), or None
+        Reduction time of each switch rank on its router (0 for other ranks);
+        ``None`` when the schedule has no switch ranks.
     events, packets : int
         Packet-stage services performed and packets injected.
     transfer_ready_s, transfer_finish_s : ndarray or None
@@ -220,6 +233,10 @@ class SimResult:
         self.injection_busy_s: np.ndarray = raw["injection_busy_s"]
         self.ejection_busy_s: np.ndarray = raw["ejection_busy_s"]
         self.compute_busy_s: np.ndarray = raw["compute_busy_s"]
+        sw = raw.get("switch_busy_s")
+        self.switch_busy_s: np.ndarray | None = (
+            None if sw is None or len(sw) == 0 else sw
+        )
         self.events: int = int(raw["events"])
         self.packets: int = int(raw["packets"])
         self.transfer_ready_s: np.ndarray | None = raw.get("transfer_ready_s")
@@ -678,6 +695,7 @@ def simulate(
     network : NetworkModel
     placement : sequence of int, optional
         Endpoint of each rank (distinct); default: rank ``r`` on endpoint ``r``.
+        A switch rank runs on a hidden router instead (default: node ``r``).
     transfers : bool
         Also record each transfer's ready and finish time.
     timeline : bool
@@ -748,6 +766,11 @@ def simulate(
             )
         from . import _simgrid
 
+        if s.switches.any():
+            raise ValueError(
+                'engine="simgrid" does not model switch ranks (in-network '
+                'reduction); use engine="wafercoll"'
+            )
         place = (
             np.asarray(pl, dtype=np.int32)
             if pl

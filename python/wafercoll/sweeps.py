@@ -278,15 +278,16 @@ def _run_point(
         row["status"] = "failed"
         row["error"] = f"{type(exc).__name__}: {exc}"
         return row
-    bound = result_bound(r)
+    # No lower bound covers in-network reduction (switch ranks).
+    bound = None if s.switches.any() else result_bound(r)
     row.update(
         transfers=s.num_transfers,
         time_s=r.time_s,
         bandwidth_Bps=size_bytes / r.time_s if r.time_s > 0 else None,
         busbw_Bps=r.busbw_Bps,
         link_utilization=r.link_utilization,
-        lower_bound_s=bound.time_s,
-        optimality_ratio=optimality_ratio(r, bound),
+        lower_bound_s=None if bound is None else bound.time_s,
+        optimality_ratio=None if bound is None else optimality_ratio(r, bound),
         # Schedules of one collective may compute different things (other
         # owners, fewer participants): say how, beside the numbers.
         differs=s.differs_from_standard(topology.default_ranks),

@@ -378,6 +378,62 @@ class Verifier {
     return rec;
   }
 
+  // Switch cells (schedule.hpp): a switch accumulates atomically, so two
+  // reductions into one of its cells need not be ordered; every other pair
+  // of accesses (a copy and any write, a read and any write) must be. A
+  // cell's history since its last copy (or its initial value, the *base*)
+  // is a group of reductions: the records from the latest back to the base.
+  // A read must come after every write of the group and the base (then it
+  // sees the latest record's set, whatever order the reductions land in);
+  // a write must come after every read recorded on them, and a copy after
+  // every write of the group as well. Reads before the base were ordered
+  // before the base when the base was written. Stricter than the rule for
+  // ordinary cells (no read may overlap a later write), and what a switch
+  // buffer needs: it is reused only once its result has been sent.
+  struct SwitchRead {
+    TransferId reader;
+    BlockId lo, hi;
+  };
+
+  [[noreturn]] void switch_race(TransferId first, TransferId second, RankId r, BlockId b,
+                                const char* what) {
+    throw ScheduleError("race",
+                        "race: transfer " + std::to_string(second) + " " + what + " block " +
+                            std::to_string(b) + " of switch rank " + std::to_string(r) +
+                            ", but transfer " + std::to_string(first) +
+                            " may still be in flight there (only reductions into a switch "
+                            "may overlap; add a dependency)",
+                        second, r, b);
+  }
+
+  // Transfer t reads cells [lo, hi) of switch rank r, whose latest record is rec.
+  std::int32_t switch_read(std::int32_t rec, TransferId t, RankId r, BlockId lo, BlockId hi) {
+    for (std::int32_t m = rec; m >= 0; m = records_[m].prev) {
+      const TransferId w = records_[m].writer;
+      if (w < 0) break;
+      if (!hb_.reaches(w, t)) switch_race(w, t, r, lo, "reads");
+      if (s_.op(w) == Op::copy) break;
+    }
+    switch_reads_[rec].push_back(SwitchRead{t, lo, hi});
+    return records_[rec].set;
+  }
+
+  // Transfer t writes cells [lo, hi) of switch rank r, whose latest record is rec.
+  void switch_write(std::int32_t rec, TransferId t, RankId r, BlockId lo, BlockId hi) {
+    const bool copy = s_.op(t) == Op::copy;
+    for (std::int32_t m = rec; m >= 0; m = records_[m].prev) {
+      if (auto it = switch_reads_.find(m); it != switch_reads_.end())
+        for (const SwitchRead& x : it->second)
+          if (x.lo < hi && lo < x.hi && !hb_.reaches(x.reader, t))
+            switch_race(x.reader, t, r, std::max(lo, x.lo), "writes");
+      const TransferId w = records_[m].writer;
+      if (w < 0) break;
+      const bool base = s_.op(w) == Op::copy;
+      if ((copy || base) && !hb_.reaches(w, t)) switch_race(w, t, r, lo, "writes");
+      if (base) break;
+    }
+  }
+
   // One transfer in dependency order: read the source's visible sets
   // (never empty), then write each destination, checking that the write
   // happens-after the cell's previous write and, for a reduce, that the
@@ -391,7 +447,9 @@ class Verifier {
            ++i) {
         const BlockId lo = std::max(pieces[i].lo, r->lo);
         const BlockId hi = std::min(cells_.hi(src, i), r->hi);
-        const std::int32_t set = records_[visible(pieces[i].state, t, src, lo)].set;
+        const std::int32_t set =
+            s_.is_switch(src) ? switch_read(pieces[i].state, t, src, lo, hi)
+                              : records_[visible(pieces[i].state, t, src, lo)].set;
         if (set == 0)
           throw ScheduleError("empty_read",
                               "transfer " + std::to_string(t) + " sends " + cell(src, lo) +
@@ -415,6 +473,7 @@ class Verifier {
                           t, *s_.dsts_begin(t), segs_.front().lo);
     for (const RankId* dp = s_.dsts_begin(t); dp != s_.dsts_end(t); ++dp) {
       const RankId d = *dp;
+      const bool switch_dst = s_.is_switch(d);
       TransferId ordered_writer = -1;  // last writer already checked against t
       for (const Segment& seg : segs_) {
         const std::size_t first = cells_.split(d, seg.lo);
@@ -425,7 +484,9 @@ class Verifier {
         for (std::size_t i = first; i < end; ++i) {
           const std::int32_t old = pieces[i].state;
           const TransferId w = records_[old].writer;
-          if (w >= 0 && w != ordered_writer) {
+          if (switch_dst) {
+            if (old != last_old) switch_write(old, t, d, pieces[i].lo, cells_.hi(d, i));
+          } else if (w >= 0 && w != ordered_writer) {
             if (!hb_.reaches(w, t))
               throw ScheduleError(
                   "race", "race: transfers " + std::to_string(w) + " and " +
@@ -646,6 +707,7 @@ class Verifier {
   PieceMap cells_;
   PieceMap next_write_;
   std::vector<Segment> segs_;
+  std::unordered_map<std::int32_t, std::vector<SwitchRead>> switch_reads_;  // by record
   std::int32_t full_ = 0;
   std::int64_t pieces_written_ = 0;
 };

@@ -101,6 +101,28 @@ Schedule::Schedule(RankId num_ranks, std::vector<Bytes> block_bytes,
     throw std::invalid_argument("participants must have one entry per rank (" +
                                 std::to_string(num_ranks) + "), got " +
                                 std::to_string(c.participants.size()));
+  if (!c.switches.empty()) {
+    if (static_cast<RankId>(c.switches.size()) != num_ranks)
+      throw std::invalid_argument("switches must have one entry per rank (" +
+                                  std::to_string(num_ranks) + "), got " +
+                                  std::to_string(c.switches.size()));
+    RankId n_switch = 0;
+    for (RankId r = 0; r < num_ranks; ++r) {
+      if (c.switches[r] == 0) continue;
+      ++n_switch;
+      if (!c.participants.empty() && c.participants[r] != 0)
+        throw std::invalid_argument("rank " + std::to_string(r) +
+                                    " is a switch rank and cannot participate (a switch "
+                                    "holds no input and needs no output)");
+    }
+    // No switch: the same schedule as without the field (equal, same JSON).
+    if (n_switch == 0) c.switches.clear();
+    if (n_switch > 0 && c.kind == CollectiveKind::unknown)
+      throw std::invalid_argument(
+          "switch ranks do not apply to an unknown collective (it states no input or output)");
+    if (n_switch == num_ranks)
+      throw std::invalid_argument("switches: at least one rank must not be a switch");
+  }
   if (rooted) {
     if (c.root < 0 || c.root >= num_ranks)
       throw std::invalid_argument(std::string("root of a ") + to_string(c.kind) +

@@ -211,9 +211,7 @@ void Simulation::process_delivery(const Event& ev, TransferId t, Bytes bytes) {
   const TrieNode& nd = tries_.nodes[ev.node];
   const NodeId e = place_[slot_rank_[nd.term]];
   const Seconds cs = std::max(ev.time, compute_[e].free_at);
-  const Seconds dur =
-      (sched_.op(t) == Op::reduce ? costs_.reduce_s_per_byte : costs_.copy_s_per_byte) *
-      static_cast<double>(bytes);
+  const Seconds dur = processing_cost(t, nd.term) * static_cast<double>(bytes);
   compute_[e].free_at = cs + dur;
   compute_[e].busy += dur;
   packet_done(t, nd.term, cs + dur);
@@ -343,8 +341,7 @@ void Simulation::reach_destination(const Event& ev, TransferId t, std::int64_t p
     stream_delivered(term, at);
     delivered(term, at);
   }
-  const double cost =
-      sched_.op(t) == Op::reduce ? costs_.reduce_s_per_byte : costs_.copy_s_per_byte;
+  const double cost = processing_cost(t, term);
   if (cost > 0.0 && dim_.channels == 1) {
     const NodeId e = progress_.slots[term].endpoint;
     const Seconds cs = std::max(at, compute_[e].free_at);

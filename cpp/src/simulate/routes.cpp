@@ -7,6 +7,7 @@
 #include "wafercoll/simulate/routes.hpp"
 
 #include <limits>
+#include <map>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -19,22 +20,113 @@ void require(bool ok, const std::string& msg) {
   if (!ok) throw std::invalid_argument(msg);
 }
 
+// Routes where a hidden router is an end (see routes.hpp): BFS distances to
+// each destination node used, kept for the preparation's lifetime.
+class NodeRoutes {
+ public:
+  explicit NodeRoutes(const Topology& topo) : topo_(topo) {}
+
+  // Appends the links from node a to node b (a != b); throws when there is none.
+  void append(NodeId a, NodeId b, std::vector<LinkId>& out) {
+    if (topo_.is_endpoint(a) && topo_.is_endpoint(b)) {
+      topo_.append_route(a, b, out);
+      return;
+    }
+    const std::vector<std::int32_t>& dist = dist_to(b);
+    if (dist[a] < 0) no_route(a, b);
+    for (NodeId u = a; u != b;) {
+      for (LinkId k = out_off_[u]; k < out_off_[u + 1]; ++k) {
+        const NodeId v = links_[out_[k]].dst;
+        if (dist[v] >= 0 && dist[v] + 1 == dist[u]) {
+          out.push_back(out_[k]);
+          u = v;
+          break;
+        }
+      }
+    }
+  }
+
+  std::int32_t hops(NodeId a, NodeId b) {
+    if (topo_.is_endpoint(a) && topo_.is_endpoint(b)) return topo_.hops(a, b);
+    return dist_to(b)[a];
+  }
+
+ private:
+  [[noreturn]] static void no_route(NodeId a, NodeId b) {
+    throw std::invalid_argument("no route from node " + std::to_string(a) + " to node " +
+                                std::to_string(b));
+  }
+
+  const std::vector<std::int32_t>& dist_to(NodeId b) {
+    if (links_.empty()) index();
+    auto& dist = dist_[b];
+    if (!dist.empty()) return dist;
+    const NodeId n = topo_.num_nodes();
+    dist.assign(static_cast<std::size_t>(n), -1);
+    std::vector<NodeId> queue{b};
+    dist[b] = 0;
+    for (std::size_t head = 0; head < queue.size(); ++head) {
+      const NodeId v = queue[head];
+      for (LinkId k = in_off_[v]; k < in_off_[v + 1]; ++k) {
+        const NodeId u = links_[in_[k]].src;
+        if (dist[u] < 0) {
+          dist[u] = dist[v] + 1;
+          queue.push_back(u);
+        }
+      }
+    }
+    return dist;
+  }
+
+  // Out- and in-links of every node in increasing link id (counting sort).
+  void index() {
+    links_ = topo_.links();
+    const NodeId n = topo_.num_nodes();
+    out_off_.assign(static_cast<std::size_t>(n) + 1, 0);
+    in_off_.assign(static_cast<std::size_t>(n) + 1, 0);
+    for (const Link& l : links_) {
+      ++out_off_[l.src + 1];
+      ++in_off_[l.dst + 1];
+    }
+    for (NodeId u = 0; u < n; ++u) {
+      out_off_[u + 1] += out_off_[u];
+      in_off_[u + 1] += in_off_[u];
+    }
+    out_.resize(links_.size());
+    in_.resize(links_.size());
+    std::vector<LinkId> fo(out_off_.begin(), out_off_.end() - 1);
+    std::vector<LinkId> fi(in_off_.begin(), in_off_.end() - 1);
+    for (LinkId k = 0; k < static_cast<LinkId>(links_.size()); ++k) {
+      out_[fo[links_[k].src]++] = k;
+      in_[fi[links_[k].dst]++] = k;
+    }
+  }
+
+  const Topology& topo_;
+  std::vector<Link> links_;
+  std::vector<LinkId> out_off_, out_, in_off_, in_;
+  std::map<NodeId, std::vector<std::int32_t>> dist_;
+};
+
 // The stages a packet of a transfer from endpoint `src` crosses to endpoint
 // `dst`, in order. With one channel per port the port stages are known now:
 // stage L + src (injection at src) and L + E + dst (ejection at dst); with
 // more channels they are placeholders resolved when the first packet
 // arrives.
+// A switch rank's router has no ports: its links are its stages.
 void stage_sequence(const Topology& topo, const NetworkModel& net, NodeId src, NodeId dst,
-                    std::vector<LinkId>& route, std::vector<std::int32_t>& seq) {
+                    NodeRoutes& routes, std::vector<LinkId>& route,
+                    std::vector<std::int32_t>& seq) {
   const LinkId L = topo.num_links();
   const NodeId E = topo.num_endpoints();
   const bool fixed_ports = net.ports == 1;
   seq.clear();
-  if (net.ports > 0) seq.push_back(fixed_ports ? static_cast<std::int32_t>(L + src) : kInjPort);
+  if (net.ports > 0 && src < E)
+    seq.push_back(fixed_ports ? static_cast<std::int32_t>(L + src) : kInjPort);
   route.clear();
-  topo.append_route(src, dst, route);
+  routes.append(src, dst, route);
   seq.insert(seq.end(), route.begin(), route.end());
-  if (net.ports > 0)
+  if (net.ports > 0 && dst < E)
     seq.push_back(fixed_ports ? static_cast<std::int32_t>(L + E + dst) : kEjPort);
 }
 
@@ -92,29 +184,41 @@ std::vector<NodeId> resolve_placement(const Schedule& s, const Topology& topo,
                                       const SimOptions& options) {
   const RankId P = s.num_ranks();
   const NodeId E = topo.num_endpoints();
+  const NodeId N = topo.num_nodes();
   std::vector<NodeId> place;
   if (options.placement.empty()) {
-    require(P <= E, "the schedule has " + std::to_string(P) + " ranks but topology " +
-                        topo.name() + " has only " + std::to_string(E) +
-                        " endpoints; use a topology with at least as many endpoints");
+    const NodeId room = s.has_switches() ? N : E;
+    require(P <= room, "the schedule has " + std::to_string(P) + " ranks but topology " +
+                           topo.name() + " has only " + std::to_string(room) +
+                           (s.has_switches() ? " nodes" : " endpoints") +
+                           "; use a topology with at least as many");
     place.resize(P);
     std::iota(place.begin(), place.end(), 0);
-    return place;
+  } else {
+    require(static_cast<std::int64_t>(options.placement.size()) == P,
+            "placement must list one endpoint per rank (" + std::to_string(P) +
+                "; a switch rank's: a hidden router), got " +
+                std::to_string(options.placement.size()));
+    place = options.placement;
   }
-  require(static_cast<std::int64_t>(options.placement.size()) == P,
-          "placement must list one endpoint per rank (" + std::to_string(P) + "), got " +
-              std::to_string(options.placement.size()));
-  std::vector<std::uint8_t> used(E, 0);
+  std::vector<std::uint8_t> used(N, 0);
   for (RankId r = 0; r < P; ++r) {
-    const NodeId e = options.placement[r];
-    require(e >= 0 && e < E, "placement[" + std::to_string(r) + "] = " + std::to_string(e) +
-                                 " is not an endpoint of " + topo.name() + " (in [0, " +
-                                 std::to_string(E) + "))");
-    require(!used[e], "placement maps two ranks to endpoint " + std::to_string(e) +
-                          "; ranks must run on distinct endpoints");
+    const NodeId e = place[r];
+    const std::string at = "placement[" + std::to_string(r) + "] = " + std::to_string(e);
+    if (s.is_switch(r)) {
+      require(e >= E && e < N, at + ": rank " + std::to_string(r) +
+                                   " is a switch rank and must run on a hidden router of " +
+                                   topo.name() + " (a node in [" + std::to_string(E) + ", " +
+                                   std::to_string(N) + "))");
+    } else {
+      require(e >= 0 && e < E, at + " is not an endpoint of " + topo.name() + " (in [0, " +
+                                   std::to_string(E) + "))");
+    }
+    require(!used[e], "placement maps two ranks to node " + std::to_string(e) +
+                          "; ranks must run on distinct endpoints (switch ranks on "
+                          "distinct routers)");
     used[e] = 1;
   }
-  place = options.placement;
   return place;
 }
 
@@ -122,10 +226,11 @@ std::int64_t count_route_stages(const Schedule& s, const Topology& topo, const N
                                 const std::vector<NodeId>& place) {
   const std::int64_t port_stages = net.ports > 0 ? 2 : 0;
   std::int64_t bound = 0;
+  NodeRoutes routes(topo);
   for (TransferId t = 0; t < s.num_transfers(); ++t) {
     const NodeId a = place[s.src(t)];
     for (const RankId* d = s.dsts_begin(t); d != s.dsts_end(t); ++d) {
-      const std::int32_t h = topo.hops(a, place[*d]);
+      const std::int32_t h = routes.hops(a, place[*d]);
       if (h < 0)
         throw std::invalid_argument("transfer " + std::to_string(t) + ": no route from rank " +
                                     std::to_string(s.src(t)) + " (endpoint " +
@@ -154,13 +259,14 @@ StageTries build_stage_tries(const Schedule& s, const Topology& topo, const Netw
   tries.base.resize(static_cast<std::size_t>(T) + 1);
   std::vector<std::int32_t> seq;
   std::vector<LinkId> route;
+  NodeRoutes routes(topo);
   for (TransferId t = 0; t < T; ++t) {
     const std::int64_t first = static_cast<std::int64_t>(tries.nodes.size());
     tries.base[t] = first;
     const NodeId a = place[s.src(t)];
     std::int64_t slot = s.dst_offsets()[t];
     for (const RankId* d = s.dsts_begin(t); d != s.dsts_end(t); ++d, ++slot) {
-      stage_sequence(topo, net, a, place[*d], route, seq);
+      stage_sequence(topo, net, a, place[*d], routes, route, seq);
       insert_path(tries, t, first, seq, slot, first_ejection_stage, fixed_ports);
     }
   }

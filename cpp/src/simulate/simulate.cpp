@@ -75,6 +75,10 @@ void NetworkModel::validate() const {
   require(switch_overhead_s == 0.0 || ports > 0,
           "switch_overhead_s needs ports (it is charged on ejection channels)");
   require(std::isfinite(clock_Hz) && clock_Hz >= 0.0, "clock_Hz must be a finite number > 0");
+  require(std::isfinite(switch_reduce_Bps) && switch_reduce_Bps >= 0.0,
+          "switch_reduce_Bps must be a finite number >= 0 (input bytes per second; 0: no "
+          "reduction cost)");
+  require(switch_buffer_bytes >= 0, "switch_buffer_bytes must be >= 1 (or None for no limit)");
 }
 
 namespace sim {
@@ -100,6 +104,21 @@ void packetize(const Schedule& s, const NetworkModel& net, Prepared& p) {
                                   " packets; use a larger packet_bytes");
     p.npackets[t] = n;
     p.last_bytes[t] = (M == 0 || S == 0) ? S : net.pad_packets ? M : S - (n - 1) * M;
+  }
+}
+
+// Every message into or out of a switch rank fits its buffer.
+void check_switch_buffers(const Schedule& s, const NetworkModel& net) {
+  for (TransferId t = 0; t < s.num_transfers(); ++t) {
+    RankId sw = s.is_switch(s.src(t)) ? s.src(t) : -1;
+    for (const RankId* d = s.dsts_begin(t); sw < 0 && d != s.dsts_end(t); ++d)
+      if (s.is_switch(*d)) sw = *d;
+    if (sw >= 0 && s.transfer_bytes(t) > net.switch_buffer_bytes)
+      throw std::invalid_argument(
+          "transfer " + std::to_string(t) + " moves " + std::to_string(s.transfer_bytes(t)) +
+          " bytes through switch rank " + std::to_string(sw) +
+          ", more than switch_buffer_bytes = " + std::to_string(net.switch_buffer_bytes) +
+          "; cut the data into more (smaller) blocks, or raise switch_buffer_bytes");
   }
 }
 
@@ -204,6 +223,7 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
   // Bound the trie size before building it.
   const std::int64_t stage_bound = count_route_stages(s, topo, net, p.place);
   packetize(s, net, p);
+  if (s.has_switches() && net.switch_buffer_bytes > 0) check_switch_buffers(s, net);
   p.tries = build_stage_tries(s, topo, net, p.place, stage_bound);
   count_events(opt, p);
   canonical_ranks(s, p);

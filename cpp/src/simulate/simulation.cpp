@@ -132,6 +132,9 @@ void Simulation::prepare_transfers(Prepared& prep) {
           SlotState{pr.hot[t].npackets, pr.hot[t].npackets, -1, place_[sched_.dst_array()[i]]};
   }
   costs_.copy_s_per_byte = net_.copy_s_per_byte;
+  costs_.switches = sched_.has_switches();
+  costs_.switch_reduce_s_per_byte =
+      net_.switch_reduce_Bps > 0.0 ? 1.0 / net_.switch_reduce_Bps : 0.0;
   costs_.dataflow = net_.dependencies == Dependencies::dataflow;
   // Dataflow releases through its own edge lists.
   if (!costs_.dataflow) pr.successors = successors(sched_);
@@ -276,9 +279,12 @@ bool Simulation::try_make_stream(TransferId t, TransferId d) {
 void Simulation::prepare_accounting() {
   result_.rank_finish_s.assign(dim_.ranks, 0.0);
   // Compute units only when processing or a compute task costs anything.
-  bool computes = costs_.reduce_s_per_byte > 0.0 || costs_.copy_s_per_byte > 0.0;
+  bool computes = costs_.reduce_s_per_byte > 0.0 || costs_.copy_s_per_byte > 0.0 ||
+                  (costs_.switches && costs_.switch_reduce_s_per_byte > 0.0);
   for (std::int64_t k = 0; !computes && k < dim_.tasks; ++k) computes = tasks_->rank[k] >= 0;
-  compute_.resize(computes ? static_cast<std::size_t>(dim_.endpoints) : 0);
+  // Switch ranks compute on their routers (node ids past the endpoints).
+  const NodeId units = costs_.switches ? topo_.num_nodes() : dim_.endpoints;
+  compute_.resize(computes ? static_cast<std::size_t>(units) : 0);
   if (opt_.record_timeline) {
     timeline_.open_start.assign(dim_.links, -1.0);
     timeline_.open_end.assign(dim_.links, -1.0);
@@ -292,8 +298,15 @@ SimResult Simulation::collect() {
   const NodeId E = dim_.endpoints;
   const std::int32_t K = dim_.channels;
   result_.compute_busy_s.assign(E, 0.0);
-  for (NodeId e = 0; e < static_cast<NodeId>(compute_.size()); ++e)
+  for (NodeId e = 0; e < std::min(E, static_cast<NodeId>(compute_.size())); ++e)
     result_.compute_busy_s[e] = compute_[e].busy;
+  if (costs_.switches) {
+    // Per rank: a switch rank's reduction time on its router, else 0.
+    result_.switch_busy_s.assign(dim_.ranks, 0.0);
+    for (RankId r = 0; r < dim_.ranks; ++r)
+      if (sched_.is_switch(r) && !compute_.empty())
+        result_.switch_busy_s[r] = compute_[place_[r]].busy;
+  }
   result_.link_busy_s.resize(L);
   result_.link_bytes.resize(L);
   for (LinkId l = 0; l < L; ++l) {

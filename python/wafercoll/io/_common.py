@@ -348,5 +348,11 @@ def check_verified(schedule: Any, what: str) -> Schedule:
         raise TypeError(
             f"{what} needs a wafercoll.Schedule, got {type(schedule).__name__}"
         )
+    if schedule.switches.any():
+        raise ValueError(
+            f"{what}: the schedule has switch ranks (in-network reduction), which "
+            "the format cannot express: its processes would run the switches' "
+            "reductions"
+        )
     verify(schedule)
     return schedule

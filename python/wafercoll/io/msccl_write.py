@@ -131,6 +131,11 @@ class _MscclWriter:
     """
 
     def __init__(self, schedule: Schedule, proto: str) -> None:
+        if isinstance(schedule, Schedule) and schedule.switches.any():
+            raise ValueError(
+                "MSCCL export: the MSCCL runtime has no switch ranks (in-network "
+                "reduction); its GPUs would have to run the switches' reductions"
+            )
         s = self.s = check_verified(schedule, "MSCCL export")
         if proto not in ("Simple", "LL", "LL128"):
             raise ValueError(f"proto must be 'Simple', 'LL' or 'LL128', got {proto!r}")

@@ -211,8 +211,9 @@ class Program:
         As for :class:`wafercoll.Schedule`.
     rule : {"sendrecv", "step", "cells", "explicit"}
         How dependencies follow from the program (module docstring).
-    root, owners, targets, participants, name
-        As for :class:`wafercoll.Schedule`.
+    root, owners, targets, participants, switches, name
+        As for :class:`wafercoll.Schedule` (``switches``: ranks that run on
+        switches and reduce in the network).
     max_dependencies : int
         Refuse programs with more dependencies than this (a memory guard;
         fixed-width rules count their candidate slots).
@@ -231,6 +232,7 @@ class Program:
         targets: Sequence[int] | np.ndarray | None = None,
         name: str = "",
         max_dependencies: int = MAX_DEPENDENCIES,
+        switches: Iterable[int] | None = None,
     ) -> None:
         if rule not in RULES:
             raise ValueError(f"rule must be one of {', '.join(RULES)}; got {rule!r}")
@@ -259,6 +261,7 @@ class Program:
             owners=None if owners is None else np.asarray(owners).tolist(),
             participants=participants,
             targets=None if targets is None else np.asarray(targets).tolist(),
+            switches=switches,
             name=name,
         )
         # per call ("cells" only): src, op, dst (flat), dst counts, lo, hi,

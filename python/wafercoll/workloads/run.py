@@ -345,6 +345,13 @@ class _Expansion:
                     f"node {n.id} ({n.collective} on {k} ranks): {name} does not "
                     f"apply: {exc}"
                 ) from exc
+            if self.schedules[key].switches.any():
+                del self.schedules[key]
+                raise ValueError(
+                    f"node {n.id} ({n.collective} on {k} ranks): {name} reduces in "
+                    "the network (switch ranks), which workloads do not place yet; "
+                    "simulate it alone with wc.simulate"
+                )
         self.algorithm[n.id] = name
         return self.schedules[key]
 

@@ -19,6 +19,12 @@
 //     every dependency of the reader (so it cannot land before the read);
 //   * the value read is the one produced by the writes that happen-before the
 //     reader, and it is not empty (nothing is sent before it has arrived).
+// Switch ranks (schedule.hpp) start empty like any non-participant and have
+// no postcondition; reductions into one of their cells may be concurrent (a
+// switch accumulates atomically), while every other pair of accesses to it
+// (a copy and any write, a read and any write) must be ordered by
+// dependencies. The disjointness test is the same, so a switch that would
+// reduce one contribution twice is refuted ("double_count").
 // Cells are tracked as runs of equal state over block ranges ("pieces"), so a
 // transfer of a range of blocks costs O(pieces), not O(blocks); contribution
 // sets are sorted lists of rank intervals. Both keep structured schedules

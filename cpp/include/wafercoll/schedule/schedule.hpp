@@ -26,7 +26,16 @@
 //
 // The schedule states the collective it implements, which ranks participate
 // (hold input and need the output) and, per collective, the root or the block
-// owners. Storage is struct-of-arrays (CSR) so that schedules with millions of
+// owners.
+//
+// Switch ranks (in-network reduction and multicast: NVLink SHARP, InfiniBand
+// SHARP). A rank may be of kind *switch*: it runs on a switch (a topology's
+// hidden router), owns no data, holds no input and needs no output, so it
+// never participates. It receives, reduces what it receives into its
+// buffer and forwards (often multicasts) the result. The one difference
+// from an ordinary non-participant relay is timing: a switch accumulates
+// atomically, so reductions into one of its cells need not be ordered among
+// themselves (verify.hpp states the rules that keep the proof sound). Storage is struct-of-arrays (CSR) so that schedules with millions of
 // transfers stay compact.
 #pragma once
 
@@ -81,6 +90,7 @@ struct Collective {
                                        // the block-moving kinds (where it starts)
   std::vector<RankId> targets;         // per block: the block-moving kinds (where it ends)
   std::vector<std::uint8_t> participants;  // per rank (1 = participates); empty = all
+  std::vector<std::uint8_t> switches;      // per rank (1 = a switch rank); empty = none
 };
 
 class Schedule {
@@ -144,8 +154,14 @@ class Schedule {
   }
   const Collective& collective() const { return collective_; }
   bool participates(RankId r) const {
-    return collective_.participants.empty() || collective_.participants[r] != 0;
+    return (collective_.participants.empty() || collective_.participants[r] != 0) &&
+           !is_switch(r);
   }
+  // Whether rank r is a switch rank (see the header comment).
+  bool is_switch(RankId r) const {
+    return !collective_.switches.empty() && collective_.switches[r] != 0;
+  }
+  bool has_switches() const { return !collective_.switches.empty(); }
   // Whether cell (r, b) starts with rank r's input (else it starts empty/0):
   // participants hold every block of a reduce / allreduce / reduce_scatter
   // (and of an unknown collective), the root holds a broadcast, owners hold

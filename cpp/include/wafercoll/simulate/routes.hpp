@@ -67,8 +67,18 @@ struct StageTries {
   std::vector<std::int64_t> base;  // per transfer: first node; size T + 1
 };
 
-// Rank -> endpoint: the identity, or options.placement once checked (one
-// endpoint per rank, distinct, in range). Throws std::invalid_argument.
+// Rank -> node: the identity, or options.placement once checked (one node
+// per rank, distinct, in range). Ordinary ranks run on endpoints; switch
+// ranks (schedule.hpp) on hidden routers, so a schedule with switch ranks
+// usually numbers them after its endpoint ranks, as the fabrics number
+// their switches after the GPUs (then the identity places them). Throws
+// std::invalid_argument.
+//
+// Routes that start or end at a hidden router (a switch rank's) are not
+// the topology's (those join endpoints): they are shortest paths by hop
+// count, taking at each node the lowest-id link that stays on one, the
+// rule of shortest-path custom topologies, computed by a reverse BFS per
+// router destination. Between two endpoints the topology's route is used.
 std::vector<NodeId> resolve_placement(const Schedule& s, const Topology& topo,
                                       const SimOptions& options);
 

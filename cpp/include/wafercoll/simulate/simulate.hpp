@@ -8,7 +8,7 @@
 // closed forms from exactly these rules):
 //
 //  * Rank r runs on endpoint placement[r] (identity by default; distinct
-//    endpoints). A transfer is *ready* when all its dependencies have
+//    endpoints; a switch rank on a hidden router, routes.hpp). A transfer is *ready* when all its dependencies have
 //    completed (time 0 without dependencies). Its first packet reaches its
 //    first stage at ready + alpha_s (alpha is a start-up delay; it occupies no
 //    resource).
@@ -47,6 +47,24 @@
 //    bytes for a copying one (nothing when the cost is 0). A destination is
 //    done with a transfer when its last packet is delivered and processed;
 //    the transfer completes when every destination is done.
+//  * Switch ranks (schedule.hpp: in-network reduction and multicast, NVLink
+//    SHARP / InfiniBand SHARP) run on hidden routers. A switch has no
+//    ports: its router's links are its stages. It reduces with a compute
+//    unit of its own that serves its reducing input packets first come,
+//    first served at switch_reduce_Bps input bytes per second (0: no cost);
+//    a copy into it costs nothing. Its output is an ordinary (usually
+//    multicast) transfer that depends on the reductions: one injection,
+//    copied where the routes part. A message into or out of a switch rank
+//    must fit its buffer, switch_buffer_bytes (0: no limit; a larger one is
+//    refused up front: cut the data into more blocks). Closed form: k GPUs,
+//    each with a link of bandwidth B and latency l to a switch, send S bytes
+//    each as one packet; the switch reduces them at rate R and multicasts
+//    the result back (cut-through, no ports):
+//        T = 2 (alpha + l + S/B) + k S / R.
+//    Cut into n packets of s = S/n bytes, the reduction pipelines with the
+//    arrivals: the last packet is reduced at
+//        alpha + l + s/B + k s/R + (n - 1) max(s/B, k s/R)
+//    and the multicast back adds alpha + l + S/B.
 //  * Dependencies: see Dependencies below (default: wait for completion).
 //  * Multicast: one stream follows the union of the routes (a tree built as
 //    a prefix tree of the stage sequences); each packet crosses each stage of
@@ -109,6 +127,11 @@ struct NetworkModel {
   // into a channel is set up before the start. Needs ports.
   Seconds switch_overhead_s = 0.0;
   double clock_Hz = 0.0;               // 0: no clock (no cycle counts)
+  // Switch ranks (in-network reduction, see the header comment): input
+  // bytes a switch reduces per second (0: as fast as they arrive) and the
+  // largest message into or out of one (0: no limit).
+  BytesPerSecond switch_reduce_Bps = 0.0;
+  Bytes switch_buffer_bytes = 0;
 
   // Throws std::invalid_argument naming the field and the accepted range.
   void validate() const;
@@ -142,6 +165,8 @@ struct SimResult {
   std::vector<Seconds> injection_busy_s; // per endpoint, summed over its channels
   std::vector<Seconds> ejection_busy_s;
   std::vector<Seconds> compute_busy_s;   // per endpoint (reductions)
+  std::vector<Seconds> switch_busy_s;    // per rank: a switch rank's reductions
+                                         // (empty without switch ranks)
   std::int64_t events = 0;               // packet-stage services
   std::int64_t packets = 0;              // packets injected
   // record_transfers:

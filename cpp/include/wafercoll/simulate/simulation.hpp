@@ -170,6 +170,8 @@ struct Costs {
   bool uniform_bandwidth = true;  // every stage has the same bandwidth
   Bytes packet_bytes = 0, flit_bytes = 0;
   double reduce_s_per_byte = 0.0, copy_s_per_byte = 0.0;
+  double switch_reduce_s_per_byte = 0.0;  // 1 / switch_reduce_Bps (0: free)
+  bool switches = false;                  // the schedule has switch ranks
   bool dataflow = false;  // Dependencies::dataflow
 };
 
@@ -267,6 +269,14 @@ class Simulation {
   inline std::int64_t pick_channel(std::int64_t first) const WAFERCOLL_LOOP_INLINE;
   inline void process(const Event& ev) WAFERCOLL_LOOP_INLINE;
   inline void process_delivery(const Event& ev, TransferId t, Bytes bytes) WAFERCOLL_LOOP_INLINE;
+  // Seconds per byte of processing transfer t's data at destination slot
+  // `slot`: a switch rank reduces at its own rate and stores a copy for free.
+  double processing_cost(TransferId t, std::int64_t slot) const {
+    const bool reduce = sched_.op(t) == Op::reduce;
+    if (costs_.switches && sched_.is_switch(slot_rank_[slot]))
+      return reduce ? costs_.switch_reduce_s_per_byte : 0.0;
+    return reduce ? costs_.reduce_s_per_byte : costs_.copy_s_per_byte;
+  }
   inline std::int64_t resolve_stage(const Event& ev, TransferId t, std::int64_t packet,
                                     Seconds& avail) WAFERCOLL_LOOP_INLINE;
   inline void record_service(TransferId t, std::int64_t packet, std::int64_t stage,
