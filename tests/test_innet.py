@@ -363,16 +363,39 @@ def test_analyses_that_assume_endpoint_reduction_refuse_switch_ranks() -> None:
     t = wc.topology.dgx_h100()
     net = wc.NetworkModel(None)
     s = wc.build(NVLS, topology=t, size_bytes=4096)
-    r = wc.simulate(s, t, net)
     for call in (
-        lambda: wc.bounds.result_bound(r),
-        lambda: wc.bounds.optimality_ratio(r),
-        lambda: wc.bounds.collective_bound(s, t, net),
         lambda: wc.bounds.schedule_lower_bound(s, t, net),
         lambda: wc.metrics(s, t),
     ):
         with pytest.raises(ValueError, match="switch ranks"):
             call()
+
+
+@pytest.mark.parametrize("chunks", [1, 8])
+@pytest.mark.parametrize("via_head", [True, False])
+def test_the_in_network_bound_holds_and_is_each_gpus_vector_once(
+    chunks, via_head
+) -> None:
+    # With switches that add, a GPU must still send its vector once and
+    # receive the sum once: T >= S / W with W a GPU's 450 GB/s to the chips.
+    # The endpoint-reduction bound, 2 (p - 1) / p S / W, would be above the
+    # NVLS time from the switch: the in-network bound may not be.
+    t = wc.topology.dgx_h100()
+    net = wc.machines.get("dgx_h100").network()
+    size = 1 << 26
+    s = wc.build(NVLS, topology=t, size_bytes=size, chunks=chunks, via_head=via_head)
+    r = wc.simulate(s, t, net)
+    b = wc.bounds.result_bound(r)
+    assert b.time_s == pytest.approx(size / 450e9, rel=1e-9)
+    assert b == wc.bounds.collective_bound(s, t, net)
+    assert r.time_s >= b.time_s * (1 - 1e-12)
+    endpoint_bound = 2 * 7 / 8 * size / 450e9
+    if not via_head and chunks == 8:
+        assert r.time_s < endpoint_bound  # in-network beats what endpoints can
+    for name in ("fabric_nvls_reduce_scatter", "fabric_nvls_allgather"):
+        half = wc.build(name, topology=t, size_bytes=size)
+        rh = wc.simulate(half, t, net)
+        assert rh.time_s >= wc.bounds.result_bound(rh).time_s * (1 - 1e-12)
 
 
 TREE = "fabric_nvls_tree_allreduce"
@@ -491,11 +514,11 @@ def test_command_line_simulates_and_sweeps_in_network_schedules(
     argv = ["simulate", NVLS, "-t", "dgx_h100", "-s", "1MiB", "--format", "json"]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["lower_bound_s"] is None and out["time_s"] > 0
+    assert 0 < out["lower_bound_s"] <= out["time_s"]
     grid = {"algorithm": [SHARP], "topology": ["fat_tree_k8:4"], "size_bytes": [4096]}
     row = wc.sweep(grid, jobs=1, cache=False, progress=False).iloc[0]
     assert row["status"] == "ok" and row["time_s"] > 0
-    assert row["lower_bound_s"] is None or np.isnan(row["lower_bound_s"])
+    assert 0 < row["lower_bound_s"] <= row["time_s"]
 
 
 def test_workloads_refuse_in_network_algorithms_clearly() -> None:

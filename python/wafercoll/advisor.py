@@ -402,9 +402,7 @@ def advise(
                 time_s=r.time_s,
                 bandwidth_Bps=S / r.time_s if r.time_s > 0 else math.inf,
                 # Against the bound for this schedule's own participants.
-                ratio=None
-                if r.switch_busy_s is not None
-                else bounds.optimality_ratio(r),
+                ratio=bounds.optimality_ratio(r),
                 schedule_bound_s=own,
                 predicted_s=pred,
                 transfers=s.num_transfers,

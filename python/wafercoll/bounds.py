@@ -242,6 +242,9 @@ class _Demand:
     # "unknown" only: the messages themselves, at endpoints (_Traffic).
     traffic: _Traffic | None = None
     reduce_at: np.ndarray | None = None  # per endpoint: bytes reduced there
+    # Switches reduce (switch ranks): messages go to and from routers along
+    # routes of their own, so the endpoints' routes do not limit the links.
+    in_network: bool = False
 
     def crossing(self, side_a: np.ndarray) -> tuple[float, float]:
         """Bytes that must cross A -> B and B -> A (``side_a``: endpoint mask)."""
@@ -387,8 +390,17 @@ def _demand(
     owners: np.ndarray | None,
     endpoints: int,
     targets: np.ndarray | None = None,
+    in_network: bool = False,
 ) -> _Demand:
-    """Per-endpoint and total demands of a collective (see the module text)."""
+    """Per-endpoint and total demands of a collective (see the module text).
+
+    ``in_network``: switches may reduce (switch ranks). Every endpoint still
+    sends and receives what it must, and every cut still carries what its
+    sides need of each other, but the receptions and additions that
+    reductions at endpoints force are no longer forced: a switch adds the
+    inputs, and the reduced result is received once per endpoint that needs
+    it.
+    """
     S = float(size_bytes)
     part = place[participants]
     m = len(part)
@@ -443,6 +455,14 @@ def _demand(
         else:
             np.add.at(send, owner_e[has_others], w[has_others])
             recv[part] = not_owned
+    if in_network and kind in ("allreduce", "reduce", "reduce_scatter"):
+        reduce_total = 0.0
+        if kind == "allreduce" and m >= 2:
+            recv_total = m * S  # the result, once at every participant
+        elif kind == "reduce":
+            recv_total = S if len(part[part != root_e]) else 0.0
+        elif kind == "reduce_scatter":
+            recv_total = float(recv.sum())  # each owner, its block once
     return _Demand(
         kind,
         int(size_bytes),
@@ -862,7 +882,8 @@ def _bound(
     cuts: bool | list[tuple[str, np.ndarray]],
 ) -> LowerBound:
     mach = _machine(topology, network)
-    _restrict_to_routes(topology, mach, np.unique(demand.ranks))
+    if not demand.in_network:
+        _restrict_to_routes(topology, mach, np.unique(demand.ranks))
     comps: dict[str, float] = {}
     details: dict[str, str] = {}
 
@@ -1117,9 +1138,10 @@ def lower_bound(
 
 
 _IN_NETWORK = (
-    "the lower bounds assume that reductions happen at ranks on endpoints; a "
-    "schedule with switch ranks (in-network reduction: NVLS, SHARP) is outside "
-    "them"
+    "this bound follows messages between endpoints; a schedule with switch "
+    "ranks (in-network reduction: NVLS, SHARP) sends to routers: bound its "
+    "collective instead (collective_bound, result_bound cover in-network "
+    "reduction)"
 )
 
 
@@ -1133,11 +1155,13 @@ def collective_request(schedule: Schedule) -> tuple[Any, ...]:
     """What a schedule's collective asks for: the input of the bounds (small).
 
     ``(kind, size_bytes, root, participants, owners, block_bytes, traffic,
-    targets)``: not the schedule's transfers, unless it states no collective
-    (``"unknown"``); then its messages are all it asks for, in ``traffic``
-    (merged per source, destination and op). ``targets`` is where each block
-    of a block-moving collective must end (else None). :class:`wafercoll.SimResult`
-    keeps it so that :func:`result_bound` needs no schedule.
+    targets, in_network)``: not the schedule's transfers, unless it states no
+    collective (``"unknown"``); then its messages are all it asks for, in
+    ``traffic`` (merged per source, destination and op). ``targets`` is where
+    each block of a block-moving collective must end (else None);
+    ``in_network`` whether switch ranks reduce in the network.
+    :class:`wafercoll.SimResult` keeps it so that :func:`result_bound` needs
+    no schedule.
 
     Examples
     --------
@@ -1161,6 +1185,7 @@ def collective_request(schedule: Schedule) -> tuple[Any, ...]:
         schedule.block_bytes if owners is not None else np.zeros(0),
         _Traffic.of(schedule) if schedule.collective == "unknown" else None,
         None if targets is None else np.asarray(targets, dtype=np.int64),
+        bool(schedule.switches.any()),
     )
 
 
@@ -1171,17 +1196,37 @@ def _collective_demand(
     kind, size, root, part, owners, blocks = collective[:6]
     traffic = collective[6] if len(collective) > 6 else None
     targets = collective[7] if len(collective) > 7 else None
+    in_network = bool(collective[8]) if len(collective) > 8 else False
     if kind == "unknown":
+        if in_network:
+            raise ValueError(_IN_NETWORK)
         if traffic is None:
             raise ValueError(
                 "the bound of an unknown collective comes from its transfers, "
                 "which this request does not carry"
             )
         return _traffic_demand(traffic, size, place, endpoints)
-    return _demand(kind, size, place, part, root, blocks, owners, endpoints, targets)
+    demand = _demand(
+        kind, size, place, part, root, blocks, owners, endpoints, targets, in_network
+    )
+    demand.in_network = in_network
+    return demand
 
 
 def _schedule_demand(schedule: Schedule, topology: Topology, placement: Any) -> _Demand:
+    switches = np.asarray(schedule.switches, dtype=bool)
+    if switches.any():
+        # Switch ranks sit on routers (rank r on node r unless placed); only
+        # the other ranks' endpoints enter the demand.
+        others = np.flatnonzero(~switches)
+        if placement is None:
+            place = np.arange(schedule.num_ranks, dtype=np.int64)
+        else:
+            place = np.asarray(placement, dtype=np.int64)
+        _placement(place[others], len(others), topology)  # checked as endpoints
+        return _collective_demand(
+            collective_request(schedule), place, topology.num_endpoints
+        )
     place = _placement(placement, schedule.num_ranks, topology)
     return _collective_demand(
         collective_request(schedule), place, topology.num_endpoints
@@ -1219,7 +1264,6 @@ def collective_bound(
     2.0
     """
     check_schedule_inputs(schedule, topology, network, None)
-    _no_switches(schedule)
     return _bound(
         _schedule_demand(schedule, topology, placement), topology, network, cuts
     )
@@ -1349,8 +1393,6 @@ def result_bound(result: Any, *, cuts: bool = True) -> LowerBound:
     >>> wc.bounds.result_bound(r).binding
     'ejection_total'
     """
-    if getattr(result, "switch_busy_s", None) is not None:
-        raise ValueError(_IN_NETWORK)
     topology = result.topology
     demand = _collective_demand(
         tuple(result.collective),

@@ -414,8 +414,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         print(
             f"wrote {args.trace} (open it in https://ui.perfetto.dev)", file=sys.stderr
         )
-    # No lower bound covers in-network reduction (switch ranks): "-".
-    bound = None if s.switches.any() else bounds.result_bound(result)
+    bound = bounds.result_bound(result)
     summary: dict[str, Any] = {}
     for key, value in result.summary().items():
         summary[key] = value

@@ -142,6 +142,8 @@ class CollectiveRequest(NamedTuple):
     traffic: Any = None
     #: Where each block must end (the block-moving collectives).
     targets: np.ndarray | None = None
+    #: Whether switch ranks reduce in the network (NVLS, SHARP).
+    in_network: bool = False
 
 
 #: nccl-tests' bus-bandwidth factors (NVIDIA/nccl-tests, doc/PERFORMANCE.md):

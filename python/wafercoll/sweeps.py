@@ -278,8 +278,7 @@ def _run_point(
         row["status"] = "failed"
         row["error"] = f"{type(exc).__name__}: {exc}"
         return row
-    # No lower bound covers in-network reduction (switch ranks).
-    bound = None if s.switches.any() else result_bound(r)
+    bound = result_bound(r)
     row.update(
         transfers=s.num_transfers,
         time_s=r.time_s,
