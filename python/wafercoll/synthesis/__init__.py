@@ -10,8 +10,10 @@ The pieces, each its own module:
 * :mod:`~wafercoll.synthesis.equal_rate`: the fractional optimum as ``m``
   trees of one rate in ``k`` copies of the graph, and the choice of ``k``
   for a size;
-* :mod:`~wafercoll.synthesis.rooted`: the trees re-rooted at every rank, the
-  blocks of a reduce-scatter or allgather shared among them by an LP;
+* :mod:`~wafercoll.synthesis.rooted`: the trees re-rooted at every rank, or
+  shortest-path trees over endpoints one link or one switch apart (machines
+  with routers), the blocks of a reduce-scatter, allgather or allreduce
+  shared among them by an LP over the links their routes cross;
 * :mod:`~wafercoll.synthesis.builders`: the registered builders
   ``synth_treepack_{allreduce, reduce_scatter, allgather, reduce,
   broadcast}`` and :func:`synthesize`.

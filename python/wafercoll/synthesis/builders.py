@@ -13,7 +13,13 @@
   trees re-rooted at the root, the data cut evenly over them.
 
 :func:`synthesize` builds one of them, verified; given a network it simulates
-the candidate copy counts and keeps the fastest.
+the candidates (copy counts, chunkings, tree sets) and keeps the fastest.
+
+On machines with routers (NVSwitch nodes, rail networks, fat trees), there is
+no packing of spanning trees through the switches yet: reduce-scatter,
+allgather and allreduce use shortest-path trees over endpoints one switch
+apart (:func:`~wafercoll.synthesis.rooted.endpoint_neighbours`), reduce and
+broadcast are refused.
 
 Examples
 --------
@@ -426,7 +432,9 @@ def synthesize(
     Parameters
     ----------
     topology : Topology
-        Every node an endpoint (mesh, torus, ring, line, custom).
+        A graph of endpoints (mesh, torus, ring, line, custom), or for
+        reduce-scatter, allgather and allreduce also a machine with routers
+        (module docstring).
     collective : {"allreduce", "reduce_scatter", "allgather", "reduce", "broadcast"}
     size_bytes : int
     network : NetworkModel, optional
@@ -477,7 +485,7 @@ def synthesize(
     params: dict[str, Any] = {"copies": copies}
     if collective in ("reduce", "broadcast"):
         params["root"] = root
-    if collective in ("allreduce", "reduce", "broadcast"):
+    if collective in ("allreduce", "reduce", "broadcast") or chunk_bytes is not None:
         params["chunk_bytes"] = chunk_bytes
     if collective == "allreduce" and copies is None and network is not None:
         from ..simulate import simulate
@@ -512,16 +520,15 @@ def synthesize(
         kinds = (
             ("shortest",) if _switched(topology) else ("both", "packing", "shortest")
         )
-        for trees, chunk in [
-            (t, c) for t in kinds for c in (None, SWITCHED_CHUNK_BYTES)
-        ]:
+        chunkings = (
+            (None, SWITCHED_CHUNK_BYTES) if chunk_bytes is None else (chunk_bytes,)
+        )
+        for trees, chunk in [(t, c) for t in kinds for c in chunkings]:
             s = build(
                 name,
                 size_bytes=size_bytes,
                 topology=topology,
-                **params,
-                trees=trees,
-                chunk_bytes=chunk,
+                **{**params, "trees": trees, "chunk_bytes": chunk},
             )
             t = simulate(s, topology, network).time_s
             if best is None or t < best[0]:
