@@ -101,6 +101,7 @@ void bind_simulate(py::module_& m) {
       .def_readwrite("clock_Hz", &NetworkModel::clock_Hz)
       .def_readwrite("switch_reduce_Bps", &NetworkModel::switch_reduce_Bps)
       .def_readwrite("switch_buffer_bytes", &NetworkModel::switch_buffer_bytes)
+      .def_readwrite("ecmp", &NetworkModel::ecmp)
       .def("validate", &NetworkModel::validate);
   m.def(
       "simulate",

@@ -194,6 +194,7 @@ class NetworkModel:
     The simulator's network model (private; use wafercoll.NetworkModel)
     """
     dependencies: str
+    ecmp: bool
     pad_packets: bool
     switching: str
     def __init__(self) -> None:

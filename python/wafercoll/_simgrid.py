@@ -90,6 +90,7 @@ _UNSUPPORTED = (
     ("dependencies", "complete"),
     ("pad_packets", False),
     ("switch_overhead_s", 0.0),
+    ("ecmp", False),
 )
 
 

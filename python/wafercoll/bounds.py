@@ -882,7 +882,7 @@ def _bound(
     cuts: bool | list[tuple[str, np.ndarray]],
 ) -> LowerBound:
     mach = _machine(topology, network)
-    if not demand.in_network:
+    if not (demand.in_network or network.ecmp):  # else messages leave those routes
         _restrict_to_routes(topology, mach, np.unique(demand.ranks))
     comps: dict[str, float] = {}
     details: dict[str, str] = {}
@@ -1319,6 +1319,18 @@ def schedule_lower_bound(
     comps: dict[str, float] = {}
     details: dict[str, str] = {}
     lb = loads["link_bytes"].astype(np.float64)
+    if network.ecmp:
+        # The loads above follow the topology's routes, which equal-cost
+        # multipath leaves: only what every endpoint sends and receives, over
+        # all its links, is certain.
+        lb = np.zeros_like(lb)
+        for name, b, cap, lat in (
+            ("injection", loads["sent_bytes"], mach.out_cap, mach.out_lat),
+            ("ejection", loads["received_bytes"], mach.in_cap, mach.in_lat),
+        ):
+            comps[name], details[name] = _endpoint_terms(
+                name, b.astype(np.float64), cap, lat, mach
+            )
     if lb.any():
         t = mach.pre + _safe_div(lb, mach.bw) + mach.lat + mach.port_lat
         t = np.where(lb > 0, t, 0.0)

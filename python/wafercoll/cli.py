@@ -114,6 +114,13 @@ def _add_network_args(p: argparse.ArgumentParser) -> None:
         kind = int if parse is int else _typed(parse, flag)
         p.add_argument(flag, dest=field, type=kind, metavar="X", help=help_)
     p.add_argument("--switching", choices=("cut_through", "store_and_forward"))
+    p.add_argument(
+        "--ecmp",
+        action="store_const",
+        const=True,
+        default=None,
+        help="equal-cost multipath: each flow picks one of the shortest paths",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -300,7 +307,7 @@ def _summary(s: Any, rep: Any) -> str:
 
 
 _NETWORK_FIELDS = ("bandwidth_Bps", "hop_latency_s", "alpha_s", "packet_bytes")
-_NETWORK_FIELDS += ("switching", "gamma_s_per_byte", "ports")
+_NETWORK_FIELDS += ("switching", "gamma_s_per_byte", "ports", "ecmp")
 
 
 def _network(args: argparse.Namespace, base: Any) -> Any:

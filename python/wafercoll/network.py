@@ -97,6 +97,16 @@ class NetworkModel:
         The largest message into or out of a switch rank; a schedule with a
         larger one is refused (cut its data into more blocks). ``None``: no
         limit.
+    ecmp : bool
+        Equal-cost multipath per flow. ``False``: every message follows the
+        topology's route. ``True``: each transfer's copy to one destination
+        (a flow) takes a shortest path in hops, choosing at every node among
+        the out-links one hop nearer its destination (in increasing link id)
+        number ``splitmix64(t * 2**32 + slot) ^ splitmix64(node)`` modulo
+        their count, ``t`` the transfer and ``slot`` its destination slot
+        (SplitMix64: Steele, Lea and Flood, OOPSLA 2014). A flow keeps its
+        path; different flows spread over a fat tree's or NVSwitch chips'
+        equal paths. Needs ``nodes x endpoints <= 2**27``.
     name : str
         Label of the model (presets set it).
 
@@ -126,6 +136,7 @@ class NetworkModel:
     switch_overhead_s: float = 0.0
     switch_reduce_Bps: float | None = None
     switch_buffer_bytes: int | None = None
+    ecmp: bool = False
 
     def __post_init__(self) -> None:
         def fix(field: str, value: Any) -> None:
@@ -194,6 +205,9 @@ class NetworkModel:
                 f"pad_packets must be a bool, got {type(self.pad_packets).__name__}"
             )
         fix("pad_packets", bool(self.pad_packets))
+        if not isinstance(self.ecmp, (bool, np.bool_)):
+            raise TypeError(f"ecmp must be a bool, got {type(self.ecmp).__name__}")
+        fix("ecmp", bool(self.ecmp))
         if self.pad_packets and self.packet_bytes is None:
             raise ValueError("pad_packets=True needs packet_bytes (the padded size)")
         if self.switch_reduce_Bps is not None:
@@ -310,6 +324,7 @@ class NetworkModel:
         m.clock_Hz = self.clock_Hz or 0.0
         m.switch_reduce_Bps = self.switch_reduce_Bps or 0.0
         m.switch_buffer_bytes = self.switch_buffer_bytes or 0
+        m.ecmp = self.ecmp
         return m
 
 

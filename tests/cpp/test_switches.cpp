@@ -162,3 +162,40 @@ TEST(Switches, MultiHopRoutesToASwitch) {
   EXPECT_EQ(r.link_bytes[2], 1000);
   EXPECT_EQ(r.link_bytes[3], 1000);
 }
+
+// Equal-cost multipath (NetworkModel::ecmp). Endpoints 0 and 1 joined by two
+// routers, 2 and 3, in parallel: 0 -> 2 -> 1 and 0 -> 3 -> 1, both 2 hops.
+// Without ECMP every message takes the topology's route (the lower link ids,
+// via 2); with it, flows split over both, each on a shortest path, and the
+// same schedule gives the same split every time.
+TEST(Switches, EcmpSplitsFlowsOverEqualPaths) {
+  std::vector<Link> links;
+  for (auto [a, b] :
+       std::vector<std::pair<NodeId, NodeId>>{{0, 2}, {2, 1}, {0, 3}, {3, 1}}) {
+    links.push_back(Link{a, b, 1e9, 0.0});
+  }
+  const Topology t = Topology::custom(2, 2, links);
+  Collective c;
+  c.kind = CollectiveKind::unknown;
+  Schedule s(2, std::vector<Bytes>(64, 1000), c);
+  for (BlockId b = 0; b < 64; ++b) s.add(0, 1, b, b + 1, Op::copy, {});
+  NetworkModel net;
+  net.bandwidth_Bps = 1e9;
+  const SimResult single = simulate(s, t, net);
+  EXPECT_EQ(single.link_bytes[0], 64000);
+  EXPECT_EQ(single.link_bytes[2], 0);
+  net.ecmp = true;
+  const SimResult a = simulate(s, t, net);
+  const SimResult b = simulate(s, t, net);
+  EXPECT_EQ(a.link_bytes, b.link_bytes);
+  EXPECT_GT(a.link_bytes[0], 0);
+  EXPECT_GT(a.link_bytes[2], 0);
+  EXPECT_EQ(a.link_bytes[0], a.link_bytes[1]);  // each flow crosses a whole path
+  EXPECT_EQ(a.link_bytes[2], a.link_bytes[3]);
+  EXPECT_EQ(a.link_bytes[0] + a.link_bytes[2], 64000);
+  // Cut-through, no latency: a message holds both links of its path for
+  // 1000 / B at once, so the busier path sets the time.
+  const Bytes most = std::max(a.link_bytes[0], a.link_bytes[2]);
+  EXPECT_NEAR(a.time_s, static_cast<double>(most) / 1e9, 1e-12);
+  EXPECT_LT(a.time_s, single.time_s);
+}

@@ -46,9 +46,42 @@ class NodeRoutes {
     }
   }
 
-  std::int32_t hops(NodeId a, NodeId b) {
-    if (topo_.is_endpoint(a) && topo_.is_endpoint(b)) return topo_.hops(a, b);
+  std::int32_t hops(NodeId a, NodeId b, bool ecmp) {
+    if (!ecmp && topo_.is_endpoint(a) && topo_.is_endpoint(b)) return topo_.hops(a, b);
     return dist_to(b)[a];
+  }
+
+  // Equal-cost multipath (NetworkModel::ecmp): a shortest path from a to b,
+  // the next link at every node chosen by the flow's hash.
+  void append_ecmp(NodeId a, NodeId b, std::uint64_t flow, std::vector<LinkId>& out) {
+    const std::vector<std::int32_t>& dist = dist_to(b);
+    if (dist[a] < 0) no_route(a, b);
+    const std::uint64_t h = splitmix64(flow);
+    for (NodeId u = a; u != b;) {
+      std::int32_t count = 0;
+      for (LinkId k = out_off_[u]; k < out_off_[u + 1]; ++k) {
+        const NodeId v = links_[out_[k]].dst;
+        if (dist[v] >= 0 && dist[v] + 1 == dist[u]) ++count;
+      }
+      auto pick = static_cast<std::int32_t>(
+          (h ^ splitmix64(static_cast<std::uint64_t>(u))) % static_cast<std::uint64_t>(count));
+      for (LinkId k = out_off_[u]; k < out_off_[u + 1]; ++k) {
+        const NodeId v = links_[out_[k]].dst;
+        if (dist[v] >= 0 && dist[v] + 1 == dist[u] && pick-- == 0) {
+          out.push_back(out_[k]);
+          u = v;
+          break;
+        }
+      }
+    }
+  }
+
+  // Steele, Lea and Flood's SplitMix64 finaliser (OOPSLA 2014).
+  static std::uint64_t splitmix64(std::uint64_t x) {
+    x += 0x9E3779B97F4A7C15ULL;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
   }
 
  private:
@@ -114,8 +147,9 @@ class NodeRoutes {
 // more channels they are placeholders resolved when the first packet
 // arrives.
 // A switch rank's router has no ports: its links are its stages.
+// With ECMP, `flow` (transfer * 2^32 + destination slot) picks the path.
 void stage_sequence(const Topology& topo, const NetworkModel& net, NodeId src, NodeId dst,
-                    NodeRoutes& routes, std::vector<LinkId>& route,
+                    std::uint64_t flow, NodeRoutes& routes, std::vector<LinkId>& route,
                     std::vector<std::int32_t>& seq) {
   const LinkId L = topo.num_links();
   const NodeId E = topo.num_endpoints();
@@ -124,7 +158,10 @@ void stage_sequence(const Topology& topo, const NetworkModel& net, NodeId src, N
   if (net.ports > 0 && src < E)
     seq.push_back(fixed_ports ? static_cast<std::int32_t>(L + src) : kInjPort);
   route.clear();
-  routes.append(src, dst, route);
+  if (net.ecmp)
+    routes.append_ecmp(src, dst, flow, route);
+  else
+    routes.append(src, dst, route);
   seq.insert(seq.end(), route.begin(), route.end());
   if (net.ports > 0 && dst < E)
     seq.push_back(fixed_ports ? static_cast<std::int32_t>(L + E + dst) : kEjPort);
@@ -226,11 +263,21 @@ std::int64_t count_route_stages(const Schedule& s, const Topology& topo, const N
                                 const std::vector<NodeId>& place) {
   const std::int64_t port_stages = net.ports > 0 ? 2 : 0;
   std::int64_t bound = 0;
+  // ECMP keeps every destination's hop distances (4 bytes per node).
+  constexpr std::int64_t kMaxEcmpEntries = std::int64_t{1} << 27;
+  const std::int64_t entries =
+      static_cast<std::int64_t>(topo.num_nodes()) * static_cast<std::int64_t>(topo.num_endpoints());
+  if (net.ecmp && entries > kMaxEcmpEntries)
+    throw std::invalid_argument(
+        "ecmp keeps hop distances from every node to every destination: " +
+        std::to_string(topo.num_nodes()) + " nodes x " + std::to_string(topo.num_endpoints()) +
+        " endpoints is more than " + std::to_string(kMaxEcmpEntries) +
+        "; use the topology's own routes (ecmp=False) on a machine this large");
   NodeRoutes routes(topo);
   for (TransferId t = 0; t < s.num_transfers(); ++t) {
     const NodeId a = place[s.src(t)];
     for (const RankId* d = s.dsts_begin(t); d != s.dsts_end(t); ++d) {
-      const std::int32_t h = routes.hops(a, place[*d]);
+      const std::int32_t h = routes.hops(a, place[*d], net.ecmp);
       if (h < 0)
         throw std::invalid_argument("transfer " + std::to_string(t) + ": no route from rank " +
                                     std::to_string(s.src(t)) + " (endpoint " +
@@ -266,7 +313,9 @@ StageTries build_stage_tries(const Schedule& s, const Topology& topo, const Netw
     const NodeId a = place[s.src(t)];
     std::int64_t slot = s.dst_offsets()[t];
     for (const RankId* d = s.dsts_begin(t); d != s.dsts_end(t); ++d, ++slot) {
-      stage_sequence(topo, net, a, place[*d], routes, route, seq);
+      const std::uint64_t flow =
+          (static_cast<std::uint64_t>(t) << 32) + static_cast<std::uint64_t>(slot);
+      stage_sequence(topo, net, a, place[*d], flow, routes, route, seq);
       insert_path(tries, t, first, seq, slot, first_ejection_stage, fixed_ports);
     }
   }

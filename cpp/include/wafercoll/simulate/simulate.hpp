@@ -132,6 +132,16 @@ struct NetworkModel {
   // largest message into or out of one (0: no limit).
   BytesPerSecond switch_reduce_Bps = 0.0;
   Bytes switch_buffer_bytes = 0;
+  // Equal-cost multipath per flow. Off: every message follows the topology's
+  // own route. On: a message's copy to one destination (a flow) follows a
+  // shortest path in hops that it chooses hop by hop: at node u, among the
+  // out-links to nodes one hop nearer its destination, in increasing link
+  // id, it takes number splitmix64(transfer * 2^32 + destination slot) ^
+  // splitmix64(u), modulo their count (splitmix64: Steele, Lea and Flood,
+  // "Fast splittable pseudorandom number generators", OOPSLA 2014). The
+  // choice is a pure function of the flow and the node, so one flow stays on
+  // one path and runs are reproducible.
+  bool ecmp = false;
 
   // Throws std::invalid_argument naming the field and the accepted range.
   void validate() const;
