@@ -188,6 +188,11 @@ class Advice:
             f"under {self.network}\nlower bound {_secs(self.bound.time_s)} "
             f"({self.bound.binding}: {self.bound.details[self.bound.binding]})"
         )
+        if any("reduce in the network" in (c.differs or "") for c in self.candidates):
+            head += (
+                "\n(for reduction at the ranks; a schedule that reduces in the "
+                "switches has a lower bound of its own, and its ratio is against it)"
+            )
         rows = [("#", "algorithm", "time", "bandwidth", "ratio", "predicted", "status")]
         hidden = 0
         for c in self.candidates:
