@@ -1,7 +1,7 @@
 """What the in-network builders share (:mod:`wafercoll.innet`, ``innet_tree``).
 
 Their sources, size guards, the rank layout (GPUs, then every hidden router
-as a switch rank), the weighted split of a vector over switches, the program
+as a switch rank), the program
 they all open, and the switch tree with the walk that reduces a block up it
 and multicasts the sum from its root.
 """
@@ -28,7 +28,6 @@ __all__ = [
     "program",
     "reduce_in_tree",
     "switch_tree",
-    "weighted",
 ]
 
 NVLS_SOURCE = (
@@ -74,17 +73,6 @@ def node_layout(ranks: int, topology: Any) -> tuple[int, int]:
             "reduction needs switches (e.g. wc.topology.dgx_h100(), fat_tree)"
         )
     return n, e
-
-
-def weighted(total: int, weights: list[float]) -> list[int]:
-    """``total`` bytes in proportion to ``weights`` (largest remainders first)."""
-    w = np.asarray(weights, dtype=np.float64)
-    exact = total * w / w.sum()
-    base = np.floor(exact).astype(np.int64)
-    rest = int(total - base.sum())
-    order = np.argsort(-(exact - base), kind="stable")
-    base[order[:rest]] += 1
-    return [int(x) for x in base]
 
 
 def check_chunks(chunks: Any) -> int:

@@ -272,3 +272,18 @@ def int_array(value: Any, name: str, dtype: Any) -> np.ndarray:
         kind = np.dtype(dtype).name
         raise ValueError(f"{name} holds values outside the {kind} range")
     return np.ascontiguousarray(a, dtype=dtype)
+
+
+def cache_root() -> str:
+    """``$WAFERCOLL_CACHE`` or ``~/.cache/wafercoll``: results kept on disk."""
+    return os.environ.get(
+        "WAFERCOLL_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "wafercoll")
+    )
+
+
+def remember(cache: dict[Any, Any], key: Any, value: Any, limit: int) -> Any:
+    """Store ``value`` under ``key``, dropping the oldest entry beyond ``limit``."""
+    if key not in cache and len(cache) >= limit:
+        cache.pop(next(iter(cache)))
+    cache[key] = value
+    return value

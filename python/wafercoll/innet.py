@@ -93,7 +93,6 @@ from ._innet_common import (
     links_of,
     node_layout,
     program,
-    weighted,
 )
 from ._util import as_int
 from .algorithms import register_algorithm
@@ -226,7 +225,7 @@ def nvls_allreduce(
     sw = nvls_switches(p, topology)
     heads = p if head else 1
     check_size(k * len(sw) * (p + heads * (p + 2)), k)
-    shares = weighted(size_bytes, [w for _, w in sw])
+    shares = [int(x) for x in kit.split_weighted(size_bytes, [w for _, w in sw])]
     # Block (c, j, h): chunk c of switch j's share, head h's part of it.
     per = [kit.split_bytes(shares[j], k * heads) for j in range(len(sw))]
     sizes = [
@@ -269,7 +268,7 @@ class _OwnerLayout:
 
     def __init__(self, p: int, size: int, sw: list[tuple[int, float]], k: int) -> None:
         self.p, self.k, self.nsw = p, k, len(sw)
-        shares = weighted(size, [w for _, w in sw])
+        shares = [int(x) for x in kit.split_weighted(size, [w for _, w in sw])]
         per = [kit.split_bytes(shares[j], k * p) for j in range(self.nsw)]
         self.sizes = [
             int(per[j][c * p + h])

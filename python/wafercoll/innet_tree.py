@@ -24,7 +24,6 @@ from ._innet_common import (
     program,
     reduce_in_tree,
     switch_tree,
-    weighted,
 )
 from ._util import as_int
 from .algorithms import register_algorithm
@@ -280,7 +279,9 @@ def nvls_tree_allreduce(
     doms = nvls_domains(p, topology)
     g, nsw = len(doms[0][0]), len(doms[0][1])
     check_size(k * nsw * (p + g * len(doms) * (g + 6)), k)
-    shares = weighted(size_bytes, [w for _, w in doms[0][1]])
+    shares = [
+        int(x) for x in kit.split_weighted(size_bytes, [w for _, w in doms[0][1]])
+    ]
     per = [kit.split_bytes(shares[j], k * g) for j in range(nsw)]
     sizes = [
         int(per[j][c * g + h]) for c in range(k) for j in range(nsw) for h in range(g)

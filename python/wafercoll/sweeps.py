@@ -61,7 +61,7 @@ from typing import Any
 
 from . import machines
 from ._errors import CacheError, SchedulerError, WorkerLostError
-from ._util import exit_text
+from ._util import cache_root, exit_text
 from .network import NetworkModel
 from .topology import Topology
 
@@ -106,9 +106,7 @@ _KEYS = ("algorithm", "topology", "size_bytes", "network", "options")
 
 def default_cache() -> str:
     """``$WAFERCOLL_CACHE`` or ``~/.cache/wafercoll``: where sweeps keep results."""
-    return os.environ.get(
-        "WAFERCOLL_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "wafercoll")
-    )
+    return cache_root()
 
 
 def read_grid(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -8,7 +8,8 @@ algorithm. It has four layers:
   front (``"sendrecv"``, ``"step"``, ``"cells"``, ``"explicit"``) and turned
   into a verified-ready :class:`wafercoll.Schedule` by
   :meth:`Program.schedule`;
-* :func:`split_bytes`: the one block splitter;
+* :func:`split_bytes`: the one block splitter (:func:`split_weighted`: in
+  proportion to weights);
 * logical orders (:mod:`wafercoll.kit.orders`): row-major, folded, snake,
   Hamiltonian cycles of meshes (with an excluded node) and tori;
 * collective skeletons over any order, tree or peer function: rings
@@ -33,7 +34,7 @@ True
 from __future__ import annotations
 
 from .binomial import binomial_broadcast, binomial_reduce, binomial_steps
-from .blocks import MAX_BLOCKS, split_bytes
+from .blocks import MAX_BLOCKS, split_bytes, split_weighted
 from .butterfly import (
     Fold,
     exchange,
@@ -86,6 +87,7 @@ __all__ = [
     "row_major",
     "snake",
     "split_bytes",
+    "split_weighted",
     "torus_cycle",
     "tree_depths",
     "tree_reduce",

@@ -9,6 +9,9 @@ Two ways to cut ``total`` bytes, both in whole units of ``unit`` bytes (1 byte, 
 * ``chunk=c``: blocks of ``c`` bytes (a multiple of ``unit``), the last one
   shorter when ``c`` does not divide ``total`` (pipelined streams).
 
+:func:`split_weighted` cuts it in proportion to weights instead (trees or
+switch chips of unequal shares).
+
 >>> from wafercoll.kit import split_bytes
 >>> split_bytes(10, 4).tolist()
 [3, 3, 2, 2]
@@ -26,7 +29,7 @@ import numpy as np
 
 from .._util import as_int
 
-__all__ = ["MAX_BLOCKS", "split_bytes"]
+__all__ = ["MAX_BLOCKS", "split_bytes", "split_weighted"]
 
 #: Largest number of blocks a schedule may have (the core's limit).
 MAX_BLOCKS = 1 << 26
@@ -103,3 +106,40 @@ def split_bytes(
     sizes = np.full(n, c, dtype=np.int64)
     sizes[-1] = size - (n - 1) * c
     return sizes
+
+
+def split_weighted(total: Any, weights: Any) -> np.ndarray:
+    """``total`` bytes in proportion to ``weights``, largest remainders first.
+
+    Every part gets the floor of its exact share; the bytes left over go one
+    each to the parts with the largest fractional remainders (ties: the
+    earlier part), so the parts sum to ``total``.
+
+    Parameters
+    ----------
+    total : int
+        Bytes to share (>= 0).
+    weights : array_like of float
+        Non-negative, not all zero.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+
+    Examples
+    --------
+    >>> from wafercoll.kit import split_weighted
+    >>> split_weighted(10, [1, 1, 1]).tolist()
+    [4, 3, 3]
+    >>> split_weighted(100, [5, 4, 4, 5]).tolist()
+    [28, 22, 22, 28]
+    """
+    size = as_int(total, "total", 0, 1 << 62)
+    w = np.asarray(weights, dtype=np.float64).ravel()
+    if w.size == 0 or (w < 0).any() or not np.isfinite(w).all() or w.sum() <= 0:
+        raise ValueError("weights must be finite, non-negative and not all zero")
+    exact = size * w / w.sum()
+    base = np.floor(exact).astype(np.int64)
+    order = np.argsort(-(exact - base), kind="stable")
+    base[order[: size - int(base.sum())]] += 1
+    return base

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from .._util import as_int
+from .._util import as_int, cache_root, remember
 from ..algorithms import register_algorithm
 from ..analysis import verify
 from ..kit.blocks import split_bytes
@@ -49,6 +49,7 @@ from .equal_rate import (
     choose_copies,
     copy_options,
     equal_rate_packing,
+    topology_key,
 )
 from .fractional import MAX_NODES
 from .rooted import reroot, rooted_shares, shortest_path_trees
@@ -64,20 +65,6 @@ DEFAULT_CHUNK_BYTES = 98304
 MAX_DEFAULT_TRANSFERS = 200_000
 
 _PACKINGS: dict[tuple[Any, ...], EqualRatePacking] = {}
-
-
-def _cache_dir() -> str | None:
-    import os
-
-    path = os.environ.get("WAFERCOLL_CACHE")
-    if path == "":
-        return None
-    if path is None:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(
-            os.path.expanduser("~"), ".cache"
-        )
-        path = os.path.join(base, "wafercoll")
-    return path
 
 
 #: Bumped whenever the packing a topology gets changes (joblib keys a cached
@@ -108,16 +95,12 @@ def packing_for(topology: Topology, copies: int | None = None) -> EqualRatePacki
     >>> a is wc.synthesis.packing_for(wc.topology.mesh(3, 3))
     True
     """
-    links = topology.links
-    src = links["src"].astype(np.int64).tobytes()
-    dst = links["dst"].astype(np.int64).tobytes()
-    bw = links["bandwidth_Bps"].astype(np.float64).tobytes()
     k = None if copies is None else as_int(copies, "copies", 1, 1 << 10)
-    key = (topology.num_endpoints, topology.num_nodes, src, dst, bw, k)
+    key = (*topology_key(topology), k)
     if key in _PACKINGS:
         return _PACKINGS[key]
-    cache = _cache_dir()
-    if k is None or cache is None or topology.num_nodes != topology.num_endpoints:
+    cache = cache_root()  # "" (WAFERCOLL_CACHE set empty): no disk cache
+    if k is None or not cache or topology.num_nodes != topology.num_endpoints:
         pack = equal_rate_packing(topology, copies=k)
     else:
         try:
@@ -127,10 +110,7 @@ def packing_for(topology: Topology, copies: int | None = None) -> EqualRatePacki
             pack = memory.cache(_packing_of_version)(topology, k, PACKING_VERSION)
         except OSError:  # an unwritable cache: compute without it
             pack = equal_rate_packing(topology, copies=k)
-    if len(_PACKINGS) >= 32:
-        _PACKINGS.pop(next(iter(_PACKINGS)))
-    _PACKINGS[key] = pack
-    return pack
+    return remember(_PACKINGS, key, pack, 32)
 
 
 def _check(name: str, ranks: int, topology: Any) -> Topology:
@@ -158,11 +138,17 @@ def _chunks(size: int, trees: int, ranks: int, chunk_bytes: Any) -> int:
     return max(1, min(c, size // trees or 1))
 
 
-def _even_blocks(size: int, trees: int, chunks: int) -> np.ndarray:
-    blocks = np.zeros((chunks, trees), dtype=np.int64)
-    for k, b in enumerate(split_bytes(size, trees)):
+def _chunked(per_tree: Any, chunks: int) -> np.ndarray:
+    """Block ``c * K + k``: chunk ``c`` of tree ``k``'s bytes (``trees_program``)."""
+    per_tree = np.asarray(per_tree, dtype=np.int64)
+    blocks = np.zeros((chunks, per_tree.size), dtype=np.int64)
+    for k, b in enumerate(per_tree.tolist()):
         blocks[:, k] = split_bytes(int(b), chunks)
     return blocks.ravel()
+
+
+def _even_blocks(size: int, trees: int, chunks: int) -> np.ndarray:
+    return _chunked(split_bytes(size, trees), chunks)
 
 
 def _copies(topology: Topology, size: int, copies: Any, packet_bytes: Any) -> int:
@@ -256,12 +242,9 @@ def treepack_allreduce(
         else:
             c = as_int(chunks, "chunks", 1, 1 << 16)
         c = min(c, int(share.max()))  # a share smaller than c gets empty chunks
-        blocks = np.zeros((c, share.size), dtype=np.int64)
-        for k, b in enumerate(share.tolist()):
-            blocks[:, k] = split_bytes(int(b), c)
         return trees_program(
             parents,
-            blocks.ravel(),
+            _chunked(share, c),
             name=f"synth_treepack({topo.name}, {size} B, {len(share)} trees rooted "
             f"at every rank, {c} chunks)",
         )
@@ -297,11 +280,7 @@ def _share_blocks(share: np.ndarray, chunk_bytes: Any, switched: bool) -> np.nda
             return share
         chunk_bytes = SWITCHED_CHUNK_BYTES
     per = as_int(chunk_bytes, "chunk_bytes", 1)
-    c = min(64, max(1, -(-int(share.max()) // per)))
-    blocks = np.zeros((c, share.size), dtype=np.int64)
-    for k, b in enumerate(share.tolist()):
-        blocks[:, k] = split_bytes(int(b), c)
-    return blocks.ravel()
+    return _chunked(share, min(64, max(1, -(-int(share.max()) // per))))
 
 
 def _rooted_candidates(topo: Topology, trees: str, copies: Any) -> list:
@@ -417,6 +396,33 @@ for _phase in ("reduce", "broadcast"):
     )(_single_root(f"synth_treepack_{_phase}", _phase))
 
 
+def _fastest(
+    name: str,
+    size_bytes: int,
+    topology: Topology,
+    network: Any,
+    params: dict[str, Any],
+    tries: list[dict[str, Any]],
+) -> Schedule:
+    """The candidate (``params`` updated by each of ``tries``) that simulates fastest.
+
+    One candidate is built and returned without simulating it.
+    """
+    from ..algorithms import build
+    from ..simulate import simulate
+
+    best: tuple[float, Schedule] | None = None
+    for extra in tries:
+        s = build(name, size_bytes=size_bytes, topology=topology, **{**params, **extra})
+        if len(tries) == 1:
+            return s
+        t = simulate(s, topology, network).time_s
+        if best is None or t < best[0]:
+            best = (t, s)
+    assert best is not None
+    return best[1]
+
+
 def synthesize(
     topology: Topology,
     collective: str = "allreduce",
@@ -470,8 +476,6 @@ def synthesize(
     >>> s.collective, wc.verify(s).ok
     ('allreduce', True)
     """
-    from ..algorithms import build
-
     kinds = ("allreduce", "reduce_scatter", "allgather", "reduce", "broadcast")
     if collective not in kinds:
         raise ValueError(
@@ -487,55 +491,24 @@ def synthesize(
         params["root"] = root
     if collective in ("allreduce", "reduce", "broadcast") or chunk_bytes is not None:
         params["chunk_bytes"] = chunk_bytes
+    tries: list[dict[str, Any]] = [{}]
     if collective == "allreduce" and copies is None and network is not None:
-        from ..simulate import simulate
-
         params["packet_bytes"] = int(network.packet_bytes or 0)
-        best: tuple[float, Schedule] | None = None
-        tries: list[dict[str, Any]] = []
+        tries = []
         for m, k in [] if _switched(topology) else copy_options(topology):
             tries.append({"copies": k})
             if chunk_bytes is None:  # one chunk per tree: no chunk boundaries
                 tries.append({"copies": k, "chunk_bytes": -(-int(size_bytes) // m)})
-        tries += [
-            {"roots": roots, "chunks": c}
-            for roots in (
-                ("shortest",) if _switched(topology) else ("every", "shortest")
-            )
-            for c in (None, 2)
-        ]
-        for extra in tries:
-            s = build(
-                name, size_bytes=size_bytes, topology=topology, **{**params, **extra}
-            )
-            t = simulate(s, topology, network).time_s
-            if best is None or t < best[0]:
-                best = (t, s)
-        assert best is not None
-        s = best[1]
+        rooted = ("shortest",) if _switched(topology) else ("every", "shortest")
+        tries += [{"roots": r, "chunks": c} for r in rooted for c in (None, 2)]
     elif collective in ("reduce_scatter", "allgather") and network is not None:
-        from ..simulate import simulate
-
-        best = None
         kinds = (
             ("shortest",) if _switched(topology) else ("both", "packing", "shortest")
         )
         chunkings = (
             (None, SWITCHED_CHUNK_BYTES) if chunk_bytes is None else (chunk_bytes,)
         )
-        for trees, chunk in [(t, c) for t in kinds for c in chunkings]:
-            s = build(
-                name,
-                size_bytes=size_bytes,
-                topology=topology,
-                **{**params, "trees": trees, "chunk_bytes": chunk},
-            )
-            t = simulate(s, topology, network).time_s
-            if best is None or t < best[0]:
-                best = (t, s)
-        assert best is not None
-        s = best[1]
-    else:
-        s = build(name, size_bytes=size_bytes, topology=topology, **params)
+        tries = [{"trees": t, "chunk_bytes": c} for t in kinds for c in chunkings]
+    s = _fastest(name, size_bytes, topology, network, params, tries)
     verify(s)
     return s

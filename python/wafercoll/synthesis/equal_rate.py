@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from .._util import as_int, fields_equal
+from .._util import as_int, fields_equal, remember
 from ..kit.trees import tree_depths
 from ..topology import Topology
 from . import forests
@@ -55,6 +55,7 @@ __all__ = [
     "optimum_ratio",
     "rooted_copies",
     "startup_model",
+    "topology_key",
 ]
 
 #: Most copies of the graph a packing uses: a link then carries at most this
@@ -105,18 +106,29 @@ class EqualRatePacking:
 
 _FRACTIONAL: dict[tuple[Any, ...], TreePacking] = {}
 _RATIOS: dict[tuple[Any, ...], float] = {}
+_RADII: dict[tuple[Any, ...], int] = {}
 #: Most copies the edge-count bound is tried with before the LP decides.
 _PROOF_COPIES = 32
 
 
-def _key(topology: Topology) -> tuple[Any, ...]:
+def topology_key(topology: Topology) -> tuple[Any, ...]:
+    """A hashable key of a topology's graph: what the packings depend on.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> from wafercoll.synthesis import equal_rate
+    >>> a = equal_rate.topology_key(wc.topology.mesh(3, 3))
+    >>> a == equal_rate.topology_key(wc.topology.mesh(3, 3))
+    True
+    """
     links = topology.links
     return (
-        topology.name,
         topology.num_endpoints,
-        links["src"].tobytes(),
-        links["dst"].tobytes(),
-        links["bandwidth_Bps"].tobytes(),
+        topology.num_nodes,
+        links["src"].astype(np.int64).tobytes(),
+        links["dst"].astype(np.int64).tobytes(),
+        links["bandwidth_Bps"].astype(np.float64).tobytes(),
     )
 
 
@@ -148,7 +160,7 @@ def optimum_ratio(topology: Topology) -> float:
     us, vs, cap = undirected_edges(topology)
     unit = float(cap.min())
     n = topology.num_endpoints
-    key = _key(topology)
+    key = topology_key(topology)
     if key in _RATIOS:
         return _RATIOS[key]
     whole = np.round(cap / unit)
@@ -185,19 +197,27 @@ def optimum_ratio(topology: Topology) -> float:
             snap = Fraction(ratio).limit_denominator(max(n - 1, 1))
             if abs(float(snap) - ratio) <= 1e-6 * ratio:
                 ratio = float(snap)
-    if len(_RATIOS) >= 64:
-        _RATIOS.pop(next(iter(_RATIOS)))
-    _RATIOS[key] = ratio
-    return ratio
+    return remember(_RATIOS, key, ratio, 64)
 
 
 def _fractional(topology: Topology) -> TreePacking:
-    key = _key(topology)
-    if key not in _FRACTIONAL:
-        if len(_FRACTIONAL) >= 16:
-            _FRACTIONAL.pop(next(iter(_FRACTIONAL)))
-        _FRACTIONAL[key] = pack_spanning_trees(topology)
-    return _FRACTIONAL[key]
+    key = topology_key(topology)
+    if key in _FRACTIONAL:
+        return _FRACTIONAL[key]
+    return remember(_FRACTIONAL, key, pack_spanning_trees(topology), 16)
+
+
+def _radius(topology: Topology) -> int:
+    """The graph's radius in hops (the depth the trees reach), once per graph."""
+    import networkx as nx
+
+    key = topology_key(topology)
+    if key not in _RADII:
+        us, vs, _ = undirected_edges(topology)
+        g = nx.Graph()
+        g.add_edges_from(zip(us.tolist(), vs.tolist(), strict=True))
+        remember(_RADII, key, int(nx.radius(g)), 64)
+    return _RADII[key]
 
 
 def copy_options(
@@ -262,15 +282,11 @@ def startup_model(
     >>> round(t * 1e3, 3)  # ms, at the mesh's default 1 GB/s links
     10.093
     """
-    import networkx as nx
-
-    us, vs, cap = undirected_edges(topology)
+    _, _, cap = undirected_edges(topology)
     unit = float(cap.min())
     size = as_int(size_bytes, "size_bytes", 1)
     if depth is None:
-        g = nx.Graph()
-        g.add_edges_from(zip(us.tolist(), vs.tolist(), strict=True))
-        depth = int(nx.radius(g))
+        depth = _radius(topology)
     per_tree = size / trees
     packet = per_tree if not packet_bytes else min(float(packet_bytes), per_tree)
     return size * copies / (trees * unit) + depth * (copies + 1) * packet / unit

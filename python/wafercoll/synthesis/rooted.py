@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from .._util import as_int
-from ..kit.blocks import split_bytes
+from ..kit.blocks import split_bytes, split_weighted
 from ..topology import Topology
 from .equal_rate import EqualRatePacking
 from .forests import breadth_first
@@ -177,16 +177,10 @@ def rooted_shares(
     share = np.zeros(K, dtype=np.int64)
     for r in range(p):
         mine = np.flatnonzero(own == r)
-        m = mine.size
         part = frac[mine]
-        want = (
-            part / part.sum() * blocks[r]
-            if part.sum() > 0
-            else np.full(m, blocks[r] / m)
+        share[mine] = split_weighted(
+            int(blocks[r]), part if part.sum() > 0 else np.ones(mine.size)
         )
-        base = np.floor(want).astype(np.int64)
-        base[np.argsort(-(want - base))[: int(blocks[r] - base.sum())]] += 1
-        share[mine] = base
     keep = share > 0
     parents = np.stack(trees)[keep]
     fluid = float(res.x[K]) * scale / float(bw.max())
@@ -274,8 +268,12 @@ def shortest_path_trees(
     nbr = endpoint_neighbours(topology)
     bw = topology.links["bandwidth_Bps"].astype(np.float64)
 
+    widths: dict[tuple[int, int], float] = {}
+
     def width(u: int, v: int) -> float:
-        return float(bw[topology.route(u, v)].min())
+        if (u, v) not in widths:
+            widths[(u, v)] = float(bw[topology.route(u, v)].min())
+        return widths[(u, v)]
 
     rng = np.random.default_rng(seed)
     out = []
