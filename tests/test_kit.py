@@ -352,3 +352,24 @@ def _private_imports() -> list[str]:
 
 def test_no_private_name_crosses_a_module() -> None:
     assert _private_imports() == []
+
+
+def test_split_weighted_is_proportional_and_exact() -> None:
+    from fractions import Fraction
+
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        w = rng.integers(0, 9, size=int(rng.integers(1, 12))).astype(float)
+        if w.sum() == 0:
+            w[0] = 1.0
+        total = int(rng.integers(0, 10_000))
+        got = kit.split_weighted(total, w)
+        assert int(got.sum()) == total
+        # Each part is the floor or the ceiling of its exact share.
+        for g, wi in zip(got.tolist(), w.tolist(), strict=True):
+            exact = Fraction(total) * Fraction(wi) / Fraction(w.sum())
+            assert exact - 1 < g < exact + 1
+    with pytest.raises(ValueError, match="weights"):
+        kit.split_weighted(10, [0, 0])
+    with pytest.raises(ValueError, match="total"):
+        kit.split_weighted(-1, [1])
