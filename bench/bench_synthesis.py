@@ -49,7 +49,8 @@ def allreduce_table(sizes: list[int], net: wc.NetworkModel) -> None:
             other = [
                 c
                 for c in adv.candidates
-                if c.status == "simulated" and not c.name.startswith("synth_")
+                if c.status == "simulated"
+                and c.name != wc.algorithm_name("synth", "treepack", "allreduce")
             ]
             best = min(other, key=lambda c: c.time_s)
             print(

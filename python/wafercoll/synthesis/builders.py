@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from .._util import as_int, cache_root, remember
-from ..algorithms import register_algorithm
+from ..algorithms import algorithm_name, register_algorithm
 from ..analysis import verify
 from ..kit.blocks import split_bytes
 from ..kit.trees import trees_program
@@ -343,7 +343,7 @@ def _rooted(name: str, phase: str):  # noqa: ANN202 - a builder
 
 for _phase in ("reduce_scatter", "allgather"):
     register_algorithm(
-        f"synth_treepack_{_phase}",
+        algorithm_name("synth", "treepack", _phase),
         _phase,
         label="Tree packing",
         source=_SOURCE + "; block shares by LP",
@@ -351,7 +351,7 @@ for _phase in ("reduce_scatter", "allgather"):
         "block shared among its rank's trees by an LP over the link loads",
         parameters={"copies": None, "trees": "both", "chunk_bytes": None},
         max_ranks=MAX_NODES,
-    )(_rooted(f"synth_treepack_{_phase}", _phase))
+    )(_rooted(algorithm_name("synth", "treepack", _phase), _phase))
 
 
 def _single_root(name: str, phase: str):  # noqa: ANN202 - a builder
@@ -385,7 +385,7 @@ def _single_root(name: str, phase: str):  # noqa: ANN202 - a builder
 
 for _phase in ("reduce", "broadcast"):
     register_algorithm(
-        f"synth_treepack_{_phase}",
+        algorithm_name("synth", "treepack", _phase),
         _phase,
         label="Tree packing",
         source=_SOURCE,
@@ -393,7 +393,7 @@ for _phase in ("reduce", "broadcast"):
         f"cut evenly over them, {_phase} pipelined in chunks",
         parameters={"root": 0, "chunk_bytes": None, "copies": None},
         max_ranks=MAX_NODES,
-    )(_single_root(f"synth_treepack_{_phase}", _phase))
+    )(_single_root(algorithm_name("synth", "treepack", _phase), _phase))
 
 
 def _fastest(
@@ -485,7 +485,7 @@ def synthesize(
         raise TypeError(
             f"topology must be a wafercoll.Topology, got {type(topology).__name__}"
         )
-    name = f"synth_treepack_{collective}"
+    name = algorithm_name("synth", "treepack", collective)
     params: dict[str, Any] = {"copies": copies}
     if collective in ("reduce", "broadcast"):
         params["root"] = root
