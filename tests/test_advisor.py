@@ -51,7 +51,7 @@ def test_advise_ranks_by_simulated_time_and_prunes_soundly() -> None:
     topo = wc.topology.torus(3, 4)
     net = wc.NetworkModel(1e9, hop_latency_s=1e-8, packet_bytes=4096)
     full = wc.advise(topo, 1 << 18, network=net, keep=None)
-    fast = wc.advise(topo, 1 << 18, network=net, keep=2)
+    fast = wc.advise(topo, 1 << 18, network=net, keep=2, prune_from=0)
     sim = [c for c in full.candidates if c.status == "simulated"]
     times = [c.time_s for c in sim]
     assert times == sorted(times) and len(sim) >= 4
@@ -196,3 +196,28 @@ def test_ctrl_c_stops_the_simulations_on_the_advisors_threads() -> None:
     # The stop request is closed again: the next simulation runs to its end.
     s = wc.build("generic_ring_allreduce", 4, 1 << 16)
     assert wc.simulate(s, wc.ring(4), net).time_s > 0
+
+
+def test_advise_ranks_nccl_nvls_and_synthesis_on_dgx_h100() -> None:
+    # Small schedules are simulated even when they cannot win, so the
+    # in-network schedules, NCCL's and the synthesized one all get a time
+    # and a ratio against their own bound.
+    adv = wc.advise("dgx_h100", 256 << 20)
+    sim = {c.name: c for c in adv.candidates if c.status == "simulated"}
+    for name in (
+        "fabric_nvls_allreduce",
+        "nccl_ring_allreduce",
+        "nccl_tree_allreduce",
+        "synth_treepack_allreduce",
+    ):
+        assert name in sim and sim[name].ratio >= 1.0 - 1e-9
+    times = [c.time_s for c in adv.candidates if c.status == "simulated"]
+    assert times == sorted(times)
+    assert not any(c.status == "pruned" for c in adv.candidates)
+    # With pruning allowed for every schedule, those that cannot beat the
+    # three fastest are pruned instead, and are no faster than the third.
+    pruned = wc.advise("dgx_h100", 256 << 20, prune_from=0)
+    third = sorted(times)[2]
+    for c in pruned.candidates:
+        if c.status == "pruned":
+            assert sim[c.name].time_s >= third

@@ -14,6 +14,11 @@ candidates are simulated from the most promising up; once ``keep``
 algorithms have been simulated, one whose own bound already exceeds the
 ``keep``-th best time is reported as ``"pruned"`` with that bound (it is
 certainly slower) instead of being simulated. ``keep=None`` simulates all.
+Schedules of fewer than ``prune_from`` transfers (default
+:data:`PRUNE_FROM`) are always simulated: they take milliseconds, and a
+ranking with their times and ratios says more than one with their bounds
+(on an NVSwitch node, the in-network schedules are fastest, and NCCL's ring
+and tree and the synthesized schedule are still ranked beside them).
 
 :func:`crossover` does this at many sizes and reports which algorithm wins
 where (the wafer paper's Fig. 8 for any machine), as a table and a plot.
@@ -269,6 +274,11 @@ def _applies(info: AlgorithmInfo, topology: Topology) -> bool:
     return ANY in info.families or topology.kind in info.families
 
 
+#: Schedules with fewer transfers than this are simulated even when their
+#: bound says they cannot win (a simulation of this size takes milliseconds).
+PRUNE_FROM = 20_000
+
+
 def advise(
     topology: Topology | str,
     size_bytes: int,
@@ -280,6 +290,7 @@ def advise(
     jobs: int | None = None,
     progress: bool = False,
     matrix: Any = None,
+    prune_from: int | None = None,
 ) -> Advice:
     """Rank every registered algorithm of a collective on a machine.
 
@@ -312,6 +323,9 @@ def advise(
         An alltoallv's bytes from rank ``i`` to rank ``j``
         (:func:`wafercoll.alltoall.moe_matrix` makes one); ``size_bytes`` is
         then its total.
+    prune_from : int, optional
+        Only schedules of at least this many transfers may be pruned
+        (default :data:`PRUNE_FROM`; ``0``: any).
 
     Returns
     -------
@@ -351,6 +365,9 @@ def advise(
     check_machine(topology, network)
     if keep is not None:
         keep = as_int(keep, "keep", 1)
+    prune_from = as_int(
+        PRUNE_FROM if prune_from is None else prune_from, "prune_from", 0
+    )
     pool = algorithms(collective)
     if names is not None:
         known = {a.name: a for a in pool}
@@ -432,6 +449,7 @@ def advise(
                     finish(fut, *pending.pop(fut))
             if (
                 keep is not None
+                and s.num_transfers >= prune_from
                 and len(times) >= keep
                 and own > sorted(times)[keep - 1]
             ):
