@@ -102,6 +102,7 @@ void bind_simulate(py::module_& m) {
       .def_readwrite("switch_reduce_Bps", &NetworkModel::switch_reduce_Bps)
       .def_readwrite("switch_buffer_bytes", &NetworkModel::switch_buffer_bytes)
       .def_readwrite("ecmp", &NetworkModel::ecmp)
+      .def_readwrite("spray", &NetworkModel::spray)
       .def("validate", &NetworkModel::validate);
   m.def(
       "simulate",

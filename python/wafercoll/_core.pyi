@@ -196,6 +196,7 @@ class NetworkModel:
     dependencies: str
     ecmp: bool
     pad_packets: bool
+    spray: bool
     switching: str
     def __init__(self) -> None:
         ...

@@ -91,6 +91,7 @@ _UNSUPPORTED = (
     ("pad_packets", False),
     ("switch_overhead_s", 0.0),
     ("ecmp", False),
+    ("spray", False),
 )
 
 

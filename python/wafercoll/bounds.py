@@ -882,7 +882,7 @@ def _bound(
     cuts: bool | list[tuple[str, np.ndarray]],
 ) -> LowerBound:
     mach = _machine(topology, network)
-    if not (demand.in_network or network.ecmp):  # else messages leave those routes
+    if not (demand.in_network or network.ecmp or network.spray):  # routes left
         _restrict_to_routes(topology, mach, np.unique(demand.ranks))
     comps: dict[str, float] = {}
     details: dict[str, str] = {}
@@ -1319,9 +1319,9 @@ def schedule_lower_bound(
     comps: dict[str, float] = {}
     details: dict[str, str] = {}
     lb = loads["link_bytes"].astype(np.float64)
-    if network.ecmp:
-        # The loads above follow the topology's routes, which equal-cost
-        # multipath leaves: only what every endpoint sends and receives, over
+    if network.ecmp or network.spray:
+        # The loads above follow the topology's routes, which multipath
+        # routing leaves: only what every endpoint sends and receives, over
         # all its links, is certain.
         lb = np.zeros_like(lb)
         for name, b, cap, lat in (

@@ -121,6 +121,14 @@ def _add_network_args(p: argparse.ArgumentParser) -> None:
         default=None,
         help="equal-cost multipath: each flow picks one of the shortest paths",
     )
+    p.add_argument(
+        "--spray",
+        action="store_const",
+        const=True,
+        default=None,
+        help="packet spraying: packets are dealt over the shortest paths "
+        "(give --packet)",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -307,7 +315,7 @@ def _summary(s: Any, rep: Any) -> str:
 
 
 _NETWORK_FIELDS = ("bandwidth_Bps", "hop_latency_s", "alpha_s", "packet_bytes")
-_NETWORK_FIELDS += ("switching", "gamma_s_per_byte", "ports", "ecmp")
+_NETWORK_FIELDS += ("switching", "gamma_s_per_byte", "ports", "ecmp", "spray")
 
 
 def _network(args: argparse.Namespace, base: Any) -> Any:

@@ -100,13 +100,32 @@ class NetworkModel:
     ecmp : bool
         Equal-cost multipath per flow. ``False``: every message follows the
         topology's route. ``True``: each transfer's copy to one destination
-        (a flow) takes a shortest path in hops, choosing at every node among
+        (a flow) takes a shortest path in hops (through hidden routers only,
+        where the topology has any), choosing at every node among
         the out-links one hop nearer its destination (in increasing link id)
         number ``splitmix64(t * 2**32 + slot) ^ splitmix64(node)`` modulo
         their count, ``t`` the transfer and ``slot`` its destination slot
         (SplitMix64: Steele, Lea and Flood, OOPSLA 2014). A flow keeps its
         path; different flows spread over a fat tree's or NVSwitch chips'
         equal paths. Needs ``nodes x endpoints <= 2**27``.
+    spray : bool
+        Packet spraying: each packet of a transfer to one destination takes
+        a shortest path in hops of its own. Where several out-links lead one
+        hop nearer, the packets through a node are dealt to them by smooth
+        weighted round robin, weights in proportion to the links'
+        bandwidths (the smallest integers, up to 8 per link, in their exact
+        ratio: a DGX H100 GPU's 5, 4, 4 and 5 NVLinks to its four NVSwitch
+        chips), the sequence rotated per flow by the hash of ``ecmp``.
+        Packet ``k`` takes entry ``(k // stride + rotation) % length``,
+        ``stride`` the product of the sequence lengths of its earlier
+        choices; so ``n`` packets over ``c`` equal links put
+        ``floor(n / c)`` or ``ceil(n / c)`` on each, and a source whose
+        first links part sends on all of them at once. Transfers with
+        several destinations follow the topology's routes. Spraying acts
+        per packet: give ``packet_bytes`` (a whole message is one packet
+        otherwise). Needs ``dependencies="complete"``, no
+        ``switch_overhead_s`` and ``ecmp=False``; same size limit as
+        ``ecmp``.
     name : str
         Label of the model (presets set it).
 
@@ -137,6 +156,7 @@ class NetworkModel:
     switch_reduce_Bps: float | None = None
     switch_buffer_bytes: int | None = None
     ecmp: bool = False
+    spray: bool = False
 
     def __post_init__(self) -> None:
         def fix(field: str, value: Any) -> None:
@@ -208,6 +228,24 @@ class NetworkModel:
         if not isinstance(self.ecmp, (bool, np.bool_)):
             raise TypeError(f"ecmp must be a bool, got {type(self.ecmp).__name__}")
         fix("ecmp", bool(self.ecmp))
+        if not isinstance(self.spray, (bool, np.bool_)):
+            raise TypeError(f"spray must be a bool, got {type(self.spray).__name__}")
+        fix("spray", bool(self.spray))
+        if self.spray and self.ecmp:
+            raise ValueError(
+                "spray and ecmp exclude each other: choose per packet (spray=True) "
+                "or per flow (ecmp=True)"
+            )
+        if self.spray and self.dependencies != "complete":
+            raise ValueError(
+                "spray=True needs dependencies='complete' (dataflow streams follow "
+                "one route)"
+            )
+        if self.spray and self.switch_overhead_s > 0:
+            raise ValueError(
+                "spray=True needs switch_overhead_s = 0 (a sprayed transfer's "
+                "packets reach an ejection channel out of order)"
+            )
         if self.pad_packets and self.packet_bytes is None:
             raise ValueError("pad_packets=True needs packet_bytes (the padded size)")
         if self.switch_reduce_Bps is not None:
@@ -325,6 +363,7 @@ class NetworkModel:
         m.switch_reduce_Bps = self.switch_reduce_Bps or 0.0
         m.switch_buffer_bytes = self.switch_buffer_bytes or 0
         m.ecmp = self.ecmp
+        m.spray = self.spray
         return m
 
 

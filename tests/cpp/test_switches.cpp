@@ -199,3 +199,60 @@ TEST(Switches, EcmpSplitsFlowsOverEqualPaths) {
   EXPECT_NEAR(a.time_s, static_cast<double>(most) / 1e9, 1e-12);
   EXPECT_LT(a.time_s, single.time_s);
 }
+
+// Packet spraying (NetworkModel::spray) on a two-level fat tree: two leaves,
+// s spines, a host link as fast as the s uplinks together (s B). One flow of
+// n packets of M bytes puts every s-th packet on each spine; each spine
+// serves one in M / B while the host sends the next s, so nothing queues:
+//   T = (n - 1) M / (s B) + M / B,  against n M / B on one path.
+TEST(Switches, SprayDealsPacketsOverEveryPath) {
+  constexpr double B = 1e9;
+  constexpr Bytes M = 4096;
+  for (const std::int32_t spines : {2, 3}) {
+    for (const std::int64_t n : {1, 7, 24}) {
+      // Hosts 0 (leaf 2) and 1 (leaf 3); spines 4 ...
+      std::vector<Link> links{{0, 2, spines * B, 0.0}, {2, 0, spines * B, 0.0},
+                              {1, 3, spines * B, 0.0}, {3, 1, spines * B, 0.0}};
+      for (NodeId sp = 4; sp < 4 + spines; ++sp) {
+        for (NodeId leaf : {2, 3}) {
+          links.push_back(Link{leaf, sp, B, 0.0});
+          links.push_back(Link{sp, leaf, B, 0.0});
+        }
+      }
+      const Topology t = Topology::custom(2, 2 + spines, links);
+      Collective c;
+      c.kind = CollectiveKind::unknown;
+      Schedule s(2, {n * M}, c);
+      s.add(0, 1, 0, 1, Op::copy, {});
+      NetworkModel net;
+      net.packet_bytes = M;
+      const SimResult single = simulate(s, t, net);
+      EXPECT_NEAR(single.time_s, static_cast<double>(n * M) / B, 1e-15);
+      net.spray = true;
+      const SimResult sprayed = simulate(s, t, net);
+      const double want = static_cast<double>(n - 1) * M / (spines * B) + M / B;
+      EXPECT_NEAR(sprayed.time_s, want, 1e-15);
+      // Leaf 2's uplinks (links 4, 8, ...): floor(n / s) or ceil(n / s) packets.
+      Bytes sum = 0;
+      for (std::int32_t i = 0; i < spines; ++i) {
+        const Bytes up = sprayed.link_bytes[4 + 4 * i];
+        EXPECT_GE(up, n / spines * M);
+        EXPECT_LE(up, (n + spines - 1) / spines * M);
+        sum += up;
+      }
+      EXPECT_EQ(sum, n * M);
+    }
+  }
+}
+
+TEST(Switches, SprayNeedsCompleteDependenciesAndNoEcmp) {
+  NetworkModel net;
+  net.spray = true;
+  net.ecmp = true;
+  EXPECT_THROW(net.validate(), std::invalid_argument);
+  net.ecmp = false;
+  net.dependencies = Dependencies::dataflow;
+  EXPECT_THROW(net.validate(), std::invalid_argument);
+  net.dependencies = Dependencies::complete;
+  EXPECT_NO_THROW(net.validate());
+}

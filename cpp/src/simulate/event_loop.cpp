@@ -87,9 +87,21 @@ void Simulation::start(TransferId t) {
     try_inject(t);
     return;
   }
+  const bool parts = !tries_.spray_root.empty() && tries_.spray_root[t].ways > 0;
   for (std::int32_t c = static_cast<std::int32_t>(tries_.base[t]); c >= 0;
        c = tries_.nodes[c].next_sibling)
-    push(a, 0, t, c, kArrive, a);
+    push(a, parts ? next_sprayed(t, c, -1) : 0, t, c, kArrive, a);
+}
+
+// A sprayed transfer whose packets part at their first stage: the packet
+// after `packet` that first stage `node` takes (npackets or more: none).
+// Each first stage paces its own packets.
+std::int64_t Simulation::next_sprayed(TransferId t, std::int32_t node, std::int64_t packet) const {
+  const SprayChoice& c = tries_.spray_root[t];
+  const LinkId link = tries_.nodes[node].resource;
+  std::int64_t k = packet + 1;
+  while (tries_.spray_link(c, k) != link) ++k;  // within one sequence length
+  return k;
 }
 
 // A packet was delivered at destination slot `slot`: the streams that
@@ -188,6 +200,11 @@ void Simulation::park(const Event& ev) {
 // processed); the destination is done after its last, the transfer after
 // its last destination.
 void Simulation::packet_done(TransferId t, std::int64_t slot, Seconds when) {
+  if (!sprayed_done_.empty()) {
+    // Sprayed packets end on different stages: not in the order they finish.
+    when = std::max(when, sprayed_done_[slot]);
+    sprayed_done_[slot] = when;
+  }
   if (--progress_.slots[slot].left != 0) return;
   const RankId d = slot_rank_[slot];
   result_.rank_finish_s[d] = std::max(result_.rank_finish_s[d], when);
@@ -292,8 +309,11 @@ void Simulation::left_first_stage(const Event& ev, TransferId t, std::int64_t pa
     st.next = packet + 1;
     try_inject(t);
   }
-  if (packet + 1 < progress_.hot[t].npackets) {
-    if (!stream) push(end, packet + 1, t, ev.node, kArrive, end);
+  const std::int64_t next = !tries_.spray_root.empty() && tries_.spray_root[t].ways > 0
+                               ? next_sprayed(t, ev.node, packet)
+                               : packet + 1;
+  if (next < progress_.hot[t].npackets) {
+    if (!stream) push(end, next, t, ev.node, kArrive, end);
   } else {
     const RankId src = sched_.src(t);
     result_.rank_finish_s[src] = std::max(result_.rank_finish_s[src], end);
@@ -307,8 +327,14 @@ void Simulation::left_first_stage(const Event& ev, TransferId t, std::int64_t pa
 void Simulation::forward(const Event& ev, TransferId t, std::int64_t packet, Seconds head_left,
                          Seconds end, Bytes wire_bytes, double inv_bw, Seconds latency) {
   const Bytes F = costs_.flit_bytes;
-  for (std::int32_t c = tries_.nodes[ev.node].first_child; c >= 0;
-       c = tries_.nodes[c].next_sibling) {
+  std::int32_t c = tries_.nodes[ev.node].first_child;
+  bool one = false;  // a sprayed packet takes one of the children
+  if (!tries_.spray.empty() && tries_.spray[ev.node].ways > 0) {
+    const LinkId link = tries_.spray_link(tries_.spray[ev.node], packet);
+    while (tries_.nodes[c].resource != link) c = tries_.nodes[c].next_sibling;
+    one = true;
+  }
+  for (; c >= 0; c = one ? -1 : tries_.nodes[c].next_sibling) {
     if (costs_.store_and_forward) {
       const Seconds a = end + latency;
       push(a, packet, t, c, kArrive, a);

@@ -6,7 +6,10 @@
 // on the schedule and the topology's routes.
 #include "wafercoll/simulate/routes.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
+#include <unordered_map>
 #include <map>
 #include <numeric>
 #include <stdexcept>
@@ -37,7 +40,7 @@ class NodeRoutes {
     for (NodeId u = a; u != b;) {
       for (LinkId k = out_off_[u]; k < out_off_[u + 1]; ++k) {
         const NodeId v = links_[out_[k]].dst;
-        if (dist[v] >= 0 && dist[v] + 1 == dist[u]) {
+        if (dist[v] >= 0 && dist[v] + 1 == dist[u] && relays(v, b)) {
           out.push_back(out_[k]);
           u = v;
           break;
@@ -46,9 +49,54 @@ class NodeRoutes {
     }
   }
 
-  std::int32_t hops(NodeId a, NodeId b, bool ecmp) {
-    if (!ecmp && topo_.is_endpoint(a) && topo_.is_endpoint(b)) return topo_.hops(a, b);
+  std::int32_t hops(NodeId a, NodeId b, bool multipath) {
+    if (!multipath && topo_.is_endpoint(a) && topo_.is_endpoint(b)) return topo_.hops(a, b);
     return dist_to(b)[a];
+  }
+
+  // The out-links of u one hop nearer b, in increasing link id.
+  void nearer(NodeId u, NodeId b, std::vector<LinkId>& out) {
+    const std::vector<std::int32_t>& dist = dist_to(b);
+    out.clear();
+    for (LinkId k = out_off_[u]; k < out_off_[u + 1]; ++k) {
+      const NodeId v = links_[out_[k]].dst;
+      if (dist[v] >= 0 && dist[v] + 1 == dist[u] && relays(v, b)) out.push_back(out_[k]);
+    }
+  }
+
+  const Link& link(LinkId l) const { return links_[l]; }
+
+  // Whether a path to b may pass node v: where the topology has hidden
+  // routers, only they relay (an endpoint, a GPU, does not forward).
+  bool relays(NodeId v, NodeId b) const {
+    return v == b || v >= topo_.num_endpoints() || topo_.num_nodes() == topo_.num_endpoints();
+  }
+
+  // Shortest paths in hops from a to b, saturated at 2^31 - 1 (computed for
+  // every a at once, nearest first, and kept per b).
+  std::int32_t paths(NodeId a, NodeId b) {
+    std::vector<std::int32_t>& np = paths_[b];
+    if (np.empty()) {
+      const std::vector<std::int32_t>& dist = dist_to(b);
+      const NodeId n = topo_.num_nodes();
+      std::vector<NodeId> order;
+      for (NodeId u = 0; u < n; ++u)
+        if (dist[u] >= 0) order.push_back(u);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](NodeId x, NodeId y) { return dist[x] < dist[y]; });
+      np.assign(static_cast<std::size_t>(n), 0);
+      np[b] = 1;
+      std::vector<LinkId> opts;
+      for (const NodeId u : order) {
+        if (u == b) continue;
+        nearer(u, b, opts);
+        std::int64_t sum = 0;
+        for (const LinkId l : opts) sum += np[links_[l].dst];
+        np[u] = static_cast<std::int32_t>(
+            std::min<std::int64_t>(sum, std::numeric_limits<std::int32_t>::max()));
+      }
+    }
+    return np[a];
   }
 
   // Equal-cost multipath (NetworkModel::ecmp): a shortest path from a to b,
@@ -61,13 +109,13 @@ class NodeRoutes {
       std::int32_t count = 0;
       for (LinkId k = out_off_[u]; k < out_off_[u + 1]; ++k) {
         const NodeId v = links_[out_[k]].dst;
-        if (dist[v] >= 0 && dist[v] + 1 == dist[u]) ++count;
+        if (dist[v] >= 0 && dist[v] + 1 == dist[u] && relays(v, b)) ++count;
       }
       auto pick = static_cast<std::int32_t>(
           (h ^ splitmix64(static_cast<std::uint64_t>(u))) % static_cast<std::uint64_t>(count));
       for (LinkId k = out_off_[u]; k < out_off_[u + 1]; ++k) {
         const NodeId v = links_[out_[k]].dst;
-        if (dist[v] >= 0 && dist[v] + 1 == dist[u] && pick-- == 0) {
+        if (dist[v] >= 0 && dist[v] + 1 == dist[u] && relays(v, b) && pick-- == 0) {
           out.push_back(out_[k]);
           u = v;
           break;
@@ -100,6 +148,7 @@ class NodeRoutes {
     dist[b] = 0;
     for (std::size_t head = 0; head < queue.size(); ++head) {
       const NodeId v = queue[head];
+      if (!relays(v, b)) continue;  // a source, but no way through
       for (LinkId k = in_off_[v]; k < in_off_[v + 1]; ++k) {
         const NodeId u = links_[in_[k]].src;
         if (dist[u] < 0) {
@@ -139,6 +188,7 @@ class NodeRoutes {
   std::vector<Link> links_;
   std::vector<LinkId> out_off_, out_, in_off_, in_;
   std::map<NodeId, std::vector<std::int32_t>> dist_;
+  std::map<NodeId, std::vector<std::int32_t>> paths_;
 };
 
 // The stages a packet of a transfer from endpoint `src` crosses to endpoint
@@ -215,6 +265,150 @@ void insert_path(StageTries& tries, TransferId t, std::int64_t first,
   nodes[parent].term = static_cast<std::int32_t>(slot);
 }
 
+// Dealing weights of the out-links `opts` (simulate.hpp, NetworkModel::spray):
+// equal under one bandwidth for every link, else in proportion to the
+// links' bandwidths as the smallest integers (a multiplier up to 8 of each
+// link's ratio to the slowest) that state it exactly, or eighths of the
+// slowest rounded when none does.
+std::vector<std::int32_t> spray_weights(const std::vector<LinkId>& opts, NodeRoutes& routes,
+                                        const NetworkModel& net) {
+  std::vector<std::int32_t> w(opts.size(), 1);
+  if (net.bandwidth_Bps > 0.0) return w;
+  double lo = std::numeric_limits<double>::infinity();
+  for (const LinkId l : opts) lo = std::min(lo, routes.link(l).bandwidth_Bps);
+  for (std::int32_t m = 1; m <= 8; ++m) {
+    bool exact = true;
+    for (std::size_t i = 0; i < opts.size(); ++i) {
+      const double x = routes.link(opts[i]).bandwidth_Bps / lo * m;
+      w[i] = static_cast<std::int32_t>(std::lround(x));
+      exact = exact && std::abs(x - static_cast<double>(w[i])) <= 1e-9 * x;
+    }
+    if (exact) return w;
+  }
+  for (std::size_t i = 0; i < opts.size(); ++i)
+    w[i] = std::max<std::int32_t>(1, static_cast<std::int32_t>(std::lround(
+                                         routes.link(opts[i]).bandwidth_Bps / lo * 8)));
+  return w;
+}
+
+// Builds the tries of sprayed transfers (routes.hpp, SprayChoice): every
+// packet's path, found by dealing it at each node where several links lead
+// one hop nearer, shares the stages it has in common with earlier packets.
+class SprayBuilder {
+ public:
+  SprayBuilder(const Topology& topo, const NetworkModel& net, NodeRoutes& routes,
+               StageTries& tries)
+      : net_(net), routes_(routes), tries_(tries), L_(topo.num_links()),
+        E_(topo.num_endpoints()), N_(topo.num_nodes()) {}
+
+  // Transfer t (trie from node `first`) of n packets from node a to node b,
+  // ending destination slot `slot`; `flow` rotates the dealing.
+  void add(TransferId t, std::int64_t first, NodeId a, NodeId b, std::int64_t n,
+           std::uint64_t flow, std::int64_t slot) {
+    const bool fixed_ports = net_.ports == 1;
+    const std::uint64_t h = NodeRoutes::splitmix64(flow);
+    SprayChoice& root = tries_.spray_root[t];
+    for (std::int64_t k = 0; k < n; ++k) {
+      std::int32_t parent = -1, depth = 0;
+      std::int64_t stride = 1;
+      auto step = [&](std::int32_t res) {
+        parent = child(t, first, parent, res);
+        ++depth;
+      };
+      if (net_.ports > 0 && a < E_) step(fixed_ports ? static_cast<std::int32_t>(L_ + a) : kInjPort);
+      for (NodeId u = a; u != b;) {
+        const auto [off, ways] = sequence(u, b);
+        LinkId l = tries_.spray_seq[static_cast<std::size_t>(off)];
+        if (ways > 1) {
+          const auto rot = static_cast<std::int32_t>(
+              (h ^ NodeRoutes::splitmix64(static_cast<std::uint64_t>(u))) %
+              static_cast<std::uint64_t>(ways));
+          const SprayChoice c{stride, ways, off, rot, 0};
+          if (parent < 0) {
+            root.stride = c.stride;
+            root.ways = c.ways;
+            root.seq_off = c.seq_off;
+            root.rot = c.rot;
+          } else {
+            if (tries_.spray.size() <= static_cast<std::size_t>(parent))
+              tries_.spray.resize(tries_.nodes.size());
+            tries_.spray[parent] = c;
+          }
+          l = tries_.spray_link(c, k);
+          // Beyond the packet count further quotients are all 0.
+          stride = std::min<std::int64_t>(stride * ways, std::int64_t{1} << 40);
+        }
+        step(l);
+        u = routes_.link(l).dst;
+      }
+      if (net_.ports > 0 && b < E_)
+        step(fixed_ports ? static_cast<std::int32_t>(L_ + E_ + b) : kEjPort);
+      tries_.nodes[parent].term = static_cast<std::int32_t>(slot);
+      root.depth = depth;
+    }
+  }
+
+ private:
+  // The child of `parent` (-1: a first stage of t) on resource res, added
+  // if there is none.
+  std::int32_t child(TransferId t, std::int64_t first, std::int32_t parent, std::int32_t res) {
+    BigVector<TrieNode>& nodes = tries_.nodes;
+    const bool any = nodes.size() > static_cast<std::size_t>(first);
+    std::int32_t c = parent >= 0 ? nodes[parent].first_child
+                                 : (any ? static_cast<std::int32_t>(first) : -1);
+    std::int32_t last = -1;
+    for (; c >= 0; c = nodes[c].next_sibling) {
+      if (nodes[c].resource == res) return c;
+      last = c;
+    }
+    if (nodes.size() >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
+      throw std::invalid_argument("too many stages to simulate");
+    c = static_cast<std::int32_t>(nodes.size());
+    nodes.push_back(TrieNode{res, -1, -1, -1, (t << 1) | (parent < 0 ? 1 : 0)});
+    // Siblings in creation order, the first packet's first.
+    if (last >= 0)
+      nodes[last].next_sibling = c;
+    else if (parent >= 0)
+      nodes[parent].first_child = c;
+    return c;
+  }
+
+  // The dealing sequence of node u towards b: smooth weighted round robin
+  // over its nearer links (each turn, every link gains its weight and the
+  // one with the most, the first on a tie, goes and loses the total); one
+  // entry where a single link leads nearer.
+  std::pair<std::int32_t, std::int32_t> sequence(NodeId u, NodeId b) {
+    const std::int64_t key = static_cast<std::int64_t>(u) * N_ + b;
+    auto it = seqs_.find(key);
+    if (it != seqs_.end()) return it->second;
+    routes_.nearer(u, b, opts_);
+    const std::vector<std::int32_t> w = opts_.size() == 1
+                                            ? std::vector<std::int32_t>{1}
+                                            : spray_weights(opts_, routes_, net_);
+    std::int64_t total = 0;
+    for (const std::int32_t x : w) total += x;
+    const auto off = static_cast<std::int32_t>(tries_.spray_seq.size());
+    std::vector<std::int64_t> cur(w.size(), 0);
+    for (std::int64_t j = 0; j < total; ++j) {
+      std::size_t best = 0;
+      for (std::size_t i = 0; i < w.size(); ++i) cur[i] += w[i];
+      for (std::size_t i = 1; i < w.size(); ++i)
+        if (cur[i] > cur[best]) best = i;
+      cur[best] -= total;
+      tries_.spray_seq.push_back(opts_[best]);
+    }
+    return seqs_[key] = {off, static_cast<std::int32_t>(total)};
+  }
+
+  const NetworkModel& net_;
+  NodeRoutes& routes_;
+  StageTries& tries_;
+  LinkId L_;
+  NodeId E_, N_;
+  std::vector<LinkId> opts_;
+  std::unordered_map<std::int64_t, std::pair<std::int32_t, std::int32_t>> seqs_;
+};
+
 }  // namespace
 
 std::vector<NodeId> resolve_placement(const Schedule& s, const Topology& topo,
@@ -260,31 +454,37 @@ std::vector<NodeId> resolve_placement(const Schedule& s, const Topology& topo,
 }
 
 std::int64_t count_route_stages(const Schedule& s, const Topology& topo, const NetworkModel& net,
-                                const std::vector<NodeId>& place) {
+                                const std::vector<NodeId>& place,
+                                const std::vector<std::int64_t>& npackets) {
   const std::int64_t port_stages = net.ports > 0 ? 2 : 0;
   std::int64_t bound = 0;
   // ECMP keeps every destination's hop distances (4 bytes per node).
   constexpr std::int64_t kMaxEcmpEntries = std::int64_t{1} << 27;
   const std::int64_t entries =
       static_cast<std::int64_t>(topo.num_nodes()) * static_cast<std::int64_t>(topo.num_endpoints());
-  if (net.ecmp && entries > kMaxEcmpEntries)
+  const char* multipath = net.ecmp ? "ecmp" : "spray";
+  if ((net.ecmp || net.spray) && entries > kMaxEcmpEntries)
     throw std::invalid_argument(
-        "ecmp keeps hop distances from every node to every destination: " +
+        std::string(multipath) + " keeps hop distances from every node to every destination: " +
         std::to_string(topo.num_nodes()) + " nodes x " + std::to_string(topo.num_endpoints()) +
-        " endpoints is more than " + std::to_string(kMaxEcmpEntries) +
-        "; use the topology's own routes (ecmp=False) on a machine this large");
+        " endpoints is more than " + std::to_string(kMaxEcmpEntries) + "; use the topology's own "
+        "routes (" + multipath + "=False) on a machine this large");
   NodeRoutes routes(topo);
   for (TransferId t = 0; t < s.num_transfers(); ++t) {
     const NodeId a = place[s.src(t)];
+    const bool sprayed = net.spray && s.num_dsts(t) == 1;
     for (const RankId* d = s.dsts_begin(t); d != s.dsts_end(t); ++d) {
-      const std::int32_t h = routes.hops(a, place[*d], net.ecmp);
+      const std::int32_t h = routes.hops(a, place[*d], net.ecmp || sprayed);
       if (h < 0)
         throw std::invalid_argument("transfer " + std::to_string(t) + ": no route from rank " +
                                     std::to_string(s.src(t)) + " (endpoint " +
                                     std::to_string(a) + ") to rank " + std::to_string(*d) +
                                     " (endpoint " + std::to_string(place[*d]) + ") in " +
                                     topo.name());
-      bound += h + port_stages;
+      // A sprayed transfer's packets take at most as many paths as there are.
+      const std::int64_t paths =
+          sprayed ? std::min<std::int64_t>(npackets[t], routes.paths(a, place[*d])) : 1;
+      bound += paths * (h + port_stages);
     }
     // Checked per transfer, so a huge schedule fails before it is all read.
     if (bound > kMaxNodes)
@@ -296,7 +496,8 @@ std::int64_t count_route_stages(const Schedule& s, const Topology& topo, const N
 }
 
 StageTries build_stage_tries(const Schedule& s, const Topology& topo, const NetworkModel& net,
-                             const std::vector<NodeId>& place, std::int64_t stage_bound) {
+                             const std::vector<NodeId>& place,
+                             const std::vector<std::int64_t>& npackets, std::int64_t stage_bound) {
   const TransferId T = s.num_transfers();
   const bool fixed_ports = net.ports == 1;
   const auto first_ejection_stage =
@@ -307,11 +508,18 @@ StageTries build_stage_tries(const Schedule& s, const Topology& topo, const Netw
   std::vector<std::int32_t> seq;
   std::vector<LinkId> route;
   NodeRoutes routes(topo);
+  SprayBuilder spray(topo, net, routes, tries);
+  if (net.spray) tries.spray_root.resize(static_cast<std::size_t>(T));
   for (TransferId t = 0; t < T; ++t) {
     const std::int64_t first = static_cast<std::int64_t>(tries.nodes.size());
     tries.base[t] = first;
     const NodeId a = place[s.src(t)];
     std::int64_t slot = s.dst_offsets()[t];
+    if (net.spray && s.num_dsts(t) == 1) {  // several destinations: one route each
+      spray.add(t, first, a, place[*s.dsts_begin(t)], npackets[t],
+                (static_cast<std::uint64_t>(t) << 32) + static_cast<std::uint64_t>(slot), slot);
+      continue;
+    }
     for (const RankId* d = s.dsts_begin(t); d != s.dsts_end(t); ++d, ++slot) {
       const std::uint64_t flow =
           (static_cast<std::uint64_t>(t) << 32) + static_cast<std::uint64_t>(slot);
@@ -320,6 +528,7 @@ StageTries build_stage_tries(const Schedule& s, const Topology& topo, const Netw
     }
   }
   tries.base[T] = static_cast<std::int64_t>(tries.nodes.size());
+  if (net.spray) tries.spray.resize(tries.nodes.size());
   return tries;
 }
 

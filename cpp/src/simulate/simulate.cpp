@@ -79,6 +79,12 @@ void NetworkModel::validate() const {
           "switch_reduce_Bps must be a finite number >= 0 (input bytes per second; 0: no "
           "reduction cost)");
   require(switch_buffer_bytes >= 0, "switch_buffer_bytes must be >= 1 (or None for no limit)");
+  require(!(spray && ecmp), "spray and ecmp exclude each other (per packet or per flow)");
+  require(!spray || dependencies == Dependencies::complete,
+          "spray needs dependencies 'complete' (dataflow streams follow one route)");
+  require(!spray || switch_overhead_s == 0.0,
+          "spray needs switch_overhead_s = 0 (a sprayed transfer's packets reach an ejection "
+          "channel out of order)");
 }
 
 namespace sim {
@@ -122,17 +128,34 @@ void check_switch_buffers(const Schedule& s, const NetworkModel& net) {
   }
 }
 
-// One event per packet per trie node: refused up front when over
-// max_events, before any run state is allocated.
+[[noreturn]] void too_many_events(std::int64_t events, const SimOptions& opt) {
+  throw std::invalid_argument(
+      "the simulation would take " + std::to_string(events) +
+      " packet-stage events, more than max_events = " + std::to_string(opt.max_events) +
+      "; use a larger packet_bytes (or raise max_events)");
+}
+
+// One event per packet per trie node (a sprayed transfer's packet crosses
+// one path of its trie): refused up front when over max_events, before any
+// run state is allocated.
 void count_events(const SimOptions& opt, Prepared& p) {
   const auto T = static_cast<TransferId>(p.npackets.size());
-  for (TransferId t = 0; t < T; ++t)
-    p.events += p.npackets[t] * (p.tries.base[t + 1] - p.tries.base[t]);
-  if (p.events > opt.max_events)
-    throw std::invalid_argument(
-        "the simulation would take " + std::to_string(p.events) +
-        " packet-stage events, more than max_events = " + std::to_string(opt.max_events) +
-        "; use a larger packet_bytes (or raise max_events)");
+  const std::vector<SprayChoice>& root = p.tries.spray_root;
+  for (TransferId t = 0; t < T; ++t) {
+    const std::int64_t depth = root.empty() ? 0 : root[t].depth;
+    p.events += p.npackets[t] * (depth > 0 ? depth : p.tries.base[t + 1] - p.tries.base[t]);
+  }
+  if (p.events > opt.max_events) too_many_events(p.events, opt);
+}
+
+// Spraying walks every packet's path while building the tries: the
+// packets of one-destination transfers are counted first (a lower bound
+// on the events), so that a run too large is refused before that walk.
+void check_spray_events(const Schedule& s, const SimOptions& opt, const Prepared& p) {
+  std::int64_t packets = 0;
+  for (TransferId t = 0; t < s.num_transfers(); ++t)
+    if (s.num_dsts(t) == 1) packets += p.npackets[t];
+  if (packets > opt.max_events) too_many_events(packets, opt);
 }
 
 // One stable pass of the LSD radix sort in canonical_ranks(): orders
@@ -220,11 +243,12 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
   const std::int64_t slots = static_cast<std::int64_t>(s.dst_array().size());
   require(slots < std::numeric_limits<std::int32_t>::max(),
           "the schedule has too many destinations to simulate");
-  // Bound the trie size before building it.
-  const std::int64_t stage_bound = count_route_stages(s, topo, net, p.place);
   packetize(s, net, p);
+  // Bound the trie size before building it.
+  const std::int64_t stage_bound = count_route_stages(s, topo, net, p.place, p.npackets);
+  if (net.spray) check_spray_events(s, opt, p);
   if (s.has_switches() && net.switch_buffer_bytes > 0) check_switch_buffers(s, net);
-  p.tries = build_stage_tries(s, topo, net, p.place, stage_bound);
+  p.tries = build_stage_tries(s, topo, net, p.place, p.npackets, stage_bound);
   count_events(opt, p);
   canonical_ranks(s, p);
   data_positions(s, net, p);

@@ -183,6 +183,7 @@ _SOURCE = (
         "packet_bytes": None,
         "roots": "centre",
         "chunks": None,
+        "spray": False,
     },
     max_ranks=MAX_NODES,
 )
@@ -196,6 +197,7 @@ def treepack_allreduce(
     packet_bytes: Any = None,
     roots: str = "centre",
     chunks: Any = None,
+    spray: bool = False,
 ) -> Schedule:
     """Allreduce over an equal-rate tree packing of ``topology`` (module docstring).
 
@@ -209,7 +211,9 @@ def treepack_allreduce(
     (:func:`~wafercoll.synthesis.shortest_path_trees`), each as shallow as its
     root allows. ``chunks`` (rooted trees only): chunks per tree's share,
     instead of a count from ``chunk_bytes`` (two halve each hop's wait for
-    small shares; more add chunk boundaries).
+    small shares; more add chunk boundaries). ``spray`` (rooted trees only):
+    the LP takes the link loads of a network that sprays packets
+    (``NetworkModel(spray=True)``).
     """
     topo = _check("synth_treepack_allreduce", ranks, topology)
     size = as_int(size_bytes, "size_bytes", 1)
@@ -230,7 +234,9 @@ def treepack_allreduce(
             trees: Any = packing_for(topo, k)
         else:
             trees = shortest_path_trees(topo)
-        parents, share, _ = rooted_shares(topo, trees, "allreduce", size)
+        parents, share, _ = rooted_shares(
+            topo, trees, "allreduce", size, spray=_flag(spray, "spray")
+        )
         if chunks is None:
             default = SWITCHED_CHUNK_BYTES if _switched(topo) else DEFAULT_CHUNK_BYTES
             per = as_int(
@@ -261,6 +267,12 @@ def treepack_allreduce(
 
 #: Shortest-path trees per rank among the re-rooted collectives' candidates.
 SHORTEST_PER_RANK = 8
+
+
+def _flag(value: Any, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+    return bool(value)
 
 
 def _switched(topo: Topology) -> bool:
@@ -316,11 +328,16 @@ def _rooted(name: str, phase: str):  # noqa: ANN202 - a builder
         copies: Any = None,
         trees: str = "both",
         chunk_bytes: Any = None,
+        spray: bool = False,
     ) -> Schedule:
         topo = _check(name, ranks, topology)
         size = as_int(size_bytes, "size_bytes", 1)
         parents, share, _ = rooted_shares(
-            topo, _rooted_candidates(topo, trees, copies), phase, size
+            topo,
+            _rooted_candidates(topo, trees, copies),
+            phase,
+            size,
+            spray=_flag(spray, "spray"),
         )
         return trees_program(
             parents,
@@ -336,7 +353,8 @@ def _rooted(name: str, phase: str):  # noqa: ANN202 - a builder
         "re-rooted there (``'packing'``), shortest-path trees "
         "(``'shortest'``) or both (on machines with switches, shortest-path "
         "trees only). ``chunk_bytes``: each tree's share in chunks of at most "
-        "this (default: one chunk, 512 KiB with switches)."
+        "this (default: one chunk, 512 KiB with switches). ``spray``: the LP "
+        "takes the link loads of a network that sprays packets."
     )
     return build
 
@@ -349,7 +367,12 @@ for _phase in ("reduce_scatter", "allgather"):
         source=_SOURCE + "; block shares by LP",
         summary="synthesized: the packing's trees re-rooted at every rank, each "
         "block shared among its rank's trees by an LP over the link loads",
-        parameters={"copies": None, "trees": "both", "chunk_bytes": None},
+        parameters={
+            "copies": None,
+            "trees": "both",
+            "chunk_bytes": None,
+            "spray": False,
+        },
         max_ranks=MAX_NODES,
     )(_rooted(algorithm_name("synth", "treepack", _phase), _phase))
 
@@ -492,6 +515,12 @@ def synthesize(
     if collective in ("allreduce", "reduce", "broadcast") or chunk_bytes is not None:
         params["chunk_bytes"] = chunk_bytes
     tries: list[dict[str, Any]] = [{}]
+    if (
+        network is not None
+        and network.spray
+        and collective not in ("reduce", "broadcast")
+    ):
+        params["spray"] = True  # the LP's loads as the network spreads them
     if collective == "allreduce" and copies is None and network is not None:
         params["packet_bytes"] = int(network.packet_bytes or 0)
         tries = []

@@ -67,6 +67,8 @@ def rooted_shares(
     packing: Any,
     phase: str,
     size_bytes: int,
+    *,
+    spray: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """Rooted trees and their bytes for a reduce-scatter, allgather or allreduce.
 
@@ -85,6 +87,10 @@ def rooted_shares(
     size_bytes : int
         The vector; block ``r`` is rank ``r``'s share, cut as evenly as bytes
         allow (:func:`wafercoll.kit.split_bytes`).
+    spray : bool
+        Take each message's link loads as packet spraying spreads them
+        (:meth:`~wafercoll.Topology.spray_shares`, for a network with
+        ``spray=True``) instead of along the topology's route.
 
     Returns
     -------
@@ -115,13 +121,19 @@ def rooted_shares(
     size = as_int(size_bytes, "size_bytes", 1)
     p = topology.num_endpoints
     links = topology.links
-    routes: dict[tuple[int, int], list[int]] = {}
+    routes: dict[tuple[int, int], tuple[list[int], list[float]]] = {}
 
-    def route(a: int, b: int) -> list[int]:
-        # The links a message from a to b crosses: one on a direct-link
-        # graph, switches and all on a fabric.
+    def route(a: int, b: int) -> tuple[list[int], list[float]]:
+        # The links a message from a to b crosses, with the share of its
+        # bytes on each: its route (one link on a direct-link graph,
+        # switches and all on a fabric), or where spraying spreads it.
         if (a, b) not in routes:
-            routes[(a, b)] = topology.route(a, b).tolist()
+            if spray:
+                ids, frac = topology.spray_shares(a, b)
+                routes[(a, b)] = (ids.tolist(), frac.tolist())
+            else:
+                ids = topology.route(a, b).tolist()
+                routes[(a, b)] = (ids, [1.0] * len(ids))
         return routes[(a, b)]
 
     bw = links["bandwidth_Bps"].astype(np.float64)
@@ -142,19 +154,25 @@ def rooted_shares(
     owner: list[int] = []
     rows: list[int] = []
     cols: list[int] = []
+    vals: list[float] = []
     for r in range(p):
         for par in per_rank[r]:
             child = np.flatnonzero(par >= 0).tolist()
             for v in child:
+                ends = []
                 if phase != "allgather":  # up the tree
-                    rows.extend(route(v, int(par[v])))
+                    ends.append((v, int(par[v])))
                 if phase != "reduce_scatter":  # down the tree
-                    rows.extend(route(int(par[v]), v))
+                    ends.append((int(par[v]), v))
+                for a, b in ends:
+                    ids, frac = route(a, b)
+                    rows.extend(ids)
+                    vals.extend(frac)
             cols.extend([len(trees)] * (len(rows) - len(cols)))
             trees.append(par)
             owner.append(r)
     K, L = len(trees), len(bw)
-    load = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(L, K))
+    load = csr_matrix((vals, (rows, cols)), shape=(L, K))
     # Variables: y (bytes / scale) per tree, then z = time * bw_max / scale;
     # link l: load_l(y) <= z * bw_l / bw_max.
     scale = float(blocks.max()) or 1.0

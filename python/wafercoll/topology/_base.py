@@ -381,6 +381,88 @@ class Topology:
         """
         return self._core.hops(self._id(src, "src"), self._id(dst, "dst"))
 
+    def spray_shares(
+        self, src: int, dst: int, *, equal: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Where a sprayed message's bytes go, in the long run.
+
+        Under :class:`~wafercoll.NetworkModel` ``(spray=True)`` the packets
+        from ``src`` to ``dst`` take shortest paths in hops (through hidden
+        routers only, where the topology has any), dealt at every
+        node over its out-links one hop nearer ``dst`` in proportion to their
+        bandwidths (equally when the model sets one ``bandwidth_Bps`` for
+        all: ``equal=True``). This gives each link's share of the bytes: what
+        a long message puts there, the loads a fluid model of spraying needs.
+        The simulator's shares for a message of ``n`` packets differ from
+        these by less than a packet per choice.
+
+        Parameters
+        ----------
+        src, dst : int
+            Endpoint ids.
+        equal : bool
+            Deal equally over the nearer links, whatever their bandwidths.
+
+        Returns
+        -------
+        links : numpy.ndarray
+            Link ids (int64), increasing.
+        shares : numpy.ndarray
+            The fraction of the bytes on each (float64); the shares leaving
+            ``src`` add up to 1.
+
+        Examples
+        --------
+        On a DGX H100, a GPU's 18 NVLinks go 5, 4, 4 and 5 to the four
+        NVSwitch chips:
+
+        >>> import wafercoll as wc
+        >>> topo = wc.topology.dgx_h100()
+        >>> links, shares = topo.spray_shares(0, 1)
+        >>> (shares * 18).round(6).tolist()
+        [5.0, 5.0, 4.0, 4.0, 4.0, 4.0, 5.0, 5.0]
+        """
+        a, b = self._id(src, "src"), self._id(dst, "dst")
+        if a == b:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        cache = self.__dict__.setdefault("_spray", {})
+        key = (b, bool(equal))
+        if key not in cache:
+            cache[key] = self._spray_from_all(b, bool(equal))
+        reach, frac = cache[key]
+        ls = self.links["src"]
+        load = reach[a, ls] * frac
+        keep = np.flatnonzero(load > 0)
+        return keep.astype(np.int64), load[keep]
+
+    def _spray_from_all(self, dst: int, equal: bool) -> tuple[np.ndarray, np.ndarray]:
+        # reach[a, u]: the share of a's bytes to dst that passes node u;
+        # frac[l]: the share of what reaches link l's source that takes l.
+        from scipy.sparse import csr_matrix
+        from scipy.sparse.csgraph import shortest_path
+
+        n, e = self.num_nodes, self.num_endpoints
+        ls, ld = self.links["src"], self.links["dst"]
+        # Where there are hidden routers only they relay: no path passes
+        # through another endpoint.
+        relay = (ld >= e) | (ld == dst) | (n == e)
+        graph = csr_matrix(
+            (np.ones(int(relay.sum())), (ld[relay], ls[relay])), shape=(n, n)
+        )
+        dist = shortest_path(graph, unweighted=True, indices=dst)
+        near = relay & np.isfinite(dist[ls]) & (dist[ld] == dist[ls] - 1)
+        w = np.where(near, 1.0 if equal else self.links["bandwidth_Bps"], 0.0)
+        total = np.zeros(n)
+        np.add.at(total, ls, w)
+        frac = np.divide(w, total[ls], out=np.zeros_like(w), where=w > 0)
+        reach = np.eye(n)
+        finite = np.isfinite(dist)
+        for d in range(int(dist[finite].max()) if finite.any() else 0, 0, -1):
+            # What reaches the nodes at distance d goes on one hop nearer.
+            at = np.flatnonzero(near & (dist[ls] == d))
+            np.add.at(reach.T, ld[at], (reach[:, ls[at]] * frac[at]).T)
+        return reach, frac
+
     def hops_matrix(self) -> np.ndarray:
         """Hop counts between all pairs of endpoints.
 

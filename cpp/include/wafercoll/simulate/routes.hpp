@@ -62,9 +62,38 @@ struct TrieNode {
   bool top() const { return (owner & 1) != 0; }
 };
 
+// Packet spraying (NetworkModel::spray). A sprayed transfer's trie holds
+// the paths its packets take; where they part, the children are
+// alternatives, not copies: packet k goes on to the child whose link is
+//
+//     seq[seq_off + ((k / stride) + rot) % ways]
+//
+// (the node's dealing sequence, simulate.hpp). `stride` is the product of
+// the ways of the choices above, so the packets that reach a node are dealt
+// evenly again below it. ways == 0: every child gets every packet.
+struct SprayChoice {
+  std::int64_t stride = 1;
+  std::int32_t ways = 0;
+  std::int32_t seq_off = 0;
+  std::int32_t rot = 0;
+  std::int32_t depth = 0;  // per transfer: stages every packet crosses
+                           // (0: not sprayed, its packets follow one route)
+};
+
 struct StageTries {
   BigVector<TrieNode> nodes;       // all tries
   std::vector<std::int64_t> base;  // per transfer: first node; size T + 1
+  // Spraying only (else empty): per node the choice among its children,
+  // per transfer the choice among its first stages, and the dealing
+  // sequences (link ids) they index.
+  std::vector<SprayChoice> spray, spray_root;
+  std::vector<LinkId> spray_seq;
+
+  // The link packet k takes at choice c.
+  LinkId spray_link(const SprayChoice& c, std::int64_t k) const {
+    const std::int64_t i = ((k / c.stride) + c.rot) % c.ways;
+    return spray_seq[static_cast<std::size_t>(c.seq_off + i)];
+  }
 };
 
 // Rank -> node: the identity, or options.placement once checked (one node
@@ -79,20 +108,26 @@ struct StageTries {
 // count, taking at each node the lowest-id link that stays on one, the
 // rule of shortest-path custom topologies, computed by a reverse BFS per
 // router destination. Between two endpoints the topology's route is used.
+// These paths, and those of ECMP and spraying, pass through hidden routers
+// only where the topology has any (endpoints such as GPUs do not forward).
 std::vector<NodeId> resolve_placement(const Schedule& s, const Topology& topo,
                                       const SimOptions& options);
 
 // An upper bound on the trie nodes of all transfers (every route's stages
-// counted as if no two destinations shared any), checked before anything is
-// built: throws std::invalid_argument when a destination is unreachable or
-// the bound exceeds kMaxNodes.
+// counted as if no two destinations shared any; a sprayed transfer's paths
+// as if no two packets shared any stage, at most as many as it has packets
+// or shortest paths), checked before anything is built: throws
+// std::invalid_argument when a destination is unreachable or the bound
+// exceeds kMaxNodes.
 std::int64_t count_route_stages(const Schedule& s, const Topology& topo, const NetworkModel& net,
-                                const std::vector<NodeId>& place);
+                                const std::vector<NodeId>& place,
+                                const std::vector<std::int64_t>& npackets);
 
 // The tries of every transfer. stage_bound is count_route_stages()'s result
 // (it sizes the node array once).
 StageTries build_stage_tries(const Schedule& s, const Topology& topo, const NetworkModel& net,
-                             const std::vector<NodeId>& place, std::int64_t stage_bound);
+                             const std::vector<NodeId>& place,
+                             const std::vector<std::int64_t>& npackets, std::int64_t stage_bound);
 
 }  // namespace wafercoll::sim
 

@@ -142,6 +142,20 @@ struct NetworkModel {
   // choice is a pure function of the flow and the node, so one flow stays on
   // one path and runs are reproducible.
   bool ecmp = false;
+  // Packet spraying. On: each packet of a transfer to one destination
+  // follows a shortest path in hops of its own. At a node where several
+  // out-links lead one hop nearer the destination, the packets that reach
+  // it are dealt to those links by smooth weighted round robin (weights in
+  // proportion to the links' bandwidths, routes.cpp), the sequence rotated
+  // by splitmix64(flow) ^ splitmix64(node) as for ECMP; packet k of the
+  // transfer takes entry (k / stride + rotation) mod (its length), stride
+  // being the product of the sequence lengths of the choices it made
+  // before. So a transfer of n packets over c equal links puts floor(n / c)
+  // or ceil(n / c) packets on each, and a source whose first links part
+  // sends on all of them at once. Transfers with several destinations
+  // follow the topology's routes. Needs dependencies "complete", no
+  // switch_overhead_s, and not ecmp.
+  bool spray = false;
 
   // Throws std::invalid_argument naming the field and the accepted range.
   void validate() const;

@@ -259,6 +259,8 @@ class Simulation {
   void run_task(std::int64_t k, Seconds at);
   inline void start(TransferId t) WAFERCOLL_LOOP_INLINE;
   inline void try_inject(TransferId t) WAFERCOLL_LOOP_INLINE;
+  inline std::int64_t next_sprayed(TransferId t, std::int32_t node,
+                                   std::int64_t packet) const WAFERCOLL_LOOP_INLINE;
   inline void release(TransferId x, Seconds when) WAFERCOLL_LOOP_INLINE;
   inline void complete(TransferId t) WAFERCOLL_LOOP_INLINE;
   inline void packet_done(TransferId t, std::int64_t slot, Seconds when);
@@ -313,6 +315,8 @@ class Simulation {
   Timeline timeline_;
   EventQueue queue_;
   bool top_consumed_ = true;  // whether the event being processed left the queue
+  // Spraying: per destination slot, the latest time a packet was done there.
+  std::vector<Seconds> sprayed_done_;
 };
 
 }  // namespace wafercoll::sim
