@@ -11,7 +11,11 @@ Under the MCM paper's Table II network, on the 8x8 and 9x9 meshes and the
    than 1 % slower than the best registered algorithm";
 3. reduce-scatter and allgather at 64 MiB against their bounds;
 4. the cost of synthesis (the packing, cold, without the disk cache) on
-   meshes from 4x4 to 16x16, tori and a ring.
+   meshes from 4x4 to 16x16, tori and a ring;
+5. (``--part fabrics``) allgather and reduce-scatter of 1 GiB synthesized
+   over switches (DGX H100, 16 DGX H100 on rails) under the machines' preset,
+   with packets sprayed over every shortest path, and with merged NVSwitch
+   chips, against the bound and beside NCCL's ring.
 
 Prints Markdown tables (recorded in the README, "Synthesis").
 """
@@ -103,27 +107,51 @@ def trees_table(net: wc.NetworkModel, size: int) -> None:
 
 
 def fabrics_table(size: int) -> None:
-    """Allgather and reduce-scatter synthesized over switches, against the bound."""
-    net = wc.machines.get("dgx_h100_x16_rail").network()
+    """Allgather and reduce-scatter synthesized over switches, against the bound.
+
+    Under the machines' preset (each pair's route through one NVSwitch chip)
+    and with packets sprayed over every shortest path (64 KiB packets, as
+    the hardware spreads NVLink traffic over all of a GPU's links), beside
+    NCCL's ring under the same network.
+    """
+    base = wc.machines.get("dgx_h100_x16_rail").network()
+    sprayed = base.replace(spray=True, packet_bytes=64 << 10)
     tops = [
-        ("dgx_h100", wc.topology.dgx_h100()),
-        ("dgx_h100, chips merged", wc.topology.dgx_h100(merge_switches=True)),
-        ("dgx_h100_x16_rail", wc.machines.resolve("dgx_h100_x16_rail")[0]),
+        ("dgx_h100", wc.topology.dgx_h100(), base),
+        ("dgx_h100, sprayed", wc.topology.dgx_h100(), sprayed),
+        ("dgx_h100, chips merged", wc.topology.dgx_h100(merge_switches=True), base),
+        ("dgx_h100_x16_rail", wc.machines.resolve("dgx_h100_x16_rail")[0], base),
+        (
+            "dgx_h100_x16_rail, sprayed",
+            wc.machines.resolve("dgx_h100_x16_rail")[0],
+            sprayed,
+        ),
         (
             "16 x DGX H100 on rails, chips merged",
             wc.topology.rail_optimized(16, 8, spines=4, nvswitches=1),
+            base,
         ),
     ]
-    print("| machine | collective | size | time | ratio to bound | busbw |")
-    print("|---|---|---|---|---|---|")
-    for label, topo in tops:
+    print(
+        "| machine | collective | size | time | ratio to bound | busbw "
+        "| NCCL ring's ratio | synthesis |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for label, topo, net in tops:
         for coll in ("allgather", "reduce_scatter"):
+            t = time.perf_counter()
             s = wc.synthesize(topo, coll, size, net)
+            dt = time.perf_counter() - t
             r = wc.simulate(s, topo, net)
             lb = wc.bounds.lower_bound(topo, net, coll, size)
+            ring = wc.build(
+                wc.algorithm_name("nccl", "ring", coll), size_bytes=size, topology=topo
+            )
+            rr = wc.simulate(ring, topo, net)
             print(
                 f"| {label} | {coll} | {size // MIB} MiB | {r.time_s * 1e3:.3f} ms "
-                f"| {r.time_s / lb.time_s:.3f} | {r.busbw_Bps / 1e9:.1f} GB/s |",
+                f"| {r.time_s / lb.time_s:.3f} | {r.busbw_Bps / 1e9:.1f} GB/s "
+                f"| {rr.time_s / lb.time_s:.3f} | {dt:.1f} s |",
                 flush=True,
             )
 

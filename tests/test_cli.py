@@ -645,3 +645,19 @@ def test_ctrl_c_stops_advise_on_a_large_machine(tmp_path, machine, ready):
     assert "wafercoll advise: interrupted" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr, r.stderr
     assert os.listdir(tmp_path) == []  # no output, whole or partial
+
+
+def test_simulate_sprays_packets_with_spray(capsys):
+    base = ("simulate", "nccl_ring_allreduce", "--topology", "dgx_h100")
+    base += ("--size-bytes", "64MiB", "--packet", "64KiB", "--format", "json")
+    code, out, _ = run(capsys, *base)
+    assert code == 0
+    one = json.loads(out)["busbw_Bps"]
+    code, out, _ = run(capsys, *base, "--spray")
+    assert code == 0
+    many = json.loads(out)["busbw_Bps"]
+    # One NVSwitch chip per route (100 GB/s) against all 18 NVLinks (450).
+    assert one == pytest.approx(100e9, rel=1e-3)
+    assert 400e9 < many <= 450e9 * (1 + 1e-9)
+    code, _, err = run(capsys, *base, "--spray", "--ecmp")
+    assert code == 2 and "exclude" in err
