@@ -87,7 +87,7 @@ void Simulation::start(TransferId t) {
     try_inject(t);
     return;
   }
-  const bool parts = !tries_.spray_root.empty() && tries_.spray_root[t].ways > 0;
+  const bool parts = costs_.spray && tries_.spray_root[t].ways > 0;
   for (std::int32_t c = static_cast<std::int32_t>(tries_.base[t]); c >= 0;
        c = tries_.nodes[c].next_sibling)
     push(a, parts ? next_sprayed(t, c, -1) : 0, t, c, kArrive, a);
@@ -200,11 +200,6 @@ void Simulation::park(const Event& ev) {
 // processed); the destination is done after its last, the transfer after
 // its last destination.
 void Simulation::packet_done(TransferId t, std::int64_t slot, Seconds when) {
-  if (!sprayed_done_.empty()) {
-    // Sprayed packets end on different stages: not in the order they finish.
-    when = std::max(when, sprayed_done_[slot]);
-    sprayed_done_[slot] = when;
-  }
   if (--progress_.slots[slot].left != 0) return;
   const RankId d = slot_rank_[slot];
   result_.rank_finish_s[d] = std::max(result_.rank_finish_s[d], when);
@@ -232,6 +227,16 @@ void Simulation::process_delivery(const Event& ev, TransferId t, Bytes bytes) {
   compute_[e].free_at = cs + dur;
   compute_[e].busy += dur;
   packet_done(t, nd.term, cs + dur);
+}
+
+// Sprayed packets end on different stages, so not in the order they are
+// delivered: the latest delivery to destination slot `slot` so far. (Booked
+// processing is done in booking order, so only unprocessed deliveries need
+// this.)
+Seconds Simulation::sprayed_latest(std::int64_t slot, Seconds when) {
+  Seconds& latest = sprayed_done_[static_cast<std::size_t>(slot)];
+  latest = std::max(latest, when);
+  return latest;
 }
 
 // The stage an arriving packet is served by: the node's link, or a port
@@ -301,7 +306,7 @@ void Simulation::record_service(TransferId t, std::int64_t packet, std::int64_t 
 // the next packet (fair sharing of the first stage), or, after the last,
 // the source rank is done sending.
 void Simulation::left_first_stage(const Event& ev, TransferId t, std::int64_t packet,
-                                  Seconds end) {
+                                  Seconds end, bool spray) {
   const bool stream = costs_.dataflow && progress_.hot[t].stream_id >= 0;
   if (stream) {
     StreamState& st = dataflow_.streams[progress_.hot[t].stream_id];
@@ -309,7 +314,7 @@ void Simulation::left_first_stage(const Event& ev, TransferId t, std::int64_t pa
     st.next = packet + 1;
     try_inject(t);
   }
-  const std::int64_t next = !tries_.spray_root.empty() && tries_.spray_root[t].ways > 0
+  const std::int64_t next = spray && tries_.spray_root[t].ways > 0
                                ? next_sprayed(t, ev.node, packet)
                                : packet + 1;
   if (next < progress_.hot[t].npackets) {
@@ -325,20 +330,15 @@ void Simulation::left_first_stage(const Event& ev, TransferId t, std::int64_t pa
 // latency (plus one flit) after it passed here, and its service there may
 // not end before its tail has arrived.
 void Simulation::forward(const Event& ev, TransferId t, std::int64_t packet, Seconds head_left,
-                         Seconds end, Bytes wire_bytes, double inv_bw, Seconds latency) {
+                         Seconds end, Bytes wire_bytes, double inv_bw, Seconds latency,
+                         bool spray) {
   const Bytes F = costs_.flit_bytes;
-  std::int32_t c = tries_.nodes[ev.node].first_child;
-  bool one = false;  // a sprayed packet takes one of the children
-  if (!tries_.spray.empty() && tries_.spray[ev.node].ways > 0) {
-    const LinkId link = tries_.spray_link(tries_.spray[ev.node], packet);
-    while (tries_.nodes[c].resource != link) c = tries_.nodes[c].next_sibling;
-    one = true;
-  }
-  for (; c >= 0; c = one ? -1 : tries_.nodes[c].next_sibling) {
+  // The packet's arrival at child stage c.
+  auto to = [&](std::int32_t c) WAFERCOLL_LOOP_INLINE {
     if (costs_.store_and_forward) {
       const Seconds a = end + latency;
       push(a, packet, t, c, kArrive, a);
-      continue;
+      return;
     }
     double ibn = inv_bw;  // the next stage's, when stages differ
     if (!costs_.uniform_bandwidth) {
@@ -353,7 +353,18 @@ void Simulation::forward(const Event& ev, TransferId t, std::int64_t packet, Sec
     const Seconds head = head_left + latency + (F > 0 ? static_cast<double>(F) * inv_bw : 0.0);
     const Seconds a = std::max(head, end + latency - static_cast<double>(wire_bytes) * ibn);
     push(a, packet, t, c, kArrive, head);
+  };
+  if (spray && tries_.spray[ev.node].ways > 0) {
+    // A sprayed packet takes one of the children.
+    const LinkId link = tries_.spray_link(tries_.spray[ev.node], packet);
+    std::int32_t c = tries_.nodes[ev.node].first_child;
+    while (tries_.nodes[c].resource != link) c = tries_.nodes[c].next_sibling;
+    to(c);
+    return;
   }
+  for (std::int32_t c = tries_.nodes[ev.node].first_child; c >= 0;
+       c = tries_.nodes[c].next_sibling)
+    to(c);
 }
 
 // The packet reached the end of a destination's route at `at`. Dataflow
@@ -361,7 +372,7 @@ void Simulation::forward(const Event& ev, TransferId t, std::int64_t packet, Sec
 // follows, booked at once when there is one ejection channel (packets then
 // reach the endpoint in processing order), else through a kDeliver event.
 void Simulation::reach_destination(const Event& ev, TransferId t, std::int64_t packet,
-                                   Bytes bytes, Seconds at) {
+                                   Bytes bytes, Seconds at, bool spray) {
   const std::int32_t term = tries_.nodes[ev.node].term;
   if (costs_.dataflow) {
     stream_delivered(term, at);
@@ -378,7 +389,7 @@ void Simulation::reach_destination(const Event& ev, TransferId t, std::int64_t p
   } else if (cost > 0.0) {
     push(at, packet, t, ev.node, kDeliver, at);
   } else {
-    packet_done(t, term, at);
+    packet_done(t, term, spray ? sprayed_latest(term, at) : at);
   }
 }
 
@@ -419,10 +430,24 @@ void Simulation::process(const Event& ev) {
   if ((++result_.events & (kInterruptStride - 1)) == 0) poll_interrupt();
   record_service(t, k, r, st, fin, dur);
   if (costs_.dataflow && k == h.npackets - 1) open_gates(ev.node, st);
-  if (nd.top()) left_first_stage(ev, t, k, fin);
   const Seconds l = stages_[r].lat;
-  forward(ev, t, k, hs, fin, w, ib, l);
-  if (nd.term >= 0) reach_destination(ev, t, k, m, fin + l);
+  if (nd.sprayed()) {
+    sprayed_moves_on(ev, t, k, hs, fin, w, ib, l, m);
+    return;
+  }
+  if (nd.top()) left_first_stage(ev, t, k, fin, false);
+  forward(ev, t, k, hs, fin, w, ib, l, false);
+  if (nd.term >= 0) reach_destination(ev, t, k, m, fin + l, false);
+}
+
+// The same for a packet of a sprayed transfer, out of the loop's body (the
+// handlers' spray branches fold away in the call above).
+void Simulation::sprayed_moves_on(const Event& ev, TransferId t, std::int64_t k, Seconds hs,
+                                  Seconds fin, Bytes w, double ib, Seconds l, Bytes m) {
+  const TrieNode& nd = tries_.nodes[ev.node];
+  if (nd.top()) left_first_stage(ev, t, k, fin, true);
+  forward(ev, t, k, hs, fin, w, ib, l, true);
+  if (nd.term >= 0) reach_destination(ev, t, k, m, fin + l, true);
 }
 
 // Task k's predecessors have completed: a gate completes now; a compute

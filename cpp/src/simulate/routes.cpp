@@ -241,7 +241,7 @@ void insert_path(StageTries& tries, TransferId t, std::int64_t first,
       if (nodes.size() >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
         throw std::invalid_argument("too many stages to simulate");
       c = static_cast<std::int32_t>(nodes.size());
-      TrieNode nd{res, -1, -1, -1, (t << 1) | (parent < 0 ? 1 : 0)};
+      TrieNode nd{res, -1, -1, -1, (t << 2) | (parent < 0 ? 1 : 0)};
       if (parent < 0) {
         // Top-level siblings chain from the stream's first node, in
         // creation order.
@@ -364,7 +364,7 @@ class SprayBuilder {
     if (nodes.size() >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
       throw std::invalid_argument("too many stages to simulate");
     c = static_cast<std::int32_t>(nodes.size());
-    nodes.push_back(TrieNode{res, -1, -1, -1, (t << 1) | (parent < 0 ? 1 : 0)});
+    nodes.push_back(TrieNode{res, -1, -1, -1, (t << 2) | 2 | (parent < 0 ? 1 : 0)});
     // Siblings in creation order, the first packet's first.
     if (last >= 0)
       nodes[last].next_sibling = c;

@@ -131,6 +131,7 @@ void Simulation::prepare_transfers(Prepared& prep) {
       pr.slots[i] =
           SlotState{pr.hot[t].npackets, pr.hot[t].npackets, -1, place_[sched_.dst_array()[i]]};
   }
+  costs_.spray = net_.spray;
   if (net_.spray) sprayed_done_.assign(static_cast<std::size_t>(dim_.dst_slots), 0.0);
   costs_.copy_s_per_byte = net_.copy_s_per_byte;
   costs_.switches = sched_.has_switches();

@@ -54,12 +54,14 @@ struct TrieNode {
   std::int32_t first_child;   // -1: none
   std::int32_t next_sibling;  // -1: none
   std::int32_t term;          // destination slot ending here, or -1
-  std::int32_t owner;         // transfer whose trie holds it << 1 | 1 for a
-                              // first stage of the stream (transfers < 2^26)
+  std::int32_t owner;         // transfer whose trie holds it << 2, | 2 when
+                              // the transfer is sprayed, | 1 for a first
+                              // stage of the stream (transfers < 2^26)
   // Filled by the simulation: order gates still closed on this node (dataflow).
   std::int32_t gate = 0;
-  TransferId transfer() const { return owner >> 1; }
+  TransferId transfer() const { return owner >> 2; }
   bool top() const { return (owner & 1) != 0; }
+  bool sprayed() const { return (owner & 2) != 0; }
 };
 
 // Packet spraying (NetworkModel::spray). A sprayed transfer's trie holds

@@ -173,6 +173,7 @@ struct Costs {
   double switch_reduce_s_per_byte = 0.0;  // 1 / switch_reduce_Bps (0: free)
   bool switches = false;                  // the schedule has switch ranks
   bool dataflow = false;  // Dependencies::dataflow
+  bool spray = false;     // NetworkModel::spray (the tries hold SprayChoices)
 };
 
 // What the transfers and their destinations have done so far.
@@ -259,8 +260,9 @@ class Simulation {
   void run_task(std::int64_t k, Seconds at);
   inline void start(TransferId t) WAFERCOLL_LOOP_INLINE;
   inline void try_inject(TransferId t) WAFERCOLL_LOOP_INLINE;
-  inline std::int64_t next_sprayed(TransferId t, std::int32_t node,
-                                   std::int64_t packet) const WAFERCOLL_LOOP_INLINE;
+  // Out of line: only sprayed transfers call them.
+  std::int64_t next_sprayed(TransferId t, std::int32_t node, std::int64_t packet) const;
+  Seconds sprayed_latest(std::int64_t slot, Seconds when);
   inline void release(TransferId x, Seconds when) WAFERCOLL_LOOP_INLINE;
   inline void complete(TransferId t) WAFERCOLL_LOOP_INLINE;
   inline void packet_done(TransferId t, std::int64_t slot, Seconds when);
@@ -283,13 +285,17 @@ class Simulation {
                                     Seconds& avail) WAFERCOLL_LOOP_INLINE;
   inline void record_service(TransferId t, std::int64_t packet, std::int64_t stage,
                              Seconds start, Seconds end, Seconds dur) WAFERCOLL_LOOP_INLINE;
+  // `spray`: the packet belongs to a sprayed transfer (a constant at each
+  // call, so the branches on it fold away).
   inline void left_first_stage(const Event& ev, TransferId t, std::int64_t packet,
-                               Seconds end) WAFERCOLL_LOOP_INLINE;
+                               Seconds end, bool spray) WAFERCOLL_LOOP_INLINE;
   inline void forward(const Event& ev, TransferId t, std::int64_t packet, Seconds head_left,
-                      Seconds end, Bytes wire_bytes, double inv_bw,
-                      Seconds latency) WAFERCOLL_LOOP_INLINE;
+                      Seconds end, Bytes wire_bytes, double inv_bw, Seconds latency,
+                      bool spray) WAFERCOLL_LOOP_INLINE;
   inline void reach_destination(const Event& ev, TransferId t, std::int64_t packet,
-                                Bytes bytes, Seconds at) WAFERCOLL_LOOP_INLINE;
+                                Bytes bytes, Seconds at, bool spray) WAFERCOLL_LOOP_INLINE;
+  void sprayed_moves_on(const Event& ev, TransferId t, std::int64_t k, Seconds hs, Seconds fin,
+                        Bytes w, double ib, Seconds l, Bytes m);
 
   // The inputs.
   const Schedule& sched_;
