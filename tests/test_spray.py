@@ -278,3 +278,26 @@ def test_bad_spray_input_is_refused() -> None:
             wc.NetworkModel(1e9, packet_bytes=1, spray=True),
             max_events=1000,
         )
+
+
+@pytest.mark.parametrize("ports", [None, 1])
+def test_processing_at_the_destination_waits_for_the_last_sprayed_packet(ports) -> None:
+    # With a copy cost c per byte below the arrival rate, every packet is
+    # stored c M after it arrives; the last to arrive (not the last dealt)
+    # ends the transfer. Without ports: (n - 1) M / (s B) + M / B + c M.
+    B, M, sp, n = 1e9, 4096, 3, 10
+    topo = leaf_spine(2, sp, sp * B, B)
+    s = one_transfer(4, 0, 2, n * M)
+    c = 0.5 / (sp * B)
+    net = wc.NetworkModel(None, packet_bytes=M, spray=True, copy_s_per_byte=c)
+    r = wc.simulate(s, topo, net.replace(ports=ports), trace=True)
+    if ports is None:
+        want = (n - 1) * M / (sp * B) + M / B + c * M
+        assert isclose(r.time_s, want, rel_tol=1e-12)
+    tr = r.trace()
+    last = max(
+        f
+        for f, ln in zip(tr["finish_s"], tr["link"], strict=True)
+        if ln >= 0 and topo.links["dst"][ln] == 2
+    )
+    assert r.time_s >= last + c * M * (1 - 1e-12)
