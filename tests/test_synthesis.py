@@ -350,3 +350,33 @@ def test_switched_machines_refuse_what_needs_a_packing() -> None:
         )
     with pytest.raises(ValueError, match="hidden routers"):
         wc.synthesize(topo, "broadcast", 64)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "dgx_h100",
+        "dgx_b200",
+        "nvl72",
+        "dgx_h100_x16_rail:2",
+        "fat_tree_k8:4",
+        "dragonfly_a8:2x2x1",
+    ],
+)
+@pytest.mark.parametrize("phase", ["allgather", "reduce_scatter"])
+def test_rooted_lp_against_the_cut_bound_on_every_preset(spec, phase) -> None:
+    # The LP's fluid time is what its trees achieve when the links are the
+    # only limit: never below wc.bounds' cut bound, and equal to it once the
+    # loads spread as sprayed packets spread them (every preset's bound is
+    # then met by shortest-path trees in the fluid limit).
+    topo, net = wc.machines.resolve(spec)
+    trees = synthesis.shortest_path_trees(topo, 8)
+    size = 1 << 26
+    for spray in (False, True):
+        model = net.replace(spray=True, packet_bytes=1 << 16) if spray else net
+        bound = wc.bounds.lower_bound(topo, model, phase, size).time_s
+        _, share, fluid = synthesis.rooted_shares(topo, trees, phase, size, spray=spray)
+        assert int(share.sum()) == size
+        assert fluid >= bound * (1 - 1e-9)
+        if spray:
+            assert fluid == pytest.approx(bound, rel=1e-6)
