@@ -3,10 +3,12 @@
 Every fabric is a :func:`~wafercoll.topology.custom` topology: the endpoints
 (GPUs or hosts, ids ``0 .. E - 1``) come first, then the switches as hidden
 routers. Every wire is a pair of directed links, one each way, of the same
-bandwidth. Routes are single paths (the simulator moves a message along one
-route), so where the hardware spreads a message over several equal paths
-(NVSwitch planes, ECMP in a fat tree) the model sends it down one of them;
-each constructor says which.
+bandwidth. A topology's routes are single paths, so where the hardware
+spreads a message over several equal paths (NVSwitch planes, ECMP in a fat
+tree) a route sends it down one of them; each constructor says which. The
+network model can leave these routes: ``NetworkModel(ecmp=True)`` picks one
+shortest path per flow, ``NetworkModel(spray=True)`` one per packet (see
+:class:`~wafercoll.NetworkModel`, :meth:`~wafercoll.Topology.spray_shares`).
 
 Numbers and where they come from (``GB/s`` is per direction unless marked
 "bidirectional"):
@@ -524,8 +526,9 @@ def rail_optimized(
     and other pairs (and GPUs of one node without NVSwitch) over rail, spine,
     rail (4 hops), the spine chosen by the destination's node, ``node mod
     spines``, so that a rail's traffic to many nodes spreads over the spines
-    (destination-based, like the fat tree's two-level tables; ECMP hashing is
-    not modelled). No route passes through a peer GPU (no PXN-style
+    (destination-based, like the fat tree's two-level tables; per-flow ECMP
+    and packet spraying are options of the network model). No route passes
+    through a peer GPU (no PXN-style
     forwarding). These are explicit route tables, for at most 4096 GPUs.
     ``"shortest"``: shortest paths, lowest link id first, with the rail-spine
     wires numbered first, then the NIC wires, then the NVLink wires: the same
