@@ -221,3 +221,67 @@ def test_advise_ranks_nccl_nvls_and_synthesis_on_dgx_h100() -> None:
     for c in pruned.candidates:
         if c.status == "pruned":
             assert sim[c.name].time_s >= third
+
+
+def test_advise_and_sweep_give_builders_the_network_they_plan_for() -> None:
+    # The synthesizer's LP takes the sprayed link loads when the network
+    # sprays (network_parameters=("spray",)): the advisor and sweeps build it
+    # so, and it is then much faster than the same builder planning for
+    # single routes.
+    topo = wc.topology.dgx_h100_rail(2)
+    net = wc.machines.get("dgx_h100_x16_rail").network()
+    net = net.replace(spray=True, packet_bytes=1 << 16)
+    name, size = "synth_treepack_allgather", 64 << 20
+    assert wc.algorithm_info(name).network_options(net) == {"spray": True}
+
+    def time(**kw):
+        s = wc.build(name, size_bytes=size, topology=topo, **kw)
+        return wc.simulate(s, topo, net).time_s
+
+    planned, unplanned = time(spray=True), time(spray=False)
+    assert planned < 0.5 * unplanned
+    adv = wc.advise(topo, size, "allgather", net, names=[name])
+    assert adv.best.time_s == planned
+    df = wc.sweep(
+        {
+            "algorithm": [name],
+            "topology": [topo],
+            "size_bytes": [size],
+            "network": [net],
+        },
+        jobs=1,
+        cache=None,
+        progress=False,
+    )
+    assert list(df["time_s"]) == [planned]
+    # An option given explicitly wins over the network's.
+    df = wc.sweep(
+        [
+            {
+                "algorithm": name,
+                "topology": topo,
+                "size_bytes": size,
+                "network": net,
+                "options": {"spray": False},
+            }
+        ],
+        jobs=1,
+        cache=None,
+        progress=False,
+    )
+    assert list(df["time_s"]) == [unplanned]
+
+
+def test_network_parameters_must_name_a_parameter_and_a_network_field() -> None:
+    with pytest.raises(ValueError, match="network_parameters"):  # no such parameter
+        wc.register_algorithm(
+            "demo_bad_allreduce", "allreduce", network_parameters=("spray",)
+        )
+    with pytest.raises(ValueError, match="network_parameters"):  # no such field
+        wc.register_algorithm(
+            "demo_bad_allreduce",
+            "allreduce",
+            parameters={"chunks": 1},
+            network_parameters=("chunks",),
+        )
+    assert "demo_bad_allreduce" not in {a.name for a in wc.algorithms()}

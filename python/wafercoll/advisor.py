@@ -385,7 +385,13 @@ def advise(
             rows.append(Candidate(info.name, "not applicable", note=f"for {fams}"))
             continue
         try:
-            s = build(info.name, size_bytes=S, topology=topology, **extra)
+            s = build(
+                info.name,
+                size_bytes=S,
+                topology=topology,
+                **extra,
+                **info.network_options(network),
+            )
         except (ValueError, TypeError) as exc:
             rows.append(Candidate(info.name, "not applicable", note=str(exc)))
             continue

@@ -55,6 +55,7 @@ load gives a :class:`~wafercoll.WafercollWarning` and is left out.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import warnings
 from collections.abc import Callable
@@ -63,6 +64,7 @@ from typing import Any
 
 from ._errors import WafercollWarning
 from ._util import as_int, did_you_mean
+from .network import NetworkModel
 from .schedule import COLLECTIVES, Schedule
 
 __all__ = [
@@ -142,6 +144,12 @@ class AlgorithmInfo:
     artifact_names : tuple of str
         The names the authors' artifact gives it, if any (for the meshes of
         chiplets: the artifact's name on even meshes, then on odd meshes).
+    network_parameters : tuple of str
+        Parameters that plan for the network the schedule runs on, each named
+        after the :class:`~wafercoll.NetworkModel` field whose value it takes
+        (the synthesizer's ``spray``): :func:`wafercoll.advise` and
+        :func:`wafercoll.sweep` pass the network's value
+        (:meth:`network_options`).
 
     Examples
     --------
@@ -167,6 +175,19 @@ class AlgorithmInfo:
     variant: str = ""
     label: str = ""
     artifact_names: tuple[str, ...] = ()
+    network_parameters: tuple[str, ...] = ()
+
+    def network_options(self, network: Any) -> dict[str, Any]:
+        """The options that ``network_parameters`` take from ``network``.
+
+        Examples
+        --------
+        >>> import wafercoll as wc
+        >>> info = wc.algorithm_info("synth_treepack_allgather")
+        >>> info.network_options(wc.NetworkModel(1e9, packet_bytes=4096, spray=True))
+        {'spray': True}
+        """
+        return {k: getattr(network, k) for k in self.network_parameters}
 
     def __post_init__(self) -> None:
         # A record made with only a name (a plugin's) gets its parts from the
@@ -311,6 +332,7 @@ def register_algorithm(
     label: str = "",
     variant: str = "",
     artifact_names: tuple[str, ...] = (),
+    network_parameters: tuple[str, ...] = (),
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register a builder under ``name``; use as a decorator.
 
@@ -345,6 +367,10 @@ def register_algorithm(
         The variant part of the name, if it has one.
     artifact_names : tuple of str, optional
         The names an artifact of the algorithm's source gives it.
+    network_parameters : tuple of str, optional
+        Entries of ``parameters`` named after :class:`~wafercoll.NetworkModel`
+        fields, which the advisor and sweeps set from the network they
+        simulate under (:attr:`AlgorithmInfo.network_parameters`).
 
     Returns
     -------
@@ -369,6 +395,13 @@ def register_algorithm(
     """
     fams = tuple(families)
     params = dict(parameters or {})
+    fields = {f.name for f in dataclasses.fields(NetworkModel)}
+    for k in network_parameters:
+        if k not in params or k not in fields:
+            raise ValueError(
+                f"network_parameters: {k!r} must be one of the parameters and a "
+                "NetworkModel field"
+            )
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         doc = (fn.__doc__ or "").strip().splitlines()
@@ -386,6 +419,7 @@ def register_algorithm(
                 variant=variant,
                 label=label,
                 artifact_names=artifact_names,
+                network_parameters=tuple(network_parameters),
             )
         )
         return fn

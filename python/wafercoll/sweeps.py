@@ -242,7 +242,7 @@ def _run_point(
     options: tuple[tuple[str, Any], ...],
 ) -> dict[str, Any]:
     """Build, verify, simulate and bound one point (its row of the table)."""
-    from .algorithms import build
+    from .algorithms import algorithm_info, build
     from .analysis import verify
     from .bounds import optimality_ratio, result_bound
     from .simulate import simulate
@@ -265,7 +265,8 @@ def _run_point(
         "error": "",
     }
     try:
-        s = build(algorithm, size_bytes=size_bytes, topology=topology, **dict(options))
+        kw = {**algorithm_info(algorithm).network_options(network), **dict(options)}
+        s = build(algorithm, size_bytes=size_bytes, topology=topology, **kw)
         verify(s)
         r = simulate(s, topology, network)
     except (ValueError, TypeError) as exc:

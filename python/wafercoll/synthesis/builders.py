@@ -186,6 +186,7 @@ _SOURCE = (
         "spray": False,
     },
     max_ranks=MAX_NODES,
+    network_parameters=("spray",),
 )
 def treepack_allreduce(
     ranks: int,
@@ -374,6 +375,7 @@ for _phase in ("reduce_scatter", "allgather"):
             "spray": False,
         },
         max_ranks=MAX_NODES,
+        network_parameters=("spray",),
     )(_rooted(algorithm_name("synth", "treepack", _phase), _phase))
 
 
