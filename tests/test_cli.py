@@ -661,3 +661,31 @@ def test_simulate_sprays_packets_with_spray(capsys):
     assert 400e9 < many <= 450e9 * (1 + 1e-9)
     code, _, err = run(capsys, *base, "--spray", "--ecmp")
     assert code == 2 and "exclude" in err
+
+
+def test_simulate_gives_the_synthesizer_the_network_it_runs_on(capsys):
+    # Under --spray the synthesized allgather's LP takes the sprayed loads,
+    # as wc.advise builds it; --option spray=false overrides.
+    base = ("simulate", "synth_treepack_allgather", "--topology", "dgx_h100_x16_rail:2")
+    base += (
+        "--size-bytes",
+        "64MiB",
+        "--packet",
+        "64KiB",
+        "--spray",
+        "--format",
+        "json",
+    )
+    code, out, _ = run(capsys, *base)
+    assert code == 0
+    planned = json.loads(out)["time_s"]
+    code, out, _ = run(capsys, *base, "--option", "spray=false")
+    assert code == 0
+    unplanned = json.loads(out)["time_s"]
+    topo, net = wc.machines.resolve("dgx_h100_x16_rail:2")
+    net = net.replace(spray=True, packet_bytes=1 << 16)
+    s = wc.build(
+        "synth_treepack_allgather", size_bytes=64 << 20, topology=topo, spray=True
+    )
+    assert planned == pytest.approx(wc.simulate(s, topo, net).time_s, rel=1e-12)
+    assert planned < 0.5 * unplanned

@@ -246,11 +246,15 @@ def _resolve(args: argparse.Namespace, ranks: int | None) -> tuple[Any, Any]:
         raise UsageError(f"--topology: {exc}") from None
 
 
-def _build(args: argparse.Namespace) -> Any:
-    """Build ``args.name``; with --topology, for that machine (kept in args)."""
+def _build(args: argparse.Namespace, planned: dict[str, Any] | None = None) -> Any:
+    """Build ``args.name``; with --topology, for that machine (kept in args).
+
+    ``planned``: options the builder takes from the network it will run on
+    (``AlgorithmInfo.network_options``); those given with --option win.
+    """
     import wafercoll as wc
 
-    options = dict(args.option)
+    options = {**(planned or {}), **dict(args.option)}
     if args.root is not None:
         options["root"] = args.root
     args.machine_topology, args.machine_network = None, None
@@ -295,7 +299,7 @@ def _schedule_file(path: str, args: argparse.Namespace, where: str) -> Any:
         raise Failure(f"cannot read {path}: {exc}") from None
 
 
-def _source(args: argparse.Namespace) -> Any:
+def _source(args: argparse.Namespace, planned: dict[str, Any] | None = None) -> Any:
     """The schedule of simulate / export: --schedule FILE or NAME built."""
     if args.schedule is not None:
         return _schedule_file(args.schedule, args, f"--schedule ({args.schedule})")
@@ -303,7 +307,7 @@ def _source(args: argparse.Namespace) -> Any:
         raise UsageError(f"{args.command} needs NAME (with --size-bytes) or --schedule")
     if args.size_bytes is None:
         raise UsageError(f"{args.command} needs --size-bytes")
-    return _build(args)
+    return _build(args, planned)
 
 
 def _summary(s: Any, rep: Any) -> str:
@@ -411,11 +415,20 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             "-t mesh:4x4, -t torus:8x8, -t wormhole_n150, -t mcm_table_ii:3x3 "
             f"({SPEC_HELP})"
         )
-    s = _source(args)
+    network, planned = None, None
+    if args.schedule is None and args.name is not None and args.size_bytes is not None:
+        # A builder that plans for its network (the synthesizer under
+        # --spray) is given the network it will run on.
+        info = _info(args.name)
+        if info.network_parameters:
+            network = _network(args, _resolve(args, args.ranks)[1])
+            planned = info.network_options(network)
+    s = _source(args, planned)
     if args.schedule is not None:
         args.machine_topology, args.machine_network = _resolve(args, s.num_ranks)
     topology = args.machine_topology
-    network = _network(args, args.machine_network)
+    if network is None:
+        network = _network(args, args.machine_network)
     traced = args.trace is not None
     try:
         result = wc.simulate(
