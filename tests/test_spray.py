@@ -119,14 +119,15 @@ def spray_link_bytes(topo: wc.Topology, s: wc.Schedule, M: int) -> np.ndarray:
 
     def weights(opts: list[int]) -> list[int]:
         lo = min(bw[k] for k in opts)
+
+        def ratio(k: int, m: int) -> float:
+            return min(bw[k] / lo * m, 1024.0)
+
         for m in range(1, 9):
-            w = [round(bw[k] / lo * m) for k in opts]
-            if all(
-                abs(bw[k] / lo * m - x) <= 1e-9 * bw[k] / lo * m
-                for k, x in zip(opts, w)
-            ):
+            w = [round(ratio(k, m)) for k in opts]
+            if all(abs(ratio(k, m) - x) <= 1e-9 * ratio(k, m) for k, x in zip(opts, w)):
                 return w
-        return [max(1, round(bw[k] / lo * 8)) for k in opts]
+        return [max(1, round(ratio(k, 8))) for k in opts]
 
     def deal(opts: list[int]) -> list[int]:
         w = weights(opts) if len(opts) > 1 else [1]
@@ -165,12 +166,24 @@ def spray_link_bytes(topo: wc.Topology, s: wc.Schedule, M: int) -> np.ndarray:
     return out
 
 
-@pytest.mark.parametrize("machine", ["fat_tree", "dgx_h100", "rail"])
+def odd_paths() -> wc.Topology:
+    # Hosts 0 and 1 joined through three routers of bandwidths in no small
+    # integer ratio, one far beyond the weight cap.
+    links, bw = [], []
+    for r, rate in ((2, 1e9), (3, 1.3e9), (4, 3.3e12)):
+        for a, b in ((0, r), (r, 1), (1, r), (r, 0)):
+            links.append((a, b))
+            bw.append(rate)
+    return wc.custom(2, links, num_hidden_routers=3, bandwidth_Bps=bw)
+
+
+@pytest.mark.parametrize("machine", ["fat_tree", "dgx_h100", "rail", "odd"])
 def test_link_loads_follow_the_stated_rule(machine) -> None:
     topo = {
         "fat_tree": lambda: wc.topology.fat_tree(4),
         "dgx_h100": lambda: wc.topology.dgx_h100(),
         "rail": lambda: wc.topology.rail_optimized(2, 4, nvswitches=2),
+        "odd": odd_paths,
     }[machine]()
     p = topo.num_endpoints
     pairs = [(a, (a * 5 + 3) % p) for a in range(p) if (a * 5 + 3) % p != a]

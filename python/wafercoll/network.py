@@ -113,9 +113,10 @@ class NetworkModel:
         a shortest path in hops of its own. Where several out-links lead one
         hop nearer, the packets through a node are dealt to them by smooth
         weighted round robin, weights in proportion to the links'
-        bandwidths (the smallest integers, up to 8 per link, in their exact
-        ratio: a DGX H100 GPU's 5, 4, 4 and 5 NVLinks to its four NVSwitch
-        chips), the sequence rotated per flow by the hash of ``ecmp``.
+        bandwidths (the smallest integers, up to 8 per unit of the slowest
+        link, in their exact ratio: a DGX H100 GPU's 5, 4, 4 and 5 NVLinks to
+        its four NVSwitch chips; else the ratios rounded to eighths, at most
+        1024 each), the sequence rotated per flow by the hash of ``ecmp``.
         Packet ``k`` takes entry ``(k // stride + rotation) % length``,
         ``stride`` the product of the sequence lengths of its earlier
         choices; so ``n`` packets over ``c`` equal links put

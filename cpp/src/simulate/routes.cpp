@@ -9,11 +9,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <unordered_map>
 #include <map>
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 
 namespace wafercoll::sim {
 
@@ -269,25 +269,30 @@ void insert_path(StageTries& tries, TransferId t, std::int64_t first,
 // equal under one bandwidth for every link, else in proportion to the
 // links' bandwidths as the smallest integers (a multiplier up to 8 of each
 // link's ratio to the slowest) that state it exactly, or eighths of the
-// slowest rounded when none does.
+// slowest rounded when none does; at most kMaxSprayWeight each (a link
+// that much faster than the slowest gets that many turns).
+constexpr double kMaxSprayWeight = 1024.0;
+
 std::vector<std::int32_t> spray_weights(const std::vector<LinkId>& opts, NodeRoutes& routes,
                                         const NetworkModel& net) {
   std::vector<std::int32_t> w(opts.size(), 1);
   if (net.bandwidth_Bps > 0.0) return w;
   double lo = std::numeric_limits<double>::infinity();
   for (const LinkId l : opts) lo = std::min(lo, routes.link(l).bandwidth_Bps);
+  auto weight = [&](LinkId l, std::int32_t m) {
+    return std::min(routes.link(l).bandwidth_Bps / lo * m, kMaxSprayWeight);
+  };
   for (std::int32_t m = 1; m <= 8; ++m) {
     bool exact = true;
     for (std::size_t i = 0; i < opts.size(); ++i) {
-      const double x = routes.link(opts[i]).bandwidth_Bps / lo * m;
+      const double x = weight(opts[i], m);
       w[i] = static_cast<std::int32_t>(std::lround(x));
       exact = exact && std::abs(x - static_cast<double>(w[i])) <= 1e-9 * x;
     }
     if (exact) return w;
   }
   for (std::size_t i = 0; i < opts.size(); ++i)
-    w[i] = std::max<std::int32_t>(1, static_cast<std::int32_t>(std::lround(
-                                         routes.link(opts[i]).bandwidth_Bps / lo * 8)));
+    w[i] = std::max<std::int32_t>(1, static_cast<std::int32_t>(std::lround(weight(opts[i], 8))));
   return w;
 }
 

@@ -393,8 +393,12 @@ class Topology:
         bandwidths (equally when the model sets one ``bandwidth_Bps`` for
         all: ``equal=True``). This gives each link's share of the bytes: what
         a long message puts there, the loads a fluid model of spraying needs.
-        The simulator's shares for a message of ``n`` packets differ from
-        these by less than a packet per choice.
+        The simulator deals in integer weights (the smallest, up to 8 per
+        unit of the slowest link, that state the ratios exactly; else the
+        ratios rounded to eighths, at most 1024 each), equal to these ratios
+        on the fabrics here (NVLink's 5, 4, 4 and 5; equal links); its
+        shares for a message of ``n`` packets differ from these by less than
+        a packet per choice.
 
         Parameters
         ----------
