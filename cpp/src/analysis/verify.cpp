@@ -1,7 +1,7 @@
 // The verifier: see verify.hpp for what it proves and the timing rules.
 //
 // Structure: three helpers, then the Verifier that uses them.
-//  * SetPool interns contribution sets (over FlatMap), so a cell's state is one int and
+//  * SetPool interns contribution sets (over SetIndex), so a cell's state is one int and
 //    "same contributions" is an integer comparison;
 //  * HappensBefore answers "does a reach b in the dependency DAG" with cheap
 //    rules first and a search only when they fail (the queries dominate);
@@ -274,6 +274,22 @@ std::string cell(RankId r, BlockId b) {
   return "block " + std::to_string(b) + " of rank " + std::to_string(r);
 }
 
+// Sizes known before the walk. The records are at least one per written
+// (destination, range) pair, so the list is allocated once instead of being
+// copied as it doubles (a copy of the list is hundreds of MiB at 10^7
+// transfers). The set index starts with room for the sets every run interns
+// (each participant's singleton, the set of all and the empty set) and grows
+// as it fills: the reduces' (destination, range) pairs bound the new sets
+// from above, but in tree and butterfly schedules they overestimate them by
+// the number of steps (many ranks build the same set), and an index sized
+// for them was slower than one that grows (a growth is a sequential pass).
+std::size_t expected_records(const Schedule& s) {
+  std::size_t n = 1 + static_cast<std::size_t>(s.num_ranks());
+  for (TransferId t = 0; t < s.num_transfers(); ++t)
+    n += static_cast<std::size_t>(s.num_dsts(t) * (s.ranges_end(t) - s.ranges_begin(t)));
+  return n;
+}
+
 // One verification: the cells' states as records (who wrote which set),
 // updated transfer by transfer in a topological order. Any valid order
 // gives the same verdict: the happens-before checks make the result hold
@@ -281,7 +297,13 @@ std::string cell(RankId r, BlockId b) {
 class Verifier {
  public:
   Verifier(const Schedule& s, std::int64_t dense_after)
-      : s_(s), order_(topological_order(s)), hb_(s, order_), dense_after_(dense_after) {}
+      : s_(s),
+        order_(topological_order(s)),
+        hb_(s, order_),
+        dense_after_(dense_after),
+        sets_(3 + static_cast<std::size_t>(s.num_ranks())) {
+    records_.reserve(expected_records(s));
+  }
 
   VerifyReport run() {
     // The dependencies are in range and acyclic (the constructor's
