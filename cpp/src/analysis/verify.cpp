@@ -196,6 +196,11 @@ class PieceMap {
   BlockId hi(RankId r, std::size_t i) const {
     return i + 1 < pieces_[r].size() ? pieces_[r][i + 1].lo : blocks_;
   }
+  // Start loading the piece holding block b, for a rank that is dense
+  // (whose piece is found without reading memory); a hint, nothing else.
+  void prefetch(RankId r, BlockId b) const {
+    if (dense_[r] && b < blocks_) verify_detail::prefetch_line(pieces_[r].data() + b);
+  }
   // Index of the piece holding block b.
   std::size_t find(RankId r, BlockId b) const {
     if (dense_[r]) return static_cast<std::size_t>(b);
@@ -315,10 +320,12 @@ class Verifier {
                           "dependencies are acyclic, but what its transfers compute "
                           "is not specified, so there is nothing to verify");
     init_state();
-    std::int64_t done = 0;
-    for (TransferId t : order_) {
-      forward(t);
-      if ((++done & 4095) == 0) poll_interrupt();
+    const std::size_t n = order_.size();
+    for (std::size_t k = 0; k < n; ++k) {
+      if (k + 2 * kLookahead < n) prefetch_cells(cells_, order_[k + 2 * kLookahead]);
+      if (k + kLookahead < n) prefetch_union(order_[k + kLookahead]);
+      forward(order_[k]);
+      if ((k & 4095) == 4095) poll_interrupt();
     }
     reverse_pass();
     check_postcondition();
@@ -331,6 +338,34 @@ class Verifier {
   }
 
  private:
+  // How many transfers ahead of the walk the prefetches run: a transfer
+  // takes some 100 ns, about one memory access. Measured on ring allreduce
+  // at 10^7 transfers: 2 ahead already gains most, 4 to 16 equally.
+  static constexpr std::size_t kLookahead = 8;
+
+  // Hints: they change nothing, but let the memory accesses of a walk
+  // overlap. Where cells and sets sit is known ahead: the cells' pieces in
+  // a dense rank, and the index slot of a reduce's result, which hashes the
+  // union of the states its cells hold some transfers before (the union
+  // forward(t) computes unless a transfer in between writes those cells).
+  // Without them each new set's lookup waited for memory (about 40 % of
+  // verifying a ring schedule of 10^7 transfers).
+  void prefetch_cells(const PieceMap& map, TransferId t) const {
+    if (s_.ranges_begin(t) == s_.ranges_end(t)) return;
+    const BlockId b = s_.ranges_begin(t)->lo;
+    map.prefetch(s_.src(t), b);
+    map.prefetch(*s_.dsts_begin(t), b);
+  }
+  void prefetch_union(TransferId t) {
+    if (s_.op(t) != Op::reduce || s_.ranges_begin(t) == s_.ranges_end(t)) return;
+    const BlockId b = s_.ranges_begin(t)->lo;
+    const RankId src = s_.src(t);
+    const RankId dst = *s_.dsts_begin(t);
+    const std::int32_t in = cells_.of(src)[cells_.find(src, b)].state;
+    const std::int32_t old = cells_.of(dst)[cells_.find(dst, b)].state;
+    sets_.prefetch_union(records_[old].set, records_[in].set);
+  }
+
   std::int32_t initial_record(std::int32_t set) {
     records_.push_back(Record{-1, set, -1});
     return static_cast<std::int32_t>(records_.size()) - 1;
@@ -556,6 +591,8 @@ class Verifier {
     std::int64_t seen = 0;
     for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
       if ((++seen & 4095) == 0) poll_interrupt();
+      if (order_.rend() - it > static_cast<std::ptrdiff_t>(kLookahead))
+        prefetch_cells(next_write_, it[kLookahead]);
       const TransferId t = *it;
       const RankId src = s_.src(t);
       TransferId checked = -1;
