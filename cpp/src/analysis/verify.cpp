@@ -357,6 +357,7 @@ class Verifier {
     map.prefetch(*s_.dsts_begin(t), b);
   }
   void prefetch_union(TransferId t) {
+    if (!sets_.worth_prefetching()) return;
     if (s_.op(t) != Op::reduce || s_.ranges_begin(t) == s_.ranges_end(t)) return;
     const BlockId b = s_.ranges_begin(t)->lo;
     const RankId src = s_.src(t);
