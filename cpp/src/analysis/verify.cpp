@@ -1,7 +1,7 @@
 // The verifier: see verify.hpp for what it proves and the timing rules.
 //
 // Structure: three helpers, then the Verifier that uses them.
-//  * SetPool interns contribution sets (over FlatMap), so a cell's state is one int and
+//  * SetPool interns contribution sets (over SetIndex), so a cell's state is one int and
 //    "same contributions" is an integer comparison;
 //  * HappensBefore answers "does a reach b in the dependency DAG" with cheap
 //    rules first and a search only when they fail (the queries dominate);
@@ -196,6 +196,11 @@ class PieceMap {
   BlockId hi(RankId r, std::size_t i) const {
     return i + 1 < pieces_[r].size() ? pieces_[r][i + 1].lo : blocks_;
   }
+  // Start loading the piece holding block b, for a rank that is dense
+  // (whose piece is found without reading memory); a hint, nothing else.
+  void prefetch(RankId r, BlockId b) const {
+    if (dense_[r] && b < blocks_) verify_detail::prefetch_line(pieces_[r].data() + b);
+  }
   // Index of the piece holding block b.
   std::size_t find(RankId r, BlockId b) const {
     if (dense_[r]) return static_cast<std::size_t>(b);
@@ -274,6 +279,22 @@ std::string cell(RankId r, BlockId b) {
   return "block " + std::to_string(b) + " of rank " + std::to_string(r);
 }
 
+// Sizes known before the walk. The records are at least one per written
+// (destination, range) pair, so the list is allocated once instead of being
+// copied as it doubles (a copy of the list is hundreds of MiB at 10^7
+// transfers). The set index starts with room for the sets every run interns
+// (each participant's singleton, the set of all and the empty set) and grows
+// as it fills: the reduces' (destination, range) pairs bound the new sets
+// from above, but in tree and butterfly schedules they overestimate them by
+// the number of steps (many ranks build the same set), and an index sized
+// for them was slower than one that grows (a growth is a sequential pass).
+std::size_t expected_records(const Schedule& s) {
+  std::size_t n = 1 + static_cast<std::size_t>(s.num_ranks());
+  for (TransferId t = 0; t < s.num_transfers(); ++t)
+    n += static_cast<std::size_t>(s.num_dsts(t) * (s.ranges_end(t) - s.ranges_begin(t)));
+  return n;
+}
+
 // One verification: the cells' states as records (who wrote which set),
 // updated transfer by transfer in a topological order. Any valid order
 // gives the same verdict: the happens-before checks make the result hold
@@ -281,7 +302,13 @@ std::string cell(RankId r, BlockId b) {
 class Verifier {
  public:
   Verifier(const Schedule& s, std::int64_t dense_after)
-      : s_(s), order_(topological_order(s)), hb_(s, order_), dense_after_(dense_after) {}
+      : s_(s),
+        order_(topological_order(s)),
+        hb_(s, order_),
+        dense_after_(dense_after),
+        sets_(3 + static_cast<std::size_t>(s.num_ranks())) {
+    records_.reserve(expected_records(s));
+  }
 
   VerifyReport run() {
     // The dependencies are in range and acyclic (the constructor's
@@ -293,10 +320,12 @@ class Verifier {
                           "dependencies are acyclic, but what its transfers compute "
                           "is not specified, so there is nothing to verify");
     init_state();
-    std::int64_t done = 0;
-    for (TransferId t : order_) {
-      forward(t);
-      if ((++done & 4095) == 0) poll_interrupt();
+    const std::size_t n = order_.size();
+    for (std::size_t k = 0; k < n; ++k) {
+      if (k + 2 * kLookahead < n) prefetch_cells(cells_, order_[k + 2 * kLookahead]);
+      if (k + kLookahead < n) prefetch_union(order_[k + kLookahead]);
+      forward(order_[k]);
+      if ((k & 4095) == 4095) poll_interrupt();
     }
     reverse_pass();
     check_postcondition();
@@ -309,6 +338,35 @@ class Verifier {
   }
 
  private:
+  // How many transfers ahead of the walk the prefetches run: a transfer
+  // takes some 100 ns, about one memory access. Measured on ring allreduce
+  // at 10^7 transfers: 2, 4, 8 and 16 ahead gained alike (1.7 s to 1.2 s).
+  static constexpr std::size_t kLookahead = 8;
+
+  // Hints: they change nothing, but let the memory accesses of a walk
+  // overlap. Where cells and sets sit is known ahead: the cells' pieces in
+  // a dense rank, and the index slot of a reduce's result, which hashes the
+  // union of the states its cells hold some transfers before (the union
+  // forward(t) computes unless a transfer in between writes those cells).
+  // Without them each new set's lookup waited for memory (about a third of
+  // verifying a ring schedule of 10^7 transfers).
+  void prefetch_cells(const PieceMap& map, TransferId t) const {
+    if (s_.ranges_begin(t) == s_.ranges_end(t)) return;
+    const BlockId b = s_.ranges_begin(t)->lo;
+    map.prefetch(s_.src(t), b);
+    map.prefetch(*s_.dsts_begin(t), b);
+  }
+  void prefetch_union(TransferId t) {
+    if (!sets_.worth_prefetching()) return;
+    if (s_.op(t) != Op::reduce || s_.ranges_begin(t) == s_.ranges_end(t)) return;
+    const BlockId b = s_.ranges_begin(t)->lo;
+    const RankId src = s_.src(t);
+    const RankId dst = *s_.dsts_begin(t);
+    const std::int32_t in = cells_.of(src)[cells_.find(src, b)].state;
+    const std::int32_t old = cells_.of(dst)[cells_.find(dst, b)].state;
+    sets_.prefetch_union(records_[old].set, records_[in].set);
+  }
+
   std::int32_t initial_record(std::int32_t set) {
     records_.push_back(Record{-1, set, -1});
     return static_cast<std::int32_t>(records_.size()) - 1;
@@ -534,6 +592,8 @@ class Verifier {
     std::int64_t seen = 0;
     for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
       if ((++seen & 4095) == 0) poll_interrupt();
+      if (order_.rend() - it > static_cast<std::ptrdiff_t>(kLookahead))
+        prefetch_cells(next_write_, it[kLookahead]);
       const TransferId t = *it;
       const RankId src = s_.src(t);
       TransferId checked = -1;

@@ -1,0 +1,207 @@
+// The verifier's set index and set pool (cpp/src/analysis/contribution_sets.hpp).
+// Expected ids come from std::map / std::unordered_map fed the same items in
+// the same order (ids are handed out 1, 2, ... in order of first appearance),
+// and expected set operations from std::set arithmetic on the ranks.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <map>
+#include <random>
+#include <set>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "analysis/contribution_sets.hpp"
+
+using wafercoll::RankId;
+using wafercoll::verify_detail::Interval;
+using wafercoll::verify_detail::SetIndex;
+using wafercoll::verify_detail::SetPool;
+
+namespace {
+
+// splitmix64 (Steele, Lea and Flood 2014): well-spread test hashes.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Feeds `items` (with hashes from `hash_of`) to a SetIndex and to an
+// unordered_map; every returned id must be the map's.
+template <class HashOf>
+void check_against_map(const std::vector<int>& items, HashOf hash_of, SetIndex& index) {
+  std::unordered_map<int, std::uint32_t> expected;
+  std::vector<int> item_of{-1};  // id -> item; id 0 is never handed out
+  for (int item : items) {
+    const auto fresh = static_cast<std::uint32_t>(item_of.size());
+    const std::uint32_t got = index.find_or_insert(
+        hash_of(item), fresh, [&](std::uint32_t id) { return item_of.at(id) == item; });
+    const auto [it, inserted] = expected.emplace(item, fresh);
+    ASSERT_EQ(got, it->second) << "item " << item;
+    if (inserted) item_of.push_back(item);
+  }
+  EXPECT_EQ(index.size(), expected.size());
+}
+
+std::size_t smallest_capacity(std::size_t entries) {
+  std::size_t cap = 16;
+  while (cap < 2 * entries) cap *= 2;
+  return cap;
+}
+
+// A random set of ranks below `p` as a std::set and as intervals.
+std::set<RankId> random_set(std::mt19937& rng, RankId p) {
+  std::set<RankId> s;
+  const int n = std::uniform_int_distribution<int>(1, 6)(rng);
+  for (int i = 0; i < n; ++i) {
+    const RankId lo = std::uniform_int_distribution<RankId>(0, p - 1)(rng);
+    const RankId len = std::uniform_int_distribution<RankId>(1, 4)(rng);
+    for (RankId r = lo; r < lo + len && r < p; ++r) s.insert(r);
+  }
+  return s;
+}
+
+std::vector<Interval> intervals(const std::set<RankId>& s) {
+  std::vector<Interval> out;
+  for (RankId r : s) {
+    if (!out.empty() && out.back().hi == r) {
+      ++out.back().hi;
+    } else {
+      out.push_back(Interval{r, r + 1});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(SetIndex, DistinctHashesGetFirstSeenIdsAcrossGrowth) {
+  std::mt19937 rng(7);
+  std::vector<int> items;
+  std::uniform_int_distribution<int> item(0, 30000);
+  for (int i = 0; i < 60000; ++i) items.push_back(item(rng));
+  SetIndex index;
+  EXPECT_EQ(index.capacity(), 16u);
+  check_against_map(items, [](int x) { return mix(static_cast<std::uint64_t>(x)); }, index);
+  EXPECT_EQ(index.capacity(), smallest_capacity(index.size()));
+}
+
+TEST(SetIndex, EqualHashesAreToldApartBySame) {
+  // Every item has one hash (same home, same fingerprint): only the
+  // callback separates them, along one long probe run.
+  std::vector<int> items;
+  for (int round = 0; round < 3; ++round)
+    for (int i = 0; i < 300; ++i) items.push_back((i * 37 + round) % 300);
+  SetIndex index;
+  check_against_map(items, [](int) { return 0x0123456789ABCDEFull; }, index);
+  EXPECT_EQ(index.size(), 300u);
+}
+
+TEST(SetIndex, SharedHomesAndFingerprintsWithDistinctLowBits) {
+  // Hashes equal in their top 32 bits (home and fingerprint) and different
+  // below; plus a few homes shared by many items, with wrap-around at the
+  // last slot (top bits all ones).
+  std::vector<int> items;
+  for (int i = 0; i < 5000; ++i) items.push_back(i % 2000);
+  SetIndex index;
+  check_against_map(
+      items,
+      [](int x) {
+        const std::uint64_t top = x % 3 == 0 ? 0xFFFFFFFFull : static_cast<std::uint64_t>(x % 5);
+        return (top << 32) | static_cast<std::uint32_t>(x);
+      },
+      index);
+  EXPECT_EQ(index.size(), 2000u);
+  EXPECT_EQ(index.capacity(), smallest_capacity(2000));
+}
+
+TEST(SetIndex, PresizedDoesNotGrow) {
+  SetIndex index(1000);
+  const std::size_t cap = index.capacity();
+  EXPECT_EQ(cap, 2048u);
+  std::vector<int> items;
+  for (int i = 0; i < 1000; ++i) items.push_back(i);
+  check_against_map(items, [](int x) { return mix(static_cast<std::uint64_t>(x) + 99); }, index);
+  EXPECT_EQ(index.capacity(), cap);
+}
+
+TEST(SetPool, ManySetsMatchAnOrderedMap) {
+  std::mt19937 rng(11);
+  const RankId p = 300;
+  SetPool pool;
+  std::map<std::set<RankId>, std::int32_t> ids{{{}, 0}};
+  std::vector<std::set<RankId>> set_of{{}};
+  EXPECT_EQ(pool.intern(std::vector<Interval>{}), 0);
+  for (int i = 0; i < 40000; ++i) {
+    std::set<RankId> s = random_set(rng, p);
+    // Every fourth set repeats one seen before.
+    if (i % 4 == 3)
+      s = set_of[std::uniform_int_distribution<std::size_t>(0, set_of.size() - 1)(rng)];
+    const std::int32_t got = pool.intern(intervals(s));
+    const auto [it, inserted] = ids.emplace(s, static_cast<std::int32_t>(set_of.size()));
+    ASSERT_EQ(got, it->second) << "set " << i;
+    if (inserted) set_of.push_back(s);
+  }
+  EXPECT_EQ(pool.sets(), set_of.size());
+  EXPECT_EQ(pool.index_capacity(), smallest_capacity(set_of.size() - 1));
+  for (RankId r = 0; r < p; r += 17) {
+    const auto it = ids.find(std::set<RankId>{r});
+    if (it != ids.end()) EXPECT_EQ(pool.singleton(r), it->second);
+  }
+
+  // Unions, differences and sizes against std::set arithmetic.
+  for (int i = 0; i < 3000; ++i) {
+    const auto pick = [&] {
+      return static_cast<std::int32_t>(
+          std::uniform_int_distribution<std::size_t>(0, set_of.size() - 1)(rng));
+    };
+    const std::int32_t a = pick();
+    const std::int32_t b = pick();
+    const std::set<RankId>& sa = set_of[a];
+    const std::set<RankId>& sb = set_of[b];
+    EXPECT_EQ(pool.size(a), static_cast<std::int64_t>(sa.size()));
+    RankId first_a_not_b = -1;
+    for (RankId r : sa)
+      if (!sb.count(r)) {
+        first_a_not_b = r;
+        break;
+      }
+    EXPECT_EQ(pool.first_difference(a, b), first_a_not_b);
+    RankId first_shared = -1;
+    for (RankId r : sa)
+      if (sb.count(r)) {
+        first_shared = r;
+        break;
+      }
+    RankId shared = -1;
+    const std::size_t before = pool.sets();
+    const std::int32_t u = pool.disjoint_union(a, b, shared);
+    if (first_shared >= 0) {
+      EXPECT_EQ(u, -1);
+      EXPECT_EQ(shared, first_shared);
+      EXPECT_EQ(pool.sets(), before);
+      continue;
+    }
+    std::set<RankId> su = sa;
+    su.insert(sb.begin(), sb.end());
+    const auto [it, inserted] = ids.emplace(su, static_cast<std::int32_t>(set_of.size()));
+    EXPECT_EQ(u, it->second);
+    if (inserted) set_of.push_back(su);
+    EXPECT_EQ(pool.sets(), set_of.size());
+  }
+}
+
+TEST(SetPool, PresizedForTheSetsItHoldsDoesNotGrow) {
+  SetPool pool(5000);
+  const std::size_t cap = pool.index_capacity();
+  for (RankId r = 0; r < 5000; ++r) ASSERT_EQ(pool.singleton(r), r + 1);
+  EXPECT_EQ(pool.index_capacity(), cap);
+  EXPECT_EQ(pool.sets(), 5001u);
+  // Growth past it keeps every id.
+  for (RankId r = 0; r < 5000; ++r) ASSERT_EQ(pool.intern({Interval{r, r + 2}}), 5001 + r);
+  for (RankId r = 0; r < 5000; ++r) ASSERT_EQ(pool.singleton(r), r + 1);
+  EXPECT_GT(pool.index_capacity(), cap);
+}
