@@ -7,6 +7,7 @@ import itertools
 import networkx as nx
 import numpy as np
 import pytest
+from fabric_reference import FABRIC_PRESETS
 
 import wafercoll as wc
 from wafercoll.topology import (
@@ -397,17 +398,7 @@ def test_machines_table_and_specs():
         wc.machines.resolve("fat_tree_k8:3")
 
 
-@pytest.mark.parametrize(
-    "spec",
-    [
-        "dgx_h100",
-        "dgx_b200",
-        "nvl72",
-        "dgx_h100_x16_rail:2",
-        "fat_tree_k8:4",
-        "dragonfly_a8:4x2x2",
-    ],
-)
+@pytest.mark.parametrize("spec", FABRIC_PRESETS)
 def test_generic_allreduce_runs_and_verifies(spec):
     topo, net = wc.machines.resolve(spec)
     p = topo.num_endpoints

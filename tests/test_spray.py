@@ -14,18 +14,9 @@ from math import isclose
 
 import numpy as np
 import pytest
+from fabric_reference import splitmix64
 
 import wafercoll as wc
-
-MASK = (1 << 64) - 1
-
-
-def splitmix64(x: int) -> int:
-    # Steele, Lea and Flood, OOPSLA 2014.
-    x = (x + 0x9E3779B97F4A7C15) & MASK
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & MASK
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & MASK
-    return x ^ (x >> 31)
 
 
 def leaf_spine(hosts: int, spines: int, host_Bps: float, up_Bps: float) -> wc.Topology:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fabric_reference import FABRIC_PRESETS
 
 import wafercoll as wc
 from wafercoll import synthesis
@@ -352,23 +353,14 @@ def test_switched_machines_refuse_what_needs_a_packing() -> None:
         wc.synthesize(topo, "broadcast", 64)
 
 
-@pytest.mark.parametrize(
-    "spec",
-    [
-        "dgx_h100",
-        "dgx_b200",
-        "nvl72",
-        "dgx_h100_x16_rail:2",
-        "fat_tree_k8:4",
-        "dragonfly_a8:2x2x1",
-    ],
-)
+@pytest.mark.parametrize("spec", FABRIC_PRESETS)
 @pytest.mark.parametrize("phase", ["allgather", "reduce_scatter"])
 def test_rooted_lp_against_the_cut_bound_on_every_preset(spec, phase) -> None:
     # The LP's fluid time is what its trees achieve when the links are the
     # only limit: never below wc.bounds' cut bound, and equal to it once the
-    # loads spread as sprayed packets spread them (every preset's bound is
-    # then met by shortest-path trees in the fluid limit).
+    # loads spread as sprayed packets spread them, on the NVSwitch nodes, the
+    # rail network and the fat tree. On the dragonfly the shortest-path trees
+    # stay above it (1.07x on 4 groups of 2 routers).
     topo, net = wc.machines.resolve(spec)
     trees = synthesis.shortest_path_trees(topo, 8)
     size = 1 << 26
@@ -378,5 +370,7 @@ def test_rooted_lp_against_the_cut_bound_on_every_preset(spec, phase) -> None:
         _, share, fluid = synthesis.rooted_shares(topo, trees, phase, size, spray=spray)
         assert int(share.sum()) == size
         assert fluid >= bound * (1 - 1e-9)
-        if spray:
+        if spray and not spec.startswith("dragonfly"):
             assert fluid == pytest.approx(bound, rel=1e-6)
+        elif spray:
+            assert fluid <= 1.10 * bound
