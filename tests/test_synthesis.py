@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from fabric_reference import FABRIC_PRESETS
+from owned_blocks import assert_owned_blocks
 
 import wafercoll as wc
 from wafercoll import synthesis
@@ -54,15 +55,7 @@ def test_every_synthesized_collective_verifies_and_runs(
     elif collective == "reduce":
         assert (y[root] == total).all()
     else:
-        # Block b (bytes off[b] .. off[b + 1]) is owned by owners[b]: summed
-        # there (reduce-scatter) or copied from there to every rank.
-        off = np.concatenate([[0], np.cumsum(s.block_bytes)])
-        for b, owner in enumerate(s.owners.tolist()):
-            lo, hi = off[b], off[b + 1]
-            if collective == "reduce_scatter":
-                assert (y[owner, lo:hi] == total[lo:hi]).all()
-            else:
-                assert (y[:, lo:hi] == x[owner, lo:hi]).all()
+        assert_owned_blocks(s, x, y, p)
         per_rank = np.bincount(s.owners, weights=s.block_bytes, minlength=p)
         assert per_rank.tolist() == list(wc.kit.split_bytes(size, p))
     r = wc.simulate(s, topo, wc.NetworkModel(1e9, packet_bytes=256))
@@ -306,13 +299,7 @@ def test_synthesis_over_switches_verifies_and_runs(topo, collective, size, rng) 
     if collective == "allreduce":
         assert (y == total).all()
     else:
-        off = np.concatenate([[0], np.cumsum(s.block_bytes)])
-        for b, owner in enumerate(s.owners.tolist()):
-            lo, hi = off[b], off[b + 1]
-            if collective == "reduce_scatter":
-                assert (y[owner, lo:hi] == total[lo:hi]).all()
-            else:
-                assert (y[:, lo:hi] == x[owner, lo:hi]).all()
+        assert_owned_blocks(s, x, y, p)
     r = wc.simulate(s, topo, wc.NetworkModel(None, packet_bytes=4096))
     assert r.time_s >= wc.bounds.result_bound(r).time_s * (1 - 1e-9)
 

@@ -20,7 +20,6 @@ __all__ = [
     "MAX_TRANSFERS",
     "NVLS_SOURCE",
     "SHARP_SOURCE",
-    "check_bool",
     "check_chunks",
     "check_size",
     "links_of",
@@ -77,12 +76,6 @@ def node_layout(ranks: int, topology: Any) -> tuple[int, int]:
 
 def check_chunks(chunks: Any) -> int:
     return as_int(chunks, "chunks", 1, MAX_CHUNKS)
-
-
-def check_bool(value: Any, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
-    return bool(value)
 
 
 def program(

@@ -46,6 +46,13 @@ def as_int(
     return v
 
 
+def as_bool(value: Any, name: str) -> bool:
+    """Return ``value`` as a bool; ``TypeError`` naming ``name`` for anything else."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+    return bool(value)
+
+
 def as_real(
     value: Any,
     name: str,

@@ -87,14 +87,13 @@ import numpy as np
 from . import kit
 from ._innet_common import (
     NVLS_SOURCE,
-    check_bool,
     check_chunks,
     check_size,
     links_of,
     node_layout,
     program,
 )
-from ._util import as_int
+from ._util import as_bool, as_int
 from .algorithms import register_algorithm
 from .innet_tree import nvls_domains, nvls_tree_allreduce, sharp_allreduce, sharp_tree
 from .schedule import Schedule
@@ -220,7 +219,7 @@ def nvls_allreduce(
     """
     p = ranks
     k = check_chunks(chunks)
-    head = check_bool(via_head, "via_head")
+    head = as_bool(via_head, "via_head")
     n, e = node_layout(p, topology)
     sw = nvls_switches(p, topology)
     heads = p if head else 1

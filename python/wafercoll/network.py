@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import _core
-from ._util import as_int, as_real, html_table
+from ._util import as_bool, as_int, as_real, html_table
 from .schedule import Schedule
 from .topology import Topology
 
@@ -221,17 +221,8 @@ class NetworkModel:
             )
         if not isinstance(self.name, str):
             raise TypeError(f"name must be a string, got {type(self.name).__name__}")
-        if not isinstance(self.pad_packets, (bool, np.bool_)):
-            raise TypeError(
-                f"pad_packets must be a bool, got {type(self.pad_packets).__name__}"
-            )
-        fix("pad_packets", bool(self.pad_packets))
-        if not isinstance(self.ecmp, (bool, np.bool_)):
-            raise TypeError(f"ecmp must be a bool, got {type(self.ecmp).__name__}")
-        fix("ecmp", bool(self.ecmp))
-        if not isinstance(self.spray, (bool, np.bool_)):
-            raise TypeError(f"spray must be a bool, got {type(self.spray).__name__}")
-        fix("spray", bool(self.spray))
+        for key in ("pad_packets", "ecmp", "spray"):
+            fix(key, as_bool(getattr(self, key), key))
         if self.spray and self.ecmp:
             raise ValueError(
                 "spray and ecmp exclude each other: choose per packet (spray=True) "

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from .._util import as_int, cache_root, remember
+from .._util import as_bool, as_int, cache_root, remember
 from ..algorithms import algorithm_name, register_algorithm
 from ..analysis import verify
 from ..kit.blocks import split_bytes
@@ -236,7 +236,7 @@ def treepack_allreduce(
         else:
             trees = shortest_path_trees(topo)
         parents, share, _ = rooted_shares(
-            topo, trees, "allreduce", size, spray=_flag(spray, "spray")
+            topo, trees, "allreduce", size, spray=as_bool(spray, "spray")
         )
         if chunks is None:
             default = SWITCHED_CHUNK_BYTES if _switched(topo) else DEFAULT_CHUNK_BYTES
@@ -268,12 +268,6 @@ def treepack_allreduce(
 
 #: Shortest-path trees per rank among the re-rooted collectives' candidates.
 SHORTEST_PER_RANK = 8
-
-
-def _flag(value: Any, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
-    return bool(value)
 
 
 def _switched(topo: Topology) -> bool:
@@ -338,7 +332,7 @@ def _rooted(name: str, phase: str):  # noqa: ANN202 - a builder
             _rooted_candidates(topo, trees, copies),
             phase,
             size,
-            spray=_flag(spray, "spray"),
+            spray=as_bool(spray, "spray"),
         )
         return trees_program(
             parents,

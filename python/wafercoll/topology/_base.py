@@ -168,6 +168,8 @@ class Topology:
         self._links: dict[str, np.ndarray] | None = None
         # How a public factory made it: (module, function, args, kwargs).
         self._recipe: tuple[str, str, tuple[Any, ...], dict[str, Any]] | None = None
+        # spray_shares' per-destination tables, computed on first use.
+        self._spray: dict[tuple[int, bool], tuple[np.ndarray, np.ndarray]] = {}
 
     # ------------------------------------------------------ pickling, equality
 
@@ -429,11 +431,10 @@ class Topology:
         a, b = self._id(src, "src"), self._id(dst, "dst")
         if a == b:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
-        cache = self.__dict__.setdefault("_spray", {})
         key = (b, bool(equal))
-        if key not in cache:
-            cache[key] = self._spray_from_all(b, bool(equal))
-        reach, frac = cache[key]
+        if key not in self._spray:
+            self._spray[key] = self._spray_from_all(b, bool(equal))
+        reach, frac = self._spray[key]
         ls = self.links["src"]
         load = reach[a, ls] * frac
         keep = np.flatnonzero(load > 0)
