@@ -334,3 +334,26 @@ def test_offsets_read_the_same_whichever_transfer_is_a_multicast(multicast_at):
         dep_offsets=eoff,
     )
     assert again == s
+
+
+def test_rejected_transfer_in_a_batch_leaves_no_range_behind():
+    # Transfer 1 of the batch names block 1 twice ([0, 2) and [1, 3)): the
+    # batch stops there with transfer 0 added, and the schedule stays whole
+    # (its range list matches its offsets, so it pickles).
+    s = wc.Schedule(3, [8] * 4, "allreduce")
+    with pytest.raises(wc.ScheduleError, match="twice"):
+        s._core.append_csr(
+            np.array([0, 1], np.int32),
+            np.array([0, 0], np.uint8),
+            None,
+            np.array([1, 2], np.int32),
+            np.array([0, 1, 3]),
+            np.array([0, 0, 1], np.int32),
+            np.array([1, 2, 3], np.int32),
+            np.array([0, 0, 0]),
+            np.array([], np.int32),
+        )
+    assert len(s) == 1
+    lo, hi, off = s.block_ranges()
+    assert (lo.tolist(), hi.tolist(), off.tolist()) == ([0], [1], [0, 1])
+    assert pickle.loads(pickle.dumps(s)) == s
