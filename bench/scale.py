@@ -7,7 +7,9 @@ Run from the repository root after installing wafercoll::
 
 Each case runs in its own Python process (``--case NAME``) so that its peak
 resident memory (``ru_maxrss``) is its own; the table gives the time of each
-phase (build, verify, simulate) and the peak. The cases:
+phase (build, verify, simulate), the peak after each phase (``peak_build_gb``,
+``peak_verify_gb``, ``peak_gb`` at the end, and the last per transfer) and the
+bytes per transfer of the schedule's own arrays. The cases:
 
 * ``ring_torus_1024``: ring allreduce (``generic_ring_allreduce``), 1024 ranks
   on a 32 x 32 torus, 1 MiB, 25 GB/s links, 4 KiB packets.
@@ -86,14 +88,34 @@ CASES: dict[str, dict[str, Any]] = {
 }
 
 
+def _peak_gb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
+
+
+def _schedule_bytes(s: Any) -> int:
+    """Bytes of the schedule's per-transfer arrays.
+
+    Builds without ``transfer_array_bytes`` stored every array as Python sees
+    it (int64 offsets included), so their sizes are the NumPy arrays' sizes.
+    """
+    c = s._core
+    if hasattr(c, "transfer_array_bytes"):
+        return int(c.transfer_array_bytes)
+    arrays = (c.src, c.op, c.dsts, c.range_lo, c.range_hi, c.deps)
+    offsets = (c.dst_offsets, c.range_offsets, c.dep_offsets)
+    return sum(int(a.nbytes) for a in arrays + offsets)
+
+
 def _phases(build: Any, topology: Any, network: Any, queue: str) -> dict[str, Any]:
     t0 = time.perf_counter()
     s = build()
     t1 = time.perf_counter()
+    peak_build = _peak_gb()
     report = wc.verify(s)
     if not report.ok:
         raise AssertionError(f"schedule failed verification: {report}")
     t2 = time.perf_counter()
+    peak_verify = _peak_gb()
     r = wc.simulate(s, topology, network, event_queue=queue)
     t3 = time.perf_counter()
     return {
@@ -103,6 +125,9 @@ def _phases(build: Any, topology: Any, network: Any, queue: str) -> dict[str, An
         "simulate_s": t3 - t2,
         "events": int(r.events),
         "sim_time_s": float(r.time_s),
+        "peak_build_gb": peak_build,
+        "peak_verify_gb": peak_verify,
+        "schedule_B_per_transfer": _schedule_bytes(s) / len(s),
     }
 
 
@@ -183,7 +208,9 @@ def run_case(name: str, queue: str) -> dict[str, Any]:
         }
     else:
         raise ValueError(f"unknown case {name!r}; known: {', '.join(CASES)}")
-    out["peak_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
+    out["peak_gb"] = _peak_gb()
+    if "transfers" in out and "peak_build_gb" in out:
+        out["peak_B_per_transfer"] = out["peak_gb"] * 1e9 / out["transfers"]
     return out
 
 
@@ -197,7 +224,11 @@ def _fmt(row: dict[str, Any]) -> str:
         ("events", ",d"),
         ("rate", ".3g"),
         ("us_per_transfer", ".2f"),
+        ("schedule_B_per_transfer", ".1f"),
+        ("peak_build_gb", ".2f"),
+        ("peak_verify_gb", ".2f"),
         ("peak_gb", ".2f"),
+        ("peak_B_per_transfer", ".0f"),
     ):
         if key in row:
             parts.append(f"{key} {format(row[key], f)}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 
 import numpy as np
 import pytest
@@ -254,3 +255,105 @@ def test_from_arrays_rejects_bad_arrays():
         )
     with pytest.raises(ValueError, match="op"):
         wc.Schedule.from_arrays(2, [8], "allreduce", dst_offsets=[0, 1], op="sum", **kw)
+
+
+def _chain(n: int, multicast_at: int | None) -> tuple[wc.Schedule, list, list, list]:
+    """A chain of n unicast one-range transfers on 5 ranks, except that the
+    transfer at ``multicast_at`` has two destinations and two block ranges.
+
+    Returns the schedule and, per transfer, the destinations, ranges and
+    dependencies it was given.
+    """
+    s = wc.Schedule(5, [8] * 4, "allreduce")
+    dsts, ranges, deps = [], [], []
+    for t in range(n):
+        src = t % 5
+        d = [(src + 1) % 5]
+        r = [(t % 4, t % 4 + 1)]
+        if t == multicast_at:
+            d.append((src + 2) % 5)
+            r = [(0, 1), (2, 3)]
+        e = [t - 1] if t else []
+        s.add_transfer(src, d, r, deps=e)
+        dsts.append(d)
+        ranges.append(r)
+        deps.append(e)
+    return s, dsts, ranges, deps
+
+
+def _offsets(rows: list) -> list[int]:
+    out = [0]
+    for row in rows:
+        out.append(out[-1] + len(row))
+    return out
+
+
+@pytest.mark.parametrize("multicast_at", [None, 0, 6, 11])
+def test_offsets_read_the_same_whichever_transfer_is_a_multicast(multicast_at):
+    # The core stores no destination or range offsets while every transfer
+    # has one of each; Python sees the full int64 arrays all the same.
+    n = 12
+    s, dsts, ranges, deps = _chain(n, multicast_at)
+    ranks, doff = s.destinations()
+    lo, hi, roff = s.block_ranges()
+    dl, eoff = s.dependencies()
+    for arr in (doff, roff, eoff):
+        assert arr.dtype == np.int64 and len(arr) == n + 1
+    assert doff.tolist() == _offsets(dsts)
+    assert roff.tolist() == _offsets(ranges)
+    assert eoff.tolist() == _offsets(deps)
+    assert ranks.tolist() == [d for row in dsts for d in row]
+    assert list(zip(lo.tolist(), hi.tolist(), strict=True)) == [
+        x for row in ranges for x in row
+    ]
+    assert dl.tolist() == [d for row in deps for d in row]
+    assert s.dst.tolist() == [row[0] for row in dsts]
+    for t in (0, n // 2, n - 1):
+        assert s.transfer(t)["dst"] == dsts[t]
+    # Bytes per transfer: src 4, op 1, 4 per destination, 8 per range, 4 per
+    # dependency, 4 per dependency offset (n + 1 of them), and 4 per
+    # destination and range offset once a transfer is a multicast.
+    extra = 0 if multicast_at is None else 4 + 8 + 2 * 4 * (n + 1)
+    assert s._core.transfer_array_bytes == n * 17 + (n - 1) * 4 + 4 * (n + 1) + extra
+    back = pickle.loads(pickle.dumps(s))
+    assert back == s
+    assert back.destinations()[1].tolist() == doff.tolist()
+    assert back.block_ranges()[2].tolist() == roff.tolist()
+    assert back._core.transfer_array_bytes == s._core.transfer_array_bytes
+    again = wc.Schedule.from_arrays(
+        5,
+        [8] * 4,
+        "allreduce",
+        src=s.src,
+        dst=ranks,
+        dst_offsets=doff,
+        block_lo=lo,
+        block_hi=hi,
+        block_offsets=roff,
+        deps=dl,
+        dep_offsets=eoff,
+    )
+    assert again == s
+
+
+def test_rejected_transfer_in_a_batch_leaves_no_range_behind():
+    # Transfer 1 of the batch names block 1 twice ([0, 2) and [1, 3)): the
+    # batch stops there with transfer 0 added, and the schedule stays whole
+    # (its range list matches its offsets, so it pickles).
+    s = wc.Schedule(3, [8] * 4, "allreduce")
+    with pytest.raises(wc.ScheduleError, match="twice"):
+        s._core.append_csr(
+            np.array([0, 1], np.int32),
+            np.array([0, 0], np.uint8),
+            None,
+            np.array([1, 2], np.int32),
+            np.array([0, 1, 3]),
+            np.array([0, 0, 1], np.int32),
+            np.array([1, 2, 3], np.int32),
+            np.array([0, 0, 0]),
+            np.array([], np.int32),
+        )
+    assert len(s) == 1
+    lo, hi, off = s.block_ranges()
+    assert (lo.tolist(), hi.tolist(), off.tolist()) == ([0], [1], [0, 1])
+    assert pickle.loads(pickle.dumps(s)) == s

@@ -31,6 +31,15 @@ std::vector<T> vec(const py::array_t<T, py::array::c_style | py::array::forcecas
   return std::vector<T>(a.data(), a.data() + a.size());
 }
 
+// The offsets as Python sees them: rows + 1 int64 values, written out here
+// (the schedule itself stores identity offsets as nothing, the others in 32
+// bits when they fit).
+py::array_t<std::int64_t> offsets_to_numpy(const CsrOffsets& off) {
+  py::array_t<std::int64_t> out(static_cast<py::ssize_t>(off.rows() + 1));
+  off.copy_to(out.mutable_data());
+  return out;
+}
+
 }  // namespace
 
 void bind_schedule(py::module_& m) {
@@ -177,9 +186,9 @@ void bind_schedule(py::module_& m) {
       .def_property_readonly("block_bytes", [](const Schedule& s) { return to_numpy(s.block_bytes()); })
       .def_property_readonly("src", [](const Schedule& s) { return to_numpy(s.src_array()); })
       .def_property_readonly("op", [](const Schedule& s) { return to_numpy(s.op_array()); })
-      .def_property_readonly("dst_offsets", [](const Schedule& s) { return to_numpy(s.dst_offsets()); })
+      .def_property_readonly("dst_offsets", [](const Schedule& s) { return offsets_to_numpy(s.dst_offsets()); })
       .def_property_readonly("dsts", [](const Schedule& s) { return to_numpy(s.dst_array()); })
-      .def_property_readonly("range_offsets", [](const Schedule& s) { return to_numpy(s.range_offsets()); })
+      .def_property_readonly("range_offsets", [](const Schedule& s) { return offsets_to_numpy(s.range_offsets()); })
       .def_property_readonly("range_lo", [](const Schedule& s) {
         std::vector<BlockId> v;
         v.reserve(s.range_array().size());
@@ -192,8 +201,10 @@ void bind_schedule(py::module_& m) {
         for (const auto& r : s.range_array()) v.push_back(r.hi);
         return to_numpy(v);
       })
-      .def_property_readonly("dep_offsets", [](const Schedule& s) { return to_numpy(s.dep_offsets()); })
+      .def_property_readonly("dep_offsets", [](const Schedule& s) { return offsets_to_numpy(s.dep_offsets()); })
       .def_property_readonly("deps", [](const Schedule& s) { return to_numpy(s.dep_array()); })
+      .def_property_readonly("transfer_array_bytes", &Schedule::transfer_array_bytes,
+                             "Bytes held by the per-transfer arrays (by size).")
       .def("transfer_bytes", [](const Schedule& s) {
         std::vector<Bytes> v(s.num_transfers());
         for (TransferId t = 0; t < s.num_transfers(); ++t) v[t] = s.transfer_bytes(t);

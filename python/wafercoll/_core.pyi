@@ -189,6 +189,11 @@ class Schedule:
     @property
     def total_bytes(self) -> int:
         ...
+    @property
+    def transfer_array_bytes(self) -> int:
+        """
+        Bytes held by the per-transfer arrays (by size).
+        """
 class NetworkModel:
     """
     The simulator's network model (private; use wafercoll.NetworkModel)

@@ -114,7 +114,9 @@ def run(schedule: Any, topology: Any, network: Any, placement: np.ndarray) -> di
         bw = np.full_like(bw, network.bandwidth_Bps)
     lat = np.asarray(links["latency_s"], float) + network.hop_latency_s
     src = [int(placement[r]) for r in c.src.tolist()]
+    # Each array once: the core writes out a fresh copy on every access.
     doff, dsts = c.dst_offsets.tolist(), c.dsts.tolist()
+    eoff, deps = c.dep_offsets.tolist(), c.deps.tolist()
     pairs = sorted(
         {
             (src[t], int(placement[d]))
@@ -135,10 +137,7 @@ def run(schedule: Any, topology: Any, network: Any, placement: np.ndarray) -> di
             for t in range(len(src))
         ],
         "bytes": nbytes.tolist(),
-        "deps": [
-            c.deps[c.dep_offsets[t] : c.dep_offsets[t + 1]].tolist()
-            for t in range(len(src))
-        ],
+        "deps": [deps[eoff[t] : eoff[t + 1]] for t in range(len(src))],
     }
     with tempfile.TemporaryDirectory(prefix="wafercoll-simgrid-") as tmp:
         inp, out = os.path.join(tmp, "in.json"), os.path.join(tmp, "out.json")

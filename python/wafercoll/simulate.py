@@ -514,7 +514,9 @@ class SimResult:
         steps = s.steps()
         nbytes = s.transfer_bytes()
         c = s._core
+        # Each array once: the core writes out a fresh copy on every access.
         roff, lo, hi = c.range_offsets, c.range_lo, c.range_hi
+        doff, dst_all = c.dst_offsets, c.dsts
         alg = s.name or s.collective
         events: list[dict[str, Any]] = [
             {
@@ -547,7 +549,7 @@ class SimResult:
             blocks = block_text(
                 zip(lo[roff[t] : roff[t + 1]], hi[roff[t] : roff[t + 1]], strict=True)
             )
-            dsts = [int(d) for d in c.dsts[c.dst_offsets[t] : c.dst_offsets[t + 1]]]
+            dsts = [int(d) for d in dst_all[doff[t] : doff[t + 1]]]
             op = "reduce" if self.transfer_op[t] == 1 else "copy"
             ready, finish = self.transfer_ready_s[t], self.transfer_finish_s[t]
             args = {

@@ -192,11 +192,11 @@ void Schedule::check_targets() const {
 void Schedule::reserve(std::int64_t transfers, std::int64_t ranges_per_transfer) {
   src_.reserve(transfers);
   op_.reserve(transfers);
-  dst_off_.reserve(transfers + 1);
+  dst_off_.reserve(transfers);
   dst_.reserve(transfers);
-  range_off_.reserve(transfers + 1);
+  range_off_.reserve(transfers);
   ranges_.reserve(transfers * ranges_per_transfer);
-  dep_off_.reserve(transfers + 1);
+  dep_off_.reserve(transfers);
   dep_.reserve(transfers * 2);
 }
 
@@ -231,7 +231,9 @@ void Schedule::check_transfer_fields(std::int64_t index, RankId src, const RankI
 // ranges rejected (a block sent twice in one message is a bug in a
 // builder), adjacent ranges merged. Canonical ranges make two transfers that
 // move the same blocks compare equal, which the simulator's stream
-// detection relies on.
+// detection relies on. Everything is checked before anything is appended,
+// so a rejected transfer leaves no range behind (append_csr keeps the
+// transfers of a batch before a bad one).
 void Schedule::append_ranges(std::int64_t index, std::vector<BlockRange>& ranges) {
   if (ranges.empty())
     throw ScheduleError("field", at(index) + ": field 'blocks' must not be empty", index);
@@ -246,21 +248,20 @@ void Schedule::append_ranges(std::int64_t index, std::vector<BlockRange>& ranges
   if (ranges.size() > 1)
     std::sort(ranges.begin(), ranges.end(),
               [](const BlockRange& a, const BlockRange& b) { return a.lo < b.lo; });
+  for (std::size_t i = 1; i < ranges.size(); ++i)
+    if (ranges[i].lo < ranges[i - 1].hi)
+      throw ScheduleError("field", at(index) + ": field 'blocks' names block " +
+                                       std::to_string(ranges[i].lo) + " twice", index, -1,
+                          ranges[i].lo);
   const std::size_t first = ranges_.size();
   for (const auto& r : ranges) {
-    if (ranges_.size() > first) {
-      BlockRange& last = ranges_.back();
-      if (r.lo < last.hi)
-        throw ScheduleError("field", at(index) + ": field 'blocks' names block " +
-                                         std::to_string(r.lo) + " twice", index, -1, r.lo);
-      if (r.lo == last.hi) {
-        last.hi = r.hi;
-        continue;
-      }
+    if (ranges_.size() > first && r.lo == ranges_.back().hi) {
+      ranges_.back().hi = r.hi;
+      continue;
     }
     ranges_.push_back(r);
   }
-  range_off_.push_back(static_cast<std::int64_t>(ranges_.size()));
+  range_off_.push(static_cast<std::int64_t>(ranges_.size()));
 }
 
 TransferId Schedule::add_transfer(RankId src, const std::vector<RankId>& dsts,
@@ -284,21 +285,13 @@ TransferId Schedule::add_transfer(RankId src, const std::vector<RankId>& dsts,
         throw ScheduleError("dependency", at(index) + ": field 'deps' lists transfer " +
                                               std::to_string(deps[i]) + " twice", index);
   }
-  // append_ranges checks as it appends: undo a partial append so that a
-  // rejected transfer leaves no trace.
-  const std::size_t ranges_before = ranges_.size();
-  try {
-    append_ranges(index, ranges);
-  } catch (...) {
-    ranges_.resize(ranges_before);
-    throw;
-  }
+  append_ranges(index, ranges);
   src_.push_back(src);
   op_.push_back(static_cast<std::uint8_t>(op));
   dst_.insert(dst_.end(), dsts.begin(), dsts.end());
-  dst_off_.push_back(static_cast<std::int64_t>(dst_.size()));
+  dst_off_.push(static_cast<std::int64_t>(dst_.size()));
   dep_.insert(dep_.end(), deps.begin(), deps.end());
-  dep_off_.push_back(static_cast<std::int64_t>(dep_.size()));
+  dep_off_.push(static_cast<std::int64_t>(dep_.size()));
   return static_cast<TransferId>(index);
 }
 
@@ -376,9 +369,9 @@ void Schedule::append_csr(std::int64_t n, const RankId* src, const std::uint8_t*
     src_.push_back(src[i]);
     op_.push_back(op[i]);
     dst_.insert(dst_.end(), dsts + d0, dsts + d1);
-    dst_off_.push_back(static_cast<std::int64_t>(dst_.size()));
+    dst_off_.push(static_cast<std::int64_t>(dst_.size()));
     dep_.insert(dep_.end(), dl + k0, dl + k1);
-    dep_off_.push_back(static_cast<std::int64_t>(dep_.size()));
+    dep_off_.push(static_cast<std::int64_t>(dep_.size()));
   }
 }
 
@@ -446,12 +439,20 @@ Schedule Schedule::from_arrays(RankId num_ranks, std::vector<Bytes> block_bytes,
     s.op_.push_back(op[t]);
     s.dst_.insert(s.dst_.end(), dsts.begin() + dst_offsets[t],
                   dsts.begin() + dst_offsets[t + 1]);
-    s.dst_off_.push_back(static_cast<std::int64_t>(s.dst_.size()));
+    s.dst_off_.push(static_cast<std::int64_t>(s.dst_.size()));
     s.dep_.insert(s.dep_.end(), deps.begin() + dep_offsets[t],
                   deps.begin() + dep_offsets[t + 1]);
-    s.dep_off_.push_back(static_cast<std::int64_t>(s.dep_.size()));
+    s.dep_off_.push(static_cast<std::int64_t>(s.dep_.size()));
   }
   return s;
+}
+
+std::int64_t Schedule::transfer_array_bytes() const {
+  return static_cast<std::int64_t>(src_.size() * sizeof(RankId) + op_.size() +
+                                   dst_.size() * sizeof(RankId) +
+                                   ranges_.size() * sizeof(BlockRange) +
+                                   dep_.size() * sizeof(TransferId)) +
+         dst_off_.stored_bytes() + range_off_.stored_bytes() + dep_off_.stored_bytes();
 }
 
 Bytes Schedule::transfer_bytes(TransferId t) const {

@@ -35,14 +35,22 @@
 // buffer and forwards (often multicasts) the result. The one difference
 // from an ordinary non-participant relay is timing: a switch accumulates
 // atomically, so reductions into one of its cells need not be ordered among
-// themselves (verify.hpp states the rules that keep the proof sound). Storage is struct-of-arrays (CSR) so that schedules with millions of
-// transfers stay compact.
+// themselves (verify.hpp states the rules that keep the proof sound).
+//
+// Storage is struct-of-arrays (CSR) so that schedules with millions of
+// transfers stay compact. The offsets into the destination, block-range and
+// dependency lists are CsrOffsets (csr_offsets.hpp): not stored at all while
+// every transfer has one destination (one range), and 32-bit while a list
+// holds fewer than 2^31 entries. A unicast transfer with one range and two
+// dependencies then takes 4 (src) + 1 (op) + 4 (dst) + 8 (range) + 8 (deps)
+// + 4 (dependency offset) = 29 bytes instead of 53.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "wafercoll/schedule/csr_offsets.hpp"
 #include "wafercoll/units.hpp"
 
 namespace wafercoll {
@@ -187,15 +195,19 @@ class Schedule {
   Bytes transfer_bytes(TransferId t) const;  // payload of one message
   std::int64_t transfer_blocks(TransferId t) const;
 
-  // Raw CSR views (for bindings and bulk analyses).
+  // Raw CSR views (for bindings and bulk analyses). The offsets are the
+  // compact CsrOffsets: index them (dst_offsets()[t]) or copy_to() an array.
   const std::vector<RankId>& src_array() const { return src_; }
   const std::vector<std::uint8_t>& op_array() const { return op_; }
-  const std::vector<std::int64_t>& dst_offsets() const { return dst_off_; }
+  const CsrOffsets& dst_offsets() const { return dst_off_; }
   const std::vector<RankId>& dst_array() const { return dst_; }
-  const std::vector<std::int64_t>& range_offsets() const { return range_off_; }
+  const CsrOffsets& range_offsets() const { return range_off_; }
   const std::vector<BlockRange>& range_array() const { return ranges_; }
-  const std::vector<std::int64_t>& dep_offsets() const { return dep_off_; }
+  const CsrOffsets& dep_offsets() const { return dep_off_; }
   const std::vector<TransferId>& dep_array() const { return dep_; }
+  // Bytes held by the per-transfer arrays (by size, not capacity): what the
+  // transfers cost to keep, without the per-block and per-rank fields.
+  std::int64_t transfer_array_bytes() const;
 
   // True when every dependency points to an earlier index (then index order is
   // a topological order).
@@ -215,11 +227,11 @@ class Schedule {
   Collective collective_;
   std::vector<RankId> src_;
   std::vector<std::uint8_t> op_;
-  std::vector<std::int64_t> dst_off_{0};
+  CsrOffsets dst_off_;
   std::vector<RankId> dst_;
-  std::vector<std::int64_t> range_off_{0};
+  CsrOffsets range_off_;
   std::vector<BlockRange> ranges_;
-  std::vector<std::int64_t> dep_off_{0};
+  CsrOffsets dep_off_;
   std::vector<TransferId> dep_;
   bool backward_deps_ = true;
 };

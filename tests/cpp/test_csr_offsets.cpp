@@ -1,0 +1,247 @@
+// Compact CSR offsets: the identity, narrow and wide forms, and a schedule's
+// destination / range / dependency lists read back the same through every
+// form, whichever transfer first breaks the one-destination pattern.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "wafercoll/errors.hpp"
+#include "wafercoll/schedule/csr_offsets.hpp"
+#include "wafercoll/schedule/schedule.hpp"
+
+using namespace wafercoll;
+
+namespace {
+
+// Offsets of rows with the given item counts, written out by hand.
+std::vector<std::int64_t> prefix(const std::vector<std::int64_t>& counts) {
+  std::vector<std::int64_t> off{0};
+  for (std::int64_t c : counts) off.push_back(off.back() + c);
+  return off;
+}
+
+template <typename Narrow>
+void expect_offsets(const BasicCsrOffsets<Narrow>& off, const std::vector<std::int64_t>& want) {
+  ASSERT_EQ(off.rows() + 1, static_cast<std::int64_t>(want.size()));
+  for (std::size_t i = 0; i < want.size(); ++i)
+    ASSERT_EQ(off[static_cast<std::int64_t>(i)], want[i]) << "offset " << i;
+  std::vector<std::int64_t> copied(want.size(), -1);
+  off.copy_to(copied.data());
+  EXPECT_EQ(copied, want);
+  EXPECT_EQ(off.total(), want.back());
+}
+
+template <typename Narrow>
+void push_all(BasicCsrOffsets<Narrow>& off, const std::vector<std::int64_t>& want) {
+  for (std::size_t i = 1; i < want.size(); ++i) off.push(want[i]);
+}
+
+using Small = BasicCsrOffsets<std::int8_t>;  // narrow up to 127: forms change early
+
+}  // namespace
+
+TEST(CsrOffsets, StaysIdentityWhileEveryRowHasOneItem) {
+  Small off;
+  EXPECT_EQ(off.form(), Small::Form::identity);
+  expect_offsets(off, {0});
+  const std::vector<std::int64_t> want = prefix(std::vector<std::int64_t>(300, 1));
+  push_all(off, want);  // 300 rows, past the narrow limit: nothing stored at all
+  EXPECT_EQ(off.form(), Small::Form::identity);
+  EXPECT_EQ(off.stored_bytes(), 0);
+  expect_offsets(off, want);
+}
+
+TEST(CsrOffsets, LeavesIdentityAtTheFirstOtherRow) {
+  // The first row that has other than one item at row 0, in the middle and
+  // at the end; zero items and several items alike.
+  for (std::size_t at : {0u, 5u, 9u}) {
+    for (std::int64_t items : {0, 3}) {
+      std::vector<std::int64_t> counts(10, 1);
+      counts[at] = items;
+      const auto want = prefix(counts);
+      Small off;
+      for (std::size_t i = 1; i < want.size(); ++i) {
+        off.push(want[i]);
+        const bool broken = i > at;
+        EXPECT_EQ(off.form(), broken ? Small::Form::narrow : Small::Form::identity)
+            << "break at row " << at << ", after row " << i - 1;
+      }
+      expect_offsets(off, want);
+      EXPECT_EQ(off.stored_bytes(), static_cast<std::int64_t>(want.size()));  // 1 byte each
+    }
+  }
+}
+
+TEST(CsrOffsets, WidensWhenTheItemCountPassesTheNarrowLimit) {
+  // Rows of 2 items: offsets 0, 2, ..., 126 fit in int8_t, 128 does not.
+  const auto want = prefix(std::vector<std::int64_t>(100, 2));
+  Small off;
+  for (std::size_t i = 1; i < want.size(); ++i) {
+    off.push(want[i]);
+    EXPECT_EQ(off.form(), want[i] <= 127 ? Small::Form::narrow : Small::Form::wide)
+        << "offset " << want[i];
+  }
+  expect_offsets(off, want);
+  EXPECT_EQ(off.stored_bytes(), static_cast<std::int64_t>(want.size() * 8));
+}
+
+TEST(CsrOffsets, IdentityPastTheNarrowLimitGoesStraightToWide) {
+  // 200 rows of one item, then an empty row: offsets up to 200 need the
+  // wide form from the start of the materialised array.
+  std::vector<std::int64_t> counts(200, 1);
+  counts.push_back(0);
+  counts.push_back(1);
+  const auto want = prefix(counts);
+  Small off;
+  off.reserve(150);  // smaller than the final row count: growth still works
+  push_all(off, want);
+  EXPECT_EQ(off.form(), Small::Form::wide);
+  expect_offsets(off, want);
+}
+
+TEST(CsrOffsets, ScheduleWidthIsThirtyTwoBits) {
+  EXPECT_EQ(CsrOffsets::kNarrowMax, (std::int64_t{1} << 31) - 1);
+}
+
+namespace {
+
+// A ring-like schedule of n unicast transfers, one range each, except
+// transfer `multi` (if >= 0), which gets two destinations and two ranges.
+// Built through add_transfer, append_csr (one batch) and from_arrays, which
+// must all agree with the lists they were given.
+struct Lists {
+  std::vector<RankId> src;
+  std::vector<std::vector<RankId>> dsts;
+  std::vector<std::vector<BlockRange>> ranges;
+  std::vector<std::vector<TransferId>> deps;
+};
+
+Lists make_lists(int n, int multi, RankId p) {
+  Lists l;
+  for (int t = 0; t < n; ++t) {
+    const RankId s = t % p;
+    l.src.push_back(s);
+    l.dsts.push_back({static_cast<RankId>((s + 1) % p)});
+    l.ranges.push_back({BlockRange{t % 4, t % 4 + 1}});
+    l.deps.push_back(t == 0 ? std::vector<TransferId>{} : std::vector<TransferId>{t - 1});
+    if (t == multi) {
+      l.dsts.back().push_back(static_cast<RankId>((s + 2) % p));
+      l.ranges.back() = {BlockRange{0, 1}, BlockRange{2, 3}};
+    }
+  }
+  return l;
+}
+
+void expect_lists(const Schedule& s, const Lists& l) {
+  ASSERT_EQ(s.num_transfers(), static_cast<TransferId>(l.src.size()));
+  for (TransferId t = 0; t < s.num_transfers(); ++t) {
+    EXPECT_EQ(s.src(t), l.src[t]);
+    EXPECT_EQ(std::vector<RankId>(s.dsts_begin(t), s.dsts_end(t)), l.dsts[t]) << t;
+    EXPECT_EQ(s.num_dsts(t), static_cast<std::int64_t>(l.dsts[t].size()));
+    ASSERT_EQ(s.ranges_end(t) - s.ranges_begin(t),
+              static_cast<std::ptrdiff_t>(l.ranges[t].size())) << t;
+    for (std::size_t i = 0; i < l.ranges[t].size(); ++i) {
+      EXPECT_EQ(s.ranges_begin(t)[i].lo, l.ranges[t][i].lo);
+      EXPECT_EQ(s.ranges_begin(t)[i].hi, l.ranges[t][i].hi);
+    }
+    EXPECT_EQ(std::vector<TransferId>(s.deps_begin(t), s.deps_end(t)), l.deps[t]) << t;
+    EXPECT_EQ(s.num_deps(t), static_cast<std::int64_t>(l.deps[t].size()));
+  }
+}
+
+Schedule by_add_transfer(const Lists& l) {
+  Schedule s(5, std::vector<Bytes>(4, 8), Collective{});
+  for (std::size_t t = 0; t < l.src.size(); ++t)
+    s.add_transfer(l.src[t], l.dsts[t], l.ranges[t], Op::copy, l.deps[t]);
+  return s;
+}
+
+struct Flat {
+  std::vector<std::int64_t> dst_off{0}, rng_off{0}, dep_off{0};
+  std::vector<RankId> dsts;
+  std::vector<BlockId> lo, hi;
+  std::vector<TransferId> deps;
+  std::vector<std::uint8_t> op;
+};
+
+Flat flatten(const Lists& l) {
+  Flat f;
+  for (std::size_t t = 0; t < l.src.size(); ++t) {
+    f.dsts.insert(f.dsts.end(), l.dsts[t].begin(), l.dsts[t].end());
+    f.dst_off.push_back(static_cast<std::int64_t>(f.dsts.size()));
+    for (const auto& r : l.ranges[t]) {
+      f.lo.push_back(r.lo);
+      f.hi.push_back(r.hi);
+    }
+    f.rng_off.push_back(static_cast<std::int64_t>(f.lo.size()));
+    f.deps.insert(f.deps.end(), l.deps[t].begin(), l.deps[t].end());
+    f.dep_off.push_back(static_cast<std::int64_t>(f.deps.size()));
+    f.op.push_back(0);
+  }
+  return f;
+}
+
+}  // namespace
+
+TEST(CsrOffsets, ScheduleReadsBackAfterAMulticastAtStartMiddleEnd) {
+  const int n = 12;
+  for (int multi : {-1, 0, 6, n - 1}) {
+    SCOPED_TRACE("multicast at transfer " + std::to_string(multi));
+    const Lists l = make_lists(n, multi, 5);
+    const Flat f = flatten(l);
+    Schedule a = by_add_transfer(l);
+    Schedule b(5, std::vector<Bytes>(4, 8), Collective{});
+    b.append_csr(n, l.src.data(), f.op.data(), f.dst_off.data(), f.dsts.data(),
+                 f.rng_off.data(), f.lo.data(), f.hi.data(), f.dep_off.data(), f.deps.data());
+    Schedule c = Schedule::from_arrays(5, std::vector<Bytes>(4, 8), Collective{}, l.src, f.op,
+                                       f.dst_off, f.dsts, f.rng_off, f.lo, f.hi, f.dep_off,
+                                       f.deps);
+    const auto want_form = multi < 0 ? CsrOffsets::Form::identity : CsrOffsets::Form::narrow;
+    for (const Schedule* s : {&a, &b, &c}) {
+      expect_lists(*s, l);
+      EXPECT_EQ(s->dst_offsets().form(), want_form);
+      EXPECT_EQ(s->range_offsets().form(), want_form);
+      // Transfer 0 has no dependency: the dependency offsets are stored.
+      EXPECT_EQ(s->dep_offsets().form(), CsrOffsets::Form::narrow);
+      std::vector<std::int64_t> off(n + 1);
+      s->dst_offsets().copy_to(off.data());
+      EXPECT_EQ(off, f.dst_off);
+      s->range_offsets().copy_to(off.data());
+      EXPECT_EQ(off, f.rng_off);
+      s->dep_offsets().copy_to(off.data());
+      EXPECT_EQ(off, f.dep_off);
+    }
+  }
+}
+
+TEST(CsrOffsets, UnicastScheduleStoresNoDestinationOrRangeOffsets) {
+  const int n = 100;
+  Schedule s = by_add_transfer(make_lists(n, -1, 5));
+  // src 4 + op 1 + dst 4 + range 8 bytes per transfer, 99 dependencies of
+  // 4 bytes, and n + 1 dependency offsets of 4 bytes.
+  EXPECT_EQ(s.transfer_array_bytes(), n * (4 + 1 + 4 + 8) + (n - 1) * 4 + (n + 1) * 4);
+}
+
+TEST(CsrOffsets, RejectedTransferInABatchLeavesNoRangeBehind) {
+  // Transfer 1 of the batch names block 1 twice ([0, 2) and [1, 3)): the
+  // batch stops there with transfer 0 added, and the next transfer reads
+  // back its own range only.
+  Schedule s(3, std::vector<Bytes>(4, 8), Collective{});
+  const std::vector<RankId> src{0, 1}, dsts{1, 2};
+  const std::vector<std::uint8_t> op{0, 0};
+  const std::vector<std::int64_t> rng_off{0, 1, 3};
+  const std::vector<BlockId> lo{0, 0, 1}, hi{1, 2, 3};
+  const std::vector<std::int64_t> dep_off{0, 0, 0};
+  EXPECT_THROW(s.append_csr(2, src.data(), op.data(), nullptr, dsts.data(), rng_off.data(),
+                            lo.data(), hi.data(), dep_off.data(), nullptr),
+               ScheduleError);
+  ASSERT_EQ(s.num_transfers(), 1);
+  s.add(2, 0, 3, 4, Op::copy, {0});
+  ASSERT_EQ(s.num_transfers(), 2);
+  ASSERT_EQ(s.ranges_end(1) - s.ranges_begin(1), 1);
+  EXPECT_EQ(s.ranges_begin(1)->lo, 3);
+  EXPECT_EQ(s.ranges_begin(1)->hi, 4);
+  EXPECT_EQ(static_cast<std::int64_t>(s.range_array().size()), 2);
+  EXPECT_EQ(s.range_offsets().form(), CsrOffsets::Form::identity);
+}
