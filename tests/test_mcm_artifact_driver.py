@@ -122,3 +122,14 @@ def test_ring_bi_odd_parts_are_the_drivers_whole_messages(
     assert centre in sent  # excluded from the rings, not from the data
     ring = wc.build(RBO, topology=m, size_bytes=size)
     assert int(np.sum(ring.block_bytes)) == size  # default: an even split
+
+
+@pytest.mark.parametrize("msgs", [1, 8, 64])
+def test_artifact_preset_one_flow_costs_what_the_artifact_measured(msgs: int) -> None:
+    # measured in the artifact's BookSim and driver: a flow of M messages to a
+    # neighbour is received 357 M + 12 cycles after the previous one was
+    # (357 per message, 3 router cycles, 9 per flow)
+    m = wc.topology.mesh(1, 2)
+    s = wc.Schedule(2, [8192 * msgs], "unknown")
+    s.add_transfer(0, 1, 0, op="copy")
+    assert wc.simulate(s, m, wc.mcm.ARTIFACT).cycles == 357 * msgs + 12
