@@ -65,11 +65,13 @@ as ``src/booksim.py`` drives it): one 17-flit message over ``h``
 router-to-router links takes ``341 + 24 h`` cycles from ``IssueMessage`` to
 ``PeekMessage`` (365, 389, 413 and 485 cycles for 1, 2, 3 and 6 links),
 ``M`` messages on one link ``357 (M - 1)`` more: 357 cycles per message, 21
-per hop (the head flit) plus 3 in the router. The driver adds four cycles
-per flow (``src/hmc.py``: the next send is scheduled one cycle after the
-arrival, lines 931-934, and its first message one cycle later, line 759;
-the message buffers into and out of BookSim each hold a message one cycle,
-lines 809 and ``src/booksim.py`` line 98), so a ring step of ``M``
+per hop (the head flit) plus 3 in the router. (Here a 512 B head flit at
+the payload rate takes 22.3 cycles: 1.3 more per hop past the first.) The
+driver adds four cycles per flow (``src/hmc.py``: the next send is
+scheduled one cycle after the arrival, lines 931-934, and its first
+message one cycle later, line 759; the message buffers into and out of
+BookSim each hold a message one cycle, lines 809 and ``src/booksim.py``
+line 98), so a ring step of ``M``
 messages takes ``357 M + 12`` cycles (the artifact's 4x4 ring log: 2,868
 cycles for 8 messages). A reduced flow is aggregated first
 (``src/hmc.py`` lines 904 and 960-969, ``src/npu.py`` lines 14-22):
