@@ -69,7 +69,7 @@ per hop (the head flit) plus 3 in the router. (Here a 512 B head flit at
 the payload rate takes 22.3 cycles: 1.3 more per hop past the first.) The
 driver adds four cycles per flow (``src/hmc.py``: the next send is
 scheduled one cycle after the arrival, lines 931-934, and its first
-message one cycle later, line 759; the message buffers into and out of
+message one cycle later, line 762; the message buffers into and out of
 BookSim each hold a message one cycle, lines 809 and ``src/booksim.py``
 line 98), so a ring step of ``M``
 messages takes ``357 M + 12`` cycles (the artifact's 4x4 ring log: 2,868
