@@ -255,9 +255,11 @@ def test_simulates_on_the_artifact_network(n: int) -> None:
     s = wc.build(NAME, topology=t, size_bytes=1 << 20)
     net = mcm.ARTIFACT.replace(bandwidth_Bps=None)
     r = wc.simulate(s, t, net)
-    # at least one flow's messages over one chiplet link, and no faster than
-    # the artifact's uniform-rate network would allow on the same routes
+    # at least one flow's messages over one chiplet link, and not slower than
+    # the artifact's uniform-rate network on the same routes but for the
+    # anomalies of greedy contention (faster chiplet links can change which
+    # flow takes a shared router link first: 81 chiplets, 0.8 % slower)
     m = n - n % 2
     per_flow = math.ceil((1 << 20) / m / MSG)
     assert r.cycles >= per_flow * 17
-    assert r.cycles <= wc.simulate(s, t, mcm.ARTIFACT).cycles
+    assert r.cycles <= 1.02 * wc.simulate(s, t, mcm.ARTIFACT).cycles

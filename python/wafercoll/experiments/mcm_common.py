@@ -270,6 +270,22 @@ ARTIFACT_VARIANTS = {
         "the artifact's saved trees (3x3, 4x4, 5x5, 6x6, 8x8, 9x9 only), "
         "mcm_artifact preset on the mesh",
     ),
+    "RingBiOdd": (
+        "mesh_ring_bi_odd_artifact_allreduce",
+        "message_bytes=8192 (every part the whole messages the driver sends: "
+        "ceil(ceil(S / (8192 N)) N / (2 (N - 1))), src/hmc.py and "
+        "ring_odd_bi_allreduce.py's datasize; the committed link flits of all "
+        "22 Fig. 8 runs equal this count), centre excluded, mcm_artifact preset "
+        "on the mesh",
+    ),
+    "TTO": (
+        "mesh_tto_artifact_allreduce",
+        "message_bytes=8192 (every chunk of every tree ceil(chunk / 3 / 8192) "
+        "whole messages, the driver's partial_tree_message), the driver's "
+        "dependencies (src/hmc_fermat.py: children reduce into a parent at "
+        "once, the whole reduce-scatter ends before any allgather starts; not "
+        "a verified AllReduce), mcm_artifact preset on the mesh",
+    ),
 }
 
 #: The labels whose comparisons are taken against the artifact's own schedule
@@ -465,6 +481,8 @@ def artifact_variant_runs(
         elif base == "DBTree":
             top = artifact_dbtree_topology(rows * cols)
             net = ARTIFACT.replace(bandwidth_Bps=None)
+        elif base in ("RingBiOdd", "TTO"):
+            kw = {"message_bytes": ARTIFACT_MESSAGE_BYTES}
         elif rows * cols not in ARTIFACT_MULTITREE_CHIPLETS:
             skipped.append(f"{label} {rows}x{cols}")
             continue

@@ -8,10 +8,13 @@ Training* (Laskar, Majhi et al., HPCA 2024). Every number is simulated with
 * :data:`wafercoll.mcm.TABLE_II`, the network as the paper states it;
   bandwidths in GB/s = 1e9 B/s;
 * :data:`wafercoll.mcm.ARTIFACT`, the network as the authors' BookSim
-  artifact simulates it (357 cycles per whole 8 KiB message per link,
-  chunk-level forwarding); bandwidths in GiB/s, as the authors plot them,
-  beside the artifact's own committed results
-  (:func:`wafercoll.mcm.artifact_cycles`) where it has a run.
+  artifact simulates it (357 cycles per whole 8 KiB message per link, 3
+  router cycles per hop, 9 cycles per flow, chunk-level forwarding);
+  bandwidths in GiB/s, as the authors plot them, beside the artifact's own
+  committed results (:func:`wafercoll.mcm.artifact_cycles`) where it has a
+  run. The artifact's own schedules run beside the paper's where its driver
+  differs (``mcm_common.ARTIFACT_VARIANTS``: Ring-2D, DBTree,
+  MultiTree, RingBiOdd, TTO).
 
 * ``mesh_table1``: used-link percentage per algorithm on 8x8 and 9x9 (Table I);
 * ``mesh_fig8``: AllReduce bandwidth against size, 1 MiB .. 1 GiB (Fig. 8);

@@ -29,7 +29,7 @@ Examples
 from __future__ import annotations
 
 from ..kit.orders import excluded_node, hamiltonian_cycle, hamiltonian_path
-from . import artifact_ring2d, systolic, training, workloads
+from . import artifact_driver, artifact_ring2d, systolic, training, workloads
 from .artifact_multitree import artifact_multitree  # registers the variant too
 from .artifact_topology import (
     artifact_anynet_routers,
@@ -70,6 +70,7 @@ __all__: list[str] = [
     "TTOTrees",
     "artifact",
     "artifact_anynet_routers",
+    "artifact_driver",
     "artifact_multitree",
     "artifact_ring2d",
     "artifact_cycles",

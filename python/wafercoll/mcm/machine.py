@@ -46,8 +46,13 @@ field                  value           source
                                        is rounded up to whole messages
 ``flit_bytes``         512             Table II; the head flit gates
                                        cut-through at the next router
-``hop_latency_s``      2e-9            ``vc_alloc_delay`` 1 + ``sw_alloc_delay``
-                                       1 cycle (``routing_delay`` 0)
+``hop_latency_s``      3e-9            ``vc_alloc_delay`` 1 + ``sw_alloc_delay``
+                                       1 + crossbar 1 cycle (``routing_delay``
+                                       0; ``st_final_delay`` 1 by default,
+                                       ``booksim_config.cpp`` line 146)
+``alpha_s``            9e-9            per flow: the driver's four event
+                                       cycles, the two chiplet channels (1
+                                       cycle each) and the last router (3)
 ``dependencies``       complete        a chiplet sends a flow once all the
                                        messages it depends on have arrived
                                        (``depending_children`` in
@@ -55,12 +60,38 @@ field                  value           source
 ``clock_Hz``           1e9             one cycle is 1 ns
 =====================  ==============  =======================================
 
-Not modelled: VC allocation and buffer limits (4 VCs of 318 flits), the
-driver's per-flow scheduling events (a few cycles each), and its four
-network interfaces per chiplet (one per mesh direction; injection is not a
-bottleneck on a mesh). The authors report bandwidth as bytes / 2^30 per
-second (GiB/s). :func:`artifact_cycles` gives the cycle counts the artifact
-committed, to compare with.
+Measured in the artifact's BookSim (built from the commit above and driven
+as ``src/booksim.py`` drives it): one 17-flit message over ``h``
+router-to-router links takes ``341 + 24 h`` cycles from ``IssueMessage`` to
+``PeekMessage`` (365, 389, 413 and 485 cycles for 1, 2, 3 and 6 links),
+``M`` messages on one link ``357 (M - 1)`` more: 357 cycles per message, 21
+per hop (the head flit) plus 3 in the router. (Here a 512 B head flit at
+the payload rate takes 22.3 cycles: 1.3 more per hop past the first.) The
+driver adds four cycles per flow (``src/hmc.py``: the next send is
+scheduled one cycle after the arrival, lines 931-934, and its first
+message one cycle later, line 762; the message buffers into and out of
+BookSim each hold a message one cycle, lines 809 and ``src/booksim.py``
+line 98), so a ring step of ``M``
+messages takes ``357 M + 12`` cycles (the artifact's 4x4 ring log: 2,868
+cycles for 8 messages). A reduced flow is aggregated first
+(``src/hmc.py`` lines 904 and 960-969, ``src/npu.py`` lines 14-22):
+``ceil(ceil(params / 16) / 256)`` cycles for its ``params = bytes / 4``
+fp32 values over 16 vaults (``--num-vaults 16`` in every run script) and
+256-wide arrays (``google.cfg``), one flow after the other on a chiplet,
+and one more event cycle: 2,873 cycles per reduce-scatter step of 8
+messages. That aggregation, ``M / 2 + 1`` cycles after a flow of ``M``
+messages has arrived (0.14 % of its 357 M), is not modelled:
+``gamma_s_per_byte`` would reduce each packet as it arrives, hiding all but
+the last packet's share. Not modelled either: VC allocation and buffer limits
+(4 VCs of 318 flits) and the driver's four network interfaces per chiplet
+(one per mesh direction; injection is not a bottleneck on a mesh). Two
+flows from two neighbours into one chiplet travel at once (measured: both
+arrive after 2,864 cycles, as one alone); the tree builders order the two
+reductions (the schedule semantics need it), see
+:mod:`wafercoll.mcm.artifact_driver` for TTO as the driver runs it. The
+authors report bandwidth as bytes / 2^30 per second (GiB/s).
+:func:`artifact_cycles` gives the cycle counts the artifact committed, to
+compare with.
 
 ``FIGURE_TIMESTEPS`` counts timesteps as the paper's figures do (Figs. 3, 5, 7):
 one byte is one "piece", a link carries one piece per timestep, every
@@ -140,8 +171,14 @@ def table_ii() -> NetworkModel:
 ARTIFACT_MESSAGE_BYTES = 8192
 #: Cycles one message holds a link: 17 flits x 21 cycles (``per_message_time``).
 ARTIFACT_MESSAGE_CYCLES = 357
-#: Router delay per hop in cycles: ``vc_alloc_delay`` + ``sw_alloc_delay``.
-ARTIFACT_ROUTER_CYCLES = 2
+#: Router delay per hop in cycles: ``vc_alloc_delay`` + ``sw_alloc_delay`` +
+#: ``st_final_delay`` (crossbar), 1 each (measured: 24 cycles per extra hop
+#: = 21 for the head flit + 3).
+ARTIFACT_ROUTER_CYCLES = 3
+#: Cycles every flow costs besides its hops (module docstring): the driver's
+#: 4 event cycles, the injection and ejection channels (1 each) and the
+#: destination's router (3).
+ARTIFACT_FLOW_CYCLES = 9
 
 
 def artifact() -> NetworkModel:
@@ -165,12 +202,13 @@ def artifact() -> NetworkModel:
     >>> m = wc.topology.mesh(4, 4)
     >>> s = wc.build("mesh_ring_allreduce", topology=m, size_bytes=1 << 20)
     >>> wc.simulate(s, m, net).cycles
-    85740.0
+    86040.0
     """
     cycle = 1.0 / CLOCK_HZ
     return NetworkModel(
         ARTIFACT_MESSAGE_BYTES / (ARTIFACT_MESSAGE_CYCLES * cycle),
         hop_latency_s=ARTIFACT_ROUTER_CYCLES * cycle,
+        alpha_s=ARTIFACT_FLOW_CYCLES * cycle,
         packet_bytes=ARTIFACT_MESSAGE_BYTES,
         flit_bytes=FLIT_BYTES,
         pad_packets=True,
