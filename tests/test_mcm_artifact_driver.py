@@ -63,16 +63,63 @@ def test_tto_takes_two_pipelines_of_height_plus_chunks(side: int, chunks: int) -
     # is another such pipeline
     m = wc.topology.mesh(side, side)
     h = wc.mcm.tto_trees(side, side).height
-    s = wc.build(TTO, topology=m, size_bytes=3 * chunks, chunk_bytes=3)
+    s = wc.build(
+        TTO, topology=m, size_bytes=3 * chunks, chunk_bytes=3, dependencies="artifact"
+    )
     got = wc.simulate(s, m, wc.NetworkModel.unit_timestep(1)).cycles
     assert got == 2 * (h + chunks - 1)
 
 
 def test_tto_children_race_as_in_the_artifact() -> None:
     m = wc.topology.mesh(4, 4)
-    s = wc.build(TTO, topology=m, size_bytes=1 << 16)
+    s = wc.build(TTO, topology=m, size_bytes=1 << 16, dependencies="artifact")
     with pytest.raises(wc.ScheduleError, match="race"):
         wc.verify(s)
+
+
+@pytest.mark.parametrize(
+    ("rows", "cols", "size", "chunk"),
+    [
+        (2, 2, 10, 4),
+        (3, 3, 1000, 96),
+        (4, 4, 4099, 300),
+        (3, 5, 777, 100),
+        (5, 5, 12345, 3000),
+        (4, 7, 999, 999),
+        (6, 6, 5000, 700),
+    ],
+)
+def test_tto_data_dependencies_are_a_verified_allreduce(
+    rows: int, cols: int, size: int, chunk: int
+) -> None:
+    m = wc.topology.mesh(rows, cols)
+    s = wc.build(TTO, topology=m, size_bytes=size, chunk_bytes=chunk)
+    assert wc.verify(s).ok
+    rng = np.random.default_rng(rows * 100 + cols)
+    x = rng.integers(-1000, 1000, size=(rows * cols, size))
+    out = wc.execute(s, x, check=False)
+    part = s.participants
+    assert np.array_equal(
+        out[part], np.broadcast_to(x[part].sum(axis=0), out[part].shape)
+    )
+
+
+def test_tto_data_dependencies_order_siblings_so_they_cost_time() -> None:
+    # with siblings in turn the unit-step time can only grow, and on 6x6 (a
+    # chiplet with two children in some tree) it does
+    m = wc.topology.mesh(6, 6)
+    unit = wc.NetworkModel.unit_timestep(1)
+    t = {
+        d: wc.simulate(
+            wc.build(TTO, topology=m, size_bytes=9, chunk_bytes=3, dependencies=d),
+            m,
+            unit,
+        ).cycles
+        for d in ("data", "artifact")
+    }
+    assert t["data"] > t["artifact"]
+    with pytest.raises(ValueError, match="dependencies"):
+        wc.build(TTO, topology=m, size_bytes=9, dependencies="none")
 
 
 def test_tto_message_bytes_pads_every_chunk_of_every_tree() -> None:
@@ -94,7 +141,9 @@ def test_tto_within_one_percent_of_the_artifacts_4x4_run() -> None:
     )
     (committed,) = ref["cycles"][run].tolist()
     m = wc.topology.mesh(4, 4)
-    s = wc.build(TTO, topology=m, size_bytes=1 << 20, message_bytes=8192)
+    s = wc.build(
+        TTO, topology=m, size_bytes=1 << 20, message_bytes=8192, dependencies="artifact"
+    )
     got = wc.simulate(s, m, wc.mcm.ARTIFACT).cycles
     assert abs(got / committed - 1) < 0.01
 

@@ -281,10 +281,11 @@ ARTIFACT_VARIANTS = {
     "TTO": (
         "mesh_tto_artifact_allreduce",
         "message_bytes=8192 (every chunk of every tree ceil(chunk / 3 / 8192) "
-        "whole messages, the driver's partial_tree_message), the driver's "
-        "dependencies (src/hmc_fermat.py: children reduce into a parent at "
-        "once, the whole reduce-scatter ends before any allgather starts; not "
-        "a verified AllReduce), mcm_artifact preset on the mesh",
+        "whole messages, the driver's partial_tree_message), "
+        "dependencies='artifact', the driver's (src/hmc_fermat.py: children "
+        "reduce into a parent at once, the whole reduce-scatter ends before any "
+        "allgather starts; not a verified AllReduce, while the default "
+        "dependencies='data' is one), mcm_artifact preset on the mesh",
     ),
 }
 
@@ -481,8 +482,10 @@ def artifact_variant_runs(
         elif base == "DBTree":
             top = artifact_dbtree_topology(rows * cols)
             net = ARTIFACT.replace(bandwidth_Bps=None)
-        elif base in ("RingBiOdd", "TTO"):
+        elif base == "RingBiOdd":
             kw = {"message_bytes": ARTIFACT_MESSAGE_BYTES}
+        elif base == "TTO":
+            kw = {"message_bytes": ARTIFACT_MESSAGE_BYTES, "dependencies": "artifact"}
         elif rows * cols not in ARTIFACT_MULTITREE_CHIPLETS:
             skipped.append(f"{label} {rows}x{cols}")
             continue

@@ -405,6 +405,7 @@ def run_fig14(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
                 size_bytes=size,
                 chunk_bytes=c,
                 message_bytes=ARTIFACT_MESSAGE_BYTES,
+                dependencies="artifact",
             )
             ref = artifact_reference("TTO", m, n, size, c, figure="fig14")
             dev.append(100 * (simulate(s, mesh(m, n), ARTIFACT).cycles / ref - 1))

@@ -28,7 +28,11 @@ measured in the artifact's own BookSim (two 8-message flows into one
 chiplet from two neighbours both arrive after 2,864 cycles, as one alone
 does), its reductions do overlap. These dependencies are the driver's, not
 an AllReduce's: two reductions into one block are unordered, a race
-:func:`wafercoll.verify` refuses.
+:func:`wafercoll.verify` refuses. So ``dependencies="artifact"`` gives the
+driver's order (what the comparisons with the artifact's cycles run), and the
+default ``dependencies="data"`` orders the reductions of siblings into one
+chiplet, one after the other in the trees' order, which makes the schedule a
+verified AllReduce (and slower wherever siblings would have overlapped).
 
 With ``message_bytes`` set, every chunk of every tree is
 ``ceil(chunk / (3 message_bytes))`` whole messages, as the driver sizes them
@@ -51,7 +55,8 @@ whole reduce-scatter, ``C`` chunks over trees of height ``h`` take
 >>> import wafercoll as wc
 >>> m = wc.topology.mesh(6, 6)
 >>> name = "mesh_tto_artifact_allreduce"
->>> s = wc.build(name, topology=m, size_bytes=12, chunk_bytes=3)
+>>> s = wc.build(name, topology=m, size_bytes=12, chunk_bytes=3,
+...              dependencies="artifact")
 >>> wc.simulate(s, m, wc.NetworkModel.unit_timestep(1)).cycles
 26.0
 """
@@ -63,7 +68,7 @@ from typing import Any
 import numpy as np
 
 from .. import kit
-from .._util import as_int
+from .._util import as_bool, as_int
 from ..algorithms import AlgorithmInfo, build, register
 from ..schedule import Schedule
 from .machine import TTO_CHUNK_BYTES
@@ -82,7 +87,14 @@ def _shape(name: str, p: int, topology: Any) -> tuple[int, int]:
 
 
 def driver_order(
-    src: Any, dst: Any, block: Any, reduce: Any, roots: Any, chunks: int
+    src: Any,
+    dst: Any,
+    block: Any,
+    reduce: Any,
+    roots: Any,
+    chunks: int,
+    *,
+    siblings_at_once: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Dependencies of the artifact's TTO driver for ``chunks`` chunks.
 
@@ -94,7 +106,9 @@ def driver_order(
     waits for
 
     * the transfers of its chunk that bring its block into its source (a
-      reduction for every child, at once: siblings are not ordered);
+      reduction for every child, at once: siblings are not ordered, unless
+      ``siblings_at_once`` is false, when each reduction into a chiplet
+      also waits for the previous sibling's, in template order);
     * the previous transfer on its link (one transfer per link at a time);
     * a tree root's first copies: the last chunk's reductions into every
       root (the reduce-scatter of the whole vector ends first).
@@ -110,6 +124,10 @@ def driver_order(
         Root rank of every tree (``roots[block]``).
     chunks : int
         Number of chunks, >= 1.
+    siblings_at_once : bool, optional
+        Whether the reductions of several children into one chiplet's block
+        run at once, as the driver runs them (default), or one after the
+        other, which makes the program a verified AllReduce.
 
     Returns
     -------
@@ -134,6 +152,7 @@ def driver_order(
     if not s.size == d.size == b.size == red.size:
         raise ValueError("src, dst, block and reduce must have one entry per transfer")
     C = as_int(chunks, "chunks", 1)
+    at_once = as_bool(siblings_at_once, "siblings_at_once")
     root = np.asarray(roots, np.int64).ravel()
     R_ids, A_ids = np.flatnonzero(red), np.flatnonzero(~red)
     R, A = R_ids.size, A_ids.size
@@ -162,6 +181,12 @@ def driver_order(
                     for j, u in enumerate(R_ids)
                     if 0 <= b[u] < root.size and d[u] == root[b[u]]
                 ]
+            if phase == 0 and not at_once:
+                prev = [
+                    j for j, u in enumerate(ids[:k]) if d[u] == d[t] and b[u] == b[t]
+                ]
+                if prev:
+                    deps.append((0, 0, prev[-1]))
             link = (int(s[t]), int(d[t]))
             if link in seen:
                 deps.append((phase, 0, seen[link]))
@@ -202,8 +227,14 @@ def _tto_artifact(
     topology: Any = None,
     chunk_bytes: Any = None,
     message_bytes: Any = None,
+    dependencies: str = "data",
 ) -> Schedule:
     name = "mesh_tto_artifact_allreduce"
+    if dependencies not in _DEPENDENCIES:
+        raise ValueError(
+            f"{name}: dependencies must be one of {', '.join(_DEPENDENCIES)}; "
+            f"got {dependencies!r}"
+        )
     m, n = _shape(name, p, topology)
     size = as_int(size, "size_bytes", 1, _MAX_SIZE)
     chunk = (
@@ -233,7 +264,9 @@ def _tto_artifact(
     dst = np.asarray(one.dst, np.int64)
     lo, _, _ = one.block_ranges()
     red = np.asarray(one.op) == 1
-    flat, off = driver_order(src, dst, lo, red, trees.roots, C)
+    flat, off = driver_order(
+        src, dst, lo, red, trees.roots, C, siblings_at_once=dependencies == "artifact"
+    )
     R_ids, A_ids = np.flatnonzero(red), np.flatnonzero(~red)
     ids = np.concatenate([np.tile(R_ids, C), np.tile(A_ids, C)])
     chunk_of = np.concatenate(
@@ -265,6 +298,11 @@ def _ring_bi_odd_artifact(
     )
 
 
+#: ``dependencies`` of ``mesh_tto_artifact_allreduce``: ``"data"`` orders two
+#: children's reductions into one chiplet (a verified AllReduce),
+#: ``"artifact"`` lets them run at once as the driver does.
+_DEPENDENCIES = ("data", "artifact")
+
 _SOURCE = "sabuj7177/TTO_HPCA_2024 (commit 156128c)"
 
 register(
@@ -279,7 +317,7 @@ register(
         summary="TTO as the artifact's driver runs it: children reduce at once, "
         "the whole reduce-scatter before the allgather",
         builder=_tto_artifact,
-        parameters={"chunk_bytes": None, "message_bytes": None},
+        parameters={"chunk_bytes": None, "message_bytes": None, "dependencies": "data"},
         max_ranks=1 << 12,
         label="TTO (artifact)",
         artifact_names=("mesh_overlap_2d_1", "mesh_overlap_2d_1"),
