@@ -277,10 +277,9 @@ ARTIFACT_VARIANTS = {
 #: The labels whose comparisons are taken against the artifact's own schedule
 #: where it ran beside ours (:func:`artifact_counterpart`); MultiTree is not
 #: among them: its artifact variant matches the committed cycles where flows
-#: outgrow the network's queues (within 5 %), but is 5-20 % slow below
-#: that, where the artifact's driver takes a flow as received early (see
-#: :mod:`wafercoll.mcm.artifact_multitree`); its median is further from the
-#: artifact's cycles than our MultiTree's.
+#: outgrow the network's queues (within 5 %), but is 5-20 % slow below that
+#: (see :mod:`wafercoll.mcm.artifact_multitree`); its median is further from
+#: the artifact's cycles than our MultiTree's.
 ARTIFACT_SCHEDULES = {
     label: ARTIFACT_VARIANTS[label][0] for label in ("Ring-2D", "DBTree")
 }

@@ -82,22 +82,20 @@ what the flow waited for.
 Not modelled: the aggregation's compute time (``npu.aggregate``, a few
 hundred cycles per run), the driver's per-event cycles, BookSim's
 round-robin arbitration (the simulator serves packets first come, first
-served), the head-of-line blocking between an interface's flows to
-different neighbours once the router's input port is full, and one quirk of
-the driver that makes the artifact faster than this model for flows of up to
-a few hundred messages: a parent counts a child's flow complete when the
-message flagged ``end`` (the last one sent) arrives
-(``incoming_message_evaluate``, l. 882-885, and ``incoming_message_update``,
-l. 900-908), not when all of them have; a flow's packets spread over the
-router's four virtual channels and the last one can overtake earlier ones
-held up behind another flow's packets. Counted in the artifact's own run
-(its driver and BookSim, one counter added): on 5x5 with 21 messages per flow,
-103 of the 600 reduce-scatter flows were taken as complete with 546 of their
-messages still in the network, so the next flows started early; on 4x4 with 8
-messages, 1 of 240 (one message). Where flows are longer than the network's
-queues (more than ``L`` messages) the overtaking no longer shortens the run;
-there this model is within 5 % of the committed Fig. 8 cycles (18 of 19
-points within 2.5 %), below that 5-20 % slow.
+served) and the head-of-line blocking between an interface's flows to
+different neighbours once the router's input port is full.
+
+Where flows are longer than the queues of rule 6 (more than ``L``
+messages) this model is within 5 % of the committed Fig. 8 cycles (18 of 19
+points within 2.5 %); with shorter flows it is 5-20 % slower, and we have
+not found why. One candidate is ruled out: the driver takes a child's flow
+as received when the message flagged ``end`` arrives (``incoming_message_
+evaluate``, l. 882-885), and in the artifact's own run (its driver and
+BookSim, 5x5, 21 messages per flow) 103 of the 600 reduce-scatter flows were
+taken as complete with 546 of their messages still in the network (the last
+packet overtakes earlier ones in the router's virtual channels); but the
+same run with a driver that waits for all the messages takes 220375 cycles
+against 219661, so this does not account for the difference (ours: 259234).
 """
 
 from __future__ import annotations
