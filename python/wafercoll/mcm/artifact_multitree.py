@@ -95,10 +95,10 @@ BookSim, 5x5, 21 messages per flow) 103 of the 600 reduce-scatter flows were
 taken as complete with 546 of their messages still in the network (the last
 packet overtakes earlier ones in the router's virtual channels); but the
 same run with a driver that waits for all the messages takes 220375 cycles
-against 219661, so this does not account for the difference (ours: 259234). The gap lies in
-how flows of different interfaces share a link: queueing all of a chiplet's
-flows to one neighbour in one queue, as if on one interface, makes this model
-4-11 % fast at the same points instead of 5-20 % slow.
+against 219661, so this does not account for the difference (ours: 259234).
+The gap lies in how flows of different interfaces share a link: queueing all
+of a chiplet's flows to one neighbour in one queue, as if on one interface,
+makes this model 4-11 % fast at the same points instead of 5-20 % slow.
 """
 
 from __future__ import annotations
