@@ -19,49 +19,86 @@ the trees of ``multitree(side, side)``; on 4x4 every tree differs (same
 
 Schedule (the driver's rule)
 ----------------------------
-``MultiTreeAllreduce.generate_schedule`` turns tree ``r``'s edge
-``(child c, parent q, time t)`` into a reduce-scatter flow ``c -> q`` of chunk
-``r`` at step ``T - 1 - t`` and an allgather flow ``q -> c`` at step ``t``
-(one flow per child; chunk ``r`` is ``1 / N`` of the vector). The driver,
-``HMC`` in ``src/hmc.py``, runs them per chiplet, with ``strict_schedule``
-and four network interfaces (``--radix 4``; one flow per interface):
+``MultiTreeAllreduce.generate_schedule`` (``multitree_allreduce.py``
+l. 281-310) turns tree ``r``'s edge ``(child c, parent q, time t)`` into a
+reduce-scatter flow ``c -> q`` of chunk ``r`` at step ``T - 1 - t`` and an
+allgather flow ``q -> c`` at step ``t`` (one flow per child; chunk ``r`` is
+``1 / N`` of the vector, ``ceil`` of it in 8 KiB messages, ``hmc.py``
+l. 99). The driver, ``HMC`` in ``src/hmc.py``, runs them per chiplet, with
+``strict_schedule`` and four network interfaces (``--radix 4``; each
+interface is a BookSim node of its own, ``booksim.py`` l. 63-77):
 
 1. *Data.* A reduce-scatter flow waits until every child of ``c`` in tree
    ``r`` has delivered its whole flow and it has been aggregated
-   (``depending_children``, cleared in ``finish_aggregation_update``); an
-   allgather flow waits for the whole chunk from ``q``'s parent in tree ``r``
-   (``incoming_message_update``). Flows are not pipelined chunk by chunk.
-2. *Steps in order, per chiplet.* A chiplet works through its own steps
-   (``reduce_scatter_schedule[0]``; steps in which it sends nothing are
-   skipped). Within a step a flow starts as soon as it is ready; the next
-   step starts only when every flow of this one has been *issued*
-   (``new_step`` with ``strict_schedule``: all interfaces free again,
-   ``reduce_scatter_evaluate``). There is no barrier between chiplets.
-3. *Reduce-scatter, then allgather.* A chiplet starts its allgather once all
+   (``depending_children``, cleared per child in ``finish_aggregation_
+   update``, l. 354-376); an allgather flow waits for the whole chunk from
+   ``q``'s parent (``incoming_message_update``, l. 911-927). Flows are not
+   pipelined chunk by chunk.
+2. *Children in parallel.* A parent counts each child's messages apart
+   (``messages_received[flow][child]``, l. 165-173, 883) and aggregates each
+   child's flow when it is complete, so two children of one parent send
+   their copies of chunk ``r`` at the same time. A schedule must order two
+   writes into one block (:mod:`wafercoll.schedule`), so such a reduction is
+   cut into :data:`SIBLING_PARTS` parts of the chunk, sent one after another,
+   and a later child's part ``k`` waits only for the earlier child's part
+   ``k``: the children overlap, the later one lagging one part.
+3. *Steps in order, per chiplet.* A chiplet works through its own steps
+   (steps in which it sends nothing are skipped, l. 420-434). Within a step a
+   flow starts as soon as it is ready, on the lowest free interface (trees
+   in order, l. 436-444); the next step starts only when every flow of this
+   one has been *issued* (``new_step`` with ``strict_schedule``: all
+   interfaces free again, l. 409-411). There is no barrier between chiplets.
+4. *One queue per interface.* An interface's messages reach the router in
+   order (``to_network_message_buffers``, BookSim's ``_input_buffer`` and
+   ``_partial_packets``), so two flows of one interface to the same
+   neighbour follow one another; flows from different interfaces share the
+   link. Flow ``i`` of a step is given interface ``i``, and a flow waits for
+   the previous flow of its interface to the same neighbour.
+5. *Reduce-scatter, then allgather.* A chiplet starts its allgather once all
    its reduce-scatter flows are issued and its own chunk is fully reduced
-   (the last entry of its schedule, ``send_reduce_message_update``); the
-   allgather's steps run in order as in 2.
-4. *Issued is not delivered.* An interface hands a flow's 8 KiB messages, one
-   per cycle, to buffers that the network drains (``send_reduce_message_
-   evaluate``): its own ``message_buffer_size`` (32 messages, every committed
-   run), BookSim's ``msg_buf_size`` (16, ``booksim_config.cpp``) and the
-   injection queue of ``inject_buf_size`` 80 flits (4 messages of 17 flits;
-   ``ScaleTrafficManager::_Inject``). A flow of ``m`` messages is therefore
-   issued when all but the last ``L = 52`` (:data:`ISSUE_LAG_MESSAGES`) have
-   left these buffers, or as soon as it starts when ``m <= L``.
+   (the last entry of its schedule, l. 632-640); the allgather's steps run
+   in order as in 3.
+6. *Issued is not delivered.* An interface hands a flow's messages, one per
+   cycle, to queues that the network drains (``send_reduce_message_
+   evaluate``, l. 542-572): its own ``message_buffer_size`` (32 messages,
+   every committed run), BookSim's ``msg_buf_size`` (16) and the injection
+   queue of ``inject_buf_size`` 80 flits (4 messages of 17 flits), then the
+   router's input port of the interface and the next router's input port
+   for the link, each ``num_vcs`` 4 x ``vc_buf_size`` 318 flits (74
+   messages; the modified BookSim link is not pipelined, so flits wait in it
+   on the next router's credits). A flow of ``m`` messages is issued when all
+   but the last ``L = 200`` (:data:`ISSUE_LAG_MESSAGES`) have left for these
+   queues, or as soon as it starts when ``m <= L``. Running the artifact's
+   driver and BookSim on 4x4 with 128 messages per flow shows this: the
+   second flow of an interface to one neighbour is issued when 200 messages
+   are still queued.
 
-Rule 4 is written with the schedule's own means: a flow of ``m > L``
+Rule 6 is written with the schedule's own means: a flow of ``m > L``
 messages is two transfers, its first ``m - L`` messages and the rest (which
 waits for the first), and "issued" is the completion of the first; a flow of
 ``m <= L`` messages is issued when it is ready, so the next step waits for
-what the flow waited for. The router's virtual-channel buffers (4 x 318
-flits) can hold more messages still; they are part of the network, not of the
-driver, and are not counted in ``L``.
+what the flow waited for.
 
 Not modelled: the aggregation's compute time (``npu.aggregate``, a few
-hundred cycles per run), the driver's per-event cycles and BookSim's
-arbitration among the interfaces (the simulator serves packets first come,
-first served).
+hundred cycles per run), the driver's per-event cycles, BookSim's
+round-robin arbitration (the simulator serves packets first come, first
+served) and the head-of-line blocking between an interface's flows to
+different neighbours once the router's input port is full.
+
+Where flows are longer than the queues of rule 6 (more than ``L``
+messages) this model is within 5 % of the committed Fig. 8 cycles (18 of 19
+points within 2.5 %); with shorter flows it is 5-20 % slower, and we have
+not found why. One candidate is ruled out: the driver takes a child's flow
+as received when the message flagged ``end`` arrives (``incoming_message_
+evaluate``, l. 882-885), and in the artifact's own run (its driver and
+BookSim, 5x5, 21 messages per flow) 103 of the 600 reduce-scatter flows were
+taken as complete with 546 of their messages still in the network (the last
+packet overtakes earlier ones in the router's virtual channels); but the
+same run with a driver that waits for all the messages takes 220375 cycles
+against 219661, so this does not account for the difference (ours: 259234).
+The gap lies in how flows of different interfaces share a link: queueing all
+of a chiplet's flows to one neighbour in one queue, as if on one interface,
+makes this model 4-11 % fast at the same points instead of 5-20 % slow.
 """
 
 from __future__ import annotations
@@ -79,7 +116,12 @@ from .builders import mesh_shape
 from .machine import ARTIFACT_MESSAGE_BYTES
 from .trees import MultiTree
 
-__all__ = ["ARTIFACT_MULTITREE_CHIPLETS", "ISSUE_LAG_MESSAGES", "artifact_multitree"]
+__all__ = [
+    "ARTIFACT_MULTITREE_CHIPLETS",
+    "ISSUE_LAG_MESSAGES",
+    "SIBLING_PARTS",
+    "artifact_multitree",
+]
 
 #: Chiplet counts whose saved trees are shipped (square meshes).
 ARTIFACT_MULTITREE_CHIPLETS = (9, 16, 25, 36, 64, 81)
@@ -89,14 +131,23 @@ DRIVER_BUFFER_MESSAGES = 32
 BOOKSIM_MESSAGE_BUFFER = 16
 #: BookSim's ``inject_buf_size`` default (flits), ``booksim_config.cpp``.
 BOOKSIM_INJECT_FLITS = 80
+#: ``num_vcs`` x ``vc_buf_size`` of ``anynet_mesh_*_200.cfg`` (flits): one
+#: router input port.
+ROUTER_PORT_FLITS = 4 * 318
 #: Flits of one 8 KiB message: 16 of 512 B and a head flit.
 MESSAGE_FLITS = 17
-#: Messages a flow has still to send when the driver counts it issued.
+#: Messages a flow has still to send when the driver counts it issued: the
+#: three queues in front of the router, the router's input port of the
+#: interface and the input port of the next router (whose credits the
+#: non-pipelined link spends while the flits wait in it).
 ISSUE_LAG_MESSAGES = (
     DRIVER_BUFFER_MESSAGES
     + BOOKSIM_MESSAGE_BUFFER
     + BOOKSIM_INJECT_FLITS // MESSAGE_FLITS
+    + 2 * (ROUTER_PORT_FLITS // MESSAGE_FLITS)
 )
+#: Parts of a chunk that sibling reductions write one after another.
+SIBLING_PARTS = 8
 _PHASES = ("allreduce", "reduce_scatter", "allgather")
 
 
@@ -153,32 +204,58 @@ def artifact_multitree(rows: int, cols: int) -> MultiTree:
     return MultiTree(m, n, parents, times, int(e[:, 3].max()) + 1, "artifact", True)
 
 
-class _Flows:
-    """Transfers of whole flows, each issued after all but ``lag`` messages."""
+def _cuts(messages: int, lag: int, parts: int) -> list[int]:
+    """Message boundaries of a chunk: ``parts`` near-equal parts and ``m - lag``."""
+    cuts = {round(i * messages / parts) for i in range(parts + 1)}
+    if messages > lag:
+        cuts.add(messages - lag)
+    return sorted(cuts)
 
-    def __init__(self, prog: kit.Program, blocks: np.ndarray, lag: int) -> None:
+
+class _Flows:
+    """Flows of whole chunks over the chunk's parts (see the module docstring)."""
+
+    def __init__(
+        self, prog: kit.Program, first: list[int], issue: list[int], kids: list
+    ) -> None:
         self.prog = prog
-        self.blocks = blocks  # per tree: its block ids (one, or body and tail)
-        self.lag = lag
+        self.first = first  # per tree: its first block id
+        self.issue = issue  # per tree: the part whose end issues a flow, or -1
+        self.nparts = [0] * len(first)
+        self.kids = kids  # kids[tree][chiplet]: children in the tree
         self.last: dict[tuple[int, int, int], int] = {}  # (tree, src, dst) -> id
+        self.queue: dict[tuple[int, int, int], int] = {}  # (src, ni, dst) -> id
+        self.into: dict[tuple[int, int], list[int]] = {}  # (tree, dst) -> parts
 
     def send(
-        self, tree: int, src: int, dst: int, op: str, deps: set[int], order: int = -1
+        self, tree: int, src: int, dst: int, op: str, deps: set[int], ni: int
     ) -> set[int]:
-        """Add a flow after ``deps`` (and ``order``); return what "issued" waits for.
-
-        ``order`` is the earlier reduction into the same chunk of ``dst``,
-        which the schedule needs before this one but the driver does not
-        wait for before it starts sending (it is left out of "issued").
-        """
-        b = self.blocks[tree]
-        after = sorted(deps | ({order} if order >= 0 else set()))
-        first = int(self.prog.step(src, dst, int(b[0]), op, deps=[after])[0])
-        last = first
-        if b.size > 1:  # the messages still buffered when the flow is issued
-            last = int(self.prog.step(src, dst, int(b[1]), op, deps=first)[0])
-        self.last[tree, src, dst] = last
-        return {first} if b.size > 1 else set(deps)
+        """Add a flow after ``deps``; return what "issued" waits for."""
+        n = self.nparts[tree]
+        i = self.issue[tree]
+        prev = self.into.get((tree, dst)) if op == "reduce" else None
+        if op == "reduce" and len(self.kids[tree][dst]) > 1:
+            spans = [(k, k + 1) for k in range(n)]  # siblings follow part by part
+        elif i >= 0:
+            spans = [(0, i + 1), (i + 1, n)]
+        else:
+            spans = [(0, n)]
+        ids: list[int] = []
+        q = self.queue.get((src, ni, dst))
+        for lo, hi in spans:
+            after = set(deps) if not ids else {ids[-1]}
+            if not ids and q is not None:
+                after.add(q)
+            if prev is not None:
+                after.update(prev[lo:hi])
+            b = self.first[tree]
+            t = self.prog.step(src, dst, (b + lo, b + hi), op, deps=[sorted(after)])
+            ids.extend([int(t[0])] * (hi - lo))
+        self.last[tree, src, dst] = ids[-1]
+        self.queue[src, ni, dst] = ids[-1]
+        if op == "reduce":
+            self.into[tree, dst] = ids
+        return {ids[i]} if i >= 0 else set(deps)
 
 
 def _multitree_artifact(
@@ -187,6 +264,7 @@ def _multitree_artifact(
     *,
     topology: Any = None,
     issue_lag_messages: int = ISSUE_LAG_MESSAGES,
+    sibling_parts: int = SIBLING_PARTS,
     phase: str = "allreduce",
 ) -> Schedule:
     m, n = mesh_shape("mesh_multitree_artifact_allreduce", p, topology)
@@ -195,6 +273,9 @@ def _multitree_artifact(
     lag = int(issue_lag_messages)
     if lag < 0:
         raise ValueError(f"issue_lag_messages must be >= 0, got {lag}")
+    parts = int(sibling_parts)
+    if parts < 1:
+        raise ValueError(f"sibling_parts must be >= 1, got {parts}")
     if size < p:
         raise ValueError(f"size_bytes = {size} cannot fill {p} non-empty chunks")
     mt = artifact_multitree(m, n)
@@ -202,13 +283,18 @@ def _multitree_artifact(
     chunk = kit.split_bytes(size, p, allow_empty=False)
     msg = ARTIFACT_MESSAGE_BYTES
     sizes: list[int] = []
-    blocks = []
+    first: list[int] = []
+    issue: list[int] = []
+    counts: list[int] = []
     for b in chunk.tolist():
         k = -(-b // msg)
-        parts = [b] if k <= lag else [(k - lag) * msg, b - (k - lag) * msg]
-        blocks.append(np.arange(len(sizes), len(sizes) + len(parts)))
-        sizes.extend(parts)
-    owners = np.concatenate([np.full(bl.size, r) for r, bl in enumerate(blocks)])
+        cuts = _cuts(k, lag, min(parts, k))
+        edges = [min(c * msg, b) for c in cuts]
+        first.append(len(sizes))
+        sizes.extend(np.diff(edges).tolist())
+        counts.append(len(cuts) - 1)
+        issue.append(cuts.index(k - lag) - 1 if k > lag else -1)
+    owners = np.concatenate([np.full(c, r) for r, c in enumerate(counts)])
     prog = kit.Program(
         p,
         np.asarray(sizes, np.int64),
@@ -217,16 +303,17 @@ def _multitree_artifact(
         owners=None if phase == "allreduce" else owners.tolist(),
         name=f"mesh_multitree_artifact({m}x{n}, {size} B, T={T}, lag={lag})",
     )
-    fl = _Flows(prog, blocks, lag)
     par = mt.parents
     kids: list[list[list[int]]] = [[[] for _ in range(p)] for _ in range(p)]
     for r in range(p):
         for v in np.flatnonzero(par[r] >= 0).tolist():
             kids[r][int(par[r, v])].append(v)
+    fl = _Flows(prog, first, issue, kids)
+    fl.nparts = counts
     rr, vv = np.nonzero(par >= 0)
     tt = mt.times[rr, vv]
     qq = par[rr, vv]
-    # per chiplet: its flows step by step, roots in order (generate_schedule)
+    # per chiplet: its flows step by step, trees in order (generate_schedule)
     rs_steps: list[dict[int, list[tuple[int, int]]]] = [{} for _ in range(p)]
     ag_steps: list[dict[int, list[tuple[int, int]]]] = [{} for _ in range(p)]
     for r, v, q, t in zip(
@@ -236,15 +323,12 @@ def _multitree_artifact(
         ag_steps[q].setdefault(t, []).append((r, v))
     issued: list[set[int]] = [set() for _ in range(p)]  # previous step's flows
     pending: list[set[int]] = [set() for _ in range(p)]
-    into: dict[tuple[int, int], int] = {}  # (tree, chiplet) -> last reduction
     if phase in ("allreduce", "reduce_scatter"):
         for s in range(T):  # flows in step order: their inputs come first
             for v in range(p):
-                for r, q in rs_steps[v].get(s, []):
+                for ni, (r, q) in enumerate(sorted(rs_steps[v].get(s, []))):
                     data = {fl.last[r, c, v] for c in kids[r][v]}
-                    before = into.get((r, q), -1)  # writes into one chunk: ordered
-                    pending[v] |= fl.send(r, v, q, "reduce", data | issued[v], before)
-                    into[r, q] = fl.last[r, v, q]
+                    pending[v] |= fl.send(r, v, q, "reduce", data | issued[v], ni)
             for v in range(p):
                 if s in rs_steps[v]:
                     issued[v], pending[v] = pending[v], set()
@@ -256,9 +340,9 @@ def _multitree_artifact(
                 issued[v] = set()
         for s in range(T):
             for q in range(p):
-                for r, c in ag_steps[q].get(s, []):
+                for ni, (r, c) in enumerate(sorted(ag_steps[q].get(s, []))):
                     data = set() if q == r else {fl.last[r, int(par[r, q]), q]}
-                    pending[q] |= fl.send(r, q, c, "copy", data | issued[q])
+                    pending[q] |= fl.send(r, q, c, "copy", data | issued[q], ni)
             for q in range(p):
                 if s in ag_steps[q]:
                     issued[q], pending[q] = pending[q], set()
@@ -283,7 +367,10 @@ register(
             "each chiplet's steps in order (saved meshes 3x3 .. 9x9)"
         ),
         builder=_multitree_artifact,
-        parameters={"issue_lag_messages": ISSUE_LAG_MESSAGES},
+        parameters={
+            "issue_lag_messages": ISSUE_LAG_MESSAGES,
+            "sibling_parts": SIBLING_PARTS,
+        },
         max_ranks=81,
         label="MultiTree (artifact)",
         artifact_names=("multitree", "multitree"),
