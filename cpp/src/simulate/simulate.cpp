@@ -192,12 +192,14 @@ void radix_pass(TransferId T, Get get, std::vector<TransferId>& order,
 
 // Canonical order of the transfers, independent of their indices: by
 // (src, first destination, destination count, first block, last block, op,
-// bytes), exact duplicates by index. An LSD radix sort: stable passes of
-// 16-bit digits from the last field to the first, starting from index
-// order (which settles the duplicates). Linear in the transfers, where a
-// comparison sort of 2 M keys cost a quarter of a run. Event ties between
-// transfers go by this rank, never by index.
-void canonical_ranks(const Schedule& s, Prepared& p) {
+// bytes), exact duplicates by index. Event ties between transfers go by this
+// rank, never by index.
+//
+// The general case is an LSD radix sort: stable passes of 16-bit digits
+// from the last field to the first, starting from index order (which
+// settles the duplicates). Linear in the transfers, where a comparison sort
+// of 2 M keys cost a quarter of a run.
+void canonical_ranks_by_field(const Schedule& s, Prepared& p) {
   const TransferId T = s.num_transfers();
   std::vector<TransferId> order(T);
   std::iota(order.begin(), order.end(), 0);
@@ -216,6 +218,101 @@ void canonical_ranks(const Schedule& s, Prepared& p) {
   }
   p.canon.resize(T);
   for (TransferId i = 0; i < T; ++i) p.canon[order[i]] = static_cast<std::uint32_t>(i);
+}
+
+// The fields of the canonical order, most significant first; fields are >= 0.
+constexpr int kKeyFields = 7;
+
+void key_fields(const Schedule& s, TransferId t, std::uint64_t bytes,
+                std::uint64_t (&f)[kKeyFields]) {
+  f[0] = static_cast<std::uint64_t>(s.src(t));
+  f[1] = static_cast<std::uint64_t>(*s.dsts_begin(t));
+  f[2] = static_cast<std::uint64_t>(s.num_dsts(t));
+  f[3] = static_cast<std::uint64_t>(s.ranges_begin(t)->lo);
+  f[4] = static_cast<std::uint64_t>((s.ranges_end(t) - 1)->hi);
+  f[5] = static_cast<std::uint64_t>(s.op(t));
+  f[6] = bytes;
+}
+
+int bit_width(std::uint64_t x) {
+  int w = 0;
+  for (; x != 0; x >>= 1) ++w;
+  return w;
+}
+
+// The canonical ranks when every field, offset by its minimum, and the
+// transfer index fit one 64-bit key together (fields above the index):
+// the keys are built in one pass, which also tells whether they are
+// already in order (then the ranks are the indices), else sorted by an
+// LSD radix sort over the field bits only, which keeps index order among
+// equal fields: as few passes as digits of at most 16 bits allow, the
+// digits of equal width (measured: the 42 bits of ring allreduce on 1024
+// ranks as fast in three 14-bit passes as in four 11-bit ones, the 32 bits
+// of recursive doubling on 65,536 ranks 10 % faster in two 16-bit passes
+// than in three 11-bit ones), a pass skipped where the
+// digit takes one value. The keys move with the sort, so every pass reads
+// sequentially, where the field-wise sort gathers. Returns false, having
+// done nothing, when the key does not fit.
+bool canonical_ranks_packed(const Schedule& s, Prepared& p) {
+  const TransferId T = s.num_transfers();
+  std::vector<std::uint64_t> key(static_cast<std::size_t>(T));
+  std::uint64_t lo[kKeyFields], hi[kKeyFields], f[kKeyFields];
+  std::fill(lo, lo + kKeyFields, ~std::uint64_t{0});
+  std::fill(hi, hi + kKeyFields, 0);
+  for (TransferId t = 0; t < T; ++t) {
+    key[t] = static_cast<std::uint64_t>(s.transfer_bytes(t));  // kept for the next pass
+    key_fields(s, t, key[t], f);
+    for (int i = 0; i < kKeyFields; ++i) {
+      lo[i] = std::min(lo[i], f[i]);
+      hi[i] = std::max(hi[i], f[i]);
+    }
+  }
+  int width[kKeyFields];
+  const int index_bits = bit_width(static_cast<std::uint64_t>(T - 1));
+  int bits = 0;
+  for (int i = 0; i < kKeyFields; ++i) bits += width[i] = bit_width(hi[i] - lo[i]);
+  if (bits + index_bits > 64) return false;
+  constexpr int kMaxDigit = 16;
+  const int digits = (bits + kMaxDigit - 1) / kMaxDigit;
+  const int digit = digits == 0 ? 1 : (bits + digits - 1) / digits;
+  const std::size_t buckets = std::size_t{1} << digit;
+  std::vector<std::int64_t> count(buckets * static_cast<std::size_t>(digits), 0);
+  bool sorted = true;
+  for (TransferId t = 0; t < T; ++t) {
+    key_fields(s, t, key[t], f);
+    std::uint64_t k = 0;
+    for (int i = 0; i < kKeyFields; ++i) k = (k << width[i]) | (f[i] - lo[i]);
+    for (int d = 0; d < digits; ++d) ++count[d * buckets + ((k >> (d * digit)) & (buckets - 1))];
+    k = (k << index_bits) | static_cast<std::uint64_t>(t);
+    sorted = sorted && (t == 0 || k > key[t - 1]);
+    key[t] = k;
+  }
+  p.canon.resize(T);
+  if (!sorted) {
+    std::vector<std::uint64_t> tmp(static_cast<std::size_t>(T));
+    for (int d = 0; d < digits; ++d) {
+      std::int64_t* c = count.data() + d * buckets;
+      const int shift = index_bits + d * digit;
+      if (*std::max_element(c, c + buckets) == T) continue;  // one value: no reordering
+      std::int64_t sum = 0;
+      for (std::size_t b = 0; b < buckets; ++b) {
+        const std::int64_t n = c[b];
+        c[b] = sum;
+        sum += n;
+      }
+      for (const std::uint64_t k : key) tmp[c[(k >> shift) & (buckets - 1)]++] = k;
+      key.swap(tmp);
+    }
+  }
+  const std::uint64_t index_mask = (std::uint64_t{1} << index_bits) - 1;
+  for (TransferId i = 0; i < T; ++i)
+    p.canon[key[i] & index_mask] = static_cast<std::uint32_t>(i);
+  return true;
+}
+
+void canonical_ranks(const Schedule& s, Prepared& p) {
+  if (s.num_transfers() > 0 && canonical_ranks_packed(s, p)) return;
+  canonical_ranks_by_field(s, p);
 }
 
 // The position of each transfer's first packet in the data vector: in
