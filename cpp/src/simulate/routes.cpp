@@ -460,7 +460,7 @@ std::vector<NodeId> resolve_placement(const Schedule& s, const Topology& topo,
 
 std::int64_t count_route_stages(const Schedule& s, const Topology& topo, const NetworkModel& net,
                                 const std::vector<NodeId>& place,
-                                const std::vector<std::int64_t>& npackets) {
+                                PacketCounts npackets) {
   const std::int64_t port_stages = net.ports > 0 ? 2 : 0;
   std::int64_t bound = 0;
   // ECMP keeps every destination's hop distances (4 bytes per node).
@@ -502,7 +502,7 @@ std::int64_t count_route_stages(const Schedule& s, const Topology& topo, const N
 
 StageTries build_stage_tries(const Schedule& s, const Topology& topo, const NetworkModel& net,
                              const std::vector<NodeId>& place,
-                             const std::vector<std::int64_t>& npackets, std::int64_t stage_bound) {
+                             PacketCounts npackets, std::int64_t stage_bound) {
   const TransferId T = s.num_transfers();
   const bool fixed_ports = net.ports == 1;
   const auto first_ejection_stage =

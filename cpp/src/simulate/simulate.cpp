@@ -98,8 +98,7 @@ namespace {
 void packetize(const Schedule& s, const NetworkModel& net, Prepared& p) {
   const TransferId T = s.num_transfers();
   const Bytes M = net.packet_bytes;
-  p.npackets.resize(T);
-  p.last_bytes.resize(T);
+  p.hot.resize(static_cast<std::size_t>(T));
   for (TransferId t = 0; t < T; ++t) {
     const Bytes S = s.transfer_bytes(t);
     const std::int64_t n = (M == 0 || S == 0) ? 1 : (S + M - 1) / M;
@@ -108,8 +107,11 @@ void packetize(const Schedule& s, const NetworkModel& net, Prepared& p) {
       throw std::invalid_argument("transfer " + std::to_string(t) + " would be cut into " +
                                   std::to_string(n) +
                                   " packets; use a larger packet_bytes");
-    p.npackets[t] = n;
-    p.last_bytes[t] = (M == 0 || S == 0) ? S : net.pad_packets ? M : S - (n - 1) * M;
+    TransferHot& h = p.hot[t];
+    h.npackets = n;
+    h.last_bytes = (M == 0 || S == 0) ? S : net.pad_packets ? M : S - (n - 1) * M;
+    h.inj_chan = -1;
+    h.stream_id = -1;
   }
 }
 
@@ -139,11 +141,11 @@ void check_switch_buffers(const Schedule& s, const NetworkModel& net) {
 // one path of its trie): refused up front when over max_events, before any
 // run state is allocated.
 void count_events(const SimOptions& opt, Prepared& p) {
-  const auto T = static_cast<TransferId>(p.npackets.size());
+  const auto T = static_cast<TransferId>(p.hot.size());
   const std::vector<SprayChoice>& root = p.tries.spray_root;
   for (TransferId t = 0; t < T; ++t) {
     const std::int64_t depth = root.empty() ? 0 : root[t].depth;
-    p.events += p.npackets[t] * (depth > 0 ? depth : p.tries.base[t + 1] - p.tries.base[t]);
+    p.events += p.hot[t].npackets * (depth > 0 ? depth : p.tries.base[t + 1] - p.tries.base[t]);
   }
   if (p.events > opt.max_events) too_many_events(p.events, opt);
 }
@@ -154,7 +156,7 @@ void count_events(const SimOptions& opt, Prepared& p) {
 void check_spray_events(const Schedule& s, const SimOptions& opt, const Prepared& p) {
   std::int64_t packets = 0;
   for (TransferId t = 0; t < s.num_transfers(); ++t)
-    if (s.num_dsts(t) == 1) packets += p.npackets[t];
+    if (s.num_dsts(t) == 1) packets += p.hot[t].npackets;
   if (packets > opt.max_events) too_many_events(packets, opt);
 }
 
@@ -216,8 +218,7 @@ void canonical_ranks_by_field(const Schedule& s, Prepared& p) {
     pass([&](TransferId t) { return *s.dsts_begin(t); });
     pass([&](TransferId t) { return s.src(t); });
   }
-  p.canon.resize(T);
-  for (TransferId i = 0; i < T; ++i) p.canon[order[i]] = static_cast<std::uint32_t>(i);
+  for (TransferId i = 0; i < T; ++i) p.hot[order[i]].canon = static_cast<std::uint32_t>(i);
 }
 
 // The fields of the canonical order, most significant first; fields are >= 0.
@@ -238,6 +239,25 @@ int bit_width(std::uint64_t x) {
   int w = 0;
   for (; x != 0; x >>= 1) ++w;
   return w;
+}
+
+// Writes rank i into the record of the transfer whose index is in the low
+// index_bits of sorted[i]. Written in rank order these writes would land
+// anywhere in the records (a cache miss each); so (index, rank) pairs are
+// first grouped by the index's high bits, in one sequential pass, and each
+// group's writes then stay within about 1024 consecutive records.
+void write_ranks(const std::vector<std::uint64_t>& sorted, int index_bits,
+                 std::vector<std::uint64_t>& pairs, BigVector<TransferHot>& hot) {
+  const int shift = std::max(0, index_bits - 10);
+  const std::uint64_t index_mask = (std::uint64_t{1} << index_bits) - 1;
+  std::vector<std::int64_t> at((std::size_t{1} << (index_bits - shift)) + 1, 0);
+  for (const std::uint64_t k : sorted) ++at[((k & index_mask) >> shift) + 1];
+  for (std::size_t g = 1; g < at.size(); ++g) at[g] += at[g - 1];
+  for (std::size_t i = 0; i < sorted.size(); ++i) {
+    const std::uint64_t t = sorted[i] & index_mask;
+    pairs[at[t >> shift]++] = (t << 32) | i;
+  }
+  for (const std::uint64_t x : pairs) hot[x >> 32].canon = static_cast<std::uint32_t>(x);
 }
 
 // The canonical ranks when every field, offset by its minimum, and the
@@ -287,26 +307,25 @@ bool canonical_ranks_packed(const Schedule& s, Prepared& p) {
     sorted = sorted && (t == 0 || k > key[t - 1]);
     key[t] = k;
   }
-  p.canon.resize(T);
-  if (!sorted) {
-    std::vector<std::uint64_t> tmp(static_cast<std::size_t>(T));
-    for (int d = 0; d < digits; ++d) {
-      std::int64_t* c = count.data() + d * buckets;
-      const int shift = index_bits + d * digit;
-      if (*std::max_element(c, c + buckets) == T) continue;  // one value: no reordering
-      std::int64_t sum = 0;
-      for (std::size_t b = 0; b < buckets; ++b) {
-        const std::int64_t n = c[b];
-        c[b] = sum;
-        sum += n;
-      }
-      for (const std::uint64_t k : key) tmp[c[(k >> shift) & (buckets - 1)]++] = k;
-      key.swap(tmp);
-    }
+  if (sorted) {
+    for (TransferId t = 0; t < T; ++t) p.hot[t].canon = static_cast<std::uint32_t>(t);
+    return true;
   }
-  const std::uint64_t index_mask = (std::uint64_t{1} << index_bits) - 1;
-  for (TransferId i = 0; i < T; ++i)
-    p.canon[key[i] & index_mask] = static_cast<std::uint32_t>(i);
+  std::vector<std::uint64_t> tmp(static_cast<std::size_t>(T));
+  for (int d = 0; d < digits; ++d) {
+    std::int64_t* c = count.data() + d * buckets;
+    const int shift = index_bits + d * digit;
+    if (*std::max_element(c, c + buckets) == T) continue;  // one value: no reordering
+    std::int64_t sum = 0;
+    for (std::size_t b = 0; b < buckets; ++b) {
+      const std::int64_t n = c[b];
+      c[b] = sum;
+      sum += n;
+    }
+    for (const std::uint64_t k : key) tmp[c[(k >> shift) & (buckets - 1)]++] = k;
+    key.swap(tmp);
+  }
+  write_ranks(key, index_bits, tmp, p.hot);
   return true;
 }
 
@@ -320,12 +339,11 @@ void canonical_ranks(const Schedule& s, Prepared& p) {
 void data_positions(const Schedule& s, const NetworkModel& net, Prepared& p) {
   const TransferId T = s.num_transfers();
   const Bytes M = net.packet_bytes;
-  p.key0.resize(T);
   std::vector<Bytes> prefix(static_cast<std::size_t>(s.num_blocks()) + 1, 0);
   for (BlockId b = 0; b < s.num_blocks(); ++b) prefix[b + 1] = prefix[b] + s.block_bytes()[b];
   for (TransferId t = 0; t < T; ++t) {
     const Bytes at = prefix[s.ranges_begin(t)->lo];
-    p.key0[t] = static_cast<std::uint64_t>(M > 0 ? at / M : s.ranges_begin(t)->lo);
+    p.hot[t].key0 = static_cast<std::uint64_t>(M > 0 ? at / M : s.ranges_begin(t)->lo);
   }
 }
 
@@ -342,10 +360,14 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
           "the schedule has too many destinations to simulate");
   packetize(s, net, p);
   // Bound the trie size before building it.
-  const std::int64_t stage_bound = count_route_stages(s, topo, net, p.place, p.npackets);
+  const PacketCounts npackets{p.hot.empty() ? nullptr : &p.hot[0].npackets,
+                              sizeof(TransferHot) / sizeof(std::int64_t)};
+  const std::int64_t stage_bound = count_route_stages(s, topo, net, p.place, npackets);
   if (net.spray) check_spray_events(s, opt, p);
   if (s.has_switches() && net.switch_buffer_bytes > 0) check_switch_buffers(s, net);
-  p.tries = build_stage_tries(s, topo, net, p.place, p.npackets, stage_bound);
+  p.tries = build_stage_tries(s, topo, net, p.place, npackets, stage_bound);
+  for (TransferId t = 0; t < s.num_transfers(); ++t)
+    p.hot[t].base = static_cast<std::int32_t>(p.tries.base[t]);
   count_events(opt, p);
   canonical_ranks(s, p);
   data_positions(s, net, p);

@@ -1,9 +1,7 @@
 // Building the state of one simulation run, and turning it into the result
 // at the end (simulation.hpp). The event loop itself is in event_loop.cpp.
 //
-// Order of allocation matters for the peak memory of large runs: the
-// prepared per-transfer arrays are folded into TransferHot and released
-// before the per-destination and dataflow state is allocated.
+// The per-transfer records (TransferHot) come filled from prepare().
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -105,19 +103,12 @@ void Simulation::set_port_bandwidths(const std::vector<double>& fastest_out,
   }
 }
 
-// Per transfer and per destination slot state. hot takes over the prepared
-// per-transfer arrays, which are released before the rest is allocated.
+// Per transfer and per destination slot state: hot is taken over from the
+// preparation.
 void Simulation::prepare_transfers(Prepared& prep) {
   const TransferId T = dim_.transfers;
   Progress& pr = progress_;
-  pr.hot.resize(static_cast<std::size_t>(T));
-  for (TransferId t = 0; t < T; ++t)
-    pr.hot[t] = TransferHot{prep.npackets[t], prep.last_bytes[t], prep.key0[t],
-                            static_cast<std::int32_t>(tries_.base[t]), -1, prep.canon[t], -1};
-  std::vector<std::int64_t>().swap(prep.npackets);
-  std::vector<Bytes>().swap(prep.last_bytes);
-  std::vector<std::uint64_t>().swap(prep.key0);
-  std::vector<std::uint32_t>().swap(prep.canon);
+  pr.hot = std::move(prep.hot);
   pr.pending.assign(T, 0);
   pr.ready.assign(T, 0.0);
   pr.finish.assign(T, 0.0);

@@ -18,6 +18,8 @@
 #include <cstdlib>
 #include <limits>
 #include <new>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 // Internal to the library: hidden symbols are resolved within it, so calls
@@ -58,6 +60,18 @@ struct HugeAlloc {
     } else {
       std::free(p);
     }
+  }
+  // resize() default-initialises: records without member initialisers (the
+  // per-transfer and per-destination state, each written in full before it
+  // is read) are not first zeroed, a pass over memory that is not yet in
+  // cache.
+  template <typename U>
+  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
   }
   template <typename U>
   bool operator==(const HugeAlloc<U>&) const { return true; }

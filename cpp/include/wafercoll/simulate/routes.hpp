@@ -98,6 +98,16 @@ struct StageTries {
   }
 };
 
+// Packets per transfer, read in place from the per-transfer records that
+// hold them (every `stride`-th 64-bit word from `first`).
+struct PacketCounts {
+  const std::int64_t* first;
+  std::size_t stride;
+  std::int64_t operator[](TransferId t) const {
+    return first[static_cast<std::size_t>(t) * stride];
+  }
+};
+
 // Rank -> node: the identity, or options.placement once checked (one node
 // per rank, distinct, in range). Ordinary ranks run on endpoints; switch
 // ranks (schedule.hpp) on hidden routers, so a schedule with switch ranks
@@ -123,13 +133,13 @@ std::vector<NodeId> resolve_placement(const Schedule& s, const Topology& topo,
 // exceeds kMaxNodes.
 std::int64_t count_route_stages(const Schedule& s, const Topology& topo, const NetworkModel& net,
                                 const std::vector<NodeId>& place,
-                                const std::vector<std::int64_t>& npackets);
+                                PacketCounts npackets);
 
 // The tries of every transfer. stage_bound is count_route_stages()'s result
 // (it sizes the node array once).
 StageTries build_stage_tries(const Schedule& s, const Topology& topo, const NetworkModel& net,
                              const std::vector<NodeId>& place,
-                             const std::vector<std::int64_t>& npackets, std::int64_t stage_bound);
+                             PacketCounts npackets, std::int64_t stage_bound);
 
 }  // namespace wafercoll::sim
 
