@@ -246,8 +246,8 @@ int bit_width(std::uint64_t x) {
 // anywhere in the records (a cache miss each); so (index, rank) pairs are
 // first grouped by the index's high bits, in one sequential pass, and each
 // group's writes then stay within about 1024 consecutive records.
-void write_ranks(const std::vector<std::uint64_t>& sorted, int index_bits,
-                 std::vector<std::uint64_t>& pairs, BigVector<TransferHot>& hot) {
+void write_ranks(const BigVector<std::uint64_t>& sorted, int index_bits,
+                 BigVector<std::uint64_t>& pairs, BigVector<TransferHot>& hot) {
   const int shift = std::max(0, index_bits - 10);
   const std::uint64_t index_mask = (std::uint64_t{1} << index_bits) - 1;
   std::vector<std::int64_t> at((std::size_t{1} << (index_bits - shift)) + 1, 0);
@@ -275,7 +275,7 @@ void write_ranks(const std::vector<std::uint64_t>& sorted, int index_bits,
 // done nothing, when the key does not fit.
 bool canonical_ranks_packed(const Schedule& s, Prepared& p) {
   const TransferId T = s.num_transfers();
-  std::vector<std::uint64_t> key(static_cast<std::size_t>(T));
+  BigVector<std::uint64_t> key(static_cast<std::size_t>(T));
   std::uint64_t lo[kKeyFields], hi[kKeyFields], f[kKeyFields];
   std::fill(lo, lo + kKeyFields, ~std::uint64_t{0});
   std::fill(hi, hi + kKeyFields, 0);
@@ -311,7 +311,7 @@ bool canonical_ranks_packed(const Schedule& s, Prepared& p) {
     for (TransferId t = 0; t < T; ++t) p.hot[t].canon = static_cast<std::uint32_t>(t);
     return true;
   }
-  std::vector<std::uint64_t> tmp(static_cast<std::size_t>(T));
+  BigVector<std::uint64_t> tmp(static_cast<std::size_t>(T));
   for (int d = 0; d < digits; ++d) {
     std::int64_t* c = count.data() + d * buckets;
     const int shift = index_bits + d * digit;

@@ -67,7 +67,7 @@ void Simulation::prepare_tasks() {
     merged.list[fill[g.before[i]]++] = static_cast<TransferId>(g.after[i]);
   pr.successors = std::move(merged);
   // A cycle would leave work unfinished: find it now (Kahn's algorithm).
-  std::vector<std::int32_t> indegree(pr.pending);
+  std::vector<std::int32_t> indegree(pr.pending.begin(), pr.pending.end());
   std::vector<std::int64_t> stack;
   for (std::int64_t i = 0; i < N; ++i)
     if (indegree[i] == 0) stack.push_back(i);

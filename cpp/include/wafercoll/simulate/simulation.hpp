@@ -179,8 +179,8 @@ struct Costs {
 // What the transfers and their destinations have done so far.
 struct Progress {
   // pending, ready and finish: per transfer, then per task of the task graph.
-  std::vector<std::int32_t> pending;    // dependencies (or gates) not yet met
-  std::vector<std::int32_t> dsts_left;  // per transfer: destinations not yet done
+  BigVector<std::int32_t> pending;      // dependencies (or gates) not yet met
+  BigVector<std::int32_t> dsts_left;    // per transfer: destinations not yet done
   std::vector<Seconds> ready, finish;
   BigVector<TransferHot> hot;           // per transfer
   BigVector<SlotState> slots;           // per destination slot
