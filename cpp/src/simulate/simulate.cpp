@@ -10,10 +10,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "wafercoll/simulate/routes.hpp"
 #include "wafercoll/simulate/simulation.hpp"
@@ -43,6 +45,11 @@ Dependencies dependencies_from_string(const std::string& name) {
 }
 
 namespace {
+
+// Schedules of at least this many transfers have their preparation split
+// over two threads (prepare()); below it a thread's start costs more than
+// it saves.
+constexpr TransferId kParallelTransfers = TransferId{1} << 16;
 
 bool finite_nonneg(double x) { return std::isfinite(x) && x >= 0.0; }
 
@@ -359,6 +366,18 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
   require(slots < std::numeric_limits<std::int32_t>::max(),
           "the schedule has too many destinations to simulate");
   packetize(s, net, p);
+  // The two orders read only the schedule and write only their own fields
+  // of the per-transfer records (the routes below read npackets, written
+  // before), so on a large schedule they are computed on a second thread
+  // while this one builds the routes. The future joins the thread however
+  // this function is left.
+  auto orders = [&s, &net, &p] {
+    canonical_ranks(s, p);
+    data_positions(s, net, p);
+  };
+  std::future<void> side;
+  if (s.num_transfers() >= kParallelTransfers && std::thread::hardware_concurrency() > 1)
+    side = std::async(std::launch::async, orders);
   // Bound the trie size before building it.
   const PacketCounts npackets{p.hot.empty() ? nullptr : &p.hot[0].npackets,
                               sizeof(TransferHot) / sizeof(std::int64_t)};
@@ -366,11 +385,13 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
   if (net.spray) check_spray_events(s, opt, p);
   if (s.has_switches() && net.switch_buffer_bytes > 0) check_switch_buffers(s, net);
   p.tries = build_stage_tries(s, topo, net, p.place, npackets, stage_bound);
+  if (side.valid())
+    side.get();
+  else
+    orders();
   for (TransferId t = 0; t < s.num_transfers(); ++t)
     p.hot[t].base = static_cast<std::int32_t>(p.tries.base[t]);
   count_events(opt, p);
-  canonical_ranks(s, p);
-  data_positions(s, net, p);
   return p;
 }
 
