@@ -357,7 +357,7 @@ void data_positions(const Schedule& s, const NetworkModel& net, Prepared& p) {
 }  // namespace
 
 Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& net,
-                 const SimOptions& opt) {
+                 const SimOptions& opt, bool for_run) {
   net.validate();
   Prepared p;
   p.place = resolve_placement(s, topo, opt);
@@ -366,14 +366,16 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
   require(slots < std::numeric_limits<std::int32_t>::max(),
           "the schedule has too many destinations to simulate");
   packetize(s, net, p);
-  // The two orders read only the schedule and write only their own fields
-  // of the per-transfer records (the routes below read npackets, written
-  // before), so on a large schedule they are computed on a second thread
-  // while this one builds the routes. The future joins the thread however
-  // this function is left.
-  auto orders = [&s, &net, &p] {
+  // The two orders and the successor lists read only the schedule and
+  // write only their own fields of the per-transfer records (the routes
+  // below read npackets, written before), so on a large schedule they are
+  // computed on a second thread while this one builds the routes. The
+  // future joins the thread however this function is left.
+  const bool need_successors = for_run && net.dependencies == Dependencies::complete;
+  auto orders = [&s, &net, &p, need_successors] {
     canonical_ranks(s, p);
     data_positions(s, net, p);
+    if (need_successors) p.successors = successors(s);
   };
   std::future<void> side;
   if (s.num_transfers() >= kParallelTransfers && std::thread::hardware_concurrency() > 1)
