@@ -248,25 +248,6 @@ int bit_width(std::uint64_t x) {
   return w;
 }
 
-// Writes rank i into the record of the transfer whose index is in the low
-// index_bits of sorted[i]. Written in rank order these writes would land
-// anywhere in the records (a cache miss each); so (index, rank) pairs are
-// first grouped by the index's high bits, in one sequential pass, and each
-// group's writes then stay within about 1024 consecutive records.
-void write_ranks(const BigVector<std::uint64_t>& sorted, int index_bits,
-                 BigVector<std::uint64_t>& pairs, BigVector<TransferHot>& hot) {
-  const int shift = std::max(0, index_bits - 10);
-  const std::uint64_t index_mask = (std::uint64_t{1} << index_bits) - 1;
-  std::vector<std::int64_t> at((std::size_t{1} << (index_bits - shift)) + 1, 0);
-  for (const std::uint64_t k : sorted) ++at[((k & index_mask) >> shift) + 1];
-  for (std::size_t g = 1; g < at.size(); ++g) at[g] += at[g - 1];
-  for (std::size_t i = 0; i < sorted.size(); ++i) {
-    const std::uint64_t t = sorted[i] & index_mask;
-    pairs[at[t >> shift]++] = (t << 32) | i;
-  }
-  for (const std::uint64_t x : pairs) hot[x >> 32].canon = static_cast<std::uint32_t>(x);
-}
-
 // The canonical ranks when every field, offset by its minimum, and the
 // transfer index fit one 64-bit key together (fields above the index):
 // the keys are built in one pass, which also tells whether they are
@@ -318,21 +299,47 @@ bool canonical_ranks_packed(const Schedule& s, Prepared& p) {
     for (TransferId t = 0; t < T; ++t) p.hot[t].canon = static_cast<std::uint32_t>(t);
     return true;
   }
-  BigVector<std::uint64_t> tmp(static_cast<std::size_t>(T));
+  // The passes that reorder (a digit of one value does not), each an
+  // exclusive prefix sum of its digit's counts.
+  std::vector<std::int64_t*> passes;
   for (int d = 0; d < digits; ++d) {
     std::int64_t* c = count.data() + d * buckets;
-    const int shift = index_bits + d * digit;
-    if (*std::max_element(c, c + buckets) == T) continue;  // one value: no reordering
+    if (*std::max_element(c, c + buckets) == T) continue;
     std::int64_t sum = 0;
     for (std::size_t b = 0; b < buckets; ++b) {
       const std::int64_t n = c[b];
       c[b] = sum;
       sum += n;
     }
+    passes.push_back(c);
+  }
+  BigVector<std::uint64_t> tmp(static_cast<std::size_t>(T));
+  auto shift_of = [&](const std::int64_t* c) {
+    return index_bits + static_cast<int>((c - count.data()) / static_cast<std::ptrdiff_t>(buckets)) * digit;
+  };
+  for (std::size_t i = 0; i + 1 < passes.size(); ++i) {
+    std::int64_t* c = passes[i];
+    const int shift = shift_of(c);
     for (const std::uint64_t k : key) tmp[c[(k >> shift) & (buckets - 1)]++] = k;
     key.swap(tmp);
   }
-  write_ranks(key, index_bits, tmp, p.hot);
+  // The last pass knows each key's rank (its final position). Written in
+  // rank order, the ranks would land anywhere in the records (a cache miss
+  // each), so (index, rank) pairs are grouped by the index's high bits
+  // instead (group g holds indices [g, g + 1) << group_shift, all of them),
+  // and each group's writes then stay within 1024 consecutive records.
+  std::int64_t* c = passes.back();
+  const int shift = shift_of(c);
+  const std::uint64_t index_mask = (std::uint64_t{1} << index_bits) - 1;
+  const int group_shift = std::max(0, index_bits - 10);
+  std::vector<std::int64_t> at((static_cast<std::size_t>(T - 1) >> group_shift) + 1);
+  for (std::size_t g = 0; g < at.size(); ++g) at[g] = static_cast<std::int64_t>(g) << group_shift;
+  for (const std::uint64_t k : key) {
+    const std::uint64_t t = k & index_mask;
+    const auto rank = static_cast<std::uint64_t>(c[(k >> shift) & (buckets - 1)]++);
+    tmp[at[t >> group_shift]++] = (t << 32) | rank;
+  }
+  for (const std::uint64_t x : tmp) p.hot[x >> 32].canon = static_cast<std::uint32_t>(x);
   return true;
 }
 
