@@ -321,8 +321,8 @@ SimResult Simulation::collect() {
     progress_.finish.resize(static_cast<std::size_t>(T));
   }
   if (opt_.record_transfers) {
-    result_.transfer_ready_s = std::move(progress_.ready);
-    result_.transfer_finish_s = std::move(progress_.finish);
+    result_.transfer_ready_s.assign(progress_.ready.begin(), progress_.ready.end());
+    result_.transfer_finish_s.assign(progress_.finish.begin(), progress_.finish.end());
   }
   if (opt_.record_timeline) collect_timeline();
   return std::move(result_);

@@ -183,7 +183,7 @@ struct Progress {
   // pending, ready and finish: per transfer, then per task of the task graph.
   BigVector<std::int32_t> pending;      // dependencies (or gates) not yet met
   BigVector<std::int32_t> dsts_left;    // per transfer: destinations not yet done
-  std::vector<Seconds> ready, finish;
+  BigVector<Seconds> ready, finish;
   BigVector<TransferHot> hot;           // per transfer
   BigVector<SlotState> slots;           // per destination slot
   Successors successors;                // complete mode: who waits for whom
