@@ -1,8 +1,7 @@
 // The simulator's preparation (simulation.hpp, prepare()): the canonical
 // rank of every transfer against an independent stable sort of the key
 // tuples, in the packed-key path, the field-wise path (keys wider than 64
-// bits), on a schedule already in order, and on a schedule large enough to
-// be prepared on two threads.
+// bits), on a schedule already in order, and on a larger schedule.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -72,7 +71,7 @@ std::vector<std::uint32_t> expected_ranks(const Schedule& s) {
 
 std::vector<std::uint32_t> prepared_ranks(const Schedule& s) {
   const sim::Prepared p =
-      sim::prepare(s, Topology::ring(s.num_ranks()), NetworkModel{}, SimOptions{}, true);
+      sim::prepare(s, Topology::ring(s.num_ranks()), NetworkModel{}, SimOptions{});
   std::vector<std::uint32_t> rank;
   for (const sim::TransferHot& h : p.hot) rank.push_back(h.canon);
   return rank;
@@ -106,17 +105,9 @@ TEST(Prepare, CanonicalRanksOfTransfersAlreadyInOrder) {
   EXPECT_EQ(prepared_ranks(s), identity);
 }
 
-TEST(Prepare, LargeScheduleOnTwoThreads) {
-  // More transfers than the threshold of the two-thread preparation, with
-  // dependencies, so that the successor lists are computed there too.
-  Schedule s = random_schedule(32, 70000, 64, 4096, 4);
-  const TransferId first = s.num_transfers();
-  for (TransferId t = 0; t < 1000; ++t) s.add(0, 1, 0, 1, Op::copy, {t, t + 5000});
+TEST(Prepare, CanonicalRanksOfALargerSchedule) {
+  // 2^16 transfers and more: indices of 17 bits, ranks grouped by index in
+  // more than one group.
+  const Schedule s = random_schedule(32, 70000, 64, 4096, 4);
   EXPECT_EQ(prepared_ranks(s), expected_ranks(s));
-  const sim::Prepared p =
-      sim::prepare(s, Topology::ring(s.num_ranks()), NetworkModel{}, SimOptions{}, true);
-  const Successors expected = successors(s);
-  EXPECT_EQ(p.successors.offsets, expected.offsets);
-  EXPECT_EQ(p.successors.list, expected.list);
-  EXPECT_EQ(p.tries.base.size(), static_cast<std::size_t>(first + 1000) + 1);
 }

@@ -10,12 +10,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <future>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
 #include <string>
-#include <thread>
 
 #include "wafercoll/simulate/routes.hpp"
 #include "wafercoll/simulate/simulation.hpp"
@@ -45,11 +43,6 @@ Dependencies dependencies_from_string(const std::string& name) {
 }
 
 namespace {
-
-// Schedules of at least this many transfers have their preparation split
-// over two threads (prepare()); below it a thread's start costs more than
-// it saves.
-constexpr TransferId kParallelTransfers = TransferId{1} << 16;
 
 bool finite_nonneg(double x) { return std::isfinite(x) && x >= 0.0; }
 
@@ -364,7 +357,7 @@ void data_positions(const Schedule& s, const NetworkModel& net, Prepared& p) {
 }  // namespace
 
 Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& net,
-                 const SimOptions& opt, bool for_run) {
+                 const SimOptions& opt) {
   net.validate();
   Prepared p;
   p.place = resolve_placement(s, topo, opt);
@@ -373,20 +366,6 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
   require(slots < std::numeric_limits<std::int32_t>::max(),
           "the schedule has too many destinations to simulate");
   packetize(s, net, p);
-  // The two orders and the successor lists read only the schedule and
-  // write only their own fields of the per-transfer records (the routes
-  // below read npackets, written before), so on a large schedule they are
-  // computed on a second thread while this one builds the routes. The
-  // future joins the thread however this function is left.
-  const bool need_successors = for_run && net.dependencies == Dependencies::complete;
-  auto orders = [&s, &net, &p, need_successors] {
-    canonical_ranks(s, p);
-    data_positions(s, net, p);
-    if (need_successors) p.successors = successors(s);
-  };
-  std::future<void> side;
-  if (s.num_transfers() >= kParallelTransfers && std::thread::hardware_concurrency() > 1)
-    side = std::async(std::launch::async, orders);
   // Bound the trie size before building it.
   const PacketCounts npackets{p.hot.empty() ? nullptr : &p.hot[0].npackets,
                               sizeof(TransferHot) / sizeof(std::int64_t)};
@@ -394,13 +373,11 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
   if (net.spray) check_spray_events(s, opt, p);
   if (s.has_switches() && net.switch_buffer_bytes > 0) check_switch_buffers(s, net);
   p.tries = build_stage_tries(s, topo, net, p.place, npackets, stage_bound);
-  if (side.valid())
-    side.get();
-  else
-    orders();
   for (TransferId t = 0; t < s.num_transfers(); ++t)
     p.hot[t].base = static_cast<std::int32_t>(p.tries.base[t]);
   count_events(opt, p);
+  canonical_ranks(s, p);
+  data_positions(s, net, p);
   return p;
 }
 

@@ -68,14 +68,12 @@ struct Prepared {
   std::vector<NodeId> place;    // rank -> endpoint
   StageTries tries;             // every transfer's stages
   BigVector<TransferHot> hot;   // per transfer
-  Successors successors;        // complete mode, for a run: who waits for whom
   std::int64_t events = 0;      // packet-stage services the run will perform
 };
 
-// Checks the inputs and computes the above (simulate.cpp); for a run
-// (`for_run`) in complete mode also the successor lists.
+// Checks the inputs and computes the above (simulate.cpp).
 Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& net,
-                 const SimOptions& opt, bool for_run = false);
+                 const SimOptions& opt);
 
 // Per stage: everything the event loop reads or writes about it, in one
 // place (one cache line per service instead of five arrays).
