@@ -517,7 +517,7 @@ StageTries build_stage_tries(const Schedule& s, const Topology& topo, const Netw
   if (net.spray) tries.spray_root.resize(static_cast<std::size_t>(T));
   for (TransferId t = 0; t < T; ++t) {
     const std::int64_t first = static_cast<std::int64_t>(tries.nodes.size());
-    tries.base[t] = first;
+    tries.base[t] = static_cast<std::int32_t>(first);
     const NodeId a = place[s.src(t)];
     std::int64_t slot = s.dst_offsets()[t];
     if (net.spray && s.num_dsts(t) == 1) {  // several destinations: one route each
@@ -532,7 +532,7 @@ StageTries build_stage_tries(const Schedule& s, const Topology& topo, const Netw
       insert_path(tries, t, first, seq, slot, first_ejection_stage, fixed_ports);
     }
   }
-  tries.base[T] = static_cast<std::int64_t>(tries.nodes.size());
+  tries.base[T] = static_cast<std::int32_t>(tries.nodes.size());
   if (net.spray) tries.spray.resize(tries.nodes.size());
   return tries;
 }

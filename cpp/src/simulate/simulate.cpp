@@ -374,7 +374,7 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
   if (s.has_switches() && net.switch_buffer_bytes > 0) check_switch_buffers(s, net);
   p.tries = build_stage_tries(s, topo, net, p.place, npackets, stage_bound);
   for (TransferId t = 0; t < s.num_transfers(); ++t)
-    p.hot[t].base = static_cast<std::int32_t>(p.tries.base[t]);
+    p.hot[t].base = p.tries.base[t];
   count_events(opt, p);
   canonical_ranks(s, p);
   data_positions(s, net, p);

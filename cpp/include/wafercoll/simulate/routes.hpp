@@ -84,7 +84,7 @@ struct SprayChoice {
 
 struct StageTries {
   BigVector<TrieNode> nodes;       // all tries
-  BigVector<std::int64_t> base;    // per transfer: first node; size T + 1
+  BigVector<std::int32_t> base;    // per transfer: first node (< kMaxNodes); size T + 1
   // Spraying only (else empty): per node the choice among its children,
   // per transfer the choice among its first stages, and the dealing
   // sequences (link ids) they index.
