@@ -49,8 +49,8 @@ void Simulation::prepare_tasks() {
   pr.task_start.assign(static_cast<std::size_t>(K), 0.0);
   // Merged CSR: each id's schedule successors, then its graph successors
   // in edge order.
-  const Successors& old = pr.successors;
-  Successors merged;
+  const SuccessorLists& old = pr.successors;
+  SuccessorLists merged;
   merged.offsets.assign(static_cast<std::size_t>(N) + 1, 0);
   for (std::int64_t t = 0; t < T; ++t) merged.offsets[t + 1] = old.offsets[t + 1] - old.offsets[t];
   for (std::size_t i = 0; i < E; ++i) {

@@ -176,6 +176,16 @@ struct Costs {
   bool spray = false;     // NetworkModel::spray (the tries hold SprayChoices)
 };
 
+// Successor lists of the dependency DAG in CSR form, as schedule.hpp's
+// Successors, but on the arena (huge_alloc.hpp), so that a run reuses the
+// last one's memory: the transfers (and tasks) waiting for t are
+// list[offsets[t] .. offsets[t + 1]).
+struct SuccessorLists {
+  BigVector<std::int64_t> offsets;
+  BigVector<TransferId> list;
+};
+SuccessorLists successor_lists(const Schedule& s);
+
 // What the transfers and their destinations have done so far.
 struct Progress {
   // pending, ready and finish: per transfer, then per task of the task graph.
@@ -184,7 +194,7 @@ struct Progress {
   BigVector<Seconds> ready, finish;
   BigVector<TransferHot> hot;           // per transfer
   BigVector<SlotState> slots;           // per destination slot
-  Successors successors;                // complete mode: who waits for whom
+  SuccessorLists successors;            // complete mode: who waits for whom
   TransferId completed = 0;
   std::int64_t tasks_completed = 0;
   std::vector<Seconds> task_start;      // per task
