@@ -1,7 +1,8 @@
 // The simulator's preparation (simulation.hpp, prepare()): the canonical
 // rank of every transfer against an independent stable sort of the key
 // tuples, in the packed-key path, the field-wise path (keys wider than 64
-// bits), on a schedule already in order, and on a larger schedule.
+// bits), on a schedule already in order, and on a larger schedule; the
+// successor lists against the schedule's own.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -110,4 +111,22 @@ TEST(Prepare, CanonicalRanksOfALargerSchedule) {
   // more than one group.
   const Schedule s = random_schedule(32, 70000, 64, 4096, 4);
   EXPECT_EQ(prepared_ranks(s), expected_ranks(s));
+}
+
+TEST(Prepare, SuccessorListsAsTheSchedulesOwn) {
+  // Dependencies of random fan-in, and transfers nobody waits for.
+  Schedule s = random_schedule(16, 400, 20, 100, 5);
+  std::uint64_t seed = 6;
+  for (TransferId t = 0; t < 600; ++t) {
+    const TransferId n = s.num_transfers();
+    const auto a = static_cast<TransferId>(splitmix64(seed) % n);
+    const auto b = static_cast<TransferId>(splitmix64(seed) % n);
+    s.add(0, 1, 0, 1, Op::copy, {a, b});
+  }
+  const Successors expected = successors(s);
+  const sim::SuccessorLists got = sim::successor_lists(s);
+  EXPECT_EQ(std::vector<std::int64_t>(got.offsets.begin(), got.offsets.end()), expected.offsets);
+  EXPECT_EQ(std::vector<TransferId>(got.list.begin(), got.list.end()), expected.list);
+  const Schedule empty = random_schedule(2, 0, 1, 1, 7);
+  EXPECT_EQ(sim::successor_lists(empty).offsets.size(), 1u);
 }
