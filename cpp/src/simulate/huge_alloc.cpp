@@ -14,14 +14,9 @@ struct CachedBlock {
   std::size_t bytes;
 };
 
-// Freed blocks, oldest first, and their total size. The blocks are freed at
-// exit.
+// Freed blocks, oldest first, and their total size.
 class BlockCache {
  public:
-  ~BlockCache() {
-    for (const CachedBlock& b : blocks_) std::free(b.p);
-  }
-
   void* take(std::size_t bytes) {
     const std::lock_guard<std::mutex> lock(mutex_);
     for (std::size_t i = blocks_.size(); i-- > 0;) {
@@ -60,9 +55,12 @@ class BlockCache {
   std::size_t total_ = 0;
 };
 
+// Never destroyed, so that a block freed during exit (after the static
+// destructors have run) still finds it; the process's memory goes back to
+// the system at exit anyway.
 BlockCache& block_cache() {
-  static BlockCache cache;
-  return cache;
+  static BlockCache* cache = new BlockCache;
+  return *cache;
 }
 
 }  // namespace
