@@ -246,14 +246,14 @@ int bit_width(std::uint64_t x) {
 // the keys are built in one pass, which also tells whether they are
 // already in order (then the ranks are the indices), else sorted by an
 // LSD radix sort over the field bits only, which keeps index order among
-// equal fields: as few passes as digits of at most 16 bits allow, the
-// digits of equal width (measured: the 42 bits of ring allreduce on 1024
-// ranks as fast in three 14-bit passes as in four 11-bit ones, the 32 bits
-// of recursive doubling on 65,536 ranks 10 % faster in two 16-bit passes
-// than in three 11-bit ones), a pass skipped where the
-// digit takes one value. The keys move with the sort, so every pass reads
-// sequentially, where the field-wise sort gathers. Returns false, having
-// done nothing, when the key does not fit.
+// equal fields. The keys move with the sort, so every pass reads them in
+// sequence, where the field-wise sort gathers. As few passes as digits of
+// at most 16 bits allow, the digits of equal width, and a pass skipped
+// where its digit takes one value (measured: the 42 bits of ring allreduce
+// on 1024 ranks as fast in three 14-bit passes as in four 11-bit ones, the
+// 32 bits of recursive doubling on 65,536 ranks 10 % faster in two 16-bit
+// passes than in three 11-bit ones). Returns false, having done nothing,
+// when the key does not fit.
 bool canonical_ranks_packed(const Schedule& s, Prepared& p) {
   const TransferId T = s.num_transfers();
   BigVector<std::uint64_t> key(static_cast<std::size_t>(T));
@@ -308,7 +308,8 @@ bool canonical_ranks_packed(const Schedule& s, Prepared& p) {
   }
   BigVector<std::uint64_t> tmp(static_cast<std::size_t>(T));
   auto shift_of = [&](const std::int64_t* c) {
-    return index_bits + static_cast<int>((c - count.data()) / static_cast<std::ptrdiff_t>(buckets)) * digit;
+    const auto d = static_cast<int>((c - count.data()) / static_cast<std::ptrdiff_t>(buckets));
+    return index_bits + d * digit;
   };
   for (std::size_t i = 0; i + 1 < passes.size(); ++i) {
     std::int64_t* c = passes[i];

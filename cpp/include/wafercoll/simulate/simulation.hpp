@@ -53,8 +53,8 @@ struct TransferHot {
   // the same time go by this position (plus the packet index), so the same
   // data cut into more or fewer transfers is served in the same order.
   std::uint64_t key0;
-  std::int32_t base;      // first trie node
-  std::int32_t inj_chan;  // injection channel once chosen, else -1
+  std::int32_t base;       // first trie node
+  std::int32_t inj_chan;   // injection channel once chosen, else -1
   std::uint32_t canon;     // rank in the canonical order
   std::int32_t stream_id;  // index into the dataflow streams, else -1
 };
@@ -81,7 +81,6 @@ struct StageState {
   double inv_bw = 0.0, lat = 0.0, free_at = 0.0, busy = 0.0;
   Bytes bytes = 0;
 };
-
 
 // Per destination slot, what every delivered packet touches, together:
 // packets still to be processed (left) and delivered (deliv), and the
