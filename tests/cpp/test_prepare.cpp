@@ -1,8 +1,9 @@
 // The simulator's preparation (simulation.hpp, prepare()): the canonical
 // rank of every transfer against an independent stable sort of the key
 // tuples, in the packed-key path, the field-wise path (keys wider than 64
-// bits), on a schedule already in order, and on a larger schedule; the
-// successor lists against the schedule's own.
+// bits), on a schedule already in order, and on a schedule large enough to
+// be prepared on two threads; the successor lists against the schedule's
+// own.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -106,11 +107,20 @@ TEST(Prepare, CanonicalRanksOfTransfersAlreadyInOrder) {
   EXPECT_EQ(prepared_ranks(s), identity);
 }
 
-TEST(Prepare, CanonicalRanksOfALargerSchedule) {
-  // 2^16 transfers and more: indices of 17 bits, ranks grouped by index in
-  // more than one group.
-  const Schedule s = random_schedule(32, 70000, 64, 4096, 4);
+TEST(Prepare, LargerScheduleOnTwoThreads) {
+  // 2^16 transfers and more: prepared on two threads, indices of 17 bits,
+  // ranks grouped by index in more than one group; with dependencies, so
+  // that the successor lists are computed on the second thread too.
+  Schedule s = random_schedule(32, 70000, 64, 4096, 4);
+  for (TransferId t = 0; t < 1000; ++t) s.add(0, 1, 0, 1, Op::copy, {t, t + 5000});
   EXPECT_EQ(prepared_ranks(s), expected_ranks(s));
+  const sim::Prepared p =
+      sim::prepare(s, Topology::ring(s.num_ranks()), NetworkModel{}, SimOptions{}, true);
+  const Successors expected = successors(s);
+  EXPECT_EQ(std::vector<std::int64_t>(p.successors.offsets.begin(), p.successors.offsets.end()),
+            expected.offsets);
+  EXPECT_EQ(std::vector<TransferId>(p.successors.list.begin(), p.successors.list.end()),
+            expected.list);
 }
 
 TEST(Prepare, SuccessorListsAsTheSchedulesOwn) {

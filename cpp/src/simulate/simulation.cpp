@@ -20,7 +20,7 @@ Simulation::Simulation(const Schedule& sched, const Topology& topology,
       tasks_(tasks),
       slot_rank_(sched.dst_array()),
       queue_(options.queue) {
-  Prepared prep = prepare(sched, topology, model, options);
+  Prepared prep = prepare(sched, topology, model, options, /*for_run=*/true);
   dim_.transfers = sched.num_transfers();
   dim_.ranks = sched.num_ranks();
   dim_.endpoints = topology.num_endpoints();
@@ -130,7 +130,7 @@ void Simulation::prepare_transfers(Prepared& prep) {
       net_.switch_reduce_Bps > 0.0 ? 1.0 / net_.switch_reduce_Bps : 0.0;
   costs_.dataflow = net_.dependencies == Dependencies::dataflow;
   // Dataflow releases through its own edge lists.
-  if (!costs_.dataflow) pr.successors = successor_lists(sched_);
+  if (!costs_.dataflow) pr.successors = std::move(prep.successors);
 }
 
 // Counting sort of the dependency edges by their first transfer, in one

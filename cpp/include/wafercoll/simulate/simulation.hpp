@@ -60,6 +60,16 @@ struct TransferHot {
 };
 static_assert(sizeof(TransferHot) == 40, "per-transfer state is documented as 40 bytes");
 
+// Successor lists of the dependency DAG in CSR form, as schedule.hpp's
+// Successors, but on the arena (huge_alloc.hpp), so that a run reuses the
+// last one's memory: the transfers (and tasks) waiting for t are
+// list[offsets[t] .. offsets[t + 1]).
+struct SuccessorLists {
+  BigVector<std::int64_t> offsets;
+  BigVector<TransferId> list;
+};
+SuccessorLists successor_lists(const Schedule& s);
+
 // Everything the run needs that does not change while it runs, computed
 // before any run state is allocated (so simulation_events() can stop here).
 // The per-transfer results are written straight into the records the event
@@ -68,12 +78,14 @@ struct Prepared {
   std::vector<NodeId> place;    // rank -> endpoint
   StageTries tries;             // every transfer's stages
   BigVector<TransferHot> hot;   // per transfer
+  SuccessorLists successors;    // complete mode, for a run: who waits for whom
   std::int64_t events = 0;      // packet-stage services the run will perform
 };
 
-// Checks the inputs and computes the above (simulate.cpp).
+// Checks the inputs and computes the above (simulate.cpp); for a run
+// (`for_run`) in complete mode also the successor lists.
 Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& net,
-                 const SimOptions& opt);
+                 const SimOptions& opt, bool for_run = false);
 
 // Per stage: everything the event loop reads or writes about it, in one
 // place (one cache line per service instead of five arrays).
@@ -174,16 +186,6 @@ struct Costs {
   bool dataflow = false;  // Dependencies::dataflow
   bool spray = false;     // NetworkModel::spray (the tries hold SprayChoices)
 };
-
-// Successor lists of the dependency DAG in CSR form, as schedule.hpp's
-// Successors, but on the arena (huge_alloc.hpp), so that a run reuses the
-// last one's memory: the transfers (and tasks) waiting for t are
-// list[offsets[t] .. offsets[t + 1]).
-struct SuccessorLists {
-  BigVector<std::int64_t> offsets;
-  BigVector<TransferId> list;
-};
-SuccessorLists successor_lists(const Schedule& s);
 
 // What the transfers and their destinations have done so far.
 struct Progress {
