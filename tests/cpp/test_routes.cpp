@@ -52,7 +52,8 @@ TEST(Routes, MulticastSharesItsCommonPrefix) {
   const Topology topo = Topology::line(4);
   const NetworkModel net;
   const std::vector<NodeId> place = resolve_placement(s, topo, {});
-  const std::vector<std::int64_t> packets(1, 1);
+  const std::vector<std::int64_t> one(1, 1);
+  const PacketCounts packets{one.data(), 1};
   const std::int64_t bound = count_route_stages(s, topo, net, place, packets);
   EXPECT_EQ(bound, 2 + 3);  // the two routes counted separately
   const StageTries tries = build_stage_tries(s, topo, net, place, packets, bound);
@@ -71,7 +72,8 @@ TEST(Routes, PortStagesAreNeverShared) {
   NetworkModel net;
   net.ports = 1;
   const std::vector<NodeId> place = resolve_placement(s, topo, {});
-  const std::vector<std::int64_t> packets(1, 1);
+  const std::vector<std::int64_t> one(1, 1);
+  const PacketCounts packets{one.data(), 1};
   const std::int64_t bound = count_route_stages(s, topo, net, place, packets);
   EXPECT_EQ(bound, (2 + 2) + (3 + 2));
   const StageTries tries = build_stage_tries(s, topo, net, place, packets, bound);

@@ -88,7 +88,7 @@ void Simulation::start(TransferId t) {
     return;
   }
   const bool parts = costs_.spray && tries_.spray_root[t].ways > 0;
-  for (std::int32_t c = static_cast<std::int32_t>(tries_.base[t]); c >= 0;
+  for (std::int32_t c = tries_.base[t]; c >= 0;
        c = tries_.nodes[c].next_sibling)
     push(a, parts ? next_sprayed(t, c, -1) : 0, t, c, kArrive, a);
 }

@@ -460,7 +460,7 @@ std::vector<NodeId> resolve_placement(const Schedule& s, const Topology& topo,
 
 std::int64_t count_route_stages(const Schedule& s, const Topology& topo, const NetworkModel& net,
                                 const std::vector<NodeId>& place,
-                                const std::vector<std::int64_t>& npackets) {
+                                PacketCounts npackets) {
   const std::int64_t port_stages = net.ports > 0 ? 2 : 0;
   std::int64_t bound = 0;
   // ECMP keeps every destination's hop distances (4 bytes per node).
@@ -502,7 +502,7 @@ std::int64_t count_route_stages(const Schedule& s, const Topology& topo, const N
 
 StageTries build_stage_tries(const Schedule& s, const Topology& topo, const NetworkModel& net,
                              const std::vector<NodeId>& place,
-                             const std::vector<std::int64_t>& npackets, std::int64_t stage_bound) {
+                             PacketCounts npackets, std::int64_t stage_bound) {
   const TransferId T = s.num_transfers();
   const bool fixed_ports = net.ports == 1;
   const auto first_ejection_stage =
@@ -517,7 +517,7 @@ StageTries build_stage_tries(const Schedule& s, const Topology& topo, const Netw
   if (net.spray) tries.spray_root.resize(static_cast<std::size_t>(T));
   for (TransferId t = 0; t < T; ++t) {
     const std::int64_t first = static_cast<std::int64_t>(tries.nodes.size());
-    tries.base[t] = first;
+    tries.base[t] = static_cast<std::int32_t>(first);
     const NodeId a = place[s.src(t)];
     std::int64_t slot = s.dst_offsets()[t];
     if (net.spray && s.num_dsts(t) == 1) {  // several destinations: one route each
@@ -532,7 +532,7 @@ StageTries build_stage_tries(const Schedule& s, const Topology& topo, const Netw
       insert_path(tries, t, first, seq, slot, first_ejection_stage, fixed_ports);
     }
   }
-  tries.base[T] = static_cast<std::int64_t>(tries.nodes.size());
+  tries.base[T] = static_cast<std::int32_t>(tries.nodes.size());
   if (net.spray) tries.spray.resize(tries.nodes.size());
   return tries;
 }

@@ -10,10 +10,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "wafercoll/simulate/routes.hpp"
 #include "wafercoll/simulate/simulation.hpp"
@@ -43,6 +45,14 @@ Dependencies dependencies_from_string(const std::string& name) {
 }
 
 namespace {
+
+// Schedules of at least this many transfers have their preparation split
+// over two threads (prepare()). Measured on ring allreduce over ring(1024),
+// one packet per transfer (2 M transfers), on a 2-core machine shared with
+// other jobs: the whole run 1.17-1.34x as fast while a core was free (the
+// split part up to 1.7x), 1.0x at a load of 2, and 0.6-0.97x at a load of
+// 4-5 (both halves are memory-bound and then share a core).
+constexpr TransferId kParallelTransfers = TransferId{1} << 16;
 
 bool finite_nonneg(double x) { return std::isfinite(x) && x >= 0.0; }
 
@@ -98,8 +108,7 @@ namespace {
 void packetize(const Schedule& s, const NetworkModel& net, Prepared& p) {
   const TransferId T = s.num_transfers();
   const Bytes M = net.packet_bytes;
-  p.npackets.resize(T);
-  p.last_bytes.resize(T);
+  p.hot.resize(static_cast<std::size_t>(T));
   for (TransferId t = 0; t < T; ++t) {
     const Bytes S = s.transfer_bytes(t);
     const std::int64_t n = (M == 0 || S == 0) ? 1 : (S + M - 1) / M;
@@ -108,8 +117,11 @@ void packetize(const Schedule& s, const NetworkModel& net, Prepared& p) {
       throw std::invalid_argument("transfer " + std::to_string(t) + " would be cut into " +
                                   std::to_string(n) +
                                   " packets; use a larger packet_bytes");
-    p.npackets[t] = n;
-    p.last_bytes[t] = (M == 0 || S == 0) ? S : net.pad_packets ? M : S - (n - 1) * M;
+    TransferHot& h = p.hot[t];
+    h.npackets = n;
+    h.last_bytes = (M == 0 || S == 0) ? S : net.pad_packets ? M : S - (n - 1) * M;
+    h.inj_chan = -1;
+    h.stream_id = -1;
   }
 }
 
@@ -139,11 +151,11 @@ void check_switch_buffers(const Schedule& s, const NetworkModel& net) {
 // one path of its trie): refused up front when over max_events, before any
 // run state is allocated.
 void count_events(const SimOptions& opt, Prepared& p) {
-  const auto T = static_cast<TransferId>(p.npackets.size());
+  const auto T = static_cast<TransferId>(p.hot.size());
   const std::vector<SprayChoice>& root = p.tries.spray_root;
   for (TransferId t = 0; t < T; ++t) {
     const std::int64_t depth = root.empty() ? 0 : root[t].depth;
-    p.events += p.npackets[t] * (depth > 0 ? depth : p.tries.base[t + 1] - p.tries.base[t]);
+    p.events += p.hot[t].npackets * (depth > 0 ? depth : p.tries.base[t + 1] - p.tries.base[t]);
   }
   if (p.events > opt.max_events) too_many_events(p.events, opt);
 }
@@ -154,7 +166,7 @@ void count_events(const SimOptions& opt, Prepared& p) {
 void check_spray_events(const Schedule& s, const SimOptions& opt, const Prepared& p) {
   std::int64_t packets = 0;
   for (TransferId t = 0; t < s.num_transfers(); ++t)
-    if (s.num_dsts(t) == 1) packets += p.npackets[t];
+    if (s.num_dsts(t) == 1) packets += p.hot[t].npackets;
   if (packets > opt.max_events) too_many_events(packets, opt);
 }
 
@@ -192,12 +204,14 @@ void radix_pass(TransferId T, Get get, std::vector<TransferId>& order,
 
 // Canonical order of the transfers, independent of their indices: by
 // (src, first destination, destination count, first block, last block, op,
-// bytes), exact duplicates by index. An LSD radix sort: stable passes of
-// 16-bit digits from the last field to the first, starting from index
-// order (which settles the duplicates). Linear in the transfers, where a
-// comparison sort of 2 M keys cost a quarter of a run. Event ties between
-// transfers go by this rank, never by index.
-void canonical_ranks(const Schedule& s, Prepared& p) {
+// bytes), exact duplicates by index. Event ties between transfers go by this
+// rank, never by index.
+//
+// The general case is an LSD radix sort: stable passes of 16-bit digits
+// from the last field to the first, starting from index order (which
+// settles the duplicates). Linear in the transfers, where a comparison sort
+// of 2 M keys cost a quarter of a run.
+void canonical_ranks_by_field(const Schedule& s, Prepared& p) {
   const TransferId T = s.num_transfers();
   std::vector<TransferId> order(T);
   std::iota(order.begin(), order.end(), 0);
@@ -214,8 +228,128 @@ void canonical_ranks(const Schedule& s, Prepared& p) {
     pass([&](TransferId t) { return *s.dsts_begin(t); });
     pass([&](TransferId t) { return s.src(t); });
   }
-  p.canon.resize(T);
-  for (TransferId i = 0; i < T; ++i) p.canon[order[i]] = static_cast<std::uint32_t>(i);
+  for (TransferId i = 0; i < T; ++i) p.hot[order[i]].canon = static_cast<std::uint32_t>(i);
+}
+
+// The fields of the canonical order, most significant first; fields are >= 0.
+constexpr int kKeyFields = 7;
+
+void key_fields(const Schedule& s, TransferId t, std::uint64_t bytes,
+                std::uint64_t (&f)[kKeyFields]) {
+  f[0] = static_cast<std::uint64_t>(s.src(t));
+  f[1] = static_cast<std::uint64_t>(*s.dsts_begin(t));
+  f[2] = static_cast<std::uint64_t>(s.num_dsts(t));
+  f[3] = static_cast<std::uint64_t>(s.ranges_begin(t)->lo);
+  f[4] = static_cast<std::uint64_t>((s.ranges_end(t) - 1)->hi);
+  f[5] = static_cast<std::uint64_t>(s.op(t));
+  f[6] = bytes;
+}
+
+int bit_width(std::uint64_t x) {
+  int w = 0;
+  for (; x != 0; x >>= 1) ++w;
+  return w;
+}
+
+// The canonical ranks when every field, offset by its minimum, and the
+// transfer index fit one 64-bit key together (fields above the index):
+// the keys are built in one pass, which also tells whether they are
+// already in order (then the ranks are the indices), else sorted by an
+// LSD radix sort over the field bits only, which keeps index order among
+// equal fields. The keys move with the sort, so every pass reads them in
+// sequence, where the field-wise sort gathers. As few passes as digits of
+// at most 16 bits allow, the digits of equal width, and a pass skipped
+// where its digit takes one value (measured: the 42 bits of ring allreduce
+// on 1024 ranks as fast in three 14-bit passes as in four 11-bit ones, the
+// 32 bits of recursive doubling on 65,536 ranks 10 % faster in two 16-bit
+// passes than in three 11-bit ones). Returns false, having done nothing,
+// when the key does not fit.
+bool canonical_ranks_packed(const Schedule& s, Prepared& p) {
+  const TransferId T = s.num_transfers();
+  BigVector<std::uint64_t> key(static_cast<std::size_t>(T));
+  std::uint64_t lo[kKeyFields], hi[kKeyFields], f[kKeyFields];
+  std::fill(lo, lo + kKeyFields, ~std::uint64_t{0});
+  std::fill(hi, hi + kKeyFields, 0);
+  for (TransferId t = 0; t < T; ++t) {
+    key[t] = static_cast<std::uint64_t>(s.transfer_bytes(t));  // kept for the next pass
+    key_fields(s, t, key[t], f);
+    for (int i = 0; i < kKeyFields; ++i) {
+      lo[i] = std::min(lo[i], f[i]);
+      hi[i] = std::max(hi[i], f[i]);
+    }
+  }
+  int width[kKeyFields];
+  const int index_bits = bit_width(static_cast<std::uint64_t>(T - 1));
+  int bits = 0;
+  for (int i = 0; i < kKeyFields; ++i) bits += width[i] = bit_width(hi[i] - lo[i]);
+  if (bits + index_bits > 64) return false;
+  constexpr int kMaxDigit = 16;
+  const int digits = (bits + kMaxDigit - 1) / kMaxDigit;
+  const int digit = digits == 0 ? 1 : (bits + digits - 1) / digits;
+  const std::size_t buckets = std::size_t{1} << digit;
+  std::vector<std::int64_t> count(buckets * static_cast<std::size_t>(digits), 0);
+  bool sorted = true;
+  for (TransferId t = 0; t < T; ++t) {
+    key_fields(s, t, key[t], f);
+    std::uint64_t k = 0;
+    for (int i = 0; i < kKeyFields; ++i) k = (k << width[i]) | (f[i] - lo[i]);
+    for (int d = 0; d < digits; ++d) ++count[d * buckets + ((k >> (d * digit)) & (buckets - 1))];
+    k = (k << index_bits) | static_cast<std::uint64_t>(t);
+    sorted = sorted && (t == 0 || k > key[t - 1]);
+    key[t] = k;
+  }
+  if (sorted) {
+    for (TransferId t = 0; t < T; ++t) p.hot[t].canon = static_cast<std::uint32_t>(t);
+    return true;
+  }
+  // The passes that reorder (a digit of one value does not), each an
+  // exclusive prefix sum of its digit's counts.
+  std::vector<std::int64_t*> passes;
+  for (int d = 0; d < digits; ++d) {
+    std::int64_t* c = count.data() + d * buckets;
+    if (*std::max_element(c, c + buckets) == T) continue;
+    std::int64_t sum = 0;
+    for (std::size_t b = 0; b < buckets; ++b) {
+      const std::int64_t n = c[b];
+      c[b] = sum;
+      sum += n;
+    }
+    passes.push_back(c);
+  }
+  BigVector<std::uint64_t> tmp(static_cast<std::size_t>(T));
+  auto shift_of = [&](const std::int64_t* c) {
+    const auto d = static_cast<int>((c - count.data()) / static_cast<std::ptrdiff_t>(buckets));
+    return index_bits + d * digit;
+  };
+  for (std::size_t i = 0; i + 1 < passes.size(); ++i) {
+    std::int64_t* c = passes[i];
+    const int shift = shift_of(c);
+    for (const std::uint64_t k : key) tmp[c[(k >> shift) & (buckets - 1)]++] = k;
+    key.swap(tmp);
+  }
+  // The last pass knows each key's rank (its final position). Written in
+  // rank order, the ranks would land anywhere in the records (a cache miss
+  // each), so (index, rank) pairs are grouped by the index's high bits
+  // instead (group g holds indices [g, g + 1) << group_shift, all of them),
+  // and each group's writes then stay within 1024 consecutive records.
+  std::int64_t* c = passes.back();
+  const int shift = shift_of(c);
+  const std::uint64_t index_mask = (std::uint64_t{1} << index_bits) - 1;
+  const int group_shift = std::max(0, index_bits - 10);
+  std::vector<std::int64_t> at((static_cast<std::size_t>(T - 1) >> group_shift) + 1);
+  for (std::size_t g = 0; g < at.size(); ++g) at[g] = static_cast<std::int64_t>(g) << group_shift;
+  for (const std::uint64_t k : key) {
+    const std::uint64_t t = k & index_mask;
+    const auto rank = static_cast<std::uint64_t>(c[(k >> shift) & (buckets - 1)]++);
+    tmp[at[t >> group_shift]++] = (t << 32) | rank;
+  }
+  for (const std::uint64_t x : tmp) p.hot[x >> 32].canon = static_cast<std::uint32_t>(x);
+  return true;
+}
+
+void canonical_ranks(const Schedule& s, Prepared& p) {
+  if (s.num_transfers() > 0 && canonical_ranks_packed(s, p)) return;
+  canonical_ranks_by_field(s, p);
 }
 
 // The position of each transfer's first packet in the data vector: in
@@ -223,19 +357,18 @@ void canonical_ranks(const Schedule& s, Prepared& p) {
 void data_positions(const Schedule& s, const NetworkModel& net, Prepared& p) {
   const TransferId T = s.num_transfers();
   const Bytes M = net.packet_bytes;
-  p.key0.resize(T);
   std::vector<Bytes> prefix(static_cast<std::size_t>(s.num_blocks()) + 1, 0);
   for (BlockId b = 0; b < s.num_blocks(); ++b) prefix[b + 1] = prefix[b] + s.block_bytes()[b];
   for (TransferId t = 0; t < T; ++t) {
     const Bytes at = prefix[s.ranges_begin(t)->lo];
-    p.key0[t] = static_cast<std::uint64_t>(M > 0 ? at / M : s.ranges_begin(t)->lo);
+    p.hot[t].key0 = static_cast<std::uint64_t>(M > 0 ? at / M : s.ranges_begin(t)->lo);
   }
 }
 
 }  // namespace
 
 Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& net,
-                 const SimOptions& opt) {
+                 const SimOptions& opt, bool for_run) {
   net.validate();
   Prepared p;
   p.place = resolve_placement(s, topo, opt);
@@ -244,14 +377,34 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
   require(slots < std::numeric_limits<std::int32_t>::max(),
           "the schedule has too many destinations to simulate");
   packetize(s, net, p);
+  // The two orders and the successor lists read only the schedule and
+  // write only their own fields of the per-transfer records (the routes
+  // below read npackets, written before), so on a large schedule they are
+  // computed on a second thread while this one builds the routes. The
+  // future joins the thread however this function is left.
+  const bool need_successors = for_run && net.dependencies == Dependencies::complete;
+  auto orders = [&s, &net, &p, need_successors] {
+    canonical_ranks(s, p);
+    data_positions(s, net, p);
+    if (need_successors) p.successors = successor_lists(s);
+  };
+  std::future<void> side;
+  if (s.num_transfers() >= kParallelTransfers && std::thread::hardware_concurrency() > 1)
+    side = std::async(std::launch::async, orders);
   // Bound the trie size before building it.
-  const std::int64_t stage_bound = count_route_stages(s, topo, net, p.place, p.npackets);
+  const PacketCounts npackets{p.hot.empty() ? nullptr : &p.hot[0].npackets,
+                              sizeof(TransferHot) / sizeof(std::int64_t)};
+  const std::int64_t stage_bound = count_route_stages(s, topo, net, p.place, npackets);
   if (net.spray) check_spray_events(s, opt, p);
   if (s.has_switches() && net.switch_buffer_bytes > 0) check_switch_buffers(s, net);
-  p.tries = build_stage_tries(s, topo, net, p.place, p.npackets, stage_bound);
+  p.tries = build_stage_tries(s, topo, net, p.place, npackets, stage_bound);
+  if (side.valid())
+    side.get();
+  else
+    orders();
+  for (TransferId t = 0; t < s.num_transfers(); ++t)
+    p.hot[t].base = p.tries.base[t];
   count_events(opt, p);
-  canonical_ranks(s, p);
-  data_positions(s, net, p);
   return p;
 }
 

@@ -1,9 +1,7 @@
 // Building the state of one simulation run, and turning it into the result
 // at the end (simulation.hpp). The event loop itself is in event_loop.cpp.
 //
-// Order of allocation matters for the peak memory of large runs: the
-// prepared per-transfer arrays are folded into TransferHot and released
-// before the per-destination and dataflow state is allocated.
+// The per-transfer records (TransferHot) come filled from prepare().
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -22,7 +20,7 @@ Simulation::Simulation(const Schedule& sched, const Topology& topology,
       tasks_(tasks),
       slot_rank_(sched.dst_array()),
       queue_(options.queue) {
-  Prepared prep = prepare(sched, topology, model, options);
+  Prepared prep = prepare(sched, topology, model, options, /*for_run=*/true);
   dim_.transfers = sched.num_transfers();
   dim_.ranks = sched.num_ranks();
   dim_.endpoints = topology.num_endpoints();
@@ -105,19 +103,12 @@ void Simulation::set_port_bandwidths(const std::vector<double>& fastest_out,
   }
 }
 
-// Per transfer and per destination slot state. hot takes over the prepared
-// per-transfer arrays, which are released before the rest is allocated.
+// Per transfer and per destination slot state: hot is taken over from the
+// preparation.
 void Simulation::prepare_transfers(Prepared& prep) {
   const TransferId T = dim_.transfers;
   Progress& pr = progress_;
-  pr.hot.resize(static_cast<std::size_t>(T));
-  for (TransferId t = 0; t < T; ++t)
-    pr.hot[t] = TransferHot{prep.npackets[t], prep.last_bytes[t], prep.key0[t],
-                            static_cast<std::int32_t>(tries_.base[t]), -1, prep.canon[t], -1};
-  std::vector<std::int64_t>().swap(prep.npackets);
-  std::vector<Bytes>().swap(prep.last_bytes);
-  std::vector<std::uint64_t>().swap(prep.key0);
-  std::vector<std::uint32_t>().swap(prep.canon);
+  pr.hot = std::move(prep.hot);
   pr.pending.assign(T, 0);
   pr.ready.assign(T, 0.0);
   pr.finish.assign(T, 0.0);
@@ -139,7 +130,26 @@ void Simulation::prepare_transfers(Prepared& prep) {
       net_.switch_reduce_Bps > 0.0 ? 1.0 / net_.switch_reduce_Bps : 0.0;
   costs_.dataflow = net_.dependencies == Dependencies::dataflow;
   // Dataflow releases through its own edge lists.
-  if (!costs_.dataflow) pr.successors = successors(sched_);
+  if (!costs_.dataflow) pr.successors = std::move(prep.successors);
+}
+
+// Counting sort of the dependency edges by their first transfer, in one
+// array: counts at offsets[d + 2], whose prefix sums make offsets[d + 1]
+// the start of d's list, advanced to its end (the start of d + 1's) as the
+// list is filled in increasing t.
+SuccessorLists successor_lists(const Schedule& s) {
+  const TransferId n = s.num_transfers();
+  SuccessorLists out;
+  out.offsets.assign(static_cast<std::size_t>(n) + 2, 0);
+  for (TransferId t = 0; t < n; ++t)
+    for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d) ++out.offsets[*d + 2];
+  for (TransferId t = 2; t <= n + 1; ++t) out.offsets[t] += out.offsets[t - 1];
+  out.list.resize(static_cast<std::size_t>(out.offsets[n + 1]));
+  for (TransferId t = 0; t < n; ++t)
+    for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d)
+      out.list[out.offsets[*d + 1]++] = t;
+  out.offsets.pop_back();
+  return out;
 }
 
 // The destination slot of transfer t at rank r, or -1.
@@ -330,8 +340,8 @@ SimResult Simulation::collect() {
     progress_.finish.resize(static_cast<std::size_t>(T));
   }
   if (opt_.record_transfers) {
-    result_.transfer_ready_s = std::move(progress_.ready);
-    result_.transfer_finish_s = std::move(progress_.finish);
+    result_.transfer_ready_s.assign(progress_.ready.begin(), progress_.ready.end());
+    result_.transfer_finish_s.assign(progress_.finish.begin(), progress_.finish.end());
   }
   if (opt_.record_timeline) collect_timeline();
   return std::move(result_);

@@ -49,8 +49,8 @@ void Simulation::prepare_tasks() {
   pr.task_start.assign(static_cast<std::size_t>(K), 0.0);
   // Merged CSR: each id's schedule successors, then its graph successors
   // in edge order.
-  const Successors& old = pr.successors;
-  Successors merged;
+  const SuccessorLists& old = pr.successors;
+  SuccessorLists merged;
   merged.offsets.assign(static_cast<std::size_t>(N) + 1, 0);
   for (std::int64_t t = 0; t < T; ++t) merged.offsets[t + 1] = old.offsets[t + 1] - old.offsets[t];
   for (std::size_t i = 0; i < E; ++i) {
@@ -67,7 +67,7 @@ void Simulation::prepare_tasks() {
     merged.list[fill[g.before[i]]++] = static_cast<TransferId>(g.after[i]);
   pr.successors = std::move(merged);
   // A cycle would leave work unfinished: find it now (Kahn's algorithm).
-  std::vector<std::int32_t> indegree(pr.pending);
+  std::vector<std::int32_t> indegree(pr.pending.begin(), pr.pending.end());
   std::vector<std::int64_t> stack;
   for (std::int64_t i = 0; i < N; ++i)
     if (indegree[i] == 0) stack.push_back(i);

@@ -84,7 +84,7 @@ struct SprayChoice {
 
 struct StageTries {
   BigVector<TrieNode> nodes;       // all tries
-  std::vector<std::int64_t> base;  // per transfer: first node; size T + 1
+  BigVector<std::int32_t> base;    // per transfer: first node (< kMaxNodes); size T + 1
   // Spraying only (else empty): per node the choice among its children,
   // per transfer the choice among its first stages, and the dealing
   // sequences (link ids) they index.
@@ -95,6 +95,16 @@ struct StageTries {
   LinkId spray_link(const SprayChoice& c, std::int64_t k) const {
     const std::int64_t i = ((k / c.stride) + c.rot) % c.ways;
     return spray_seq[static_cast<std::size_t>(c.seq_off + i)];
+  }
+};
+
+// Packets per transfer, read in place from the per-transfer records that
+// hold them (every `stride`-th 64-bit word from `first`).
+struct PacketCounts {
+  const std::int64_t* first;
+  std::size_t stride;
+  std::int64_t operator[](TransferId t) const {
+    return first[static_cast<std::size_t>(t) * stride];
   }
 };
 
@@ -123,13 +133,13 @@ std::vector<NodeId> resolve_placement(const Schedule& s, const Topology& topo,
 // exceeds kMaxNodes.
 std::int64_t count_route_stages(const Schedule& s, const Topology& topo, const NetworkModel& net,
                                 const std::vector<NodeId>& place,
-                                const std::vector<std::int64_t>& npackets);
+                                PacketCounts npackets);
 
 // The tries of every transfer. stage_bound is count_route_stages()'s result
 // (it sizes the node array once).
 StageTries build_stage_tries(const Schedule& s, const Topology& topo, const NetworkModel& net,
                              const std::vector<NodeId>& place,
-                             const std::vector<std::int64_t>& npackets, std::int64_t stage_bound);
+                             PacketCounts npackets, std::int64_t stage_bound);
 
 }  // namespace wafercoll::sim
 

@@ -42,26 +42,50 @@ constexpr std::size_t kMaxQueued = std::size_t{1} << 26;
 constexpr std::int64_t kMaxTraceEvents = std::int64_t{1} << 25;  // 36 bytes each
 constexpr std::size_t kMaxTimelineIntervals = std::size_t{1} << 26;
 
+// Per transfer, what the event loop touches for every packet, together.
+// 40 bytes per transfer: nodes number below 2^27 (kMaxNodes), channels of a
+// port below 1024.
+struct TransferHot {
+  std::int64_t npackets;
+  Bytes last_bytes;  // size of the last packet
+  // Position of the first packet's data in the vector, in packets (blocks
+  // when messages are not cut). Ties between packets that reach a stage at
+  // the same time go by this position (plus the packet index), so the same
+  // data cut into more or fewer transfers is served in the same order.
+  std::uint64_t key0;
+  std::int32_t base;       // first trie node
+  std::int32_t inj_chan;   // injection channel once chosen, else -1
+  std::uint32_t canon;     // rank in the canonical order
+  std::int32_t stream_id;  // index into the dataflow streams, else -1
+};
+static_assert(sizeof(TransferHot) == 40, "per-transfer state is documented as 40 bytes");
+
+// Successor lists of the dependency DAG in CSR form, as schedule.hpp's
+// Successors, but on the arena (huge_alloc.hpp), so that a run reuses the
+// last one's memory: the transfers (and tasks) waiting for t are
+// list[offsets[t] .. offsets[t + 1]).
+struct SuccessorLists {
+  BigVector<std::int64_t> offsets;
+  BigVector<TransferId> list;
+};
+SuccessorLists successor_lists(const Schedule& s);
+
 // Everything the run needs that does not change while it runs, computed
 // before any run state is allocated (so simulation_events() can stop here).
+// The per-transfer results are written straight into the records the event
+// loop reads (hot), in place, rather than into arrays copied there later.
 struct Prepared {
-  std::vector<NodeId> place;           // rank -> endpoint
-  StageTries tries;                    // every transfer's stages
-  std::vector<std::int64_t> npackets;  // per transfer
-  std::vector<Bytes> last_bytes;       // per transfer: size of its last packet
-  std::vector<std::uint32_t> canon;    // per transfer: rank in the canonical order
-  // Per transfer: position of its first packet's data in the vector, in
-  // packets (blocks when messages are not cut). Ties between packets that
-  // reach a stage at the same time go by this position (plus the packet
-  // index), so the same data cut into more or fewer transfers is served in
-  // the same order.
-  std::vector<std::uint64_t> key0;
-  std::int64_t events = 0;  // packet-stage services the run will perform
+  std::vector<NodeId> place;    // rank -> endpoint
+  StageTries tries;             // every transfer's stages
+  BigVector<TransferHot> hot;   // per transfer
+  SuccessorLists successors;    // complete mode, for a run: who waits for whom
+  std::int64_t events = 0;      // packet-stage services the run will perform
 };
 
-// Checks the inputs and computes the above (simulate.cpp).
+// Checks the inputs and computes the above (simulate.cpp); for a run
+// (`for_run`) in complete mode also the successor lists.
 Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& net,
-                 const SimOptions& opt);
+                 const SimOptions& opt, bool for_run = false);
 
 // Per stage: everything the event loop reads or writes about it, in one
 // place (one cache line per service instead of five arrays).
@@ -69,19 +93,6 @@ struct StageState {
   double inv_bw = 0.0, lat = 0.0, free_at = 0.0, busy = 0.0;
   Bytes bytes = 0;
 };
-
-// Per transfer, what the event loop touches for every packet, together.
-// 40 bytes per transfer: nodes number below 2^27 (kMaxNodes), channels of a
-// port below 1024.
-struct TransferHot {
-  std::int64_t npackets, last_bytes;
-  std::uint64_t key0;
-  std::int32_t base;      // first trie node
-  std::int32_t inj_chan;  // injection channel once chosen, else -1
-  std::uint32_t canon;
-  std::int32_t stream_id;  // index into the dataflow streams, else -1
-};
-static_assert(sizeof(TransferHot) == 40, "per-transfer state is documented as 40 bytes");
 
 // Per destination slot, what every delivered packet touches, together:
 // packets still to be processed (left) and delivered (deliv), and the
@@ -179,12 +190,12 @@ struct Costs {
 // What the transfers and their destinations have done so far.
 struct Progress {
   // pending, ready and finish: per transfer, then per task of the task graph.
-  std::vector<std::int32_t> pending;    // dependencies (or gates) not yet met
-  std::vector<std::int32_t> dsts_left;  // per transfer: destinations not yet done
-  std::vector<Seconds> ready, finish;
+  BigVector<std::int32_t> pending;      // dependencies (or gates) not yet met
+  BigVector<std::int32_t> dsts_left;    // per transfer: destinations not yet done
+  BigVector<Seconds> ready, finish;
   BigVector<TransferHot> hot;           // per transfer
   BigVector<SlotState> slots;           // per destination slot
-  Successors successors;                // complete mode: who waits for whom
+  SuccessorLists successors;            // complete mode: who waits for whom
   TransferId completed = 0;
   std::int64_t tasks_completed = 0;
   std::vector<Seconds> task_start;      // per task

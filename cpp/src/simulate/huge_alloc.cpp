@@ -1,0 +1,72 @@
+// The process-wide cache of large blocks behind HugeAlloc (huge_alloc.hpp).
+#include "wafercoll/simulate/huge_alloc.hpp"
+
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+namespace wafercoll::sim {
+
+namespace {
+
+struct CachedBlock {
+  void* p;
+  std::size_t bytes;
+};
+
+// Freed blocks, oldest first, and their total size.
+class BlockCache {
+ public:
+  void* take(std::size_t bytes) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    for (std::size_t i = blocks_.size(); i-- > 0;) {
+      if (blocks_[i].bytes != bytes) continue;
+      void* p = blocks_[i].p;
+      blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(i));
+      total_ -= bytes;
+      return p;
+    }
+    return nullptr;
+  }
+
+  void give(void* p, std::size_t bytes) {
+    std::vector<void*> evicted;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (bytes > kMaxCachedBytes) {
+        evicted.push_back(p);
+      } else {
+        blocks_.push_back({p, bytes});
+        total_ += bytes;
+        std::size_t drop = 0;
+        for (; total_ > kMaxCachedBytes; ++drop) {
+          evicted.push_back(blocks_[drop].p);
+          total_ -= blocks_[drop].bytes;
+        }
+        blocks_.erase(blocks_.begin(), blocks_.begin() + static_cast<std::ptrdiff_t>(drop));
+      }
+    }
+    for (void* q : evicted) std::free(q);  // outside the lock: munmap takes time
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<CachedBlock> blocks_;
+  std::size_t total_ = 0;
+};
+
+// Never destroyed, so that a block freed during exit (after the static
+// destructors have run) still finds it; the process's memory goes back to
+// the system at exit anyway.
+BlockCache& block_cache() {
+  static BlockCache* cache = new BlockCache;
+  return *cache;
+}
+
+}  // namespace
+
+void* take_huge_block(std::size_t bytes) { return block_cache().take(bytes); }
+
+void give_huge_block(void* p, std::size_t bytes) { block_cache().give(p, bytes); }
+
+}  // namespace wafercoll::sim

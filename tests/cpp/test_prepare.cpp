@@ -1,0 +1,142 @@
+// The simulator's preparation (simulation.hpp, prepare()): the canonical
+// rank of every transfer against an independent stable sort of the key
+// tuples, in the packed-key path, the field-wise path (keys wider than 64
+// bits), on a schedule already in order, and on a schedule large enough to
+// be prepared on two threads; the successor lists against the schedule's
+// own.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <tuple>
+#include <vector>
+
+#include "wafercoll/simulate/simulation.hpp"
+
+using namespace wafercoll;
+
+namespace {
+
+// Steele, Lea and Flood's SplitMix64 (OOPSLA 2014), for reproducible inputs.
+std::uint64_t splitmix64(std::uint64_t& state) {
+  std::uint64_t x = (state += 0x9E3779B97F4A7C15ULL);
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+// n transfers among p ranks over `blocks` blocks of random sizes below
+// max_block_bytes, one to three destinations each, a random single range.
+Schedule random_schedule(RankId p, std::int64_t n, BlockId blocks, Bytes max_block_bytes,
+                         std::uint64_t seed) {
+  std::vector<Bytes> sizes(static_cast<std::size_t>(blocks));
+  for (Bytes& b : sizes) b = 1 + static_cast<Bytes>(splitmix64(seed) % max_block_bytes);
+  Collective c;
+  c.kind = CollectiveKind::allgather;
+  c.owners.resize(static_cast<std::size_t>(blocks));
+  for (BlockId b = 0; b < blocks; ++b) c.owners[b] = b % p;
+  Schedule s(p, sizes, c);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto src = static_cast<RankId>(splitmix64(seed) % p);
+    std::vector<RankId> dsts;
+    const int nd = 1 + static_cast<int>(splitmix64(seed) % 3);
+    while (static_cast<int>(dsts.size()) < nd) {
+      const auto d = static_cast<RankId>(splitmix64(seed) % p);
+      if (d != src && std::find(dsts.begin(), dsts.end(), d) == dsts.end()) dsts.push_back(d);
+    }
+    const auto lo = static_cast<BlockId>(splitmix64(seed) % blocks);
+    const auto hi = lo + 1 + static_cast<BlockId>(splitmix64(seed) % (blocks - lo));
+    const Op op = splitmix64(seed) % 2 ? Op::reduce : Op::copy;
+    s.add_transfer(src, dsts, {{lo, hi}}, op, {});
+  }
+  return s;
+}
+
+// The canonical rank of every transfer, by a comparison sort of the tuples
+// the simulator documents, ties by index.
+std::vector<std::uint32_t> expected_ranks(const Schedule& s) {
+  const TransferId T = s.num_transfers();
+  auto key = [&](TransferId t) {
+    return std::make_tuple(s.src(t), *s.dsts_begin(t), s.num_dsts(t), s.ranges_begin(t)->lo,
+                           (s.ranges_end(t) - 1)->hi, static_cast<int>(s.op(t)),
+                           s.transfer_bytes(t));
+  };
+  std::vector<TransferId> order(static_cast<std::size_t>(T));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](TransferId a, TransferId b) { return key(a) < key(b); });
+  std::vector<std::uint32_t> rank(static_cast<std::size_t>(T));
+  for (TransferId i = 0; i < T; ++i) rank[order[i]] = static_cast<std::uint32_t>(i);
+  return rank;
+}
+
+std::vector<std::uint32_t> prepared_ranks(const Schedule& s) {
+  const sim::Prepared p =
+      sim::prepare(s, Topology::ring(s.num_ranks()), NetworkModel{}, SimOptions{});
+  std::vector<std::uint32_t> rank;
+  for (const sim::TransferHot& h : p.hot) rank.push_back(h.canon);
+  return rank;
+}
+
+}  // namespace
+
+TEST(Prepare, CanonicalRanksFromPackedKeys) {
+  const Schedule s = random_schedule(24, 3000, 40, 1000, 1);
+  EXPECT_EQ(prepared_ranks(s), expected_ranks(s));
+}
+
+TEST(Prepare, CanonicalRanksOfKeysWiderThan64Bits) {
+  // Block sizes up to 2^50 bytes: the bytes field alone spans about 50 bits.
+  const Schedule s = random_schedule(60, 2000, 50, Bytes{1} << 50, 2);
+  EXPECT_EQ(prepared_ranks(s), expected_ranks(s));
+}
+
+TEST(Prepare, CanonicalRanksOfTransfersAlreadyInOrder) {
+  const Schedule r = random_schedule(16, 500, 20, 100, 3);
+  const std::vector<std::uint32_t> rank = expected_ranks(r);
+  std::vector<TransferId> order(rank.size());
+  for (std::size_t t = 0; t < rank.size(); ++t) order[rank[t]] = static_cast<TransferId>(t);
+  Schedule s(r.num_ranks(), r.block_bytes(), r.collective());
+  for (const TransferId t : order)
+    s.add_transfer(r.src(t), std::vector<RankId>(r.dsts_begin(t), r.dsts_end(t)),
+                   std::vector<BlockRange>(r.ranges_begin(t), r.ranges_end(t)), r.op(t), {});
+  std::vector<std::uint32_t> identity(rank.size());
+  std::iota(identity.begin(), identity.end(), 0u);
+  EXPECT_EQ(expected_ranks(s), identity);
+  EXPECT_EQ(prepared_ranks(s), identity);
+}
+
+TEST(Prepare, LargerScheduleOnTwoThreads) {
+  // 2^16 transfers and more: prepared on two threads, indices of 17 bits,
+  // ranks grouped by index in more than one group; with dependencies, so
+  // that the successor lists are computed on the second thread too.
+  Schedule s = random_schedule(32, 70000, 64, 4096, 4);
+  for (TransferId t = 0; t < 1000; ++t) s.add(0, 1, 0, 1, Op::copy, {t, t + 5000});
+  EXPECT_EQ(prepared_ranks(s), expected_ranks(s));
+  const sim::Prepared p =
+      sim::prepare(s, Topology::ring(s.num_ranks()), NetworkModel{}, SimOptions{}, true);
+  const Successors expected = successors(s);
+  EXPECT_EQ(std::vector<std::int64_t>(p.successors.offsets.begin(), p.successors.offsets.end()),
+            expected.offsets);
+  EXPECT_EQ(std::vector<TransferId>(p.successors.list.begin(), p.successors.list.end()),
+            expected.list);
+}
+
+TEST(Prepare, SuccessorListsAsTheSchedulesOwn) {
+  // Dependencies of random fan-in, and transfers nobody waits for.
+  Schedule s = random_schedule(16, 400, 20, 100, 5);
+  std::uint64_t seed = 6;
+  for (TransferId t = 0; t < 600; ++t) {
+    const TransferId n = s.num_transfers();
+    const auto a = static_cast<TransferId>(splitmix64(seed) % n);
+    const auto b = static_cast<TransferId>(splitmix64(seed) % n);
+    s.add(0, 1, 0, 1, Op::copy, {a, b});
+  }
+  const Successors expected = successors(s);
+  const sim::SuccessorLists got = sim::successor_lists(s);
+  EXPECT_EQ(std::vector<std::int64_t>(got.offsets.begin(), got.offsets.end()), expected.offsets);
+  EXPECT_EQ(std::vector<TransferId>(got.list.begin(), got.list.end()), expected.list);
+  const Schedule empty = random_schedule(2, 0, 1, 1, 7);
+  EXPECT_EQ(sim::successor_lists(empty).offsets.size(), 1u);
+}
