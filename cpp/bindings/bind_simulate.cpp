@@ -5,6 +5,7 @@
 #include <string>
 
 #include "pybind.hpp"
+#include "wafercoll/simulate/huge_alloc.hpp"
 #include "wafercoll/simulate/simulate.hpp"
 
 using namespace wafercoll;
@@ -121,6 +122,15 @@ void bind_simulate(py::module_& m) {
       py::arg("schedule"), py::arg("topology"), py::arg("model"), py::arg("placement"),
       py::arg("transfers"), py::arg("timeline"), py::arg("max_events"),
       py::arg("queue") = "auto", py::arg("trace") = false);
+  m.def(
+      "release_cached_memory",
+      []() {
+        py::gil_scoped_release release;
+        return sim::release_huge_blocks();
+      },
+      "Free the simulator's cached blocks; returns the bytes freed.");
+  m.def("cached_memory", []() { return sim::cached_huge_bytes(); },
+        "Bytes of freed simulator blocks kept for reuse.");
   m.def(
       "simulate_tasks",
       [](const Schedule& s, const Topology& topo, const NetworkModel& net,

@@ -46,6 +46,7 @@ from .schedule import COLLECTIVES, Schedule, alltoallv_blocks
 from .simulate import (
     NetworkModel,
     SimResult,
+    release_memory,
     simulate,
     simulate_tasks,
     simulation_events,
@@ -106,6 +107,7 @@ __all__ = [
     "ring",
     "simulate",
     "simulate_tasks",
+    "release_memory",
     "simulation_events",
     "star",
     "sweep",

@@ -7,7 +7,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['GoalError', 'NetworkModel', 'Schedule', 'Topology', 'binomial_broadcast', 'binomial_reduce', 'block_element_offsets', 'even_blocks', 'execute_f32', 'execute_f64', 'execute_i32', 'execute_i64', 'goal_labels', 'loads', 'rabenseifner_allreduce', 'read_goal_file', 'read_goal_text', 'recursive_doubling_allreduce', 'ring_allreduce', 'simulate', 'simulate_tasks', 'simulation_events', 'spatial_metrics', 'tree_reduce', 'verify', 'wafer_autogen', 'wafer_autogen_cycles', 'wafer_fixed_pattern_cycles', 'wafer_lower_bound_cycles', 'wafer_lower_bound_energy']
+__all__: list[str] = ['GoalError', 'NetworkModel', 'Schedule', 'Topology', 'binomial_broadcast', 'binomial_reduce', 'block_element_offsets', 'cached_memory', 'even_blocks', 'execute_f32', 'execute_f64', 'execute_i32', 'execute_i64', 'goal_labels', 'loads', 'rabenseifner_allreduce', 'read_goal_file', 'read_goal_text', 'recursive_doubling_allreduce', 'release_cached_memory', 'ring_allreduce', 'simulate', 'simulate_tasks', 'simulation_events', 'spatial_metrics', 'tree_reduce', 'verify', 'wafer_autogen', 'wafer_autogen_cycles', 'wafer_fixed_pattern_cycles', 'wafer_lower_bound_cycles', 'wafer_lower_bound_energy']
 class Topology:
     MAX_CLUSTER_RANKS: typing.ClassVar[int] = 2097152
     MAX_CUSTOM_NODES: typing.ClassVar[int] = 20000
@@ -303,6 +303,10 @@ def binomial_reduce(p: typing.SupportsInt | typing.SupportsIndex, size_bytes: ty
     ...
 def block_element_offsets(schedule: Schedule, elements: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.int64]:
     ...
+def cached_memory() -> int:
+    """
+    Bytes of freed simulator blocks kept for reuse.
+    """
 def even_blocks(total_bytes: typing.SupportsInt | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex) -> list[int]:
     ...
 def execute_f32(schedule: Schedule, inputs: typing.Annotated[numpy.typing.ArrayLike, numpy.float32]) -> numpy.typing.NDArray[numpy.float32]:
@@ -333,6 +337,10 @@ def read_goal_text(text: bytes) -> dict:
     """
 def recursive_doubling_allreduce(p: typing.SupportsInt | typing.SupportsIndex, size_bytes: typing.SupportsInt | typing.SupportsIndex) -> Schedule:
     ...
+def release_cached_memory() -> int:
+    """
+    Free the simulator's cached blocks; returns the bytes freed.
+    """
 def ring_allreduce(p: typing.SupportsInt | typing.SupportsIndex, size_bytes: typing.SupportsInt | typing.SupportsIndex) -> Schedule:
     ...
 def simulate(schedule: Schedule, topology: Topology, model: NetworkModel, placement: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], transfers: bool, timeline: bool, max_events: typing.SupportsInt | typing.SupportsIndex, queue: str = 'auto', trace: bool = False) -> dict:

@@ -116,6 +116,7 @@ __all__ = [
     "bus_factor",
     "simulate",
     "simulate_tasks",
+    "release_memory",
     "simulation_events",
 ]
 
@@ -897,6 +898,35 @@ def simulate_tasks(
         s._core, t._core, net._core_model(), pl, bool(transfers), cap, ranks, secs, b, a
     )
     return _result(raw, net, s, t, pl)
+
+
+def release_memory() -> int:
+    """Give back the memory the simulator keeps for its next runs.
+
+    Large blocks (2 MiB or more) that a simulation or a verification frees
+    are kept, up to 1 GiB in all, and reused by later runs of similar
+    schedules, which then skip the kernel's page faults and the zeroing of
+    fresh memory (a sweep, an advisor's candidates, a benchmark's repeats).
+    Call this after the last large run of a long-lived process, such as a
+    notebook, to return those blocks to the system at once.
+
+    Returns
+    -------
+    int
+        The bytes given back.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> m = wc.topology.ring(64)
+    >>> s = wc.build("generic_ring_allreduce", topology=m, size_bytes=1 << 20)
+    >>> _ = wc.simulate(s, m, wc.NetworkModel(1e9))
+    >>> wc.release_memory() >= 0
+    True
+    >>> wc.release_memory()
+    0
+    """
+    return int(_core.release_cached_memory())
 
 
 def simulation_events(

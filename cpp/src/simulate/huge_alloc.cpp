@@ -49,6 +49,26 @@ class BlockCache {
     for (void* q : evicted) std::free(q);  // outside the lock: munmap takes time
   }
 
+  std::size_t release() {
+    std::vector<CachedBlock> all;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      all.swap(blocks_);
+      total_ = 0;
+    }
+    std::size_t bytes = 0;
+    for (const CachedBlock& b : all) {
+      std::free(b.p);
+      bytes += b.bytes;
+    }
+    return bytes;
+  }
+
+  std::size_t total() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return total_;
+  }
+
  private:
   std::mutex mutex_;
   std::vector<CachedBlock> blocks_;
@@ -68,5 +88,9 @@ BlockCache& block_cache() {
 void* take_huge_block(std::size_t bytes) { return block_cache().take(bytes); }
 
 void give_huge_block(void* p, std::size_t bytes) { block_cache().give(p, bytes); }
+
+std::size_t release_huge_blocks() { return block_cache().release(); }
+
+std::size_t cached_huge_bytes() { return block_cache().total(); }
 
 }  // namespace wafercoll::sim

@@ -45,6 +45,10 @@ constexpr std::size_t kMaxCachedBytes = std::size_t{1} << 30;
 void* take_huge_block(std::size_t bytes);
 // Keeps p (from std::aligned_alloc, of `bytes`), or frees it.
 void give_huge_block(void* p, std::size_t bytes);
+// Frees every cached block; returns the bytes given back.
+std::size_t release_huge_blocks();
+// Bytes of the blocks cached now.
+std::size_t cached_huge_bytes();
 
 template <typename T>
 struct HugeAlloc {
