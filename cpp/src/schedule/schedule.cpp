@@ -481,19 +481,11 @@ bool Schedule::holds_input(RankId r, BlockId b) const {
   }
 }
 
-// The reverse of the dependency lists, by counting sort: successors of each
+// The reverse of the dependency lists (fill_successors): successors of each
 // transfer in increasing index, which keeps every consumer deterministic.
 Successors successors(const Schedule& s) {
-  const TransferId n = s.num_transfers();
   Successors out;
-  out.offsets.assign(static_cast<std::size_t>(n) + 1, 0);
-  for (TransferId t = 0; t < n; ++t)
-    for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d) ++out.offsets[*d + 1];
-  for (TransferId t = 0; t < n; ++t) out.offsets[t + 1] += out.offsets[t];
-  out.list.resize(out.offsets.back());
-  std::vector<std::int64_t> fill(out.offsets.begin(), out.offsets.end() - 1);
-  for (TransferId t = 0; t < n; ++t)
-    for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d) out.list[fill[*d]++] = t;
+  fill_successors(s, out);
   return out;
 }
 

@@ -133,22 +133,10 @@ void Simulation::prepare_transfers(Prepared& prep) {
   if (!costs_.dataflow) pr.successors = std::move(prep.successors);
 }
 
-// Counting sort of the dependency edges by their first transfer, in one
-// array: counts at offsets[d + 2], whose prefix sums make offsets[d + 1]
-// the start of d's list, advanced to its end (the start of d + 1's) as the
-// list is filled in increasing t.
+// The schedule's successor lists (fill_successors), on the arena.
 SuccessorLists successor_lists(const Schedule& s) {
-  const TransferId n = s.num_transfers();
   SuccessorLists out;
-  out.offsets.assign(static_cast<std::size_t>(n) + 2, 0);
-  for (TransferId t = 0; t < n; ++t)
-    for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d) ++out.offsets[*d + 2];
-  for (TransferId t = 2; t <= n + 1; ++t) out.offsets[t] += out.offsets[t - 1];
-  out.list.resize(static_cast<std::size_t>(out.offsets[n + 1]));
-  for (TransferId t = 0; t < n; ++t)
-    for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d)
-      out.list[out.offsets[*d + 1]++] = t;
-  out.offsets.pop_back();
+  fill_successors(s, out);
   return out;
 }
 

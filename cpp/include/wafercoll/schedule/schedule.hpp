@@ -254,6 +254,27 @@ struct Successors {
 };
 Successors successors(const Schedule& s);
 
+// Fills out.offsets and out.list (any vector-like storage of int64 offsets
+// and TransferId entries, such as the simulator's arena-backed lists) with
+// the successor lists: a counting sort of the dependency edges by their
+// first transfer in one array, counts at offsets[d + 2], whose prefix sums
+// make offsets[d + 1] the start of d's list, advanced to its end (the start
+// of d + 1's) as the list is filled in increasing t, so every list is in
+// increasing index.
+template <typename Lists>
+void fill_successors(const Schedule& s, Lists& out) {
+  const TransferId n = s.num_transfers();
+  out.offsets.assign(static_cast<std::size_t>(n) + 2, 0);
+  for (TransferId t = 0; t < n; ++t)
+    for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d) ++out.offsets[*d + 2];
+  for (TransferId t = 2; t <= n + 1; ++t) out.offsets[t] += out.offsets[t - 1];
+  out.list.resize(static_cast<std::size_t>(out.offsets[n + 1]));
+  for (TransferId t = 0; t < n; ++t)
+    for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d)
+      out.list[out.offsets[*d + 1]++] = t;
+  out.offsets.pop_back();
+}
+
 // Topological order of the transfers (deterministic: Kahn's algorithm taking
 // the smallest ready index first). Throws ScheduleError("cycle") naming a
 // transfer on a cycle and ScheduleError("dependency") for out-of-range deps.
