@@ -182,3 +182,15 @@ def test_artifact_preset_one_flow_costs_what_the_artifact_measured(msgs: int) ->
     s = wc.Schedule(2, [8192 * msgs], "unknown")
     s.add_transfer(0, 1, 0, op="copy")
     assert wc.simulate(s, m, wc.mcm.ARTIFACT).cycles == 357 * msgs + 12
+
+
+def test_tto_data_dependencies_refuse_what_would_take_long_to_verify() -> None:
+    m = wc.topology.mesh(9, 9)
+    with pytest.raises(ValueError, match=r"chunk_bytes >= \d+") as err:
+        wc.build(TTO, topology=m, size_bytes=256 << 20)
+    least = int(str(err.value).split("chunk_bytes >= ")[1].split()[0])
+    # the suggested chunk builds, and the driver's order has no such limit
+    s = wc.build(TTO, topology=m, size_bytes=256 << 20, chunk_bytes=least)
+    assert s.num_transfers <= 1 << 18
+    art = wc.build(TTO, topology=m, size_bytes=256 << 20, dependencies="artifact")
+    assert art.num_transfers > 1 << 18
