@@ -174,6 +174,7 @@ def driver_order(
         for k, t in enumerate(ids):
             last_on_link[(int(s[t]), int(d[t]))] = k
         seen: dict[tuple[int, int], int] = {}
+        into: dict[tuple[int, int], int] = {}  # last reduction into (chiplet, tree)
         for k, t in enumerate(ids):
             deps = [
                 (phase, 0, j)
@@ -187,11 +188,10 @@ def driver_order(
                     if 0 <= b[u] < root.size and d[u] == root[b[u]]
                 ]
             if phase == 0 and not at_once:
-                prev = [
-                    j for j, u in enumerate(ids[:k]) if d[u] == d[t] and b[u] == b[t]
-                ]
-                if prev:
-                    deps.append((0, 0, prev[-1]))
+                cell = (int(d[t]), int(b[t]))
+                if cell in into:
+                    deps.append((0, 0, into[cell]))
+                into[cell] = k
             link = (int(s[t]), int(d[t]))
             if link in seen:
                 deps.append((phase, 0, seen[link]))
