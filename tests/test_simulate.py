@@ -713,6 +713,22 @@ def test_too_large_runs_are_refused_up_front() -> None:
         wc.simulate(s, wc.ring(16), net, max_events=10**8)
 
 
+def test_a_refused_run_carries_its_event_count() -> None:
+    # 2 (p - 1) steps of p one-hop transfers of S / p bytes, each cut into
+    # S / (p * packet) packets: one event per packet per link (no ports).
+    p, size, packet = 6, 6 * 4000, 500
+    s = wc.build("generic_ring_allreduce", p, size)
+    net = wc.NetworkModel(1e9, packet_bytes=packet)
+    expected = 2 * (p - 1) * p * (size // p // packet)
+    with pytest.raises(wc.SimulationTooLarge, match="max_events") as info:
+        wc.simulate(s, wc.ring(p), net, max_events=expected - 1)
+    assert isinstance(info.value, ValueError)
+    assert (info.value.events, info.value.max_events) == (expected, expected - 1)
+    assert wc.simulation_events(s, wc.ring(p), net) == expected
+    # exactly at the limit it runs
+    assert wc.simulate(s, wc.ring(p), net, max_events=expected).events == expected
+
+
 def test_dependency_cycle_is_refused() -> None:
     doc = one_transfer(2, 0, 1, 10).to_dict()
     doc["transfers"].append(

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "pybind.hpp"
+#include "wafercoll/errors.hpp"
 #include "wafercoll/simulate/huge_alloc.hpp"
 #include "wafercoll/simulate/simulate.hpp"
 
@@ -75,6 +76,16 @@ std::vector<T> to_vector(const py::array_t<T, py::array::c_style | py::array::fo
 }  // namespace
 
 void bind_simulate(py::module_& m) {
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const TooManyEvents& e) {
+      py::object cls = py::module_::import("wafercoll._errors").attr("SimulationTooLarge");
+      py::object exc = cls(e.what(), py::arg("events") = e.events(),
+                           py::arg("max_events") = e.max_events());
+      PyErr_SetObject(cls.ptr(), exc.ptr());
+    }
+  });
   py::class_<NetworkModel>(m, "NetworkModel",
                            "The simulator's network model (private; use wafercoll.NetworkModel)")
       .def(py::init<>())

@@ -30,7 +30,7 @@ from . import cluster, generic, kit, mcm, topology, wafer, wormhole  # noqa: E40
 from . import alltoall  # noqa: E402,I001 - registers the alltoall builders
 from . import gpu  # noqa: E402,I001 - registers the NCCL and hierarchical GPU builders
 from . import innet  # noqa: E402,I001 - registers the in-network (NVLS, SHARP) builders
-from ._errors import ScheduleError, WafercollWarning
+from ._errors import ScheduleError, SimulationTooLarge, WafercollWarning
 from .algorithms import (
     AlgorithmInfo,
     algorithm_info,
@@ -74,6 +74,7 @@ __all__ = [
     "NetworkModel",
     "Schedule",
     "ScheduleError",
+    "SimulationTooLarge",
     "SimResult",
     "SpatialMetrics",
     "Topology",

@@ -6,6 +6,7 @@ __all__ = [
     "CacheError",
     "ScheduleError",
     "SchedulerError",
+    "SimulationTooLarge",
     "WafercollWarning",
     "WorkerLostError",
 ]
@@ -45,6 +46,42 @@ class ScheduleError(ValueError):
         self.transfer = None if transfer is None or transfer < 0 else int(transfer)
         self.rank = None if rank is None or rank < 0 else int(rank)
         self.block = None if block is None or block < 0 else int(block)
+
+
+class SimulationTooLarge(ValueError):
+    """A simulation would take more packet-stage events than ``max_events``.
+
+    Raised by :func:`wafercoll.simulate` and :func:`wafercoll.simulate_tasks`
+    before any run state is allocated, so that a sweep can skip a run it
+    cannot afford and still record how large it would have been, without
+    preparing the run twice (once for :func:`wafercoll.simulation_events`,
+    once to simulate).
+
+    Attributes
+    ----------
+    events : int
+        The packet-stage events counted: exactly what the run would take,
+        except with packet spraying, where the count stops early at the
+        packets of one-destination transfers (a lower bound).
+    max_events : int
+        The limit the run was refused under.
+
+    Examples
+    --------
+    >>> import wafercoll as wc
+    >>> s = wc.build("generic_ring_allreduce", 4, 4_000_000)
+    >>> net = wc.NetworkModel(1e9, packet_bytes=1000)
+    >>> try:
+    ...     wc.simulate(s, wc.ring(4), net, max_events=100)
+    ... except wc.SimulationTooLarge as e:
+    ...     print(e.events, e.max_events)
+    24000 100
+    """
+
+    def __init__(self, message: str, *, events: int, max_events: int) -> None:
+        super().__init__(message)
+        self.events = int(events)
+        self.max_events = int(max_events)
 
 
 class WafercollWarning(UserWarning):

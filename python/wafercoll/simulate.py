@@ -744,8 +744,10 @@ def simulate(
     ------
     ValueError
         For a schedule with more ranks than the topology has endpoints, a
-        route that does not exist, a bad placement, a dependency cycle, or a
-        run larger than ``max_events``.
+        route that does not exist, a bad placement or a dependency cycle.
+    SimulationTooLarge
+        (a ValueError) For a run larger than ``max_events``, refused before
+        its event loop starts; its ``events`` attribute holds the count.
     TypeError
         For arguments of the wrong type.
 

@@ -36,6 +36,28 @@ class ScheduleError : public std::invalid_argument {
   std::int64_t block_;
 };
 
+// A simulation refused up front because it would take more packet-stage
+// events than the caller's max_events (simulate.hpp). The bindings translate
+// it to `wafercoll.SimulationTooLarge` (a ValueError) carrying both counts,
+// so that a sweep can record the size of a run it skips without preparing
+// the run twice.
+class TooManyEvents : public std::invalid_argument {
+ public:
+  TooManyEvents(std::int64_t events, std::int64_t max_events)
+      : std::invalid_argument("the simulation would take " + std::to_string(events) +
+                              " packet-stage events, more than max_events = " +
+                              std::to_string(max_events) +
+                              "; use a larger packet_bytes (or raise max_events)"),
+        events_(events),
+        max_events_(max_events) {}
+  std::int64_t events() const { return events_; }
+  std::int64_t max_events() const { return max_events_; }
+
+ private:
+  std::int64_t events_;
+  std::int64_t max_events_;
+};
+
 // A long computation stopped because the caller asked it to (Ctrl-C in
 // Python). The bindings turn it into KeyboardInterrupt.
 class Interrupted : public std::runtime_error {

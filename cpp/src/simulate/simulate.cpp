@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "wafercoll/errors.hpp"
 #include "wafercoll/simulate/routes.hpp"
 #include "wafercoll/simulate/simulation.hpp"
 
@@ -141,10 +142,7 @@ void check_switch_buffers(const Schedule& s, const NetworkModel& net) {
 }
 
 [[noreturn]] void too_many_events(std::int64_t events, const SimOptions& opt) {
-  throw std::invalid_argument(
-      "the simulation would take " + std::to_string(events) +
-      " packet-stage events, more than max_events = " + std::to_string(opt.max_events) +
-      "; use a larger packet_bytes (or raise max_events)");
+  throw TooManyEvents(events, opt.max_events);
 }
 
 // One event per packet per trie node (a sprayed transfer's packet crosses

@@ -24,7 +24,8 @@ What is simulated
 -----------------
 A run is simulated when its schedule needs at most ``MAX_EVENTS``
 packet-stage events in 1D, ``MAX_EVENTS_2D`` in 2D
-(:func:`wafercoll.simulation_events`; Star's energy grows as ``B P^2 / 2``),
+(counted by :func:`wafercoll.simulate`, which refuses a larger run with
+:class:`wafercoll.SimulationTooLarge` holding the count; Star's energy grows as ``B P^2 / 2``),
 and in 2D only on grids of at most ``MAX_SIM_PES`` PEs: up to 256 x 256 in
 the n sweep, where grids above 64 x 64 use the cap ``MAX_EVENTS_2D_LARGE``
 (the broadcast and the reduces that fit it; 512 x 512 is model only). Ring's
@@ -52,10 +53,11 @@ from typing import Any
 import numpy as np
 
 from .. import wafer
+from .._errors import SimulationTooLarge
 from ..algorithms import build, find
 from ..palette import color as palette_color
 from ..schedule import Schedule
-from ..simulate import simulate, simulation_events
+from ..simulate import simulate
 from ..wafer.machine import wse2_network
 from . import Experiment, finding, new_axes, progress, register_experiment
 from .judges import AtMost, Exact, Judge, UpTo, Value
@@ -193,12 +195,12 @@ def _measure(
     s = make()
     net = wse2_network(T_R)
     try:
-        events = simulation_events(s, topology, net)
+        r = simulate(s, topology, net, max_events=cap)
+    except SimulationTooLarge as e:
+        return math.nan, float(e.events)
     except ValueError:  # too many route stages even to count
         return math.nan, math.nan
-    if events > cap:
-        return math.nan, float(events)
-    return float(simulate(s, topology, net).cycles), float(events)
+    return float(r.cycles), float(r.events)
 
 
 def _sweep(

@@ -28,10 +28,11 @@ from typing import Any
 import numpy as np
 
 from .. import wafer
+from .._errors import SimulationTooLarge
 from ..analysis import metrics
 from ..palette import color as palette_color
 from ..schedule import Schedule
-from ..simulate import simulate, simulation_events
+from ..simulate import simulate
 from ..wafer.machine import wse2_network
 from . import Experiment, finding, new_axes, register_experiment
 from .judges import AtMost
@@ -91,14 +92,15 @@ def run_sim_check(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]
             s = make()
             m = metrics(s, row)
             eq1 = m.cycles(T_R) if name in PATTERNS else math.nan
+            sim = math.nan
             try:
-                events = simulation_events(s, row, net)
+                r = simulate(s, row, net, max_events=cap)
+                sim, events = float(r.cycles), r.events
+            except SimulationTooLarge as e:
+                events = e.events
             except ValueError:  # too many stages even to count exactly:
                 # every wavelet crosses its links and two ramps
                 events = m.energy + 2 * int(s.transfer_bytes().sum()) // 4
-            sim = math.nan
-            if events <= cap:
-                sim = float(simulate(s, row, net).cycles)
             for key, value in (
                 ("sweep", sweep),
                 ("algorithm", name),
