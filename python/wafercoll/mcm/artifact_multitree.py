@@ -213,7 +213,12 @@ def _cuts(messages: int, lag: int, parts: int) -> list[int]:
 
 
 class _Flows:
-    """Flows of whole chunks over the chunk's parts (see the module docstring)."""
+    """Flows of whole chunks over the chunk's parts (see the module docstring).
+
+    The transfers are kept here and added to the program in one step at the
+    end (:meth:`flush`): thousands of one-transfer steps would cost more
+    than the rest of the build.
+    """
 
     def __init__(
         self, prog: kit.Program, first: list[int], issue: list[int], kids: list
@@ -226,6 +231,10 @@ class _Flows:
         self.last: dict[tuple[int, int, int], int] = {}  # (tree, src, dst) -> id
         self.queue: dict[tuple[int, int, int], int] = {}  # (src, ni, dst) -> id
         self.into: dict[tuple[int, int], list[int]] = {}  # (tree, dst) -> parts
+        self.base = len(prog)  # id of the first transfer kept here
+        # per transfer kept: source, destination, block range, op, dependencies
+        self.rows: list[tuple[int, int, int, int, int]] = []
+        self.deps: list[list[int]] = []
 
     def send(
         self, tree: int, src: int, dst: int, op: str, deps: set[int], ni: int
@@ -242,6 +251,7 @@ class _Flows:
             spans = [(0, n)]
         ids: list[int] = []
         q = self.queue.get((src, ni, dst))
+        code = 1 if op == "reduce" else 0
         for lo, hi in spans:
             after = set(deps) if not ids else {ids[-1]}
             if not ids and q is not None:
@@ -249,13 +259,24 @@ class _Flows:
             if prev is not None:
                 after.update(prev[lo:hi])
             b = self.first[tree]
-            t = self.prog.step(src, dst, (b + lo, b + hi), op, deps=[sorted(after)])
-            ids.extend([int(t[0])] * (hi - lo))
+            t = self.base + len(self.rows)
+            self.rows.append((src, dst, b + lo, b + hi, code))
+            self.deps.append(sorted(after))
+            ids.extend([t] * (hi - lo))
         self.last[tree, src, dst] = ids[-1]
         self.queue[src, ni, dst] = ids[-1]
         if op == "reduce":
             self.into[tree, dst] = ids
         return {ids[i]} if i >= 0 else set(deps)
+
+    def flush(self) -> None:
+        """Add every flow kept to the program, in the order they were sent."""
+        if not self.rows:
+            return
+        src, dst, lo, hi, op = np.asarray(self.rows, np.int64).T
+        self.prog.step(src, dst, (lo, hi), op, deps=self.deps)
+        self.base += len(self.rows)
+        self.rows, self.deps = [], []
 
 
 def _multitree_artifact(
@@ -346,6 +367,7 @@ def _multitree_artifact(
             for q in range(p):
                 if s in ag_steps[q]:
                     issued[q], pending[q] = pending[q], set()
+    fl.flush()
     return prog.schedule()
 
 
