@@ -44,6 +44,7 @@ __all__ = [
     "NOT_COMPARABLE",
     "VIA",
     "agreement",
+    "variant_setup",
     "algorithms_for",
     "artifact_counterpart",
     "append_bandwidths",
@@ -62,6 +63,7 @@ __all__ = [
     "reference_marks",
     "simulate_allreduce",
     "simulate_presets",
+    "simulate_variant",
     "slug",
     "via_workload",
     "workload_iteration",
@@ -388,8 +390,13 @@ def range_finding(
     sp: Any,
     note: str,
     slow: str,
+    present: Any = (),
 ) -> dict[str, Any]:
-    """A speedup range of ours against the paper's (both ends, in direction)."""
+    """A speedup range of ours against the paper's (both ends, in direction).
+
+    ``present``: the labels in the experiment's data, as for :func:`graded`
+    (``sp`` is then taken against :func:`artifact_counterpart` of ``slow``).
+    """
     lo, hi = paper
     got_lo, got_hi = float(np.min(sp)), float(np.max(sp))
     f = finding(
@@ -401,7 +408,7 @@ def range_finding(
         (got_lo, got_hi),
         note=note,
     )
-    return graded(f, slow)
+    return graded(f, slow, present)
 
 
 def artifact_reference(
@@ -455,13 +462,67 @@ def append_bandwidths(
     cols["deviation_pct"].append(100 * (a.cycles / ref - 1))
 
 
+def variant_setup(base: str, rows: int, cols: int) -> tuple[Any, Any, dict[str, Any]]:
+    """The machine, network and settings of the artifact variant of ``base``.
+
+    ``base`` is a paper label of :data:`ARTIFACT_VARIANTS`; the variant runs
+    on a ``rows x cols`` mesh (DBTree: on the artifact's topology of as many
+    chiplets) under :data:`wafercoll.mcm.ARTIFACT`, with the settings its
+    entry names.
+
+    Returns
+    -------
+    topology, network, kwargs
+        For :func:`wafercoll.build` (``kwargs``) and :func:`wafercoll.simulate`.
+
+    Examples
+    --------
+    >>> from wafercoll.experiments import mcm_common
+    >>> top, net, kw = mcm_common.variant_setup("Ring-2D", 4, 4)
+    >>> kw
+    {'message_bytes': 8192, 'dependencies': 'artifact'}
+    """
+    from ..mcm import artifact_dbtree_topology
+    from ..mcm.machine import ARTIFACT_MESSAGE_BYTES
+
+    if base not in ARTIFACT_VARIANTS:
+        raise ValueError(
+            f"base must be one of {', '.join(ARTIFACT_VARIANTS)}; got {base!r}"
+        )
+    top, net, kw = mesh(rows, cols), ARTIFACT, {}
+    if base in ("Ring-2D", "TTO"):
+        kw = {"message_bytes": ARTIFACT_MESSAGE_BYTES, "dependencies": "artifact"}
+    elif base == "DBTree":
+        top = artifact_dbtree_topology(rows * cols)
+        net = ARTIFACT.replace(bandwidth_Bps=None)
+    elif base == "RingBiOdd":
+        kw = {"message_bytes": ARTIFACT_MESSAGE_BYTES}
+    return top, net, kw
+
+
+def simulate_variant(base: str, rows: int, cols: int, size: int) -> Any:
+    """The artifact variant of ``base`` (:func:`variant_setup`) simulated.
+
+    Examples
+    --------
+    >>> from wafercoll.experiments import mcm_common
+    >>> r = mcm_common.simulate_variant("DBTree", 2, 2, 1 << 16)
+    >>> r.cycles > 0
+    True
+    """
+    top, net, kw = variant_setup(base, rows, cols)
+    name = ARTIFACT_VARIANTS[base][0]
+    return simulate(build(name, topology=top, size_bytes=size, **kw), top, net)
+
+
 def artifact_variant_runs(
     rows: int, cols: int, size: int, figure: str = "fig8"
 ) -> tuple[list[tuple[str, Any, float]], list[str]]:
     """The artifact's own schedules (:data:`ARTIFACT_VARIANTS`) at one point.
 
-    Each is simulated under the artifact preset on the machine it needs, where
-    the artifact has a committed run of it (``figure``'s cycles).
+    Each is simulated under the artifact preset on the machine it needs
+    (:func:`variant_setup`), where the artifact has a committed run of it
+    (``figure``'s cycles).
 
     Returns
     -------
@@ -470,9 +531,7 @@ def artifact_variant_runs(
         ``"<label> <rows>x<cols>"`` of the committed runs that cannot run here
         (MultiTree: no saved trees for that mesh).
     """
-    from ..mcm import artifact_dbtree_topology
     from ..mcm.artifact_multitree import ARTIFACT_MULTITREE_CHIPLETS
-    from ..mcm.machine import ARTIFACT_MESSAGE_BYTES
 
     runs, skipped = [], []
     for base, (name, _) in ARTIFACT_VARIANTS.items():
@@ -480,21 +539,10 @@ def artifact_variant_runs(
         ref = artifact_reference(label, rows, cols, size, figure=figure)
         if not math.isfinite(ref):
             continue
-        top, net, kw = mesh(rows, cols), ARTIFACT, {}
-        if base == "Ring-2D":
-            kw = {"message_bytes": ARTIFACT_MESSAGE_BYTES, "dependencies": "artifact"}
-        elif base == "DBTree":
-            top = artifact_dbtree_topology(rows * cols)
-            net = ARTIFACT.replace(bandwidth_Bps=None)
-        elif base == "RingBiOdd":
-            kw = {"message_bytes": ARTIFACT_MESSAGE_BYTES}
-        elif base == "TTO":
-            kw = {"message_bytes": ARTIFACT_MESSAGE_BYTES, "dependencies": "artifact"}
-        elif rows * cols not in ARTIFACT_MULTITREE_CHIPLETS:
+        if base == "MultiTree" and rows * cols not in ARTIFACT_MULTITREE_CHIPLETS:
             skipped.append(f"{label} {rows}x{cols}")
             continue
-        r = simulate(build(name, topology=top, size_bytes=size, **kw), top, net)
-        runs.append((label, r, ref))
+        runs.append((label, simulate_variant(base, rows, cols, size), ref))
     return runs, skipped
 
 
@@ -592,13 +640,26 @@ def legend_once(
 
 
 def bars(pax: Any, models: list[str], values: dict[str, list[float]]) -> Any:
-    """Bars per DNN (x) and algorithm (colour); returns the bar positions."""
+    """Bars per DNN (x) and algorithm (colour); returns the bar positions.
+
+    The artifact's own schedules share their algorithm's colour, hatched.
+    """
     x = np.arange(len(models))
     w = 0.8 / len(values)
     pos = {}
     for k, (a, vals) in enumerate(values.items()):
         pos[a] = x + (k - (len(values) - 1) / 2) * w
-        pax.bar(pos[a], vals, w, color=color(a), label=a)
+        own = a.endswith("(artifact)")
+        pax.bar(
+            pos[a],
+            vals,
+            w,
+            color=color(a),
+            label=a,
+            hatch="////" if own else None,
+            edgecolor="white" if own else None,
+            linewidth=0,
+        )
     pax.axhline(1.0, color="black", lw=0.8)
     pax.set_xticks(x, models, fontsize=8, rotation=20)
     pax.grid(True, axis="y", alpha=0.3)

@@ -25,7 +25,8 @@ What is simulated
 A run is simulated when its schedule needs at most ``MAX_EVENTS``
 packet-stage events in 1D, ``MAX_EVENTS_2D`` in 2D
 (counted by :func:`wafercoll.simulate`, which refuses a larger run with
-:class:`wafercoll.SimulationTooLarge` holding the count; Star's energy grows as ``B P^2 / 2``),
+:class:`wafercoll.SimulationTooLarge` holding the count; Star's energy grows
+as ``B P^2 / 2``),
 and in 2D only on grids of at most ``MAX_SIM_PES`` PEs: up to 256 x 256 in
 the n sweep, where grids above 64 x 64 use the cap ``MAX_EVENTS_2D_LARGE``
 (the broadcast and the reduces that fit it; 512 x 512 is model only). Ring's
