@@ -238,6 +238,27 @@ class Topology {
   // hops(a, dst) for every endpoint a, with -1 where dst is unreachable.
   std::vector<std::int32_t> hops_to(NodeId dst) const;
 
+  // Routes computed a link at a time. Whether link i of route(a, b) costs
+  // O(1) without any table: the grid families, stars and clusters (not
+  // custom topologies, whose routes come from tables or searches).
+  bool computed_routes() const;
+  // Link i (from 0) of route(src, dst), or -1 when the route has at most i
+  // links; with `hops` not null, *hops = hops(src, dst). O(1) when
+  // computed_routes(), else the route is built (O(hops)). Throws like
+  // route() for bad endpoints and std::invalid_argument for i < 0.
+  LinkId route_link(NodeId src, NodeId dst, std::int32_t i,
+                    std::int32_t* hops = nullptr) const;
+  // The first link of the route from node `node` (an endpoint, or a hidden
+  // router the routes to dst pass) to endpoint dst: the link route(a, dst)
+  // takes when it reaches `node`, so that following next_link from a gives
+  // exactly route(a, dst). -1 when node == dst. O(1) on grids, stars and
+  // clusters; custom topologies read their next-hop table (built on first
+  // use per destination). Throws std::invalid_argument for topologies with
+  // an explicit route table or too large for a next-hop table (their
+  // routes are not destination-based or not tabulated), for a router no
+  // route to dst passes, and std::out_of_range for bad ids.
+  LinkId next_link(NodeId node, NodeId dst) const;
+
   // Shortest-path custom topologies and stars: the next-hop table, entry
   // u * E + d = the first link of the route from node u to endpoint d (-1
   // when u == d or d is unreachable from u). Throws std::invalid_argument for
@@ -268,6 +289,9 @@ class Topology {
   LinkId north_id(NodeId r, NodeId c) const;
   static std::pair<NodeId, int> dim_steps(NodeId from, NodeId to, NodeId size,
                                           bool wrap);
+  // Link i of the dimension-ordered route between grid nodes (route_steps.cpp).
+  LinkId grid_route_link(NodeId src, NodeId dst, std::int32_t i, std::int32_t* hops) const;
+  LinkId cluster_next_link(NodeId node, NodeId dst) const;
 
   // Custom helpers (custom_routes.cpp): hop distances from every node to
   // endpoint dst (cached), the greedy walk along them, and the next-hop
@@ -283,6 +307,8 @@ class Topology {
   // its route_links, or nullptr when the table is absent.
   const LinkId* routed(NodeId a, NodeId b, std::int64_t* count) const;
   void cluster_route(NodeId a, NodeId b, std::vector<LinkId>& out) const;
+  // The same into buf (at most 6 links); returns the count.
+  std::int32_t cluster_route(NodeId a, NodeId b, LinkId* buf) const;
   bool stores_links() const {
     return kind_ == TopologyKind::custom || kind_ == TopologyKind::cluster;
   }
