@@ -516,7 +516,7 @@ std::int64_t Simulation::computed_stage(TransferId t, std::int32_t stage, std::i
     return first + h.inj_chan;
   }
   std::int32_t hops = 0;
-  const LinkId l = topo_.route_link(h.src, h.dst(), stage - p, &hops);
+  const LinkId l = topo_.route_link_unchecked(h.src, h.dst(), stage - p, &hops);
   if (l >= 0) {
     last = K == 0 && stage == hops - 1;
     return l;
@@ -541,7 +541,7 @@ std::int64_t Simulation::computed_stage(TransferId t, std::int32_t stage, std::i
 double Simulation::computed_inv_bw(TransferId t, std::int32_t stage) const {
   const TransferHot& h = progress_.hot[t];
   const std::int32_t p = dim_.channels > 0 ? 1 : 0;
-  const LinkId l = topo_.route_link(h.src, h.dst(), stage - p);
+  const LinkId l = topo_.route_link_unchecked(h.src, h.dst(), stage - p, nullptr);
   return l >= 0 ? stages_[l].inv_bw : ejection_inv_bw(h.dst());
 }
 

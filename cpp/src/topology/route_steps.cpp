@@ -19,29 +19,6 @@ bool Topology::computed_routes() const {
   return !stores_links() || kind_ == TopologyKind::cluster || is_star();
 }
 
-// Link i of the dimension-ordered route (X first, then Y; header comment):
-// the node before step i is found directly, and its link by the id formulas.
-LinkId Topology::grid_route_link(NodeId src, NodeId dst, std::int32_t i,
-                                 std::int32_t* hops) const {
-  const NodeId r0 = src / cols_, c0 = src - r0 * cols_;
-  const NodeId rt = dst / cols_, ct = dst - rt * cols_;
-  const auto [nx, dx] = dim_steps(c0, ct, cols_, wrap_x_);
-  const auto [ny, dy] = dim_steps(r0, rt, rows_, wrap_y_);
-  if (hops != nullptr) *hops = nx + ny;
-  if (i < nx) {
-    NodeId c = c0 + (dx > 0 ? i : -i);
-    if (c >= cols_) c -= cols_;
-    if (c < 0) c += cols_;
-    return dx > 0 ? east_id(r0, c) : west_id(r0, c);
-  }
-  const NodeId j = i - nx;
-  if (j >= ny) return -1;
-  NodeId r = r0 + (dy > 0 ? j : -j);
-  if (r >= rows_) r -= rows_;
-  if (r < 0) r += rows_;
-  return dy > 0 ? south_id(r, ct) : north_id(r, ct);
-}
-
 LinkId Topology::route_link(NodeId src, NodeId dst, std::int32_t i, std::int32_t* hops) const {
   check_endpoint(src, "route_link", "src");
   check_endpoint(dst, "route_link", "dst");
