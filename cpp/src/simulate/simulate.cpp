@@ -158,10 +158,13 @@ void count_events(const Topology& topo, const NetworkModel& net, const SimOption
   for (TransferId t = 0; t < T; ++t) {
     const TransferHot& h = p.hot[t];
     std::int64_t stages = p.tries.base[t + 1] - p.tries.base[t];
-    if (h.computed())
-      stages = topo.hops(h.src, h.dst()) + port_stages;
-    else if (!root.empty() && root[t].depth > 0)
+    if (h.computed()) {
+      std::int32_t hops = 0;
+      topo.route_link_unchecked(h.src, h.dst(), 0, &hops);  // inline on grids
+      stages = hops + port_stages;
+    } else if (!root.empty() && root[t].depth > 0) {
       stages = root[t].depth;
+    }
     p.events += h.npackets * stages;
   }
   if (p.events > opt.max_events) too_many_events(p.events, opt);
