@@ -5,13 +5,16 @@
 // processed in time order, so when a packet reaches a stage every packet
 // that reached it earlier has already been given its slot, and the arriving
 // packet's service simply starts at max(arrival, stage free time). One
-// event per packet per trie node; a packet's follow-up event (its next
-// stage, or the next packet of its stream) usually replaces the event just
-// taken in the queue (top_consumed_), which saves a pop and a push.
+// event per packet per trie node (or stage of a computed route, routes.hpp);
+// a packet's follow-up event (its next stage, or the next packet of its
+// stream) usually replaces the event just taken in the queue (top_consumed_),
+// which saves a pop and a push.
 //
 // Event ties are broken by (position of the packet's data in the vector,
 // canonical transfer rank, local trie node, kind): never by transfer index,
-// so that renumbering the transfers does not change any result.
+// so that renumbering the transfers does not change any result. A computed
+// route's stage number is the local node its trie path would have (a path's
+// nodes are numbered from its first), so both kinds of route tie alike.
 //
 // Every handler below is small and called from one or two places in this
 // unit; keeping them in one translation unit lets the compiler inline them

@@ -88,7 +88,7 @@ SuccessorLists successor_lists(const Schedule& s);
 // loop reads (hot), in place, rather than into arrays copied there later.
 struct Prepared {
   std::vector<NodeId> place;    // rank -> endpoint
-  StageTries tries;             // every transfer's stages
+  StageTries tries;             // the stages of transfers without computed routes
   BigVector<TransferHot> hot;   // per transfer
   SuccessorLists successors;    // complete mode, for a run: who waits for whom
   std::int64_t events = 0;      // packet-stage services the run will perform
