@@ -52,11 +52,11 @@ TEST(Routes, MulticastSharesItsCommonPrefix) {
   const Topology topo = Topology::line(4);
   const NetworkModel net;
   const std::vector<NodeId> place = resolve_placement(s, topo, {});
-  const std::vector<std::int64_t> one(1, 1);
+  const std::vector<std::uint32_t> one(1, 1);
   const PacketCounts packets{one.data(), 1};
-  const std::int64_t bound = count_route_stages(s, topo, net, place, packets);
+  const std::int64_t bound = count_route_stages(s, topo, net, place, packets, computes_routes(topo, net));
   EXPECT_EQ(bound, 2 + 3);  // the two routes counted separately
-  const StageTries tries = build_stage_tries(s, topo, net, place, packets, bound);
+  const StageTries tries = build_stage_tries(s, topo, net, place, packets, bound, computes_routes(topo, net));
   ASSERT_EQ(tries.base.size(), 2u);
   EXPECT_EQ(tries.base[1], 3);  // shared links 0->1, 1->2, then 2->3
   const std::vector<LinkId> r2 = topo.route(0, 2), r3 = topo.route(0, 3);
@@ -72,11 +72,11 @@ TEST(Routes, PortStagesAreNeverShared) {
   NetworkModel net;
   net.ports = 1;
   const std::vector<NodeId> place = resolve_placement(s, topo, {});
-  const std::vector<std::int64_t> one(1, 1);
+  const std::vector<std::uint32_t> one(1, 1);
   const PacketCounts packets{one.data(), 1};
-  const std::int64_t bound = count_route_stages(s, topo, net, place, packets);
+  const std::int64_t bound = count_route_stages(s, topo, net, place, packets, computes_routes(topo, net));
   EXPECT_EQ(bound, (2 + 2) + (3 + 2));
-  const StageTries tries = build_stage_tries(s, topo, net, place, packets, bound);
+  const StageTries tries = build_stage_tries(s, topo, net, place, packets, bound, computes_routes(topo, net));
   // Injection and the three links shared; one ejection stage per destination.
   EXPECT_EQ(tries.base[1], 1 + 3 + 2);
   // With one channel per port the stages are known: L + src, L + E + dst.

@@ -5,13 +5,16 @@
 // processed in time order, so when a packet reaches a stage every packet
 // that reached it earlier has already been given its slot, and the arriving
 // packet's service simply starts at max(arrival, stage free time). One
-// event per packet per trie node; a packet's follow-up event (its next
-// stage, or the next packet of its stream) usually replaces the event just
-// taken in the queue (top_consumed_), which saves a pop and a push.
+// event per packet per trie node (or stage of a computed route, routes.hpp);
+// a packet's follow-up event (its next stage, or the next packet of its
+// stream) usually replaces the event just taken in the queue (top_consumed_),
+// which saves a pop and a push.
 //
 // Event ties are broken by (position of the packet's data in the vector,
 // canonical transfer rank, local trie node, kind): never by transfer index,
-// so that renumbering the transfers does not change any result.
+// so that renumbering the transfers does not change any result. A computed
+// route's stage number is the local node its trie path would have (a path's
+// nodes are numbered from its first), so both kinds of route tie alike.
 //
 // Every handler below is small and called from one or two places in this
 // unit; keeping them in one translation unit lets the compiler inline them
@@ -41,6 +44,25 @@ void Simulation::push(Seconds t, std::int64_t packet, TransferId tr, std::int32_
   const std::uint64_t pos = std::min(h.key0 + static_cast<std::uint64_t>(packet), kMaxPos);
   enqueue(Event{t, (pos << kCanonBits) | h.canon, head,
                 (static_cast<std::uint32_t>(node - h.base) << 1) | kind, node});
+}
+
+// Queues packet `packet` of transfer tr, whose route is computed, at stage
+// `stage` of its path (the trie node it would have, relative to the first).
+void Simulation::push_computed(Seconds t, std::int64_t packet, TransferId tr,
+                               std::int32_t stage, std::uint32_t kind, Seconds head) {
+  const TransferHot& h = progress_.hot[tr];
+  const std::uint64_t pos = std::min(h.key0 + static_cast<std::uint64_t>(packet), kMaxPos);
+  enqueue(Event{t, (pos << kCanonBits) | h.canon, head,
+                (static_cast<std::uint32_t>(stage) << 1) | kind, kComputedNode | tr});
+}
+
+// Queues packet `packet` of transfer tr at the stage of event ev (a trie
+// node or a computed stage): as push() with ev's node.
+void Simulation::requeue(const Event& ev, Seconds t, std::int64_t packet, TransferId tr,
+                         std::uint32_t kind, Seconds head) {
+  const TransferHot& h = progress_.hot[tr];
+  const std::uint64_t pos = std::min(h.key0 + static_cast<std::uint64_t>(packet), kMaxPos);
+  enqueue(Event{t, (pos << kCanonBits) | h.canon, head, (ev.local_key & ~1u) | kind, ev.node});
 }
 
 void Simulation::enqueue(const Event& e) {
@@ -85,6 +107,10 @@ void Simulation::start(TransferId t) {
     st.next = 0;
     st.pace = a;
     try_inject(t);
+    return;
+  }
+  if (h.computed()) {
+    push_computed(a, 0, t, 0, kArrive, a);
     return;
   }
   const bool parts = costs_.spray && tries_.spray_root[t].ways > 0;
@@ -219,14 +245,13 @@ std::int64_t Simulation::pick_channel(std::int64_t first) const {
 // With a compute cost and several ejection channels packets may reach the
 // destination out of processing order, so processing waits for its own
 // event (kDeliver) and the compute unit serves them FCFS.
-void Simulation::process_delivery(const Event& ev, TransferId t, Bytes bytes) {
-  const TrieNode& nd = tries_.nodes[ev.node];
-  const NodeId e = place_[slot_rank_[nd.term]];
-  const Seconds cs = std::max(ev.time, compute_[e].free_at);
-  const Seconds dur = processing_cost(t, nd.term) * static_cast<double>(bytes);
+void Simulation::process_delivery(Seconds at, TransferId t, std::int64_t slot, Bytes bytes) {
+  const NodeId e = place_[slot_rank_[slot]];
+  const Seconds cs = std::max(at, compute_[e].free_at);
+  const Seconds dur = processing_cost(t, slot) * static_cast<double>(bytes);
   compute_[e].free_at = cs + dur;
   compute_[e].busy += dur;
-  packet_done(t, nd.term, cs + dur);
+  packet_done(t, slot, cs + dur);
 }
 
 // Sprayed packets end on different stages, so not in the order they are
@@ -318,7 +343,7 @@ void Simulation::left_first_stage(const Event& ev, TransferId t, std::int64_t pa
                                ? next_sprayed(t, ev.node, packet)
                                : packet + 1;
   if (next < progress_.hot[t].npackets) {
-    if (!stream) push(end, next, t, ev.node, kArrive, end);
+    if (!stream) requeue(ev, end, next, t, kArrive, end);
   } else {
     const RankId src = sched_.src(t);
     result_.rank_finish_s[src] = std::max(result_.rank_finish_s[src], end);
@@ -332,7 +357,6 @@ void Simulation::left_first_stage(const Event& ev, TransferId t, std::int64_t pa
 void Simulation::forward(const Event& ev, TransferId t, std::int64_t packet, Seconds head_left,
                          Seconds end, Bytes wire_bytes, double inv_bw, Seconds latency,
                          bool spray) {
-  const Bytes F = costs_.flit_bytes;
   // The packet's arrival at child stage c.
   auto to = [&](std::int32_t c) WAFERCOLL_LOOP_INLINE {
     if (costs_.store_and_forward) {
@@ -345,13 +369,10 @@ void Simulation::forward(const Event& ev, TransferId t, std::int64_t packet, Sec
       const std::int32_t cr = tries_.nodes[c].resource;
       // Else an ejection channel, all alike per endpoint.
       ibn = cr >= 0 ? stages_[cr].inv_bw
-                    : stages_[dim_.links + (static_cast<std::int64_t>(dim_.endpoints) +
-                                            place_[slot_rank_[tries_.nodes[c].term]]) *
-                                               dim_.channels]
-                          .inv_bw;
+                    : ejection_inv_bw(place_[slot_rank_[tries_.nodes[c].term]]);
     }
-    const Seconds head = head_left + latency + (F > 0 ? static_cast<double>(F) * inv_bw : 0.0);
-    const Seconds a = std::max(head, end + latency - static_cast<double>(wire_bytes) * ibn);
+    Seconds head;
+    const Seconds a = cut_through_arrival(head_left, end, wire_bytes, inv_bw, ibn, latency, head);
     push(a, packet, t, c, kArrive, head);
   };
   if (spray && tries_.spray[ev.node].ways > 0) {
@@ -372,8 +393,7 @@ void Simulation::forward(const Event& ev, TransferId t, std::int64_t packet, Sec
 // follows, booked at once when there is one ejection channel (packets then
 // reach the endpoint in processing order), else through a kDeliver event.
 void Simulation::reach_destination(const Event& ev, TransferId t, std::int64_t packet,
-                                   Bytes bytes, Seconds at, bool spray) {
-  const std::int32_t term = tries_.nodes[ev.node].term;
+                                   std::int64_t term, Bytes bytes, Seconds at, bool spray) {
   if (costs_.dataflow) {
     stream_delivered(term, at);
     delivered(term, at);
@@ -387,7 +407,7 @@ void Simulation::reach_destination(const Event& ev, TransferId t, std::int64_t p
     compute_[e].busy += dur;
     packet_done(t, term, cs + dur);
   } else if (cost > 0.0) {
-    push(at, packet, t, ev.node, kDeliver, at);
+    requeue(ev, at, packet, t, kDeliver, at);
   } else {
     packet_done(t, term, spray ? sprayed_latest(term, at) : at);
   }
@@ -400,13 +420,17 @@ void Simulation::process(const Event& ev) {
     run_task(-1 - static_cast<std::int64_t>(ev.node), ev.time);
     return;
   }
+  if (ev.node >= kComputedNode) {
+    process_computed(ev);
+    return;
+  }
   const TrieNode& nd = tries_.nodes[ev.node];
   const TransferId t = nd.transfer();
   const std::int64_t k = packet_of(ev);
   const TransferHot& h = progress_.hot[t];
   const Bytes m = (k == h.npackets - 1) ? h.last_bytes : costs_.packet_bytes;
   if ((ev.local_key & 1u) == kDeliver) {
-    process_delivery(ev, t, m);
+    process_delivery(ev.time, t, nd.term, m);
     return;
   }
   if (costs_.dataflow && nd.gate > 0) {
@@ -415,29 +439,38 @@ void Simulation::process(const Event& ev) {
   }
   Seconds avail = 0.0;  // the stage is free from: free_at, plus a switch
   const std::int64_t r = resolve_stage(ev, t, k, avail);
+  const Service sv = serve(ev, t, k, m, r, avail);
+  if (costs_.dataflow && k == h.npackets - 1) open_gates(ev.node, sv.start);
+  if (nd.sprayed()) {
+    sprayed_moves_on(ev, t, k, sv.head, sv.finish, sv.wire, sv.inv_bw, sv.latency, m);
+    return;
+  }
+  if (nd.top()) left_first_stage(ev, t, k, sv.finish, false);
+  forward(ev, t, k, sv.head, sv.finish, sv.wire, sv.inv_bw, sv.latency, false);
+  if (nd.term >= 0) reach_destination(ev, t, k, nd.term, m, sv.finish + sv.latency, false);
+}
+
+// Packet k (m bytes) of transfer t is served by stage r, free from
+// avail after its free time (a switch overhead, else 0).
+Simulation::Service Simulation::serve(const Event& ev, TransferId t, std::int64_t k, Bytes m,
+                                      std::int64_t r, Seconds avail) {
   StageState& stage = stages_[r];
   avail += stage.free_at;
   const Bytes F = costs_.flit_bytes;
-  const Bytes w = F > 0 ? (m + F - 1) / F * F : m;  // wire bytes: whole flits
-  const double ib = stage.inv_bw;
-  const Seconds st = std::max(ev.time, avail);
-  const Seconds hs = std::max(ev.head, avail);  // the head moves on
-  const Seconds dur = static_cast<double>(w) * ib;
-  const Seconds fin = st + dur;
-  stage.free_at = fin;
+  Service sv;
+  sv.wire = F > 0 ? (m + F - 1) / F * F : m;  // wire bytes: whole flits
+  sv.inv_bw = stage.inv_bw;
+  sv.start = std::max(ev.time, avail);
+  sv.head = std::max(ev.head, avail);  // the head moves on
+  const Seconds dur = static_cast<double>(sv.wire) * sv.inv_bw;
+  sv.finish = sv.start + dur;
+  stage.free_at = sv.finish;
   stage.busy += dur;
   stage.bytes += m;
   if ((++result_.events & (kInterruptStride - 1)) == 0) poll_interrupt();
-  record_service(t, k, r, st, fin, dur);
-  if (costs_.dataflow && k == h.npackets - 1) open_gates(ev.node, st);
-  const Seconds l = stages_[r].lat;
-  if (nd.sprayed()) {
-    sprayed_moves_on(ev, t, k, hs, fin, w, ib, l, m);
-    return;
-  }
-  if (nd.top()) left_first_stage(ev, t, k, fin, false);
-  forward(ev, t, k, hs, fin, w, ib, l, false);
-  if (nd.term >= 0) reach_destination(ev, t, k, m, fin + l, false);
+  record_service(t, k, r, sv.start, sv.finish, dur);
+  sv.latency = stages_[r].lat;
+  return sv;
 }
 
 // The same for a packet of a sprayed transfer, out of the loop's body (the
@@ -447,7 +480,106 @@ void Simulation::sprayed_moves_on(const Event& ev, TransferId t, std::int64_t k,
   const TrieNode& nd = tries_.nodes[ev.node];
   if (nd.top()) left_first_stage(ev, t, k, fin, true);
   forward(ev, t, k, hs, fin, w, ib, l, true);
-  if (nd.term >= 0) reach_destination(ev, t, k, m, fin + l, true);
+  if (nd.term >= 0) reach_destination(ev, t, k, nd.term, m, fin + l, true);
+}
+
+// Cut-through: when a packet's head reaches the next stage (`head`), and
+// when its service there may start (returned) so that it ends no earlier
+// than its tail arrives (inv_bw here, ibn there).
+Seconds Simulation::cut_through_arrival(Seconds head_left, Seconds end, Bytes wire_bytes,
+                                        double inv_bw, double ibn, Seconds latency,
+                                        Seconds& head) const {
+  const Bytes F = costs_.flit_bytes;
+  head = head_left + latency + (F > 0 ? static_cast<double>(F) * inv_bw : 0.0);
+  return std::max(head, end + latency - static_cast<double>(wire_bytes) * ibn);
+}
+
+// Seconds per byte of endpoint e's ejection channels (all alike).
+double Simulation::ejection_inv_bw(NodeId e) const {
+  return stages_[dim_.links + (static_cast<std::int64_t>(dim_.endpoints) + e) * dim_.channels]
+      .inv_bw;
+}
+
+// The stage that serves stage `stage` of a computed route (routes.hpp) for
+// packet `packet`: the injection port, link stage - p of the route (p = 1
+// with ports), or the ejection port after the last link; ports resolve their
+// channel as resolve_stage() does. Sets `last` when no stage follows.
+std::int64_t Simulation::computed_stage(TransferId t, std::int32_t stage, std::int64_t packet,
+                                        Seconds& avail, bool& last) {
+  TransferHot& h = progress_.hot[t];
+  const LinkId L = dim_.links;
+  const NodeId E = dim_.endpoints;
+  const std::int32_t K = dim_.channels;
+  const std::int32_t p = K > 0 ? 1 : 0;
+  last = false;
+  if (stage < p) {
+    if (K == 1) return L + h.src;
+    const std::int64_t first = L + static_cast<std::int64_t>(h.src) * K;
+    if (h.inj_chan < 0) h.inj_chan = static_cast<std::int32_t>(pick_channel(first) - first);
+    return first + h.inj_chan;
+  }
+  std::int32_t hops = 0;
+  const LinkId l = topo_.route_link_unchecked(h.src, h.dst(), stage - p, &hops);
+  if (l >= 0) {
+    last = K == 0 && stage == hops - 1;
+    return l;
+  }
+  last = true;
+  const std::int64_t ej_first = L + static_cast<std::int64_t>(E) * K;
+  std::int64_t r = ej_first + static_cast<std::int64_t>(h.dst()) * K;
+  if (K > 1) {
+    std::int32_t& ej = progress_.slots[sched_.dst_offsets()[t]].ej_chan;
+    if (ej < 0) ej = static_cast<std::int32_t>(pick_channel(r) - r);
+    r += ej;
+  }
+  if (packet == 0 && !ejection_used_.empty()) {
+    std::uint8_t& used = ejection_used_[static_cast<std::size_t>(r - ej_first)];
+    if (used) avail = net_.switch_overhead_s;
+    used = 1;
+  }
+  return r;
+}
+
+// Seconds per byte of stage `stage` (> 0) of t's computed route.
+double Simulation::computed_inv_bw(TransferId t, std::int32_t stage) const {
+  const TransferHot& h = progress_.hot[t];
+  const std::int32_t p = dim_.channels > 0 ? 1 : 0;
+  const LinkId l = topo_.route_link_unchecked(h.src, h.dst(), stage - p, nullptr);
+  return l >= 0 ? stages_[l].inv_bw : ejection_inv_bw(h.dst());
+}
+
+// An event of a transfer whose route is computed: as process() for a trie
+// path, the next stage found by computed_stage() instead of a child node.
+void Simulation::process_computed(const Event& ev) {
+  const TransferId t = ev.node & (kComputedNode - 1);
+  const TransferHot& h = progress_.hot[t];
+  const auto k = static_cast<std::int64_t>((ev.tie_key >> kCanonBits) - h.key0);
+  const Bytes m = (k == h.npackets - 1) ? h.last_bytes : costs_.packet_bytes;
+  const auto stage = static_cast<std::int32_t>(ev.local_key >> 1);
+  if ((ev.local_key & 1u) == kDeliver) {
+    process_delivery(ev.time, t, sched_.dst_offsets()[t], m);
+    return;
+  }
+  Seconds avail = 0.0;
+  bool last = false;
+  const std::int64_t r = computed_stage(t, stage, k, avail, last);
+  const Service sv = serve(ev, t, k, m, r, avail);
+  if (stage == 0) left_first_stage(ev, t, k, sv.finish, false);
+  if (!last) {
+    if (costs_.store_and_forward) {
+      const Seconds a = sv.finish + sv.latency;
+      push_computed(a, k, t, stage + 1, kArrive, a);
+    } else {
+      const double ibn =
+          costs_.uniform_bandwidth ? sv.inv_bw : computed_inv_bw(t, stage + 1);
+      Seconds head;
+      const Seconds a =
+          cut_through_arrival(sv.head, sv.finish, sv.wire, sv.inv_bw, ibn, sv.latency, head);
+      push_computed(a, k, t, stage + 1, kArrive, head);
+    }
+    return;
+  }
+  reach_destination(ev, t, k, sched_.dst_offsets()[t], m, sv.finish + sv.latency, false);
 }
 
 // Task k's predecessors have completed: a gate completes now; a compute

@@ -7,6 +7,7 @@
 #include "wafercoll/simulate/routes.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -458,9 +459,20 @@ std::vector<NodeId> resolve_placement(const Schedule& s, const Topology& topo,
   return place;
 }
 
+namespace {
+std::atomic<bool> g_force_tries{false};
+}  // namespace
+
+void force_trie_routes(bool on) { g_force_tries.store(on); }
+
+bool computes_routes(const Topology& topo, const NetworkModel& net) {
+  return !g_force_tries.load() && topo.computed_routes() && !net.ecmp && !net.spray &&
+         net.dependencies == Dependencies::complete;
+}
+
 std::int64_t count_route_stages(const Schedule& s, const Topology& topo, const NetworkModel& net,
                                 const std::vector<NodeId>& place,
-                                PacketCounts npackets) {
+                                PacketCounts npackets, bool computes) {
   const std::int64_t port_stages = net.ports > 0 ? 2 : 0;
   std::int64_t bound = 0;
   // ECMP keeps every destination's hop distances (4 bytes per node).
@@ -476,6 +488,8 @@ std::int64_t count_route_stages(const Schedule& s, const Topology& topo, const N
         "routes (" + multipath + "=False) on a machine this large");
   NodeRoutes routes(topo);
   for (TransferId t = 0; t < s.num_transfers(); ++t) {
+    // Computed routes always exist (grids, stars and clusters are connected).
+    if (computes && computed_route(s, place, t)) continue;
     const NodeId a = place[s.src(t)];
     const bool sprayed = net.spray && s.num_dsts(t) == 1;
     for (const RankId* d = s.dsts_begin(t); d != s.dsts_end(t); ++d) {
@@ -502,7 +516,8 @@ std::int64_t count_route_stages(const Schedule& s, const Topology& topo, const N
 
 StageTries build_stage_tries(const Schedule& s, const Topology& topo, const NetworkModel& net,
                              const std::vector<NodeId>& place,
-                             PacketCounts npackets, std::int64_t stage_bound) {
+                             PacketCounts npackets, std::int64_t stage_bound,
+                             bool computes) {
   const TransferId T = s.num_transfers();
   const bool fixed_ports = net.ports == 1;
   const auto first_ejection_stage =
@@ -518,6 +533,7 @@ StageTries build_stage_tries(const Schedule& s, const Topology& topo, const Netw
   for (TransferId t = 0; t < T; ++t) {
     const std::int64_t first = static_cast<std::int64_t>(tries.nodes.size());
     tries.base[t] = static_cast<std::int32_t>(first);
+    if (computes && computed_route(s, place, t)) continue;
     const NodeId a = place[s.src(t)];
     std::int64_t slot = s.dst_offsets()[t];
     if (net.spray && s.num_dsts(t) == 1) {  // several destinations: one route each

@@ -119,7 +119,7 @@ void packetize(const Schedule& s, const NetworkModel& net, Prepared& p) {
                                   std::to_string(n) +
                                   " packets; use a larger packet_bytes");
     TransferHot& h = p.hot[t];
-    h.npackets = n;
+    h.npackets = static_cast<std::uint32_t>(n);
     h.last_bytes = (M == 0 || S == 0) ? S : net.pad_packets ? M : S - (n - 1) * M;
     h.inj_chan = -1;
     h.stream_id = -1;
@@ -146,14 +146,24 @@ void check_switch_buffers(const Schedule& s, const NetworkModel& net) {
 }
 
 // One event per packet per trie node (a sprayed transfer's packet crosses
-// one path of its trie): refused up front when over max_events, before any
-// run state is allocated.
-void count_events(const SimOptions& opt, Prepared& p) {
+// one path of its trie; a computed route's, its hops and ports): refused up
+// front when over max_events, before any run state is allocated.
+void count_events(const Topology& topo, const NetworkModel& net, const SimOptions& opt,
+                  Prepared& p) {
   const auto T = static_cast<TransferId>(p.hot.size());
   const std::vector<SprayChoice>& root = p.tries.spray_root;
+  const std::int64_t port_stages = net.ports > 0 ? 2 : 0;
   for (TransferId t = 0; t < T; ++t) {
-    const std::int64_t depth = root.empty() ? 0 : root[t].depth;
-    p.events += p.hot[t].npackets * (depth > 0 ? depth : p.tries.base[t + 1] - p.tries.base[t]);
+    const TransferHot& h = p.hot[t];
+    std::int64_t stages = p.tries.base[t + 1] - p.tries.base[t];
+    if (h.computed()) {
+      std::int32_t hops = 0;
+      topo.route_link_unchecked(h.src, h.dst(), 0, &hops);  // inline on grids
+      stages = hops + port_stages;
+    } else if (!root.empty() && root[t].depth > 0) {
+      stages = root[t].depth;
+    }
+    p.events += h.npackets * stages;
   }
   if (p.events > opt.max_events) too_many_events(p.events, opt);
 }
@@ -391,18 +401,24 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
     side = std::async(std::launch::async, orders);
   // Bound the trie size before building it.
   const PacketCounts npackets{p.hot.empty() ? nullptr : &p.hot[0].npackets,
-                              sizeof(TransferHot) / sizeof(std::int64_t)};
-  const std::int64_t stage_bound = count_route_stages(s, topo, net, p.place, npackets);
+                              sizeof(TransferHot) / sizeof(std::uint32_t)};
+  const bool computes = computes_routes(topo, net);
+  const std::int64_t stage_bound =
+      count_route_stages(s, topo, net, p.place, npackets, computes);
   if (net.spray) check_spray_events(s, opt, p);
   if (s.has_switches() && net.switch_buffer_bytes > 0) check_switch_buffers(s, net);
-  p.tries = build_stage_tries(s, topo, net, p.place, npackets, stage_bound);
+  p.tries = build_stage_tries(s, topo, net, p.place, npackets, stage_bound, computes);
   if (side.valid())
     side.get();
   else
     orders();
-  for (TransferId t = 0; t < s.num_transfers(); ++t)
-    p.hot[t].base = p.tries.base[t];
-  count_events(opt, p);
+  for (TransferId t = 0; t < s.num_transfers(); ++t) {
+    TransferHot& h = p.hot[t];
+    h.src = p.place[s.src(t)];
+    h.base = computes && computed_route(s, p.place, t) ? -1 - p.place[*s.dsts_begin(t)]
+                                                       : p.tries.base[t];
+  }
+  count_events(topo, net, opt, p);
   return p;
 }
 

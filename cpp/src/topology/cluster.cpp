@@ -161,33 +161,41 @@ int Topology::locality(NodeId a, NodeId b) const {
 
 // The link ids of the header comment, from each rank's node and socket.
 void Topology::cluster_route(NodeId a, NodeId b, std::vector<LinkId>& out) const {
+  LinkId buf[6];
+  const std::int32_t n = cluster_route(a, b, buf);
+  out.insert(out.end(), buf, buf + n);
+}
+
+std::int32_t Topology::cluster_route(NodeId a, NodeId b, LinkId* buf) const {
   const ClusterData& c = *cluster_;
   const NodeId P = num_endpoints_;
   const NodeId S = c.sockets > 1 ? c.nodes * c.sockets : 0;
   const NodeId N = c.nodes;
   const NodeId na = c.rank_node[a], nb = c.rank_node[b];
   const NodeId sa = c.rank_socket[a], sb = c.rank_socket[b];
+  std::int32_t n = 0;
   // Across nodes with lanes: straight to the NIC, bypassing the sockets.
   if (c.lanes && na != nb) {
     const LinkId lanes0 = 2 * P + 2 * S + 2 * N;
-    out.push_back(lanes0 + a);                      // lane up
-    out.push_back(2 * P + 2 * S + na);              // NIC up
-    out.push_back(2 * P + 2 * S + N + nb);          // NIC down
-    out.push_back(lanes0 + P + b);                  // lane down
-    return;
+    buf[n++] = lanes0 + a;              // lane up
+    buf[n++] = 2 * P + 2 * S + na;      // NIC up
+    buf[n++] = 2 * P + 2 * S + N + nb;  // NIC down
+    buf[n++] = lanes0 + P + b;          // lane down
+    return n;
   }
-  out.push_back(a);  // process up
+  buf[n++] = a;  // process up
   if (na == nb && sa == sb) {
-    out.push_back(P + b);
-    return;
+    buf[n++] = P + b;
+    return n;
   }
-  if (S > 0) out.push_back(2 * P + sa);  // socket up
+  if (S > 0) buf[n++] = 2 * P + sa;  // socket up
   if (na != nb) {
-    out.push_back(2 * P + 2 * S + na);      // NIC up
-    out.push_back(2 * P + 2 * S + N + nb);  // NIC down
+    buf[n++] = 2 * P + 2 * S + na;      // NIC up
+    buf[n++] = 2 * P + 2 * S + N + nb;  // NIC down
   }
-  if (S > 0) out.push_back(2 * P + S + sb);  // socket down
-  out.push_back(P + b);                      // process down
+  if (S > 0) buf[n++] = 2 * P + S + sb;  // socket down
+  buf[n++] = P + b;                      // process down
+  return n;
 }
 
 }  // namespace wafercoll

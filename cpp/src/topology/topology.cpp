@@ -157,21 +157,6 @@ NodeId Topology::node_at(NodeId row, NodeId col) const {
 
 // Grid link ids (see the header): the west link at (r, c) is the reverse of the
 // east edge that starts one column to the left, likewise north/south.
-LinkId Topology::east_id(NodeId r, NodeId c) const { return r * east_per_row_ + c; }
-
-LinkId Topology::west_id(NodeId r, NodeId c) const {
-  return rows_ * east_per_row_ + r * east_per_row_ + (c == 0 ? cols_ - 1 : c - 1);
-}
-
-LinkId Topology::south_id(NodeId r, NodeId c) const {
-  return 2 * rows_ * east_per_row_ + r * cols_ + c;
-}
-
-LinkId Topology::north_id(NodeId r, NodeId c) const {
-  return 2 * rows_ * east_per_row_ + south_per_col_ * cols_ +
-         (r == 0 ? rows_ - 1 : r - 1) * cols_ + c;
-}
-
 // The inverse of the id formulas: find the block (east, west, south, north)
 // and the edge within it, then orient the edge.
 Link Topology::link(LinkId id) const {
@@ -236,17 +221,6 @@ LinkId Topology::link_id(NodeId u, NodeId v) const {
     if (rv == up) return north_id(ru, cu);
   }
   return -1;
-}
-
-// Steps from `from` to `to` along one dimension and their direction. Without
-// wrap the direction is forced; with wrap the shorter way wins and an exact
-// half (forward * 2 == size) goes forward: the tie rule of the header.
-std::pair<NodeId, int> Topology::dim_steps(NodeId from, NodeId to, NodeId size,
-                                           bool wrap) {
-  if (!wrap) return {std::abs(to - from), to >= from ? 1 : -1};
-  const NodeId forward = (to - from + size) % size;
-  if (2 * forward <= size) return {forward, 1};
-  return {size - forward, -1};
 }
 
 // The one routing function every consumer uses (cost model, metrics,

@@ -69,8 +69,10 @@ struct Event {
   // packet's tail arrives; the head still moves on from `head`, so a slow
   // upstream link delays the tail, not the head, of every later stage.
   Seconds head;
-  std::uint32_t local_key;  // node within its transfer's trie << 1 | kind
-  std::int32_t node;        // global trie node
+  std::uint32_t local_key;  // node within its transfer's trie (or stage of a
+                            // computed route, routes.hpp) << 1 | kind
+  std::int32_t node;        // global trie node; kComputedNode | transfer for a
+                            // computed route; -1 - task for a compute task
 };
 
 WAFERCOLL_QUEUE_INLINE bool before(const Event& a, const Event& b) {

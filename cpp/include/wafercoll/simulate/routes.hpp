@@ -13,10 +13,16 @@
 // nodes of transfer t are [base[t], base[t + 1]), its first stage(s) the
 // top-level siblings chained from base[t].
 //
-// This is the only place that asks the topology for routes, so that routes
-// can later be computed while the simulation runs rather than stored: the
-// simulator needs, per trie node, its resource, children, sibling and the
-// destination slot it ends (TrieNode), and per transfer its first node.
+// Computed routes. A transfer to one destination whose route the topology
+// computes a link at a time in O(1) (Topology::computed_routes: grids, stars,
+// clusters) has no trie: its stages are numbered 0, 1, ... along the path
+// (the numbers its trie nodes would have, relative to the first, so the
+// local tie keys of its events are the same), and the event loop asks
+// Topology::route_link for the link of stage i as the packet reaches it.
+// Its events carry kComputedNode | transfer in their node field. Transfers
+// with several destinations, sprayed, ECMP and dataflow runs (whose order
+// gates live on trie nodes) and routes that start or end at a switch rank's
+// router keep their tries; one run may mix both.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +48,10 @@ namespace wafercoll::sim {
 // the node holds its stage index instead (see build_stage_tries).
 constexpr std::int32_t kInjPort = -2;
 constexpr std::int32_t kEjPort = -3;
+
+// The node field of an event of a computed route: this bit | the transfer
+// (transfers < 2^26, trie nodes < 2^27, tasks negative).
+constexpr std::int32_t kComputedNode = std::int32_t{1} << 30;
 
 // Tries are bounded to 2^27 nodes in all (24 bytes each: 3 GiB), and the
 // event loop stores node indices in 32 bits.
@@ -99,9 +109,9 @@ struct StageTries {
 };
 
 // Packets per transfer, read in place from the per-transfer records that
-// hold them (every `stride`-th 64-bit word from `first`).
+// hold them (every `stride`-th 32-bit word from `first`).
 struct PacketCounts {
-  const std::int64_t* first;
+  const std::uint32_t* first;
   std::size_t stride;
   std::int64_t operator[](TransferId t) const {
     return first[static_cast<std::size_t>(t) * stride];
@@ -125,21 +135,41 @@ struct PacketCounts {
 std::vector<NodeId> resolve_placement(const Schedule& s, const Topology& topo,
                                       const SimOptions& options);
 
+// Whether this run computes the routes of its single-destination transfers
+// (see "Computed routes" above): the topology computes its routes, and the
+// model neither sprays, nor uses ECMP, nor runs in dataflow mode.
+bool computes_routes(const Topology& topo, const NetworkModel& net);
+
+// Whether transfer t's route is computed in a run where computes_routes():
+// one destination, on another node, neither end a switch rank.
+inline bool computed_route(const Schedule& s, const std::vector<NodeId>& place, TransferId t) {
+  if (s.num_dsts(t) != 1) return false;
+  const RankId a = s.src(t), b = *s.dsts_begin(t);
+  return !s.is_switch(a) && !s.is_switch(b) && place[a] != place[b];
+}
+
+// Testing only: with `on`, every transfer gets a trie (the routes of
+// computes_routes() runs are then stored), to check that both give the same
+// results. Not thread-safe with simulations running.
+void force_trie_routes(bool on);
+
 // An upper bound on the trie nodes of all transfers (every route's stages
 // counted as if no two destinations shared any; a sprayed transfer's paths
 // as if no two packets shared any stage, at most as many as it has packets
 // or shortest paths), checked before anything is built: throws
 // std::invalid_argument when a destination is unreachable or the bound
 // exceeds kMaxNodes.
+// Transfers with computed routes (`computes`: computes_routes()) add none.
 std::int64_t count_route_stages(const Schedule& s, const Topology& topo, const NetworkModel& net,
                                 const std::vector<NodeId>& place,
-                                PacketCounts npackets);
+                                PacketCounts npackets, bool computes);
 
 // The tries of every transfer. stage_bound is count_route_stages()'s result
-// (it sizes the node array once).
+// (it sizes the node array once). A transfer with a computed route gets no
+// nodes (base[t] == base[t + 1]).
 StageTries build_stage_tries(const Schedule& s, const Topology& topo, const NetworkModel& net,
                              const std::vector<NodeId>& place,
-                             PacketCounts npackets, std::int64_t stage_bound);
+                             PacketCounts npackets, std::int64_t stage_bound, bool computes);
 
 }  // namespace wafercoll::sim
 

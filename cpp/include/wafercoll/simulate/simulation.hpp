@@ -12,7 +12,14 @@
 // Memory: the per-transfer state (TransferHot, 40 bytes), the per-destination
 // state (SlotState, 24 bytes) and the trie nodes (TrieNode, 24 bytes) are
 // what a large run is made of; their sizes are part of the design (README,
-// "what the misses need") and are checked below.
+// "what the misses need") and are checked below. A transfer to one
+// destination on a topology that computes its routes (routes.hpp,
+// "Computed routes") has no trie nodes: its route costs nothing per
+// transfer, where a trie costs 24 bytes per stage (hops + 2 with ports).
+// Per unicast transfer the run then holds TransferHot (40), SlotState (24),
+// pending, dsts_left, ready and finish (24), the successor lists (8 per
+// transfer plus 4 per dependency edge) and the trie's base entry (4):
+// about 100 bytes plus 4 per dependency, beside the schedule's own.
 #pragma once
 
 #include <cstdint>
@@ -43,20 +50,25 @@ constexpr std::int64_t kMaxTraceEvents = std::int64_t{1} << 25;  // 36 bytes eac
 constexpr std::size_t kMaxTimelineIntervals = std::size_t{1} << 26;
 
 // Per transfer, what the event loop touches for every packet, together.
-// 40 bytes per transfer: nodes number below 2^27 (kMaxNodes), channels of a
-// port below 1024.
+// 40 bytes per transfer: packets per transfer below 2^32 (packetize), nodes
+// below 2^27 (kMaxNodes), channels of a port below 1024.
 struct TransferHot {
-  std::int64_t npackets;
-  Bytes last_bytes;  // size of the last packet
   // Position of the first packet's data in the vector, in packets (blocks
   // when messages are not cut). Ties between packets that reach a stage at
   // the same time go by this position (plus the packet index), so the same
   // data cut into more or fewer transfers is served in the same order.
   std::uint64_t key0;
-  std::int32_t base;       // first trie node
-  std::int32_t inj_chan;   // injection channel once chosen, else -1
-  std::uint32_t canon;     // rank in the canonical order
-  std::int32_t stream_id;  // index into the dataflow streams, else -1
+  Bytes last_bytes;          // size of the last packet
+  std::uint32_t npackets;
+  std::uint32_t canon;       // rank in the canonical order
+  // First trie node, or for a computed route (routes.hpp) -1 - the
+  // destination's node.
+  std::int32_t base;
+  NodeId src;                // the source's node
+  std::int32_t inj_chan;     // injection channel once chosen, else -1
+  std::int32_t stream_id;    // index into the dataflow streams, else -1
+  bool computed() const { return base < 0; }
+  NodeId dst() const { return -1 - base; }  // computed routes only
 };
 static_assert(sizeof(TransferHot) == 40, "per-transfer state is documented as 40 bytes");
 
@@ -76,7 +88,7 @@ SuccessorLists successor_lists(const Schedule& s);
 // loop reads (hot), in place, rather than into arrays copied there later.
 struct Prepared {
   std::vector<NodeId> place;    // rank -> endpoint
-  StageTries tries;             // every transfer's stages
+  StageTries tries;             // the stages of transfers without computed routes
   BigVector<TransferHot> hot;   // per transfer
   SuccessorLists successors;    // complete mode, for a run: who waits for whom
   std::int64_t events = 0;      // packet-stage services the run will perform
@@ -266,6 +278,10 @@ class Simulation {
   inline std::int64_t packet_of(const Event& e) const WAFERCOLL_LOOP_INLINE;
   inline void push(Seconds t, std::int64_t packet, TransferId tr, std::int32_t node,
                    std::uint32_t kind, Seconds head);
+  inline void push_computed(Seconds t, std::int64_t packet, TransferId tr, std::int32_t stage,
+                            std::uint32_t kind, Seconds head) WAFERCOLL_LOOP_INLINE;
+  inline void requeue(const Event& ev, Seconds t, std::int64_t packet, TransferId tr,
+                      std::uint32_t kind, Seconds head) WAFERCOLL_LOOP_INLINE;
   inline void enqueue(const Event& e);
   void start_task(std::int64_t k);
   void run_task(std::int64_t k, Seconds at);
@@ -283,7 +299,26 @@ class Simulation {
   inline void park(const Event& ev) WAFERCOLL_LOOP_INLINE;
   inline std::int64_t pick_channel(std::int64_t first) const WAFERCOLL_LOOP_INLINE;
   inline void process(const Event& ev) WAFERCOLL_LOOP_INLINE;
-  inline void process_delivery(const Event& ev, TransferId t, Bytes bytes) WAFERCOLL_LOOP_INLINE;
+  inline void process_delivery(Seconds at, TransferId t, std::int64_t slot,
+                               Bytes bytes) WAFERCOLL_LOOP_INLINE;
+  // One service: when it started and finished, when the head moved on, the
+  // wire bytes and the stage's seconds per byte and latency.
+  struct Service {
+    Seconds start, head, finish, latency;
+    Bytes wire;
+    double inv_bw;
+  };
+  inline Service serve(const Event& ev, TransferId t, std::int64_t k, Bytes m, std::int64_t r,
+                       Seconds avail) WAFERCOLL_LOOP_INLINE;
+  inline Seconds cut_through_arrival(Seconds head_left, Seconds end, Bytes wire_bytes,
+                                     double inv_bw, double ibn, Seconds latency,
+                                     Seconds& head) const WAFERCOLL_LOOP_INLINE;
+  inline double ejection_inv_bw(NodeId e) const WAFERCOLL_LOOP_INLINE;
+  // Computed routes (routes.hpp).
+  inline void process_computed(const Event& ev) WAFERCOLL_LOOP_INLINE;
+  inline std::int64_t computed_stage(TransferId t, std::int32_t stage, std::int64_t packet,
+                                     Seconds& avail, bool& last) WAFERCOLL_LOOP_INLINE;
+  double computed_inv_bw(TransferId t, std::int32_t stage) const;
   // Seconds per byte of processing transfer t's data at destination slot
   // `slot`: a switch rank reduces at its own rate and stores a copy for free.
   double processing_cost(TransferId t, std::int64_t slot) const {
@@ -304,7 +339,8 @@ class Simulation {
                       Seconds end, Bytes wire_bytes, double inv_bw, Seconds latency,
                       bool spray) WAFERCOLL_LOOP_INLINE;
   inline void reach_destination(const Event& ev, TransferId t, std::int64_t packet,
-                                Bytes bytes, Seconds at, bool spray) WAFERCOLL_LOOP_INLINE;
+                                std::int64_t term, Bytes bytes, Seconds at,
+                                bool spray) WAFERCOLL_LOOP_INLINE;
   void sprayed_moves_on(const Event& ev, TransferId t, std::int64_t k, Seconds hs, Seconds fin,
                         Bytes w, double ib, Seconds l, Bytes m);
 

@@ -238,6 +238,34 @@ class Topology {
   // hops(a, dst) for every endpoint a, with -1 where dst is unreachable.
   std::vector<std::int32_t> hops_to(NodeId dst) const;
 
+  // Routes computed a link at a time. Whether link i of route(a, b) costs
+  // O(1) without any table: the grid families, stars and clusters (not
+  // custom topologies, whose routes come from tables or searches).
+  bool computed_routes() const;
+  // Link i (from 0) of route(src, dst), or -1 when the route has at most i
+  // links; with `hops` not null, *hops = hops(src, dst). O(1) when
+  // computed_routes(), else the route is built (O(hops)). Throws like
+  // route() for bad endpoints and std::invalid_argument for i < 0.
+  LinkId route_link(NodeId src, NodeId dst, std::int32_t i,
+                    std::int32_t* hops = nullptr) const;
+  // The same without the argument checks (src and dst endpoints, i >= 0),
+  // inline for the grids: for loops that call it once per packet and stage.
+  LinkId route_link_unchecked(NodeId src, NodeId dst, std::int32_t i,
+                              std::int32_t* hops) const {
+    if (!stores_links()) return grid_route_link(src, dst, i, hops);
+    return route_link(src, dst, i, hops);
+  }
+  // The first link of the route from node `node` (an endpoint, or a hidden
+  // router the routes to dst pass) to endpoint dst: the link route(a, dst)
+  // takes when it reaches `node`, so that following next_link from a gives
+  // exactly route(a, dst). -1 when node == dst. O(1) on grids, stars and
+  // clusters; custom topologies read their next-hop table (built on first
+  // use per destination). Throws std::invalid_argument for topologies with
+  // an explicit route table or too large for a next-hop table (their
+  // routes are not destination-based or not tabulated), for a router no
+  // route to dst passes, and std::out_of_range for bad ids.
+  LinkId next_link(NodeId node, NodeId dst) const;
+
   // Shortest-path custom topologies and stars: the next-hop table, entry
   // u * E + d = the first link of the route from node u to endpoint d (-1
   // when u == d or d is unreachable from u). Throws std::invalid_argument for
@@ -262,12 +290,16 @@ class Topology {
 
   // Grid helpers: link ids of the four directions at (r, c) and the number of
   // steps and direction (+1/-1) needed along one dimension.
+  // Inline (below the class): the simulator computes routes with them.
   LinkId east_id(NodeId r, NodeId c) const;
   LinkId west_id(NodeId r, NodeId c) const;
   LinkId south_id(NodeId r, NodeId c) const;
   LinkId north_id(NodeId r, NodeId c) const;
   static std::pair<NodeId, int> dim_steps(NodeId from, NodeId to, NodeId size,
                                           bool wrap);
+  // Link i of the dimension-ordered route between grid nodes.
+  LinkId grid_route_link(NodeId src, NodeId dst, std::int32_t i, std::int32_t* hops) const;
+  LinkId cluster_next_link(NodeId node, NodeId dst) const;
 
   // Custom helpers (custom_routes.cpp): hop distances from every node to
   // endpoint dst (cached), the greedy walk along them, and the next-hop
@@ -283,6 +315,8 @@ class Topology {
   // its route_links, or nullptr when the table is absent.
   const LinkId* routed(NodeId a, NodeId b, std::int64_t* count) const;
   void cluster_route(NodeId a, NodeId b, std::vector<LinkId>& out) const;
+  // The same into buf (at most 6 links); returns the count.
+  std::int32_t cluster_route(NodeId a, NodeId b, LinkId* buf) const;
   bool stores_links() const {
     return kind_ == TopologyKind::custom || kind_ == TopologyKind::cluster;
   }
@@ -306,5 +340,56 @@ class Topology {
   std::shared_ptr<const ClusterData> cluster_;
   std::string family_, display_;  // with_labels()
 };
+
+inline LinkId Topology::east_id(NodeId r, NodeId c) const { return r * east_per_row_ + c; }
+
+inline LinkId Topology::west_id(NodeId r, NodeId c) const {
+  return rows_ * east_per_row_ + r * east_per_row_ + (c == 0 ? cols_ - 1 : c - 1);
+}
+
+inline LinkId Topology::south_id(NodeId r, NodeId c) const {
+  return 2 * rows_ * east_per_row_ + r * cols_ + c;
+}
+
+inline LinkId Topology::north_id(NodeId r, NodeId c) const {
+  return 2 * rows_ * east_per_row_ + south_per_col_ * cols_ +
+         (r == 0 ? rows_ - 1 : r - 1) * cols_ + c;
+}
+
+// Steps from `from` to `to` (both in [0, size)) along one dimension and
+// their direction. Without wrap the direction is forced; with wrap the
+// shorter way wins and an exact half (forward * 2 == size) goes forward:
+// the tie rule of the header.
+inline std::pair<NodeId, int> Topology::dim_steps(NodeId from, NodeId to, NodeId size,
+                                                  bool wrap) {
+  if (!wrap) return {to >= from ? to - from : from - to, to >= from ? 1 : -1};
+  const NodeId forward = to >= from ? to - from : to - from + size;
+  if (2 * forward <= size) return {forward, 1};
+  return {size - forward, -1};
+}
+
+// Link i of the dimension-ordered route (X first, then Y): the node before
+// step i is found directly, and its link by the id formulas; -1 past the
+// end. Lines and rings (one row) need no division.
+inline LinkId Topology::grid_route_link(NodeId src, NodeId dst, std::int32_t i,
+                                        std::int32_t* hops) const {
+  const NodeId r0 = rows_ == 1 ? 0 : src / cols_, c0 = src - r0 * cols_;
+  const NodeId rt = rows_ == 1 ? 0 : dst / cols_, ct = dst - rt * cols_;
+  const auto [nx, dx] = dim_steps(c0, ct, cols_, wrap_x_);
+  const auto [ny, dy] = dim_steps(r0, rt, rows_, wrap_y_);
+  if (hops != nullptr) *hops = nx + ny;
+  if (i < nx) {
+    NodeId c = c0 + (dx > 0 ? i : -i);
+    if (c >= cols_) c -= cols_;
+    if (c < 0) c += cols_;
+    return dx > 0 ? east_id(r0, c) : west_id(r0, c);
+  }
+  const NodeId j = i - nx;
+  if (j >= ny) return -1;
+  NodeId r = r0 + (dy > 0 ? j : -j);
+  if (r >= rows_) r -= rows_;
+  if (r < 0) r += rows_;
+  return dy > 0 ? south_id(r, ct) : north_id(r, ct);
+}
 
 }  // namespace wafercoll
