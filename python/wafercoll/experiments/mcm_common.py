@@ -505,9 +505,9 @@ def simulate_variant(base: str, rows: int, cols: int, size: int) -> Any:
 
     Examples
     --------
-    >>> from wafercoll.experiments import mcm_common
     The artifact's DBTree on its 3x3 topology (four chiplets per router):
 
+    >>> from wafercoll.experiments import mcm_common
     >>> r = mcm_common.simulate_variant("DBTree", 3, 3, 1 << 16)
     >>> r.cycles > 0
     True
