@@ -3,8 +3,8 @@
 // Structure: three helpers, then the Verifier that uses them.
 //  * SetPool interns contribution sets (over SetIndex), so a cell's state is one int and
 //    "same contributions" is an integer comparison;
-//  * HappensBefore answers "does a reach b in the dependency DAG" with cheap
-//    rules first and a search only when they fail (the queries dominate);
+//  * HappensBefore (happens_before.hpp) answers "does a reach b in the dependency
+//    DAG" with cheap rules first and a search only when they fail;
 //  * PieceMap holds each rank's cells as runs of equal state.
 // The Verifier walks the transfers in dependency order (forward: reads,
 // writes, write/write order), then backwards (reads against later writes),
@@ -19,155 +19,16 @@
 #include <vector>
 
 #include "contribution_sets.hpp"
+#include "happens_before.hpp"
 #include "wafercoll/errors.hpp"
 
 namespace wafercoll {
 
 namespace {
 
+using verify_detail::HappensBefore;
 using verify_detail::Interval;
 using verify_detail::SetPool;
-
-
-// ---------------------------------------------------------------------------
-// Happens-before queries on the dependency DAG.
-
-class HappensBefore {
- public:
-  // Besides levels, the transfers are covered greedily by chains (each
-  // transfer extends the chain of one of its dependencies, preferring one
-  // sent by the same rank). Along a chain reachability is an index
-  // comparison, and a search may stop at the first transfer of the source's
-  // chain that comes after the source.
-  HappensBefore(const Schedule& s, const std::vector<TransferId>& order)
-      : s_(s),
-        chain_(s.num_transfers()),
-        index_(s.num_transfers()),
-        level_(s.num_transfers(), 0),
-        stamp_(s.num_transfers(), 0),
-        succ_(successors(s)) {
-    std::vector<std::uint8_t> is_tail(s.num_transfers(), 0);
-    std::int32_t chains = 0;
-    for (std::size_t i = 0; i < order.size(); ++i) {
-      if ((i & 65535) == 65535) poll_interrupt();
-      const TransferId t = order[i];
-      TransferId extend = -1;
-      for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d) {
-        level_[t] = std::max(level_[t], level_[*d] + 1);
-        if (!is_tail[*d]) continue;
-        if (extend < 0 || (s.src(*d) == s.src(t) && s.src(extend) != s.src(t))) extend = *d;
-      }
-      if (extend >= 0) {
-        is_tail[extend] = 0;
-        chain_[t] = chain_[extend];
-        index_[t] = index_[extend] + 1;
-      } else {
-        chain_[t] = chains++;
-        index_[t] = 0;
-      }
-      is_tail[t] = 1;
-    }
-  }
-
-  // Number of steps: 1 + the largest level (0 without transfers).
-  std::int32_t steps() const {
-    std::int32_t steps = 0;
-    for (std::int32_t l : level_) steps = std::max(steps, l + 1);
-    return steps;
-  }
-
-  // True when a == b or a is a transitive dependency of b.
-  bool reaches(TransferId a, TransferId b) {
-    if (a == b) return true;
-    if (level_[a] >= level_[b]) return false;
-    if (chain_[a] == chain_[b]) return index_[a] < index_[b];
-    // One dependency away: b depends on a, or on a transfer that a's chain
-    // reaches (a rank's program continues after a, and b waits for a later
-    // point of it: the usual order between two accesses to one cell).
-    for (const TransferId* e = s_.deps_begin(b); e != s_.deps_end(b); ++e)
-      if (chain_[*e] == chain_[a] && index_[*e] >= index_[a]) return true;
-    // Through one successor y of a and a chain: a -> y, then along y's chain
-    // to b or to one of b's dependencies (a message's receiver goes on with
-    // its program, which b then waits for; y itself a dependency of b is the
-    // two-step path a -> y -> b).
-    for (std::int64_t i = succ_.offsets[a]; i < succ_.offsets[a + 1]; ++i) {
-      const TransferId y = succ_.list[i];
-      if (chain_[y] == chain_[b] && index_[y] < index_[b]) return true;
-      for (const TransferId* e = s_.deps_begin(b); e != s_.deps_end(b); ++e)
-        if (chain_[y] == chain_[*e] && index_[y] <= index_[*e]) return true;
-    }
-    const std::uint64_t key =
-        (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) |
-        static_cast<std::uint32_t>(b);
-    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
-    ++queries;
-    const bool found = search(a, b);
-    cache_.emplace(key, found);
-    return found;
-  }
-
-  std::int64_t queries = 0;
-
- private:
-  std::int64_t visits_ = 0;  // search steps, for the interrupt poll
-  bool touches(TransferId t, RankId r) const {
-    if (s_.src(t) == r) return true;
-    for (const RankId* d = s_.dsts_begin(t); d != s_.dsts_end(t); ++d)
-      if (*d == r) return true;
-    return false;
-  }
-
-  // Depth-first search backwards from b. A transfer at a's level or below
-  // (level = longest dependency chain before it) cannot have a as an
-  // ancestor, which bounds the search to the cone between them. Among
-  // the dependencies of a node, those that involve the ranks a wrote to or
-  // read from are tried first: in schedules of message-passing programs the
-  // path that orders two accesses to one cell usually follows that rank.
-  bool search(TransferId a, TransferId b) {
-    if (++gen_ == 0) {
-      std::fill(stamp_.begin(), stamp_.end(), 0);
-      gen_ = 1;
-    }
-    const std::int32_t floor = level_[a];
-    const RankId hint_src = s_.src(a);
-    const RankId hint_dst = *s_.dsts_begin(a);
-    stack_.clear();
-    stack_.push_back(b);
-    stamp_[b] = gen_;
-    while (!stack_.empty()) {
-      if ((++visits_ & 65535) == 0) poll_interrupt();
-      const TransferId x = stack_.back();
-      stack_.pop_back();
-      const std::size_t mark = stack_.size();
-      for (const TransferId* d = s_.deps_begin(x); d != s_.deps_end(x); ++d) {
-        const TransferId y = *d;
-        if (chain_[y] == chain_[a]) {
-          if (index_[y] >= index_[a]) return true;
-          continue;
-        }
-        if (level_[y] <= floor || stamp_[y] == gen_) continue;
-        stamp_[y] = gen_;
-        stack_.push_back(y);
-        // Keep the most promising dependency on top of the stack.
-        if (stack_.size() > mark + 1 && (touches(y, hint_dst) || touches(y, hint_src)))
-          std::swap(stack_[mark], stack_.back());
-      }
-      if (stack_.size() > mark + 1) std::swap(stack_[mark], stack_.back());
-    }
-    return false;
-  }
-
- public:
-  const Schedule& s_;
-  std::vector<std::int32_t> chain_;
-  std::vector<std::int32_t> index_;
-  std::vector<std::int32_t> level_;  // longest dependency chain before the transfer
-  std::vector<std::uint32_t> stamp_;
-  std::uint32_t gen_ = 0;
-  std::vector<TransferId> stack_;
-  std::unordered_map<std::uint64_t, bool> cache_;
-  Successors succ_;
-};
 
 // ---------------------------------------------------------------------------
 // Per-rank runs of cells with one state. A piece covers [lo, next piece's lo).
@@ -333,7 +194,7 @@ class Verifier {
     rep.transfers = s_.num_transfers();
     rep.steps = hb_.steps();
     rep.pieces_written = pieces_written_;
-    rep.reachability_queries = hb_.queries;
+    rep.reachability_queries = hb_.queries();
     return rep;
   }
 

@@ -1,0 +1,123 @@
+// Happens-before questions of the verifier (verify.cpp): does transfer a
+// reach transfer b in the dependency DAG? Internal to the verifier; not part
+// of the public headers.
+//
+// Cheap rules answer most questions in O(degree): levels (the longest
+// dependency chain before a transfer) refute, and a cover of the DAG by
+// chains (each transfer extends the chain of one of its dependencies)
+// confirms along a chain by an index comparison, or one dependency or one
+// successor away from one. The rest need a search backwards from b, bounded
+// below by a's level, that stops at the first transfer of a's chain at or
+// after a.
+//
+// Such searches cost up to the cone of transfers between a and b, and in a
+// pipeline whose phases are separated by a barrier (the reduce-scatter of
+// every chunk before any allgather) that cone holds the whole pipeline: the
+// verification grew as the square of the transfers. Two facts make it
+// near-linear there:
+//   * a reaches b when any later transfer of a's chain does, and the latest
+//     one below b's level has the smallest cone: it is searched first;
+//   * reachability between two chains is monotone (if a' = a or later on
+//     a's chain, and b' = b or earlier on b's, then a' reaches b' implies
+//     a reaches b, and a does not reach b implies a' does not reach b'), so
+//     each pair of chains remembers the last answer of either kind and
+//     answers the questions it covers without a search. The accesses to one
+//     cell from one rank's or one link's program in successive chunks ask
+//     the same pair of chains again and again.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "wafercoll/schedule/schedule.hpp"
+
+#if defined(__GNUC__)
+#pragma GCC visibility push(hidden)
+#endif
+
+namespace wafercoll::verify_detail {
+
+class HappensBefore {
+ public:
+  // `order`: a topological order of `s`'s transfers (every transfer after
+  // its dependencies).
+  HappensBefore(const Schedule& s, const std::vector<TransferId>& order);
+
+  // Number of steps: 1 + the largest level (0 without transfers).
+  std::int32_t steps() const;
+
+  // True when a == b or a is a transitive dependency of b.
+  bool reaches(TransferId a, TransferId b) {
+    if (a == b) return true;
+    if (level_[a] >= level_[b]) return false;
+    if (chain_[a] == chain_[b]) return index_[a] < index_[b];
+    // One dependency away: b depends on a, or on a transfer that a's chain
+    // reaches (a rank's program continues after a, and b waits for a later
+    // point of it: the usual order between two accesses to one cell).
+    for (const TransferId* e = s_.deps_begin(b); e != s_.deps_end(b); ++e)
+      if (chain_[*e] == chain_[a] && index_[*e] >= index_[a]) return true;
+    // Through one successor y of a and a chain: a -> y, then along y's chain
+    // to b or to one of b's dependencies (a message's receiver goes on with
+    // its program, which b then waits for; y itself a dependency of b is the
+    // two-step path a -> y -> b).
+    for (std::int64_t i = succ_.offsets[a]; i < succ_.offsets[a + 1]; ++i) {
+      const TransferId y = succ_.list[i];
+      if (chain_[y] == chain_[b] && index_[y] < index_[b]) return true;
+      for (const TransferId* e = s_.deps_begin(b); e != s_.deps_end(b); ++e)
+        if (chain_[y] == chain_[*e] && index_[y] <= index_[*e]) return true;
+    }
+    return reaches_by_search(a, b);
+  }
+
+  // Questions that needed at least one search.
+  std::int64_t queries() const { return queries_; }
+  // Searches run (up to two per question).
+  std::int64_t searches() const { return searches_; }
+
+  // The chain cover, for tests: transfer t is the index(t)-th of chain(t).
+  std::int32_t chain(TransferId t) const { return chain_[t]; }
+  std::int32_t index(TransferId t) const { return index_[t]; }
+  std::int32_t level(TransferId t) const { return level_[t]; }
+
+ private:
+  // What a pair of chains (A, B) is known to answer: A's yes_a-th transfer
+  // reaches B's yes_b-th (yes_a < 0: nothing known), and A's no_a-th does
+  // not reach B's no_b-th (no_b < 0: nothing known).
+  struct PairFacts {
+    std::int32_t yes_a = -1;
+    std::int32_t yes_b = 0;
+    std::int32_t no_a = 0;
+    std::int32_t no_b = -1;
+  };
+
+  bool reaches_by_search(TransferId a, TransferId b);
+  bool search(TransferId a, TransferId b, std::int32_t& hit);
+  void list_chains();
+  TransferId last_below(TransferId a, std::int32_t level) const;
+  std::int32_t earliest_reached(std::int32_t i, std::int32_t c, TransferId b);
+  bool touches(TransferId t, RankId r) const;
+
+  const Schedule& s_;
+  std::vector<std::int32_t> chain_;
+  std::vector<std::int32_t> index_;
+  std::vector<std::int32_t> level_;  // longest dependency chain before the transfer
+  Successors succ_;
+  // Transfers of each chain in index order (CSR), listed at the first search.
+  std::vector<std::int64_t> chain_start_;
+  std::vector<TransferId> chain_list_;
+  std::unordered_map<std::uint64_t, PairFacts> facts_;  // by (chain of a, chain of b)
+  std::unordered_map<std::uint64_t, bool> cache_;       // by (a, b)
+  std::vector<std::uint32_t> stamp_;
+  std::uint32_t gen_ = 0;
+  std::vector<TransferId> stack_;
+  std::int64_t visits_ = 0;  // search steps, for the interrupt poll
+  std::int64_t queries_ = 0;
+  std::int64_t searches_ = 0;
+};
+
+}  // namespace wafercoll::verify_detail
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
