@@ -16,6 +16,7 @@
 #include "wafercoll/schedule/schedule.hpp"
 
 using namespace wafercoll;
+using wafercoll::verify_detail::ChainCover;
 using wafercoll::verify_detail::HappensBefore;
 
 namespace {
@@ -37,11 +38,15 @@ std::vector<std::vector<bool>> closure(const Schedule& s) {
   return anc;
 }
 
-// Every ordered pair (a, b), asked in the order `pairs` gives, on a fresh index.
+// Every ordered pair (a, b), asked in the order `pairs` gives, on a fresh
+// index; `given_order`: the cover gets the topological order (else none:
+// the index order is one); `parallel`: it lists successors on a thread.
 void expect_closure(const Schedule& s, const std::vector<std::pair<TransferId, TransferId>>& pairs,
-                    const char* what) {
+                    const char* what, bool given_order, bool parallel) {
   const auto anc = closure(s);
-  HappensBefore hb(s, topological_order(s));
+  const ChainCover cover(s, given_order ? topological_order(s) : std::vector<TransferId>{},
+                         parallel);
+  HappensBefore hb(cover);
   for (const auto& [a, b] : pairs) {
     const bool want = a == b || anc[static_cast<std::size_t>(b)][static_cast<std::size_t>(a)];
     ASSERT_EQ(hb.reaches(a, b), want) << what << ": " << a << " -> " << b;
@@ -55,12 +60,12 @@ void expect_closure_in_every_order(const Schedule& s, std::uint32_t seed) {
   std::vector<std::pair<TransferId, TransferId>> pairs;
   for (TransferId b = 0; b < n; ++b)
     for (TransferId a = 0; a < n; ++a) pairs.emplace_back(a, b);
-  expect_closure(s, pairs, "ascending");
+  expect_closure(s, pairs, "ascending", true, false);
   std::reverse(pairs.begin(), pairs.end());
-  expect_closure(s, pairs, "descending");
+  expect_closure(s, pairs, "descending", false, true);
   std::mt19937 rng(seed);
   std::shuffle(pairs.begin(), pairs.end(), rng);
-  expect_closure(s, pairs, "shuffled");
+  expect_closure(s, pairs, "shuffled", true, true);
 }
 
 // A random DAG over `p` ranks: each transfer depends on up to three earlier
@@ -148,17 +153,17 @@ TEST(HappensBefore, ChainsCoverEveryTransferAlongItsDependencies) {
   // Independent check of the cover: along a chain, each transfer depends
   // on the one before it, and levels are the longest dependency chains.
   const Schedule s = random_dag(5, 200, 7);
-  HappensBefore hb(s, topological_order(s));
+  const ChainCover cover(s, topological_order(s));
   std::vector<std::int32_t> level(static_cast<std::size_t>(s.num_transfers()), 0);
   std::vector<std::vector<TransferId>> chains;
   for (TransferId t = 0; t < s.num_transfers(); ++t) {
     for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d)
       level[static_cast<std::size_t>(t)] =
           std::max(level[static_cast<std::size_t>(t)], level[static_cast<std::size_t>(*d)] + 1);
-    EXPECT_EQ(hb.level(t), level[static_cast<std::size_t>(t)]) << t;
-    const auto c = static_cast<std::size_t>(hb.chain(t));
+    EXPECT_EQ(cover.level(t), level[static_cast<std::size_t>(t)]) << t;
+    const auto c = static_cast<std::size_t>(cover.chain(t));
     if (chains.size() <= c) chains.resize(c + 1);
-    ASSERT_EQ(static_cast<std::size_t>(hb.index(t)), chains[c].size()) << t;
+    ASSERT_EQ(static_cast<std::size_t>(cover.index(t)), chains[c].size()) << t;
     if (!chains[c].empty()) {
       const TransferId prev = chains[c].back();
       EXPECT_TRUE(std::find(s.deps_begin(t), s.deps_end(t), prev) != s.deps_end(t)) << t;
@@ -178,7 +183,8 @@ TEST(HappensBefore, RepeatedQuestionsOfABarrierPipelineNeedFewSearches) {
   for (int k = 0; k < 2; ++k) {
     const std::int32_t chunks = k == 0 ? 20 : 80;
     const Pipeline x = barrier_pipeline(depth, chunks);
-    HappensBefore hb(x.s, topological_order(x.s));
+    const ChainCover cover(x.s, topological_order(x.s));
+    HappensBefore hb(cover);
     for (int pass = 0; pass < 2; ++pass) {
       for (std::int32_t j = 0; j < chunks; ++j) {
         const std::int32_t c = pass == 0 ? j : chunks - 1 - j;

@@ -2,6 +2,7 @@
 #include "happens_before.hpp"
 
 #include <algorithm>
+#include <future>
 
 #include "wafercoll/errors.hpp"
 
@@ -21,23 +22,35 @@ std::uint64_t pair_key(std::int32_t x, std::int32_t y) {
 // sent by the same rank). Along a chain reachability is an index
 // comparison, and a search may stop at the first transfer of the source's
 // chain that comes after the source.
-HappensBefore::HappensBefore(const Schedule& s, const std::vector<TransferId>& order)
+ChainCover::ChainCover(const Schedule& s, const std::vector<TransferId>& order, bool parallel)
     : s_(s),
       chain_(s.num_transfers()),
       index_(s.num_transfers()),
-      level_(s.num_transfers(), 0),
-      succ_(successors(s)),
-      stamp_(s.num_transfers(), 0) {
-  std::vector<std::uint8_t> is_tail(s.num_transfers(), 0);
+      level_(s.num_transfers(), 0) {
+  if (!parallel) {
+    succ_ = successors(s);
+    cover(order);
+    return;
+  }
+  // The successor lists read only the schedule and write only succ_; the
+  // future joins the thread however this constructor is left.
+  std::future<void> side = std::async(std::launch::async, [this] { succ_ = successors(s_); });
+  cover(order);
+  side.get();
+}
+
+void ChainCover::cover(const std::vector<TransferId>& order) {
+  const auto n = static_cast<std::size_t>(s_.num_transfers());
+  std::vector<std::uint8_t> is_tail(n, 0);
   std::int32_t chains = 0;
-  for (std::size_t i = 0; i < order.size(); ++i) {
+  for (std::size_t i = 0; i < n; ++i) {
     if ((i & 65535) == 65535) poll_interrupt();
-    const TransferId t = order[i];
+    const TransferId t = order.empty() ? static_cast<TransferId>(i) : order[i];
     TransferId extend = -1;
-    for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d) {
+    for (const TransferId* d = s_.deps_begin(t); d != s_.deps_end(t); ++d) {
       level_[t] = std::max(level_[t], level_[*d] + 1);
       if (!is_tail[*d]) continue;
-      if (extend < 0 || (s.src(*d) == s.src(t) && s.src(extend) != s.src(t))) extend = *d;
+      if (extend < 0 || (s_.src(*d) == s_.src(t) && s_.src(extend) != s_.src(t))) extend = *d;
     }
     if (extend >= 0) {
       is_tail[extend] = 0;
@@ -51,7 +64,7 @@ HappensBefore::HappensBefore(const Schedule& s, const std::vector<TransferId>& o
   }
 }
 
-std::int32_t HappensBefore::steps() const {
+std::int32_t ChainCover::steps() const {
   std::int32_t steps = 0;
   for (std::int32_t l : level_) steps = std::max(steps, l + 1);
   return steps;
@@ -59,7 +72,7 @@ std::int32_t HappensBefore::steps() const {
 
 // The chains' transfers in index order: a counting sort by chain (a
 // transfer's place in its chain is its index).
-void HappensBefore::list_chains() {
+void ChainCover::list_chains() const {
   const std::size_t n = chain_.size();
   std::int32_t chains = 0;
   for (std::int32_t c : chain_) chains = std::max(chains, c + 1);
@@ -73,15 +86,25 @@ void HappensBefore::list_chains() {
         static_cast<TransferId>(t);
 }
 
-// The latest transfer of a's chain (a or after it) whose level is below
-// `level` (> level(a)). Levels increase along a chain (a transfer's level
-// exceeds its dependencies'), so it is found by bisection.
-TransferId HappensBefore::last_below(TransferId a, std::int32_t level) const {
+// Levels increase along a chain (a transfer's level exceeds its
+// dependencies'), so both are found by bisection.
+TransferId ChainCover::last_below(TransferId a, std::int32_t level) const {
   const TransferId* first = chain_list_.data() + chain_start_[chain_[a]] + index_[a];
   const TransferId* last = chain_list_.data() + chain_start_[chain_[a] + 1];
   const TransferId* it = std::partition_point(
       first, last, [&](TransferId t) { return level_[t] < level; });
   return *(it - 1);
+}
+
+std::int32_t ChainCover::first_above(TransferId b, std::int32_t level) const {
+  const TransferId* first = chain_list_.data() + chain_start_[chain_[b]];
+  const TransferId* it = std::partition_point(
+      first, first + index_[b], [&](TransferId t) { return level_[t] <= level; });
+  return static_cast<std::int32_t>(it - first);
+}
+
+TransferId ChainCover::at(std::int32_t c, std::int32_t i) const {
+  return chain_list_[static_cast<std::size_t>(chain_start_[c] + i)];
 }
 
 // A question the cheap rules left open. What the pair of chains already
@@ -91,7 +114,8 @@ TransferId HappensBefore::last_below(TransferId a, std::int32_t level) const {
 // remembered for the pair of chains: the latest one of each kind replaces
 // the one before unless that one covers it.
 bool HappensBefore::reaches_by_search(TransferId a, TransferId b) {
-  if (chain_list_.empty()) list_chains();
+  std::call_once(c_.listed_, [this] { c_.list_chains(); });
+  if (stamp_.empty()) stamp_.assign(static_cast<std::size_t>(s_.num_transfers()), 0);
   PairFacts& f = facts_[pair_key(chain_[a], chain_[b])];
   const std::int32_t ia = index_[a];
   const std::int32_t ib = index_[b];
@@ -100,55 +124,45 @@ bool HappensBefore::reaches_by_search(TransferId a, TransferId b) {
   const std::uint64_t key = pair_key(a, b);
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   ++queries_;
-  const auto learn_yes = [&](std::int32_t x, std::int32_t y) {
-    if (!(f.yes_a >= x && f.yes_b <= y)) {
-      f.yes_a = x;
-      f.yes_b = y;
-    }
-  };
-  const auto learn_no = [&](std::int32_t x, std::int32_t y) {
-    if (!(f.no_b >= y && f.no_a <= x)) {
-      f.no_a = x;
-      f.no_b = y;
-    }
-  };
   const bool again = f.yes_a >= 0;
   std::int32_t hit = -1;
-  const TransferId late = last_below(a, level_[b]);
+  const TransferId late = c_.last_below(a, level_[b]);
   bool found = false;
   if (late != a) {
     found = search(late, b, hit);
-    if (!found) learn_no(index_[late], ib);
+    if (!found && !(f.no_b >= ib && f.no_a <= index_[late])) {
+      f.no_a = index_[late];
+      f.no_b = ib;
+    }
   }
   if (!found) found = search(a, b, hit);
-  if (found) {
-    // A pair asked again with a later a or an earlier b than it knows (the
-    // backward pass asks with earlier and earlier b) learns the earliest
-    // transfer of b's chain that the one met reaches.
-    const std::int32_t jb = again ? earliest_reached(hit, chain_[a], b) : ib;
-    learn_yes(hit, jb);
-  } else {
-    learn_no(ia, ib);
+  // A pair asked again with a later a or an earlier b than it knows (the
+  // backward pass asks with earlier and earlier b) learns the earliest
+  // transfer of b's chain that the one met reaches.
+  const std::int32_t x = found ? hit : ia;
+  const std::int32_t y = found && again ? earliest_reached(c_.at(chain_[a], hit), b) : ib;
+  if (found && !(f.yes_a >= x && f.yes_b <= y)) {
+    f.yes_a = x;
+    f.yes_b = y;
+  } else if (!found && !(f.no_b >= y && f.no_a <= x)) {
+    f.no_a = x;
+    f.no_b = y;
   }
   cache_.emplace(key, found);
   return found;
 }
 
-// The index of the earliest transfer of b's chain that the `i`-th transfer
-// x of chain `c` reaches, knowing that x reaches b: a bisection between the
-// first transfer of b's chain above x's level and b (x reaches a prefix of
-// b's chain's transfers from there on, if any, up to b).
-std::int32_t HappensBefore::earliest_reached(std::int32_t i, std::int32_t c, TransferId b) {
-  const TransferId x = chain_list_[static_cast<std::size_t>(chain_start_[c] + i)];
-  const TransferId* first = chain_list_.data() + chain_start_[chain_[b]];
-  const TransferId* it = std::partition_point(
-      first, first + index_[b], [&](TransferId t) { return level_[t] <= level_[x]; });
-  std::int32_t lo = static_cast<std::int32_t>(it - first);
+// The index of the earliest transfer of b's chain that x reaches, knowing
+// that x reaches b: a bisection between the first transfer of b's chain
+// above x's level and b (x reaches a suffix of b's chain's transfers up to
+// b).
+std::int32_t HappensBefore::earliest_reached(TransferId x, TransferId b) {
+  std::int32_t lo = c_.first_above(b, level_[x]);
   std::int32_t hi = index_[b];
   std::int32_t unused = -1;
   while (lo < hi) {
     const std::int32_t mid = lo + (hi - lo) / 2;
-    if (search(x, first[mid], unused)) {
+    if (search(x, c_.at(chain_[b], mid), unused)) {
       hi = mid;
     } else {
       lo = mid + 1;

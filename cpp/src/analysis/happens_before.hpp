@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -38,14 +39,61 @@
 
 namespace wafercoll::verify_detail {
 
-class HappensBefore {
+// The chain cover and levels of a schedule's dependency DAG: read-only once
+// built, shared by the passes of a verification (and by their threads).
+class ChainCover {
  public:
   // `order`: a topological order of `s`'s transfers (every transfer after
-  // its dependencies).
-  HappensBefore(const Schedule& s, const std::vector<TransferId>& order);
+  // its dependencies), or empty when the index order is one. With
+  // `parallel`, the successor lists are built on a second thread while
+  // this one covers the DAG with chains.
+  ChainCover(const Schedule& s, const std::vector<TransferId>& order, bool parallel = false);
 
   // Number of steps: 1 + the largest level (0 without transfers).
   std::int32_t steps() const;
+
+  // Transfer t is the index(t)-th of chain(t); level(t) is the longest
+  // dependency chain before it.
+  std::int32_t chain(TransferId t) const { return chain_[t]; }
+  std::int32_t index(TransferId t) const { return index_[t]; }
+  std::int32_t level(TransferId t) const { return level_[t]; }
+
+  // The latest transfer of a's chain (a or after it) whose level is below
+  // `level` (> level(a)).
+  TransferId last_below(TransferId a, std::int32_t level) const;
+  // The `i`-th transfer of chain `c`.
+  TransferId at(std::int32_t c, std::int32_t i) const;
+  // The first of the transfers of b's chain before b whose level is above `level`.
+  std::int32_t first_above(TransferId b, std::int32_t level) const;
+
+ private:
+  friend class HappensBefore;
+  void cover(const std::vector<TransferId>& order);
+  void list_chains() const;
+
+  const Schedule& s_;
+  std::vector<std::int32_t> chain_;
+  std::vector<std::int32_t> index_;
+  std::vector<std::int32_t> level_;
+  Successors succ_;
+  // Transfers of each chain in index order (CSR), listed at the first
+  // search of any pass (most schedules need none).
+  mutable std::once_flag listed_;
+  mutable std::vector<std::int64_t> chain_start_;
+  mutable std::vector<TransferId> chain_list_;
+};
+
+// Happens-before questions of one pass over a ChainCover. The answers are
+// the cover's; what a pass remembers between questions (and the search's
+// scratch space) is its own, so that two passes may ask at once.
+class HappensBefore {
+ public:
+  explicit HappensBefore(const ChainCover& cover)
+      : c_(cover),
+        s_(cover.s_),
+        chain_(cover.chain_.data()),
+        index_(cover.index_.data()),
+        level_(cover.level_.data()) {}
 
   // True when a == b or a is a transitive dependency of b.
   bool reaches(TransferId a, TransferId b) {
@@ -61,8 +109,9 @@ class HappensBefore {
     // to b or to one of b's dependencies (a message's receiver goes on with
     // its program, which b then waits for; y itself a dependency of b is the
     // two-step path a -> y -> b).
-    for (std::int64_t i = succ_.offsets[a]; i < succ_.offsets[a + 1]; ++i) {
-      const TransferId y = succ_.list[i];
+    const Successors& succ = c_.succ_;
+    for (std::int64_t i = succ.offsets[a]; i < succ.offsets[a + 1]; ++i) {
+      const TransferId y = succ.list[i];
       if (chain_[y] == chain_[b] && index_[y] < index_[b]) return true;
       for (const TransferId* e = s_.deps_begin(b); e != s_.deps_end(b); ++e)
         if (chain_[y] == chain_[*e] && index_[y] <= index_[*e]) return true;
@@ -72,13 +121,9 @@ class HappensBefore {
 
   // Questions that needed at least one search.
   std::int64_t queries() const { return queries_; }
-  // Searches run (up to two per question).
+  // Searches run (up to two per question, more when a pair of chains
+  // learns the earliest transfer it reaches).
   std::int64_t searches() const { return searches_; }
-
-  // The chain cover, for tests: transfer t is the index(t)-th of chain(t).
-  std::int32_t chain(TransferId t) const { return chain_[t]; }
-  std::int32_t index(TransferId t) const { return index_[t]; }
-  std::int32_t level(TransferId t) const { return level_[t]; }
 
  private:
   // What a pair of chains (A, B) is known to answer: A's yes_a-th transfer
@@ -93,22 +138,17 @@ class HappensBefore {
 
   bool reaches_by_search(TransferId a, TransferId b);
   bool search(TransferId a, TransferId b, std::int32_t& hit);
-  void list_chains();
-  TransferId last_below(TransferId a, std::int32_t level) const;
-  std::int32_t earliest_reached(std::int32_t i, std::int32_t c, TransferId b);
+  std::int32_t earliest_reached(TransferId x, TransferId b);
   bool touches(TransferId t, RankId r) const;
 
+  const ChainCover& c_;
   const Schedule& s_;
-  std::vector<std::int32_t> chain_;
-  std::vector<std::int32_t> index_;
-  std::vector<std::int32_t> level_;  // longest dependency chain before the transfer
-  Successors succ_;
-  // Transfers of each chain in index order (CSR), listed at the first search.
-  std::vector<std::int64_t> chain_start_;
-  std::vector<TransferId> chain_list_;
+  const std::int32_t* chain_;
+  const std::int32_t* index_;
+  const std::int32_t* level_;
   std::unordered_map<std::uint64_t, PairFacts> facts_;  // by (chain of a, chain of b)
   std::unordered_map<std::uint64_t, bool> cache_;       // by (a, b)
-  std::vector<std::uint32_t> stamp_;
+  std::vector<std::uint32_t> stamp_;                    // allocated at the first search
   std::uint32_t gen_ = 0;
   std::vector<TransferId> stack_;
   std::int64_t visits_ = 0;  // search steps, for the interrupt poll

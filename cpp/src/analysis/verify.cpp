@@ -14,7 +14,10 @@
 #include "wafercoll/analysis/verify.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <future>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -26,6 +29,7 @@ namespace wafercoll {
 
 namespace {
 
+using verify_detail::ChainCover;
 using verify_detail::HappensBefore;
 using verify_detail::Interval;
 using verify_detail::SetPool;
@@ -164,8 +168,14 @@ class Verifier {
  public:
   Verifier(const Schedule& s, std::int64_t dense_after)
       : s_(s),
-        order_(topological_order(s)),
-        hb_(s, order_),
+        // Index order is a topological order when every dependency points
+        // back (the builders' schedules): then none is stored.
+        order_(s.deps_point_backward() ? std::vector<TransferId>{} : topological_order(s)),
+        parallel_(s.num_transfers() >= kParallelTransfers &&
+                  std::thread::hardware_concurrency() > 1),
+        cover_(s, order_, parallel_),
+        hb_(cover_),
+        hb_rev_(cover_),
         dense_after_(dense_after),
         sets_(3 + static_cast<std::size_t>(s.num_ranks())) {
     records_.reserve(expected_records(s));
@@ -180,21 +190,31 @@ class Verifier {
                           "the schedule states no collective ('unknown'): its "
                           "dependencies are acyclic, but what its transfers compute "
                           "is not specified, so there is nothing to verify");
-    init_state();
-    const std::size_t n = order_.size();
-    for (std::size_t k = 0; k < n; ++k) {
-      if (k + 2 * kLookahead < n) prefetch_cells(cells_, order_[k + 2 * kLookahead]);
-      if (k + kLookahead < n) prefetch_union(order_[k + kLookahead]);
-      forward(order_[k]);
-      if ((k & 4095) == 4095) poll_interrupt();
+    // The backward pass reads only the schedule and the chain cover and
+    // writes only its own state (next_write_, hb_rev_), so on a large
+    // schedule it runs on a second thread beside the forward pass. Its
+    // verdict counts only if the forward pass finds nothing, as when they
+    // run one after the other; a failed forward pass stops it early. The
+    // future joins the thread however run() is left.
+    std::future<void> side;
+    if (parallel_) side = std::async(std::launch::async, [this] { reverse_pass(); });
+    try {
+      forward_pass();
+    } catch (...) {
+      stop_.store(true, std::memory_order_relaxed);
+      throw;
     }
-    reverse_pass();
+    if (side.valid()) {
+      side.get();
+    } else {
+      reverse_pass();
+    }
     check_postcondition();
     VerifyReport rep;
     rep.transfers = s_.num_transfers();
-    rep.steps = hb_.steps();
+    rep.steps = cover_.steps();
     rep.pieces_written = pieces_written_;
-    rep.reachability_queries = hb_.queries();
+    rep.reachability_queries = hb_.queries() + hb_rev_.queries();
     return rep;
   }
 
@@ -203,6 +223,10 @@ class Verifier {
   // takes some 100 ns, about one memory access. Measured on ring allreduce
   // at 10^7 transfers: 2, 4, 8 and 16 ahead gained alike (1.7 s to 1.2 s).
   static constexpr std::size_t kLookahead = 8;
+  // From this many transfers a verification uses a second thread (the
+  // simulator's threshold, simulate.cpp): starting it costs some 50 us,
+  // the backward pass of 2^16 transfers about 2 ms.
+  static constexpr TransferId kParallelTransfers = TransferId{1} << 16;
 
   // Hints: they change nothing, but let the memory accesses of a walk
   // overlap. Where cells and sets sit is known ahead: the cells' pieces in
@@ -226,6 +250,22 @@ class Verifier {
     const std::int32_t in = cells_.of(src)[cells_.find(src, b)].state;
     const std::int32_t old = cells_.of(dst)[cells_.find(dst, b)].state;
     sets_.prefetch_union(records_[old].set, records_[in].set);
+  }
+
+  // Position k of the topological order.
+  TransferId at(std::size_t k) const {
+    return order_.empty() ? static_cast<TransferId>(k) : order_[k];
+  }
+
+  void forward_pass() {
+    init_state();
+    const auto n = static_cast<std::size_t>(s_.num_transfers());
+    for (std::size_t k = 0; k < n; ++k) {
+      if (k + 2 * kLookahead < n) prefetch_cells(cells_, at(k + 2 * kLookahead));
+      if (k + kLookahead < n) prefetch_union(at(k + kLookahead));
+      forward(at(k));
+      if ((k & 4095) == 4095) poll_interrupt();
+    }
   }
 
   std::int32_t initial_record(std::int32_t set) {
@@ -450,12 +490,13 @@ class Verifier {
     RankId bad_rank = -1;
     BlockId bad_block = -1;
     TransferId bad_writer = -1;
-    std::int64_t seen = 0;
-    for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
-      if ((++seen & 4095) == 0) poll_interrupt();
-      if (order_.rend() - it > static_cast<std::ptrdiff_t>(kLookahead))
-        prefetch_cells(next_write_, it[kLookahead]);
-      const TransferId t = *it;
+    for (std::size_t k = static_cast<std::size_t>(s_.num_transfers()); k-- > 0;) {
+      if ((k & 4095) == 0) {
+        if (stop_.load(std::memory_order_relaxed)) return;
+        poll_interrupt();
+      }
+      if (k >= kLookahead) prefetch_cells(next_write_, at(k - kLookahead));
+      const TransferId t = at(k);
       const RankId src = s_.src(t);
       TransferId checked = -1;
       for (const BlockRange* r = s_.ranges_begin(t); r != s_.ranges_end(t); ++r) {
@@ -463,9 +504,9 @@ class Verifier {
         for (std::size_t i = next_write_.find(src, r->lo);
              i < pieces.size() && pieces[i].lo < r->hi; ++i) {
           const TransferId w = pieces[i].state;
-          if (w < 0 || w == checked || hb_.reaches(t, w)) continue;
+          if (w < 0 || w == checked || hb_rev_.reaches(t, w)) continue;
           for (const TransferId* d = s_.deps_begin(t); d != s_.deps_end(t); ++d) {
-            if (!hb_.reaches(*d, w)) {
+            if (!hb_rev_.reaches(*d, w)) {
               bad = t;
               bad_rank = src;
               bad_block = std::max(pieces[i].lo, r->lo);
@@ -620,8 +661,12 @@ class Verifier {
   }
 
   const Schedule& s_;
-  std::vector<TransferId> order_;
-  HappensBefore hb_;
+  std::vector<TransferId> order_;  // empty: index order
+  bool parallel_;
+  ChainCover cover_;
+  HappensBefore hb_;      // the forward pass's questions
+  HappensBefore hb_rev_;  // the backward pass's
+  std::atomic<bool> stop_{false};
   std::int64_t dense_after_;
   SetPool sets_;
   std::vector<Record> records_;
