@@ -23,7 +23,13 @@
 //     each pair of chains remembers the last answer of either kind and
 //     answers the questions it covers without a search. The accesses to one
 //     cell from one rank's or one link's program in successive chunks ask
-//     the same pair of chains again and again.
+//     the same pair of chains again and again;
+//   * the backward pass asks them with ever earlier b, which the last
+//     answer does not cover: a pair asked again learns, by bisection along
+//     b's chain, the earliest transfer of it that the transfer met reaches.
+// Measured on TTO (artifact) with data dependencies on 9x9: 2,486 searched
+// questions at 20k, 80k and 300k transfers alike (18,051, 72,051 and
+// 271,203 before), verification 0.010, 0.017 and 0.048 s (0.22, 3.4, 64 s).
 #pragma once
 
 #include <cstdint>
@@ -61,7 +67,8 @@ class ChainCover {
   TransferId last_below(TransferId a, std::int32_t level) const;
   // The `i`-th transfer of chain `c`.
   TransferId at(std::int32_t c, std::int32_t i) const;
-  // The first of the transfers of b's chain before b whose level is above `level`.
+  // The index of the first transfer of b's chain whose level is above
+  // `level`, or b's index when none before b is.
   std::int32_t first_above(TransferId b, std::int32_t level) const;
 
  private:
