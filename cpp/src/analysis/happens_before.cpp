@@ -2,6 +2,7 @@
 #include "happens_before.hpp"
 
 #include <algorithm>
+#include <future>
 
 #include "wafercoll/errors.hpp"
 
@@ -21,12 +22,24 @@ std::uint64_t pair_key(std::int32_t x, std::int32_t y) {
 // sent by the same rank). Along a chain reachability is an index
 // comparison, and a search may stop at the first transfer of the source's
 // chain that comes after the source.
-ChainCover::ChainCover(const Schedule& s, const std::vector<TransferId>& order)
+ChainCover::ChainCover(const Schedule& s, const std::vector<TransferId>& order, bool parallel)
     : s_(s),
       chain_(s.num_transfers()),
       index_(s.num_transfers()),
-      level_(s.num_transfers(), 0),
-      succ_(successors(s)) {
+      level_(s.num_transfers(), 0) {
+  if (!parallel) {
+    succ_ = successors(s);
+    cover(order);
+    return;
+  }
+  // The successor lists read only the schedule and write only succ_; the
+  // future joins the thread however this constructor is left.
+  std::future<void> side = std::async(std::launch::async, [this] { succ_ = successors(s_); });
+  cover(order);
+  side.get();
+}
+
+void ChainCover::cover(const std::vector<TransferId>& order) {
   const auto n = static_cast<std::size_t>(s_.num_transfers());
   std::vector<std::uint8_t> is_tail(n, 0);
   std::int32_t chains = 0;
@@ -101,7 +114,7 @@ TransferId ChainCover::at(std::int32_t c, std::int32_t i) const {
 // remembered for the pair of chains: the latest one of each kind replaces
 // the one before unless that one covers it.
 bool HappensBefore::reaches_by_search(TransferId a, TransferId b) {
-  if (c_.chain_list_.empty()) c_.list_chains();
+  std::call_once(c_.listed_, [this] { c_.list_chains(); });
   if (stamp_.empty()) stamp_.assign(static_cast<std::size_t>(s_.num_transfers()), 0);
   PairFacts& f = facts_[pair_key(chain_[a], chain_[b])];
   const std::int32_t ia = index_[a];

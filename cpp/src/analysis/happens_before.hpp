@@ -33,6 +33,7 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -45,13 +46,14 @@
 namespace wafercoll::verify_detail {
 
 // The chain cover and levels of a schedule's dependency DAG: read-only once
-// built (but for the chains' lists, made once at the first search), shared
-// by the passes of a verification.
+// built, shared by the passes of a verification (and by their threads).
 class ChainCover {
  public:
   // `order`: a topological order of `s`'s transfers (every transfer after
-  // its dependencies), or empty when the index order is one.
-  ChainCover(const Schedule& s, const std::vector<TransferId>& order);
+  // its dependencies), or empty when the index order is one. With
+  // `parallel`, the successor lists are built on a second thread while
+  // this one covers the DAG with chains.
+  ChainCover(const Schedule& s, const std::vector<TransferId>& order, bool parallel = false);
 
   // Number of steps: 1 + the largest level (0 without transfers).
   std::int32_t steps() const;
@@ -73,6 +75,7 @@ class ChainCover {
 
  private:
   friend class HappensBefore;
+  void cover(const std::vector<TransferId>& order);
   void list_chains() const;
 
   const Schedule& s_;
@@ -82,13 +85,14 @@ class ChainCover {
   Successors succ_;
   // Transfers of each chain in index order (CSR), listed at the first
   // search of any pass (most schedules need none).
+  mutable std::once_flag listed_;
   mutable std::vector<std::int64_t> chain_start_;
   mutable std::vector<TransferId> chain_list_;
 };
 
 // Happens-before questions of one pass over a ChainCover. The answers are
 // the cover's; what a pass remembers between questions (and the search's
-// scratch space) is its own.
+// scratch space) is its own, so that two passes may ask at once.
 class HappensBefore {
  public:
   explicit HappensBefore(const ChainCover& cover)

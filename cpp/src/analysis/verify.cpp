@@ -14,7 +14,10 @@
 #include "wafercoll/analysis/verify.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <future>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -180,7 +183,9 @@ class Verifier {
         // Index order is a topological order when every dependency points
         // back (the builders' schedules): then none is stored.
         order_(s.deps_point_backward() ? std::vector<TransferId>{} : topological_order(s)),
-        cover_(s, order_),
+        parallel_(s.num_transfers() >= kParallelTransfers &&
+                  std::thread::hardware_concurrency() > 1),
+        cover_(s, order_, parallel_),
         hb_(cover_),
         hb_rev_(cover_),
         dense_after_(dense_after),
@@ -199,8 +204,25 @@ class Verifier {
                           "the schedule states no collective ('unknown'): its "
                           "dependencies are acyclic, but what its transfers compute "
                           "is not specified, so there is nothing to verify");
-    forward_pass();
-    reverse_pass();
+    // The backward pass reads only the schedule and the chain cover and
+    // writes only its own state (next_write_, hb_rev_), so on a large
+    // schedule it runs on a second thread beside the forward pass. Its
+    // verdict counts only if the forward pass finds nothing, as when they
+    // run one after the other; a failed forward pass stops it early. The
+    // future joins the thread however run() is left.
+    std::future<void> side;
+    if (parallel_) side = std::async(std::launch::async, [this] { reverse_pass(); });
+    try {
+      forward_pass();
+    } catch (...) {
+      stop_.store(true, std::memory_order_relaxed);
+      throw;
+    }
+    if (side.valid()) {
+      side.get();
+    } else {
+      reverse_pass();
+    }
     check_postcondition();
     VerifyReport rep;
     rep.transfers = s_.num_transfers();
@@ -215,6 +237,10 @@ class Verifier {
   // takes some 100 ns, about one memory access. Measured on ring allreduce
   // at 10^7 transfers: 2, 4, 8 and 16 ahead gained alike (1.7 s to 1.2 s).
   static constexpr std::size_t kLookahead = 8;
+  // From this many transfers a verification uses a second thread (the
+  // simulator's threshold, simulate.cpp): starting it costs some 50 us,
+  // the backward pass of 2^16 transfers about 2 ms.
+  static constexpr TransferId kParallelTransfers = TransferId{1} << 16;
 
   // Hints: they change nothing, but let the memory accesses of a walk
   // overlap. Where cells and sets sit is known ahead: the cells' pieces in
@@ -479,7 +505,10 @@ class Verifier {
     BlockId bad_block = -1;
     TransferId bad_writer = -1;
     for (std::size_t k = static_cast<std::size_t>(s_.num_transfers()); k-- > 0;) {
-      if ((k & 4095) == 0) poll_interrupt();
+      if ((k & 4095) == 0) {
+        if (stop_.load(std::memory_order_relaxed)) return;
+        poll_interrupt();
+      }
       if (k >= kLookahead) prefetch_cells(next_write_, at(k - kLookahead));
       const TransferId t = at(k);
       const RankId src = s_.src(t);
@@ -647,12 +676,11 @@ class Verifier {
 
   const Schedule& s_;
   std::vector<TransferId> order_;  // empty: index order
+  bool parallel_;
   ChainCover cover_;
-  // The forward and the backward pass ask apart (what each remembers is
-  // its own), so that the report's count of questions does not depend on
-  // how the passes' questions interleave.
-  HappensBefore hb_;
-  HappensBefore hb_rev_;
+  HappensBefore hb_;      // the forward pass's questions
+  HappensBefore hb_rev_;  // the backward pass's
+  std::atomic<bool> stop_{false};
   std::int64_t dense_after_;
   SetPool sets_;
   std::vector<Record> records_;
