@@ -113,3 +113,37 @@ TEST(VerifyParallel, RingAllreduceStepsMatchTheClosedForm) {
   EXPECT_EQ(rep.transfers, 2 * p * (p - 1));
   EXPECT_EQ(rep.steps, 2 * (p - 1));
 }
+
+TEST(VerifyParallel, BarrierPipelineSearchesOnBothThreads) {
+  // An allreduce on a line of depth + 1 ranks, chunk by chunk: up the line
+  // by reductions (each after the one into its source and the previous
+  // chunk on its link), then, after the last chunk reached rank 0, down by
+  // copies. Ordering a copy after the last reduction into its destination
+  // needs a search through the barrier, in both passes. The longest chain:
+  // chunks - 1 + depth up, then chunks - 1 + depth down.
+  const RankId depth = 8;
+  const std::int32_t chunks = 4096;  // 2 * depth * chunks = 2^16 transfers
+  Schedule s(depth + 1, std::vector<Bytes>(static_cast<std::size_t>(chunks), 8), Collective{});
+  std::vector<TransferId> up(static_cast<std::size_t>(chunks * depth));
+  std::vector<TransferId> down(static_cast<std::size_t>(chunks * depth));
+  const auto at = [&](std::vector<TransferId>& v, std::int32_t c, RankId i) -> TransferId& {
+    return v[static_cast<std::size_t>(c * depth + i)];
+  };
+  for (std::int32_t c = 0; c < chunks; ++c)
+    for (RankId i = depth - 1; i >= 0; --i) {
+      std::vector<TransferId> deps;
+      if (i + 1 < depth) deps.push_back(at(up, c, i + 1));
+      if (c > 0) deps.push_back(at(up, c - 1, i));
+      at(up, c, i) = s.add_transfer(i + 1, {i}, {BlockRange{c, c + 1}}, Op::reduce, deps);
+    }
+  for (std::int32_t c = 0; c < chunks; ++c)
+    for (RankId i = 0; i < depth; ++i) {
+      std::vector<TransferId> deps{i > 0 ? at(down, c, i - 1) : at(up, chunks - 1, 0)};
+      if (c > 0) deps.push_back(at(down, c - 1, i));
+      at(down, c, i) = s.add_transfer(i, {i + 1}, {BlockRange{c, c + 1}}, Op::copy, deps);
+    }
+  const VerifyReport rep = verify(s);
+  EXPECT_EQ(rep.transfers, std::int64_t{1} << 16);
+  EXPECT_EQ(rep.steps, 2 * (chunks - 1 + depth));
+  EXPECT_GT(rep.reachability_queries, 0);
+}
