@@ -7,6 +7,7 @@ import pytest
 
 import wafercoll as wc
 from wafercoll.mcm.artifact_driver import driver_order
+from wafercoll.mcm.trees import tto_trees
 
 TTO = "mesh_tto_artifact_allreduce"
 RBO = "mesh_ring_bi_odd_artifact_allreduce"
@@ -184,13 +185,39 @@ def test_artifact_preset_one_flow_costs_what_the_artifact_measured(msgs: int) ->
     assert wc.simulate(s, m, wc.mcm.ARTIFACT).cycles == 357 * msgs + 12
 
 
-def test_tto_data_dependencies_refuse_what_would_take_long_to_verify() -> None:
+def test_tto_data_dependencies_verify_beyond_a_quarter_million_transfers() -> None:
+    # 9x9, 600 chunks, each a reduction and a copy over every edge of the
+    # three trees: every link's transfers chain across the chunks and the
+    # allgather waits for the whole reduce-scatter, the shape whose
+    # verification grew as the square of the transfers (minutes at this size)
     m = wc.topology.mesh(9, 9)
-    with pytest.raises(ValueError, match=r"chunk_bytes >= \d+") as err:
-        wc.build(TTO, topology=m, size_bytes=256 << 20)
-    least = int(str(err.value).split("chunk_bytes >= ")[1].split()[0])
-    # the suggested chunk builds, and the driver's order has no such limit
-    s = wc.build(TTO, topology=m, size_bytes=256 << 20, chunk_bytes=least)
-    assert s.num_transfers <= 1 << 18
-    art = wc.build(TTO, topology=m, size_bytes=256 << 20, dependencies="artifact")
-    assert art.num_transfers > 1 << 18
+    edges = int(np.sum(tto_trees(9, 9).parents >= 0))
+    s = wc.build(TTO, topology=m, size_bytes=600 * 4096, chunk_bytes=4096)
+    assert s.num_transfers == 600 * 2 * edges > 1 << 18
+    report = wc.verify(s)
+    assert report.ok
+    assert report.transfers == s.num_transfers
+    # the driver's concurrent sibling reductions are still refused
+    art = wc.build(
+        TTO,
+        topology=m,
+        size_bytes=600 * 4096,
+        chunk_bytes=4096,
+        dependencies="artifact",
+    )
+    with pytest.raises(wc.ScheduleError) as err:
+        wc.verify(art)
+    assert err.value.kind == "race"
+
+
+def test_tto_both_orders_share_one_transfer_limit() -> None:
+    m = wc.topology.mesh(3, 3)
+    for deps in ("data", "artifact"):
+        with pytest.raises(ValueError, match="exceed 33554432 transfers"):
+            wc.build(
+                TTO,
+                topology=m,
+                size_bytes=1 << 32,
+                chunk_bytes=1 << 12,
+                dependencies=deps,
+            )

@@ -46,9 +46,11 @@ void check_against_map(const std::vector<int>& items, HashOf hash_of, SetIndex& 
   EXPECT_EQ(index.size(), expected.size());
 }
 
+// The index is at most three quarters full: the smallest power of two of
+// at least 16 slots with 4 entries <= 3 slots.
 std::size_t smallest_capacity(std::size_t entries) {
   std::size_t cap = 16;
-  while (cap < 2 * entries) cap *= 2;
+  while (3 * cap < 4 * entries) cap *= 2;
   return cap;
 }
 
@@ -118,6 +120,23 @@ TEST(SetIndex, SharedHomesAndFingerprintsWithDistinctLowBits) {
   EXPECT_EQ(index.capacity(), smallest_capacity(2000));
 }
 
+TEST(SetIndex, DoublesWhenAnEntryWouldFillMoreThanThreeQuarters) {
+  SetIndex index;
+  std::vector<std::uint32_t> caps;
+  for (std::uint32_t id = 1; id <= 100; ++id) {
+    index.find_or_insert(mix(id), id, [](std::uint32_t) { return false; });
+    caps.push_back(static_cast<std::uint32_t>(index.capacity()));
+  }
+  // 12 of 16 slots, 24 of 32, 48 of 64, 96 of 128
+  for (std::uint32_t n = 1; n <= 100; ++n) {
+    const std::uint32_t want = n <= 12 ? 16 : n <= 24 ? 32 : n <= 48 ? 64 : n <= 96 ? 128 : 256;
+    ASSERT_EQ(caps[n - 1], want) << n;
+  }
+  // Presized for 1500 entries: 2048 slots (1536 fit), not 4096.
+  EXPECT_EQ(SetIndex(1500).capacity(), 2048u);
+  EXPECT_EQ(SetIndex(1537).capacity(), 4096u);
+}
+
 TEST(SetIndex, PresizedDoesNotGrow) {
   SetIndex index(1000);
   const std::size_t cap = index.capacity();
@@ -128,10 +147,11 @@ TEST(SetIndex, PresizedDoesNotGrow) {
   EXPECT_EQ(index.capacity(), cap);
 }
 
-TEST(SetPool, ManySetsMatchAnOrderedMap) {
+// A pool against std::map ids and std::set arithmetic: interning, unions,
+// differences and sizes.
+static void check_pool_against_std(SetPool& pool) {
   std::mt19937 rng(11);
   const RankId p = 300;
-  SetPool pool;
   std::map<std::set<RankId>, std::int32_t> ids{{{}, 0}};
   std::vector<std::set<RankId>> set_of{{}};
   EXPECT_EQ(pool.intern(std::vector<Interval>{}), 0);
@@ -192,6 +212,18 @@ TEST(SetPool, ManySetsMatchAnOrderedMap) {
     if (inserted) set_of.push_back(su);
     EXPECT_EQ(pool.sets(), set_of.size());
   }
+}
+
+TEST(SetPool, ManySetsMatchAnOrderedMap) {
+  SetPool pool;
+  check_pool_against_std(pool);
+}
+
+TEST(SetPool, WithRoomReservedForMoreSetsThanItGetsTheSame) {
+  // Room for 10^6 sets (address space only), 16 expected: the index still
+  // grows as it fills, and every answer is the same.
+  SetPool pool(16, 1000000);
+  check_pool_against_std(pool);
 }
 
 TEST(SetPool, PresizedForTheSetsItHoldsDoesNotGrow) {

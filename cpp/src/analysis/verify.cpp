@@ -3,8 +3,8 @@
 // Structure: three helpers, then the Verifier that uses them.
 //  * SetPool interns contribution sets (over SetIndex), so a cell's state is one int and
 //    "same contributions" is an integer comparison;
-//  * HappensBefore answers "does a reach b in the dependency DAG" with cheap
-//    rules first and a search only when they fail (the queries dominate);
+//  * HappensBefore (happens_before.hpp) answers "does a reach b in the dependency
+//    DAG" with cheap rules first and a search only when they fail;
 //  * PieceMap holds each rank's cells as runs of equal state.
 // The Verifier walks the transfers in dependency order (forward: reads,
 // writes, write/write order), then backwards (reads against later writes),
@@ -14,160 +14,25 @@
 #include "wafercoll/analysis/verify.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <future>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "contribution_sets.hpp"
+#include "happens_before.hpp"
 #include "wafercoll/errors.hpp"
 
 namespace wafercoll {
 
 namespace {
 
+using verify_detail::ChainCover;
+using verify_detail::HappensBefore;
 using verify_detail::Interval;
 using verify_detail::SetPool;
-
-
-// ---------------------------------------------------------------------------
-// Happens-before queries on the dependency DAG.
-
-class HappensBefore {
- public:
-  // Besides levels, the transfers are covered greedily by chains (each
-  // transfer extends the chain of one of its dependencies, preferring one
-  // sent by the same rank). Along a chain reachability is an index
-  // comparison, and a search may stop at the first transfer of the source's
-  // chain that comes after the source.
-  HappensBefore(const Schedule& s, const std::vector<TransferId>& order)
-      : s_(s),
-        chain_(s.num_transfers()),
-        index_(s.num_transfers()),
-        level_(s.num_transfers(), 0),
-        stamp_(s.num_transfers(), 0),
-        succ_(successors(s)) {
-    std::vector<std::uint8_t> is_tail(s.num_transfers(), 0);
-    std::int32_t chains = 0;
-    for (std::size_t i = 0; i < order.size(); ++i) {
-      if ((i & 65535) == 65535) poll_interrupt();
-      const TransferId t = order[i];
-      TransferId extend = -1;
-      for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d) {
-        level_[t] = std::max(level_[t], level_[*d] + 1);
-        if (!is_tail[*d]) continue;
-        if (extend < 0 || (s.src(*d) == s.src(t) && s.src(extend) != s.src(t))) extend = *d;
-      }
-      if (extend >= 0) {
-        is_tail[extend] = 0;
-        chain_[t] = chain_[extend];
-        index_[t] = index_[extend] + 1;
-      } else {
-        chain_[t] = chains++;
-        index_[t] = 0;
-      }
-      is_tail[t] = 1;
-    }
-  }
-
-  // Number of steps: 1 + the largest level (0 without transfers).
-  std::int32_t steps() const {
-    std::int32_t steps = 0;
-    for (std::int32_t l : level_) steps = std::max(steps, l + 1);
-    return steps;
-  }
-
-  // True when a == b or a is a transitive dependency of b.
-  bool reaches(TransferId a, TransferId b) {
-    if (a == b) return true;
-    if (level_[a] >= level_[b]) return false;
-    if (chain_[a] == chain_[b]) return index_[a] < index_[b];
-    // One dependency away: b depends on a, or on a transfer that a's chain
-    // reaches (a rank's program continues after a, and b waits for a later
-    // point of it: the usual order between two accesses to one cell).
-    for (const TransferId* e = s_.deps_begin(b); e != s_.deps_end(b); ++e)
-      if (chain_[*e] == chain_[a] && index_[*e] >= index_[a]) return true;
-    // Through one successor y of a and a chain: a -> y, then along y's chain
-    // to b or to one of b's dependencies (a message's receiver goes on with
-    // its program, which b then waits for; y itself a dependency of b is the
-    // two-step path a -> y -> b).
-    for (std::int64_t i = succ_.offsets[a]; i < succ_.offsets[a + 1]; ++i) {
-      const TransferId y = succ_.list[i];
-      if (chain_[y] == chain_[b] && index_[y] < index_[b]) return true;
-      for (const TransferId* e = s_.deps_begin(b); e != s_.deps_end(b); ++e)
-        if (chain_[y] == chain_[*e] && index_[y] <= index_[*e]) return true;
-    }
-    const std::uint64_t key =
-        (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) |
-        static_cast<std::uint32_t>(b);
-    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
-    ++queries;
-    const bool found = search(a, b);
-    cache_.emplace(key, found);
-    return found;
-  }
-
-  std::int64_t queries = 0;
-
- private:
-  std::int64_t visits_ = 0;  // search steps, for the interrupt poll
-  bool touches(TransferId t, RankId r) const {
-    if (s_.src(t) == r) return true;
-    for (const RankId* d = s_.dsts_begin(t); d != s_.dsts_end(t); ++d)
-      if (*d == r) return true;
-    return false;
-  }
-
-  // Depth-first search backwards from b. A transfer at a's level or below
-  // (level = longest dependency chain before it) cannot have a as an
-  // ancestor, which bounds the search to the cone between them. Among
-  // the dependencies of a node, those that involve the ranks a wrote to or
-  // read from are tried first: in schedules of message-passing programs the
-  // path that orders two accesses to one cell usually follows that rank.
-  bool search(TransferId a, TransferId b) {
-    if (++gen_ == 0) {
-      std::fill(stamp_.begin(), stamp_.end(), 0);
-      gen_ = 1;
-    }
-    const std::int32_t floor = level_[a];
-    const RankId hint_src = s_.src(a);
-    const RankId hint_dst = *s_.dsts_begin(a);
-    stack_.clear();
-    stack_.push_back(b);
-    stamp_[b] = gen_;
-    while (!stack_.empty()) {
-      if ((++visits_ & 65535) == 0) poll_interrupt();
-      const TransferId x = stack_.back();
-      stack_.pop_back();
-      const std::size_t mark = stack_.size();
-      for (const TransferId* d = s_.deps_begin(x); d != s_.deps_end(x); ++d) {
-        const TransferId y = *d;
-        if (chain_[y] == chain_[a]) {
-          if (index_[y] >= index_[a]) return true;
-          continue;
-        }
-        if (level_[y] <= floor || stamp_[y] == gen_) continue;
-        stamp_[y] = gen_;
-        stack_.push_back(y);
-        // Keep the most promising dependency on top of the stack.
-        if (stack_.size() > mark + 1 && (touches(y, hint_dst) || touches(y, hint_src)))
-          std::swap(stack_[mark], stack_.back());
-      }
-      if (stack_.size() > mark + 1) std::swap(stack_[mark], stack_.back());
-    }
-    return false;
-  }
-
- public:
-  const Schedule& s_;
-  std::vector<std::int32_t> chain_;
-  std::vector<std::int32_t> index_;
-  std::vector<std::int32_t> level_;  // longest dependency chain before the transfer
-  std::vector<std::uint32_t> stamp_;
-  std::uint32_t gen_ = 0;
-  std::vector<TransferId> stack_;
-  std::unordered_map<std::uint64_t, bool> cache_;
-  Successors succ_;
-};
 
 // ---------------------------------------------------------------------------
 // Per-rank runs of cells with one state. A piece covers [lo, next piece's lo).
@@ -285,14 +150,26 @@ std::string cell(RankId r, BlockId b) {
 // transfers). The set index starts with room for the sets every run interns
 // (each participant's singleton, the set of all and the empty set) and grows
 // as it fills: the reduces' (destination, range) pairs bound the new sets
-// from above, but in tree and butterfly schedules they overestimate them by
-// the number of steps (many ranks build the same set), and an index sized
-// for them was slower than one that grows (a growth is a sequential pass).
-std::size_t expected_records(const Schedule& s) {
-  std::size_t n = 1 + static_cast<std::size_t>(s.num_ranks());
-  for (TransferId t = 0; t < s.num_transfers(); ++t)
-    n += static_cast<std::size_t>(s.num_dsts(t) * (s.ranges_end(t) - s.ranges_begin(t)));
-  return n;
+// from above (about: a reduce over several runs of one destination builds a
+// set per run), but in tree and butterfly schedules they overestimate them
+// many times (many ranks build the same set: TTO on 16 x 16 builds 988 sets
+// for 2 million such pairs), and an index sized for them was slower than
+// one that grows. The lists of the sets' intervals only reserve room for
+// the bound (address space, untouched until used).
+struct Sizes {
+  std::size_t records;
+  std::size_t sets;
+};
+
+Sizes expected_sizes(const Schedule& s) {
+  Sizes z{1 + static_cast<std::size_t>(s.num_ranks()), 3 + static_cast<std::size_t>(s.num_ranks())};
+  for (TransferId t = 0; t < s.num_transfers(); ++t) {
+    const auto pairs =
+        static_cast<std::size_t>(s.num_dsts(t) * (s.ranges_end(t) - s.ranges_begin(t)));
+    z.records += pairs;
+    if (s.op(t) == Op::reduce) z.sets += pairs;
+  }
+  return z;
 }
 
 // One verification: the cells' states as records (who wrote which set),
@@ -303,11 +180,19 @@ class Verifier {
  public:
   Verifier(const Schedule& s, std::int64_t dense_after)
       : s_(s),
-        order_(topological_order(s)),
-        hb_(s, order_),
+        // Index order is a topological order when every dependency points
+        // back (the builders' schedules): then none is stored.
+        order_(s.deps_point_backward() ? std::vector<TransferId>{} : topological_order(s)),
+        parallel_(s.num_transfers() >= kParallelTransfers &&
+                  std::thread::hardware_concurrency() > 1),
+        cover_(s, order_, parallel_),
+        hb_(cover_),
+        hb_rev_(cover_),
         dense_after_(dense_after),
-        sets_(3 + static_cast<std::size_t>(s.num_ranks())) {
-    records_.reserve(expected_records(s));
+        sets_() {
+    const Sizes z = expected_sizes(s);
+    records_.reserve(z.records);
+    sets_ = SetPool(3 + static_cast<std::size_t>(s.num_ranks()), z.sets);
   }
 
   VerifyReport run() {
@@ -319,21 +204,31 @@ class Verifier {
                           "the schedule states no collective ('unknown'): its "
                           "dependencies are acyclic, but what its transfers compute "
                           "is not specified, so there is nothing to verify");
-    init_state();
-    const std::size_t n = order_.size();
-    for (std::size_t k = 0; k < n; ++k) {
-      if (k + 2 * kLookahead < n) prefetch_cells(cells_, order_[k + 2 * kLookahead]);
-      if (k + kLookahead < n) prefetch_union(order_[k + kLookahead]);
-      forward(order_[k]);
-      if ((k & 4095) == 4095) poll_interrupt();
+    // The backward pass reads only the schedule and the chain cover and
+    // writes only its own state (next_write_, hb_rev_), so on a large
+    // schedule it runs on a second thread beside the forward pass. Its
+    // verdict counts only if the forward pass finds nothing, as when they
+    // run one after the other; a failed forward pass stops it early. The
+    // future joins the thread however run() is left.
+    std::future<void> side;
+    if (parallel_) side = std::async(std::launch::async, [this] { reverse_pass(); });
+    try {
+      forward_pass();
+    } catch (...) {
+      stop_.store(true, std::memory_order_relaxed);
+      throw;
     }
-    reverse_pass();
+    if (side.valid()) {
+      side.get();
+    } else {
+      reverse_pass();
+    }
     check_postcondition();
     VerifyReport rep;
     rep.transfers = s_.num_transfers();
-    rep.steps = hb_.steps();
+    rep.steps = cover_.steps();
     rep.pieces_written = pieces_written_;
-    rep.reachability_queries = hb_.queries;
+    rep.reachability_queries = hb_.queries() + hb_rev_.queries();
     return rep;
   }
 
@@ -342,6 +237,10 @@ class Verifier {
   // takes some 100 ns, about one memory access. Measured on ring allreduce
   // at 10^7 transfers: 2, 4, 8 and 16 ahead gained alike (1.7 s to 1.2 s).
   static constexpr std::size_t kLookahead = 8;
+  // From this many transfers a verification uses a second thread (the
+  // simulator's threshold, simulate.cpp): starting it costs some 50 us,
+  // the backward pass of 2^16 transfers about 2 ms.
+  static constexpr TransferId kParallelTransfers = TransferId{1} << 16;
 
   // Hints: they change nothing, but let the memory accesses of a walk
   // overlap. Where cells and sets sit is known ahead: the cells' pieces in
@@ -365,6 +264,22 @@ class Verifier {
     const std::int32_t in = cells_.of(src)[cells_.find(src, b)].state;
     const std::int32_t old = cells_.of(dst)[cells_.find(dst, b)].state;
     sets_.prefetch_union(records_[old].set, records_[in].set);
+  }
+
+  // Position k of the topological order.
+  TransferId at(std::size_t k) const {
+    return order_.empty() ? static_cast<TransferId>(k) : order_[k];
+  }
+
+  void forward_pass() {
+    init_state();
+    const auto n = static_cast<std::size_t>(s_.num_transfers());
+    for (std::size_t k = 0; k < n; ++k) {
+      if (k + 2 * kLookahead < n) prefetch_cells(cells_, at(k + 2 * kLookahead));
+      if (k + kLookahead < n) prefetch_union(at(k + kLookahead));
+      forward(at(k));
+      if ((k & 4095) == 4095) poll_interrupt();
+    }
   }
 
   std::int32_t initial_record(std::int32_t set) {
@@ -589,12 +504,13 @@ class Verifier {
     RankId bad_rank = -1;
     BlockId bad_block = -1;
     TransferId bad_writer = -1;
-    std::int64_t seen = 0;
-    for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
-      if ((++seen & 4095) == 0) poll_interrupt();
-      if (order_.rend() - it > static_cast<std::ptrdiff_t>(kLookahead))
-        prefetch_cells(next_write_, it[kLookahead]);
-      const TransferId t = *it;
+    for (std::size_t k = static_cast<std::size_t>(s_.num_transfers()); k-- > 0;) {
+      if ((k & 4095) == 0) {
+        if (stop_.load(std::memory_order_relaxed)) return;
+        poll_interrupt();
+      }
+      if (k >= kLookahead) prefetch_cells(next_write_, at(k - kLookahead));
+      const TransferId t = at(k);
       const RankId src = s_.src(t);
       TransferId checked = -1;
       for (const BlockRange* r = s_.ranges_begin(t); r != s_.ranges_end(t); ++r) {
@@ -602,9 +518,9 @@ class Verifier {
         for (std::size_t i = next_write_.find(src, r->lo);
              i < pieces.size() && pieces[i].lo < r->hi; ++i) {
           const TransferId w = pieces[i].state;
-          if (w < 0 || w == checked || hb_.reaches(t, w)) continue;
+          if (w < 0 || w == checked || hb_rev_.reaches(t, w)) continue;
           for (const TransferId* d = s_.deps_begin(t); d != s_.deps_end(t); ++d) {
-            if (!hb_.reaches(*d, w)) {
+            if (!hb_rev_.reaches(*d, w)) {
               bad = t;
               bad_rank = src;
               bad_block = std::max(pieces[i].lo, r->lo);
@@ -759,8 +675,12 @@ class Verifier {
   }
 
   const Schedule& s_;
-  std::vector<TransferId> order_;
-  HappensBefore hb_;
+  std::vector<TransferId> order_;  // empty: index order
+  bool parallel_;
+  ChainCover cover_;
+  HappensBefore hb_;      // the forward pass's questions
+  HappensBefore hb_rev_;  // the backward pass's
+  std::atomic<bool> stop_{false};
   std::int64_t dense_after_;
   SetPool sets_;
   std::vector<Record> records_;
