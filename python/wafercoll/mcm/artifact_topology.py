@@ -509,8 +509,9 @@ def _dbtree_artifact(
         # the data it sends: its children's reductions, or its parent's copy
         d = list(into.get((ph, v, f), []))
         if ph == 0:
-            # two children reduce into one buffer in pipeline order (the
-            # parent aggregates them one after the other)
+            # "data": two children reduce into one buffer in pipeline order,
+            # as a verified AllReduce needs; "artifact": at once, as the
+            # driver lets them (only their aggregations take turns)
             if siblings_ordered and (w, f) in written:
                 d.append(written[(w, f)])
             written[(w, f)] = i
