@@ -263,3 +263,40 @@ def test_simulates_on_the_artifact_network(n: int) -> None:
     per_flow = math.ceil((1 << 20) / m / MSG)
     assert r.cycles >= per_flow * 17
     assert r.cycles <= 1.02 * wc.simulate(s, t, mcm.ARTIFACT).cycles
+
+
+def test_artifact_dependencies_let_siblings_reduce_at_once() -> None:
+    # hmc.py counts each child's messages apart, so two children reduce into
+    # one parent at once: the schedule keeps every other dependency and drops
+    # only the order between siblings, which the verifier calls a race
+    t = mcm.artifact_dbtree_topology(16)
+    size = 1 << 16
+    data = wc.build(NAME, topology=t, size_bytes=size)
+    art = wc.build(NAME, topology=t, size_bytes=size, dependencies="artifact")
+    assert wc.verify(data).ok
+    with pytest.raises(wc.ScheduleError, match="race"):
+        wc.verify(art)
+    assert art.num_transfers == data.num_transfers
+    dropped = 0
+    for i in range(data.num_transfers):
+        a, b = set(art.transfer(i)["deps"]), set(data.transfer(i)["deps"])
+        assert a <= b
+        for j in b - a:  # only an earlier reduction into the same block
+            tj, ti = data.transfer(j), data.transfer(i)
+            assert tj["op"] == ti["op"] == "reduce"
+            assert tj["dst"] == ti["dst"] and tj["blocks"] == ti["blocks"]
+            dropped += 1
+    # every internal rank of either tree has two children: one order each per flow
+    st = mcm.artifact_dbtree_stages(16)
+    pairs = sum(
+        int(np.sum(st["parents"][tr] == v) == 2) for tr in range(2) for v in range(16)
+    )
+    assert dropped == pairs * 8
+    net = mcm.ARTIFACT.replace(bandwidth_Bps=None)
+    assert wc.simulate(art, t, net).cycles <= wc.simulate(data, t, net).cycles
+
+
+def test_unknown_dependencies_are_refused() -> None:
+    t = mcm.artifact_dbtree_topology(16)
+    with pytest.raises(ValueError, match="dependencies"):
+        wc.build(NAME, topology=t, size_bytes=1 << 16, dependencies="dataflow")
