@@ -124,20 +124,7 @@ def run_fig10(
             for name in algorithms_for(m, n) + list(variants):
                 label = paper_label(name)
                 ref = artifact_reference(label, m, n, size, figure="fig10", model=model)
-                if name in variants:
-                    top, net, kw = variant_setup(variants[name], m, n)
-                    s = build(name, topology=top, size_bytes=size, **kw)
-                    r = simulate(s, top, net)
-                    # the chiplets its AllReduce spans (odd DBTree: N - 1)
-                    used = int(np.count_nonzero(s.participants))
-                    t, cycles = r.time_s, r.cycles
-                    epoch = training.epoch_time(used, compute, t)
-                    art = (
-                        training.epoch_time(used, theirs, t)
-                        if math.isfinite(theirs)
-                        else math.nan
-                    )
-                elif workload:
+                if workload:
                     used = len(training_chiplets(name, m, n))
                     step, t = workload_iteration(name, m, n, size, compute, ARTIFACT)
                     epoch = training.epoch_time(used, step, 0.0)
@@ -147,8 +134,15 @@ def run_fig10(
                         art = training.epoch_time(used, step, 0.0)
                     cycles = t * ARTIFACT.clock_Hz
                 else:
-                    r = simulate_allreduce(name, m, n, size, ARTIFACT)
-                    used = m * n - 1 if label == "TTO" else m * n
+                    if name in variants:
+                        top, net, kw = variant_setup(variants[name], m, n)
+                        s = build(name, topology=top, size_bytes=size, **kw)
+                        r = simulate(s, top, net)
+                        # the chiplets its AllReduce spans (odd DBTree: N - 1)
+                        used = int(np.count_nonzero(s.participants))
+                    else:
+                        r = simulate_allreduce(name, m, n, size, ARTIFACT)
+                        used = m * n - 1 if label == "TTO" else m * n
                     t, cycles = r.time_s, r.cycles
                     epoch = training.epoch_time(used, compute, t)
                     art = (
