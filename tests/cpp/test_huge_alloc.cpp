@@ -26,9 +26,58 @@ TEST(HugeAlloc, FreedBlockIsReusedBySameSize) {
     EXPECT_EQ(b.data(), first);
     EXPECT_EQ(b[n - 1], 0xA5);
   }
-  // A size of another number of huge pages takes another block.
-  BigVector<std::uint8_t> c(n + kHugePage);
-  EXPECT_NE(c.data(), first);
+  // A size of another number of huge pages does not take the cached block
+  // (it gives it back to the system instead: see the next test).
+  release_huge_blocks();
+}
+
+TEST(HugeAlloc, LargerBlockIsLentThenKeptAtItsSize) {
+  release_huge_blocks();
+  const std::size_t n = std::size_t{40} << 20;
+  const std::uint8_t* first = nullptr;
+  {
+    BigVector<std::uint8_t> a(n);
+    first = a.data();
+  }
+  {
+    // No block of 20 MiB, one of 40 MiB (at most twice the size): lent whole.
+    BigVector<std::uint8_t> b(n / 2);
+    EXPECT_EQ(b.data(), first);
+    EXPECT_EQ(cached_huge_bytes(), 0u);
+  }
+  EXPECT_EQ(cached_huge_bytes(), n);  // back at its own size
+  {
+    // More than twice the size: not lent.
+    BigVector<std::uint8_t> c(n / 2 - kHugePage);
+    EXPECT_NE(c.data(), first);
+  }
+  release_huge_blocks();
+}
+
+TEST(HugeAlloc, MissGivesBackCachedBlocks) {
+  release_huge_blocks();
+  const std::size_t n = std::size_t{40} << 20;
+  { BigVector<std::uint8_t> a(n), b(n); }
+  EXPECT_EQ(cached_huge_bytes(), 2 * n);
+  {
+    // Same size: taken from the cache, nothing given back.
+    BigVector<std::uint8_t> a(n);
+    EXPECT_EQ(cached_huge_bytes(), n);
+  }
+  EXPECT_EQ(cached_huge_bytes(), 2 * n);
+  {
+    // No cached block fits (the 40 MiB ones are more than twice 18 MiB), so
+    // the oldest cached blocks of at least its size go back to the system
+    // (here one of the two): the cache does not hold memory beside the new
+    // block's.
+    BigVector<std::uint8_t> c(n / 2 - kHugePage);
+    EXPECT_EQ(cached_huge_bytes(), n);
+    BigVector<std::uint8_t> d(n + kHugePage);  // larger than the rest: all of it goes
+    EXPECT_EQ(cached_huge_bytes(), 0u);
+  }
+  EXPECT_EQ(cached_huge_bytes(), n / 2 + n);
+  EXPECT_EQ(release_huge_blocks(), n / 2 + n);
+  EXPECT_EQ(cached_huge_bytes(), 0u);
 }
 
 TEST(HugeAlloc, SmallBlocksComeFromOperatorNew) {

@@ -17,15 +17,46 @@ struct CachedBlock {
 // Freed blocks, oldest first, and their total size.
 class BlockCache {
  public:
+  // A block of exactly `bytes`, the most recently freed, else the smallest
+  // of up to 2 * `bytes`; when there is none, the
+  // oldest blocks of at least `bytes` in all go back to the system first,
+  // so that memory cached by one phase (a verifier, a smaller run) is not
+  // held while the next allocates blocks of other sizes: the peak resident
+  // memory then stays near the larger phase's, not their sum.
   void* take(std::size_t bytes) {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    for (std::size_t i = blocks_.size(); i-- > 0;) {
-      if (blocks_[i].bytes != bytes) continue;
-      void* p = blocks_[i].p;
-      blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(i));
-      total_ -= bytes;
-      return p;
+    std::vector<void*> evicted;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      for (std::size_t i = blocks_.size(); i-- > 0;) {
+        if (blocks_[i].bytes != bytes) continue;
+        void* p = blocks_[i].p;
+        blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(i));
+        total_ -= bytes;
+        return p;
+      }
+      // Else the smallest block of up to twice the size, lent whole: give()
+      // puts it back at its own size.
+      std::size_t best = blocks_.size();
+      for (std::size_t i = 0; i < blocks_.size(); ++i)
+        if (blocks_[i].bytes > bytes && blocks_[i].bytes <= 2 * bytes &&
+            (best == blocks_.size() || blocks_[i].bytes < blocks_[best].bytes))
+          best = i;
+      if (best < blocks_.size()) {
+        const CachedBlock b = blocks_[best];
+        blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(best));
+        total_ -= b.bytes;
+        lent_.push_back(b);
+        return b.p;
+      }
+      std::size_t drop = 0, freed = 0;
+      for (; drop < blocks_.size() && freed < bytes; ++drop) {
+        evicted.push_back(blocks_[drop].p);
+        freed += blocks_[drop].bytes;
+      }
+      total_ -= freed;
+      blocks_.erase(blocks_.begin(), blocks_.begin() + static_cast<std::ptrdiff_t>(drop));
     }
+    for (void* q : evicted) std::free(q);  // outside the lock: munmap takes time
     return nullptr;
   }
 
@@ -33,6 +64,12 @@ class BlockCache {
     std::vector<void*> evicted;
     {
       const std::lock_guard<std::mutex> lock(mutex_);
+      for (std::size_t i = 0; i < lent_.size(); ++i) {
+        if (lent_[i].p != p) continue;
+        bytes = lent_[i].bytes;
+        lent_.erase(lent_.begin() + static_cast<std::ptrdiff_t>(i));
+        break;
+      }
       if (bytes > kMaxCachedBytes) {
         evicted.push_back(p);
       } else {
@@ -72,6 +109,7 @@ class BlockCache {
  private:
   std::mutex mutex_;
   std::vector<CachedBlock> blocks_;
+  std::vector<CachedBlock> lent_;  // blocks in use that are larger than asked
   std::size_t total_ = 0;
 };
 
