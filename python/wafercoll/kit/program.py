@@ -181,12 +181,16 @@ def _sorted_csr(deps: tuple[Any, Any], n: int) -> tuple[np.ndarray, np.ndarray] 
     return flat, counts
 
 
-def _narrow(a: np.ndarray, bound: int, what: str) -> np.ndarray:
-    """``a`` as int32, checked to lie in ``[0, bound)``."""
+def _checked(a: np.ndarray, bound: int, what: str) -> np.ndarray:
+    """``a``, checked to lie in ``[0, bound)``.
+
+    No int32 copy: the core reads int64 arrays in place (and checks them
+    again before it narrows them).
+    """
     if a.size and (int(a.min()) < 0 or int(a.max()) >= bound):
         bad = a[(a < 0) | (a >= bound)][0]
         raise ValueError(f"{what} holds {int(bad)}, outside [0, {bound})")
-    return np.ascontiguousarray(a, dtype=np.int32)
+    return a
 
 
 def _dedupe_matrix(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -396,10 +400,10 @@ class Program:
                 raise ValueError(f"op must have one entry per transfer ({t})")
         # checked before the rule's state moves; the core's types (ranks,
         # blocks and ids fit in int32)
-        src32 = _narrow(src_a, self.ranks, "src")
-        dst32 = _narrow(dflat, self.ranks, "dst")
-        lo32 = _narrow(lo, self.num_blocks, "blocks")
-        hi32 = _narrow(hi, self.num_blocks + 1, "blocks")
+        src_c = _checked(src_a, self.ranks, "src")
+        dst_c = _checked(dflat, self.ranks, "dst")
+        lo_c = _checked(lo, self.num_blocks, "blocks")
+        hi_c = _checked(hi, self.num_blocks + 1, "blocks")
         ids = self.count + np.arange(t, dtype=np.int64)
         drows = _csr_rows(ndst) if dflat.size != t else None
         # -- dependencies of the rule
@@ -421,7 +425,7 @@ class Program:
         if sorted_csr is not None:
             dep_vals, ndep = sorted_csr
         elif matrix is not None and not rows and self.rule != "cells":
-            padded = np.ascontiguousarray(matrix, dtype=np.int32)
+            padded = np.ascontiguousarray(matrix, dtype=np.int64)
             dep_vals, ndep = padded, None
         elif matrix is not None and not rows:
             dep_vals, ndep = _dedupe_matrix(matrix)
@@ -449,18 +453,19 @@ class Program:
             raise ValueError(f"stream must have one entry per transfer ({t})")
         ndst_k = ndst if isinstance(dst, Multi) else None
         if self.rule == "cells":
-            self._src.append(src32)
+            # kept until schedule(): in 32 bits, half the memory
+            self._src.append(src_c.astype(np.int32))
             self._op.append(op_a)
-            self._dst.append(dst32)
+            self._dst.append(dst_c.astype(np.int32))
             self._ndst.append(ndst_k)
-            self._lo.append(lo32)
-            self._hi.append(hi32)
+            self._lo.append(lo_c.astype(np.int32))
+            self._hi.append(hi_c.astype(np.int32))
             self._nrng.append(nrng)
             self._deps.append(dep_vals.astype(np.int32))
             self._ndep.append(ndep)
             self._stream.append(st.astype(np.int32))
         else:
-            self._append(src32, op_a, ndst_k, dst32, nrng, lo32, hi32, ndep, dep_vals)
+            self._append(src_c, op_a, ndst_k, dst_c, nrng, lo_c, hi_c, ndep, dep_vals)
         self.count += t
         return ids
 
@@ -616,7 +621,7 @@ class Program:
                 lo,
                 hi,
                 offsets(ndep),
-                deps.astype(np.int32, copy=False),
+                deps,
             )
         except (ValueError, IndexError) as exc:
             self._done = True  # a partial step may have been added
