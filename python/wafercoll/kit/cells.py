@@ -163,10 +163,18 @@ def tiled_cell_deps(
         later = flat[off[E] :]  # chunk 1's; chunk c's are shifted by (c - 1) E
         cnt1 = np.diff(off[E:])
         reps = C - 1
-        shift = np.repeat(np.arange(reps, dtype=np.int64) * E, later.size)
-        vals = np.concatenate([first, np.tile(later, reps) + shift])
+        # written in place: chunk c's row is chunk 1's shifted by (c - 1) E
+        # (one pass, where tile + repeat + add made three arrays this size)
+        vals = np.empty(first.size + reps * later.size, dtype=np.int64)
+        vals[: first.size] = first
+        np.add(
+            later[None, :],
+            (np.arange(reps, dtype=np.int64) * E)[:, None],
+            out=vals[first.size :].reshape(reps, later.size),
+        )
         counts = np.concatenate([cnt0, np.tile(cnt1, reps)])
     else:
         vals, counts = first, cnt0
-    dep_off = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    dep_off = np.zeros(counts.size + 1, dtype=np.int64)
+    np.cumsum(counts, out=dep_off[1:])
     return vals, dep_off
