@@ -247,6 +247,14 @@ ScheduleError bad_range(const std::string& where, std::int64_t index, std::int64
                                     std::to_string(nb) + ")", index, -1, lo);
 }
 
+// Capacity for `extra` more elements: at least double, so that repeated
+// batches still grow geometrically.
+template <typename T>
+void grow(std::vector<T>& v, std::int64_t extra) {
+  const std::size_t need = v.size() + static_cast<std::size_t>(extra);
+  if (need > v.capacity()) v.reserve(std::max(need, 2 * v.capacity()));
+}
+
 }  // namespace
 
 void Schedule::append_ranges(std::int64_t index, std::vector<BlockRange>& ranges) {
@@ -349,8 +357,14 @@ void Schedule::append_csr_from(std::int64_t n, const I* src, const std::uint8_t*
   if (num_transfers() + n > kMaxTransfers)
     throw std::length_error("a schedule holds at most " + std::to_string(kMaxTransfers) +
                             " transfers");
-  // No reserve() here: reserving the exact size on every batch would defeat
-  // the vectors' geometric growth and make a long program quadratic.
+  // Room for the batch, grown geometrically: reserving the exact size on
+  // every batch would make a long program quadratic, and letting the
+  // vectors grow element by element copies a large batch some 25 times.
+  grow(src_, n);
+  grow(op_, n);
+  grow(dst_, dst_off ? dst_off[n] : n);
+  grow(ranges_, rng_off ? rng_off[n] : n);
+  if (dep_off) grow(dep_, dep_off[n]);
   std::vector<BlockRange> ranges;
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int64_t index = num_transfers();

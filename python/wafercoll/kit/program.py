@@ -154,12 +154,14 @@ def _unique_rows(
     return vals.astype(np.int64), off
 
 
-def _sorted_csr(deps: tuple[Any, Any], n: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(flat, counts)`` of CSR lists that are already distinct and sorted.
+def _sorted_csr(
+    deps: tuple[Any, Any], n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(flat, counts, offsets)`` of CSR lists already distinct and sorted.
 
     When every list of ``deps`` is strictly increasing and non-negative, it is
-    what :func:`_unique_rows` would return; else None. One linear pass, where
-    sorting would cost a lexsort.
+    what :func:`_unique_rows` would return (with the counts); else None. One
+    linear pass, where sorting would cost a lexsort.
     """
     flat, off = np.asarray(deps[0]).ravel(), _i64(deps[1])
     if flat.size and not np.issubdtype(flat.dtype, np.integer):
@@ -178,7 +180,7 @@ def _sorted_csr(deps: tuple[Any, Any], n: int) -> tuple[np.ndarray, np.ndarray] 
     rising[off[:-1][counts > 0]] = True  # the first entry of every list
     if not bool(rising.all()):
         return None
-    return flat, counts
+    return flat, counts, off
 
 
 def _checked(a: np.ndarray, bound: int, what: str) -> np.ndarray:
@@ -422,8 +424,9 @@ class Program:
             rows.append(r)
             vals.append(v)
         padded = None  # the core drops -1s and repeats of fixed-width rows
+        dep_off = None  # the offsets of ndep, when the caller gave them
         if sorted_csr is not None:
-            dep_vals, ndep = sorted_csr
+            dep_vals, ndep, dep_off = sorted_csr
         elif matrix is not None and not rows and self.rule != "cells":
             padded = np.ascontiguousarray(matrix, dtype=np.int64)
             dep_vals, ndep = padded, None
@@ -465,7 +468,9 @@ class Program:
             self._ndep.append(ndep)
             self._stream.append(st.astype(np.int32))
         else:
-            self._append(src_c, op_a, ndst_k, dst_c, nrng, lo_c, hi_c, ndep, dep_vals)
+            self._append(
+                src_c, op_a, ndst_k, dst_c, nrng, lo_c, hi_c, ndep, dep_vals, dep_off
+            )
         self.count += t
         return ids
 
@@ -603,6 +608,7 @@ class Program:
         hi: np.ndarray,
         ndep: np.ndarray | None,
         deps: np.ndarray,
+        dep_off: np.ndarray | None = None,
     ) -> None:
         def offsets(counts: np.ndarray | None) -> np.ndarray | None:
             if counts is None:
@@ -620,7 +626,7 @@ class Program:
                 offsets(nrng),
                 lo,
                 hi,
-                offsets(ndep),
+                offsets(ndep) if dep_off is None else dep_off,
                 deps,
             )
         except (ValueError, IndexError) as exc:
