@@ -154,33 +154,33 @@ def _unique_rows(
     return vals.astype(np.int64), off
 
 
-def _sorted_csr(
-    deps: tuple[Any, Any], n: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """``(flat, counts, offsets)`` of CSR lists already distinct and sorted.
+def _sorted_csr(deps: tuple[Any, Any], n: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(flat, offsets)`` of CSR lists that are already distinct and sorted.
 
     When every list of ``deps`` is strictly increasing and non-negative, it is
-    what :func:`_unique_rows` would return (with the counts); else None. One
-    linear pass, where sorting would cost a lexsort.
+    what :func:`_unique_rows` would return; else None. One linear pass, where
+    sorting would cost a lexsort.
     """
     flat, off = np.asarray(deps[0]).ravel(), _i64(deps[1])
     if flat.size and not np.issubdtype(flat.dtype, np.integer):
         return None  # the general path says what is wrong
-    counts = np.diff(off)
     if (
         off.size != n + 1
         or int(off[0]) != 0
         or int(off[-1]) != flat.size
-        or bool((counts < 0).any())
+        or bool((off[1:] < off[:-1]).any())
         or (flat.size and int(flat.min()) < 0)
     ):
         return None
-    rising = np.empty(flat.size, bool)
-    rising[1:] = flat[1:] > flat[:-1]
-    rising[off[:-1][counts > 0]] = True  # the first entry of every list
-    if not bool(rising.all()):
-        return None
-    return flat, counts, off
+    # Every place where the values do not rise must start a list: a
+    # position p starts a (non-empty) list exactly when p is an offset, as
+    # the offsets do not decrease and p < off[-1].
+    falls = np.flatnonzero(flat[1:] <= flat[:-1]) + 1
+    if falls.size:
+        at = np.searchsorted(off, falls)
+        if not bool((off[np.minimum(at, off.size - 1)] == falls).all()):
+            return None
+    return flat, off
 
 
 def _checked(a: np.ndarray, bound: int, what: str) -> np.ndarray:
@@ -426,7 +426,8 @@ class Program:
         padded = None  # the core drops -1s and repeats of fixed-width rows
         dep_off = None  # the offsets of ndep, when the caller gave them
         if sorted_csr is not None:
-            dep_vals, ndep, dep_off = sorted_csr
+            dep_vals, dep_off = sorted_csr
+            ndep = np.diff(dep_off) if self.rule == "cells" else None
         elif matrix is not None and not rows and self.rule != "cells":
             padded = np.ascontiguousarray(matrix, dtype=np.int64)
             dep_vals, ndep = padded, None
