@@ -358,9 +358,10 @@ void Schedule::append_csr_from(std::int64_t n, const I* src, const std::uint8_t*
   if (num_transfers() + n > kMaxTransfers)
     throw std::length_error("a schedule holds at most " + std::to_string(kMaxTransfers) +
                             " transfers");
-  // Room for the batch, grown geometrically: reserving the exact size on
-  // every batch would make a long program quadratic, and letting the
-  // vectors grow element by element copies a large batch some 25 times.
+  // Room for the batch at once, grown geometrically: reserving the exact
+  // size on every batch would make a long program quadratic, and letting
+  // the vectors grow element by element copies a batch of 16 M transfers
+  // some 25 times.
   grow(src_, n);
   grow(op_, n);
   grow(dst_, dst_off ? dst_off[n] : n);

@@ -173,12 +173,14 @@ def _sorted_csr(deps: tuple[Any, Any], n: int) -> tuple[np.ndarray, np.ndarray] 
     ):
         return None
     # Every place where the values do not rise must start a list: a
-    # position p starts a (non-empty) list exactly when p is an offset, as
-    # the offsets do not decrease and p < off[-1].
-    falls = np.flatnonzero(flat[1:] <= flat[:-1]) + 1
-    if falls.size:
-        at = np.searchsorted(off, falls)
-        if not bool((off[np.minimum(at, off.size - 1)] == falls).all()):
+    # position p < off[-1] starts a (non-empty) list exactly when p is an
+    # offset, as the offsets do not decrease. Boolean masks only.
+    rising = flat[1:] > flat[:-1]
+    if not bool(rising.all()):
+        start = np.zeros(flat.size + 1, bool)
+        start[off] = True
+        rising |= start[1 : flat.size]
+        if not bool(rising.all()):
             return None
     return flat, off
 
