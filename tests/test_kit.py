@@ -373,3 +373,26 @@ def test_split_weighted_is_proportional_and_exact() -> None:
         kit.split_weighted(10, [0, 0])
     with pytest.raises(ValueError, match="total"):
         kit.split_weighted(-1, [1])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_csr_deps_are_taken_as_distinct_sorted_lists(seed) -> None:
+    # Explicit CSR lists, some sorted (taken as they are), some not, with
+    # repeats, -1s and empty lists (normalised): the schedule's lists are
+    # the sorted distinct non-negative ids of each, computed here by sets.
+    rng = np.random.default_rng(seed)
+    prog = kit.Program(4, [8] * 4, "allgather", rule="explicit")
+    prog.step(np.arange(4), (np.arange(4) + 1) % 4, np.arange(4))  # ids 0..3
+    t = 12
+    lists = []
+    for i in range(t):
+        k = int(rng.integers(0, 4))
+        x = rng.integers(-1, 4 + i, size=k)
+        lists.append(np.sort(np.unique(x[x >= 0])) if seed % 2 else x)
+    off = np.concatenate([[0], np.cumsum([len(x) for x in lists])])
+    flat = np.concatenate(lists).astype(np.int64)
+    src = np.arange(t) % 4
+    prog.step(src, (src + 1) % 4, np.arange(t) % 4, deps=(flat, off))
+    s = prog.schedule()
+    for i, x in enumerate(lists):
+        assert s.transfer(4 + i)["deps"] == sorted({int(v) for v in x if v >= 0})

@@ -357,3 +357,37 @@ def test_rejected_transfer_in_a_batch_leaves_no_range_behind():
     lo, hi, off = s.block_ranges()
     assert (lo.tolist(), hi.tolist(), off.tolist()) == ([0], [1], [0, 1])
     assert pickle.loads(pickle.dumps(s)) == s
+
+
+@pytest.mark.parametrize("field", ["src", "dst", "lo", "deps"])
+def test_int64_batch_is_checked_before_it_narrows(field):
+    # 2**32 + 1 narrows to 1 in 32 bits, a valid rank, block and transfer:
+    # read in place from int64 arrays, it must be rejected as what it is.
+    s = wc.Schedule(3, [8] * 4, "allreduce")
+    s._core.append_csr(
+        np.array([0]),
+        np.array([0], np.uint8),
+        None,
+        np.array([1]),
+        None,
+        np.array([0]),
+        np.array([1]),
+        None,
+        np.array([[-1]]),
+    )
+    wide = 2**32 + 1
+    arrays = {"src": [2], "dst": [0], "lo": [1], "deps": [[0]]}
+    arrays[field] = [[wide]] if field == "deps" else [wide]
+    with pytest.raises(wc.ScheduleError, match=str(wide)):
+        s._core.append_csr(
+            np.array(arrays["src"]),
+            np.array([0], np.uint8),
+            None,
+            np.array(arrays["dst"]),
+            None,
+            np.array(arrays["lo"]),
+            np.array([2]),
+            None,
+            np.array(arrays["deps"]),
+        )
+    assert len(s) == 1

@@ -40,6 +40,57 @@ py::array_t<std::int64_t> offsets_to_numpy(const CsrOffsets& off) {
   return out;
 }
 
+using I64Array = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
+
+bool is_i64(const py::array& a) { return py::isinstance<py::array_t<std::int64_t>>(a); }
+
+// The checks of Schedule.append_csr's shapes, then the core's append over
+// arrays of integer type I (contiguous copies made only where needed).
+template <typename I>
+void append_csr_arrays(Schedule& s, const py::array& src_in, const py::array& op_in,
+                       const std::optional<I64Array>& dst_off, const py::array& dsts_in,
+                       const std::optional<I64Array>& rng_off, const py::array& lo_in,
+                       const py::array& hi_in, const std::optional<I64Array>& dep_off,
+                       const py::array& deps_in) {
+  using Arr = py::array_t<I, py::array::c_style | py::array::forcecast>;
+  const Arr src = Arr::ensure(src_in), dsts = Arr::ensure(dsts_in), lo = Arr::ensure(lo_in),
+            hi = Arr::ensure(hi_in), deps = Arr::ensure(deps_in);
+  const auto op = py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>::ensure(op_in);
+  if (!src || !dsts || !lo || !hi || !deps || !op) throw py::error_already_set();
+  const std::int64_t n = src.size();
+  auto need = [](bool ok, const char* what) {
+    if (!ok) throw std::invalid_argument(std::string("append_csr: ") + what);
+  };
+  need(op.size() == n, "op must have one entry per transfer");
+  need(!dep_off || dep_off->size() == n + 1, "dep_offsets must have n + 1 entries");
+  // without offsets, deps is an n x width matrix of candidates (-1: none)
+  std::int64_t width = 0;
+  if (!dep_off) {
+    need(deps.ndim() == 2 && deps.shape(0) == n,
+         "deps without offsets must be an (n, width) matrix");
+    width = deps.shape(1);
+  }
+  need(!dst_off || dst_off->size() == n + 1, "dst_offsets must have n + 1 entries");
+  need(!rng_off || rng_off->size() == n + 1, "block_offsets must have n + 1 entries");
+  const std::int64_t nd = dst_off ? dst_off->at(n) : n;
+  const std::int64_t nr = rng_off ? rng_off->at(n) : n;
+  need(dsts.size() == nd, "dst does not match its offsets");
+  need(lo.size() == nr && hi.size() == nr, "block ranges do not match their offsets");
+  need(!dep_off || deps.size() == dep_off->at(n), "deps does not match its offsets");
+  auto monotone = [&](const std::int64_t* o, const char* what) {
+    if (!o) return;
+    need(o[0] == 0, what);
+    for (std::int64_t i = 0; i < n; ++i) need(o[i] <= o[i + 1], what);
+  };
+  monotone(dep_off ? dep_off->data() : nullptr, "dep_offsets must start at 0 and not decrease");
+  monotone(dst_off ? dst_off->data() : nullptr, "dst_offsets must start at 0 and not decrease");
+  monotone(rng_off ? rng_off->data() : nullptr,
+           "block_offsets must start at 0 and not decrease");
+  s.append_csr(n, src.data(), op.data(), dst_off ? dst_off->data() : nullptr, dsts.data(),
+               rng_off ? rng_off->data() : nullptr, lo.data(), hi.data(),
+               dep_off ? dep_off->data() : nullptr, deps.data(), width);
+}
+
 }  // namespace
 
 void bind_schedule(py::module_& m) {
@@ -101,54 +152,21 @@ void bind_schedule(py::module_& m) {
           py::arg("switches") = std::vector<std::uint8_t>{})
       .def(
           "append_csr",
-          [](Schedule& s,
-             const py::array_t<RankId, py::array::c_style | py::array::forcecast>& src,
-             const py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>& op,
-             const std::optional<py::array_t<std::int64_t, py::array::c_style |
-                                                               py::array::forcecast>>& dst_off,
-             const py::array_t<RankId, py::array::c_style | py::array::forcecast>& dsts,
-             const std::optional<py::array_t<std::int64_t, py::array::c_style |
-                                                               py::array::forcecast>>& rng_off,
-             const py::array_t<BlockId, py::array::c_style | py::array::forcecast>& lo,
-             const py::array_t<BlockId, py::array::c_style | py::array::forcecast>& hi,
-             const std::optional<py::array_t<std::int64_t, py::array::c_style |
-                                                               py::array::forcecast>>& dep_off,
-             const py::array_t<TransferId, py::array::c_style | py::array::forcecast>& deps) {
-            const std::int64_t n = src.size();
-            auto need = [](bool ok, const char* what) {
-              if (!ok) throw std::invalid_argument(std::string("append_csr: ") + what);
-            };
-            need(op.size() == n, "op must have one entry per transfer");
-            need(!dep_off || dep_off->size() == n + 1, "dep_offsets must have n + 1 entries");
-            // without offsets, deps is an n x width matrix of candidates (-1: none)
-            std::int64_t width = 0;
-            if (!dep_off) {
-              need(deps.ndim() == 2 && deps.shape(0) == n,
-                   "deps without offsets must be an (n, width) matrix");
-              width = deps.shape(1);
-            }
-            need(!dst_off || dst_off->size() == n + 1, "dst_offsets must have n + 1 entries");
-            need(!rng_off || rng_off->size() == n + 1,
-                 "block_offsets must have n + 1 entries");
-            const std::int64_t nd = dst_off ? dst_off->at(n) : n;
-            const std::int64_t nr = rng_off ? rng_off->at(n) : n;
-            need(dsts.size() == nd, "dst does not match its offsets");
-            need(lo.size() == nr && hi.size() == nr, "block ranges do not match their offsets");
-            need(!dep_off || deps.size() == dep_off->at(n), "deps does not match its offsets");
-            auto monotone = [&](const std::int64_t* o, const char* what) {
-              if (!o) return;
-              need(o[0] == 0, what);
-              for (std::int64_t i = 0; i < n; ++i) need(o[i] <= o[i + 1], what);
-            };
-            monotone(dep_off ? dep_off->data() : nullptr,
-                     "dep_offsets must start at 0 and not decrease");
-            monotone(dst_off ? dst_off->data() : nullptr,
-                     "dst_offsets must start at 0 and not decrease");
-            monotone(rng_off ? rng_off->data() : nullptr,
-                     "block_offsets must start at 0 and not decrease");
-            s.append_csr(n, src.data(), op.data(), dst_off ? dst_off->data() : nullptr,
-                         dsts.data(), rng_off ? rng_off->data() : nullptr, lo.data(), hi.data(),
-                         dep_off ? dep_off->data() : nullptr, deps.data(), width);
+          [](Schedule& s, const py::array& src, const py::array& op,
+             const std::optional<I64Array>& dst_off, const py::array& dsts,
+             const std::optional<I64Array>& rng_off, const py::array& lo, const py::array& hi,
+             const std::optional<I64Array>& dep_off, const py::array& deps) {
+            // int64 arrays (NumPy's default) are read in place, the core
+            // checking every value before it narrows; anything else is
+            // converted to the core's 32-bit types first.
+            const bool wide = is_i64(src) && is_i64(dsts) && is_i64(lo) && is_i64(hi) &&
+                              is_i64(deps);
+            if (wide)
+              append_csr_arrays<std::int64_t>(s, src, op, dst_off, dsts, rng_off, lo, hi,
+                                              dep_off, deps);
+            else
+              append_csr_arrays<std::int32_t>(s, src, op, dst_off, dsts, rng_off, lo, hi,
+                                              dep_off, deps);
           },
           "Append transfers in CSR form (offsets relative to the batch; None: one each).")
       .def(

@@ -119,7 +119,7 @@ class Schedule:
         ...
     def add_transfer(self, src: typing.SupportsInt | typing.SupportsIndex, dsts: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], ranges: collections.abc.Sequence[tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex]], op: str, deps: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> int:
         ...
-    def append_csr(self, arg0: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], arg1: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8], arg2: typing.Annotated[numpy.typing.ArrayLike, numpy.int64] | None, arg3: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], arg4: typing.Annotated[numpy.typing.ArrayLike, numpy.int64] | None, arg5: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], arg6: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], arg7: typing.Annotated[numpy.typing.ArrayLike, numpy.int64] | None, arg8: typing.Annotated[numpy.typing.ArrayLike, numpy.int32]) -> None:
+    def append_csr(self, arg0: numpy.ndarray, arg1: numpy.ndarray, arg2: typing.Annotated[numpy.typing.ArrayLike, numpy.int64] | None, arg3: numpy.ndarray, arg4: typing.Annotated[numpy.typing.ArrayLike, numpy.int64] | None, arg5: numpy.ndarray, arg6: numpy.ndarray, arg7: typing.Annotated[numpy.typing.ArrayLike, numpy.int64] | None, arg8: numpy.ndarray) -> None:
         """
         Append transfers in CSR form (offsets relative to the batch; None: one each).
         """

@@ -245,3 +245,50 @@ TEST(CsrOffsets, RejectedTransferInABatchLeavesNoRangeBehind) {
   EXPECT_EQ(static_cast<std::int64_t>(s.range_array().size()), 2);
   EXPECT_EQ(s.range_offsets().form(), CsrOffsets::Form::identity);
 }
+
+TEST(CsrOffsets, Int64BatchMatchesInt32AndChecksBeforeNarrowing) {
+  // A chain 0 -> 1 -> 2 with padded dependency rows (-1: none, repeats),
+  // appended once from 32-bit and once from 64-bit arrays: same schedule.
+  const std::vector<std::uint8_t> op{0, 1, 0};
+  Schedule a(3, std::vector<Bytes>(2, 8), Collective{});
+  const std::vector<RankId> src{0, 1, 2}, dsts{1, 2, 0};
+  const std::vector<BlockId> lo{0, 1, 0}, hi{1, 2, 2};
+  const std::vector<TransferId> deps{-1, -1, 0, 0, 1, -1};
+  a.append_csr(3, src.data(), op.data(), nullptr, dsts.data(), nullptr, lo.data(), hi.data(),
+               nullptr, deps.data(), 2);
+  Schedule b(3, std::vector<Bytes>(2, 8), Collective{});
+  const std::vector<std::int64_t> src64{0, 1, 2}, dsts64{1, 2, 0};
+  const std::vector<std::int64_t> lo64{0, 1, 0}, hi64{1, 2, 2};
+  const std::vector<std::int64_t> deps64{-1, -1, 0, 0, 1, -1};
+  b.append_csr(3, src64.data(), op.data(), nullptr, dsts64.data(), nullptr, lo64.data(),
+               hi64.data(), nullptr, deps64.data(), 2);
+  EXPECT_EQ(a.src_array(), b.src_array());
+  EXPECT_EQ(a.op_array(), b.op_array());
+  EXPECT_EQ(a.dst_array(), b.dst_array());
+  EXPECT_EQ(a.dep_array(), b.dep_array());
+  ASSERT_EQ(a.range_array().size(), b.range_array().size());
+  for (std::size_t i = 0; i < a.range_array().size(); ++i) {
+    EXPECT_EQ(a.range_array()[i].lo, b.range_array()[i].lo);
+    EXPECT_EQ(a.range_array()[i].hi, b.range_array()[i].hi);
+  }
+  for (TransferId t = 0; t < 3; ++t) EXPECT_EQ(a.num_deps(t), b.num_deps(t));
+  ASSERT_EQ(b.num_deps(2), 1);
+  EXPECT_EQ(*b.deps_begin(2), 1);
+  // 2^32 + 1 would narrow to 1, a valid rank, block and transfer: each is
+  // rejected as the value it is, and nothing of the bad transfer stays.
+  const std::int64_t wide = (std::int64_t{1} << 32) + 1;
+  const std::vector<std::int64_t> one{0}, bad{wide}, zero{0}, two{2}, none{-1};
+  const std::vector<std::uint8_t> op1{0};
+  for (int field = 0; field < 4; ++field) {
+    Schedule c = b;
+    const std::vector<std::int64_t>& s = field == 0 ? bad : one;
+    const std::vector<std::int64_t>& d = field == 1 ? bad : two;
+    const std::vector<std::int64_t>& h = field == 2 ? bad : two;
+    const std::vector<std::int64_t>& dep = field == 3 ? bad : none;
+    EXPECT_THROW(c.append_csr(1, s.data(), op1.data(), nullptr, d.data(), nullptr,
+                              zero.data(), h.data(), nullptr, dep.data(), 1),
+                 ScheduleError)
+        << "field " << field;
+    EXPECT_EQ(c.num_transfers(), 3);
+  }
+}

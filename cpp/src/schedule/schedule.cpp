@@ -203,8 +203,11 @@ void Schedule::reserve(std::int64_t transfers, std::int64_t ranges_per_transfer)
 // Source and destinations of one transfer: in range, at least one
 // destination, none equal to the source, none twice (a multicast names each
 // destination once; quadratic in the destinations, which are few).
-void Schedule::check_transfer_fields(std::int64_t index, RankId src, const RankId* dbegin,
-                                     const RankId* dend) const {
+// Templated over the integer type of the caller's arrays (RankId, or the
+// kit's int64), so values are checked before anything narrows them.
+template <typename I>
+void Schedule::check_transfer_fields(std::int64_t index, I src, const I* dbegin,
+                                     const I* dend) const {
   if (src < 0 || src >= num_ranks_)
     throw ScheduleError("field", at(index) + ": field 'src' must be a rank in [0, " +
                                      std::to_string(num_ranks_ - 1) + "], got " +
@@ -212,7 +215,7 @@ void Schedule::check_transfer_fields(std::int64_t index, RankId src, const RankI
   if (dbegin == dend)
     throw ScheduleError("field", at(index) + ": field 'dst' must list at least one rank",
                         index, src);
-  for (const RankId* d = dbegin; d != dend; ++d) {
+  for (const I* d = dbegin; d != dend; ++d) {
     if (*d < 0 || *d >= num_ranks_)
       throw ScheduleError("field", at(index) + ": field 'dst' holds rank " +
                                        std::to_string(*d) + ", outside [0, " +
@@ -220,7 +223,7 @@ void Schedule::check_transfer_fields(std::int64_t index, RankId src, const RankI
     if (*d == src)
       throw ScheduleError("field", at(index) + ": field 'dst' contains the source rank " +
                                        std::to_string(src), index, src);
-    for (const RankId* e = dbegin; e != d; ++e)
+    for (const I* e = dbegin; e != d; ++e)
       if (*e == *d)
         throw ScheduleError("field", at(index) + ": field 'dst' lists rank " +
                                          std::to_string(*d) + " twice", index, *d);
@@ -234,16 +237,33 @@ void Schedule::check_transfer_fields(std::int64_t index, RankId src, const RankI
 // detection relies on. Everything is checked before anything is appended,
 // so a rejected transfer leaves no range behind (append_csr keeps the
 // transfers of a batch before a bad one).
+namespace {
+
+ScheduleError bad_range(const std::string& where, std::int64_t index, std::int64_t lo,
+                        std::int64_t hi, std::int64_t nb) {
+  return ScheduleError("field", where + ": field 'blocks' holds range [" +
+                                    std::to_string(lo) + ", " + std::to_string(hi) +
+                                    "), which is empty or outside [0, " +
+                                    std::to_string(nb) + ")", index, -1, lo);
+}
+
+// Capacity for `extra` more elements, as one range insert would make it:
+// size + max(size, extra), so repeated batches still grow geometrically
+// (and end with no more slack than the vector's own growth leaves).
+template <typename T>
+void grow(std::vector<T>& v, std::int64_t extra) {
+  const std::size_t need = v.size() + static_cast<std::size_t>(extra);
+  if (need > v.capacity()) v.reserve(std::max(need, 2 * v.size()));
+}
+
+}  // namespace
+
 void Schedule::append_ranges(std::int64_t index, std::vector<BlockRange>& ranges) {
   if (ranges.empty())
     throw ScheduleError("field", at(index) + ": field 'blocks' must not be empty", index);
   const BlockId nb = num_blocks();
   for (const auto& r : ranges) {
-    if (r.lo < 0 || r.hi > nb || r.lo >= r.hi)
-      throw ScheduleError("field", at(index) + ": field 'blocks' holds range [" +
-                                       std::to_string(r.lo) + ", " + std::to_string(r.hi) +
-                                       "), which is empty or outside [0, " +
-                                       std::to_string(nb) + ")", index, -1, r.lo);
+    if (r.lo < 0 || r.hi > nb || r.lo >= r.hi) throw bad_range(at(index), index, r.lo, r.hi, nb);
   }
   if (ranges.size() > 1)
     std::sort(ranges.begin(), ranges.end(),
@@ -316,13 +336,37 @@ void Schedule::append_csr(std::int64_t n, const RankId* src, const std::uint8_t*
                           const std::int64_t* rng_off, const BlockId* lo, const BlockId* hi,
                           const std::int64_t* dep_off, const TransferId* deps,
                           std::int64_t dep_width) {
+  append_csr_from(n, src, op, dst_off, dsts, rng_off, lo, hi, dep_off, deps, dep_width);
+}
+
+void Schedule::append_csr(std::int64_t n, const std::int64_t* src, const std::uint8_t* op,
+                          const std::int64_t* dst_off, const std::int64_t* dsts,
+                          const std::int64_t* rng_off, const std::int64_t* lo,
+                          const std::int64_t* hi, const std::int64_t* dep_off,
+                          const std::int64_t* deps, std::int64_t dep_width) {
+  append_csr_from(n, src, op, dst_off, dsts, rng_off, lo, hi, dep_off, deps, dep_width);
+}
+
+template <typename I>
+void Schedule::append_csr_from(std::int64_t n, const I* src, const std::uint8_t* op,
+                               const std::int64_t* dst_off, const I* dsts,
+                               const std::int64_t* rng_off, const I* lo, const I* hi,
+                               const std::int64_t* dep_off, const I* deps,
+                               std::int64_t dep_width) {
   if (n < 0) throw std::invalid_argument("append_csr: negative transfer count");
-  std::vector<TransferId> picked;  // padded rows: the distinct candidates, sorted
+  std::vector<I> picked;  // padded rows: the distinct candidates, sorted
   if (num_transfers() + n > kMaxTransfers)
     throw std::length_error("a schedule holds at most " + std::to_string(kMaxTransfers) +
                             " transfers");
-  // No reserve() here: reserving the exact size on every batch would defeat
-  // the vectors' geometric growth and make a long program quadratic.
+  // Room for the batch at once, grown geometrically: reserving the exact
+  // size on every batch would make a long program quadratic, and letting
+  // the vectors grow element by element copies a batch of 16 M transfers
+  // some 25 times.
+  grow(src_, n);
+  grow(op_, n);
+  grow(dst_, dst_off ? dst_off[n] : n);
+  grow(ranges_, rng_off ? rng_off[n] : n);
+  if (dep_off) grow(dep_, dep_off[n]);
   std::vector<BlockRange> ranges;
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int64_t index = num_transfers();
@@ -330,7 +374,7 @@ void Schedule::append_csr(std::int64_t n, const RankId* src, const std::uint8_t*
     check_transfer_fields(index, src[i], dsts + d0, dsts + d1);
     if (op[i] > 1)
       throw ScheduleError("field", at(index) + ": field 'op' must be copy or reduce", index);
-    const TransferId* dl = deps;
+    const I* dl = deps;
     std::int64_t k0 = 0, k1 = 0;
     if (dep_off) {
       k0 = dep_off[i];
@@ -364,9 +408,15 @@ void Schedule::append_csr(std::int64_t n, const RankId* src, const std::uint8_t*
     }
     const std::int64_t r0 = rng_off ? rng_off[i] : i, r1 = rng_off ? rng_off[i + 1] : i + 1;
     ranges.clear();
-    for (std::int64_t r = r0; r < r1; ++r) ranges.push_back(BlockRange{lo[r], hi[r]});
+    for (std::int64_t r = r0; r < r1; ++r) {
+      // wider values are checked here, before they narrow (same message)
+      if constexpr (sizeof(I) > sizeof(BlockId))
+        if (lo[r] < 0 || hi[r] > num_blocks() || lo[r] >= hi[r])
+          throw bad_range(at(index), index, lo[r], hi[r], num_blocks());
+      ranges.push_back(BlockRange{static_cast<BlockId>(lo[r]), static_cast<BlockId>(hi[r])});
+    }
     append_ranges(index, ranges);
-    src_.push_back(src[i]);
+    src_.push_back(static_cast<RankId>(src[i]));
     op_.push_back(op[i]);
     dst_.insert(dst_.end(), dsts + d0, dsts + d1);
     dst_off_.push(static_cast<std::int64_t>(dst_.size()));

@@ -161,12 +161,25 @@ def tiled_cell_deps(
     cnt0 = np.diff(off[: E + 1])
     if C > 1:
         later = flat[off[E] :]  # chunk 1's; chunk c's are shifted by (c - 1) E
-        cnt1 = np.diff(off[E:])
         reps = C - 1
-        shift = np.repeat(np.arange(reps, dtype=np.int64) * E, later.size)
-        vals = np.concatenate([first, np.tile(later, reps) + shift])
-        counts = np.concatenate([cnt0, np.tile(cnt1, reps)])
-    else:
-        vals, counts = first, cnt0
-    dep_off = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    return vals, dep_off
+        # written in place: chunk c's row is chunk 1's shifted by (c - 1) E
+        # (one pass, where tile + repeat + add made three arrays this size)
+        vals = np.empty(first.size + reps * later.size, dtype=np.int64)
+        vals[: first.size] = first
+        np.add(
+            later[None, :],
+            (np.arange(reps, dtype=np.int64) * E)[:, None],
+            out=vals[first.size :].reshape(reps, later.size),
+        )
+        # and chunk c's list ends are chunk 1's, after c - 1 more chunks
+        dep_off = np.empty(C * E + 1, dtype=np.int64)
+        dep_off[: E + 1] = off[: E + 1] - off[0]
+        np.add(
+            np.asarray(off[E + 1 : 2 * E + 1] - off[0], np.int64)[None, :],
+            (np.arange(reps, dtype=np.int64) * later.size)[:, None],
+            out=dep_off[E + 1 :].reshape(reps, E),
+        )
+        return vals, dep_off
+    dep_off = np.zeros(cnt0.size + 1, dtype=np.int64)
+    np.cumsum(cnt0, out=dep_off[1:])
+    return first, dep_off

@@ -155,7 +155,7 @@ def _unique_rows(
 
 
 def _sorted_csr(deps: tuple[Any, Any], n: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(flat, counts)`` of CSR lists that are already distinct and sorted.
+    """``(flat, offsets)`` of CSR lists that are already distinct and sorted.
 
     When every list of ``deps`` is strictly increasing and non-negative, it is
     what :func:`_unique_rows` would return; else None. One linear pass, where
@@ -164,29 +164,37 @@ def _sorted_csr(deps: tuple[Any, Any], n: int) -> tuple[np.ndarray, np.ndarray] 
     flat, off = np.asarray(deps[0]).ravel(), _i64(deps[1])
     if flat.size and not np.issubdtype(flat.dtype, np.integer):
         return None  # the general path says what is wrong
-    counts = np.diff(off)
     if (
         off.size != n + 1
         or int(off[0]) != 0
         or int(off[-1]) != flat.size
-        or bool((counts < 0).any())
+        or bool((off[1:] < off[:-1]).any())
         or (flat.size and int(flat.min()) < 0)
     ):
         return None
-    rising = np.empty(flat.size, bool)
-    rising[1:] = flat[1:] > flat[:-1]
-    rising[off[:-1][counts > 0]] = True  # the first entry of every list
+    # Every place where the values do not rise must start a list: a
+    # position p < off[-1] starts a (non-empty) list exactly when p is an
+    # offset, as the offsets do not decrease. Boolean masks only.
+    rising = flat[1:] > flat[:-1]
     if not bool(rising.all()):
-        return None
-    return flat, counts
+        start = np.zeros(flat.size + 1, bool)
+        start[off] = True
+        rising |= start[1 : flat.size]
+        if not bool(rising.all()):
+            return None
+    return flat, off
 
 
-def _narrow(a: np.ndarray, bound: int, what: str) -> np.ndarray:
-    """``a`` as int32, checked to lie in ``[0, bound)``."""
+def _checked(a: np.ndarray, bound: int, what: str) -> np.ndarray:
+    """``a``, checked to lie in ``[0, bound)``.
+
+    No int32 copy: the core reads int64 arrays in place (and checks them
+    again before it narrows them).
+    """
     if a.size and (int(a.min()) < 0 or int(a.max()) >= bound):
         bad = a[(a < 0) | (a >= bound)][0]
         raise ValueError(f"{what} holds {int(bad)}, outside [0, {bound})")
-    return np.ascontiguousarray(a, dtype=np.int32)
+    return a
 
 
 def _dedupe_matrix(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -396,10 +404,10 @@ class Program:
                 raise ValueError(f"op must have one entry per transfer ({t})")
         # checked before the rule's state moves; the core's types (ranks,
         # blocks and ids fit in int32)
-        src32 = _narrow(src_a, self.ranks, "src")
-        dst32 = _narrow(dflat, self.ranks, "dst")
-        lo32 = _narrow(lo, self.num_blocks, "blocks")
-        hi32 = _narrow(hi, self.num_blocks + 1, "blocks")
+        src_c = _checked(src_a, self.ranks, "src")
+        dst_c = _checked(dflat, self.ranks, "dst")
+        lo_c = _checked(lo, self.num_blocks, "blocks")
+        hi_c = _checked(hi, self.num_blocks + 1, "blocks")
         ids = self.count + np.arange(t, dtype=np.int64)
         drows = _csr_rows(ndst) if dflat.size != t else None
         # -- dependencies of the rule
@@ -418,10 +426,12 @@ class Program:
             rows.append(r)
             vals.append(v)
         padded = None  # the core drops -1s and repeats of fixed-width rows
+        dep_off = None  # the offsets of ndep, when the caller gave them
         if sorted_csr is not None:
-            dep_vals, ndep = sorted_csr
+            dep_vals, dep_off = sorted_csr
+            ndep = np.diff(dep_off) if self.rule == "cells" else None
         elif matrix is not None and not rows and self.rule != "cells":
-            padded = np.ascontiguousarray(matrix, dtype=np.int32)
+            padded = np.ascontiguousarray(matrix, dtype=np.int64)
             dep_vals, ndep = padded, None
         elif matrix is not None and not rows:
             dep_vals, ndep = _dedupe_matrix(matrix)
@@ -449,18 +459,21 @@ class Program:
             raise ValueError(f"stream must have one entry per transfer ({t})")
         ndst_k = ndst if isinstance(dst, Multi) else None
         if self.rule == "cells":
-            self._src.append(src32)
+            # kept until schedule(): in 32 bits, half the memory
+            self._src.append(src_c.astype(np.int32))
             self._op.append(op_a)
-            self._dst.append(dst32)
+            self._dst.append(dst_c.astype(np.int32))
             self._ndst.append(ndst_k)
-            self._lo.append(lo32)
-            self._hi.append(hi32)
+            self._lo.append(lo_c.astype(np.int32))
+            self._hi.append(hi_c.astype(np.int32))
             self._nrng.append(nrng)
             self._deps.append(dep_vals.astype(np.int32))
             self._ndep.append(ndep)
             self._stream.append(st.astype(np.int32))
         else:
-            self._append(src32, op_a, ndst_k, dst32, nrng, lo32, hi32, ndep, dep_vals)
+            self._append(
+                src_c, op_a, ndst_k, dst_c, nrng, lo_c, hi_c, ndep, dep_vals, dep_off
+            )
         self.count += t
         return ids
 
@@ -598,6 +611,7 @@ class Program:
         hi: np.ndarray,
         ndep: np.ndarray | None,
         deps: np.ndarray,
+        dep_off: np.ndarray | None = None,
     ) -> None:
         def offsets(counts: np.ndarray | None) -> np.ndarray | None:
             if counts is None:
@@ -615,8 +629,8 @@ class Program:
                 offsets(nrng),
                 lo,
                 hi,
-                offsets(ndep),
-                deps.astype(np.int32, copy=False),
+                offsets(ndep) if dep_off is None else dep_off,
+                deps,
             )
         except (ValueError, IndexError) as exc:
             self._done = True  # a partial step may have been added

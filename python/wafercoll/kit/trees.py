@@ -156,9 +156,11 @@ def trees_program(
     deps = tiled_cell_deps(
         p, sizes.size, chunks, K, t["src"], t["dst"], t["block"], t["stream"]
     )
-    blocks = np.tile(t["block"], chunks) + np.repeat(
-        np.arange(chunks, dtype=np.int64) * K, t["src"].size
-    )
+    # chunk c moves block c K + b: one pass, no tiled intermediate
+    blocks = (
+        np.asarray(t["block"], np.int64)[None, :]
+        + (np.arange(chunks, dtype=np.int64) * K)[:, None]
+    ).ravel()
     owners = np.tile(np.asarray(roots, np.int64), chunks)
     prog = Program(
         p,

@@ -136,6 +136,14 @@ class Schedule {
                   const std::int64_t* rng_off, const BlockId* lo, const BlockId* hi,
                   const std::int64_t* dep_off, const TransferId* deps,
                   std::int64_t dep_width = 0);
+  // The same from 64-bit values (NumPy's default integers), read in place:
+  // every value is checked against its range before it is narrowed to the
+  // schedule's 32-bit types, so no converted copy of the arrays is needed.
+  void append_csr(std::int64_t n, const std::int64_t* src, const std::uint8_t* op,
+                  const std::int64_t* dst_off, const std::int64_t* dsts,
+                  const std::int64_t* rng_off, const std::int64_t* lo,
+                  const std::int64_t* hi, const std::int64_t* dep_off,
+                  const std::int64_t* deps, std::int64_t dep_width = 0);
 
   // Bulk construction from CSR arrays (JSON import). Dependencies may point
   // forward (cycles are reported by the verifier); everything else is checked
@@ -217,8 +225,14 @@ class Schedule {
 
  private:
   void check_targets() const;
-  void check_transfer_fields(std::int64_t index, RankId src, const RankId* dbegin,
-                             const RankId* dend) const;
+  template <typename I>
+  void append_csr_from(std::int64_t n, const I* src, const std::uint8_t* op,
+                       const std::int64_t* dst_off, const I* dsts,
+                       const std::int64_t* rng_off, const I* lo, const I* hi,
+                       const std::int64_t* dep_off, const I* deps, std::int64_t dep_width);
+  template <typename I>
+  void check_transfer_fields(std::int64_t index, I src, const I* dbegin,
+                             const I* dend) const;
   void append_ranges(std::int64_t index, std::vector<BlockRange>& ranges);
 
   RankId num_ranks_;
