@@ -31,29 +31,6 @@ TEST(HugeAlloc, FreedBlockIsReusedBySameSize) {
   release_huge_blocks();
 }
 
-TEST(HugeAlloc, LargerBlockIsLentThenKeptAtItsSize) {
-  release_huge_blocks();
-  const std::size_t n = std::size_t{40} << 20;
-  const std::uint8_t* first = nullptr;
-  {
-    BigVector<std::uint8_t> a(n);
-    first = a.data();
-  }
-  {
-    // No block of 20 MiB, one of 40 MiB (at most twice the size): lent whole.
-    BigVector<std::uint8_t> b(n / 2);
-    EXPECT_EQ(b.data(), first);
-    EXPECT_EQ(cached_huge_bytes(), 0u);
-  }
-  EXPECT_EQ(cached_huge_bytes(), n);  // back at its own size
-  {
-    // More than twice the size: not lent.
-    BigVector<std::uint8_t> c(n / 2 - kHugePage);
-    EXPECT_NE(c.data(), first);
-  }
-  release_huge_blocks();
-}
-
 TEST(HugeAlloc, MissGivesBackCachedBlocks) {
   release_huge_blocks();
   const std::size_t n = std::size_t{40} << 20;
@@ -66,7 +43,7 @@ TEST(HugeAlloc, MissGivesBackCachedBlocks) {
   }
   EXPECT_EQ(cached_huge_bytes(), 2 * n);
   {
-    // No cached block fits (the 40 MiB ones are more than twice 18 MiB), so
+    // No cached block has its size, so
     // the oldest cached blocks of at least its size go back to the system
     // (here one of the two): the cache does not hold memory beside the new
     // block's.

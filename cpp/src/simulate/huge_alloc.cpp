@@ -17,12 +17,13 @@ struct CachedBlock {
 // Freed blocks, oldest first, and their total size.
 class BlockCache {
  public:
-  // A block of exactly `bytes`, the most recently freed, else the smallest
-  // of up to 2 * `bytes`; when there is none, the
-  // oldest blocks of at least `bytes` in all go back to the system first,
+  // A block of exactly `bytes`, the most recently freed; when there is none,
+  // the oldest blocks of at least `bytes` in all go back to the system first,
   // so that memory cached by one phase (a verifier, a smaller run) is not
   // held while the next allocates blocks of other sizes: the peak resident
-  // memory then stays near the larger phase's, not their sum.
+  // memory then stays near the larger phase's, not their sum. (Lending a
+  // cached block of up to twice the size as well was measured to lower no
+  // peak further, bench/scale.py's torus ring: 0.379 GB either way.)
   void* take(std::size_t bytes) {
     std::vector<void*> evicted;
     {
@@ -33,20 +34,6 @@ class BlockCache {
         blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(i));
         total_ -= bytes;
         return p;
-      }
-      // Else the smallest block of up to twice the size, lent whole: give()
-      // puts it back at its own size.
-      std::size_t best = blocks_.size();
-      for (std::size_t i = 0; i < blocks_.size(); ++i)
-        if (blocks_[i].bytes > bytes && blocks_[i].bytes <= 2 * bytes &&
-            (best == blocks_.size() || blocks_[i].bytes < blocks_[best].bytes))
-          best = i;
-      if (best < blocks_.size()) {
-        const CachedBlock b = blocks_[best];
-        blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(best));
-        total_ -= b.bytes;
-        lent_.push_back(b);
-        return b.p;
       }
       std::size_t drop = 0, freed = 0;
       for (; drop < blocks_.size() && freed < bytes; ++drop) {
@@ -64,12 +51,6 @@ class BlockCache {
     std::vector<void*> evicted;
     {
       const std::lock_guard<std::mutex> lock(mutex_);
-      for (std::size_t i = 0; i < lent_.size(); ++i) {
-        if (lent_[i].p != p) continue;
-        bytes = lent_[i].bytes;
-        lent_.erase(lent_.begin() + static_cast<std::ptrdiff_t>(i));
-        break;
-      }
       if (bytes > kMaxCachedBytes) {
         evicted.push_back(p);
       } else {
@@ -109,7 +90,6 @@ class BlockCache {
  private:
   std::mutex mutex_;
   std::vector<CachedBlock> blocks_;
-  std::vector<CachedBlock> lent_;  // blocks in use that are larger than asked
   std::size_t total_ = 0;
 };
 

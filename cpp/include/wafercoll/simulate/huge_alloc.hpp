@@ -35,8 +35,8 @@ constexpr std::size_t kHugePage = std::size_t{2} << 20;
 
 // One arena for the simulations of a process: freed blocks of 2 MiB or more
 // are kept, up to kMaxCachedBytes in all (the oldest freed first beyond
-// that), and a later block of the same size reuses one (else one of up to
-// twice its size; else, finding none, the request first gives the oldest
+// that), and a later block of the same size reuses one (finding none, the
+// request first gives the oldest
 // cached blocks of at least its size back to the system, so that blocks
 // freed by one phase, such as a verifier, do not stay resident beside the
 // next phase's: on the 32 x 32 torus ring allreduce of bench/scale.py the
