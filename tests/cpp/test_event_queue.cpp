@@ -85,6 +85,31 @@ TEST_P(EventQueueKinds, ReplaceTopKeepsOrder) {
     ASSERT_FALSE(before(taken[i], taken[i - 1])) << i;
 }
 
+// A time's events pushed as a few ascending runs (the follow-ups of one or
+// two earlier times, as on a wafer): the bucket is merged run by run, for
+// every count of runs, odd ones included, and runs of unequal lengths.
+TEST_P(EventQueueKinds, FewSortedRunsPerTime) {
+  std::mt19937 rng(11);
+  for (int runs : {1, 2, 3, 5, 8, 13}) {
+    std::vector<Event> events;
+    for (int t = 0; t < 4; ++t) {
+      for (int r = 0; r < runs; ++r) {
+        const int len = 50 + static_cast<int>(rng() % 400);
+        std::vector<std::uint64_t> keys(static_cast<std::size_t>(len));
+        for (auto& k : keys) k = rng();
+        std::sort(keys.begin(), keys.end());
+        for (std::uint64_t k : keys)
+          events.push_back(Event{0.25 * t, k, 0.0, static_cast<std::uint32_t>(r), 0});
+      }
+    }
+    EventQueue q(GetParam());
+    for (const Event& e : events) q.push(e);
+    std::vector<Event> want = events;
+    std::sort(want.begin(), want.end(), before);
+    expect_same_order(drain(q), want);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllKinds, EventQueueKinds,
                          ::testing::Values(EventQueueKind::heap, EventQueueKind::buckets,
                                            EventQueueKind::automatic));

@@ -83,12 +83,44 @@ void Simulation::enqueue(const Event& e) {
 // first stage has let the previous packet go, and the packet has arrived.
 void Simulation::try_inject(TransferId t) {
   const TransferHot& h = progress_.hot[t];
-  StreamState& st = dataflow_.streams[h.stream_id];
+  StreamRun& st = stream_run(t);
   if (st.next < 0 || st.next >= h.npackets || st.ready.empty()) return;
   const Seconds go = std::max(st.pace, st.ready.front());
   push(go, st.next, t, static_cast<std::int32_t>(h.base), kArrive, go);
   st.ready.pop_front();
   st.next = -2;  // in flight until it leaves the first stage
+}
+
+// The run state of stream t, taken from the pool when it first needs one
+// (its start or its first delivery).
+StreamRun& Simulation::stream_run(TransferId t) {
+  StreamState& s = dataflow_.streams[progress_.hot[t].stream_id];
+  if (s.live >= 0) return dataflow_.runs[s.live];
+  if (dataflow_.free_runs.empty()) {
+    s.live = static_cast<std::int32_t>(dataflow_.runs.size());
+    dataflow_.runs.emplace_back();
+  } else {
+    s.live = dataflow_.free_runs.back();
+    dataflow_.free_runs.pop_back();
+  }
+  StreamRun& r = dataflow_.runs[s.live];
+  if (s.nq > 1) {
+    if (!r.queues) r.queues = std::make_unique<std::vector<Fifo>>();
+    r.queues->resize(static_cast<std::size_t>(s.nq));
+  }
+  return r;
+}
+
+// Stream t has injected its last packet: every delivery it forwards has
+// arrived and been used, so its run state goes back to the pool (emptied:
+// its lists keep their storage).
+void Simulation::end_stream(TransferId t) {
+  StreamState& s = dataflow_.streams[progress_.hot[t].stream_id];
+  StreamRun& r = dataflow_.runs[s.live];
+  r.next = -1;
+  r.pace = 0.0;
+  dataflow_.free_runs.push_back(s.live);
+  s.live = -1;
 }
 
 // A transfer whose dependencies are met: its first packet reaches its first
@@ -103,7 +135,7 @@ void Simulation::start(TransferId t) {
   const TransferHot& h = progress_.hot[t];
   result_.packets += h.npackets;
   if (costs_.dataflow && h.stream_id >= 0) {
-    StreamState& st = dataflow_.streams[h.stream_id];
+    StreamRun& st = stream_run(t);
     st.next = 0;
     st.pace = a;
     try_inject(t);
@@ -136,8 +168,9 @@ std::int64_t Simulation::next_sprayed(TransferId t, std::int32_t node, std::int6
 void Simulation::stream_delivered(std::int64_t slot, Seconds when) {
   for (std::int64_t i = dataflow_.stream_off[slot]; i < dataflow_.stream_off[slot + 1]; ++i) {
     const auto [t, q] = dataflow_.stream_list[i];
-    StreamState& st = dataflow_.streams[progress_.hot[t].stream_id];
-    if (st.nq == 1) {
+    const std::int32_t nq = dataflow_.streams[progress_.hot[t].stream_id].nq;
+    StreamRun& st = stream_run(t);
+    if (nq == 1) {
       st.ready.push_back(when);
       if (st.next >= 0) try_inject(t);
       continue;
@@ -334,10 +367,13 @@ void Simulation::left_first_stage(const Event& ev, TransferId t, std::int64_t pa
                                   Seconds end, bool spray) {
   const bool stream = costs_.dataflow && progress_.hot[t].stream_id >= 0;
   if (stream) {
-    StreamState& st = dataflow_.streams[progress_.hot[t].stream_id];
+    StreamRun& st = stream_run(t);
     st.pace = end;
     st.next = packet + 1;
-    try_inject(t);
+    if (st.next >= progress_.hot[t].npackets)
+      end_stream(t);
+    else
+      try_inject(t);
   }
   const std::int64_t next = spray && tries_.spray_root[t].ways > 0
                                ? next_sprayed(t, ev.node, packet)

@@ -267,12 +267,7 @@ bool Simulation::try_make_stream(TransferId t, TransferId d) {
     hot[t].stream_id = static_cast<std::int32_t>(dataflow_.streams.size());
     dataflow_.streams.emplace_back();
   }
-  StreamState& st = dataflow_.streams[hot[t].stream_id];
-  ++st.nq;
-  if (st.nq > 1) {
-    if (!st.queues) st.queues = std::make_unique<std::vector<Fifo>>();
-    st.queues->resize(static_cast<std::size_t>(st.nq));
-  }
+  ++dataflow_.streams[hot[t].stream_id].nq;
   return true;
 }
 

@@ -215,12 +215,15 @@ class TimeBucketQueue {
   // library's symbol table would show.
   void push_uncached(const Event& e, std::size_t slot);
   void open_next_time();
+  void sort_current();
 
   std::vector<Seconds> times_;  // min-heap of the distinct pending times
   std::unordered_map<Seconds, std::uint32_t, TimeHash> index_;  // time -> bucket
   std::vector<std::vector<Event>> buckets_;
   std::vector<std::uint32_t> free_buckets_;  // emptied, storage kept for reuse
   std::vector<Event> current_, extra_;
+  std::vector<Event> merged_;            // sort_current's second buffer
+  std::vector<std::size_t> run_starts_;  // and its runs
   Seconds cache_time_[kCache] = {};
   std::uint32_t cache_bucket_[kCache] = {kNone, kNone, kNone, kNone, kNone, kNone,
                                          kNone, kNone, kNone, kNone, kNone, kNone,
@@ -331,8 +334,46 @@ inline void TimeBucketQueue::open_next_time() {
   pending_ -= current_.size();
   drain_pos_ = 0;
   draining_ = true;
-  if (!std::is_sorted(current_.begin(), current_.end(), key_less))
+  sort_current();
+}
+
+// Sorts current_ by the tie key. A bucket is usually a few sorted runs (the
+// follow-ups of the events of one or two earlier times, pushed in their
+// order), so runs are merged pairwise, in log2(runs) passes over the bucket,
+// instead of a comparison sort's log2(size) levels (whose median-of-three
+// pivots degrade to heapsort on such input). Equal keys never occur (a
+// packet is at a node at most once at a time), so the order is the sort's.
+inline void TimeBucketQueue::sort_current() {
+  const std::size_t n = current_.size();
+  run_starts_.clear();
+  run_starts_.push_back(0);
+  for (std::size_t i = 1; i < n; ++i)
+    if (key_less(current_[i], current_[i - 1])) run_starts_.push_back(i);
+  if (run_starts_.size() == 1) return;  // sorted already
+  if (run_starts_.size() > n / 8) {     // short runs: merging would not pay
     std::sort(current_.begin(), current_.end(), key_less);
+    return;
+  }
+  run_starts_.push_back(n);
+  merged_.resize(n);
+  while (run_starts_.size() > 2) {
+    std::size_t kept = 0;
+    std::size_t k = 0;
+    for (; k + 2 < run_starts_.size(); k += 2) {
+      std::merge(current_.begin() + run_starts_[k], current_.begin() + run_starts_[k + 1],
+                 current_.begin() + run_starts_[k + 1], current_.begin() + run_starts_[k + 2],
+                 merged_.begin() + run_starts_[k], key_less);
+      run_starts_[kept++] = run_starts_[k];
+    }
+    if (k + 1 < run_starts_.size()) {  // an odd run out: copied as it is
+      std::copy(current_.begin() + run_starts_[k], current_.begin() + run_starts_[k + 1],
+                merged_.begin() + run_starts_[k]);
+      run_starts_[kept++] = run_starts_[k];
+    }
+    run_starts_[kept++] = n;
+    run_starts_.resize(kept);
+    current_.swap(merged_);
+  }
 }
 
 }  // namespace wafercoll::sim

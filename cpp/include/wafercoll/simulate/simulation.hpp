@@ -157,16 +157,25 @@ struct Fifo {
 
 // Stream forwarding (dataflow): t forwards d's packets one by one when it
 // sends exactly the blocks d delivered to its source, in as many packets,
-// from a single first stage. Per such t: the delivery times of d's packets
+// from a single first stage. Per such t, from its first delivery or start
+// until it has injected its last packet: the delivery times of d's packets
 // not yet matched by every stream dependency, and the packets ready to go.
-struct StreamState {
+// Only the streams in progress hold one (a pool reused as streams end), so
+// the per-transfer cost is StreamState's 8 bytes.
+struct StreamRun {
   Fifo ready;                 // packet k can go from this time
-  std::int32_t nq = 0;        // stream dependencies
   std::unique_ptr<std::vector<Fifo>> queues;  // one per dependency when nq > 1
                               // (else none: a single dependency's times are
                               // its ready times)
   std::int64_t next = -1;     // packet to inject; -1 not started, -2 in flight
   Seconds pace = 0.0;         // first stage free again
+};
+
+// Per stream, for the whole run: how many stream dependencies it has, and
+// its StreamRun in the pool while it is in progress (else -1).
+struct StreamState {
+  std::int32_t nq = 0;
+  std::int32_t live = -1;
 };
 
 struct ComputeUnit {
@@ -217,6 +226,8 @@ struct Progress {
 // each in CSR form (offsets by the first element, then the list).
 struct DataflowEdges {
   BigVector<StreamState> streams;
+  std::vector<StreamRun> runs;               // the pool of streams in progress
+  std::vector<std::int32_t> free_runs;       // entries of runs not in use
   std::vector<std::int64_t> stream_off;                          // by d's slot
   std::vector<std::pair<TransferId, std::int32_t>> stream_list;  // (t, queue)
   std::vector<std::int64_t> complete_off, data_off, gate_off;    // by d, d's slot, d's node
@@ -287,6 +298,8 @@ class Simulation {
   void run_task(std::int64_t k, Seconds at);
   inline void start(TransferId t) WAFERCOLL_LOOP_INLINE;
   inline void try_inject(TransferId t) WAFERCOLL_LOOP_INLINE;
+  inline StreamRun& stream_run(TransferId t) WAFERCOLL_LOOP_INLINE;
+  void end_stream(TransferId t);
   // Out of line: only sprayed transfers call them.
   std::int64_t next_sprayed(TransferId t, std::int32_t node, std::int64_t packet) const;
   Seconds sprayed_latest(std::int64_t slot, Seconds when);
