@@ -117,6 +117,18 @@ def test_bad_transfers():
     assert len(s) == 0  # nothing half-added
 
 
+@pytest.mark.parametrize("n", [3, 63, 64, 65, 500])
+def test_repeated_destination_named(n):
+    # Short lists are checked pairwise, long ones (a broadcast to a whole
+    # wafer) against the ranks seen: both name the first repeat.
+    s = wc.Schedule(n + 2, [1], "allreduce")
+    dsts = list(range(1, n + 1))
+    with pytest.raises(wc.ScheduleError, match=f"lists rank {n // 2 + 1} twice"):
+        s.add_transfer(0, dsts[: n // 2 + 1] + [n // 2 + 1] + dsts[n // 2 + 1 :], [0])
+    s.add_transfer(0, dsts, [0])  # no repeat: accepted
+    assert len(s) == 1
+
+
 @pytest.mark.parametrize("name", BUILDERS)
 @pytest.mark.parametrize("p", [1, 2, 5, 8, 13])
 def test_json_round_trip(name, p, rng):

@@ -215,6 +215,12 @@ void Schedule::check_transfer_fields(std::int64_t index, I src, const I* dbegin,
   if (dbegin == dend)
     throw ScheduleError("field", at(index) + ": field 'dst' must list at least one rank",
                         index, src);
+  // A long list (a broadcast to a whole wafer) is checked for repeats
+  // against a bitmap of the ranks seen, a short one pairwise; either way the
+  // first rank that repeats an earlier one is reported.
+  constexpr std::ptrdiff_t kPairwise = 64;
+  std::vector<bool> seen;
+  if (dend - dbegin > kPairwise) seen.assign(static_cast<std::size_t>(num_ranks_), false);
   for (const I* d = dbegin; d != dend; ++d) {
     if (*d < 0 || *d >= num_ranks_)
       throw ScheduleError("field", at(index) + ": field 'dst' holds rank " +
@@ -223,10 +229,16 @@ void Schedule::check_transfer_fields(std::int64_t index, I src, const I* dbegin,
     if (*d == src)
       throw ScheduleError("field", at(index) + ": field 'dst' contains the source rank " +
                                        std::to_string(src), index, src);
-    for (const I* e = dbegin; e != d; ++e)
-      if (*e == *d)
-        throw ScheduleError("field", at(index) + ": field 'dst' lists rank " +
-                                         std::to_string(*d) + " twice", index, *d);
+    bool repeat = false;
+    if (seen.empty()) {
+      for (const I* e = dbegin; e != d && !repeat; ++e) repeat = *e == *d;
+    } else {
+      repeat = seen[static_cast<std::size_t>(*d)];
+      seen[static_cast<std::size_t>(*d)] = true;
+    }
+    if (repeat)
+      throw ScheduleError("field", at(index) + ": field 'dst' lists rank " +
+                                       std::to_string(*d) + " twice", index, *d);
   }
 }
 
