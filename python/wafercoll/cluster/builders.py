@@ -338,6 +338,19 @@ def _nap_exchange(
         c = len(sizes)
         starts = start + np.concatenate([[0], np.cumsum(sizes)[:-1]])
         short = min(sizes)
+        if short == max(sizes):
+            # Blocks of one size: every (G, H != G, x) at once, in the order
+            # of the loops below (G, then H, then x).
+            G, H, x = np.meshgrid(
+                np.arange(c), np.arange(c), np.arange(short), indexing="ij"
+            )
+            off = G != H
+            dst.append(table[starts[G[off]] + x[off], H[off]])
+            src.append(table[starts[H[off]] + x[off], G[off]])
+            c_sizes = short * c
+            nodes.append(np.arange(start, start + c_sizes))
+            width.append(np.full(c_sizes, c))
+            continue
         for G in range(c):
             for H in range(c):
                 if G == H:
