@@ -470,6 +470,22 @@ bool computes_routes(const Topology& topo, const NetworkModel& net) {
          net.dependencies == Dependencies::complete;
 }
 
+namespace {
+std::invalid_argument too_many_stages() {
+  return std::invalid_argument("the schedule's routes have more than " +
+                               std::to_string(kMaxNodes) +
+                               " stages in all; simulating it would need too much memory");
+}
+}  // namespace
+
+void refuse_too_many_stages(const Schedule& s, const NetworkModel& net, bool computes) {
+  if (computes || net.ecmp || net.spray) return;  // their own checks come first
+  // A destination is another node, so its route has at least one link.
+  const std::int64_t at_least = static_cast<std::int64_t>(s.dst_array().size()) *
+                                (1 + (net.ports > 0 ? 2 : 0));
+  if (at_least > kMaxNodes) throw too_many_stages();
+}
+
 std::int64_t count_route_stages(const Schedule& s, const Topology& topo, const NetworkModel& net,
                                 const std::vector<NodeId>& place,
                                 PacketCounts npackets, bool computes) {
@@ -506,10 +522,7 @@ std::int64_t count_route_stages(const Schedule& s, const Topology& topo, const N
       bound += paths * (h + port_stages);
     }
     // Checked per transfer, so a huge schedule fails before it is all read.
-    if (bound > kMaxNodes)
-      throw std::invalid_argument(
-          "the schedule's routes have more than " + std::to_string(kMaxNodes) +
-          " stages in all; simulating it would need too much memory");
+    if (bound > kMaxNodes) throw too_many_stages();
   }
   return bound;
 }

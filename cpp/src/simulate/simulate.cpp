@@ -384,6 +384,8 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
   const std::int64_t slots = static_cast<std::int64_t>(s.dst_array().size());
   require(slots < std::numeric_limits<std::int32_t>::max(),
           "the schedule has too many destinations to simulate");
+  const bool computes = computes_routes(topo, net);
+  refuse_too_many_stages(s, net, computes);
   packetize(s, net, p);
   // The two orders and the successor lists read only the schedule and
   // write only their own fields of the per-transfer records (the routes
@@ -402,7 +404,6 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
   // Bound the trie size before building it.
   const PacketCounts npackets{p.hot.empty() ? nullptr : &p.hot[0].npackets,
                               sizeof(TransferHot) / sizeof(std::uint32_t)};
-  const bool computes = computes_routes(topo, net);
   const std::int64_t stage_bound =
       count_route_stages(s, topo, net, p.place, npackets, computes);
   if (net.spray) check_spray_events(s, opt, p);

@@ -160,6 +160,11 @@ void force_trie_routes(bool on);
 // std::invalid_argument when a destination is unreachable or the bound
 // exceeds kMaxNodes.
 // Transfers with computed routes (`computes`: computes_routes()) add none.
+// Throws count_route_stages()'s refusal at once when no transfer's route is
+// computed and even one link per destination (plus its ports) would exceed
+// kMaxNodes, before anything per transfer is allocated or computed.
+void refuse_too_many_stages(const Schedule& s, const NetworkModel& net, bool computes);
+
 std::int64_t count_route_stages(const Schedule& s, const Topology& topo, const NetworkModel& net,
                                 const std::vector<NodeId>& place,
                                 PacketCounts npackets, bool computes);
