@@ -242,6 +242,10 @@ void Simulation::prepare_dataflow() {
   to_csr(edges.complete, T, dataflow_.complete_off, dataflow_.complete_list);
   to_csr(edges.data, dim_.dst_slots, dataflow_.data_off, dataflow_.data_list);
   to_csr(edges.stream, dim_.dst_slots, dataflow_.stream_off, dataflow_.stream_list);
+  // Room for every stream in progress at once (address space until used):
+  // growing the pool would move the runs in progress, and a pipeline of
+  // chunks (TTO) has most of its streams in progress.
+  dataflow_.runs.reserve(dataflow_.streams.size());
   to_csr(edges.gate, static_cast<std::int64_t>(tries_.nodes.size()), dataflow_.gate_off,
          dataflow_.gate_list);
 }
