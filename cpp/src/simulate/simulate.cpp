@@ -105,7 +105,8 @@ namespace {
 // Cuts every message into packets of packet_bytes (one packet when it is 0
 // or the message is empty). Padded: every packet occupies packet_bytes on
 // the wire (fixed-size messages, as in BookSim), so a short transfer costs a
-// whole packet.
+// whole packet. A last packet of 2^32 bytes or more (a message of 4 GiB not
+// cut into packets) moves every transfer's last size to p.wide_last.
 void packetize(const Schedule& s, const NetworkModel& net, Prepared& p) {
   const TransferId T = s.num_transfers();
   const Bytes M = net.packet_bytes;
@@ -120,9 +121,14 @@ void packetize(const Schedule& s, const NetworkModel& net, Prepared& p) {
                                   " packets; use a larger packet_bytes");
     TransferHot& h = p.hot[t];
     h.npackets = static_cast<std::uint32_t>(n);
-    h.last_bytes = (M == 0 || S == 0) ? S : net.pad_packets ? M : S - (n - 1) * M;
-    h.inj_chan = -1;
+    const Bytes last = (M == 0 || S == 0) ? S : net.pad_packets ? M : S - (n - 1) * M;
+    h.last_bytes = static_cast<std::uint32_t>(last);
     h.stream_id = -1;
+    if (last > std::numeric_limits<std::uint32_t>::max() && p.wide_last.empty()) {
+      p.wide_last.resize(static_cast<std::size_t>(T));
+      for (TransferId u = 0; u < t; ++u) p.wide_last[u] = p.hot[u].last_bytes;
+    }
+    if (!p.wide_last.empty()) p.wide_last[t] = last;
   }
 }
 
@@ -419,6 +425,8 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
                                                        : p.tries.base[t];
   }
   count_events(topo, net, opt, p);
+  // Without tries every route is computed, and base[] is read no more.
+  if (p.tries.nodes.empty()) BigVector<std::int32_t>().swap(p.tries.base);
   return p;
 }
 

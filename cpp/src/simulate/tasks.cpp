@@ -45,7 +45,8 @@ void Simulation::prepare_tasks() {
   Progress& pr = progress_;
   pr.pending.resize(static_cast<std::size_t>(N), 0);
   pr.ready.resize(static_cast<std::size_t>(N), 0.0);
-  pr.finish.resize(static_cast<std::size_t>(N), 0.0);
+  if (opt_.record_transfers) pr.finish_times.resize(static_cast<std::size_t>(N), 0.0);
+  pr.finish = opt_.record_transfers ? pr.finish_times.data() : pr.ready.data();
   pr.task_start.assign(static_cast<std::size_t>(K), 0.0);
   // Merged CSR: each id's schedule successors, then its graph successors
   // in edge order.
