@@ -132,7 +132,7 @@ void Simulation::prepare_transfers(Prepared& prep) {
   if (dim_.channels > 1) pr.inj_chan.assign(T, -1);
   for (TransferId t = 0; t < T; ++t) {
     pr.pending[t] = static_cast<std::int32_t>(sched_.num_deps(t));
-    if (costs_.unicast) pr.hot[t].left = pr.hot[t].npackets;
+    // (With Costs::unicast, packetize() set TransferHot::left.)
     if (!costs_.unicast) pr.dsts_left[t] = static_cast<std::int32_t>(sched_.num_dsts(t));
     if (!slots) continue;
     for (std::int64_t i = sched_.dst_offsets()[t]; i < sched_.dst_offsets()[t + 1]; ++i)
