@@ -12,6 +12,7 @@
 #include <cmath>
 #include <future>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -363,9 +364,16 @@ int lowest_bit(std::uint64_t x) {
 // Measured on ring allreduce over 1024 ranks (2 M transfers, 42 field
 // bits): ... Returns false, having done nothing, when the key does not fit.
 template <bool simple>
-bool canonical_ranks_packed(const Schedule& s, BigVector<std::uint64_t>& rank) {
+bool canonical_ranks_packed(const Schedule& s, std::unique_ptr<std::uint64_t[]>& rank) {
   const TransferId T = s.num_transfers();
-  BigVector<std::uint64_t> key(static_cast<std::size_t>(T));
+  // The keys and the sort's scratch space, not from the arena
+  // (huge_alloc.hpp): freed before the run allocates its state, a cached
+  // block would be given back by the run's first new block size, and the
+  // next run would miss it and give back another in turn, every run
+  // faulting in fresh pages. (Default-initialised: not zeroed first.)
+  std::unique_ptr<std::uint64_t[]> buf(new std::uint64_t[2 * static_cast<std::size_t>(T)]);
+  std::uint64_t* const key = buf.get();
+  std::uint64_t* const tmp = key + T;
   std::uint64_t lo[kKeyFields], hi[kKeyFields], f[kKeyFields];
   std::fill(lo, lo + kKeyFields, ~std::uint64_t{0});
   std::fill(hi, hi + kKeyFields, 0);
@@ -399,34 +407,34 @@ bool canonical_ranks_packed(const Schedule& s, BigVector<std::uint64_t>& rank) {
   if (sorted) return true;
   // Bucket b is [count[b], count[b + 1]) once the counts are summed.
   for (std::size_t b = 1; b < count.size(); ++b) count[b] += count[b - 1];
-  BigVector<std::uint64_t> tmp(static_cast<std::size_t>(T));
   {
     std::vector<std::int64_t> next(count.begin(), count.end() - 1);
-    for (const std::uint64_t k : key) tmp[next[k >> top_shift]++] = k;
+    for (TransferId t = 0; t < T; ++t) tmp[next[key[t] >> top_shift]++] = key[t];
   }
   std::vector<std::int64_t> digits;
   const std::uint64_t below_top = (std::uint64_t{1} << top_shift) - 1;
   for (std::size_t b = 0; b + 1 < count.size(); ++b) {
-    std::uint64_t* keys = tmp.data() + count[b];
+    std::uint64_t* keys = tmp + count[b];
     const std::int64_t n = count[b + 1] - count[b];
     std::uint64_t vary = 0;  // the field bits below the top digit that differ
     for (std::int64_t i = 1; i < n; ++i) vary |= keys[i] ^ keys[0];
     vary = (vary & below_top) >> index_bits;
     if (vary == 0) continue;
-    lsd_sort(keys, key.data() + count[b], n, index_bits + lowest_bit(vary),
+    lsd_sort(keys, key + count[b], n, index_bits + lowest_bit(vary),
              index_bits + bit_width(vary), digits);
   }
   // The ranks by index, into the keys' array (in cache, where the transfer
   // records would take a miss per write; they are copied over in order).
   const std::uint64_t index_mask = (std::uint64_t{1} << index_bits) - 1;
   for (TransferId i = 0; i < T; ++i) key[tmp[i] & index_mask] = static_cast<std::uint64_t>(i);
-  rank.swap(key);
+  rank = std::move(buf);
   return true;
 }
 
 // The canonical ranks when they fit canonical_ranks_packed(), into `rank`
-// (left empty when they are the indices); false when they do not.
-bool canonical_rank_array(const Schedule& s, BigVector<std::uint64_t>& rank) {
+// (rank[t] for t < T; left empty when they are the indices); false when
+// they do not.
+bool canonical_rank_array(const Schedule& s, std::unique_ptr<std::uint64_t[]>& rank) {
   if (s.num_transfers() == 0) return true;
   const bool simple = s.dst_offsets().form() == CsrOffsets::Form::identity &&
                       s.range_offsets().form() == CsrOffsets::Form::identity;
@@ -449,7 +457,7 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
   // routes and the successor lists; its ranks are copied into the records
   // after. The future joins the thread however this function is left
   // (declared after what the thread writes, it is destroyed first).
-  BigVector<std::uint64_t> rank;
+  std::unique_ptr<std::uint64_t[]> rank;
   bool packed = false;
   auto order = [&s, &rank, &packed] { packed = canonical_rank_array(s, rank); };
   std::future<void> side;
@@ -477,7 +485,7 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
     canonical_ranks_by_field(s, p);
   } else {
     for (TransferId t = 0; t < s.num_transfers(); ++t)
-      p.hot[t].canon = static_cast<std::uint32_t>(rank.empty() ? t : rank[t]);
+      p.hot[t].canon = static_cast<std::uint32_t>(rank ? rank[t] : t);
   }
   count_events(opt, p);
   // Without tries every route is computed, and base[] is read no more.
