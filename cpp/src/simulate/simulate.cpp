@@ -364,7 +364,7 @@ int lowest_bit(std::uint64_t x) {
 // Measured on ring allreduce over 1024 ranks (2 M transfers, 42 field
 // bits): ... Returns false, having done nothing, when the key does not fit.
 template <bool simple>
-bool canonical_ranks_packed(const Schedule& s, std::unique_ptr<std::uint64_t[]>& rank) {
+bool canonical_ranks_packed(const Schedule& s, std::unique_ptr<std::uint32_t[]>& rank) {
   const TransferId T = s.num_transfers();
   // The keys and the sort's scratch space, not from the arena
   // (huge_alloc.hpp): freed before the run allocates its state, a cached
@@ -423,18 +423,18 @@ bool canonical_ranks_packed(const Schedule& s, std::unique_ptr<std::uint64_t[]>&
     lsd_sort(keys, key + count[b], n, index_bits + lowest_bit(vary),
              index_bits + bit_width(vary), digits);
   }
-  // The ranks by index, into the keys' array (in cache, where the transfer
+  // The ranks by index, 32 bits each (mostly in cache, where the transfer
   // records would take a miss per write; they are copied over in order).
   const std::uint64_t index_mask = (std::uint64_t{1} << index_bits) - 1;
-  for (TransferId i = 0; i < T; ++i) key[tmp[i] & index_mask] = static_cast<std::uint64_t>(i);
-  rank = std::move(buf);
+  rank.reset(new std::uint32_t[static_cast<std::size_t>(T)]);
+  for (TransferId i = 0; i < T; ++i) rank[tmp[i] & index_mask] = static_cast<std::uint32_t>(i);
   return true;
 }
 
 // The canonical ranks when they fit canonical_ranks_packed(), into `rank`
 // (rank[t] for t < T; left empty when they are the indices); false when
 // they do not.
-bool canonical_rank_array(const Schedule& s, std::unique_ptr<std::uint64_t[]>& rank) {
+bool canonical_rank_array(const Schedule& s, std::unique_ptr<std::uint32_t[]>& rank) {
   if (s.num_transfers() == 0) return true;
   const bool simple = s.dst_offsets().form() == CsrOffsets::Form::identity &&
                       s.range_offsets().form() == CsrOffsets::Form::identity;
@@ -457,7 +457,7 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
   // routes and the successor lists; its ranks are copied into the records
   // after. The future joins the thread however this function is left
   // (declared after what the thread writes, it is destroyed first).
-  std::unique_ptr<std::uint64_t[]> rank;
+  std::unique_ptr<std::uint32_t[]> rank;
   bool packed = false;
   auto order = [&s, &rank, &packed] { packed = canonical_rank_array(s, rank); };
   std::future<void> side;
@@ -485,7 +485,7 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
     canonical_ranks_by_field(s, p);
   } else {
     for (TransferId t = 0; t < s.num_transfers(); ++t)
-      p.hot[t].canon = static_cast<std::uint32_t>(rank ? rank[t] : t);
+      p.hot[t].canon = rank ? rank[t] : static_cast<std::uint32_t>(t);
   }
   count_events(opt, p);
   // Without tries every route is computed, and base[] is read no more.
