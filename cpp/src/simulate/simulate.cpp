@@ -423,11 +423,22 @@ bool canonical_ranks_packed(const Schedule& s, std::unique_ptr<std::uint32_t[]>&
     lsd_sort(keys, key + count[b], n, index_bits + lowest_bit(vary),
              index_bits + bit_width(vary), digits);
   }
-  // The ranks by index, 32 bits each (mostly in cache, where the transfer
-  // records would take a miss per write; they are copied over in order).
+  // The ranks by index, 32 bits each; the transfer records would take a
+  // cache miss per write, and so does even this array when written in rank
+  // order. So (index, rank) pairs are first grouped by the index's high bits
+  // (group g holds indices [g, g + 1) << group_shift, all of them), into the
+  // keys' half of the block, and each group's writes then stay within 1024
+  // consecutive entries. The ranks are copied into the records in order.
   const std::uint64_t index_mask = (std::uint64_t{1} << index_bits) - 1;
+  const int group_shift = std::max(0, index_bits - 10);
+  std::vector<std::int64_t> at((static_cast<std::size_t>(T - 1) >> group_shift) + 1);
+  for (std::size_t g = 0; g < at.size(); ++g) at[g] = static_cast<std::int64_t>(g) << group_shift;
+  for (TransferId i = 0; i < T; ++i) {
+    const std::uint64_t t = tmp[i] & index_mask;
+    key[at[t >> group_shift]++] = (t << 32) | static_cast<std::uint64_t>(i);
+  }
   rank.reset(new std::uint32_t[static_cast<std::size_t>(T)]);
-  for (TransferId i = 0; i < T; ++i) rank[tmp[i] & index_mask] = static_cast<std::uint32_t>(i);
+  for (TransferId i = 0; i < T; ++i) rank[key[i] >> 32] = static_cast<std::uint32_t>(key[i]);
   return true;
 }
 
