@@ -390,7 +390,7 @@ bool canonical_ranks_packed(const Schedule& s, std::unique_ptr<std::uint32_t[]>&
   int bits = 0;
   for (int i = 0; i < kKeyFields; ++i) bits += width[i] = bit_width(hi[i] - lo[i]);
   if (bits + index_bits > 64) return false;
-  constexpr int kTopDigit = 11;
+  constexpr int kTopDigit = 8;
   const int top = std::min(bits, kTopDigit);
   const int top_shift = index_bits + bits - top;
   std::vector<std::int64_t> count((std::size_t{1} << top) + 1, 0);
@@ -430,7 +430,7 @@ bool canonical_ranks_packed(const Schedule& s, std::unique_ptr<std::uint32_t[]>&
   // keys' half of the block, and each group's writes then stay within 1024
   // consecutive entries. The ranks are copied into the records in order.
   const std::uint64_t index_mask = (std::uint64_t{1} << index_bits) - 1;
-  const int group_shift = std::max(0, index_bits - 10);
+  const int group_shift = std::max(0, index_bits - 8);
   std::vector<std::int64_t> at((static_cast<std::size_t>(T - 1) >> group_shift) + 1);
   for (std::size_t g = 0; g < at.size(); ++g) at[g] = static_cast<std::int64_t>(g) << group_shift;
   for (TransferId i = 0; i < T; ++i) {
