@@ -124,9 +124,7 @@ void Simulation::prepare_transfers(Prepared& prep) {
                           (costs_.switches && costs_.switch_reduce_s_per_byte > 0.0);
   const bool slots = !costs_.unicast || dim_.channels > 1 || processing;
   pr.pending.resize(T);
-  pr.ready.assign(T, 0.0);
-  if (opt_.record_transfers) pr.finish_times.assign(T, 0.0);
-  pr.finish = opt_.record_transfers ? pr.finish_times.data() : pr.ready.data();
+  size_times(T);
   if (!costs_.unicast) pr.dsts_left.resize(T);
   if (slots) pr.slots.resize(static_cast<std::size_t>(dim_.dst_slots));
   if (dim_.channels > 1) pr.inj_chan.assign(T, -1);
@@ -143,6 +141,22 @@ void Simulation::prepare_transfers(Prepared& prep) {
   if (net_.spray) sprayed_done_.assign(static_cast<std::size_t>(dim_.dst_slots), 0.0);
   // Dataflow releases through its own edge lists.
   if (!costs_.dataflow) pr.successors = std::move(prep.successors);
+}
+
+// Sizes ready and finish for n transfers and tasks (new entries 0): one
+// array on the arena, or the result's two when the times are recorded.
+void Simulation::size_times(std::int64_t n) {
+  Progress& pr = progress_;
+  const auto size = static_cast<std::size_t>(n);
+  if (opt_.record_transfers) {
+    result_.transfer_ready_s.resize(size, 0.0);
+    result_.transfer_finish_s.resize(size, 0.0);
+    pr.ready = result_.transfer_ready_s.data();
+    pr.finish = result_.transfer_finish_s.data();
+  } else {
+    pr.times.resize(size, 0.0);
+    pr.ready = pr.finish = pr.times.data();
+  }
 }
 
 // The schedule's successor lists (fill_successors), on the arena.
@@ -306,8 +320,8 @@ void Simulation::prepare_accounting() {
 // Busy times per link and per endpoint port (summed over its channels),
 // compute busy times, and the optional records.
 SimResult Simulation::collect() {
-  // The run is over: its largest state goes before the result's copies of
-  // the times are made, so that the two do not add up.
+  // The run is over: its largest state goes back (to the arena, for the
+  // next run).
   Progress& pr = progress_;
   BigVector<TransferHot>().swap(pr.hot);
   BigVector<std::int32_t>().swap(pr.pending);
@@ -347,9 +361,9 @@ SimResult Simulation::collect() {
     result_.task_start_s = std::move(pr.task_start);
     result_.task_finish_s.assign(finish + T, finish + T + dim_.tasks);
   }
-  if (opt_.record_transfers) {
-    result_.transfer_ready_s.assign(pr.ready.begin(), pr.ready.begin() + T);
-    result_.transfer_finish_s.assign(finish, finish + T);
+  if (opt_.record_transfers) {  // filled in place; the tasks' entries go
+    result_.transfer_ready_s.resize(static_cast<std::size_t>(T));
+    result_.transfer_finish_s.resize(static_cast<std::size_t>(T));
   }
   if (opt_.record_timeline) collect_timeline();
   return std::move(result_);

@@ -44,9 +44,7 @@ void Simulation::prepare_tasks() {
            ") or a self-loop");
   Progress& pr = progress_;
   pr.pending.resize(static_cast<std::size_t>(N), 0);
-  pr.ready.resize(static_cast<std::size_t>(N), 0.0);
-  if (opt_.record_transfers) pr.finish_times.resize(static_cast<std::size_t>(N), 0.0);
-  pr.finish = opt_.record_transfers ? pr.finish_times.data() : pr.ready.data();
+  size_times(N);
   pr.task_start.assign(static_cast<std::size_t>(K), 0.0);
   // Merged CSR: each id's schedule successors, then its graph successors
   // in edge order.

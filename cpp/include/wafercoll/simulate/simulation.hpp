@@ -21,8 +21,9 @@
 // unless ports with several channels or a processing cost need them. Per
 // such transfer the run then holds TransferHot (32), pending (4), one time
 // (8: when it can start, then when it finished; 16 when the times are
-// recorded) and the successor lists (8 per transfer plus 4 per dependency
-// edge): 52 bytes plus 4 per dependency, beside the schedule's own.
+// recorded, in the result's arrays) and the successor lists (8 per transfer
+// plus 4 per dependency edge): 52 bytes plus 4 per dependency, beside the
+// schedule's own.
 #pragma once
 
 #include <cstdint>
@@ -222,12 +223,14 @@ struct Progress {
   BigVector<std::int32_t> dsts_left;    // per transfer: destinations not yet done
                                         // (empty when Costs::unicast)
   // When each can start, and when it finished. Unless the times are
-  // recorded, one array serves as both (finish points into ready): a
-  // transfer's start is read once, when its last dependency is met, and
-  // every later time is no earlier, so finish = max(ready, packets done)
-  // equals the max over its packets alone.
-  BigVector<Seconds> ready, finish_times;
-  Seconds* finish = nullptr;            // finish_times, or ready
+  // recorded, one array (times) serves as both: a transfer's start is read
+  // once, when its last dependency is met, and every later time is no
+  // earlier, so finish = max(ready, packets done) equals the max over its
+  // packets alone. Recorded, they are the result's own arrays
+  // (SimResult::transfer_ready_s and transfer_finish_s), filled in place.
+  BigVector<Seconds> times;
+  Seconds* ready = nullptr;
+  Seconds* finish = nullptr;
   BigVector<TransferHot> hot;           // per transfer
   BigVector<Bytes> wide_last;           // see TransferHot::last_bytes
   BigVector<std::int32_t> inj_chan;     // per transfer with several channels per port
@@ -292,6 +295,7 @@ class Simulation {
   bool try_make_stream(TransferId t, TransferId d);
   std::int64_t slot_of(TransferId t, RankId r) const;
   std::int64_t resource_key(TransferId t, std::int64_t node) const;
+  void size_times(std::int64_t n);  // ready and finish for n transfers and tasks
   void prepare_tasks();  // tasks.cpp
   void prepare_accounting();
   void collect_timeline();
