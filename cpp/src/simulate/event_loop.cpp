@@ -174,7 +174,7 @@ void Simulation::complete(TransferId t) {
     for (std::int64_t i = dataflow_.complete_off[t]; i < dataflow_.complete_off[t + 1]; ++i)
       release(dataflow_.complete_list[i], pr.finish[t]);
   } else {
-    for (std::int64_t i = pr.successors.offsets[t]; i < pr.successors.offsets[t + 1]; ++i)
+    for (std::int64_t i = pr.successors.offset(t), e = pr.successors.offset(t + 1); i < e; ++i)
       release(pr.successors.list[i], pr.finish[t]);
   }
 }

@@ -159,10 +159,39 @@ void Simulation::size_times(std::int64_t n) {
   }
 }
 
+void SuccessorLists::set_offsets(const std::int64_t* offsets, std::int64_t n,
+                                 std::int64_t narrow_limit) {
+  narrow.clear();
+  wide.clear();
+  if (offsets[n] < narrow_limit)
+    narrow.assign(offsets, offsets + n + 1);
+  else
+    wide.assign(offsets, offsets + n + 1);
+}
+
+namespace {
+// The lists as fill_successors() builds them, with offsets of one width.
+template <typename Offset>
+struct SuccessorCsr {
+  BigVector<Offset> offsets;
+  BigVector<TransferId> list;
+};
+}  // namespace
+
 // The schedule's successor lists (fill_successors), on the arena.
-SuccessorLists successor_lists(const Schedule& s) {
+SuccessorLists successor_lists(const Schedule& s, std::int64_t narrow_limit) {
   SuccessorLists out;
-  fill_successors(s, out);
+  if (static_cast<std::int64_t>(s.dep_array().size()) < narrow_limit) {
+    SuccessorCsr<std::uint32_t> csr;
+    fill_successors(s, csr);
+    out.narrow = std::move(csr.offsets);
+    out.list = std::move(csr.list);
+  } else {
+    SuccessorCsr<std::int64_t> csr;
+    fill_successors(s, csr);
+    out.wide = std::move(csr.offsets);
+    out.list = std::move(csr.list);
+  }
   return out;
 }
 

@@ -86,13 +86,26 @@ static_assert(sizeof(TransferHot) == 32, "per-transfer state is documented as 32
 
 // Successor lists of the dependency DAG in CSR form, as schedule.hpp's
 // Successors, but on the arena (huge_alloc.hpp), so that a run reuses the
-// last one's memory: the transfers (and tasks) waiting for t are
-// list[offsets[t] .. offsets[t + 1]).
+// last one's memory, and with offsets of 32 bits (4 bytes per transfer,
+// not 8) while the list holds fewer than kNarrowSuccessors entries: the
+// transfers (and tasks) waiting for t are list[offset(t) .. offset(t + 1)).
+constexpr std::int64_t kNarrowSuccessors = std::int64_t{1} << 32;
 struct SuccessorLists {
-  BigVector<std::int64_t> offsets;
+  BigVector<std::uint32_t> narrow;  // the offsets while they fit, else empty
+  BigVector<std::int64_t> wide;     // else the offsets
   BigVector<TransferId> list;
+  std::int64_t offset(std::int64_t t) const {
+    return wide.empty() ? std::int64_t{narrow[static_cast<std::size_t>(t)]}
+                        : wide[static_cast<std::size_t>(t)];
+  }
+  // Takes offsets [0, n] (the last the list's size), narrow when they fit
+  // below narrow_limit.
+  void set_offsets(const std::int64_t* offsets, std::int64_t n, std::int64_t narrow_limit);
 };
-SuccessorLists successor_lists(const Schedule& s);
+// `narrow_limit`: lists of at least this many entries take 64-bit offsets
+// (a parameter for the tests).
+SuccessorLists successor_lists(const Schedule& s,
+                               std::int64_t narrow_limit = kNarrowSuccessors);
 
 // Everything the run needs that does not change while it runs, computed
 // before any run state is allocated (so simulation_events() can stop here).
