@@ -2,10 +2,10 @@
 // simulation.hpp for how the simulator is split into units.
 //
 // This unit holds the public entry points and the preparation that precedes
-// any run state: checking the inputs, cutting messages into packets,
-// building the stage tries (routes.cpp), counting the events, and the two
-// orders that make results independent of transfer indices (the canonical
-// rank of each transfer and the data position of its first packet).
+// any run state: checking the inputs, cutting messages into packets (with
+// the data position of each transfer's first packet), building the stage
+// tries (routes.cpp), counting the events, and the canonical rank of each
+// transfer; the last two make results independent of transfer indices.
 #include "wafercoll/simulate/simulate.hpp"
 
 #include <algorithm>
@@ -362,7 +362,11 @@ int lowest_bit(std::uint64_t x) {
 // filled stay in cache) and then each bucket, a few thousand keys that fit
 // in cache, by an LSD radix sort over the bits that vary within it.
 // Measured on ring allreduce over 1024 ranks (2 M transfers, 42 field
-// bits): ... Returns false, having done nothing, when the key does not fit.
+// bits, a profile of the whole run): three global LSD passes of 14 bits
+// and the ranks grouped by index cost 18 % of the run, this sort with the
+// ranks written straight into the records 23 % (two thirds of it those
+// writes), and as below 13 %. Returns false, having done nothing, when the
+// key does not fit.
 template <bool simple>
 bool canonical_ranks_packed(const Schedule& s, std::unique_ptr<std::uint32_t[]>& rank) {
   const TransferId T = s.num_transfers();

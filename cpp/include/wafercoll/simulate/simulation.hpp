@@ -21,8 +21,8 @@
 // unless ports with several channels or a processing cost need them. Per
 // such transfer the run then holds TransferHot (32), pending (4), one time
 // (8: when it can start, then when it finished; 16 when the times are
-// recorded, in the result's arrays) and the successor lists (8 per transfer
-// plus 4 per dependency edge): 52 bytes plus 4 per dependency, beside the
+// recorded, in the result's arrays) and the successor lists (4 per transfer
+// plus 4 per dependency edge): 48 bytes plus 4 per dependency, beside the
 // schedule's own.
 #pragma once
 
