@@ -379,28 +379,48 @@ bool canonical_ranks_packed(const Schedule& s, std::unique_ptr<std::uint32_t[]>&
   std::uint64_t* const key = buf.get();
   std::uint64_t* const tmp = key + T;
   std::uint64_t lo[kKeyFields], hi[kKeyFields], f[kKeyFields];
-  std::fill(lo, lo + kKeyFields, ~std::uint64_t{0});
-  std::fill(hi, hi + kKeyFields, 0);
-  for (TransferId t = 0; t < T; ++t) {
-    if (!simple) key[t] = static_cast<std::uint64_t>(s.transfer_bytes(t));  // for the next pass
-    key_fields_of<simple>(s, t, key[t], f);
-    for (int i = 0; i < kKeyFields; ++i) {
-      lo[i] = std::min(lo[i], f[i]);
-      hi[i] = std::max(hi[i], f[i]);
-    }
-  }
   int width[kKeyFields];
   const int index_bits = bit_width(static_cast<std::uint64_t>(T - 1));
   int bits = 0;
-  for (int i = 0; i < kKeyFields; ++i) bits += width[i] = bit_width(hi[i] - lo[i]);
-  if (bits + index_bits > 64) return false;
+  auto widths = [&] {
+    bits = 0;
+    for (int i = 0; i < kKeyFields; ++i) bits += width[i] = bit_width(hi[i] - lo[i]);
+    return bits + index_bits <= 64;
+  };
+  // Every field's range: from the schedule's sizes when every transfer has
+  // one destination and one range (ranks, blocks, two ops; any range that
+  // holds the values gives the same order), else, or when those ranges are
+  // too wide for the key, from a pass over the transfers.
+  bool bounded = false;
+  if (simple) {
+    const auto ranks = static_cast<std::uint64_t>(s.num_ranks());
+    const auto blocks = static_cast<std::uint64_t>(s.num_blocks());
+    const std::uint64_t lo_of[kKeyFields] = {0, 0, 1, 0, 1, 0, 0};
+    const std::uint64_t hi_of[kKeyFields] = {ranks - 1, ranks - 1, 1, blocks - 1, blocks, 1, 0};
+    std::copy(lo_of, lo_of + kKeyFields, lo);
+    std::copy(hi_of, hi_of + kKeyFields, hi);
+    bounded = widths();
+  }
+  if (!bounded) {
+    std::fill(lo, lo + kKeyFields, ~std::uint64_t{0});
+    std::fill(hi, hi + kKeyFields, 0);
+    for (TransferId t = 0; t < T; ++t) {
+      if (!simple) key[t] = static_cast<std::uint64_t>(s.transfer_bytes(t));  // for the next pass
+      key_fields_of<simple>(s, t, simple ? 0 : key[t], f);
+      for (int i = 0; i < kKeyFields; ++i) {
+        lo[i] = std::min(lo[i], f[i]);
+        hi[i] = std::max(hi[i], f[i]);
+      }
+    }
+    if (!widths()) return false;
+  }
   constexpr int kTopDigit = 8;
   const int top = std::min(bits, kTopDigit);
   const int top_shift = index_bits + bits - top;
   std::vector<std::int64_t> count((std::size_t{1} << top) + 1, 0);
   bool sorted = true;
   for (TransferId t = 0; t < T; ++t) {
-    key_fields_of<simple>(s, t, key[t], f);
+    key_fields_of<simple>(s, t, simple ? 0 : key[t], f);  // key[t]: the bytes (above)
     std::uint64_t k = 0;
     for (int i = 0; i < kKeyFields; ++i) k = (k << width[i]) | (f[i] - lo[i]);
     k = (k << index_bits) | static_cast<std::uint64_t>(t);
