@@ -478,6 +478,21 @@ def test_port_bandwidth_can_be_lower_than_links() -> None:
     assert close(r.ejection_busy_s[2], size / slow)
 
 
+def test_messages_of_4_gib_and_more_keep_their_size() -> None:
+    # A message not cut into packets is one packet of its own size: 5 GiB
+    # does not fit the 32 bits that smaller last packets are kept in, and is
+    # followed by a small message that depends on it.
+    bw, lat, big, small = 1e9, 1e-6, 5 << 30, 100
+    s = wc.Schedule(3, [big, small], "allgather", owners=[0, 1])
+    first = s.add_transfer(0, 1, [0])
+    s.add_transfer(1, 2, [1], deps=[first])
+    net = wc.NetworkModel(bw, hop_latency_s=lat)
+    r = wc.simulate(s, wc.line(3), net, transfers=True)
+    assert close(r.transfer_finish_s[0], lat + big / bw)
+    assert close(r.time_s, 2 * lat + (big + small) / bw)
+    assert sorted(r.link_bytes.tolist()) == [0, 0, small, big]
+
+
 def test_reduction_cost_applies_to_reducing_transfers_only() -> None:
     bw, gamma, size = 1e9, 1e-9, 5000
     net = wc.NetworkModel(bw, gamma_s_per_byte=gamma)

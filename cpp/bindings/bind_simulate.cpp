@@ -34,7 +34,9 @@ SimOptions make_options(const std::vector<NodeId>& placement, bool transfers, bo
   return o;
 }
 
-py::dict result_dict(const SimResult& r, bool transfers, bool timeline, bool trace) {
+// The per-transfer times move into their arrays (the largest results, one
+// value per transfer each); the rest is copied.
+py::dict result_dict(SimResult& r, bool transfers, bool timeline, bool trace) {
   py::dict d;
   d["time_s"] = r.time_s;
   d["rank_finish_s"] = to_numpy(r.rank_finish_s);
@@ -47,8 +49,8 @@ py::dict result_dict(const SimResult& r, bool transfers, bool timeline, bool tra
   d["events"] = r.events;
   d["packets"] = r.packets;
   if (transfers) {
-    d["transfer_ready_s"] = to_numpy(r.transfer_ready_s);
-    d["transfer_finish_s"] = to_numpy(r.transfer_finish_s);
+    d["transfer_ready_s"] = to_numpy_moved(std::move(r.transfer_ready_s));
+    d["transfer_finish_s"] = to_numpy_moved(std::move(r.transfer_finish_s));
   }
   if (timeline) {
     d["timeline_t"] = to_numpy(r.timeline_t);

@@ -19,6 +19,16 @@ py::array_t<T> to_numpy(const std::vector<T>& v) {
   return out;
 }
 
+// Move a std::vector into a 1-D NumPy array that owns it (no copy): for the
+// results that grow with the schedule (a value per transfer), where a copy
+// would sit beside the original at the peak.
+template <typename T>
+py::array_t<T> to_numpy_moved(std::vector<T>&& v) {
+  auto* owner = new std::vector<T>(std::move(v));
+  py::capsule free_owner(owner, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+  return py::array_t<T>(static_cast<py::ssize_t>(owner->size()), owner->data(), free_owner);
+}
+
 void bind_topology(py::module_& m);
 void bind_schedule(py::module_& m);
 void bind_analysis(py::module_& m);

@@ -107,6 +107,14 @@ TEST(Prepare, CanonicalRanksOfTransfersAlreadyInOrder) {
   EXPECT_EQ(prepared_ranks(s), identity);
 }
 
+// The offsets of successor lists, whatever their width.
+std::vector<std::int64_t> offsets_of(const sim::SuccessorLists& l) {
+  const std::size_t n = l.wide.empty() ? l.narrow.size() : l.wide.size();
+  std::vector<std::int64_t> out;
+  for (std::size_t t = 0; t < n; ++t) out.push_back(l.offset(static_cast<std::int64_t>(t)));
+  return out;
+}
+
 TEST(Prepare, LargerScheduleOnTwoThreads) {
   // 2^16 transfers and more: prepared on two threads, indices of 17 bits,
   // ranks grouped by index in more than one group; with dependencies, so
@@ -117,8 +125,7 @@ TEST(Prepare, LargerScheduleOnTwoThreads) {
   const sim::Prepared p =
       sim::prepare(s, Topology::ring(s.num_ranks()), NetworkModel{}, SimOptions{}, true);
   const Successors expected = successors(s);
-  EXPECT_EQ(std::vector<std::int64_t>(p.successors.offsets.begin(), p.successors.offsets.end()),
-            expected.offsets);
+  EXPECT_EQ(offsets_of(p.successors), expected.offsets);
   EXPECT_EQ(std::vector<TransferId>(p.successors.list.begin(), p.successors.list.end()),
             expected.list);
 }
@@ -135,8 +142,17 @@ TEST(Prepare, SuccessorListsAsTheSchedulesOwn) {
   }
   const Successors expected = successors(s);
   const sim::SuccessorLists got = sim::successor_lists(s);
-  EXPECT_EQ(std::vector<std::int64_t>(got.offsets.begin(), got.offsets.end()), expected.offsets);
+  EXPECT_TRUE(got.wide.empty());  // 32-bit offsets
+  EXPECT_EQ(offsets_of(got), expected.offsets);
   EXPECT_EQ(std::vector<TransferId>(got.list.begin(), got.list.end()), expected.list);
+  // The same lists with 64-bit offsets, as a list of 2^32 entries or more
+  // would have them.
+  const auto edges = static_cast<std::int64_t>(expected.list.size());
+  const sim::SuccessorLists wide = sim::successor_lists(s, edges);
+  EXPECT_TRUE(wide.narrow.empty());
+  EXPECT_EQ(offsets_of(wide), expected.offsets);
+  EXPECT_EQ(std::vector<TransferId>(wide.list.begin(), wide.list.end()), expected.list);
+  EXPECT_EQ(offsets_of(sim::successor_lists(s, edges + 1)), expected.offsets);
   const Schedule empty = random_schedule(2, 0, 1, 1, 7);
-  EXPECT_EQ(sim::successor_lists(empty).offsets.size(), 1u);
+  EXPECT_EQ(offsets_of(sim::successor_lists(empty)), std::vector<std::int64_t>{0});
 }

@@ -207,7 +207,7 @@ void Simulation::complete(TransferId t) {
     for (std::int64_t i = dataflow_.complete_off[t]; i < dataflow_.complete_off[t + 1]; ++i)
       release(dataflow_.complete_list[i], pr.finish[t]);
   } else {
-    for (std::int64_t i = pr.successors.offsets[t]; i < pr.successors.offsets[t + 1]; ++i)
+    for (std::int64_t i = pr.successors.offset(t), e = pr.successors.offset(t + 1); i < e; ++i)
       release(pr.successors.list[i], pr.finish[t]);
   }
 }
@@ -259,11 +259,15 @@ void Simulation::park(const Event& ev) {
 // processed); the destination is done after its last, the transfer after
 // its last destination.
 void Simulation::packet_done(TransferId t, std::int64_t slot, Seconds when) {
-  if (--progress_.slots[slot].left != 0) return;
+  if (costs_.unicast) {
+    if (--progress_.hot[t].left != 0) return;
+  } else if (--progress_.slots[slot].left != 0) {
+    return;
+  }
   const RankId d = slot_rank_[slot];
   result_.rank_finish_s[d] = std::max(result_.rank_finish_s[d], when);
   progress_.finish[t] = std::max(progress_.finish[t], when);
-  if (--progress_.dsts_left[t] == 0) complete(t);
+  if (costs_.unicast || --progress_.dsts_left[t] == 0) complete(t);
 }
 
 // The channel of a port (stages first .. first + channels - 1) that frees
@@ -310,7 +314,7 @@ std::int64_t Simulation::resolve_stage(const Event& ev, TransferId t, std::int64
   std::int64_t r = nd.resource;
   if (r == kInjPort) {
     const std::int64_t first = L + static_cast<std::int64_t>(place_[sched_.src(t)]) * K;
-    std::int32_t& inj = progress_.hot[t].inj_chan;
+    std::int32_t& inj = progress_.inj_chan[t];
     if (inj < 0) inj = static_cast<std::int32_t>(pick_channel(first) - first);
     r = first + inj;
   } else if (r == kEjPort) {
@@ -464,7 +468,7 @@ void Simulation::process(const Event& ev) {
   const TransferId t = nd.transfer();
   const std::int64_t k = packet_of(ev);
   const TransferHot& h = progress_.hot[t];
-  const Bytes m = (k == h.npackets - 1) ? h.last_bytes : costs_.packet_bytes;
+  const Bytes m = (k == h.npackets - 1) ? last_bytes(t, h) : costs_.packet_bytes;
   if ((ev.local_key & 1u) == kDeliver) {
     process_delivery(ev.time, t, nd.term, m);
     return;
@@ -542,7 +546,7 @@ double Simulation::ejection_inv_bw(NodeId e) const {
 // channel as resolve_stage() does. Sets `last` when no stage follows.
 std::int64_t Simulation::computed_stage(TransferId t, std::int32_t stage, std::int64_t packet,
                                         Seconds& avail, bool& last) {
-  TransferHot& h = progress_.hot[t];
+  const TransferHot& h = progress_.hot[t];
   const LinkId L = dim_.links;
   const NodeId E = dim_.endpoints;
   const std::int32_t K = dim_.channels;
@@ -551,8 +555,9 @@ std::int64_t Simulation::computed_stage(TransferId t, std::int32_t stage, std::i
   if (stage < p) {
     if (K == 1) return L + h.src;
     const std::int64_t first = L + static_cast<std::int64_t>(h.src) * K;
-    if (h.inj_chan < 0) h.inj_chan = static_cast<std::int32_t>(pick_channel(first) - first);
-    return first + h.inj_chan;
+    std::int32_t& inj = progress_.inj_chan[t];
+    if (inj < 0) inj = static_cast<std::int32_t>(pick_channel(first) - first);
+    return first + inj;
   }
   std::int32_t hops = 0;
   const LinkId l = topo_.route_link_unchecked(h.src, h.dst(), stage - p, &hops);
@@ -590,7 +595,7 @@ void Simulation::process_computed(const Event& ev) {
   const TransferId t = ev.node & (kComputedNode - 1);
   const TransferHot& h = progress_.hot[t];
   const auto k = static_cast<std::int64_t>((ev.tie_key >> kCanonBits) - h.key0);
-  const Bytes m = (k == h.npackets - 1) ? h.last_bytes : costs_.packet_bytes;
+  const Bytes m = (k == h.npackets - 1) ? last_bytes(t, h) : costs_.packet_bytes;
   const auto stage = static_cast<std::int32_t>(ev.local_key >> 1);
   if ((ev.local_key & 1u) == kDeliver) {
     process_delivery(ev.time, t, sched_.dst_offsets()[t], m);

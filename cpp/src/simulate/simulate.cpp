@@ -2,16 +2,17 @@
 // simulation.hpp for how the simulator is split into units.
 //
 // This unit holds the public entry points and the preparation that precedes
-// any run state: checking the inputs, cutting messages into packets,
-// building the stage tries (routes.cpp), counting the events, and the two
-// orders that make results independent of transfer indices (the canonical
-// rank of each transfer and the data position of its first packet).
+// any run state: checking the inputs, cutting messages into packets (with
+// the data position of each transfer's first packet), building the stage
+// tries (routes.cpp), counting the events, and the canonical rank of each
+// transfer; the last two make results independent of transfer indices.
 #include "wafercoll/simulate/simulate.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <future>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -102,17 +103,47 @@ namespace sim {
 
 namespace {
 
-// Cuts every message into packets of packet_bytes (one packet when it is 0
-// or the message is empty). Padded: every packet occupies packet_bytes on
-// the wire (fixed-size messages, as in BookSim), so a short transfer costs a
-// whole packet.
-void packetize(const Schedule& s, const NetworkModel& net, Prepared& p) {
+int bit_width(std::uint64_t x) {
+  int w = 0;
+  for (; x != 0; x >>= 1) ++w;
+  return w;
+}
+
+// Whether the run keeps one-destination countdowns in the transfer records
+// (Costs::unicast): complete mode, and every transfer has one destination.
+bool unicast_run(const Schedule& s, const NetworkModel& net) {
+  return net.dependencies == Dependencies::complete &&
+         static_cast<TransferId>(s.dst_array().size()) == s.num_transfers();
+}
+
+// The per-transfer records, in one pass over the schedule: cuts every
+// message into packets of packet_bytes (one packet when it is 0 or the
+// message is empty; padded, every packet occupies packet_bytes on the wire,
+// fixed-size messages as in BookSim, so a short transfer costs a whole
+// packet), the data position of the first packet (in packets when messages
+// are cut, in blocks otherwise), the source's node, and for a computed
+// route (`computes`, routes.hpp) its destination and events. A last packet
+// of 2^32 bytes or more (a message of 4 GiB not cut into packets) moves
+// every transfer's last size to p.wide_last. Returns the transfers that
+// need a trie.
+TransferId packetize(const Schedule& s, const Topology& topo, const NetworkModel& net,
+                     bool computes, Prepared& p) {
   const TransferId T = s.num_transfers();
   const Bytes M = net.packet_bytes;
+  const bool one_range = s.range_offsets().form() == CsrOffsets::Form::identity;
+  const bool unicast = unicast_run(s, net);
+  const std::int64_t port_stages = net.ports > 0 ? 2 : 0;
+  TransferId tries = 0;
+  // Division by a packet size of a power of two (the usual) is a shift
+  // (profiled, the two divisions per transfer drew a quarter of this pass's
+  // samples).
+  const int shift = M > 0 && (M & (M - 1)) == 0 ? bit_width(static_cast<std::uint64_t>(M)) - 1 : -1;
+  auto per_packet = [M, shift](Bytes x) { return shift >= 0 ? x >> shift : x / M; };
   p.hot.resize(static_cast<std::size_t>(T));
   for (TransferId t = 0; t < T; ++t) {
-    const Bytes S = s.transfer_bytes(t);
-    const std::int64_t n = (M == 0 || S == 0) ? 1 : (S + M - 1) / M;
+    const BlockRange r = *s.ranges_begin(t);
+    const Bytes S = one_range ? s.range_bytes(r.lo, r.hi) : s.transfer_bytes(t);
+    const std::int64_t n = (M == 0 || S == 0) ? 1 : per_packet(S + M - 1);
     // Packet indices share a 64-bit tie key with the transfer's rank.
     if (n >= (std::int64_t{1} << 32))
       throw std::invalid_argument("transfer " + std::to_string(t) + " would be cut into " +
@@ -120,10 +151,30 @@ void packetize(const Schedule& s, const NetworkModel& net, Prepared& p) {
                                   " packets; use a larger packet_bytes");
     TransferHot& h = p.hot[t];
     h.npackets = static_cast<std::uint32_t>(n);
-    h.last_bytes = (M == 0 || S == 0) ? S : net.pad_packets ? M : S - (n - 1) * M;
-    h.inj_chan = -1;
-    h.stream_id = -1;
+    const Bytes last = (M == 0 || S == 0) ? S : net.pad_packets ? M : S - (n - 1) * M;
+    h.last_bytes = static_cast<std::uint32_t>(last);
+    if (last > std::numeric_limits<std::uint32_t>::max() && p.wide_last.empty()) {
+      p.wide_last.resize(static_cast<std::size_t>(T));
+      for (TransferId u = 0; u < t; ++u) p.wide_last[u] = p.hot[u].last_bytes;
+    }
+    if (!p.wide_last.empty()) p.wide_last[t] = last;
+    h.key0 = static_cast<std::uint64_t>(M > 0 ? per_packet(s.range_bytes(0, r.lo)) : r.lo);
+    if (unicast)
+      h.left = h.npackets;
+    else
+      h.stream_id = -1;
+    h.src = p.place[s.src(t)];
+    if (computes && computed_route(s, p.place, t)) {
+      h.base = -1 - p.place[*s.dsts_begin(t)];
+      std::int32_t hops = 0;
+      topo.route_link_unchecked(h.src, h.dst(), 0, &hops);  // inline on grids
+      p.events += n * (hops + port_stages);
+    } else {
+      h.base = 0;  // set with the tries
+      ++tries;
+    }
   }
+  return tries;
 }
 
 // Every message into or out of a switch rank fits its buffer.
@@ -146,23 +197,19 @@ void check_switch_buffers(const Schedule& s, const NetworkModel& net) {
 }
 
 // One event per packet per trie node (a sprayed transfer's packet crosses
-// one path of its trie; a computed route's, its hops and ports): refused up
-// front when over max_events, before any run state is allocated.
-void count_events(const Topology& topo, const NetworkModel& net, const SimOptions& opt,
-                  Prepared& p) {
+// one path of its trie; a computed route's, its hops and ports, counted by
+// packetize()): the transfers with tries take their first node here and add
+// their events. A run over max_events is refused up front, before any run
+// state is allocated.
+void count_events(const SimOptions& opt, Prepared& p) {
   const auto T = static_cast<TransferId>(p.hot.size());
   const std::vector<SprayChoice>& root = p.tries.spray_root;
-  const std::int64_t port_stages = net.ports > 0 ? 2 : 0;
-  for (TransferId t = 0; t < T; ++t) {
-    const TransferHot& h = p.hot[t];
+  for (TransferId t = 0; t < T && !p.tries.nodes.empty(); ++t) {
+    TransferHot& h = p.hot[t];
+    if (h.computed()) continue;
+    h.base = p.tries.base[t];
     std::int64_t stages = p.tries.base[t + 1] - p.tries.base[t];
-    if (h.computed()) {
-      std::int32_t hops = 0;
-      topo.route_link_unchecked(h.src, h.dst(), 0, &hops);  // inline on grids
-      stages = hops + port_stages;
-    } else if (!root.empty() && root[t].depth > 0) {
-      stages = root[t].depth;
-    }
+    if (!root.empty() && root[t].depth > 0) stages = root[t].depth;
     p.events += h.npackets * stages;
   }
   if (p.events > opt.max_events) too_many_events(p.events, opt);
@@ -253,124 +300,185 @@ void key_fields(const Schedule& s, TransferId t, std::uint64_t bytes,
   f[6] = bytes;
 }
 
-int bit_width(std::uint64_t x) {
-  int w = 0;
-  for (; x != 0; x >>= 1) ++w;
-  return w;
+// The key fields of transfer t, as key_fields() gives them, read straight
+// from the schedule's arrays when every transfer has one destination and one
+// block range (`simple`): the destination count is then 1 and the bytes
+// follow from the range, a more significant field, so neither is read (a
+// field of one value takes no bits). Otherwise `bytes` is the transfer's.
+template <bool simple>
+void key_fields_of(const Schedule& s, TransferId t, std::uint64_t bytes,
+                   std::uint64_t (&f)[kKeyFields]) {
+  if constexpr (simple) {
+    const BlockRange r = s.range_array()[static_cast<std::size_t>(t)];
+    f[0] = static_cast<std::uint64_t>(s.src_array()[static_cast<std::size_t>(t)]);
+    f[1] = static_cast<std::uint64_t>(s.dst_array()[static_cast<std::size_t>(t)]);
+    f[2] = 1;
+    f[3] = static_cast<std::uint64_t>(r.lo);
+    f[4] = static_cast<std::uint64_t>(r.hi);
+    f[5] = s.op_array()[static_cast<std::size_t>(t)];
+    f[6] = 0;
+  } else {
+    key_fields(s, t, bytes, f);
+  }
+}
+
+// Sorts keys[0, n) by their bits [lo_bit, hi_bit), stably, by LSD radix
+// passes of equal digits, as wide as the count allows (up to 16 bits for
+// many keys, 8 for a few thousand, so that the counts stay small beside
+// the keys), through `scratch` (n keys); the result ends in `keys`.
+void lsd_sort(std::uint64_t* keys, std::uint64_t* scratch, std::int64_t n, int lo_bit,
+              int hi_bit, std::vector<std::int64_t>& count) {
+  const int span = hi_bit - lo_bit;
+  if (span <= 0 || n < 2) return;
+  const int max_digit = n >= (std::int64_t{1} << 16) ? 16 : n >= 4096 ? 11 : 8;
+  const int passes = (span + max_digit - 1) / max_digit;
+  const int digit = (span + passes - 1) / passes;
+  const std::uint64_t mask = (std::uint64_t{1} << digit) - 1;
+  count.resize(std::size_t{1} << digit);
+  std::uint64_t* from = keys;
+  std::uint64_t* to = scratch;
+  for (int shift = lo_bit; shift < hi_bit; shift += digit) {
+    std::fill(count.begin(), count.end(), 0);
+    for (std::int64_t i = 0; i < n; ++i) ++count[(from[i] >> shift) & mask];
+    std::int64_t sum = 0;
+    for (auto& c : count) {
+      const std::int64_t k = c;
+      c = sum;
+      sum += k;
+    }
+    for (std::int64_t i = 0; i < n; ++i) to[count[(from[i] >> shift) & mask]++] = from[i];
+    std::swap(from, to);
+  }
+  if (from != keys) std::copy(from, from + n, keys);
+}
+
+int lowest_bit(std::uint64_t x) {
+  int b = 0;
+  for (; (x & 1) == 0; x >>= 1) ++b;
+  return b;
 }
 
 // The canonical ranks when every field, offset by its minimum, and the
 // transfer index fit one 64-bit key together (fields above the index):
 // the keys are built in one pass, which also tells whether they are
-// already in order (then the ranks are the indices), else sorted by an
-// LSD radix sort over the field bits only, which keeps index order among
-// equal fields. The keys move with the sort, so every pass reads them in
-// sequence, where the field-wise sort gathers. As few passes as digits of
-// at most 16 bits allow, the digits of equal width, and a pass skipped
-// where its digit takes one value (measured: the 42 bits of ring allreduce
-// on 1024 ranks as fast in three 14-bit passes as in four 11-bit ones, the
-// 32 bits of recursive doubling on 65,536 ranks 10 % faster in two 16-bit
-// passes than in three 11-bit ones). Returns false, having done nothing,
-// when the key does not fit.
-bool canonical_ranks_packed(const Schedule& s, Prepared& p) {
+// already in order (then the ranks are the indices), else sorted over the
+// field bits only, stably, which keeps index order among equal fields:
+// one pass by the top digit (at most 11 bits, so that the buckets being
+// filled stay in cache) and then each bucket, a few thousand keys that fit
+// in cache, by an LSD radix sort over the bits that vary within it.
+// Profiled on ring allreduce over 1024 ranks (2 M transfers, 42 field
+// bits): about 28 ms of CPU per run, against 55 ms for three global LSD
+// passes of 14 bits (16,384 buckets filled at once, each write a cache
+// miss); with the ranks written straight into the transfer records, two
+// thirds of the time went to those writes. Returns false, having done
+// nothing, when the key does not fit.
+template <bool simple>
+bool canonical_ranks_packed(const Schedule& s, std::unique_ptr<std::uint32_t[]>& rank) {
   const TransferId T = s.num_transfers();
-  BigVector<std::uint64_t> key(static_cast<std::size_t>(T));
+  // The keys and the sort's scratch space, not from the arena
+  // (huge_alloc.hpp): freed before the run allocates its state, a cached
+  // block would be given back by the run's first new block size, and the
+  // next run would miss it and give back another in turn, every run
+  // faulting in fresh pages. (Default-initialised: not zeroed first.)
+  std::unique_ptr<std::uint64_t[]> buf(new std::uint64_t[2 * static_cast<std::size_t>(T)]);
+  std::uint64_t* const key = buf.get();
+  std::uint64_t* const tmp = key + T;
   std::uint64_t lo[kKeyFields], hi[kKeyFields], f[kKeyFields];
-  std::fill(lo, lo + kKeyFields, ~std::uint64_t{0});
-  std::fill(hi, hi + kKeyFields, 0);
-  for (TransferId t = 0; t < T; ++t) {
-    key[t] = static_cast<std::uint64_t>(s.transfer_bytes(t));  // kept for the next pass
-    key_fields(s, t, key[t], f);
-    for (int i = 0; i < kKeyFields; ++i) {
-      lo[i] = std::min(lo[i], f[i]);
-      hi[i] = std::max(hi[i], f[i]);
-    }
-  }
   int width[kKeyFields];
   const int index_bits = bit_width(static_cast<std::uint64_t>(T - 1));
   int bits = 0;
-  for (int i = 0; i < kKeyFields; ++i) bits += width[i] = bit_width(hi[i] - lo[i]);
-  if (bits + index_bits > 64) return false;
-  constexpr int kMaxDigit = 16;
-  const int digits = (bits + kMaxDigit - 1) / kMaxDigit;
-  const int digit = digits == 0 ? 1 : (bits + digits - 1) / digits;
-  const std::size_t buckets = std::size_t{1} << digit;
-  std::vector<std::int64_t> count(buckets * static_cast<std::size_t>(digits), 0);
+  auto widths = [&] {
+    bits = 0;
+    for (int i = 0; i < kKeyFields; ++i) bits += width[i] = bit_width(hi[i] - lo[i]);
+    return bits + index_bits <= 64;
+  };
+  // Every field's range: from the schedule's sizes when every transfer has
+  // one destination and one range (ranks, blocks, two ops; any range that
+  // holds the values gives the same order), else, or when those ranges are
+  // too wide for the key, from a pass over the transfers.
+  bool bounded = false;
+  if (simple) {
+    const auto ranks = static_cast<std::uint64_t>(s.num_ranks());
+    const auto blocks = static_cast<std::uint64_t>(s.num_blocks());
+    const std::uint64_t lo_of[kKeyFields] = {0, 0, 1, 0, 1, 0, 0};
+    const std::uint64_t hi_of[kKeyFields] = {ranks - 1, ranks - 1, 1, blocks - 1, blocks, 1, 0};
+    std::copy(lo_of, lo_of + kKeyFields, lo);
+    std::copy(hi_of, hi_of + kKeyFields, hi);
+    bounded = widths();
+  }
+  if (!bounded) {
+    std::fill(lo, lo + kKeyFields, ~std::uint64_t{0});
+    std::fill(hi, hi + kKeyFields, 0);
+    for (TransferId t = 0; t < T; ++t) {
+      if (!simple) key[t] = static_cast<std::uint64_t>(s.transfer_bytes(t));  // for the next pass
+      key_fields_of<simple>(s, t, simple ? 0 : key[t], f);
+      for (int i = 0; i < kKeyFields; ++i) {
+        lo[i] = std::min(lo[i], f[i]);
+        hi[i] = std::max(hi[i], f[i]);
+      }
+    }
+    if (!widths()) return false;
+  }
+  constexpr int kTopDigit = 8;
+  const int top = std::min(bits, kTopDigit);
+  const int top_shift = index_bits + bits - top;
+  std::vector<std::int64_t> count((std::size_t{1} << top) + 1, 0);
   bool sorted = true;
   for (TransferId t = 0; t < T; ++t) {
-    key_fields(s, t, key[t], f);
+    key_fields_of<simple>(s, t, simple ? 0 : key[t], f);  // key[t]: the bytes (above)
     std::uint64_t k = 0;
     for (int i = 0; i < kKeyFields; ++i) k = (k << width[i]) | (f[i] - lo[i]);
-    for (int d = 0; d < digits; ++d) ++count[d * buckets + ((k >> (d * digit)) & (buckets - 1))];
     k = (k << index_bits) | static_cast<std::uint64_t>(t);
+    ++count[(k >> top_shift) + 1];
     sorted = sorted && (t == 0 || k > key[t - 1]);
     key[t] = k;
   }
-  if (sorted) {
-    for (TransferId t = 0; t < T; ++t) p.hot[t].canon = static_cast<std::uint32_t>(t);
-    return true;
+  if (sorted) return true;
+  // Bucket b is [count[b], count[b + 1]) once the counts are summed.
+  for (std::size_t b = 1; b < count.size(); ++b) count[b] += count[b - 1];
+  {
+    std::vector<std::int64_t> next(count.begin(), count.end() - 1);
+    for (TransferId t = 0; t < T; ++t) tmp[next[key[t] >> top_shift]++] = key[t];
   }
-  // The passes that reorder (a digit of one value does not), each an
-  // exclusive prefix sum of its digit's counts.
-  std::vector<std::int64_t*> passes;
-  for (int d = 0; d < digits; ++d) {
-    std::int64_t* c = count.data() + d * buckets;
-    if (*std::max_element(c, c + buckets) == T) continue;
-    std::int64_t sum = 0;
-    for (std::size_t b = 0; b < buckets; ++b) {
-      const std::int64_t n = c[b];
-      c[b] = sum;
-      sum += n;
-    }
-    passes.push_back(c);
+  std::vector<std::int64_t> digits;
+  const std::uint64_t below_top = (std::uint64_t{1} << top_shift) - 1;
+  for (std::size_t b = 0; b + 1 < count.size(); ++b) {
+    std::uint64_t* keys = tmp + count[b];
+    const std::int64_t n = count[b + 1] - count[b];
+    std::uint64_t vary = 0;  // the field bits below the top digit that differ
+    for (std::int64_t i = 1; i < n; ++i) vary |= keys[i] ^ keys[0];
+    vary = (vary & below_top) >> index_bits;
+    if (vary == 0) continue;
+    lsd_sort(keys, key + count[b], n, index_bits + lowest_bit(vary),
+             index_bits + bit_width(vary), digits);
   }
-  BigVector<std::uint64_t> tmp(static_cast<std::size_t>(T));
-  auto shift_of = [&](const std::int64_t* c) {
-    const auto d = static_cast<int>((c - count.data()) / static_cast<std::ptrdiff_t>(buckets));
-    return index_bits + d * digit;
-  };
-  for (std::size_t i = 0; i + 1 < passes.size(); ++i) {
-    std::int64_t* c = passes[i];
-    const int shift = shift_of(c);
-    for (const std::uint64_t k : key) tmp[c[(k >> shift) & (buckets - 1)]++] = k;
-    key.swap(tmp);
-  }
-  // The last pass knows each key's rank (its final position). Written in
-  // rank order, the ranks would land anywhere in the records (a cache miss
-  // each), so (index, rank) pairs are grouped by the index's high bits
-  // instead (group g holds indices [g, g + 1) << group_shift, all of them),
-  // and each group's writes then stay within 1024 consecutive records.
-  std::int64_t* c = passes.back();
-  const int shift = shift_of(c);
+  // The ranks by index, 32 bits each; the transfer records would take a
+  // cache miss per write, and so does even this array when written in rank
+  // order. So (index, rank) pairs are first grouped by the index's high bits
+  // (group g holds indices [g, g + 1) << group_shift, all of them), into the
+  // keys' half of the block, and each group's writes then stay within 1024
+  // consecutive entries. The ranks are copied into the records in order.
   const std::uint64_t index_mask = (std::uint64_t{1} << index_bits) - 1;
-  const int group_shift = std::max(0, index_bits - 10);
+  const int group_shift = std::max(0, index_bits - 8);
   std::vector<std::int64_t> at((static_cast<std::size_t>(T - 1) >> group_shift) + 1);
   for (std::size_t g = 0; g < at.size(); ++g) at[g] = static_cast<std::int64_t>(g) << group_shift;
-  for (const std::uint64_t k : key) {
-    const std::uint64_t t = k & index_mask;
-    const auto rank = static_cast<std::uint64_t>(c[(k >> shift) & (buckets - 1)]++);
-    tmp[at[t >> group_shift]++] = (t << 32) | rank;
+  for (TransferId i = 0; i < T; ++i) {
+    const std::uint64_t t = tmp[i] & index_mask;
+    key[at[t >> group_shift]++] = (t << 32) | static_cast<std::uint64_t>(i);
   }
-  for (const std::uint64_t x : tmp) p.hot[x >> 32].canon = static_cast<std::uint32_t>(x);
+  rank.reset(new std::uint32_t[static_cast<std::size_t>(T)]);
+  for (TransferId i = 0; i < T; ++i) rank[key[i] >> 32] = static_cast<std::uint32_t>(key[i]);
   return true;
 }
 
-void canonical_ranks(const Schedule& s, Prepared& p) {
-  if (s.num_transfers() > 0 && canonical_ranks_packed(s, p)) return;
-  canonical_ranks_by_field(s, p);
-}
-
-// The position of each transfer's first packet in the data vector: in
-// packets when messages are cut, in blocks otherwise (one packet each).
-void data_positions(const Schedule& s, const NetworkModel& net, Prepared& p) {
-  const TransferId T = s.num_transfers();
-  const Bytes M = net.packet_bytes;
-  std::vector<Bytes> prefix(static_cast<std::size_t>(s.num_blocks()) + 1, 0);
-  for (BlockId b = 0; b < s.num_blocks(); ++b) prefix[b + 1] = prefix[b] + s.block_bytes()[b];
-  for (TransferId t = 0; t < T; ++t) {
-    const Bytes at = prefix[s.ranges_begin(t)->lo];
-    p.hot[t].key0 = static_cast<std::uint64_t>(M > 0 ? at / M : s.ranges_begin(t)->lo);
-  }
+// The canonical ranks when they fit canonical_ranks_packed(), into `rank`
+// (rank[t] for t < T; left empty when they are the indices); false when
+// they do not.
+bool canonical_rank_array(const Schedule& s, std::unique_ptr<std::uint32_t[]>& rank) {
+  if (s.num_transfers() == 0) return true;
+  const bool simple = s.dst_offsets().form() == CsrOffsets::Form::identity &&
+                      s.range_offsets().form() == CsrOffsets::Form::identity;
+  return simple ? canonical_ranks_packed<true>(s, rank) : canonical_ranks_packed<false>(s, rank);
 }
 
 }  // namespace
@@ -384,42 +492,46 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
   const std::int64_t slots = static_cast<std::int64_t>(s.dst_array().size());
   require(slots < std::numeric_limits<std::int32_t>::max(),
           "the schedule has too many destinations to simulate");
+  // Refused before anything per transfer is allocated or computed.
   const bool computes = computes_routes(topo, net);
   refuse_too_many_stages(s, net, computes);
-  packetize(s, net, p);
-  // The two orders and the successor lists read only the schedule and
-  // write only their own fields of the per-transfer records (the routes
-  // below read npackets, written before), so on a large schedule they are
-  // computed on a second thread while this one builds the routes. The
-  // future joins the thread however this function is left.
-  const bool need_successors = for_run && net.dependencies == Dependencies::complete;
-  auto orders = [&s, &net, &p, need_successors] {
-    canonical_ranks(s, p);
-    data_positions(s, net, p);
-    if (need_successors) p.successors = successor_lists(s);
-  };
+  // The canonical order reads only the schedule, so on a large schedule it
+  // is sorted on a second thread while this one builds the records, the
+  // routes and the successor lists; its ranks are copied into the records
+  // after. The future joins the thread however this function is left
+  // (declared after what the thread writes, it is destroyed first).
+  std::unique_ptr<std::uint32_t[]> rank;
+  bool packed = false;
+  auto order = [&s, &rank, &packed] { packed = canonical_rank_array(s, rank); };
   std::future<void> side;
   if (s.num_transfers() >= kParallelTransfers && std::thread::hardware_concurrency() > 1)
-    side = std::async(std::launch::async, orders);
+    side = std::async(std::launch::async, order);
+  const TransferId trie_transfers = packetize(s, topo, net, computes, p);
   // Bound the trie size before building it.
   const PacketCounts npackets{p.hot.empty() ? nullptr : &p.hot[0].npackets,
                               sizeof(TransferHot) / sizeof(std::uint32_t)};
   const std::int64_t stage_bound =
-      count_route_stages(s, topo, net, p.place, npackets, computes);
+      trie_transfers > 0 || !computes
+          ? count_route_stages(s, topo, net, p.place, npackets, computes)
+          : 0;
   if (net.spray) check_spray_events(s, opt, p);
   if (s.has_switches() && net.switch_buffer_bytes > 0) check_switch_buffers(s, net);
-  p.tries = build_stage_tries(s, topo, net, p.place, npackets, stage_bound, computes);
+  if (trie_transfers > 0)
+    p.tries = build_stage_tries(s, topo, net, p.place, npackets, stage_bound, computes);
+  if (for_run && net.dependencies == Dependencies::complete) p.successors = successor_lists(s);
   if (side.valid())
     side.get();
   else
-    orders();
-  for (TransferId t = 0; t < s.num_transfers(); ++t) {
-    TransferHot& h = p.hot[t];
-    h.src = p.place[s.src(t)];
-    h.base = computes && computed_route(s, p.place, t) ? -1 - p.place[*s.dsts_begin(t)]
-                                                       : p.tries.base[t];
+    order();
+  if (!packed) {
+    canonical_ranks_by_field(s, p);
+  } else {
+    for (TransferId t = 0; t < s.num_transfers(); ++t)
+      p.hot[t].canon = rank ? rank[t] : static_cast<std::uint32_t>(t);
   }
-  count_events(topo, net, opt, p);
+  count_events(opt, p);
+  // Without tries every route is computed, and base[] is read no more.
+  if (p.tries.nodes.empty()) BigVector<std::int32_t>().swap(p.tries.base);
   return p;
 }
 

@@ -104,39 +104,94 @@ void Simulation::set_port_bandwidths(const std::vector<double>& fastest_out,
 }
 
 // Per transfer and per destination slot state: hot is taken over from the
-// preparation.
+// preparation. Destination slots are kept only where they hold something:
+// transfers to several destinations or dataflow (their countdowns), ports
+// of several channels (the ejection channel) or a processing cost with one
+// channel (the destination's endpoint).
 void Simulation::prepare_transfers(Prepared& prep) {
   const TransferId T = dim_.transfers;
   Progress& pr = progress_;
   pr.hot = std::move(prep.hot);
-  pr.pending.assign(T, 0);
-  pr.ready.assign(T, 0.0);
-  pr.finish.assign(T, 0.0);
-  pr.dsts_left.assign(T, 0);
+  pr.wide_last = std::move(prep.wide_last);
   dim_.dst_slots = static_cast<std::int64_t>(sched_.dst_array().size());
-  pr.slots.resize(static_cast<std::size_t>(dim_.dst_slots));
+  costs_.dataflow = net_.dependencies == Dependencies::dataflow;
+  costs_.unicast = !costs_.dataflow && dim_.dst_slots == T;
+  costs_.copy_s_per_byte = net_.copy_s_per_byte;
+  costs_.switches = sched_.has_switches();
+  costs_.switch_reduce_s_per_byte =
+      net_.switch_reduce_Bps > 0.0 ? 1.0 / net_.switch_reduce_Bps : 0.0;
+  const bool processing = costs_.reduce_s_per_byte > 0.0 || costs_.copy_s_per_byte > 0.0 ||
+                          (costs_.switches && costs_.switch_reduce_s_per_byte > 0.0);
+  const bool slots = !costs_.unicast || dim_.channels > 1 || processing;
+  pr.pending.resize(T);
+  size_times(T);
+  if (!costs_.unicast) pr.dsts_left.resize(T);
+  if (slots) pr.slots.resize(static_cast<std::size_t>(dim_.dst_slots));
+  if (dim_.channels > 1) pr.inj_chan.assign(T, -1);
   for (TransferId t = 0; t < T; ++t) {
     pr.pending[t] = static_cast<std::int32_t>(sched_.num_deps(t));
-    pr.dsts_left[t] = static_cast<std::int32_t>(sched_.num_dsts(t));
+    // (With Costs::unicast, packetize() set TransferHot::left.)
+    if (!costs_.unicast) pr.dsts_left[t] = static_cast<std::int32_t>(sched_.num_dsts(t));
+    if (!slots) continue;
     for (std::int64_t i = sched_.dst_offsets()[t]; i < sched_.dst_offsets()[t + 1]; ++i)
       pr.slots[i] =
           SlotState{pr.hot[t].npackets, pr.hot[t].npackets, -1, place_[sched_.dst_array()[i]]};
   }
   costs_.spray = net_.spray;
   if (net_.spray) sprayed_done_.assign(static_cast<std::size_t>(dim_.dst_slots), 0.0);
-  costs_.copy_s_per_byte = net_.copy_s_per_byte;
-  costs_.switches = sched_.has_switches();
-  costs_.switch_reduce_s_per_byte =
-      net_.switch_reduce_Bps > 0.0 ? 1.0 / net_.switch_reduce_Bps : 0.0;
-  costs_.dataflow = net_.dependencies == Dependencies::dataflow;
   // Dataflow releases through its own edge lists.
   if (!costs_.dataflow) pr.successors = std::move(prep.successors);
 }
 
+// Sizes ready and finish for n transfers and tasks (new entries 0): one
+// array on the arena, or the result's two when the times are recorded.
+void Simulation::size_times(std::int64_t n) {
+  Progress& pr = progress_;
+  const auto size = static_cast<std::size_t>(n);
+  if (opt_.record_transfers) {
+    result_.transfer_ready_s.resize(size, 0.0);
+    result_.transfer_finish_s.resize(size, 0.0);
+    pr.ready = result_.transfer_ready_s.data();
+    pr.finish = result_.transfer_finish_s.data();
+  } else {
+    pr.times.resize(size, 0.0);
+    pr.ready = pr.finish = pr.times.data();
+  }
+}
+
+void SuccessorLists::set_offsets(const std::int64_t* offsets, std::int64_t n,
+                                 std::int64_t narrow_limit) {
+  narrow.clear();
+  wide.clear();
+  if (offsets[n] < narrow_limit)
+    narrow.assign(offsets, offsets + n + 1);
+  else
+    wide.assign(offsets, offsets + n + 1);
+}
+
+namespace {
+// The lists as fill_successors() builds them, with offsets of one width.
+template <typename Offset>
+struct SuccessorCsr {
+  BigVector<Offset> offsets;
+  BigVector<TransferId> list;
+};
+}  // namespace
+
 // The schedule's successor lists (fill_successors), on the arena.
-SuccessorLists successor_lists(const Schedule& s) {
+SuccessorLists successor_lists(const Schedule& s, std::int64_t narrow_limit) {
   SuccessorLists out;
-  fill_successors(s, out);
+  if (static_cast<std::int64_t>(s.dep_array().size()) < narrow_limit) {
+    SuccessorCsr<std::uint32_t> csr;
+    fill_successors(s, csr);
+    out.narrow = std::move(csr.offsets);
+    out.list = std::move(csr.list);
+  } else {
+    SuccessorCsr<std::int64_t> csr;
+    fill_successors(s, csr);
+    out.wide = std::move(csr.offsets);
+    out.list = std::move(csr.list);
+  }
   return out;
 }
 
@@ -293,6 +348,15 @@ void Simulation::prepare_accounting() {
 // Busy times per link and per endpoint port (summed over its channels),
 // compute busy times, and the optional records.
 SimResult Simulation::collect() {
+  // The run is over: its largest state goes back (to the arena, for the
+  // next run).
+  Progress& pr = progress_;
+  BigVector<TransferHot>().swap(pr.hot);
+  BigVector<std::int32_t>().swap(pr.pending);
+  BigVector<std::int32_t>().swap(pr.dsts_left);
+  BigVector<SlotState>().swap(pr.slots);
+  pr.successors = SuccessorLists{};
+  tries_ = StageTries{};
   const LinkId L = dim_.links;
   const NodeId E = dim_.endpoints;
   const std::int32_t K = dim_.channels;
@@ -320,15 +384,14 @@ SimResult Simulation::collect() {
       result_.ejection_busy_s[e] += stages_[L + static_cast<std::int64_t>(E + e) * K + c].busy;
     }
   const TransferId T = dim_.transfers;
+  const Seconds* finish = pr.finish;
   if (dim_.tasks > 0) {
-    result_.task_start_s = std::move(progress_.task_start);
-    result_.task_finish_s.assign(progress_.finish.begin() + T, progress_.finish.end());
-    progress_.ready.resize(static_cast<std::size_t>(T));
-    progress_.finish.resize(static_cast<std::size_t>(T));
+    result_.task_start_s = std::move(pr.task_start);
+    result_.task_finish_s.assign(finish + T, finish + T + dim_.tasks);
   }
-  if (opt_.record_transfers) {
-    result_.transfer_ready_s.assign(progress_.ready.begin(), progress_.ready.end());
-    result_.transfer_finish_s.assign(progress_.finish.begin(), progress_.finish.end());
+  if (opt_.record_transfers) {  // filled in place; the tasks' entries go
+    result_.transfer_ready_s.resize(static_cast<std::size_t>(T));
+    result_.transfer_finish_s.resize(static_cast<std::size_t>(T));
   }
   if (opt_.record_timeline) collect_timeline();
   return std::move(result_);

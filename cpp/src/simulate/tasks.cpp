@@ -44,27 +44,27 @@ void Simulation::prepare_tasks() {
            ") or a self-loop");
   Progress& pr = progress_;
   pr.pending.resize(static_cast<std::size_t>(N), 0);
-  pr.ready.resize(static_cast<std::size_t>(N), 0.0);
-  pr.finish.resize(static_cast<std::size_t>(N), 0.0);
+  size_times(N);
   pr.task_start.assign(static_cast<std::size_t>(K), 0.0);
   // Merged CSR: each id's schedule successors, then its graph successors
   // in edge order.
   const SuccessorLists& old = pr.successors;
-  SuccessorLists merged;
-  merged.offsets.assign(static_cast<std::size_t>(N) + 1, 0);
-  for (std::int64_t t = 0; t < T; ++t) merged.offsets[t + 1] = old.offsets[t + 1] - old.offsets[t];
+  std::vector<std::int64_t> offsets(static_cast<std::size_t>(N) + 1, 0);
+  for (std::int64_t t = 0; t < T; ++t) offsets[t + 1] = old.offset(t + 1) - old.offset(t);
   for (std::size_t i = 0; i < E; ++i) {
-    ++merged.offsets[g.before[i] + 1];
+    ++offsets[g.before[i] + 1];
     ++pr.pending[g.after[i]];
   }
-  for (std::int64_t i = 0; i < N; ++i) merged.offsets[i + 1] += merged.offsets[i];
-  merged.list.resize(static_cast<std::size_t>(merged.offsets[N]));
-  std::vector<std::int64_t> fill(merged.offsets.begin(), merged.offsets.end() - 1);
+  for (std::int64_t i = 0; i < N; ++i) offsets[i + 1] += offsets[i];
+  SuccessorLists merged;
+  merged.list.resize(static_cast<std::size_t>(offsets[N]));
+  std::vector<std::int64_t> fill(offsets.begin(), offsets.end() - 1);
   for (std::int64_t t = 0; t < T; ++t)
-    for (std::int64_t i = old.offsets[t]; i < old.offsets[t + 1]; ++i)
+    for (std::int64_t i = old.offset(t); i < old.offset(t + 1); ++i)
       merged.list[fill[t]++] = old.list[i];
   for (std::size_t i = 0; i < E; ++i)
     merged.list[fill[g.before[i]]++] = static_cast<TransferId>(g.after[i]);
+  merged.set_offsets(offsets.data(), N, kNarrowSuccessors);
   pr.successors = std::move(merged);
   // A cycle would leave work unfinished: find it now (Kahn's algorithm).
   std::vector<std::int32_t> indegree(pr.pending.begin(), pr.pending.end());
@@ -76,7 +76,7 @@ void Simulation::prepare_tasks() {
     const std::int64_t x = stack.back();
     stack.pop_back();
     ++seen;
-    for (std::int64_t i = pr.successors.offsets[x]; i < pr.successors.offsets[x + 1]; ++i)
+    for (std::int64_t i = pr.successors.offset(x); i < pr.successors.offset(x + 1); ++i)
       if (--indegree[pr.successors.list[i]] == 0) stack.push_back(pr.successors.list[i]);
   }
   if (seen != N) fail("tasks: the dependencies of the transfers and tasks form a cycle");

@@ -9,17 +9,21 @@
 //                   edges) and collecting the result
 //   event_loop.cpp  the event loop: Simulation::run and its handlers
 //
-// Memory: the per-transfer state (TransferHot, 40 bytes), the per-destination
-// state (SlotState, 24 bytes) and the trie nodes (TrieNode, 24 bytes) are
-// what a large run is made of; their sizes are part of the design (README,
-// "what the misses need") and are checked below. A transfer to one
-// destination on a topology that computes its routes (routes.hpp,
-// "Computed routes") has no trie nodes: its route costs nothing per
-// transfer, where a trie costs 24 bytes per stage (hops + 2 with ports).
-// Per unicast transfer the run then holds TransferHot (40), SlotState (24),
-// pending, dsts_left, ready and finish (24), the successor lists (8 per
-// transfer plus 4 per dependency edge) and the trie's base entry (4):
-// about 100 bytes plus 4 per dependency, beside the schedule's own.
+// Memory: the per-transfer state (TransferHot, 32 bytes), the per-destination
+// state (SlotState, 16 bytes, only where a run needs it) and the trie nodes
+// (TrieNode, 24 bytes) are what a large run is made of; their sizes are part
+// of the design (README, "what the misses need") and are checked below. A
+// transfer to one destination on a topology that computes its routes
+// (routes.hpp, "Computed routes") has no trie nodes: its route costs nothing
+// per transfer, where a trie costs 24 bytes per stage (hops + 2 with ports).
+// When every transfer has one destination (complete mode), its destination's
+// countdown lives in its TransferHot, and no per-destination records are kept
+// unless ports with several channels or a processing cost need them. Per
+// such transfer the run then holds TransferHot (32), pending (4), one time
+// (8: when it can start, then when it finished; 16 when the times are
+// recorded, in the result's arrays) and the successor lists (4 per transfer
+// plus 4 per dependency edge): 48 bytes plus 4 per dependency, beside the
+// schedule's own.
 #pragma once
 
 #include <cstdint>
@@ -50,37 +54,58 @@ constexpr std::int64_t kMaxTraceEvents = std::int64_t{1} << 25;  // 36 bytes eac
 constexpr std::size_t kMaxTimelineIntervals = std::size_t{1} << 26;
 
 // Per transfer, what the event loop touches for every packet, together.
-// 40 bytes per transfer: packets per transfer below 2^32 (packetize), nodes
-// below 2^27 (kMaxNodes), channels of a port below 1024.
+// 32 bytes per transfer: packets per transfer below 2^32 (packetize), nodes
+// below 2^27 (kMaxNodes). The size of the last packet is kept here when
+// every transfer's fits 32 bits (else in Progress::wide_last); a port's
+// injection channel, chosen per transfer only with several channels, in
+// Progress::inj_chan.
 struct TransferHot {
   // Position of the first packet's data in the vector, in packets (blocks
   // when messages are not cut). Ties between packets that reach a stage at
   // the same time go by this position (plus the packet index), so the same
   // data cut into more or fewer transfers is served in the same order.
   std::uint64_t key0;
-  Bytes last_bytes;          // size of the last packet
+  std::uint32_t last_bytes;  // size of the last packet (see above)
   std::uint32_t npackets;
   std::uint32_t canon;       // rank in the canonical order
   // First trie node, or for a computed route (routes.hpp) -1 - the
   // destination's node.
   std::int32_t base;
   NodeId src;                // the source's node
-  std::int32_t inj_chan;     // injection channel once chosen, else -1
-  std::int32_t stream_id;    // index into the dataflow streams, else -1
+  union {
+    // Dataflow: index into the dataflow streams, else -1.
+    std::int32_t stream_id;
+    // Complete mode when every transfer has one destination
+    // (Costs::unicast): the packets still to be done there.
+    std::uint32_t left;
+  };
   bool computed() const { return base < 0; }
   NodeId dst() const { return -1 - base; }  // computed routes only
 };
-static_assert(sizeof(TransferHot) == 40, "per-transfer state is documented as 40 bytes");
+static_assert(sizeof(TransferHot) == 32, "per-transfer state is documented as 32 bytes");
 
 // Successor lists of the dependency DAG in CSR form, as schedule.hpp's
 // Successors, but on the arena (huge_alloc.hpp), so that a run reuses the
-// last one's memory: the transfers (and tasks) waiting for t are
-// list[offsets[t] .. offsets[t + 1]).
+// last one's memory, and with offsets of 32 bits (4 bytes per transfer,
+// not 8) while the list holds fewer than kNarrowSuccessors entries: the
+// transfers (and tasks) waiting for t are list[offset(t) .. offset(t + 1)).
+constexpr std::int64_t kNarrowSuccessors = std::int64_t{1} << 32;
 struct SuccessorLists {
-  BigVector<std::int64_t> offsets;
+  BigVector<std::uint32_t> narrow;  // the offsets while they fit, else empty
+  BigVector<std::int64_t> wide;     // else the offsets
   BigVector<TransferId> list;
+  std::int64_t offset(std::int64_t t) const {
+    return wide.empty() ? std::int64_t{narrow[static_cast<std::size_t>(t)]}
+                        : wide[static_cast<std::size_t>(t)];
+  }
+  // Takes offsets [0, n] (the last the list's size), narrow when they fit
+  // below narrow_limit.
+  void set_offsets(const std::int64_t* offsets, std::int64_t n, std::int64_t narrow_limit);
 };
-SuccessorLists successor_lists(const Schedule& s);
+// `narrow_limit`: lists of at least this many entries take 64-bit offsets
+// (a parameter for the tests).
+SuccessorLists successor_lists(const Schedule& s,
+                               std::int64_t narrow_limit = kNarrowSuccessors);
 
 // Everything the run needs that does not change while it runs, computed
 // before any run state is allocated (so simulation_events() can stop here).
@@ -90,6 +115,7 @@ struct Prepared {
   std::vector<NodeId> place;    // rank -> endpoint
   StageTries tries;             // the stages of transfers without computed routes
   BigVector<TransferHot> hot;   // per transfer
+  BigVector<Bytes> wide_last;   // per transfer when a last packet needs 64 bits, else empty
   SuccessorLists successors;    // complete mode, for a run: who waits for whom
   std::int64_t events = 0;      // packet-stage services the run will perform
 };
@@ -108,13 +134,14 @@ struct StageState {
 
 // Per destination slot, what every delivered packet touches, together:
 // packets still to be processed (left) and delivered (deliv), and the
-// ejection channel once chosen. 24 bytes per destination.
+// ejection channel once chosen. 16 bytes per destination (packets per
+// transfer below 2^32).
 struct SlotState {
-  std::int64_t left, deliv;
+  std::uint32_t left, deliv;
   std::int32_t ej_chan;  // ejection channel once chosen, else -1
   NodeId endpoint;       // of the destination
 };
-static_assert(sizeof(SlotState) == 24, "per-destination state is documented as 24 bytes");
+static_assert(sizeof(SlotState) == 16, "per-destination state is documented as 16 bytes");
 static_assert(sizeof(TrieNode) == 24, "a trie node is documented as 24 bytes");
 static_assert(sizeof(Event) == 32, "a queued event is documented as 32 bytes");
 
@@ -205,6 +232,9 @@ struct Costs {
   double switch_reduce_s_per_byte = 0.0;  // 1 / switch_reduce_Bps (0: free)
   bool switches = false;                  // the schedule has switch ranks
   bool dataflow = false;  // Dependencies::dataflow
+  // Complete mode and every transfer has one destination: the countdown of
+  // its packets is TransferHot::left, and no dsts_left is kept.
+  bool unicast = false;
   bool spray = false;     // NetworkModel::spray (the tries hold SprayChoices)
 };
 
@@ -213,9 +243,20 @@ struct Progress {
   // pending, ready and finish: per transfer, then per task of the task graph.
   BigVector<std::int32_t> pending;      // dependencies (or gates) not yet met
   BigVector<std::int32_t> dsts_left;    // per transfer: destinations not yet done
-  BigVector<Seconds> ready, finish;
+                                        // (empty when Costs::unicast)
+  // When each can start, and when it finished. Unless the times are
+  // recorded, one array (times) serves as both: a transfer's start is read
+  // once, when its last dependency is met, and every later time is no
+  // earlier, so finish = max(ready, packets done) equals the max over its
+  // packets alone. Recorded, they are the result's own arrays
+  // (SimResult::transfer_ready_s and transfer_finish_s), filled in place.
+  BigVector<Seconds> times;
+  Seconds* ready = nullptr;
+  Seconds* finish = nullptr;
   BigVector<TransferHot> hot;           // per transfer
-  BigVector<SlotState> slots;           // per destination slot
+  BigVector<Bytes> wide_last;           // see TransferHot::last_bytes
+  BigVector<std::int32_t> inj_chan;     // per transfer with several channels per port
+  BigVector<SlotState> slots;           // per destination slot, where needed (see above)
   SuccessorLists successors;            // complete mode: who waits for whom
   TransferId completed = 0;
   std::int64_t tasks_completed = 0;
@@ -278,6 +319,7 @@ class Simulation {
   bool try_make_stream(TransferId t, TransferId d);
   std::int64_t slot_of(TransferId t, RankId r) const;
   std::int64_t resource_key(TransferId t, std::int64_t node) const;
+  void size_times(std::int64_t n);  // ready and finish for n transfers and tasks
   void prepare_tasks();  // tasks.cpp
   void prepare_accounting();
   void collect_timeline();
@@ -297,6 +339,10 @@ class Simulation {
   void start_task(std::int64_t k);
   void run_task(std::int64_t k, Seconds at);
   inline void start(TransferId t) WAFERCOLL_LOOP_INLINE;
+  // Size of transfer t's last packet.
+  Bytes last_bytes(TransferId t, const TransferHot& h) const {
+    return progress_.wide_last.empty() ? h.last_bytes : progress_.wide_last[t];
+  }
   inline void try_inject(TransferId t) WAFERCOLL_LOOP_INLINE;
   inline StreamRun& stream_run(TransferId t) WAFERCOLL_LOOP_INLINE;
   void end_stream(TransferId t);
