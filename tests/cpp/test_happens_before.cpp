@@ -40,12 +40,11 @@ std::vector<std::vector<bool>> closure(const Schedule& s) {
 
 // Every ordered pair (a, b), asked in the order `pairs` gives, on a fresh
 // index; `given_order`: the cover gets the topological order (else none:
-// the index order is one); `parallel`: it lists successors on a thread.
+// the index order is one).
 void expect_closure(const Schedule& s, const std::vector<std::pair<TransferId, TransferId>>& pairs,
-                    const char* what, bool given_order, bool parallel) {
+                    const char* what, bool given_order) {
   const auto anc = closure(s);
-  const ChainCover cover(s, given_order ? topological_order(s) : std::vector<TransferId>{},
-                         parallel);
+  const ChainCover cover(s, given_order ? topological_order(s) : std::vector<TransferId>{});
   HappensBefore hb(cover);
   for (const auto& [a, b] : pairs) {
     const bool want = a == b || anc[static_cast<std::size_t>(b)][static_cast<std::size_t>(a)];
@@ -60,12 +59,12 @@ void expect_closure_in_every_order(const Schedule& s, std::uint32_t seed) {
   std::vector<std::pair<TransferId, TransferId>> pairs;
   for (TransferId b = 0; b < n; ++b)
     for (TransferId a = 0; a < n; ++a) pairs.emplace_back(a, b);
-  expect_closure(s, pairs, "ascending", true, false);
+  expect_closure(s, pairs, "ascending", true);
   std::reverse(pairs.begin(), pairs.end());
-  expect_closure(s, pairs, "descending", false, true);
+  expect_closure(s, pairs, "descending", false);
   std::mt19937 rng(seed);
   std::shuffle(pairs.begin(), pairs.end(), rng);
-  expect_closure(s, pairs, "shuffled", true, true);
+  expect_closure(s, pairs, "shuffled", true);
 }
 
 // A random DAG over `p` ranks: each transfer depends on up to three earlier

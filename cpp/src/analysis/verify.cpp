@@ -185,7 +185,7 @@ class Verifier {
         order_(s.deps_point_backward() ? std::vector<TransferId>{} : topological_order(s)),
         parallel_(s.num_transfers() >= kParallelTransfers &&
                   std::thread::hardware_concurrency() > 1),
-        cover_(s, order_, parallel_),
+        cover_(s, order_),
         hb_(cover_),
         hb_rev_(cover_),
         dense_after_(dense_after),
