@@ -10,11 +10,11 @@
 #include <utility>
 #include <vector>
 
+#include "mapped_alloc.hpp"
 #include "wafercoll/errors.hpp"
-#include "wafercoll/simulate/huge_alloc.hpp"
 #include "wafercoll/units.hpp"
 
-// Hidden like the allocator it uses (huge_alloc.hpp): internal to the library.
+// Hidden like the allocator it uses (mapped_alloc.hpp): internal to the library.
 #if defined(__GNUC__)
 #pragma GCC visibility push(hidden)
 #endif
@@ -91,8 +91,6 @@ class SetIndex {
     swap(o);
     return *this;
   }
-  // The last table goes to the arena (huge_alloc.hpp), where the next
-  // verification of a schedule of the same size finds it.
   ~SetIndex() {
     if (slots_ != nullptr) Alloc().deallocate(slots_, cap_);
   }
@@ -145,16 +143,14 @@ class SetIndex {
     slots_[i] = entry;
   }
 
-  using Alloc = sim::HugeAlloc<std::uint64_t>;
+  using Alloc = MappedAlloc<std::uint64_t>;
 
   // A zeroed table of `cap` slots in place of the current one, which goes
-  // back to the system at once: a grown index never asks for its old size
-  // again, and kept in the arena it would stay resident beside the new
-  // table (half of it; 8 MiB of 2 at 10^6 sets).
+  // back to the system at once (mapped_alloc.hpp).
   void assign(std::size_t cap) {
     std::uint64_t* fresh = Alloc().allocate(cap);
     std::fill(fresh, fresh + cap, std::uint64_t{0});
-    if (slots_ != nullptr) Alloc::discard(slots_, cap_);
+    if (slots_ != nullptr) Alloc().deallocate(slots_, cap_);
     slots_ = fresh;
     cap_ = cap;
   }
@@ -181,7 +177,7 @@ class SetIndex {
     std::swap(slots_, bigger.slots_);
     std::swap(cap_, bigger.cap_);
     shift_ = bigger.shift_;
-    Alloc::discard(bigger.slots_, bigger.cap_);
+    Alloc().deallocate(bigger.slots_, bigger.cap_);
     bigger.slots_ = nullptr;
   }
 
@@ -350,8 +346,8 @@ class SetPool {
     return h;
   }
 
-  std::vector<Interval> data_;
-  std::vector<std::uint32_t> off_{0, 0};  // set id's intervals: data_[off_[id], off_[id + 1])
+  MappedVector<Interval> data_;
+  MappedVector<std::uint32_t> off_{0, 0};  // set id's intervals: data_[off_[id], off_[id + 1])
   SetIndex index_;
   std::vector<Interval> scratch_;
   std::vector<Interval> hint_;  // prefetch_union's merge

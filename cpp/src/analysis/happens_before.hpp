@@ -37,6 +37,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "mapped_alloc.hpp"
 #include "wafercoll/schedule/schedule.hpp"
 
 #if defined(__GNUC__)
@@ -98,8 +99,8 @@ class ChainCover {
   void cover(const std::vector<TransferId>& order);
 
   const Schedule& s_;
-  std::vector<std::int32_t> chain_;
-  std::vector<std::int32_t> level_;
+  MappedVector<std::int32_t> chain_;
+  MappedVector<std::int32_t> level_;
   std::vector<std::int32_t> pos_;  // empty: the walk is the index order
   mutable std::once_flag succ_built_;
   mutable Successors succ_;

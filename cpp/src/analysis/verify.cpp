@@ -683,7 +683,7 @@ class Verifier {
   std::atomic<bool> stop_{false};
   std::int64_t dense_after_;
   SetPool sets_;
-  std::vector<Record> records_;
+  verify_detail::MappedVector<Record> records_;
   PieceMap cells_;
   PieceMap next_write_;
   std::vector<Segment> segs_;

@@ -78,16 +78,6 @@ struct HugeAlloc {
 #endif
     return static_cast<T*>(p);
   }
-  // Frees p (from allocate(n)) at once, without keeping it for reuse: for a
-  // block whose owner knows that no later request of its size will come
-  // (the verifier's contribution-set index, outgrown as it doubles).
-  static void discard(T* p, std::size_t n) noexcept {
-    if (n * sizeof(T) < kHugePage) {
-      ::operator delete(p);
-    } else {
-      std::free(p);
-    }
-  }
   // The size decides which of the two allocators a block came from.
   void deallocate(T* p, std::size_t n) noexcept {
     if (n * sizeof(T) < kHugePage) {
