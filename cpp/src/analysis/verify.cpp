@@ -1,11 +1,12 @@
 // The verifier: see verify.hpp for what it proves and the timing rules.
 //
-// Structure: three helpers, then the Verifier that uses them.
+// Structure: four helpers, then the Verifier that uses them.
 //  * SetPool interns contribution sets (over SetIndex), so a cell's state is one int and
 //    "same contributions" is an integer comparison;
 //  * HappensBefore (happens_before.hpp) answers "does a reach b in the dependency
 //    DAG" with cheap rules first and a search only when they fail;
-//  * PieceMap holds each rank's cells as runs of equal state.
+//  * PieceMap holds each rank's cells as runs of equal state;
+//  * Records (records.hpp) holds who wrote which set over which record.
 // The Verifier walks the transfers in dependency order (forward: reads,
 // writes, write/write order), then backwards (reads against later writes),
 // then checks the final state against the collective's postcondition.
@@ -23,6 +24,7 @@
 
 #include "contribution_sets.hpp"
 #include "happens_before.hpp"
+#include "records.hpp"
 #include "wafercoll/errors.hpp"
 
 namespace wafercoll {
@@ -32,6 +34,7 @@ namespace {
 using verify_detail::ChainCover;
 using verify_detail::HappensBefore;
 using verify_detail::Interval;
+using verify_detail::Records;
 using verify_detail::SetPool;
 
 // ---------------------------------------------------------------------------
@@ -157,12 +160,6 @@ class PieceMap {
   std::int64_t dense_budget_ = 0;
 };
 
-struct Record {
-  TransferId writer;   // -1 for the initial value
-  std::int32_t set;    // contribution set after the write
-  std::int32_t prev;   // the record this write replaced (-1 for initial values)
-};
-
 struct Segment {
   BlockId lo;
   BlockId hi;
@@ -219,7 +216,8 @@ class Verifier {
         hb_(cover_),
         hb_rev_(cover_),
         dense_after_(dense_after),
-        sets_() {
+        sets_(),
+        records_(order_) {
     const Sizes z = expected_sizes(s);
     records_.reserve(z.records);
     sets_ = SetPool(3 + static_cast<std::size_t>(s.num_ranks()), z.sets);
@@ -307,14 +305,13 @@ class Verifier {
     for (std::size_t k = 0; k < n; ++k) {
       if (k + 2 * kLookahead < n) prefetch_cells(cells_, at(k + 2 * kLookahead));
       if (k + kLookahead < n) prefetch_union(at(k + kLookahead));
-      forward(at(k));
+      forward(at(k), static_cast<std::int32_t>(k));
       if ((k & 4095) == 4095) poll_interrupt();
     }
   }
 
   std::int32_t initial_record(std::int32_t set) {
-    records_.push_back(Record{-1, set, -1});
-    return static_cast<std::int32_t>(records_.size()) - 1;
+    return records_.initial(set);
   }
 
   // Every cell starts with a writer-less record: the participant's own
@@ -361,8 +358,8 @@ class Verifier {
   // cell can land before t starts.
   std::int32_t visible(std::int32_t rec, TransferId t, RankId rank, BlockId block) {
     TransferId first_concurrent = -1;
-    while (records_[rec].writer >= 0 && !hb_.reaches(records_[rec].writer, t)) {
-      first_concurrent = records_[rec].writer;
+    for (TransferId w; (w = records_.writer(rec)) >= 0 && !hb_.reaches(w, t);) {
+      first_concurrent = w;
       rec = records_[rec].prev;
     }
     if (first_concurrent >= 0) {
@@ -412,7 +409,7 @@ class Verifier {
   // Transfer t reads cells [lo, hi) of switch rank r, whose latest record is rec.
   std::int32_t switch_read(std::int32_t rec, TransferId t, RankId r, BlockId lo, BlockId hi) {
     for (std::int32_t m = rec; m >= 0; m = records_[m].prev) {
-      const TransferId w = records_[m].writer;
+      const TransferId w = records_.writer(m);
       if (w < 0) break;
       if (!hb_.reaches(w, t)) switch_race(w, t, r, lo, "reads");
       if (s_.op(w) == Op::copy) break;
@@ -429,7 +426,7 @@ class Verifier {
         for (const SwitchRead& x : it->second)
           if (x.lo < hi && lo < x.hi && !hb_.reaches(x.reader, t))
             switch_race(x.reader, t, r, std::max(lo, x.lo), "writes");
-      const TransferId w = records_[m].writer;
+      const TransferId w = records_.writer(m);
       if (w < 0) break;
       const bool base = s_.op(w) == Op::copy;
       if ((copy || base) && !hb_.reaches(w, t)) switch_race(w, t, r, lo, "writes");
@@ -441,7 +438,7 @@ class Verifier {
   // (never empty), then write each destination, checking that the write
   // happens-after the cell's previous write and, for a reduce, that the
   // sets are disjoint (no contribution counted twice).
-  void forward(TransferId t) {
+  void forward(TransferId t, std::int32_t k) {
     const RankId src = s_.src(t);
     segs_.clear();
     for (const BlockRange* r = s_.ranges_begin(t); r != s_.ranges_end(t); ++r) {
@@ -486,7 +483,7 @@ class Verifier {
         std::int32_t last_new = -1;
         for (std::size_t i = first; i < end; ++i) {
           const std::int32_t old = pieces[i].state;
-          const TransferId w = records_[old].writer;
+          const TransferId w = records_.writer(old);
           if (switch_dst) {
             if (old != last_old) switch_write(old, t, d, pieces[i].lo, cells_.hi(d, i));
           } else if (w >= 0 && w != ordered_writer) {
@@ -514,9 +511,8 @@ class Verifier {
                       std::to_string(shared) + " (it would be counted twice)",
                   t, d, pieces[i].lo);
           }
-          records_.push_back(Record{t, set, old});
           last_old = old;
-          last_new = static_cast<std::int32_t>(records_.size()) - 1;
+          last_new = records_.add(k, set, old);
           pieces[i].state = last_new;
           ++pieces_written_;
         }
@@ -586,12 +582,13 @@ class Verifier {
   void expect(RankId r, BlockId lo, BlockId hi, std::int32_t want) {
     const auto pieces = cells_.of(r);
     for (std::size_t i = cells_.find(r, lo); i < pieces.size() && pieces[i].lo < hi; ++i) {
-      const Record& rec = records_[pieces[i].state];
+      const Records::Record& rec = records_[pieces[i].state];
       if (rec.set == want) continue;
       const BlockId b = std::max(lo, pieces[i].lo);
+      const TransferId writer = records_.writer(pieces[i].state);
       const std::string last =
-          rec.writer >= 0 ? " (last written by transfer " + std::to_string(rec.writer) + ")"
-                          : " (never written)";
+          writer >= 0 ? " (last written by transfer " + std::to_string(writer) + ")"
+                      : " (never written)";
       const RankId missing = sets_.first_difference(want, rec.set);
       if (missing >= 0)
         throw ScheduleError("missing",
@@ -599,13 +596,13 @@ class Verifier {
                                 std::to_string(missing) + ": it holds " +
                                 std::to_string(sets_.size(rec.set)) + " of the " +
                                 std::to_string(sets_.size(want)) + " required" + last,
-                            rec.writer, r, b);
+                            writer, r, b);
       const RankId extra = sets_.first_difference(rec.set, want);
       throw ScheduleError("unexpected",
                           cell(r, b) + " ends holding the contribution of rank " +
                               std::to_string(extra) + ", which the " +
                               to_string(s_.collective().kind) + " does not put there" + last,
-                          rec.writer, r, b);
+                          writer, r, b);
     }
   }
 
@@ -686,8 +683,8 @@ class Verifier {
       std::int32_t rec = pieces[cells_.find(t, b)].state;
       std::int64_t writes = 0;
       TransferId later = -1;
-      for (; rec >= 0 && records_[rec].writer >= 0; rec = records_[rec].prev) {
-        if (writes == 0) later = records_[rec].writer;
+      for (; rec >= 0 && records_.writer(rec) >= 0; rec = records_[rec].prev) {
+        if (writes == 0) later = records_.writer(rec);
         ++writes;
       }
       // A block already at its target may be rewritten with itself (an
@@ -713,7 +710,7 @@ class Verifier {
   std::atomic<bool> stop_{false};
   std::int64_t dense_after_;
   SetPool sets_;
-  verify_detail::MappedVector<Record> records_;
+  Records records_;
   PieceMap cells_;
   PieceMap next_write_;
   std::vector<Segment> segs_;
