@@ -198,13 +198,15 @@ class SetPool {
 
   // `expected`: about how many distinct sets the pool will hold. The index
   // is sized for them up front, so that it does not grow as it fills.
-  // `at_most`: a bound on the sets (and, for the reservation, on their
-  // intervals): the lists of sets reserve room for it, address space only,
-  // untouched until the sets arrive, so that they never move (a copy of a
-  // doubling list is fresh memory to fault in, as large as the list).
+  // `at_most`: a bound on the sets: the lists of sets reserve room for it
+  // and for two intervals a set, address space only (mapped_alloc.hpp),
+  // untouched until the sets arrive, so that they do not move (a copy of a
+  // doubling list is fresh memory to fault in, as large as the list,
+  // resident beside it while it is copied). A ring's partial sums wrap
+  // around rank 0 about every other time: 1.5 intervals a set.
   explicit SetPool(std::size_t expected = 0, std::size_t at_most = 0) : index_(expected) {
     const std::size_t room = std::min(std::max(expected, at_most), kMaxSets);
-    data_.reserve(room);
+    data_.reserve(2 * room);
     off_.reserve(room + 2);
   }
 

@@ -44,7 +44,14 @@ inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
 // from 2 MiB: the mapping is 2 MiB longer and its unaligned ends go back.
 inline void* map_block(std::size_t bytes) {
   const std::size_t extra = bytes >= kHugePageBytes ? kHugePageBytes : 0;
-  void* raw = mmap(nullptr, bytes + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0);
+  // MAP_NORESERVE: a reservation is address space, to be touched as used
+  // (the records and sets reserve room for bounds they rarely reach).
+#if defined(MAP_NORESERVE)
+  constexpr int kFlags = MAP_PRIVATE | MAP_ANON | MAP_NORESERVE;
+#else
+  constexpr int kFlags = MAP_PRIVATE | MAP_ANON;
+#endif
+  void* raw = mmap(nullptr, bytes + extra, PROT_READ | PROT_WRITE, kFlags, -1, 0);
   if (raw == MAP_FAILED) throw std::bad_alloc();
   auto* p = static_cast<char*>(raw);
   if (extra != 0) {
