@@ -62,7 +62,8 @@ class PieceMap {
   // The pieces of one rank, valid until they are split or merged.
   class Pieces {
    public:
-    Pieces(Piece* sparse, std::int32_t* dense, std::size_t n) : sparse_(sparse), dense_(dense), n_(n) {}
+    Pieces(Piece* sparse, std::int32_t* dense, std::size_t n)
+        : sparse_(sparse), dense_(dense), n_(n) {}
     std::size_t size() const { return n_; }
     Ref operator[](std::size_t i) const {
       if (dense_ != nullptr) return Ref{static_cast<BlockId>(i), dense_[i]};
