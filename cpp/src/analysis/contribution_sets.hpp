@@ -143,7 +143,7 @@ class SetIndex {
     slots_[i] = entry;
   }
 
-  using Alloc = MappedAlloc<std::uint64_t>;
+  using Alloc = MappedAlloc<std::uint64_t, true>;
 
   // A zeroed table of `cap` slots in place of the current one, which goes
   // back to the system at once (mapped_alloc.hpp).
