@@ -5,7 +5,7 @@
 // Cheap rules answer most questions in O(degree): levels (the longest
 // dependency chain before a transfer) refute, and a cover of the DAG by
 // chains (each transfer extends the chain of one of its dependencies)
-// confirms along a chain by an index comparison, or one dependency or one
+// confirms along a chain by comparing walk positions, or one dependency or one
 // successor away from one. The rest need a search backwards from b, bounded
 // below by a's level, that stops at the first transfer of a's chain at or
 // after a.
