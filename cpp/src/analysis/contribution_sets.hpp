@@ -10,11 +10,11 @@
 #include <utility>
 #include <vector>
 
+#include "mapped_alloc.hpp"
 #include "wafercoll/errors.hpp"
-#include "wafercoll/simulate/huge_alloc.hpp"
 #include "wafercoll/units.hpp"
 
-// Hidden like the allocator it uses (huge_alloc.hpp): internal to the library.
+// Hidden like the allocator it uses (mapped_alloc.hpp): internal to the library.
 #if defined(__GNUC__)
 #pragma GCC visibility push(hidden)
 #endif
@@ -84,6 +84,16 @@ class SetIndex {
  public:
   // An empty index with room for `n` entries.
   explicit SetIndex(std::size_t n = 0) { reset(n); }
+  SetIndex(const SetIndex&) = delete;
+  SetIndex& operator=(const SetIndex&) = delete;
+  SetIndex(SetIndex&& o) noexcept { swap(o); }
+  SetIndex& operator=(SetIndex&& o) noexcept {
+    swap(o);
+    return *this;
+  }
+  ~SetIndex() {
+    if (slots_ != nullptr) Alloc().deallocate(slots_, cap_);
+  }
 
   // Empty the index and make room for `n` entries without growing.
   void reset(std::size_t n) {
@@ -93,12 +103,12 @@ class SetIndex {
       cap *= 2;
       --shift;
     }
-    slots_.assign(cap, 0);
+    assign(cap);
     shift_ = shift;
     size_ = 0;
   }
 
-  std::size_t capacity() const { return slots_.size(); }
+  std::size_t capacity() const { return cap_; }
   std::size_t size() const { return size_; }
 
   // The id stored with `hash` that `same(id)` accepts; otherwise `fresh`
@@ -107,12 +117,12 @@ class SetIndex {
   std::uint32_t find_or_insert(std::uint64_t hash, std::uint32_t fresh, Same&& same) {
     const std::uint64_t fp = hash >> 32;
     std::size_t i = static_cast<std::size_t>(hash >> shift_);
-    for (std::uint64_t x; (x = slots_[i]) != 0; i = (i + 1) & (slots_.size() - 1)) {
+    for (std::uint64_t x; (x = slots_[i]) != 0; i = (i + 1) & (cap_ - 1)) {
       const auto id = static_cast<std::uint32_t>(x);
       if ((x >> 32) == fp && same(id)) return id;
     }
     const std::uint64_t entry = (fp << 32) | fresh;
-    if (4 * (size_ + 1) > 3 * slots_.size()) {
+    if (4 * (size_ + 1) > 3 * cap_) {
       grow();
       place(entry);
     } else {
@@ -123,35 +133,58 @@ class SetIndex {
   }
 
   // Start loading the slot where a lookup of `hash` begins.
-  void prefetch(std::uint64_t hash) const { prefetch_line(slots_.data() + (hash >> shift_)); }
+  void prefetch(std::uint64_t hash) const { prefetch_line(slots_ + (hash >> shift_)); }
 
  private:
   // Put `entry` in the first free slot from its home.
   void place(std::uint64_t entry) {
     std::size_t i = static_cast<std::size_t>(entry >> shift_);
-    while (slots_[i] != 0) i = (i + 1) & (slots_.size() - 1);
+    while (slots_[i] != 0) i = (i + 1) & (cap_ - 1);
     slots_[i] = entry;
+  }
+
+  using Alloc = MappedAlloc<std::uint64_t, true>;
+
+  // A zeroed table of `cap` slots in place of the current one, which goes
+  // back to the system at once (mapped_alloc.hpp).
+  void assign(std::size_t cap) {
+    std::uint64_t* fresh = Alloc().allocate(cap);
+    std::fill(fresh, fresh + cap, std::uint64_t{0});
+    if (slots_ != nullptr) Alloc().deallocate(slots_, cap_);
+    slots_ = fresh;
+    cap_ = cap;
+  }
+
+  void swap(SetIndex& o) noexcept {
+    std::swap(slots_, o.slots_);
+    std::swap(cap_, o.cap_);
+    std::swap(size_, o.size_);
+    std::swap(shift_, o.shift_);
   }
 
   // Twice the slots; every entry goes to its home in the new table.
   void grow() {
     if (shift_ == 32) throw std::length_error("verify: the contribution-set index is full");
     SetIndex bigger;
-    bigger.slots_.assign(2 * slots_.size(), 0);
+    bigger.assign(2 * cap_);
     bigger.shift_ = shift_ - 1;
-    for (std::size_t j = 0; j < slots_.size(); ++j) {
+    for (std::size_t j = 0; j < cap_; ++j) {
       // Rehashing hundreds of MiB takes a while: poll so that Ctrl-C stays
       // prompt. Throwing leaves this index intact.
       if ((j & 1048575) == 1048575) poll_interrupt();
       if (slots_[j] != 0) bigger.place(slots_[j]);
     }
-    slots_.swap(bigger.slots_);
+    std::swap(slots_, bigger.slots_);
+    std::swap(cap_, bigger.cap_);
     shift_ = bigger.shift_;
+    Alloc().deallocate(bigger.slots_, bigger.cap_);
+    bigger.slots_ = nullptr;
   }
 
   // Huge pages where the kernel offers them: the probes go anywhere, so
   // with 4 KiB pages nearly every one would also miss the TLB.
-  sim::BigVector<std::uint64_t> slots_;
+  std::uint64_t* slots_ = nullptr;
+  std::size_t cap_ = 0;
   std::size_t size_ = 0;
   int shift_ = 60;  // 64 - log2(capacity)
 };
@@ -165,13 +198,15 @@ class SetPool {
 
   // `expected`: about how many distinct sets the pool will hold. The index
   // is sized for them up front, so that it does not grow as it fills.
-  // `at_most`: a bound on the sets (and, for the reservation, on their
-  // intervals): the lists of sets reserve room for it, address space only,
-  // untouched until the sets arrive, so that they never move (a copy of a
-  // doubling list is fresh memory to fault in, as large as the list).
+  // `at_most`: a bound on the sets: the lists of sets reserve room for it
+  // and for two intervals a set, address space only (mapped_alloc.hpp),
+  // untouched until the sets arrive, so that they do not move (a copy of a
+  // doubling list is fresh memory to fault in, as large as the list,
+  // resident beside it while it is copied). A ring's partial sums wrap
+  // around rank 0 about every other time: 1.5 intervals a set.
   explicit SetPool(std::size_t expected = 0, std::size_t at_most = 0) : index_(expected) {
     const std::size_t room = std::min(std::max(expected, at_most), kMaxSets);
-    data_.reserve(room);
+    data_.reserve(2 * room);
     off_.reserve(room + 2);
   }
 
@@ -313,8 +348,8 @@ class SetPool {
     return h;
   }
 
-  std::vector<Interval> data_;
-  std::vector<std::uint32_t> off_{0, 0};  // set id's intervals: data_[off_[id], off_[id + 1])
+  MappedVector<Interval> data_;
+  MappedVector<std::uint32_t> off_{0, 0};  // set id's intervals: data_[off_[id], off_[id + 1])
   SetIndex index_;
   std::vector<Interval> scratch_;
   std::vector<Interval> hint_;  // prefetch_union's merge

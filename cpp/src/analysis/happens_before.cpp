@@ -2,7 +2,6 @@
 #include "happens_before.hpp"
 
 #include <algorithm>
-#include <future>
 
 #include "wafercoll/errors.hpp"
 
@@ -19,24 +18,17 @@ std::uint64_t pair_key(std::int32_t x, std::int32_t y) {
 
 // Besides levels, the transfers are covered greedily by chains (each
 // transfer extends the chain of one of its dependencies, preferring one
-// sent by the same rank). Along a chain reachability is an index
-// comparison, and a search may stop at the first transfer of the source's
-// chain that comes after the source.
-ChainCover::ChainCover(const Schedule& s, const std::vector<TransferId>& order, bool parallel)
-    : s_(s),
-      chain_(s.num_transfers()),
-      index_(s.num_transfers()),
-      level_(s.num_transfers(), 0) {
-  if (!parallel) {
-    succ_ = successors(s);
-    cover(order);
-    return;
+// sent by the same rank). Along a chain reachability is a comparison of
+// walk positions, and a search may stop at the first transfer of the
+// source's chain that comes after the source.
+ChainCover::ChainCover(const Schedule& s, const std::vector<TransferId>& order)
+    : s_(s), chain_(s.num_transfers()), level_(s.num_transfers(), 0) {
+  if (!order.empty()) {
+    pos_.resize(order.size());
+    for (std::size_t k = 0; k < order.size(); ++k)
+      pos_[static_cast<std::size_t>(order[k])] = static_cast<std::int32_t>(k);
   }
-  // The successor lists read only the schedule and write only succ_; the
-  // future joins the thread however this constructor is left.
-  std::future<void> side = std::async(std::launch::async, [this] { succ_ = successors(s_); });
   cover(order);
-  side.get();
 }
 
 void ChainCover::cover(const std::vector<TransferId>& order) {
@@ -55,10 +47,8 @@ void ChainCover::cover(const std::vector<TransferId>& order) {
     if (extend >= 0) {
       is_tail[extend] = 0;
       chain_[t] = chain_[extend];
-      index_[t] = index_[extend] + 1;
     } else {
       chain_[t] = chains++;
-      index_[t] = 0;
     }
     is_tail[t] = 1;
   }
@@ -70,25 +60,45 @@ std::int32_t ChainCover::steps() const {
   return steps;
 }
 
-// The chains' transfers in index order: a counting sort by chain (a
-// transfer's place in its chain is its index).
+const Successors& ChainCover::successors() const {
+  std::call_once(succ_built_, [this] { succ_ = wafercoll::successors(s_); });
+  return succ_;
+}
+
+// The chains' transfers in walk order: a counting sort by chain of the
+// transfers taken in walk order (a chain grows in walk order), which gives
+// each transfer its index in its chain.
 void ChainCover::list_chains() const {
-  const std::size_t n = chain_.size();
-  std::int32_t chains = 0;
-  for (std::int32_t c : chain_) chains = std::max(chains, c + 1);
-  chain_start_.assign(static_cast<std::size_t>(chains) + 1, 0);
-  for (std::int32_t c : chain_) ++chain_start_[static_cast<std::size_t>(c) + 1];
-  for (std::size_t c = 0; c < static_cast<std::size_t>(chains); ++c)
-    chain_start_[c + 1] += chain_start_[c];
-  chain_list_.assign(n, 0);
-  for (std::size_t t = 0; t < n; ++t)
-    chain_list_[static_cast<std::size_t>(chain_start_[chain_[t]] + index_[t])] =
-        static_cast<TransferId>(t);
+  std::call_once(listed_, [this] {
+    const std::size_t n = chain_.size();
+    std::int32_t chains = 0;
+    for (std::int32_t c : chain_) chains = std::max(chains, c + 1);
+    chain_start_.assign(static_cast<std::size_t>(chains) + 1, 0);
+    for (std::int32_t c : chain_) ++chain_start_[static_cast<std::size_t>(c) + 1];
+    for (std::size_t c = 0; c < static_cast<std::size_t>(chains); ++c)
+      chain_start_[c + 1] += chain_start_[c];
+    std::vector<TransferId> walk;
+    if (!pos_.empty()) {
+      walk.resize(n);
+      for (std::size_t t = 0; t < n; ++t)
+        walk[static_cast<std::size_t>(pos_[t])] = static_cast<TransferId>(t);
+    }
+    std::vector<std::int64_t> next(chain_start_.begin(), chain_start_.end() - 1);
+    chain_list_.assign(n, 0);
+    index_.assign(n, 0);
+    for (std::size_t k = 0; k < n; ++k) {
+      const TransferId t = walk.empty() ? static_cast<TransferId>(k) : walk[k];
+      const auto c = static_cast<std::size_t>(chain_[t]);
+      index_[t] = static_cast<std::int32_t>(next[c] - chain_start_[c]);
+      chain_list_[static_cast<std::size_t>(next[c]++)] = t;
+    }
+  });
 }
 
 // Levels increase along a chain (a transfer's level exceeds its
 // dependencies'), so both are found by bisection.
 TransferId ChainCover::last_below(TransferId a, std::int32_t level) const {
+  list_chains();
   const TransferId* first = chain_list_.data() + chain_start_[chain_[a]] + index_[a];
   const TransferId* last = chain_list_.data() + chain_start_[chain_[a] + 1];
   const TransferId* it = std::partition_point(
@@ -97,6 +107,7 @@ TransferId ChainCover::last_below(TransferId a, std::int32_t level) const {
 }
 
 std::int32_t ChainCover::first_above(TransferId b, std::int32_t level) const {
+  list_chains();
   const TransferId* first = chain_list_.data() + chain_start_[chain_[b]];
   const TransferId* it = std::partition_point(
       first, first + index_[b], [&](TransferId t) { return level_[t] <= level; });
@@ -104,6 +115,7 @@ std::int32_t ChainCover::first_above(TransferId b, std::int32_t level) const {
 }
 
 TransferId ChainCover::at(std::int32_t c, std::int32_t i) const {
+  list_chains();
   return chain_list_[static_cast<std::size_t>(chain_start_[c] + i)];
 }
 
@@ -114,7 +126,8 @@ TransferId ChainCover::at(std::int32_t c, std::int32_t i) const {
 // remembered for the pair of chains: the latest one of each kind replaces
 // the one before unless that one covers it.
 bool HappensBefore::reaches_by_search(TransferId a, TransferId b) {
-  std::call_once(c_.listed_, [this] { c_.list_chains(); });
+  c_.list_chains();
+  index_ = c_.index_.data();
   if (stamp_.empty()) stamp_.assign(static_cast<std::size_t>(s_.num_transfers()), 0);
   PairFacts& f = facts_[pair_key(chain_[a], chain_[b])];
   const std::int32_t ia = index_[a];

@@ -5,7 +5,7 @@
 // Cheap rules answer most questions in O(degree): levels (the longest
 // dependency chain before a transfer) refute, and a cover of the DAG by
 // chains (each transfer extends the chain of one of its dependencies)
-// confirms along a chain by an index comparison, or one dependency or one
+// confirms along a chain by comparing walk positions, or one dependency or one
 // successor away from one. The rest need a search backwards from b, bounded
 // below by a's level, that stops at the first transfer of a's chain at or
 // after a.
@@ -37,6 +37,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "mapped_alloc.hpp"
 #include "wafercoll/schedule/schedule.hpp"
 
 #if defined(__GNUC__)
@@ -47,13 +48,22 @@ namespace wafercoll::verify_detail {
 
 // The chain cover and levels of a schedule's dependency DAG: read-only once
 // built, shared by the passes of a verification (and by their threads).
+//
+// Per transfer it keeps only its chain and level (8 bytes). Chains grow in
+// the walk order (the topological order given, or the index order), so two
+// transfers of one chain are in chain order exactly when they are in walk
+// order: the cheap rules compare positions in the walk, which are the
+// transfers' indices themselves when the index order is the walk. What only
+// searches need (each chain's transfers in order, a transfer's index in its
+// chain) and what only the rule through one successor needs (the successor
+// lists, 8 bytes per transfer and 4 per dependency) are built the first time
+// one of them is asked for; the builders' schedules at scale need neither
+// (ring allreduce on 1024 ranks: 42 MB of successor lists never read).
 class ChainCover {
  public:
   // `order`: a topological order of `s`'s transfers (every transfer after
-  // its dependencies), or empty when the index order is one. With
-  // `parallel`, the successor lists are built on a second thread while
-  // this one covers the DAG with chains.
-  ChainCover(const Schedule& s, const std::vector<TransferId>& order, bool parallel = false);
+  // its dependencies), or empty when the index order is one.
+  ChainCover(const Schedule& s, const std::vector<TransferId>& order);
 
   // Number of steps: 1 + the largest level (0 without transfers).
   std::int32_t steps() const;
@@ -61,8 +71,13 @@ class ChainCover {
   // Transfer t is the index(t)-th of chain(t); level(t) is the longest
   // dependency chain before it.
   std::int32_t chain(TransferId t) const { return chain_[t]; }
-  std::int32_t index(TransferId t) const { return index_[t]; }
+  std::int32_t index(TransferId t) const {
+    list_chains();
+    return index_[t];
+  }
   std::int32_t level(TransferId t) const { return level_[t]; }
+  // Where t comes in the walk order (its index when that is the index order).
+  std::int32_t position(TransferId t) const { return pos_.empty() ? t : pos_[t]; }
 
   // The latest transfer of a's chain (a or after it) whose level is below
   // `level` (> level(a)).
@@ -73,21 +88,28 @@ class ChainCover {
   // `level`, or b's index when none before b is.
   std::int32_t first_above(TransferId b, std::int32_t level) const;
 
+  // The successor lists, built at the first call (thread-safe).
+  const Successors& successors() const;
+  // Lists each chain's transfers and their indices, at the first call
+  // (thread-safe); searches and index() need them.
+  void list_chains() const;
+
  private:
   friend class HappensBefore;
   void cover(const std::vector<TransferId>& order);
-  void list_chains() const;
 
   const Schedule& s_;
-  std::vector<std::int32_t> chain_;
-  std::vector<std::int32_t> index_;
-  std::vector<std::int32_t> level_;
-  Successors succ_;
-  // Transfers of each chain in index order (CSR), listed at the first
-  // search of any pass (most schedules need none).
+  MappedVector<std::int32_t> chain_;
+  MappedVector<std::int32_t> level_;
+  std::vector<std::int32_t> pos_;  // empty: the walk is the index order
+  mutable std::once_flag succ_built_;
+  mutable Successors succ_;
+  // Transfers of each chain in index order (CSR) and each transfer's index
+  // in its chain.
   mutable std::once_flag listed_;
   mutable std::vector<std::int64_t> chain_start_;
   mutable std::vector<TransferId> chain_list_;
+  mutable std::vector<std::int32_t> index_;
 };
 
 // Happens-before questions of one pass over a ChainCover. The answers are
@@ -99,29 +121,30 @@ class HappensBefore {
       : c_(cover),
         s_(cover.s_),
         chain_(cover.chain_.data()),
-        index_(cover.index_.data()),
-        level_(cover.level_.data()) {}
+        level_(cover.level_.data()),
+        pos_(cover.pos_.empty() ? nullptr : cover.pos_.data()) {}
 
   // True when a == b or a is a transitive dependency of b.
   bool reaches(TransferId a, TransferId b) {
     if (a == b) return true;
     if (level_[a] >= level_[b]) return false;
-    if (chain_[a] == chain_[b]) return index_[a] < index_[b];
+    // Along one chain, chain order is walk order.
+    if (chain_[a] == chain_[b]) return pos(a) < pos(b);
     // One dependency away: b depends on a, or on a transfer that a's chain
     // reaches (a rank's program continues after a, and b waits for a later
     // point of it: the usual order between two accesses to one cell).
     for (const TransferId* e = s_.deps_begin(b); e != s_.deps_end(b); ++e)
-      if (chain_[*e] == chain_[a] && index_[*e] >= index_[a]) return true;
+      if (chain_[*e] == chain_[a] && pos(*e) >= pos(a)) return true;
     // Through one successor y of a and a chain: a -> y, then along y's chain
     // to b or to one of b's dependencies (a message's receiver goes on with
     // its program, which b then waits for; y itself a dependency of b is the
     // two-step path a -> y -> b).
-    const Successors& succ = c_.succ_;
+    const Successors& succ = c_.successors();
     for (std::int64_t i = succ.offsets[a]; i < succ.offsets[a + 1]; ++i) {
       const TransferId y = succ.list[i];
-      if (chain_[y] == chain_[b] && index_[y] < index_[b]) return true;
+      if (chain_[y] == chain_[b] && pos(y) < pos(b)) return true;
       for (const TransferId* e = s_.deps_begin(b); e != s_.deps_end(b); ++e)
-        if (chain_[y] == chain_[*e] && index_[y] <= index_[*e]) return true;
+        if (chain_[y] == chain_[*e] && pos(y) <= pos(*e)) return true;
     }
     return reaches_by_search(a, b);
   }
@@ -143,6 +166,7 @@ class HappensBefore {
     std::int32_t no_b = -1;
   };
 
+  std::int32_t pos(TransferId t) const { return pos_ == nullptr ? t : pos_[t]; }
   bool reaches_by_search(TransferId a, TransferId b);
   bool search(TransferId a, TransferId b, std::int32_t& hit);
   std::int32_t earliest_reached(TransferId x, TransferId b);
@@ -151,8 +175,9 @@ class HappensBefore {
   const ChainCover& c_;
   const Schedule& s_;
   const std::int32_t* chain_;
-  const std::int32_t* index_;
   const std::int32_t* level_;
+  const std::int32_t* pos_;               // nullptr: the walk is the index order
+  const std::int32_t* index_ = nullptr;  // set at the first search
   std::unordered_map<std::uint64_t, PairFacts> facts_;  // by (chain of a, chain of b)
   std::unordered_map<std::uint64_t, bool> cache_;       // by (a, b)
   std::vector<std::uint32_t> stamp_;                    // allocated at the first search

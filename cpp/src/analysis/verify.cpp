@@ -1,11 +1,12 @@
 // The verifier: see verify.hpp for what it proves and the timing rules.
 //
-// Structure: three helpers, then the Verifier that uses them.
+// Structure: four helpers, then the Verifier that uses them.
 //  * SetPool interns contribution sets (over SetIndex), so a cell's state is one int and
 //    "same contributions" is an integer comparison;
 //  * HappensBefore (happens_before.hpp) answers "does a reach b in the dependency
 //    DAG" with cheap rules first and a search only when they fail;
-//  * PieceMap holds each rank's cells as runs of equal state.
+//  * PieceMap holds each rank's cells as runs of equal state;
+//  * Records (records.hpp) holds who wrote which set over which record.
 // The Verifier walks the transfers in dependency order (forward: reads,
 // writes, write/write order), then backwards (reads against later writes),
 // then checks the final state against the collective's postcondition.
@@ -23,6 +24,7 @@
 
 #include "contribution_sets.hpp"
 #include "happens_before.hpp"
+#include "records.hpp"
 #include "wafercoll/errors.hpp"
 
 namespace wafercoll {
@@ -32,16 +34,18 @@ namespace {
 using verify_detail::ChainCover;
 using verify_detail::HappensBefore;
 using verify_detail::Interval;
+using verify_detail::Records;
 using verify_detail::SetPool;
 
 // ---------------------------------------------------------------------------
 // Per-rank runs of cells with one state. A piece covers [lo, next piece's lo).
-// A rank whose runs grow past kDenseAt turns *dense*: one piece per block
-// (lo == index), never split or merged again, so a write costs O(1) instead
-// of shifting the tail of a long vector (ring-like schedules leave every
-// block of a rank in a state of its own). Runs of equal state in a dense
-// rank are walked as one run where it matters (a write's old state), so
-// what the verifier reports does not depend on the representation.
+// A rank whose runs grow past kDenseAt turns *dense*: one state per block
+// (the piece of block b is the b-th, its lo is b, so only the states are
+// stored: 4 bytes a cell), never split or merged again, so a write costs O(1)
+// instead of shifting the tail of a long vector (ring-like schedules leave
+// every block of a rank in a state of its own). Runs of equal state in a
+// dense rank are walked as one run where it matters (a write's old state),
+// so what the verifier reports does not depend on the representation.
 
 struct Piece {
   BlockId lo;
@@ -50,35 +54,65 @@ struct Piece {
 
 class PieceMap {
  public:
+  // Piece i of a rank: its first block and its state (assignable).
+  struct Ref {
+    BlockId lo;
+    std::int32_t& state;
+  };
+  // The pieces of one rank, valid until they are split or merged.
+  class Pieces {
+   public:
+    Pieces(Piece* sparse, std::int32_t* dense, std::size_t n)
+        : sparse_(sparse), dense_(dense), n_(n) {}
+    std::size_t size() const { return n_; }
+    Ref operator[](std::size_t i) const {
+      if (dense_ != nullptr) return Ref{static_cast<BlockId>(i), dense_[i]};
+      return Ref{sparse_[i].lo, sparse_[i].state};
+    }
+
+   private:
+    Piece* sparse_;
+    std::int32_t* dense_;  // nullptr unless the rank is dense
+    std::size_t n_;
+  };
+
   void init(RankId ranks, BlockId blocks, std::int64_t dense_after) {
     blocks_ = blocks;
     dense_at_ = dense_after;
     pieces_.assign(ranks, {});
-    dense_.assign(ranks, 0);
+    dense_.assign(ranks, {});
     dense_budget_ = kDenseBudget;
   }
-  std::vector<Piece>& of(RankId r) { return pieces_[r]; }
+  // The pieces of rank r.
+  Pieces of(RankId r) {
+    if (!dense_[r].empty()) return Pieces(nullptr, dense_[r].data(), dense_[r].size());
+    return Pieces(pieces_[r].data(), nullptr, pieces_[r].size());
+  }
+  // The pieces of a rank that is not dense (yet), to fill at the start.
+  std::vector<Piece>& sparse(RankId r) { return pieces_[r]; }
   BlockId hi(RankId r, std::size_t i) const {
+    if (!dense_[r].empty()) return static_cast<BlockId>(i) + 1;
     return i + 1 < pieces_[r].size() ? pieces_[r][i + 1].lo : blocks_;
   }
   // Start loading the piece holding block b, for a rank that is dense
   // (whose piece is found without reading memory); a hint, nothing else.
   void prefetch(RankId r, BlockId b) const {
-    if (dense_[r] && b < blocks_) verify_detail::prefetch_line(pieces_[r].data() + b);
+    if (!dense_[r].empty() && b < blocks_) verify_detail::prefetch_line(dense_[r].data() + b);
   }
   // Index of the piece holding block b.
   std::size_t find(RankId r, BlockId b) const {
-    if (dense_[r]) return static_cast<std::size_t>(b);
+    if (!dense_[r].empty()) return static_cast<std::size_t>(b);
     const auto& v = pieces_[r];
     auto it = std::upper_bound(v.begin(), v.end(), b,
                                [](BlockId x, const Piece& p) { return x < p.lo; });
     return static_cast<std::size_t>(it - v.begin()) - 1;
   }
-  // Make b the start of a piece; returns its index (size() when b == blocks).
+  // Make b the start of a piece; returns its index (the number of pieces
+  // when b == blocks).
   std::size_t split(RankId r, BlockId b) {
+    if (!dense_[r].empty()) return static_cast<std::size_t>(std::min(b, blocks_));
     auto& v = pieces_[r];
     if (b >= blocks_) return v.size();
-    if (dense_[r]) return static_cast<std::size_t>(b);
     const std::size_t i = find(r, b);
     if (v[i].lo == b) return i;
     v.insert(v.begin() + static_cast<std::ptrdiff_t>(i) + 1, Piece{b, v[i].state});
@@ -87,24 +121,24 @@ class PieceMap {
   // Merge equal neighbours among pieces [first, last] (a dense rank keeps
   // one piece per block); a rank with many runs turns dense.
   void coalesce(RankId r, std::size_t first, std::size_t last) {
-    if (dense_[r]) return;
+    if (!dense_[r].empty()) return;
     merge(r, first, last);
     if (static_cast<std::int64_t>(pieces_[r].size()) > dense_at_ && blocks_ <= dense_budget_)
       densify(r);
   }
 
  private:
-  // Most dense pieces in all (8 bytes each: 1 GiB).
+  // Most dense cells in all (4 bytes each: 512 MiB).
   static constexpr std::int64_t kDenseBudget = std::int64_t{1} << 27;
   void densify(RankId r) {
     auto& v = pieces_[r];
-    std::vector<Piece> d(static_cast<std::size_t>(blocks_));
+    std::vector<std::int32_t> d(static_cast<std::size_t>(blocks_));
     for (std::size_t i = 0; i < v.size(); ++i) {
       const BlockId end = hi(r, i);
-      for (BlockId b = v[i].lo; b < end; ++b) d[static_cast<std::size_t>(b)] = Piece{b, v[i].state};
+      std::fill(d.begin() + v[i].lo, d.begin() + end, v[i].state);
     }
-    v.swap(d);
-    dense_[r] = 1;
+    std::vector<Piece>().swap(v);
+    dense_[r].swap(d);
     dense_budget_ -= blocks_;
   }
   void merge(RankId r, std::size_t first, std::size_t last) {
@@ -122,15 +156,9 @@ class PieceMap {
 
   BlockId blocks_ = 0;
   std::int64_t dense_at_ = kVerifyDenseAfter;
-  std::vector<std::vector<Piece>> pieces_;
-  std::vector<std::uint8_t> dense_;
+  std::vector<std::vector<Piece>> pieces_;       // sparse ranks (empty once dense)
+  std::vector<std::vector<std::int32_t>> dense_;  // dense ranks: one state per block
   std::int64_t dense_budget_ = 0;
-};
-
-struct Record {
-  TransferId writer;   // -1 for the initial value
-  std::int32_t set;    // contribution set after the write
-  std::int32_t prev;   // the record this write replaced (-1 for initial values)
 };
 
 struct Segment {
@@ -185,11 +213,12 @@ class Verifier {
         order_(s.deps_point_backward() ? std::vector<TransferId>{} : topological_order(s)),
         parallel_(s.num_transfers() >= kParallelTransfers &&
                   std::thread::hardware_concurrency() > 1),
-        cover_(s, order_, parallel_),
+        cover_(s, order_),
         hb_(cover_),
         hb_rev_(cover_),
         dense_after_(dense_after),
-        sets_() {
+        sets_(),
+        records_(order_) {
     const Sizes z = expected_sizes(s);
     records_.reserve(z.records);
     sets_ = SetPool(3 + static_cast<std::size_t>(s.num_ranks()), z.sets);
@@ -277,14 +306,13 @@ class Verifier {
     for (std::size_t k = 0; k < n; ++k) {
       if (k + 2 * kLookahead < n) prefetch_cells(cells_, at(k + 2 * kLookahead));
       if (k + kLookahead < n) prefetch_union(at(k + kLookahead));
-      forward(at(k));
+      forward(at(k), static_cast<std::int32_t>(k));
       if ((k & 4095) == 4095) poll_interrupt();
     }
   }
 
   std::int32_t initial_record(std::int32_t set) {
-    records_.push_back(Record{-1, set, -1});
-    return static_cast<std::int32_t>(records_.size()) - 1;
+    return records_.initial(set);
   }
 
   // Every cell starts with a writer-less record: the participant's own
@@ -309,7 +337,7 @@ class Verifier {
     for (RankId r = 0; r < p; ++r) {
       // Owners of allgather and moved blocks are set per block run below.
       const bool holds = !by_owner(c.kind) && s_.holds_input(r, 0);
-      cells_.of(r).push_back(Piece{0, holds ? initial_record(sets_.singleton(r)) : empty});
+      cells_.sparse(r).push_back(Piece{0, holds ? initial_record(sets_.singleton(r)) : empty});
     }
     if (by_owner(c.kind)) {
       // Owners hold their own blocks: one piece per run of equal owners.
@@ -317,7 +345,7 @@ class Verifier {
         BlockId e = b;
         while (e < nb && c.owners[e] == c.owners[b]) ++e;
         const RankId o = c.owners[b];
-        auto& v = cells_.of(o);
+        auto& v = cells_.sparse(o);
         if (v.back().lo == b) v.pop_back();
         v.push_back(Piece{b, initial_record(sets_.singleton(o))});
         if (e < nb) v.push_back(Piece{e, empty});
@@ -331,8 +359,8 @@ class Verifier {
   // cell can land before t starts.
   std::int32_t visible(std::int32_t rec, TransferId t, RankId rank, BlockId block) {
     TransferId first_concurrent = -1;
-    while (records_[rec].writer >= 0 && !hb_.reaches(records_[rec].writer, t)) {
-      first_concurrent = records_[rec].writer;
+    for (TransferId w; (w = records_.writer(rec)) >= 0 && !hb_.reaches(w, t);) {
+      first_concurrent = w;
       rec = records_[rec].prev;
     }
     if (first_concurrent >= 0) {
@@ -382,7 +410,7 @@ class Verifier {
   // Transfer t reads cells [lo, hi) of switch rank r, whose latest record is rec.
   std::int32_t switch_read(std::int32_t rec, TransferId t, RankId r, BlockId lo, BlockId hi) {
     for (std::int32_t m = rec; m >= 0; m = records_[m].prev) {
-      const TransferId w = records_[m].writer;
+      const TransferId w = records_.writer(m);
       if (w < 0) break;
       if (!hb_.reaches(w, t)) switch_race(w, t, r, lo, "reads");
       if (s_.op(w) == Op::copy) break;
@@ -399,7 +427,7 @@ class Verifier {
         for (const SwitchRead& x : it->second)
           if (x.lo < hi && lo < x.hi && !hb_.reaches(x.reader, t))
             switch_race(x.reader, t, r, std::max(lo, x.lo), "writes");
-      const TransferId w = records_[m].writer;
+      const TransferId w = records_.writer(m);
       if (w < 0) break;
       const bool base = s_.op(w) == Op::copy;
       if ((copy || base) && !hb_.reaches(w, t)) switch_race(w, t, r, lo, "writes");
@@ -411,11 +439,11 @@ class Verifier {
   // (never empty), then write each destination, checking that the write
   // happens-after the cell's previous write and, for a reduce, that the
   // sets are disjoint (no contribution counted twice).
-  void forward(TransferId t) {
+  void forward(TransferId t, std::int32_t k) {
     const RankId src = s_.src(t);
     segs_.clear();
     for (const BlockRange* r = s_.ranges_begin(t); r != s_.ranges_end(t); ++r) {
-      const auto& pieces = cells_.of(src);
+      const auto pieces = cells_.of(src);
       for (std::size_t i = cells_.find(src, r->lo); i < pieces.size() && pieces[i].lo < r->hi;
            ++i) {
         const BlockId lo = std::max(pieces[i].lo, r->lo);
@@ -451,12 +479,12 @@ class Verifier {
       for (const Segment& seg : segs_) {
         const std::size_t first = cells_.split(d, seg.lo);
         const std::size_t end = cells_.split(d, seg.hi);
-        auto& pieces = cells_.of(d);
+        const auto pieces = cells_.of(d);
         std::int32_t last_old = -1;
         std::int32_t last_new = -1;
         for (std::size_t i = first; i < end; ++i) {
           const std::int32_t old = pieces[i].state;
-          const TransferId w = records_[old].writer;
+          const TransferId w = records_.writer(old);
           if (switch_dst) {
             if (old != last_old) switch_write(old, t, d, pieces[i].lo, cells_.hi(d, i));
           } else if (w >= 0 && w != ordered_writer) {
@@ -484,9 +512,8 @@ class Verifier {
                       std::to_string(shared) + " (it would be counted twice)",
                   t, d, pieces[i].lo);
           }
-          records_.push_back(Record{t, set, old});
           last_old = old;
-          last_new = static_cast<std::int32_t>(records_.size()) - 1;
+          last_new = records_.add(k, set, old);
           pieces[i].state = last_new;
           ++pieces_written_;
         }
@@ -499,7 +526,7 @@ class Verifier {
   // remembers the next transfer that writes it.
   void reverse_pass() {
     next_write_.init(s_.num_ranks(), s_.num_blocks(), dense_after_);
-    for (RankId r = 0; r < s_.num_ranks(); ++r) next_write_.of(r).push_back(Piece{0, -1});
+    for (RankId r = 0; r < s_.num_ranks(); ++r) next_write_.sparse(r).push_back(Piece{0, -1});
     TransferId bad = -1;
     RankId bad_rank = -1;
     BlockId bad_block = -1;
@@ -514,7 +541,7 @@ class Verifier {
       const RankId src = s_.src(t);
       TransferId checked = -1;
       for (const BlockRange* r = s_.ranges_begin(t); r != s_.ranges_end(t); ++r) {
-        const auto& pieces = next_write_.of(src);
+        const auto pieces = next_write_.of(src);
         for (std::size_t i = next_write_.find(src, r->lo);
              i < pieces.size() && pieces[i].lo < r->hi; ++i) {
           const TransferId w = pieces[i].state;
@@ -535,7 +562,7 @@ class Verifier {
         for (const BlockRange* r = s_.ranges_begin(t); r != s_.ranges_end(t); ++r) {
           const std::size_t first = next_write_.split(*dp, r->lo);
           const std::size_t end = next_write_.split(*dp, r->hi);
-          auto& pieces = next_write_.of(*dp);
+          const auto pieces = next_write_.of(*dp);
           for (std::size_t i = first; i < end; ++i) pieces[i].state = t;
           next_write_.coalesce(*dp, first, end - 1);
         }
@@ -554,14 +581,15 @@ class Verifier {
   // names the first missing (or unexpected) contribution, which points at
   // the step that lost (or duplicated) it.
   void expect(RankId r, BlockId lo, BlockId hi, std::int32_t want) {
-    const auto& pieces = cells_.of(r);
+    const auto pieces = cells_.of(r);
     for (std::size_t i = cells_.find(r, lo); i < pieces.size() && pieces[i].lo < hi; ++i) {
-      const Record& rec = records_[pieces[i].state];
+      const Records::Record& rec = records_[pieces[i].state];
       if (rec.set == want) continue;
       const BlockId b = std::max(lo, pieces[i].lo);
+      const TransferId writer = records_.writer(pieces[i].state);
       const std::string last =
-          rec.writer >= 0 ? " (last written by transfer " + std::to_string(rec.writer) + ")"
-                          : " (never written)";
+          writer >= 0 ? " (last written by transfer " + std::to_string(writer) + ")"
+                      : " (never written)";
       const RankId missing = sets_.first_difference(want, rec.set);
       if (missing >= 0)
         throw ScheduleError("missing",
@@ -569,13 +597,13 @@ class Verifier {
                                 std::to_string(missing) + ": it holds " +
                                 std::to_string(sets_.size(rec.set)) + " of the " +
                                 std::to_string(sets_.size(want)) + " required" + last,
-                            rec.writer, r, b);
+                            writer, r, b);
       const RankId extra = sets_.first_difference(rec.set, want);
       throw ScheduleError("unexpected",
                           cell(r, b) + " ends holding the contribution of rank " +
                               std::to_string(extra) + ", which the " +
                               to_string(s_.collective().kind) + " does not put there" + last,
-                          rec.writer, r, b);
+                          writer, r, b);
     }
   }
 
@@ -652,12 +680,12 @@ class Verifier {
       const RankId t = c.targets[b];
       if (single[o] < 0) single[o] = sets_.singleton(o);
       expect(t, b, b + 1, single[o]);
-      const auto& pieces = cells_.of(t);
+      const auto pieces = cells_.of(t);
       std::int32_t rec = pieces[cells_.find(t, b)].state;
       std::int64_t writes = 0;
       TransferId later = -1;
-      for (; rec >= 0 && records_[rec].writer >= 0; rec = records_[rec].prev) {
-        if (writes == 0) later = records_[rec].writer;
+      for (; rec >= 0 && records_.writer(rec) >= 0; rec = records_[rec].prev) {
+        if (writes == 0) later = records_.writer(rec);
         ++writes;
       }
       // A block already at its target may be rewritten with itself (an
@@ -683,7 +711,7 @@ class Verifier {
   std::atomic<bool> stop_{false};
   std::int64_t dense_after_;
   SetPool sets_;
-  std::vector<Record> records_;
+  Records records_;
   PieceMap cells_;
   PieceMap next_write_;
   std::vector<Segment> segs_;
