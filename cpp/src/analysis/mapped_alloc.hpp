@@ -28,6 +28,8 @@
 #include <utility>
 #include <vector>
 
+#include "wafercoll/default_init.hpp"
+
 #if defined(__unix__) || defined(__APPLE__)
 #include <sys/mman.h>
 #define WAFERCOLL_VERIFY_MMAP 1
@@ -72,8 +74,10 @@ inline void* map_block(std::size_t bytes, bool huge) {
 }
 #endif
 
+// resize() default-initialises, as with the simulator's arena
+// (default_init.hpp).
 template <typename T, bool kHuge = false>
-struct MappedAlloc {
+struct MappedAlloc : DefaultInitConstruct {
   using value_type = T;
   MappedAlloc() = default;
   template <typename U>
@@ -102,17 +106,6 @@ struct MappedAlloc {
     }
 #endif
     ::operator delete(p);
-  }
-  // resize() default-initialises, as with the simulator's arena: the
-  // records and tables are written in full before they are read (and a
-  // mapped block is zero already).
-  template <typename U>
-  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
-    ::new (static_cast<void*>(p)) U;
-  }
-  template <typename U, typename... Args>
-  void construct(U* p, Args&&... args) {
-    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
   }
   template <typename U>
   bool operator==(const MappedAlloc<U, kHuge>&) const { return true; }

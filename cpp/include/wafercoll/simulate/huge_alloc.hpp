@@ -22,6 +22,8 @@
 #include <utility>
 #include <vector>
 
+#include "wafercoll/default_init.hpp"
+
 // Internal to the library: hidden symbols are resolved within it, so calls
 // between the simulator's parts are direct and the compiler may optimise
 // across them as it does for functions local to one file.
@@ -57,8 +59,9 @@ std::size_t release_huge_blocks();
 // Bytes of the blocks cached now.
 std::size_t cached_huge_bytes();
 
+// resize() default-initialises (default_init.hpp).
 template <typename T>
-struct HugeAlloc {
+struct HugeAlloc : DefaultInitConstruct {
   using value_type = T;
   HugeAlloc() = default;
   template <typename U>
@@ -85,18 +88,6 @@ struct HugeAlloc {
     } else {
       give_huge_block(p, rounded(n));
     }
-  }
-  // resize() default-initialises: records without member initialisers (the
-  // per-transfer and per-destination state, each written in full before it
-  // is read) are not first zeroed, a pass over memory that is not yet in
-  // cache.
-  template <typename U>
-  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
-    ::new (static_cast<void*>(p)) U;
-  }
-  template <typename U, typename... Args>
-  void construct(U* p, Args&&... args) {
-    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
   }
   template <typename U>
   bool operator==(const HugeAlloc<U>&) const { return true; }
