@@ -93,8 +93,9 @@ void Simulation::try_inject(TransferId t) {
 
 // The run state of stream t, taken from the pool when it first needs one
 // (its start or its first delivery).
-StreamRun& Simulation::stream_run(TransferId t) {
-  StreamState& s = dataflow_.streams[progress_.hot[t].stream_id];
+StreamRun& Simulation::stream_run(TransferId t) { return stream_run(stream_of(t)); }
+
+StreamRun& Simulation::stream_run(StreamState& s) {
   if (s.live >= 0) return dataflow_.runs[s.live];
   if (dataflow_.free_runs.empty()) {
     s.live = static_cast<std::int32_t>(dataflow_.runs.size());
@@ -115,10 +116,8 @@ StreamRun& Simulation::stream_run(TransferId t) {
 // arrived and been used, so its run state goes back to the pool (emptied:
 // its lists keep their storage).
 void Simulation::end_stream(TransferId t) {
-  StreamState& s = dataflow_.streams[progress_.hot[t].stream_id];
-  StreamRun& r = dataflow_.runs[s.live];
-  r.next = -1;
-  r.pace = 0.0;
+  StreamState& s = stream_of(t);
+  dataflow_.runs[s.live].next = -1;  // as a fresh entry (start() sets the pace)
   dataflow_.free_runs.push_back(s.live);
   s.live = -1;
 }
@@ -168,8 +167,9 @@ std::int64_t Simulation::next_sprayed(TransferId t, std::int32_t node, std::int6
 void Simulation::stream_delivered(std::int64_t slot, Seconds when) {
   for (std::int64_t i = dataflow_.stream_off[slot]; i < dataflow_.stream_off[slot + 1]; ++i) {
     const auto [t, q] = dataflow_.stream_list[i];
-    const std::int32_t nq = dataflow_.streams[progress_.hot[t].stream_id].nq;
-    StreamRun& st = stream_run(t);
+    StreamState& ss = stream_of(t);
+    const std::int32_t nq = ss.nq;
+    StreamRun& st = stream_run(ss);
     if (nq == 1) {
       st.ready.push_back(when);
       if (st.next >= 0) try_inject(t);

@@ -481,15 +481,15 @@ std::invalid_argument too_many_stages() {
 void refuse_too_many_stages(const Schedule& s, const NetworkModel& net, bool computes) {
   if (computes || net.ecmp || net.spray) return;  // their own checks come first
   // A destination is another node, so its route has at least one link.
-  const std::int64_t at_least = static_cast<std::int64_t>(s.dst_array().size()) *
-                                (1 + (net.ports > 0 ? 2 : 0));
+  const std::int64_t at_least =
+      static_cast<std::int64_t>(s.dst_array().size()) * (1 + port_stages(net));
   if (at_least > kMaxNodes) throw too_many_stages();
 }
 
 std::int64_t count_route_stages(const Schedule& s, const Topology& topo, const NetworkModel& net,
                                 const std::vector<NodeId>& place,
                                 PacketCounts npackets, bool computes) {
-  const std::int64_t port_stages = net.ports > 0 ? 2 : 0;
+  const std::int64_t ports = port_stages(net);
   std::int64_t bound = 0;
   // ECMP keeps every destination's hop distances (4 bytes per node).
   constexpr std::int64_t kMaxEcmpEntries = std::int64_t{1} << 27;
@@ -519,7 +519,7 @@ std::int64_t count_route_stages(const Schedule& s, const Topology& topo, const N
       // A sprayed transfer's packets take at most as many paths as there are.
       const std::int64_t paths =
           sprayed ? std::min<std::int64_t>(npackets[t], routes.paths(a, place[*d])) : 1;
-      bound += paths * (h + port_stages);
+      bound += paths * (h + ports);
     }
     // Checked per transfer, so a huge schedule fails before it is all read.
     if (bound > kMaxNodes) throw too_many_stages();

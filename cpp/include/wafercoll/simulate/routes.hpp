@@ -160,6 +160,10 @@ void force_trie_routes(bool on);
 // std::invalid_argument when a destination is unreachable or the bound
 // exceeds kMaxNodes.
 // Transfers with computed routes (`computes`: computes_routes()) add none.
+// Stages a route has beside its links: an injection and an ejection port
+// when the model has ports.
+inline std::int64_t port_stages(const NetworkModel& net) { return net.ports > 0 ? 2 : 0; }
+
 // Throws count_route_stages()'s refusal at once when no transfer's route is
 // computed and even one link per destination (plus its ports) would exceed
 // kMaxNodes, before anything per transfer is allocated or computed.

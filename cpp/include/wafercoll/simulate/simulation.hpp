@@ -344,7 +344,9 @@ class Simulation {
     return progress_.wide_last.empty() ? h.last_bytes : progress_.wide_last[t];
   }
   inline void try_inject(TransferId t) WAFERCOLL_LOOP_INLINE;
+  StreamState& stream_of(TransferId t) { return dataflow_.streams[progress_.hot[t].stream_id]; }
   inline StreamRun& stream_run(TransferId t) WAFERCOLL_LOOP_INLINE;
+  inline StreamRun& stream_run(StreamState& s) WAFERCOLL_LOOP_INLINE;
   void end_stream(TransferId t);
   // Out of line: only sprayed transfers call them.
   std::int64_t next_sprayed(TransferId t, std::int32_t node, std::int64_t packet) const;
