@@ -49,4 +49,5 @@ PYBIND11_MODULE(_core, m) {
   bind_simulate(m);
   bind_wafer(m);
   bind_io(m);
+  bind_routers(m);
 }

@@ -36,3 +36,4 @@ void bind_algorithms(py::module_& m);
 void bind_simulate(py::module_& m);
 void bind_wafer(py::module_& m);
 void bind_io(py::module_& m);
+void bind_routers(py::module_& m);

@@ -122,6 +122,10 @@ __all__ = [
 
 #: Default cap on packet-stage events (about five minutes of simulation).
 DEFAULT_MAX_EVENTS = 1 << 32
+#: Input buffer of every link, in packets, under ``engine="routers"`` when
+#: ``buffer_packets`` is not given: a few packets of slack per link, of the
+#: order of the 4 virtual channels x a few packets of a typical NoC router.
+DEFAULT_BUFFER_PACKETS = 16
 
 
 class CollectiveRequest(NamedTuple):
@@ -686,6 +690,7 @@ def simulate(
     event_queue: str = "auto",
     trace: bool = False,
     engine: str = "wafercoll",
+    buffer_packets: int | None = None,
 ) -> SimResult:
     """Simulate ``schedule`` on ``topology`` under ``network``.
 
@@ -726,7 +731,7 @@ def simulate(
     trace : bool
         Also record every packet-stage service (``result.trace()``): for
         detailed checks of small runs (at most 2^25 services).
-    engine : {"wafercoll", "simgrid"}
+    engine : {"wafercoll", "simgrid", "routers"}
         ``"wafercoll"``: this packet-level simulator. ``"simgrid"``: replay
         the transfers as SimGrid flows over the same links and routes (see
         :mod:`wafercoll._simgrid`; needs SimGrid's Python module, e.g.
@@ -735,6 +740,16 @@ def simulate(
         flows where this simulator serves packets first come, first served.
         SimGrid results always carry transfer times; they have no packet
         trace or timeline, and ``link_busy_s`` is bytes / bandwidth.
+        ``"routers"``: the same packets and per-link timing, but each link
+        ends in an input buffer of ``buffer_packets`` packets at its router,
+        with back-pressure, and admits the packets of its router's input
+        ports in turn (round robin) instead of first come, first served (see
+        :mod:`wafercoll._routers`): how a cycle-level network simulator
+        such as BookSim shares a link. Unicast transfers, dependencies
+        ``"complete"``; transfer times are recorded, no trace or timeline.
+    buffer_packets : int, optional
+        With ``engine="routers"``: packets each link's downstream input
+        buffer holds (its credits), >= 1; default 16.
 
     Returns
     -------
@@ -764,8 +779,31 @@ def simulate(
     6018.0
     """
     s, t, net, pl = check_schedule_inputs(schedule, topology, network, placement)
-    if engine not in ("wafercoll", "simgrid"):
-        raise ValueError(f"engine must be 'wafercoll' or 'simgrid', got {engine!r}")
+    if engine not in ("wafercoll", "simgrid", "routers"):
+        raise ValueError(
+            f"engine must be 'wafercoll', 'simgrid' or 'routers', got {engine!r}"
+        )
+    if buffer_packets is not None and engine != "routers":
+        raise ValueError('buffer_packets is a setting of engine="routers" only')
+    if engine == "routers":
+        from . import _routers
+
+        if timeline or trace:
+            raise ValueError(
+                'engine="routers" records transfer times only (no timeline or trace)'
+            )
+        buf = _routers.check_buffer_packets(
+            DEFAULT_BUFFER_PACKETS if buffer_packets is None else buffer_packets
+        )
+        cap = as_int(max_events, "max_events", 1)
+        place = (
+            np.asarray(pl, dtype=np.int64)
+            if pl
+            else np.arange(s.num_ranks, dtype=np.int64)
+        )
+        raw = _routers.run(s, t, net, place, buf, cap)
+        name = f"{net.name} (routers, {buf} packets)"
+        return _result(raw, net.replace(name=name), s, t, pl)
     if engine == "simgrid":
         if timeline or trace:
             raise ValueError(

@@ -1,0 +1,345 @@
+// Input-queued routers with credit-based flow control (see routers.hpp).
+//
+// One event loop over three kinds of events, ordered by time and then by
+// the order they were created (so a run is deterministic):
+// - a transfer's packets reach its source's injection port (alpha after its
+//   dependencies finished);
+// - a packet's head reaches the router at the end of a link, where it joins
+//   the queue of (that link, its next link);
+// - a packet is delivered, which frees its credit on the last link.
+// After each, the links that may admit a packet now (a packet joined their
+// queues, or one of their credits came back) admit in turn.
+#include "wafercoll/simulate/routers.hpp"
+
+#include <algorithm>
+#include <queue>
+#include <stdexcept>
+#include <string>
+
+#include "wafercoll/errors.hpp"
+
+namespace wafercoll {
+
+namespace {
+
+// Packets k .. k_end - 1 of transfer t, waiting at a router for the link at
+// position hop of t's route (several packets only at the injection port).
+struct Waiting {
+  std::int64_t next = -1;  // next entry of the same queue, -1 at its end
+  std::int64_t k = 0, k_end = 0;
+  double time = 0.0, head = 0.0;  // when its service may start; its head flit
+  std::int32_t t = 0, hop = 0;
+};
+
+struct Fifo {
+  std::int64_t first = -1, last = -1;
+};
+
+enum Kind : std::uint8_t { kInject, kArrive, kDeliver };
+
+struct Ev {
+  double time, head;
+  std::uint64_t seq;
+  std::int64_t k;
+  std::int32_t t, x;  // x: route position (arrive), link (deliver)
+  Kind kind;
+};
+
+struct Later {
+  bool operator()(const Ev& a, const Ev& b) const {
+    return a.time != b.time ? a.time > b.time : a.seq > b.seq;
+  }
+};
+
+class RouterLoop {
+ public:
+  RouterLoop(const RouterFlows& f, const RouterNetwork& n) : f_(f), n_(n) {}
+  RouterResult run();
+
+ private:
+  void check() const;
+  void build_ports();
+  void push(double time, double head, Kind kind, std::int32_t t, std::int64_t k,
+            std::int32_t x);
+  std::int64_t port_of(std::int32_t l, std::int32_t from) const;
+  void enqueue(std::int32_t l, std::int64_t port, const Waiting& w);
+  void admit(std::int32_t l, double now);
+  void admit_from(std::int32_t l, double now);
+  void send(std::int32_t l, const Waiting& w, std::int64_t k, double now);
+  void delivered(const Ev& e);
+  void finished(std::int32_t t, double now);
+
+  const RouterFlows& f_;
+  const RouterNetwork& n_;
+  RouterResult res_;
+  std::priority_queue<Ev, std::vector<Ev>, Later> events_;
+  std::uint64_t seq_ = 0;
+  // Input ports of link l: the links into its source node, then injection.
+  std::vector<std::int64_t> in_off_;
+  std::vector<std::int32_t> in_links_;
+  std::vector<Fifo> queues_;  // link l's port p at in_off_[l] + l + p
+  std::vector<Waiting> pool_;
+  std::vector<std::int64_t> free_;  // reusable pool entries
+  std::vector<std::int64_t> waiting_, used_;
+  std::vector<std::int32_t> turn_;
+  std::vector<std::int32_t> again_;  // links whose credits came back meanwhile
+  std::vector<double> free_at_;
+  std::vector<std::int64_t> left_, pending_, succ_off_;
+  std::vector<std::int32_t> succ_;
+  std::int64_t done_ = 0;
+};
+
+void RouterLoop::check() const {
+  const auto T = static_cast<std::int64_t>(f_.packets.size());
+  const auto L = static_cast<std::int64_t>(n_.link_src.size());
+  auto need = [](bool ok, const std::string& what) {
+    if (!ok) throw std::invalid_argument(what);
+  };
+  need(n_.link_dst.size() == n_.link_src.size() && n_.inv_bw.size() == n_.link_src.size() &&
+           n_.latency_s.size() == n_.link_src.size(),
+       "link arrays must have one entry per link");
+  need(n_.buffer_packets >= 1, "buffer_packets must be >= 1");
+  need(n_.flit_bytes >= 0, "flit_bytes must be >= 0");
+  need(f_.packet_bytes.size() == f_.packets.size() && f_.last_bytes.size() == f_.packets.size() &&
+           f_.route_off.size() == f_.packets.size() + 1 &&
+           f_.dep_off.size() == f_.packets.size() + 1,
+       "transfer arrays must have one entry per transfer");
+  need(T < (std::int64_t{1} << 31) && L < (std::int64_t{1} << 31), "too many transfers or links");
+  need(f_.route_off.back() == static_cast<std::int64_t>(f_.route_links.size()) &&
+           f_.dep_off.back() == static_cast<std::int64_t>(f_.deps.size()),
+       "offsets must end at the list sizes");
+  for (std::int64_t l = 0; l < L; ++l)
+    need(n_.link_src[l] >= 0 && n_.link_src[l] < n_.num_nodes && n_.link_dst[l] >= 0 &&
+             n_.link_dst[l] < n_.num_nodes && n_.inv_bw[l] >= 0.0 && n_.latency_s[l] >= 0.0,
+         "link " + std::to_string(l) + " has a node out of range or a negative cost");
+  for (std::int64_t t = 0; t < T; ++t) {
+    need(f_.packets[t] >= 1 && f_.packet_bytes[t] >= 0 && f_.last_bytes[t] >= 0,
+         "transfer " + std::to_string(t) + " needs >= 1 packet of >= 0 bytes");
+    need(f_.route_off[t] <= f_.route_off[t + 1] && f_.dep_off[t] <= f_.dep_off[t + 1],
+         "offsets must not decrease");
+    for (std::int64_t i = f_.route_off[t]; i < f_.route_off[t + 1]; ++i) {
+      const std::int32_t l = f_.route_links[i];
+      need(l >= 0 && l < L, "transfer " + std::to_string(t) + "'s route has a link out of range");
+      need(i == f_.route_off[t] || n_.link_src[l] == n_.link_dst[f_.route_links[i - 1]],
+           "transfer " + std::to_string(t) + "'s route is not a path");
+    }
+    for (std::int64_t i = f_.dep_off[t]; i < f_.dep_off[t + 1]; ++i)
+      need(f_.deps[i] >= 0 && f_.deps[i] < T,
+           "transfer " + std::to_string(t) + " depends on a transfer out of range");
+  }
+}
+
+void RouterLoop::build_ports() {
+  const auto L = static_cast<std::int64_t>(n_.link_src.size());
+  std::vector<std::int64_t> into(static_cast<std::size_t>(n_.num_nodes) + 1, 0);
+  for (std::int64_t l = 0; l < L; ++l) ++into[n_.link_dst[l] + 1];
+  for (std::int64_t v = 0; v < n_.num_nodes; ++v) into[v + 1] += into[v];
+  std::vector<std::int32_t> by_node(static_cast<std::size_t>(L));
+  std::vector<std::int64_t> fill(into.begin(), into.end() - 1);
+  for (std::int64_t l = 0; l < L; ++l) by_node[fill[n_.link_dst[l]]++] = static_cast<std::int32_t>(l);
+  in_off_.assign(static_cast<std::size_t>(L) + 1, 0);
+  for (std::int64_t l = 0; l < L; ++l)
+    in_off_[l + 1] = in_off_[l] + into[n_.link_src[l] + 1] - into[n_.link_src[l]];
+  in_links_.resize(static_cast<std::size_t>(in_off_[L]));
+  for (std::int64_t l = 0; l < L; ++l) {
+    const std::int32_t v = n_.link_src[l];
+    std::copy(by_node.begin() + into[v], by_node.begin() + into[v + 1],
+              in_links_.begin() + in_off_[l]);
+  }
+  queues_.assign(static_cast<std::size_t>(in_off_[L] + L), Fifo{});
+}
+
+void RouterLoop::push(double time, double head, Kind kind, std::int32_t t, std::int64_t k,
+                      std::int32_t x) {
+  events_.push(Ev{time, head, seq_++, k, t, x, kind});
+}
+
+// Link `from`'s input port at link l (the injection port for from < 0).
+std::int64_t RouterLoop::port_of(std::int32_t l, std::int32_t from) const {
+  const std::int64_t deg = in_off_[l + 1] - in_off_[l];
+  if (from < 0) return deg;
+  const auto b = in_links_.begin() + in_off_[l];
+  return std::lower_bound(b, b + deg, from) - b;  // in_links_ ascend per link
+}
+
+void RouterLoop::enqueue(std::int32_t l, std::int64_t port, const Waiting& w) {
+  std::int64_t i;
+  if (!free_.empty()) {
+    i = free_.back();
+    free_.pop_back();
+    pool_[i] = w;
+  } else {
+    i = static_cast<std::int64_t>(pool_.size());
+    pool_.push_back(w);
+  }
+  Fifo& q = queues_[in_off_[l] + l + port];
+  if (q.last >= 0)
+    pool_[q.last].next = i;
+  else
+    q.first = i;
+  q.last = i;
+  ++waiting_[l];
+}
+
+// Link l admits waiting packets while it has credits, its input ports in turn.
+void RouterLoop::admit(std::int32_t l, double now) {
+  const std::int64_t ports = in_off_[l + 1] - in_off_[l] + 1;
+  const std::int64_t base = in_off_[l] + l;
+  while (waiting_[l] > 0 && used_[l] < n_.buffer_packets) {
+    std::int64_t p = turn_[l];
+    while (queues_[base + p].first < 0) p = p + 1 == ports ? 0 : p + 1;
+    Fifo& q = queues_[base + p];
+    const std::int64_t i = q.first;
+    const Waiting w = pool_[i];
+    const std::int64_t k = pool_[i].k++;
+    if (pool_[i].k == w.k_end) {
+      q.first = w.next;
+      if (q.first < 0) q.last = -1;
+      free_.push_back(i);
+      --waiting_[l];
+    }
+    turn_[l] = static_cast<std::int32_t>(p + 1 == ports ? 0 : p + 1);
+    ++used_[l];
+    if (p < ports - 1) {  // the credit it held on the link it came over returns
+      const std::int32_t u = in_links_[in_off_[l] + p];
+      --used_[u];
+      if (waiting_[u] > 0) again_.push_back(u);
+    }
+    send(l, w, k, now);
+  }
+}
+
+// Link l admits, then every link that got a credit back meanwhile (a
+// worklist: the chain of returned credits can be as long as a route).
+void RouterLoop::admit_from(std::int32_t l, double now) {
+  admit(l, now);
+  while (!again_.empty()) {
+    const std::int32_t u = again_.back();
+    again_.pop_back();
+    admit(u, now);
+  }
+}
+
+// Packet k of w's transfer goes onto link l (admitted at `now`).
+void RouterLoop::send(std::int32_t l, const Waiting& w, std::int64_t k, double now) {
+  const std::int32_t t = w.t;
+  const std::int64_t m = k == f_.packets[t] - 1 ? f_.last_bytes[t] : f_.packet_bytes[t];
+  const std::int64_t F = n_.flit_bytes;
+  const std::int64_t wire = F > 0 ? (m + F - 1) / F * F : m;
+  const double ib = n_.inv_bw[l], lat = n_.latency_s[l];
+  const double start = std::max(std::max(now, w.time), free_at_[l]);
+  const double head = std::max(std::max(w.head, free_at_[l]), now > w.time ? now : w.head);
+  const double dur = static_cast<double>(wire) * ib;
+  const double finish = start + dur;
+  free_at_[l] = finish;
+  res_.link_busy_s[l] += dur;
+  res_.link_bytes[l] += m;
+  if ((++res_.events & (kInterruptStride - 1)) == 0) poll_interrupt();
+  const std::int32_t hop = w.hop + 1;
+  if (f_.route_off[t] + hop == f_.route_off[t + 1]) {
+    push(finish + lat, finish + lat, kDeliver, t, k, l);
+    return;
+  }
+  if (n_.store_and_forward) {
+    push(finish + lat, finish + lat, kArrive, t, k, hop);
+    return;
+  }
+  const double ibn = n_.inv_bw[f_.route_links[f_.route_off[t] + hop]];
+  const double head_next = head + lat + (F > 0 ? static_cast<double>(F) * ib : 0.0);
+  const double a = std::max(head_next, finish + lat - static_cast<double>(wire) * ibn);
+  push(a, head_next, kArrive, t, k, hop);
+}
+
+void RouterLoop::delivered(const Ev& e) {
+  --used_[e.x];
+  if (waiting_[e.x] > 0) admit_from(e.x, e.time);
+  if (--left_[e.t] == 0) finished(e.t, e.time);
+}
+
+void RouterLoop::finished(std::int32_t t, double now) {
+  res_.finish_s[t] = now;
+  ++done_;
+  for (std::int64_t i = succ_off_[t]; i < succ_off_[t + 1]; ++i) {
+    const std::int32_t u = succ_[i];
+    res_.ready_s[u] = std::max(res_.ready_s[u], now);
+    if (--pending_[u] == 0) push(res_.ready_s[u] + f_.alpha_s, 0.0, kInject, u, 0, 0);
+  }
+}
+
+RouterResult RouterLoop::run() {
+  check();
+  build_ports();
+  const auto T = static_cast<std::int64_t>(f_.packets.size());
+  const auto L = static_cast<std::int64_t>(n_.link_src.size());
+  res_.ready_s.assign(T, 0.0);
+  res_.finish_s.assign(T, 0.0);
+  res_.link_busy_s.assign(L, 0.0);
+  res_.link_bytes.assign(L, 0);
+  waiting_.assign(L, 0);
+  used_.assign(L, 0);
+  turn_.assign(L, 0);
+  free_at_.assign(L, 0.0);
+  left_.assign(f_.packets.begin(), f_.packets.end());
+  pending_.assign(T, 0);
+  succ_off_.assign(T + 1, 0);
+  for (std::int64_t t = 0; t < T; ++t) {
+    pending_[t] = f_.dep_off[t + 1] - f_.dep_off[t];
+    for (std::int64_t i = f_.dep_off[t]; i < f_.dep_off[t + 1]; ++i) ++succ_off_[f_.deps[i] + 1];
+  }
+  for (std::int64_t t = 0; t < T; ++t) succ_off_[t + 1] += succ_off_[t];
+  succ_.resize(static_cast<std::size_t>(succ_off_[T]));
+  std::vector<std::int64_t> fill(succ_off_.begin(), succ_off_.end() - 1);
+  for (std::int64_t t = 0; t < T; ++t)
+    for (std::int64_t i = f_.dep_off[t]; i < f_.dep_off[t + 1]; ++i)
+      succ_[fill[f_.deps[i]]++] = static_cast<std::int32_t>(t);
+  for (std::int64_t t = 0; t < T; ++t)
+    if (pending_[t] == 0) push(f_.alpha_s, 0.0, kInject, static_cast<std::int32_t>(t), 0, 0);
+  while (!events_.empty()) {
+    const Ev e = events_.top();
+    events_.pop();
+    if (e.kind == kDeliver) {
+      delivered(e);
+      continue;
+    }
+    const std::int64_t at = f_.route_off[e.t] + (e.kind == kInject ? 0 : e.x);
+    if (at == f_.route_off[e.t + 1]) {  // source and destination on one node
+      finished(e.t, e.time);
+      continue;
+    }
+    const std::int32_t l = f_.route_links[at];
+    Waiting w;
+    w.t = e.t;
+    w.time = e.time;
+    if (e.kind == kInject) {
+      w.head = e.time;
+      w.k_end = f_.packets[e.t];
+      enqueue(l, port_of(l, -1), w);
+    } else {
+      w.head = e.head;
+      w.k = e.k;
+      w.k_end = e.k + 1;
+      w.hop = e.x;
+      enqueue(l, port_of(l, f_.route_links[at - 1]), w);
+    }
+    admit_from(l, e.time);
+  }
+  if (done_ < T) {
+    bool held = false;
+    for (std::int64_t l = 0; l < L; ++l) held = held || waiting_[l] > 0;
+    if (held)
+      throw std::runtime_error(
+          "the network deadlocked: packets wait for links whose buffers stay full (routes "
+          "that wait on each other in a cycle); raise buffer_packets (now " +
+          std::to_string(n_.buffer_packets) + ")");
+    throw std::invalid_argument("the transfers' dependencies form a cycle");
+  }
+  return std::move(res_);
+}
+
+}  // namespace
+
+RouterResult simulate_routers(const RouterFlows& flows, const RouterNetwork& net) {
+  return RouterLoop(flows, net).run();
+}
+
+}  // namespace wafercoll
