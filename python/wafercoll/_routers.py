@@ -104,11 +104,16 @@ def run(
     else:
         packets = np.maximum(1, -(-nbytes // M))
         pbytes = np.full(T, M, np.int64)
-        last = np.where(nbytes == 0, 0, M if network.pad_packets else nbytes - (packets - 1) * M)
+        last = np.where(
+            nbytes == 0, 0, M if network.pad_packets else nbytes - (packets - 1) * M
+        )
     # Routes: one per (source, destination) pair, as topology.route gives it.
     pair = src * topology.num_nodes + dst
     uniq, inv = np.unique(pair, return_inverse=True)
-    per = [topology.route(int(u // topology.num_nodes), int(u % topology.num_nodes)) for u in uniq]
+    per = [
+        topology.route(int(u // topology.num_nodes), int(u % topology.num_nodes))
+        for u in uniq
+    ]
     plen = np.array([len(r) for r in per], np.int64)
     hops = plen[inv]
     events = int(np.dot(hops, packets))
