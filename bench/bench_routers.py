@@ -17,13 +17,19 @@ chiplet, each flow's messages issued back to back as the artifact's
 cycle. Those cycles were measured once and are reference data here, not
 computed by this script; the script prints how far each engine is from them.
 
-Also times the engine on the artifact's DBTree at 256 MiB on 9x9.
+Also times the engine on the artifact's DBTree at 256 MiB on 9x9. With
+``--fig8``, runs the artifact's own DBTree, Ring-2D and MultiTree (the
+registered artifact variants, as ``wafercoll reproduce`` runs them in Fig. 8)
+under both engines at every Fig. 8 point the artifact committed, and prints
+how far each is from the artifact's cycles and how many are within 5 %.
 
-Run: ``python bench/bench_routers.py``.
+Run: ``python bench/bench_routers.py [--fig8]``.
 """
 
 from __future__ import annotations
 
+import math
+import sys
 import time
 
 import wafercoll as wc
@@ -59,6 +65,50 @@ def flows_schedule(flows: list[tuple[int, int, int]], n: int) -> wc.Schedule:
         deps=[],
         dep_offsets=[0] * (T + 1),
     )
+
+
+def fig8() -> None:
+    """Both engines against the artifact's Fig. 8 cycles (artifact variants)."""
+    from wafercoll.mcm.artifact_multitree import ARTIFACT_MULTITREE_CHIPLETS
+
+    print(
+        "| algorithm | mesh | MiB | artifact cycles | default engine | routers engine |"
+    )
+    print("|---|---|---:|---:|---:|---:|")
+    within: dict = {}
+    for base in ("DBTree", "Ring-2D", "MultiTree"):
+        name = mcm_common.ARTIFACT_VARIANTS[base][0]
+        for n in (4, 5, 8, 9):
+            if base == "MultiTree" and n * n not in ARTIFACT_MULTITREE_CHIPLETS:
+                continue
+            top, net, kw = mcm_common.variant_setup(base, n, n)
+            for mib in (1, 4, 16, 64, 256, 1024):
+                size = mib << 20
+                ref = mcm_common.artifact_reference(
+                    mcm_common.paper_label(name), n, n, size
+                )
+                if not math.isfinite(ref):
+                    continue
+                s = wc.build(name, topology=top, size_bytes=size, **kw)
+                a = wc.simulate(s, top, net).cycles / ref - 1
+                b = (
+                    wc.simulate(
+                        s, top, net, engine="routers", buffer_packets=BUFFER_PACKETS
+                    ).cycles
+                    / ref
+                    - 1
+                )
+                c = within.setdefault(base, [0, 0, 0])
+                c[0] += abs(a) <= 0.05
+                c[1] += abs(b) <= 0.05
+                c[2] += 1
+                print(
+                    f"| {base} | {n}x{n} | {mib} | {ref:,.0f} | {a * 100:+.1f} % "
+                    f"| {b * 100:+.1f} % |",
+                    flush=True,
+                )
+    for base, (a, b, n) in within.items():
+        print(f"{base} (artifact): within 5 %: default {a}/{n}, routers {b}/{n}")
 
 
 def main() -> None:
@@ -108,4 +158,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    fig8() if "--fig8" in sys.argv[1:] else main()

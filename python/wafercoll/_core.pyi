@@ -7,7 +7,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['GoalError', 'NetworkModel', 'Schedule', 'Topology', 'binomial_broadcast', 'binomial_reduce', 'block_element_offsets', 'cached_memory', 'even_blocks', 'execute_f32', 'execute_f64', 'execute_i32', 'execute_i64', 'goal_labels', 'loads', 'rabenseifner_allreduce', 'read_goal_file', 'read_goal_text', 'recursive_doubling_allreduce', 'release_cached_memory', 'ring_allreduce', 'simulate', 'simulate_tasks', 'simulation_events', 'spatial_metrics', 'tree_reduce', 'verify', 'wafer_autogen', 'wafer_autogen_cycles', 'wafer_fixed_pattern_cycles', 'wafer_lower_bound_cycles', 'wafer_lower_bound_energy']
+__all__: list[str] = ['GoalError', 'NetworkModel', 'Schedule', 'Topology', 'binomial_broadcast', 'binomial_reduce', 'block_element_offsets', 'cached_memory', 'even_blocks', 'execute_f32', 'execute_f64', 'execute_i32', 'execute_i64', 'goal_labels', 'loads', 'rabenseifner_allreduce', 'read_goal_file', 'read_goal_text', 'recursive_doubling_allreduce', 'release_cached_memory', 'ring_allreduce', 'simulate', 'simulate_routers', 'simulate_tasks', 'simulation_events', 'spatial_metrics', 'tree_reduce', 'verify', 'wafer_autogen', 'wafer_autogen_cycles', 'wafer_fixed_pattern_cycles', 'wafer_lower_bound_cycles', 'wafer_lower_bound_energy']
 class Topology:
     MAX_CLUSTER_RANKS: typing.ClassVar[int] = 2097152
     MAX_CUSTOM_NODES: typing.ClassVar[int] = 20000
@@ -345,6 +345,10 @@ def ring_allreduce(p: typing.SupportsInt | typing.SupportsIndex, size_bytes: typ
     ...
 def simulate(schedule: Schedule, topology: Topology, model: NetworkModel, placement: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], transfers: bool, timeline: bool, max_events: typing.SupportsInt | typing.SupportsIndex, queue: str = 'auto', trace: bool = False) -> dict:
     ...
+def simulate_routers(link_src: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], link_dst: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], inv_bw: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], latency_s: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], num_nodes: typing.SupportsInt | typing.SupportsIndex, flit_bytes: typing.SupportsInt | typing.SupportsIndex, buffer_packets: typing.SupportsInt | typing.SupportsIndex, store_and_forward: bool, packets: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], packet_bytes: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], last_bytes: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], route_off: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], route_links: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], dep_off: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], deps: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], alpha_s: typing.SupportsFloat | typing.SupportsIndex) -> dict:
+    """
+    Input-queued routers with credit-based flow control (see wafercoll._routers).
+    """
 def simulate_tasks(schedule: Schedule, topology: Topology, model: NetworkModel, placement: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], transfers: bool, max_events: typing.SupportsInt | typing.SupportsIndex, task_rank: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], task_seconds: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], before: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], after: typing.Annotated[numpy.typing.ArrayLike, numpy.int64]) -> dict:
     ...
 def simulation_events(schedule: Schedule, topology: Topology, model: NetworkModel, placement: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], max_events: typing.SupportsInt | typing.SupportsIndex) -> int:
