@@ -300,3 +300,24 @@ def test_unknown_dependencies_are_refused() -> None:
     t = mcm.artifact_dbtree_topology(16)
     with pytest.raises(ValueError, match="dependencies"):
         wc.build(NAME, topology=t, size_bytes=1 << 16, dependencies="dataflow")
+
+
+@pytest.mark.parametrize("side", [4, 5, 8])
+def test_on_the_router_engine_it_keeps_the_artifacts_time_at_1_mib(side) -> None:
+    # Against the cycles the artifact committed (fig8, 1 MiB): its one
+    # interface per chiplet (order="data") and BookSim's 74-message input
+    # buffers with turns among input ports (engine="routers").
+    from wafercoll.experiments import mcm_common
+
+    n = side * side
+    t = mcm.artifact_dbtree_topology(n)
+    s = wc.build(
+        NAME, topology=t, size_bytes=1 << 20, dependencies="artifact", order="data"
+    )
+    net = mcm.ARTIFACT.replace(bandwidth_Bps=None)
+    r = wc.simulate(
+        s, t, net, engine="routers", buffer_packets=mcm.machine.ARTIFACT_BUFFER_PACKETS
+    )
+    ref = mcm_common.artifact_reference("DBTree (artifact)", side, side, 1 << 20)
+    assert math.isfinite(ref)
+    assert abs(r.cycles / ref - 1) <= 0.05

@@ -26,6 +26,7 @@ import numpy as np
 from ..algorithms import algorithm_info, algorithms, build
 from ..mcm import ARTIFACT, TABLE_II, artifact_cycles
 from ..mcm import workloads as mw
+from ..mcm.machine import ARTIFACT_BUFFER_PACKETS
 from ..palette import color
 from ..simulate import simulate
 from ..topology import mesh
@@ -45,6 +46,8 @@ __all__ = [
     "VIA",
     "agreement",
     "variant_setup",
+    "variant_engine",
+    "VARIANT_ENGINE",
     "algorithms_for",
     "artifact_counterpart",
     "append_bandwidths",
@@ -265,10 +268,14 @@ ARTIFACT_VARIANTS = {
         "chiplets per router), mcm_artifact preset with bandwidth_Bps=None "
         "(the anynet file's per-link rates: chiplet channels 1 cycle, router "
         "channels 21 cycles per flit), dependencies 'complete' as the preset "
-        "(hmc.py's depending_children) and dependencies='artifact' (a parent's "
+        "(hmc.py's depending_children), dependencies='artifact' (a parent's "
         "two children reduce into it at once, as hmc.py counts their messages "
-        "apart: not a correct AllReduce, the verifier calls it a race; with the "
-        "default 'data' order 9 of the 24 Fig. 8 points are within 5 %)",
+        "apart: not a correct AllReduce, the verifier calls it a race), "
+        "order='data' and engine='routers' with buffer_packets=74 (BookSim's "
+        "4 VCs x 318 flits per input port): a chiplet's one interface hands "
+        "its flows to the network as their data is ready, and they leave "
+        "through its injection channel in turn, with BookSim's buffers and "
+        "turns among input ports",
     ),
     "MultiTree": (
         "mesh_multitree_artifact_allreduce",
@@ -498,10 +505,33 @@ def variant_setup(base: str, rows: int, cols: int) -> tuple[Any, Any, dict[str, 
     elif base == "DBTree":
         top = artifact_dbtree_topology(rows * cols)
         net = ARTIFACT.replace(bandwidth_Bps=None)
-        kw = {"dependencies": "artifact"}
+        kw = {"dependencies": "artifact", "order": "data"}
     elif base == "RingBiOdd":
         kw = {"message_bytes": ARTIFACT_MESSAGE_BYTES}
     return top, net, kw
+
+
+#: How each artifact variant is simulated beyond its network model
+#: (:func:`wafercoll.simulate` keywords): the artifact's DBTree, whose chiplets
+#: each send through one interface and channel, with the router engine and
+#: BookSim's input buffers.
+VARIANT_ENGINE: dict[str, dict[str, Any]] = {
+    "DBTree": {"engine": "routers", "buffer_packets": ARTIFACT_BUFFER_PACKETS},
+}
+
+
+def variant_engine(base: str) -> dict[str, Any]:
+    """The :func:`wafercoll.simulate` keywords of ``base``'s artifact variant.
+
+    Examples
+    --------
+    >>> from wafercoll.experiments import mcm_common
+    >>> mcm_common.variant_engine("DBTree")
+    {'engine': 'routers', 'buffer_packets': 74}
+    >>> mcm_common.variant_engine("Ring-2D")
+    {}
+    """
+    return dict(VARIANT_ENGINE.get(base, {}))
 
 
 def simulate_variant(base: str, rows: int, cols: int, size: int) -> Any:
@@ -518,7 +548,8 @@ def simulate_variant(base: str, rows: int, cols: int, size: int) -> Any:
     """
     top, net, kw = variant_setup(base, rows, cols)
     name = ARTIFACT_VARIANTS[base][0]
-    return simulate(build(name, topology=top, size_bytes=size, **kw), top, net)
+    s = build(name, topology=top, size_bytes=size, **kw)
+    return simulate(s, top, net, **variant_engine(base))
 
 
 def artifact_variant_runs(

@@ -64,6 +64,7 @@ from .mcm_common import (
     simulate_allreduce,
     simulate_variant,
     slug,
+    variant_engine,
     variant_setup,
     via_workload,
     workload_iteration,
@@ -137,7 +138,7 @@ def run_fig10(
                     if name in variants:
                         top, net, kw = variant_setup(variants[name], m, n)
                         s = build(name, topology=top, size_bytes=size, **kw)
-                        r = simulate(s, top, net)
+                        r = simulate(s, top, net, **variant_engine(variants[name]))
                         # the chiplets its AllReduce spans (odd DBTree: N - 1)
                         used = int(np.count_nonzero(s.participants))
                     else:

@@ -57,28 +57,18 @@ artifact's: the router-link flits of every one of the 44 runs (16, 25, 64,
 this schedule on these routes (``results.power.network.link.flits``, which
 counts only router-to-router channels, ``power/dsent_power.cpp``). Rerun
 from the committed code, the artifact gives its committed cycles exactly at
-4x4 1 MiB (98,382) and 8x8 4 MiB (740,765). With
-``ARTIFACT.replace(bandwidth_Bps=None)`` and ``dependencies="artifact"``, 11
-of the 24 Fig. 8 points (1 MiB to 1 GiB in steps of 4x) are within 5 %
-(median 6.3 %, worst 16.9 %); with the verified ``"data"`` order, 9 (median
-5.6 %, worst 20.1 %). What remains is how BookSim shares a router link, which
-the simulator does not model: its routers take turns among their input
-ports (``sw_allocator = islip``) and hold at most ``num_vcs`` 4 x
-``vc_buf_size`` 318 flits per input port (``anynet_mesh_*_200.cfg``), behind
-``msg_buf_size`` 16 messages and ``inject_buf_size`` 80 flits per node
-(``booksim_config.cpp``), so a full buffer stalls the flows behind it;
-the simulator serves a link's packets first come, first served from
-unlimited queues, and a chiplet's 1-cycle channel (21 times a router link)
-queues a whole flow ahead of the flows arriving from a neighbouring router.
-Measured in the artifact's BookSim, 300-message flows: a flow from router 1's
-chiplet and one from router 0's, both to router 2, finish at 192,431 and
-214,208 cycles (they share the link), here at 112,474 and 214,219 (the
-local one first); a flow that shares its first link with a flow blocked
-behind a busy second link finishes at 294,340 there, 214,219 here. The
-4x4 points from 64 MiB up and 9x9 at 1 GiB come out 6-17 % fast, the 8x8
-points up to 64 MiB and the 9x9 points from 4 to 64 MiB 6-14 % slow (at 8x8
-4 MiB the reduce phase ends 4.6 % after the artifact's and the broadcast
-takes 23 % longer).
+4x4 1 MiB (98,382) and 8x8 4 MiB (740,765).
+
+Timing, with the machine modelled as BookSim runs
+it (``dependencies="artifact"``, ``order="data"`` and
+``wc.simulate(..., engine="routers", buffer_packets=74)`` (BookSim's routers
+take turns among their input ports, ``sw_allocator = islip``, and hold
+``num_vcs`` 4 x ``vc_buf_size`` 318 flits per input port,
+``anynet_mesh_*_200.cfg``: 74 messages of 17 flits)): 21 of the 24 Fig. 8
+points (1 MiB to 1 GiB in steps of 4x) are within 5 % of the committed
+cycles (median 2.6 %, worst 7.7 %). On the default engine, which serves a
+link's packets first come, first served from unlimited queues, 11 are
+(``order="interface"``, the chiplet's sends chained) or 3 (``order="data"``).
 """
 
 from __future__ import annotations
@@ -451,9 +441,15 @@ def _dbtree_artifact(
     * a rank's all-gather starts after all its reduce sends and every
       reduction from its children (the final entry of its reduce schedule);
     * ``order="interface"``: a rank's sends form one chain in (phase, step)
-      order: with ``--radix 1`` it has one network interface, which takes the
-      next flow of its schedule once the previous one is sent
-      (``--strict-schedule``). ``order="data"`` drops the chain.
+      order, each waiting until the previous one has arrived: with
+      ``--radix 1`` it has one network interface, which takes the next flow
+      of its schedule once the previous one is sent (``--strict-schedule``).
+      ``order="data"`` drops the chain: run with ``engine="routers"``, a
+      rank's flows then leave one after another through its one injection
+      channel, in the order their data is ready, which is how the driver
+      runs them: its interface takes the next flow once every message of
+      the previous one is in its 32-message buffer (``hmc.py``,
+      ``send_reduce_message_update``), long before they have arrived.
     """
     if topology is not None and topology.kind != ANYNET_KIND:
         raise ValueError(

@@ -171,6 +171,10 @@ def table_ii() -> NetworkModel:
 ARTIFACT_MESSAGE_BYTES = 8192
 #: Cycles one message holds a link: 17 flits x 21 cycles (``per_message_time``).
 ARTIFACT_MESSAGE_CYCLES = 357
+#: Messages one BookSim input port buffers: ``num_vcs`` 4 x ``vc_buf_size``
+#: 318 flits (``anynet_mesh_*_200.cfg``) over 17 flits per message: the
+#: ``buffer_packets`` of ``simulate(..., engine="routers")`` for the artifact.
+ARTIFACT_BUFFER_PACKETS = 4 * 318 // 17
 #: Router delay per hop in cycles: ``vc_alloc_delay`` + ``sw_alloc_delay`` +
 #: ``st_final_delay`` (crossbar), 1 each (measured: 24 cycles per extra hop
 #: = 21 for the head flit + 3).
