@@ -181,3 +181,15 @@ def test_one_message_flows_take_about_two_t_steps() -> None:
     s = wc.build(NAME, topology=top, size_bytes=9 * 8192)
     c = wc.simulate(s, top, wc.mcm.ARTIFACT).cycles
     assert c >= 2 * artifact_multitree(3, 3).steps * 357
+
+
+def test_no_issue_lag_counts_a_flow_issued_when_it_has_arrived() -> None:
+    # issue_lag_messages=0: a flow is issued only once every message has
+    # left, so no flow is cut in two at its issue point.
+    top = wc.topology.mesh(4, 4)
+    size = 16 * 64 * 8192
+    none = wc.build(NAME, topology=top, size_bytes=size, issue_lag_messages=0)
+    lag = wc.build(NAME, topology=top, size_bytes=size, issue_lag_messages=16)
+    assert wc.verify(none).ok and wc.verify(lag).ok
+    assert none.num_transfers < lag.num_transfers
+    assert wc.simulate(none, top, wc.mcm.ARTIFACT).cycles > 0

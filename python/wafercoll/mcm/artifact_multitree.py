@@ -247,7 +247,7 @@ class _Flows:
         prev = self.into.get((tree, dst)) if op == "reduce" else None
         if op == "reduce" and len(self.kids[tree][dst]) > 1:
             spans = [(k, k + 1) for k in range(n)]  # siblings follow part by part
-        elif i >= 0:
+        elif 0 <= i < n - 1:
             spans = [(0, i + 1), (i + 1, n)]
         else:
             spans = [(0, n)]
