@@ -101,7 +101,7 @@ against 219661, so this does not account for the difference (ours: 259234).
 Not adopted, because it contradicts the driver: with
 ``issue_lag_messages=0`` (a flow counted issued only once it has fully
 arrived, so a chiplet's steps follow one another) 19 of the 24 Fig. 8
-points are within 5 % (7 % fast to 2 % slow), against 10 with ``L = 200``;
+points are within 5 % (9.5 % fast to 2.4 % slow), against 10 with ``L = 200``;
 but ``send_reduce_message_update`` frees an interface as soon as its last
 message is in the 32-message buffer, long before it arrives.
 The gap lies in how flows of different interfaces share a link: queueing all
