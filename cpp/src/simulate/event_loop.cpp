@@ -86,7 +86,10 @@ void Simulation::try_inject(TransferId t) {
   StreamRun& st = stream_run(t);
   if (st.next < 0 || st.next >= h.npackets || st.ready.empty()) return;
   const Seconds go = std::max(st.pace, st.ready.front());
-  push(go, st.next, t, static_cast<std::int32_t>(h.base), kArrive, go);
+  if (h.computed())
+    push_computed(go, st.next, t, 0, kArrive, go);
+  else
+    push(go, st.next, t, static_cast<std::int32_t>(h.base), kArrive, go);
   st.ready.pop_front();
   st.next = -2;  // in flight until it leaves the first stage
 }
@@ -220,29 +223,33 @@ void Simulation::delivered(std::int64_t slot, Seconds when) {
     release(dataflow_.data_list[i], when);
 }
 
-// Dataflow only: the last packet of a transfer entered the stage of `node`,
-// so the nodes it gates may open; their parked packets go on from `when`.
-void Simulation::open_gates(std::int64_t node, Seconds when) {
+// Dataflow only: the last packet of a transfer entered the stage of gate
+// index `gate` (DataflowEdges), so the stages it gates may open; their
+// parked packets go on from `when` (arrivals again, with the same keys).
+void Simulation::open_gates(std::int64_t gate, Seconds when) {
   Parking& pk = parking_;
-  for (std::int64_t i = dataflow_.gate_off[node]; i < dataflow_.gate_off[node + 1]; ++i) {
+  const auto nodes = static_cast<std::int64_t>(tries_.nodes.size());
+  for (std::int64_t i = dataflow_.gate_off[gate]; i < dataflow_.gate_off[gate + 1]; ++i) {
     const std::int64_t u = dataflow_.gate_list[i];
-    if (--tries_.nodes[u].gate != 0 || pk.park_of.empty() || pk.park_of[u] < 0) continue;
+    std::int32_t& closed = u < nodes ? tries_.nodes[u].gate
+                                     : dataflow_.stage_gate[static_cast<std::size_t>(u - nodes)];
+    if (--closed != 0 || pk.park_of.empty() || pk.park_of[u] < 0) continue;
     std::int32_t& park = pk.park_of[u];
     for (const Event& e : pk.parked[park])
-      push(std::max(e.time, when), packet_of(e), tries_.nodes[e.node].transfer(), e.node, kArrive,
-           std::max(e.head, when));
+      enqueue(Event{std::max(e.time, when), e.tie_key, std::max(e.head, when),
+                    (e.local_key & ~1u) | kArrive, e.node});
     pk.parked[park].clear();
     pk.free_lists.push_back(park);
     park = -1;
   }
 }
 
-// Dataflow only: a packet waits at a node whose gates are still closed
-// (an earlier stream on this stage has not passed yet).
-void Simulation::park(const Event& ev) {
+// Dataflow only: a packet waits at a stage (of gate index `gate`) whose
+// gates are still closed (an earlier stream on it has not passed yet).
+void Simulation::park(const Event& ev, std::int64_t gate) {
   Parking& pk = parking_;
-  if (pk.park_of.empty()) pk.park_of.assign(tries_.nodes.size(), -1);
-  std::int32_t& park = pk.park_of[ev.node];
+  if (pk.park_of.empty()) pk.park_of.assign(dataflow_.gate_off.size() - 1, -1);
+  std::int32_t& park = pk.park_of[gate];
   if (park < 0) {
     if (pk.free_lists.empty()) {
       park = static_cast<std::int32_t>(pk.parked.size());
@@ -474,7 +481,7 @@ void Simulation::process(const Event& ev) {
     return;
   }
   if (costs_.dataflow && nd.gate > 0) {
-    park(ev);
+    park(ev, ev.node);
     return;
   }
   Seconds avail = 0.0;  // the stage is free from: free_at, plus a switch
@@ -601,10 +608,20 @@ void Simulation::process_computed(const Event& ev) {
     process_delivery(ev.time, t, sched_.dst_offsets()[t], m);
     return;
   }
+  std::int64_t gate = -1;  // dataflow: the stage's gate index, if it has one
+  if (costs_.computed_gates && dataflow_.gate_base[t] >= 0) {
+    const std::int64_t g = dataflow_.gate_base[t] + std::int64_t{stage};
+    if (dataflow_.stage_gate[static_cast<std::size_t>(g)] > 0) {
+      park(ev, static_cast<std::int64_t>(tries_.nodes.size()) + g);
+      return;
+    }
+    gate = static_cast<std::int64_t>(tries_.nodes.size()) + g;
+  }
   Seconds avail = 0.0;
   bool last = false;
   const std::int64_t r = computed_stage(t, stage, k, avail, last);
   const Service sv = serve(ev, t, k, m, r, avail);
+  if (gate >= 0 && k == h.npackets - 1) open_gates(gate, sv.start);
   if (stage == 0) left_first_stage(ev, t, k, sv.finish, false);
   if (!last) {
     if (costs_.store_and_forward) {

@@ -52,6 +52,9 @@ namespace wafercoll::sim {
 constexpr std::size_t kMaxQueued = std::size_t{1} << 26;
 constexpr std::int64_t kMaxTraceEvents = std::int64_t{1} << 25;  // 36 bytes each
 constexpr std::size_t kMaxTimelineIntervals = std::size_t{1} << 26;
+// Dataflow: gate indices (DataflowEdges) in all, trie nodes included (12
+// bytes each beside a trie node's own, 16 once packets park: 4 GiB).
+constexpr std::int64_t kMaxGates = std::int64_t{1} << 28;
 
 // Per transfer, what the event loop touches for every packet, together.
 // 32 bytes per transfer: packets per transfer below 2^32 (packetize), nodes
@@ -236,6 +239,9 @@ struct Costs {
   // its packets is TransferHot::left, and no dsts_left is kept.
   bool unicast = false;
   bool spray = false;     // NetworkModel::spray (the tries hold SprayChoices)
+  // Dataflow: some computed route's stages carry order gates
+  // (DataflowEdges::gate_base is filled).
+  bool computed_gates = false;
 };
 
 // What the transfers and their destinations have done so far.
@@ -265,19 +271,32 @@ struct Progress {
 
 // Dataflow mode: the dependency edges by kind (simulate.hpp, Dependencies),
 // each in CSR form (offsets by the first element, then the list).
+//
+// Order gates sit on the stages of routes, numbered by one gate index: a
+// trie node's own number, and after the trie nodes, for a computed route
+// (routes.hpp) that takes part in an order edge, gate_base[t] + its stage
+// number along the path (transfers in no order edge get no numbers). The
+// gates still closed are counted in TrieNode::gate for trie nodes and in
+// stage_gate (by gate index minus the trie nodes) for computed stages.
 struct DataflowEdges {
   BigVector<StreamState> streams;
   std::vector<StreamRun> runs;               // the pool of streams in progress
   std::vector<std::int32_t> free_runs;       // entries of runs not in use
   std::vector<std::int64_t> stream_off;                          // by d's slot
   std::vector<std::pair<TransferId, std::int32_t>> stream_list;  // (t, queue)
-  std::vector<std::int64_t> complete_off, data_off, gate_off;    // by d, d's slot, d's node
+  std::vector<std::int64_t> complete_off, data_off, gate_off;    // by d, d's slot, d's gate index
   std::vector<TransferId> complete_list, data_list;              // t
-  std::vector<std::int64_t> gate_list;                           // t's node
+  std::vector<std::int64_t> gate_list;                           // t's gate index
+  // Computed routes: per transfer its first entry of stage_gate, or -1 (4
+  // bytes per transfer; empty when no computed route takes part in an
+  // order edge), and per numbered stage the gates still closed on it.
+  BigVector<std::int32_t> gate_base;
+  std::vector<std::int32_t> stage_gate;
 };
 
-// Dataflow mode: packets waiting at a trie node whose order gates are still
-// closed. Per node an index into parked (-1 for none); allocated on first use.
+// Dataflow mode: packets waiting at a stage whose order gates are still
+// closed. Per gate index (DataflowEdges) an index into parked (-1 for none);
+// allocated on first use.
 struct Parking {
   std::vector<std::int32_t> park_of;
   std::vector<std::vector<Event>> parked;
@@ -319,6 +338,12 @@ class Simulation {
   bool try_make_stream(TransferId t, TransferId d);
   std::int64_t slot_of(TransferId t, RankId r) const;
   std::int64_t resource_key(TransferId t, std::int64_t node) const;
+  std::int32_t computed_stages(TransferId t) const;
+  std::int64_t computed_key(TransferId t, std::int32_t stage) const;
+  std::int64_t computed_gate_base(TransferId t);
+  void add_order_gates(TransferId d, TransferId t,
+                       std::vector<std::pair<std::int64_t, std::int64_t>>& gates,
+                       std::vector<std::pair<std::int64_t, std::int64_t>>& d_stages);
   void size_times(std::int64_t n);  // ready and finish for n transfers and tasks
   void prepare_tasks();  // tasks.cpp
   void prepare_accounting();
@@ -356,8 +381,8 @@ class Simulation {
   inline void packet_done(TransferId t, std::int64_t slot, Seconds when);
   inline void stream_delivered(std::int64_t slot, Seconds when) WAFERCOLL_LOOP_INLINE;
   inline void delivered(std::int64_t slot, Seconds when) WAFERCOLL_LOOP_INLINE;
-  inline void open_gates(std::int64_t node, Seconds when) WAFERCOLL_LOOP_INLINE;
-  inline void park(const Event& ev) WAFERCOLL_LOOP_INLINE;
+  inline void open_gates(std::int64_t gate, Seconds when) WAFERCOLL_LOOP_INLINE;
+  inline void park(const Event& ev, std::int64_t gate) WAFERCOLL_LOOP_INLINE;
   inline std::int64_t pick_channel(std::int64_t first) const WAFERCOLL_LOOP_INLINE;
   inline void process(const Event& ev) WAFERCOLL_LOOP_INLINE;
   inline void process_delivery(Seconds at, TransferId t, std::int64_t slot,
