@@ -95,7 +95,7 @@ void Simulation::try_inject(TransferId t) {
 }
 
 // The run state of stream t, taken from the pool when it first needs one
-// (its start or its first delivery).
+// (at its first delivery).
 StreamRun& Simulation::stream_run(TransferId t) { return stream_run(stream_of(t)); }
 
 StreamRun& Simulation::stream_run(StreamState& s) {
@@ -137,7 +137,12 @@ void Simulation::start(TransferId t) {
   const TransferHot& h = progress_.hot[t];
   result_.packets += h.npackets;
   if (costs_.dataflow && h.stream_id >= 0) {
-    StreamRun& st = stream_run(t);
+    // Until a packet has arrived the stream has nothing to pace: its run
+    // state is taken with the first (stream_delivered), which reads the
+    // start from ready[t].
+    StreamState& ss = stream_of(t);
+    if (ss.live < 0) return;
+    StreamRun& st = stream_run(ss);
     st.next = 0;
     st.pace = a;
     try_inject(t);
@@ -172,7 +177,12 @@ void Simulation::stream_delivered(std::int64_t slot, Seconds when) {
     const auto [t, q] = dataflow_.stream_list[i];
     StreamState& ss = stream_of(t);
     const std::int32_t nq = ss.nq;
+    const bool fresh = ss.live < 0;
     StreamRun& st = stream_run(ss);
+    if (fresh && progress_.pending[t] == 0) {  // started before its first packet came
+      st.next = 0;
+      st.pace = progress_.ready[t] + net_.alpha_s;
+    }
     if (nq == 1) {
       st.ready.push_back(when);
       if (st.next >= 0) try_inject(t);

@@ -187,11 +187,14 @@ struct Fifo {
 
 // Stream forwarding (dataflow): t forwards d's packets one by one when it
 // sends exactly the blocks d delivered to its source, in as many packets,
-// from a single first stage. Per such t, from its first delivery or start
-// until it has injected its last packet: the delivery times of d's packets
-// not yet matched by every stream dependency, and the packets ready to go.
-// Only the streams in progress hold one (a pool reused as streams end), so
-// the per-transfer cost is StreamState's 8 bytes.
+// from a single first stage. Per such t, from its first delivery until it
+// has injected its last packet: the delivery times of d's packets not yet
+// matched by every stream dependency, and the packets ready to go. Only the
+// streams in progress hold one (a pool reused as streams end), so the
+// per-transfer cost is StreamState's 8 bytes. A stream that starts before
+// its first packet has arrived takes its run with that packet (its start is
+// ready[t] + alpha), not at its start: a pipeline of chunks (TTO) starts
+// most of its streams at once, long before their data comes.
 struct StreamRun {
   Fifo ready;                 // packet k can go from this time
   std::unique_ptr<std::vector<Fifo>> queues;  // one per dependency when nq > 1
