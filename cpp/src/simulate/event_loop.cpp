@@ -173,8 +173,10 @@ std::int64_t Simulation::next_sprayed(TransferId t, std::int32_t node, std::int6
 // forward it may have their next packet ready. With several stream
 // dependencies a packet is ready once it has arrived from all of them.
 void Simulation::stream_delivered(std::int64_t slot, Seconds when) {
-  for (std::int64_t i = dataflow_.stream_off[slot]; i < dataflow_.stream_off[slot + 1]; ++i) {
-    const auto [t, q] = dataflow_.stream_list[i];
+  const EdgeCsr<std::pair<TransferId, std::int32_t>>& streams = dataflow_.stream;
+  if (streams.empty()) return;
+  for (std::int64_t i = streams.offset(slot), e = streams.offset(slot + 1); i < e; ++i) {
+    const auto [t, q] = streams.list[i];
     StreamState& ss = stream_of(t);
     const std::int32_t nq = ss.nq;
     const bool fresh = ss.live < 0;
@@ -217,8 +219,10 @@ void Simulation::complete(TransferId t) {
     ++pr.tasks_completed;
   result_.time_s = std::max(result_.time_s, pr.finish[t]);
   if (costs_.dataflow) {
-    for (std::int64_t i = dataflow_.complete_off[t]; i < dataflow_.complete_off[t + 1]; ++i)
-      release(dataflow_.complete_list[i], pr.finish[t]);
+    const EdgeCsr<TransferId>& next = dataflow_.complete;
+    if (next.empty()) return;
+    for (std::int64_t i = next.offset(t), e = next.offset(t + 1); i < e; ++i)
+      release(next.list[i], pr.finish[t]);
   } else {
     for (std::int64_t i = pr.successors.offset(t), e = pr.successors.offset(t + 1); i < e; ++i)
       release(pr.successors.list[i], pr.finish[t]);
@@ -229,8 +233,10 @@ void Simulation::complete(TransferId t) {
 // releases the transfers that take its data.
 void Simulation::delivered(std::int64_t slot, Seconds when) {
   if (--progress_.slots[slot].deliv != 0) return;
-  for (std::int64_t i = dataflow_.data_off[slot]; i < dataflow_.data_off[slot + 1]; ++i)
-    release(dataflow_.data_list[i], when);
+  const EdgeCsr<TransferId>& next = dataflow_.data;
+  if (next.empty()) return;
+  for (std::int64_t i = next.offset(slot), e = next.offset(slot + 1); i < e; ++i)
+    release(next.list[i], when);
 }
 
 // Dataflow only: the last packet of a transfer entered the stage of gate
@@ -239,8 +245,10 @@ void Simulation::delivered(std::int64_t slot, Seconds when) {
 void Simulation::open_gates(std::int64_t gate, Seconds when) {
   Parking& pk = parking_;
   const auto nodes = static_cast<std::int64_t>(tries_.nodes.size());
-  for (std::int64_t i = dataflow_.gate_off[gate]; i < dataflow_.gate_off[gate + 1]; ++i) {
-    const std::int64_t u = dataflow_.gate_list[i];
+  const EdgeCsr<std::int32_t>& gated = dataflow_.gate;
+  if (gated.empty()) return;
+  for (std::int64_t i = gated.offset(gate), e = gated.offset(gate + 1); i < e; ++i) {
+    const std::int64_t u = gated.list[i];
     std::int32_t& closed = u < nodes ? tries_.nodes[u].gate
                                      : dataflow_.stage_gate[static_cast<std::size_t>(u - nodes)];
     if (--closed != 0 || pk.park_of.empty() || pk.park_of[u] < 0) continue;
@@ -258,7 +266,7 @@ void Simulation::open_gates(std::int64_t gate, Seconds when) {
 // gates are still closed (an earlier stream on it has not passed yet).
 void Simulation::park(const Event& ev, std::int64_t gate) {
   Parking& pk = parking_;
-  if (pk.park_of.empty()) pk.park_of.assign(dataflow_.gate_off.size() - 1, -1);
+  if (pk.park_of.empty()) pk.park_of.assign(static_cast<std::size_t>(dataflow_.gates), -1);
   std::int32_t& park = pk.park_of[gate];
   if (park < 0) {
     if (pk.free_lists.empty()) {

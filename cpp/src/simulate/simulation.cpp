@@ -214,25 +214,39 @@ std::int64_t Simulation::resource_key(TransferId t, std::int64_t node) const {
 
 namespace {
 
-// Edge lists for the CSR conversion below, while they are being collected.
+// Edge lists for the CSR conversion below, while they are being collected
+// (slots, transfers and gate indices all fit 32 bits: prepare() and
+// kMaxGates bound them).
 struct EdgeLists {
-  std::vector<std::pair<TransferId, TransferId>> complete;    // (d, t)
-  std::vector<std::pair<std::int64_t, TransferId>> data;      // (d slot, t)
-  std::vector<std::pair<std::int64_t, std::int64_t>> gate;    // (d node, t node)
-  std::vector<std::pair<std::int64_t, std::pair<TransferId, std::int32_t>>> stream;
+  std::vector<std::pair<TransferId, TransferId>> complete;      // (d, t)
+  std::vector<std::pair<std::int32_t, TransferId>> data;        // (d slot, t)
+  std::vector<std::pair<std::int32_t, std::int32_t>> gate;      // (d gate, t gate)
+  std::vector<std::pair<std::int32_t, std::pair<TransferId, std::int32_t>>> stream;
 };
 
-// Edges by their first element, by counting sort. Edges were generated in
-// increasing order of their second element (the loop over t), so each list
-// comes out sorted as a full sort would leave it.
-template <typename Edges, typename List>
-void to_csr(Edges& edges, std::int64_t n, std::vector<std::int64_t>& off, List& list) {
+// Edges by their first element (< n), by counting sort. Edges were
+// generated in increasing order of their second element (the loop over t),
+// so each list comes out sorted as a full sort would leave it. The offsets
+// count in place: filling advances off[x] to x + 1's start, shifted back
+// after.
+template <typename Offset, typename Edges, typename Item>
+void fill_csr(const Edges& edges, std::int64_t n, std::vector<Offset>& off,
+              std::vector<Item>& list) {
   off.assign(static_cast<std::size_t>(n) + 1, 0);
   list.resize(edges.size());
-  for (const auto& e : edges) ++off[e.first + 1];
+  for (const auto& e : edges) ++off[static_cast<std::size_t>(e.first) + 1];
   for (std::int64_t i = 0; i < n; ++i) off[i + 1] += off[i];
-  std::vector<std::int64_t> next(off.begin(), off.end() - 1);
-  for (const auto& e : edges) list[next[e.first]++] = e.second;
+  for (const auto& e : edges) list[off[e.first]++] = e.second;
+  for (std::int64_t i = n - 1; i > 0; --i) off[i] = off[i - 1];
+  off[0] = 0;
+}
+
+template <typename Edges, typename Item>
+void to_csr(Edges& edges, std::int64_t n, EdgeCsr<Item>& csr) {
+  if (edges.size() >= (std::size_t{1} << 32))
+    fill_csr(edges, n, csr.wide, csr.list);
+  else if (!edges.empty())
+    fill_csr(edges, n, csr.narrow, csr.list);
   edges.clear();
   edges.shrink_to_fit();
 }
@@ -263,10 +277,11 @@ void Simulation::prepare_dataflow() {
       if (data_slot >= 0) {  // d delivered data to t's source
         if (try_make_stream(t, d)) {
           StreamState& st = dataflow_.streams[progress_.hot[t].stream_id];
-          edges.stream.emplace_back(data_slot, std::make_pair(t, st.nq - 1));
+          edges.stream.emplace_back(static_cast<std::int32_t>(data_slot),
+                                    std::make_pair(t, st.nq - 1));
           continue;
         }
-        edges.data.emplace_back(data_slot, t);
+        edges.data.emplace_back(static_cast<std::int32_t>(data_slot), t);
         ++start_gates;
         continue;
       }
@@ -282,16 +297,16 @@ void Simulation::prepare_dataflow() {
     }
     progress_.pending[t] = static_cast<std::int32_t>(start_gates);
   }
-  to_csr(edges.complete, T, dataflow_.complete_off, dataflow_.complete_list);
-  to_csr(edges.data, dim_.dst_slots, dataflow_.data_off, dataflow_.data_list);
-  to_csr(edges.stream, dim_.dst_slots, dataflow_.stream_off, dataflow_.stream_list);
+  to_csr(edges.complete, T, dataflow_.complete);
+  to_csr(edges.data, dim_.dst_slots, dataflow_.data);
+  to_csr(edges.stream, dim_.dst_slots, dataflow_.stream);
   // Room for every stream in progress at once (address space until used):
   // growing the pool would move the runs in progress, and a pipeline of
   // chunks (TTO) has most of its streams in progress.
   dataflow_.runs.reserve(dataflow_.streams.size());
-  const auto gates =
+  dataflow_.gates =
       static_cast<std::int64_t>(tries_.nodes.size() + dataflow_.stage_gate.size());
-  to_csr(edges.gate, gates, dataflow_.gate_off, dataflow_.gate_list);
+  to_csr(edges.gate, dataflow_.gates, dataflow_.gate);
   costs_.computed_gates = !dataflow_.gate_base.empty();
 }
 
@@ -300,7 +315,7 @@ void Simulation::prepare_dataflow() {
 // once). A trie node is its own gate; a computed route's stages are
 // numbered (computed_gate_base) only when one is gated or gates.
 void Simulation::add_order_gates(TransferId d, TransferId t,
-                                 std::vector<std::pair<std::int64_t, std::int64_t>>& gates,
+                                 std::vector<std::pair<std::int32_t, std::int32_t>>& gates,
                                  std::vector<std::pair<std::int64_t, std::int64_t>>& d_stages) {
   const bool d_computed = progress_.hot[d].computed();
   const bool t_computed = progress_.hot[t].computed();
@@ -321,13 +336,14 @@ void Simulation::add_order_gates(TransferId d, TransferId t,
     auto it = std::lower_bound(d_stages.begin(), d_stages.end(),
                                std::make_pair(key, std::int64_t{-1}));
     if (it == d_stages.end() || it->first != key) continue;
-    const std::int64_t from = d_computed ? computed_gate_base(d) + it->second : it->second;
+    const auto from = static_cast<std::int32_t>(
+        d_computed ? computed_gate_base(d) + it->second : it->second);
     if (t_computed) {
       const std::int64_t to = computed_gate_base(t) + n;
-      gates.emplace_back(from, to);
+      gates.emplace_back(from, static_cast<std::int32_t>(to));
       ++dataflow_.stage_gate[static_cast<std::size_t>(to) - tries_.nodes.size()];
     } else {
-      gates.emplace_back(from, n);
+      gates.emplace_back(from, static_cast<std::int32_t>(n));
       ++tries_.nodes[n].gate;
     }
   }

@@ -272,8 +272,24 @@ struct Progress {
   std::vector<Seconds> task_start;      // per task
 };
 
+// One kind of dataflow edge in CSR form by its first element x: x's items
+// are list[offset(x) .. offset(x + 1)). Offsets take 32 bits while the list
+// holds fewer than 2^32 items (else 64), and none are kept for an empty list
+// (a kind of edge the run does not have costs nothing).
+template <typename Item>
+struct EdgeCsr {
+  std::vector<std::uint32_t> narrow;  // the offsets while they fit
+  std::vector<std::int64_t> wide;     // else the offsets
+  std::vector<Item> list;
+  bool empty() const { return list.empty(); }
+  std::int64_t offset(std::int64_t x) const {
+    return wide.empty() ? std::int64_t{narrow[static_cast<std::size_t>(x)]}
+                        : wide[static_cast<std::size_t>(x)];
+  }
+};
+
 // Dataflow mode: the dependency edges by kind (simulate.hpp, Dependencies),
-// each in CSR form (offsets by the first element, then the list).
+// each in CSR form.
 //
 // Order gates sit on the stages of routes, numbered by one gate index: a
 // trie node's own number, and after the trie nodes, for a computed route
@@ -285,11 +301,11 @@ struct DataflowEdges {
   BigVector<StreamState> streams;
   std::vector<StreamRun> runs;               // the pool of streams in progress
   std::vector<std::int32_t> free_runs;       // entries of runs not in use
-  std::vector<std::int64_t> stream_off;                          // by d's slot
-  std::vector<std::pair<TransferId, std::int32_t>> stream_list;  // (t, queue)
-  std::vector<std::int64_t> complete_off, data_off, gate_off;    // by d, d's slot, d's gate index
-  std::vector<TransferId> complete_list, data_list;              // t
-  std::vector<std::int64_t> gate_list;                           // t's gate index
+  EdgeCsr<std::pair<TransferId, std::int32_t>> stream;  // by d's slot: (t, queue)
+  EdgeCsr<TransferId> complete;                         // by d: t
+  EdgeCsr<TransferId> data;                             // by d's slot: t
+  EdgeCsr<std::int32_t> gate;                           // by d's gate index: t's
+  std::int64_t gates = 0;                               // gate indices in all
   // Computed routes: per transfer its first entry of stage_gate, or -1 (4
   // bytes per transfer; empty when no computed route takes part in an
   // order edge), and per numbered stage the gates still closed on it.
@@ -345,7 +361,7 @@ class Simulation {
   std::int64_t computed_key(TransferId t, std::int32_t stage) const;
   std::int64_t computed_gate_base(TransferId t);
   void add_order_gates(TransferId d, TransferId t,
-                       std::vector<std::pair<std::int64_t, std::int64_t>>& gates,
+                       std::vector<std::pair<std::int32_t, std::int32_t>>& gates,
                        std::vector<std::pair<std::int64_t, std::int64_t>>& d_stages);
   void size_times(std::int64_t n);  // ready and finish for n transfers and tasks
   void prepare_tasks();  // tasks.cpp
