@@ -614,6 +614,21 @@ double Simulation::computed_inv_bw(TransferId t, std::int32_t stage) const {
   return l >= 0 ? stages_[l].inv_bw : ejection_inv_bw(h.dst());
 }
 
+// Dataflow, order gates on computed stages (out of the loop's body, which
+// complete-mode runs share): the gate index of stage `stage` of t's route,
+// -1 when it has none, or kParked when the packet of ev parked there.
+std::int64_t Simulation::computed_gate(const Event& ev, TransferId t, std::int32_t stage) {
+  const std::int32_t base = dataflow_.gate_base[t];
+  if (base < 0) return -1;
+  const std::int64_t g = std::int64_t{base} + stage;
+  const auto gate = static_cast<std::int64_t>(tries_.nodes.size()) + g;
+  if (dataflow_.stage_gate[static_cast<std::size_t>(g)] == 0) return gate;
+  park(ev, gate);
+  return kParked;
+}
+
+void Simulation::open_computed_gates(std::int64_t gate, Seconds when) { open_gates(gate, when); }
+
 // An event of a transfer whose route is computed: as process() for a trie
 // path, the next stage found by computed_stage() instead of a child node.
 void Simulation::process_computed(const Event& ev) {
@@ -627,19 +642,15 @@ void Simulation::process_computed(const Event& ev) {
     return;
   }
   std::int64_t gate = -1;  // dataflow: the stage's gate index, if it has one
-  if (costs_.computed_gates && dataflow_.gate_base[t] >= 0) {
-    const std::int64_t g = dataflow_.gate_base[t] + std::int64_t{stage};
-    if (dataflow_.stage_gate[static_cast<std::size_t>(g)] > 0) {
-      park(ev, static_cast<std::int64_t>(tries_.nodes.size()) + g);
-      return;
-    }
-    gate = static_cast<std::int64_t>(tries_.nodes.size()) + g;
+  if (costs_.computed_gates) {
+    gate = computed_gate(ev, t, stage);
+    if (gate == kParked) return;
   }
   Seconds avail = 0.0;
   bool last = false;
   const std::int64_t r = computed_stage(t, stage, k, avail, last);
   const Service sv = serve(ev, t, k, m, r, avail);
-  if (gate >= 0 && k == h.npackets - 1) open_gates(gate, sv.start);
+  if (gate >= 0 && k == h.npackets - 1) open_computed_gates(gate, sv.start);
   if (stage == 0) left_first_stage(ev, t, k, sv.finish, false);
   if (!last) {
     if (costs_.store_and_forward) {

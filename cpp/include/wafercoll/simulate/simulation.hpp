@@ -424,6 +424,9 @@ class Simulation {
   inline std::int64_t computed_stage(TransferId t, std::int32_t stage, std::int64_t packet,
                                      Seconds& avail, bool& last) WAFERCOLL_LOOP_INLINE;
   double computed_inv_bw(TransferId t, std::int32_t stage) const;
+  static constexpr std::int64_t kParked = -2;
+  std::int64_t computed_gate(const Event& ev, TransferId t, std::int32_t stage);
+  void open_computed_gates(std::int64_t gate, Seconds when);
   // Seconds per byte of processing transfer t's data at destination slot
   // `slot`: a switch rank reduces at its own rate and stores a copy for free.
   double processing_cost(TransferId t, std::int64_t slot) const {
