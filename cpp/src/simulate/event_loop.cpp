@@ -292,7 +292,7 @@ void Simulation::packet_done(TransferId t, std::int64_t slot, Seconds when) {
   const RankId d = slot_rank_[slot];
   result_.rank_finish_s[d] = std::max(result_.rank_finish_s[d], when);
   progress_.finish[t] = std::max(progress_.finish[t], when);
-  if (costs_.unicast || --progress_.dsts_left[t] == 0) complete(t);
+  if (progress_.dsts_left.empty() || --progress_.dsts_left[t] == 0) complete(t);
 }
 
 // The channel of a port (stages first .. first + channels - 1) that frees

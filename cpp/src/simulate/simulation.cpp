@@ -125,13 +125,15 @@ void Simulation::prepare_transfers(Prepared& prep) {
   const bool slots = !costs_.unicast || dim_.channels > 1 || processing;
   pr.pending.resize(T);
   size_times(T);
-  if (!costs_.unicast) pr.dsts_left.resize(T);
+  // Destinations to count down only where a transfer has several.
+  const bool countdown = dim_.dst_slots != T;
+  if (countdown) pr.dsts_left.resize(T);
   if (slots) pr.slots.resize(static_cast<std::size_t>(dim_.dst_slots));
   if (dim_.channels > 1) pr.inj_chan.assign(T, -1);
   for (TransferId t = 0; t < T; ++t) {
     pr.pending[t] = static_cast<std::int32_t>(sched_.num_deps(t));
     // (With Costs::unicast, packetize() set TransferHot::left.)
-    if (!costs_.unicast) pr.dsts_left[t] = static_cast<std::int32_t>(sched_.num_dsts(t));
+    if (countdown) pr.dsts_left[t] = static_cast<std::int32_t>(sched_.num_dsts(t));
     if (!slots) continue;
     for (std::int64_t i = sched_.dst_offsets()[t]; i < sched_.dst_offsets()[t + 1]; ++i)
       pr.slots[i] =

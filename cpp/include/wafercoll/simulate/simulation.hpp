@@ -252,7 +252,7 @@ struct Progress {
   // pending, ready and finish: per transfer, then per task of the task graph.
   BigVector<std::int32_t> pending;      // dependencies (or gates) not yet met
   BigVector<std::int32_t> dsts_left;    // per transfer: destinations not yet done
-                                        // (empty when Costs::unicast)
+                                        // (empty when every transfer has one)
   // When each can start, and when it finished. Unless the times are
   // recorded, one array (times) serves as both: a transfer's start is read
   // once, when its last dependency is met, and every later time is no
