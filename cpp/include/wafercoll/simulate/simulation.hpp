@@ -296,7 +296,9 @@ struct EdgeCsr {
 // (routes.hpp) that takes part in an order edge, gate_base[t] + its stage
 // number along the path (transfers in no order edge get no numbers). The
 // gates still closed are counted in TrieNode::gate for trie nodes and in
-// stage_gate (by gate index minus the trie nodes) for computed stages.
+// stage_gate (by gate index minus the trie nodes) for computed stages. A
+// computed route in an order edge costs 4 bytes (gate_base), and 8 per stage
+// (its count and its offset in the gate lists), against a trie's 24 + 8.
 struct DataflowEdges {
   BigVector<StreamState> streams;
   std::vector<StreamRun> runs;               // the pool of streams in progress
