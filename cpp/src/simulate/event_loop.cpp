@@ -247,7 +247,7 @@ void Simulation::open_gates(std::int64_t gate, Seconds when) {
   const auto nodes = static_cast<std::int64_t>(tries_.nodes.size());
   const EdgeCsr<std::int32_t>& gated = dataflow_.gate;
   if (gated.empty()) return;
-  for (std::int64_t i = gated.offset(gate), e = gated.offset(gate + 1); i < e; ++i) {
+  for (std::int64_t i = gated.offset(gate), end = gated.offset(gate + 1); i < end; ++i) {
     const std::int64_t u = gated.list[i];
     std::int32_t& closed = u < nodes ? tries_.nodes[u].gate
                                      : dataflow_.stage_gate[static_cast<std::size_t>(u - nodes)];
