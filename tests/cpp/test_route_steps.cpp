@@ -4,6 +4,7 @@
 // results, bit for bit, with no trie nodes for single-destination transfers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <stdexcept>
 #include <vector>
@@ -227,6 +228,119 @@ TEST(RouteSteps, ComputedRoutesSimulateAsTheTries) {
   }
 }
 
+namespace {
+
+// A dataflow schedule with dependencies of every kind (simulate.hpp,
+// Dependencies) among ranks of `p`: transfers that forward an earlier
+// transfer's block from its destination (stream edges), transfers sent to
+// the destination of an earlier one they wait for, from elsewhere (order
+// edges: they gate the stages both cross), others waiting for anything
+// earlier; with `multicast`, a few go to three ranks (a mixed run).
+Schedule dataflow_schedule(RankId p, std::uint32_t seed, bool multicast) {
+  std::mt19937 rng(seed);
+  Collective c;
+  c.kind = CollectiveKind::allgather;
+  for (RankId r = 0; r < p; ++r) c.owners.push_back(r);
+  std::vector<Bytes> blocks;
+  for (RankId r = 0; r < p; ++r) blocks.push_back(3000 + 577 * (r % 4));
+  Schedule s(p, blocks, c);
+  std::vector<RankId> first_dst;
+  std::vector<BlockId> block;
+  auto other = [&](RankId not_a, RankId not_b) {
+    RankId x = static_cast<RankId>(rng() % p);
+    while (x == not_a || x == not_b) x = static_cast<RankId>(rng() % p);
+    return x;
+  };
+  for (int i = 0; i < 8 * p; ++i) {
+    const int kind = i == 0 ? 3 : static_cast<int>(rng() % 4);
+    const auto j = static_cast<TransferId>(i == 0 ? 0 : rng() % i);
+    RankId src = 0, dst = 0;
+    auto b = static_cast<BlockId>(rng() % p);
+    std::vector<TransferId> deps;
+    if (kind == 0) {  // forward j's block from where it went
+      src = first_dst[j];
+      dst = other(src, src);
+      b = block[j];
+      deps.push_back(j);
+    } else if (kind == 1) {  // to j's destination, after j (an order edge)
+      dst = first_dst[j];
+      src = other(dst, s.src(j));
+      deps.push_back(j);
+      const auto j2 = static_cast<TransferId>(rng() % i);
+      if (j2 != j && rng() % 2 == 0) deps.push_back(j2);
+    } else {
+      src = static_cast<RankId>(rng() % p);
+      dst = other(src, src);
+      if (i > 0 && kind == 2) deps.push_back(j);
+    }
+    std::vector<RankId> dsts{dst};
+    while (multicast && i % 7 == 3 && dsts.size() < 3) {
+      const RankId x = other(src, dst);
+      if (std::find(dsts.begin(), dsts.end(), x) == dsts.end()) dsts.push_back(x);
+    }
+    s.add_transfer(src, dsts, {BlockRange{b, b + 1}}, i % 3 == 0 ? Op::reduce : Op::copy, deps);
+    first_dst.push_back(dst);
+    block.push_back(b);
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST(RouteSteps, DataflowGatesOnComputedRoutesSimulateAsTheTries) {
+  // Order gates kept by (transfer, stage along its computed path) against
+  // gates on trie nodes: bit for bit, on meshes, tori (odd sizes), a line
+  // and a ring, a star, and with the wafer's model (one port per PE with its
+  // ramps, a cycle per hop, adds and copies per wavelet).
+  SimOptions opt;
+  opt.record_transfers = true;
+  opt.record_timeline = true;
+  opt.record_trace = true;
+  const std::vector<Topology> tops = {
+      Topology::mesh(3, 5, 1e9, 0),     Topology::mesh(4, 4, 1e9, 2e-8),
+      Topology::mesh(1, 7, 1e9, 0),     Topology::mesh(5, 3, 4e9, 0),
+      Topology::torus(5, 3, 1e9, 5e-8), Topology::torus(4, 6, 1e9, 0),
+      Topology::torus(3, 3, 2e9, 0),    Topology::line(9, 1e9, 2e-8),
+      Topology::ring(7, 2e9, 1e-7),     Topology::star(6, 1e9, 1e-7)};
+  int variant = 0;
+  for (const Topology& topo : tops) {
+    for (const bool multicast : {false, true}) {
+      const Schedule s = dataflow_schedule(std::min<RankId>(topo.num_endpoints(), 12),
+                                           static_cast<std::uint32_t>(100 + variant), multicast);
+      for (int m = 0; m < 7; ++m, ++variant) {
+        NetworkModel net;
+        net.dependencies = Dependencies::dataflow;
+        net.alpha_s = m % 2 ? 1e-7 : 0.0;
+        net.hop_latency_s = m % 2 ? 3e-8 : 1e-9;
+        net.packet_bytes = m == 3 ? 0 : 256 + 128 * (m % 3);
+        net.flit_bytes = m == 4 ? 64 : 0;
+        net.switching = m == 2 ? Switching::store_and_forward : Switching::cut_through;
+        net.ports = m % 3;  // 0, 1 or 2 channels
+        net.port_bandwidth_Bps = m == 5 ? 3e9 : 0.0;
+        net.switch_overhead_s = net.ports > 0 && m % 2 ? 2e-7 : 0.0;
+        net.gamma_s_per_byte = m >= 3 ? 1e-10 : 0.0;
+        net.copy_s_per_byte = m == 4 ? 5e-11 : 0.0;
+        if (m == 6) {  // the wafer's (wafer.wse2_network): time unit one cycle
+          net = NetworkModel{};
+          net.dependencies = Dependencies::dataflow;
+          net.bandwidth_Bps = 4.0 * 1.1e9;
+          net.hop_latency_s = 1.0 / 1.1e9;
+          net.packet_bytes = 4 * 25;
+          net.ports = 1;
+          net.port_latency_s = 2.0 / 1.1e9;
+          net.gamma_s_per_byte = 0.25 / 1.1e9;
+          net.copy_s_per_byte = 0.25 / 1.1e9;
+        }
+        const std::string what = topo.name() + " dataflow model " + std::to_string(m) +
+                                 (multicast ? " with multicasts" : "");
+        const auto [computed, tried] = both_ways(s, topo, net, opt);
+        expect_same(computed, tried, what);
+        EXPECT_EQ(simulation_events(s, topo, net), computed.events) << what;
+      }
+    }
+  }
+}
+
 TEST(RouteSteps, EventQueuesAndRingAllreduceAgree) {
   const Schedule s = ring_allreduce(8, 8 * 4096);
   NetworkModel net;
@@ -260,13 +374,13 @@ TEST(RouteSteps, UnicastsHoldNoTrieNodes) {
   }
   EXPECT_GT(multicasts, 0u);
   EXPECT_GE(b.tries.nodes.size(), 3 * multicasts);
-  // ECMP, spraying and dataflow runs keep their tries.
+  // ECMP and spraying runs keep their tries; dataflow runs do not.
   NetworkModel ecmp = net;
   ecmp.ecmp = true;
   EXPECT_GT(sim::prepare(uni, topo, ecmp, {}).tries.nodes.size(), 0u);
   NetworkModel flow = net;
   flow.dependencies = Dependencies::dataflow;
-  EXPECT_GT(sim::prepare(uni, topo, flow, {}).tries.nodes.size(), 0u);
+  EXPECT_EQ(sim::prepare(uni, topo, flow, {}).tries.nodes.size(), 0u);
   sim::force_trie_routes(true);
   const std::size_t forced = sim::prepare(uni, topo, net, {}).tries.nodes.size();
   sim::force_trie_routes(false);

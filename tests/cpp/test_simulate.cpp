@@ -235,3 +235,33 @@ TEST(SimulateTasks, GatesReleasedDuringTheFirstScanStartOnce) {
   EXPECT_DOUBLE_EQ(r.time_s, 1e-6);
   EXPECT_EQ(r.packets, 1);
 }
+
+TEST(Simulate, DataflowStreamStartedBeforeItsDataPacesFromItsStart) {
+  // line(5), 1 GB/s, store-and-forward, 1000 B packets (1 us a link), alpha.
+  // X (3 -> 4, one packet) completes at alpha + 1 us. A (0 -> 2, two
+  // packets, two hops) delivers its packets at alpha + 2 and alpha + 3 us.
+  // B (2 -> 3) forwards A's block (a stream) and also waits for X (a
+  // complete edge): it starts at alpha + 1 us, so its first packet may go
+  // at 2 alpha + 1 us, after A's first delivery when alpha > 1 us; then
+  // both of its packets follow back to back, done at 2 alpha + 3 us.
+  const double us = 1e-6;
+  for (const double alpha : {5 * us, 20 * us}) {
+    Collective c;
+    c.kind = CollectiveKind::allgather;
+    for (RankId r = 0; r < 5; ++r) c.owners.push_back(r);
+    Schedule s(5, {2000, 1000, 1000, 1000, 1000}, c);
+    const TransferId x = s.add_transfer(3, {4}, {BlockRange{3, 4}}, Op::copy, {});
+    const TransferId a = s.add_transfer(0, {2}, {BlockRange{0, 1}}, Op::copy, {});
+    const TransferId b = s.add_transfer(2, {3}, {BlockRange{0, 1}}, Op::copy, {a, x});
+    NetworkModel n = model(1e9, 0.0, alpha, 1000, Switching::store_and_forward);
+    n.dependencies = Dependencies::dataflow;
+    SimOptions opt;
+    opt.record_transfers = true;
+    const SimResult r = simulate(s, Topology::line(5), n, opt);
+    EXPECT_NEAR(r.transfer_finish_s[x], alpha + 1 * us, 1e-15);
+    EXPECT_NEAR(r.transfer_finish_s[a], alpha + 3 * us, 1e-15);
+    EXPECT_NEAR(r.transfer_ready_s[b], alpha + 1 * us, 1e-15);
+    EXPECT_NEAR(r.transfer_finish_s[b], 2 * alpha + 3 * us, 1e-15) << alpha;
+    EXPECT_NEAR(r.time_s, 2 * alpha + 3 * us, 1e-15);
+  }
+}

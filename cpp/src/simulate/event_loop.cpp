@@ -86,13 +86,16 @@ void Simulation::try_inject(TransferId t) {
   StreamRun& st = stream_run(t);
   if (st.next < 0 || st.next >= h.npackets || st.ready.empty()) return;
   const Seconds go = std::max(st.pace, st.ready.front());
-  push(go, st.next, t, static_cast<std::int32_t>(h.base), kArrive, go);
+  if (h.computed())
+    push_computed(go, st.next, t, 0, kArrive, go);
+  else
+    push(go, st.next, t, static_cast<std::int32_t>(h.base), kArrive, go);
   st.ready.pop_front();
   st.next = -2;  // in flight until it leaves the first stage
 }
 
 // The run state of stream t, taken from the pool when it first needs one
-// (its start or its first delivery).
+// (at its first delivery).
 StreamRun& Simulation::stream_run(TransferId t) { return stream_run(stream_of(t)); }
 
 StreamRun& Simulation::stream_run(StreamState& s) {
@@ -134,7 +137,12 @@ void Simulation::start(TransferId t) {
   const TransferHot& h = progress_.hot[t];
   result_.packets += h.npackets;
   if (costs_.dataflow && h.stream_id >= 0) {
-    StreamRun& st = stream_run(t);
+    // Until a packet has arrived the stream has nothing to pace: its run
+    // state is taken with the first (stream_delivered), which reads the
+    // start from ready[t].
+    StreamState& ss = stream_of(t);
+    if (ss.live < 0) return;
+    StreamRun& st = stream_run(ss);
     st.next = 0;
     st.pace = a;
     try_inject(t);
@@ -165,11 +173,18 @@ std::int64_t Simulation::next_sprayed(TransferId t, std::int32_t node, std::int6
 // forward it may have their next packet ready. With several stream
 // dependencies a packet is ready once it has arrived from all of them.
 void Simulation::stream_delivered(std::int64_t slot, Seconds when) {
-  for (std::int64_t i = dataflow_.stream_off[slot]; i < dataflow_.stream_off[slot + 1]; ++i) {
-    const auto [t, q] = dataflow_.stream_list[i];
+  const EdgeCsr<std::pair<TransferId, std::int32_t>>& streams = dataflow_.stream;
+  if (streams.empty()) return;
+  for (std::int64_t i = streams.offset(slot), e = streams.offset(slot + 1); i < e; ++i) {
+    const auto [t, q] = streams.list[i];
     StreamState& ss = stream_of(t);
     const std::int32_t nq = ss.nq;
+    const bool fresh = ss.live < 0;
     StreamRun& st = stream_run(ss);
+    if (fresh && progress_.pending[t] == 0) {  // started before its first packet came
+      st.next = 0;
+      st.pace = progress_.ready[t] + net_.alpha_s;
+    }
     if (nq == 1) {
       st.ready.push_back(when);
       if (st.next >= 0) try_inject(t);
@@ -204,8 +219,10 @@ void Simulation::complete(TransferId t) {
     ++pr.tasks_completed;
   result_.time_s = std::max(result_.time_s, pr.finish[t]);
   if (costs_.dataflow) {
-    for (std::int64_t i = dataflow_.complete_off[t]; i < dataflow_.complete_off[t + 1]; ++i)
-      release(dataflow_.complete_list[i], pr.finish[t]);
+    const EdgeCsr<TransferId>& next = dataflow_.complete;
+    if (next.empty()) return;
+    for (std::int64_t i = next.offset(t), e = next.offset(t + 1); i < e; ++i)
+      release(next.list[i], pr.finish[t]);
   } else {
     for (std::int64_t i = pr.successors.offset(t), e = pr.successors.offset(t + 1); i < e; ++i)
       release(pr.successors.list[i], pr.finish[t]);
@@ -216,33 +233,41 @@ void Simulation::complete(TransferId t) {
 // releases the transfers that take its data.
 void Simulation::delivered(std::int64_t slot, Seconds when) {
   if (--progress_.slots[slot].deliv != 0) return;
-  for (std::int64_t i = dataflow_.data_off[slot]; i < dataflow_.data_off[slot + 1]; ++i)
-    release(dataflow_.data_list[i], when);
+  const EdgeCsr<TransferId>& next = dataflow_.data;
+  if (next.empty()) return;
+  for (std::int64_t i = next.offset(slot), e = next.offset(slot + 1); i < e; ++i)
+    release(next.list[i], when);
 }
 
-// Dataflow only: the last packet of a transfer entered the stage of `node`,
-// so the nodes it gates may open; their parked packets go on from `when`.
-void Simulation::open_gates(std::int64_t node, Seconds when) {
+// Dataflow only: the last packet of a transfer entered the stage of gate
+// index `gate` (DataflowEdges), so the stages it gates may open; their
+// parked packets go on from `when` (arrivals again, with the same keys).
+void Simulation::open_gates(std::int64_t gate, Seconds when) {
   Parking& pk = parking_;
-  for (std::int64_t i = dataflow_.gate_off[node]; i < dataflow_.gate_off[node + 1]; ++i) {
-    const std::int64_t u = dataflow_.gate_list[i];
-    if (--tries_.nodes[u].gate != 0 || pk.park_of.empty() || pk.park_of[u] < 0) continue;
+  const auto nodes = static_cast<std::int64_t>(tries_.nodes.size());
+  const EdgeCsr<std::int32_t>& gated = dataflow_.gate;
+  if (gated.empty()) return;
+  for (std::int64_t i = gated.offset(gate), end = gated.offset(gate + 1); i < end; ++i) {
+    const std::int64_t u = gated.list[i];
+    std::int32_t& closed = u < nodes ? tries_.nodes[u].gate
+                                     : dataflow_.stage_gate[static_cast<std::size_t>(u - nodes)];
+    if (--closed != 0 || pk.park_of.empty() || pk.park_of[u] < 0) continue;
     std::int32_t& park = pk.park_of[u];
     for (const Event& e : pk.parked[park])
-      push(std::max(e.time, when), packet_of(e), tries_.nodes[e.node].transfer(), e.node, kArrive,
-           std::max(e.head, when));
+      enqueue(Event{std::max(e.time, when), e.tie_key, std::max(e.head, when),
+                    (e.local_key & ~1u) | kArrive, e.node});
     pk.parked[park].clear();
     pk.free_lists.push_back(park);
     park = -1;
   }
 }
 
-// Dataflow only: a packet waits at a node whose gates are still closed
-// (an earlier stream on this stage has not passed yet).
-void Simulation::park(const Event& ev) {
+// Dataflow only: a packet waits at a stage (of gate index `gate`) whose
+// gates are still closed (an earlier stream on it has not passed yet).
+void Simulation::park(const Event& ev, std::int64_t gate) {
   Parking& pk = parking_;
-  if (pk.park_of.empty()) pk.park_of.assign(tries_.nodes.size(), -1);
-  std::int32_t& park = pk.park_of[ev.node];
+  if (pk.park_of.empty()) pk.park_of.assign(static_cast<std::size_t>(dataflow_.gates), -1);
+  std::int32_t& park = pk.park_of[gate];
   if (park < 0) {
     if (pk.free_lists.empty()) {
       park = static_cast<std::int32_t>(pk.parked.size());
@@ -267,7 +292,7 @@ void Simulation::packet_done(TransferId t, std::int64_t slot, Seconds when) {
   const RankId d = slot_rank_[slot];
   result_.rank_finish_s[d] = std::max(result_.rank_finish_s[d], when);
   progress_.finish[t] = std::max(progress_.finish[t], when);
-  if (costs_.unicast || --progress_.dsts_left[t] == 0) complete(t);
+  if (progress_.dsts_left.empty() || --progress_.dsts_left[t] == 0) complete(t);
 }
 
 // The channel of a port (stages first .. first + channels - 1) that frees
@@ -474,7 +499,7 @@ void Simulation::process(const Event& ev) {
     return;
   }
   if (costs_.dataflow && nd.gate > 0) {
-    park(ev);
+    park(ev, ev.node);
     return;
   }
   Seconds avail = 0.0;  // the stage is free from: free_at, plus a switch
@@ -589,6 +614,21 @@ double Simulation::computed_inv_bw(TransferId t, std::int32_t stage) const {
   return l >= 0 ? stages_[l].inv_bw : ejection_inv_bw(h.dst());
 }
 
+// Dataflow, order gates on computed stages (out of the loop's body, which
+// complete-mode runs share): the gate index of stage `stage` of t's route,
+// -1 when it has none, or kParked when the packet of ev parked there.
+std::int64_t Simulation::computed_gate(const Event& ev, TransferId t, std::int32_t stage) {
+  const std::int32_t base = dataflow_.gate_base[t];
+  if (base < 0) return -1;
+  const std::int64_t g = std::int64_t{base} + stage;
+  const auto gate = static_cast<std::int64_t>(tries_.nodes.size()) + g;
+  if (dataflow_.stage_gate[static_cast<std::size_t>(g)] == 0) return gate;
+  park(ev, gate);
+  return kParked;
+}
+
+void Simulation::open_computed_gates(std::int64_t gate, Seconds when) { open_gates(gate, when); }
+
 // An event of a transfer whose route is computed: as process() for a trie
 // path, the next stage found by computed_stage() instead of a child node.
 void Simulation::process_computed(const Event& ev) {
@@ -601,10 +641,16 @@ void Simulation::process_computed(const Event& ev) {
     process_delivery(ev.time, t, sched_.dst_offsets()[t], m);
     return;
   }
+  std::int64_t gate = -1;  // dataflow: the stage's gate index, if it has one
+  if (costs_.computed_gates) {
+    gate = computed_gate(ev, t, stage);
+    if (gate == kParked) return;
+  }
   Seconds avail = 0.0;
   bool last = false;
   const std::int64_t r = computed_stage(t, stage, k, avail, last);
   const Service sv = serve(ev, t, k, m, r, avail);
+  if (gate >= 0 && k == h.npackets - 1) open_computed_gates(gate, sv.start);
   if (stage == 0) left_first_stage(ev, t, k, sv.finish, false);
   if (!last) {
     if (costs_.store_and_forward) {

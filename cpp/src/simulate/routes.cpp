@@ -466,8 +466,7 @@ std::atomic<bool> g_force_tries{false};
 void force_trie_routes(bool on) { g_force_tries.store(on); }
 
 bool computes_routes(const Topology& topo, const NetworkModel& net) {
-  return !g_force_tries.load() && topo.computed_routes() && !net.ecmp && !net.spray &&
-         net.dependencies == Dependencies::complete;
+  return !g_force_tries.load() && topo.computed_routes() && !net.ecmp && !net.spray;
 }
 
 namespace {

@@ -196,6 +196,30 @@ void check_switch_buffers(const Schedule& s, const NetworkModel& net) {
   throw TooManyEvents(events, opt.max_events);
 }
 
+// A run whose every route is computed, with more stages than tries could
+// hold (refuse_too_many_stages' bound), has its events counted in one pass
+// (packetize()'s count) before anything per transfer is allocated or the
+// canonical order sorted: over max_events it is refused at once, with its
+// exact count, as cheaply as that bound refused it while such routes were
+// stored. Otherwise (or when a route is not computed) nothing happens here.
+void refuse_large_run_early(const Schedule& s, const Topology& topo, const NetworkModel& net,
+                            const std::vector<NodeId>& place, const SimOptions& opt) {
+  const std::int64_t ports = port_stages(net);
+  if (static_cast<std::int64_t>(s.dst_array().size()) * (1 + ports) <= kMaxNodes) return;
+  const Bytes M = net.packet_bytes;
+  std::int64_t events = 0;
+  for (TransferId t = 0; t < s.num_transfers(); ++t) {
+    if (!computed_route(s, place, t)) return;
+    const Bytes S = s.transfer_bytes(t);
+    const std::int64_t n = (M == 0 || S == 0) ? 1 : (S + M - 1) / M;
+    if (n >= (std::int64_t{1} << 32)) return;  // packetize() refuses it
+    std::int32_t hops = 0;
+    topo.route_link_unchecked(place[s.src(t)], place[*s.dsts_begin(t)], 0, &hops);
+    events += n * (hops + ports);
+  }
+  if (events > opt.max_events) too_many_events(events, opt);
+}
+
 // One event per packet per trie node (a sprayed transfer's packet crosses
 // one path of its trie; a computed route's, its hops and ports, counted by
 // packetize()): the transfers with tries take their first node here and add
@@ -495,6 +519,7 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
   // Refused before anything per transfer is allocated or computed.
   const bool computes = computes_routes(topo, net);
   refuse_too_many_stages(s, net, computes);
+  if (computes) refuse_large_run_early(s, topo, net, p.place, opt);
   // The canonical order reads only the schedule, so on a large schedule it
   // is sorted on a second thread while this one builds the records, the
   // routes and the successor lists; its ranks are copied into the records

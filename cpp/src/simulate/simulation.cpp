@@ -125,13 +125,15 @@ void Simulation::prepare_transfers(Prepared& prep) {
   const bool slots = !costs_.unicast || dim_.channels > 1 || processing;
   pr.pending.resize(T);
   size_times(T);
-  if (!costs_.unicast) pr.dsts_left.resize(T);
+  // Destinations to count down only where a transfer has several.
+  const bool countdown = dim_.dst_slots != T;
+  if (countdown) pr.dsts_left.resize(T);
   if (slots) pr.slots.resize(static_cast<std::size_t>(dim_.dst_slots));
   if (dim_.channels > 1) pr.inj_chan.assign(T, -1);
   for (TransferId t = 0; t < T; ++t) {
     pr.pending[t] = static_cast<std::int32_t>(sched_.num_deps(t));
     // (With Costs::unicast, packetize() set TransferHot::left.)
-    if (!costs_.unicast) pr.dsts_left[t] = static_cast<std::int32_t>(sched_.num_dsts(t));
+    if (countdown) pr.dsts_left[t] = static_cast<std::int32_t>(sched_.num_dsts(t));
     if (!slots) continue;
     for (std::int64_t i = sched_.dst_offsets()[t]; i < sched_.dst_offsets()[t + 1]; ++i)
       pr.slots[i] =
@@ -214,25 +216,39 @@ std::int64_t Simulation::resource_key(TransferId t, std::int64_t node) const {
 
 namespace {
 
-// Edge lists for the CSR conversion below, while they are being collected.
+// Edge lists for the CSR conversion below, while they are being collected
+// (slots, transfers and gate indices all fit 32 bits: prepare() and
+// kMaxGates bound them).
 struct EdgeLists {
-  std::vector<std::pair<TransferId, TransferId>> complete;    // (d, t)
-  std::vector<std::pair<std::int64_t, TransferId>> data;      // (d slot, t)
-  std::vector<std::pair<std::int64_t, std::int64_t>> gate;    // (d node, t node)
-  std::vector<std::pair<std::int64_t, std::pair<TransferId, std::int32_t>>> stream;
+  std::vector<std::pair<TransferId, TransferId>> complete;      // (d, t)
+  std::vector<std::pair<std::int32_t, TransferId>> data;        // (d slot, t)
+  std::vector<std::pair<std::int32_t, std::int32_t>> gate;      // (d gate, t gate)
+  std::vector<std::pair<std::int32_t, std::pair<TransferId, std::int32_t>>> stream;
 };
 
-// Edges by their first element, by counting sort. Edges were generated in
-// increasing order of their second element (the loop over t), so each list
-// comes out sorted as a full sort would leave it.
-template <typename Edges, typename List>
-void to_csr(Edges& edges, std::int64_t n, std::vector<std::int64_t>& off, List& list) {
+// Edges by their first element (< n), by counting sort. Edges were
+// generated in increasing order of their second element (the loop over t),
+// so each list comes out sorted as a full sort would leave it. The offsets
+// count in place: filling advances off[x] to x + 1's start, shifted back
+// after.
+template <typename Offset, typename Edges, typename Item>
+void fill_csr(const Edges& edges, std::int64_t n, std::vector<Offset>& off,
+              std::vector<Item>& list) {
   off.assign(static_cast<std::size_t>(n) + 1, 0);
   list.resize(edges.size());
-  for (const auto& e : edges) ++off[e.first + 1];
+  for (const auto& e : edges) ++off[static_cast<std::size_t>(e.first) + 1];
   for (std::int64_t i = 0; i < n; ++i) off[i + 1] += off[i];
-  std::vector<std::int64_t> next(off.begin(), off.end() - 1);
-  for (const auto& e : edges) list[next[e.first]++] = e.second;
+  for (const auto& e : edges) list[off[e.first]++] = e.second;
+  for (std::int64_t i = n - 1; i > 0; --i) off[i] = off[i - 1];
+  off[0] = 0;
+}
+
+template <typename Edges, typename Item>
+void to_csr(Edges& edges, std::int64_t n, EdgeCsr<Item>& csr) {
+  if (edges.size() >= (std::size_t{1} << 32))
+    fill_csr(edges, n, csr.wide, csr.list);
+  else if (!edges.empty())
+    fill_csr(edges, n, csr.narrow, csr.list);
   edges.clear();
   edges.shrink_to_fit();
 }
@@ -254,7 +270,7 @@ void Simulation::prepare_dataflow() {
   // (touched only as streams are made) spares the copies and fresh pages
   // of repeated growth.
   dataflow_.streams.reserve(static_cast<std::size_t>(T));
-  std::vector<std::pair<std::int64_t, std::int64_t>> d_nodes;  // (key, node of d)
+  std::vector<std::pair<std::int64_t, std::int64_t>> d_stages;  // (key, stage of d)
   for (TransferId t = 0; t < T; ++t) {
     std::int64_t start_gates = 0;
     for (const TransferId* dp = sched_.deps_begin(t); dp != sched_.deps_end(t); ++dp) {
@@ -263,10 +279,11 @@ void Simulation::prepare_dataflow() {
       if (data_slot >= 0) {  // d delivered data to t's source
         if (try_make_stream(t, d)) {
           StreamState& st = dataflow_.streams[progress_.hot[t].stream_id];
-          edges.stream.emplace_back(data_slot, std::make_pair(t, st.nq - 1));
+          edges.stream.emplace_back(static_cast<std::int32_t>(data_slot),
+                                    std::make_pair(t, st.nq - 1));
           continue;
         }
-        edges.data.emplace_back(data_slot, t);
+        edges.data.emplace_back(static_cast<std::int32_t>(data_slot), t);
         ++start_gates;
         continue;
       }
@@ -278,31 +295,99 @@ void Simulation::prepare_dataflow() {
         ++start_gates;
         continue;
       }
-      // Order edge: gate every node of t whose stage d also crosses.
-      d_nodes.clear();
-      for (std::int64_t n = tries_.base[d]; n < tries_.base[d + 1]; ++n)
-        d_nodes.emplace_back(resource_key(d, n), n);
-      std::sort(d_nodes.begin(), d_nodes.end());  // a route's stages are distinct
-      for (std::int64_t n = tries_.base[t]; n < tries_.base[t + 1]; ++n) {
-        const std::int64_t key = resource_key(t, n);
-        auto it = std::lower_bound(d_nodes.begin(), d_nodes.end(),
-                                   std::make_pair(key, std::int64_t{-1}));
-        if (it == d_nodes.end() || it->first != key) continue;
-        edges.gate.emplace_back(it->second, n);
-        ++tries_.nodes[n].gate;
-      }
+      add_order_gates(d, t, edges.gate, d_stages);
     }
     progress_.pending[t] = static_cast<std::int32_t>(start_gates);
   }
-  to_csr(edges.complete, T, dataflow_.complete_off, dataflow_.complete_list);
-  to_csr(edges.data, dim_.dst_slots, dataflow_.data_off, dataflow_.data_list);
-  to_csr(edges.stream, dim_.dst_slots, dataflow_.stream_off, dataflow_.stream_list);
+  to_csr(edges.complete, T, dataflow_.complete);
+  to_csr(edges.data, dim_.dst_slots, dataflow_.data);
+  to_csr(edges.stream, dim_.dst_slots, dataflow_.stream);
   // Room for every stream in progress at once (address space until used):
   // growing the pool would move the runs in progress, and a pipeline of
   // chunks (TTO) has most of its streams in progress.
   dataflow_.runs.reserve(dataflow_.streams.size());
-  to_csr(edges.gate, static_cast<std::int64_t>(tries_.nodes.size()), dataflow_.gate_off,
-         dataflow_.gate_list);
+  dataflow_.gates =
+      static_cast<std::int64_t>(tries_.nodes.size() + dataflow_.stage_gate.size());
+  to_csr(edges.gate, dataflow_.gates, dataflow_.gate);
+  costs_.computed_gates = !dataflow_.gate_base.empty();
+}
+
+// Order edge d -> t: gate every stage of t that d also crosses (the first
+// of d's stages with that key, by gate index, when d crosses it more than
+// once). A trie node is its own gate; a computed route's stages are
+// numbered (computed_gate_base) only when one is gated or gates.
+void Simulation::add_order_gates(TransferId d, TransferId t,
+                                 std::vector<std::pair<std::int32_t, std::int32_t>>& gates,
+                                 std::vector<std::pair<std::int64_t, std::int64_t>>& d_stages) {
+  const bool d_computed = progress_.hot[d].computed();
+  const bool t_computed = progress_.hot[t].computed();
+  d_stages.clear();
+  if (d_computed) {
+    for (std::int32_t i = 0, n = computed_stages(d); i < n; ++i)
+      d_stages.emplace_back(computed_key(d, i), i);
+  } else {
+    for (std::int64_t n = tries_.base[d]; n < tries_.base[d + 1]; ++n)
+      d_stages.emplace_back(resource_key(d, n), n);
+  }
+  std::sort(d_stages.begin(), d_stages.end());
+  const std::int64_t first = t_computed ? 0 : tries_.base[t];
+  const std::int64_t end = t_computed ? computed_stages(t) : tries_.base[t + 1];
+  for (std::int64_t n = first; n < end; ++n) {
+    const std::int64_t key =
+        t_computed ? computed_key(t, static_cast<std::int32_t>(n)) : resource_key(t, n);
+    auto it = std::lower_bound(d_stages.begin(), d_stages.end(),
+                               std::make_pair(key, std::int64_t{-1}));
+    if (it == d_stages.end() || it->first != key) continue;
+    const auto from = static_cast<std::int32_t>(
+        d_computed ? computed_gate_base(d) + it->second : it->second);
+    if (t_computed) {
+      const std::int64_t to = computed_gate_base(t) + n;
+      gates.emplace_back(from, static_cast<std::int32_t>(to));
+      ++dataflow_.stage_gate[static_cast<std::size_t>(to) - tries_.nodes.size()];
+    } else {
+      gates.emplace_back(from, static_cast<std::int32_t>(n));
+      ++tries_.nodes[n].gate;
+    }
+  }
+}
+
+// Stages of t's computed route: its hops, and its ports when the model has any.
+std::int32_t Simulation::computed_stages(TransferId t) const {
+  const TransferHot& h = progress_.hot[t];
+  std::int32_t hops = 0;
+  topo_.route_link_unchecked(h.src, h.dst(), 0, &hops);
+  return hops + static_cast<std::int32_t>(port_stages(net_));
+}
+
+// resource_key() of stage `stage` of t's computed route (the key its trie
+// node would have).
+std::int64_t Simulation::computed_key(TransferId t, std::int32_t stage) const {
+  const TransferHot& h = progress_.hot[t];
+  const std::int32_t K = dim_.channels;
+  const std::int32_t p = K > 0 ? 1 : 0;
+  if (stage < p) return K == 1 ? std::int64_t{dim_.links} + h.src : -2 - 2 * std::int64_t{h.src};
+  const LinkId l = topo_.route_link_unchecked(h.src, h.dst(), stage - p, nullptr);
+  if (l >= 0) return l;
+  return K == 1 ? std::int64_t{dim_.links} + dim_.endpoints + h.dst()
+                : -3 - 2 * std::int64_t{h.dst()};
+}
+
+// The gate index of stage 0 of t's computed route, numbering its stages
+// after those numbered so far on first use.
+std::int64_t Simulation::computed_gate_base(TransferId t) {
+  DataflowEdges& df = dataflow_;
+  if (df.gate_base.empty()) df.gate_base.assign(static_cast<std::size_t>(dim_.transfers), -1);
+  std::int32_t& base = df.gate_base[t];
+  if (base < 0) {
+    const std::size_t n = df.stage_gate.size() + static_cast<std::size_t>(computed_stages(t));
+    if (tries_.nodes.size() + n > static_cast<std::size_t>(kMaxGates))
+      throw std::invalid_argument("the order gates of this dataflow run are on more than " +
+                                  std::to_string(kMaxGates) + " stages; simulate it in "
+                                  "complete mode or with fewer transfers");
+    base = static_cast<std::int32_t>(df.stage_gate.size());
+    df.stage_gate.resize(n, 0);
+  }
+  return static_cast<std::int64_t>(tries_.nodes.size()) + base;
 }
 
 // A data edge d -> t becomes a stream edge when t sends exactly the blocks
@@ -318,7 +403,8 @@ bool Simulation::try_make_stream(TransferId t, TransferId d) {
                  [](const BlockRange& a, const BlockRange& b) {
                    return a.lo == b.lo && a.hi == b.hi;
                  });
-  const bool one_top = tries_.nodes[tries_.base[t]].next_sibling < 0;
+  const bool one_top =
+      progress_.hot[t].computed() || tries_.nodes[tries_.base[t]].next_sibling < 0;
   BigVector<TransferHot>& hot = progress_.hot;
   if (!(same_blocks && one_top && hot[d].npackets == hot[t].npackets && hot[t].npackets > 1))
     return false;

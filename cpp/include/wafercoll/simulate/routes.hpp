@@ -19,9 +19,10 @@
 // (the numbers its trie nodes would have, relative to the first, so the
 // local tie keys of its events are the same), and the event loop asks
 // Topology::route_link for the link of stage i as the packet reaches it.
-// Its events carry kComputedNode | transfer in their node field. Transfers
-// with several destinations, sprayed, ECMP and dataflow runs (whose order
-// gates live on trie nodes) and routes that start or end at a switch rank's
+// Its events carry kComputedNode | transfer in their node field. In dataflow
+// runs the order gates of its stages are kept by (transfer, stage number)
+// (simulation.hpp, DataflowEdges). Transfers with several destinations,
+// sprayed and ECMP runs and routes that start or end at a switch rank's
 // router keep their tries; one run may mix both.
 #pragma once
 
@@ -137,7 +138,7 @@ std::vector<NodeId> resolve_placement(const Schedule& s, const Topology& topo,
 
 // Whether this run computes the routes of its single-destination transfers
 // (see "Computed routes" above): the topology computes its routes, and the
-// model neither sprays, nor uses ECMP, nor runs in dataflow mode.
+// model neither sprays nor uses ECMP.
 bool computes_routes(const Topology& topo, const NetworkModel& net);
 
 // Whether transfer t's route is computed in a run where computes_routes():

@@ -52,6 +52,9 @@ namespace wafercoll::sim {
 constexpr std::size_t kMaxQueued = std::size_t{1} << 26;
 constexpr std::int64_t kMaxTraceEvents = std::int64_t{1} << 25;  // 36 bytes each
 constexpr std::size_t kMaxTimelineIntervals = std::size_t{1} << 26;
+// Dataflow: gate indices (DataflowEdges) in all, trie nodes included (12
+// bytes each beside a trie node's own, 16 once packets park: 4 GiB).
+constexpr std::int64_t kMaxGates = std::int64_t{1} << 28;
 
 // Per transfer, what the event loop touches for every packet, together.
 // 32 bytes per transfer: packets per transfer below 2^32 (packetize), nodes
@@ -184,11 +187,14 @@ struct Fifo {
 
 // Stream forwarding (dataflow): t forwards d's packets one by one when it
 // sends exactly the blocks d delivered to its source, in as many packets,
-// from a single first stage. Per such t, from its first delivery or start
-// until it has injected its last packet: the delivery times of d's packets
-// not yet matched by every stream dependency, and the packets ready to go.
-// Only the streams in progress hold one (a pool reused as streams end), so
-// the per-transfer cost is StreamState's 8 bytes.
+// from a single first stage. Per such t, from its first delivery until it
+// has injected its last packet: the delivery times of d's packets not yet
+// matched by every stream dependency, and the packets ready to go. Only the
+// streams in progress hold one (a pool reused as streams end), so the
+// per-transfer cost is StreamState's 8 bytes. A stream that starts before
+// its first packet has arrived takes its run with that packet (its start is
+// ready[t] + alpha), not at its start: a pipeline of chunks (TTO) starts
+// most of its streams at once, long before their data comes.
 struct StreamRun {
   Fifo ready;                 // packet k can go from this time
   std::unique_ptr<std::vector<Fifo>> queues;  // one per dependency when nq > 1
@@ -236,6 +242,9 @@ struct Costs {
   // its packets is TransferHot::left, and no dsts_left is kept.
   bool unicast = false;
   bool spray = false;     // NetworkModel::spray (the tries hold SprayChoices)
+  // Dataflow: some computed route's stages carry order gates
+  // (DataflowEdges::gate_base is filled).
+  bool computed_gates = false;
 };
 
 // What the transfers and their destinations have done so far.
@@ -243,7 +252,7 @@ struct Progress {
   // pending, ready and finish: per transfer, then per task of the task graph.
   BigVector<std::int32_t> pending;      // dependencies (or gates) not yet met
   BigVector<std::int32_t> dsts_left;    // per transfer: destinations not yet done
-                                        // (empty when Costs::unicast)
+                                        // (empty when every transfer has one)
   // When each can start, and when it finished. Unless the times are
   // recorded, one array (times) serves as both: a transfer's start is read
   // once, when its last dependency is met, and every later time is no
@@ -263,21 +272,52 @@ struct Progress {
   std::vector<Seconds> task_start;      // per task
 };
 
+// One kind of dataflow edge in CSR form by its first element x: x's items
+// are list[offset(x) .. offset(x + 1)). Offsets take 32 bits while the list
+// holds fewer than 2^32 items (else 64), and none are kept for an empty list
+// (a kind of edge the run does not have costs nothing).
+template <typename Item>
+struct EdgeCsr {
+  std::vector<std::uint32_t> narrow;  // the offsets while they fit
+  std::vector<std::int64_t> wide;     // else the offsets
+  std::vector<Item> list;
+  bool empty() const { return list.empty(); }
+  std::int64_t offset(std::int64_t x) const {
+    return wide.empty() ? std::int64_t{narrow[static_cast<std::size_t>(x)]}
+                        : wide[static_cast<std::size_t>(x)];
+  }
+};
+
 // Dataflow mode: the dependency edges by kind (simulate.hpp, Dependencies),
-// each in CSR form (offsets by the first element, then the list).
+// each in CSR form.
+//
+// Order gates sit on the stages of routes, numbered by one gate index: a
+// trie node's own number, and after the trie nodes, for a computed route
+// (routes.hpp) that takes part in an order edge, gate_base[t] + its stage
+// number along the path (transfers in no order edge get no numbers). The
+// gates still closed are counted in TrieNode::gate for trie nodes and in
+// stage_gate (by gate index minus the trie nodes) for computed stages. A
+// computed route in an order edge costs 4 bytes (gate_base), and 8 per stage
+// (its count and its offset in the gate lists), against a trie's 24 + 8.
 struct DataflowEdges {
   BigVector<StreamState> streams;
   std::vector<StreamRun> runs;               // the pool of streams in progress
   std::vector<std::int32_t> free_runs;       // entries of runs not in use
-  std::vector<std::int64_t> stream_off;                          // by d's slot
-  std::vector<std::pair<TransferId, std::int32_t>> stream_list;  // (t, queue)
-  std::vector<std::int64_t> complete_off, data_off, gate_off;    // by d, d's slot, d's node
-  std::vector<TransferId> complete_list, data_list;              // t
-  std::vector<std::int64_t> gate_list;                           // t's node
+  EdgeCsr<std::pair<TransferId, std::int32_t>> stream;  // by d's slot: (t, queue)
+  EdgeCsr<TransferId> complete;                         // by d: t
+  EdgeCsr<TransferId> data;                             // by d's slot: t
+  EdgeCsr<std::int32_t> gate;                           // by d's gate index: t's
+  std::int64_t gates = 0;                               // gate indices in all
+  // Computed routes: per transfer its first entry of stage_gate, or -1 (4
+  // bytes per transfer; empty when no computed route takes part in an
+  // order edge), and per numbered stage the gates still closed on it.
+  BigVector<std::int32_t> gate_base;
+  std::vector<std::int32_t> stage_gate;
 };
 
-// Dataflow mode: packets waiting at a trie node whose order gates are still
-// closed. Per node an index into parked (-1 for none); allocated on first use.
+// Dataflow mode: packets waiting at a stage whose order gates are still
+// closed. Per gate index (DataflowEdges) an index into parked (-1 for none);
+// allocated on first use.
 struct Parking {
   std::vector<std::int32_t> park_of;
   std::vector<std::vector<Event>> parked;
@@ -319,6 +359,12 @@ class Simulation {
   bool try_make_stream(TransferId t, TransferId d);
   std::int64_t slot_of(TransferId t, RankId r) const;
   std::int64_t resource_key(TransferId t, std::int64_t node) const;
+  std::int32_t computed_stages(TransferId t) const;
+  std::int64_t computed_key(TransferId t, std::int32_t stage) const;
+  std::int64_t computed_gate_base(TransferId t);
+  void add_order_gates(TransferId d, TransferId t,
+                       std::vector<std::pair<std::int32_t, std::int32_t>>& gates,
+                       std::vector<std::pair<std::int64_t, std::int64_t>>& d_stages);
   void size_times(std::int64_t n);  // ready and finish for n transfers and tasks
   void prepare_tasks();  // tasks.cpp
   void prepare_accounting();
@@ -356,8 +402,8 @@ class Simulation {
   inline void packet_done(TransferId t, std::int64_t slot, Seconds when);
   inline void stream_delivered(std::int64_t slot, Seconds when) WAFERCOLL_LOOP_INLINE;
   inline void delivered(std::int64_t slot, Seconds when) WAFERCOLL_LOOP_INLINE;
-  inline void open_gates(std::int64_t node, Seconds when) WAFERCOLL_LOOP_INLINE;
-  inline void park(const Event& ev) WAFERCOLL_LOOP_INLINE;
+  inline void open_gates(std::int64_t gate, Seconds when) WAFERCOLL_LOOP_INLINE;
+  inline void park(const Event& ev, std::int64_t gate) WAFERCOLL_LOOP_INLINE;
   inline std::int64_t pick_channel(std::int64_t first) const WAFERCOLL_LOOP_INLINE;
   inline void process(const Event& ev) WAFERCOLL_LOOP_INLINE;
   inline void process_delivery(Seconds at, TransferId t, std::int64_t slot,
@@ -380,6 +426,9 @@ class Simulation {
   inline std::int64_t computed_stage(TransferId t, std::int32_t stage, std::int64_t packet,
                                      Seconds& avail, bool& last) WAFERCOLL_LOOP_INLINE;
   double computed_inv_bw(TransferId t, std::int32_t stage) const;
+  static constexpr std::int64_t kParked = -2;
+  std::int64_t computed_gate(const Event& ev, TransferId t, std::int32_t stage);
+  void open_computed_gates(std::int64_t gate, Seconds when);
   // Seconds per byte of processing transfer t's data at destination slot
   // `slot`: a switch rank reduces at its own rate and stores a copy for free.
   double processing_cost(TransferId t, std::int64_t slot) const {
