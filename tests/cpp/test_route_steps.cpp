@@ -124,16 +124,22 @@ TEST(RouteSteps, BadArgumentsThrow) {
 
 namespace {
 
-// Unicasts with dependencies among ranks of `p`, a few multicasts between
-// them (a mixed run), blocks of uneven sizes.
-Schedule mixed_schedule(RankId p, std::uint32_t seed, bool multicast) {
-  std::mt19937 rng(seed);
+// An allgather of p ranks, rank r owning block r of base + step * (r % mod)
+// bytes, with no transfers yet.
+Schedule empty_allgather(RankId p, Bytes base, Bytes step, RankId mod) {
   Collective c;
   c.kind = CollectiveKind::allgather;
   for (RankId r = 0; r < p; ++r) c.owners.push_back(r);
   std::vector<Bytes> blocks;
-  for (RankId r = 0; r < p; ++r) blocks.push_back(1000 + 777 * (r % 5));
-  Schedule s(p, blocks, c);
+  for (RankId r = 0; r < p; ++r) blocks.push_back(base + step * (r % mod));
+  return Schedule(p, blocks, c);
+}
+
+// Unicasts with dependencies among ranks of `p`, a few multicasts between
+// them (a mixed run), blocks of uneven sizes.
+Schedule mixed_schedule(RankId p, std::uint32_t seed, bool multicast) {
+  std::mt19937 rng(seed);
+  Schedule s = empty_allgather(p, 1000, 777, 5);
   for (int i = 0; i < 6 * p; ++i) {
     const auto src = static_cast<RankId>(rng() % p);
     std::vector<RankId> dsts;
@@ -238,12 +244,7 @@ namespace {
 // earlier; with `multicast`, a few go to three ranks (a mixed run).
 Schedule dataflow_schedule(RankId p, std::uint32_t seed, bool multicast) {
   std::mt19937 rng(seed);
-  Collective c;
-  c.kind = CollectiveKind::allgather;
-  for (RankId r = 0; r < p; ++r) c.owners.push_back(r);
-  std::vector<Bytes> blocks;
-  for (RankId r = 0; r < p; ++r) blocks.push_back(3000 + 577 * (r % 4));
-  Schedule s(p, blocks, c);
+  Schedule s = empty_allgather(p, 3000, 577, 4);
   std::vector<RankId> first_dst;
   std::vector<BlockId> block;
   auto other = [&](RankId not_a, RankId not_b) {
