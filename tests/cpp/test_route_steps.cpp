@@ -124,6 +124,15 @@ TEST(RouteSteps, BadArgumentsThrow) {
 
 namespace {
 
+// Options that record every result field: transfers, timeline, trace.
+SimOptions recording_everything() {
+  SimOptions opt;
+  opt.record_transfers = true;
+  opt.record_timeline = true;
+  opt.record_trace = true;
+  return opt;
+}
+
 // An allgather of p ranks, rank r owning block r of base + step * (r % mod)
 // bytes, with no transfers yet.
 Schedule empty_allgather(RankId p, Bytes base, Bytes step, RankId mod) {
@@ -198,10 +207,7 @@ std::pair<SimResult, SimResult> both_ways(const Schedule& s, const Topology& top
 }  // namespace
 
 TEST(RouteSteps, ComputedRoutesSimulateAsTheTries) {
-  SimOptions opt;
-  opt.record_transfers = true;
-  opt.record_timeline = true;
-  opt.record_trace = true;
+  const SimOptions opt = recording_everything();
   const std::vector<Topology> tops = {
       Topology::ring(7, 2e9, 1e-7),  Topology::torus(5, 3, 1e9, 5e-8),
       Topology::mesh(3, 5, 1e9, 0),  Topology::line(9, 1e9, 2e-8),
@@ -293,10 +299,7 @@ TEST(RouteSteps, DataflowGatesOnComputedRoutesSimulateAsTheTries) {
   // gates on trie nodes: bit for bit, on meshes, tori (odd sizes), a line
   // and a ring, a star, and with the wafer's model (one port per PE with its
   // ramps, a cycle per hop, adds and copies per wavelet).
-  SimOptions opt;
-  opt.record_transfers = true;
-  opt.record_timeline = true;
-  opt.record_trace = true;
+  const SimOptions opt = recording_everything();
   const std::vector<Topology> tops = {
       Topology::mesh(3, 5, 1e9, 0),     Topology::mesh(4, 4, 1e9, 2e-8),
       Topology::mesh(1, 7, 1e9, 0),     Topology::mesh(5, 3, 4e9, 0),
