@@ -275,6 +275,18 @@ def test_simulate_json_matches_simulate(capsys, extra, topology, kwargs):
     assert "warning: the default network has zero latency" in err
 
 
+def test_simulate_with_the_router_engine_matches_simulate(capsys):
+    argv = "simulate generic_ring_allreduce -t mesh:2x3 -s 96KiB --packet 4KiB"
+    argv = [*argv.split(), "--engine", "routers", "--buffer-packets", "2"]
+    code, out, err = run(capsys, *argv, "--format", "json")
+    assert code == 0, err
+    net = wc.machines.default_network(packet_bytes=4096)
+    s = wc.build("generic_ring_allreduce", 6, 96 * 1024)
+    top = wc.topology.mesh(2, 3)
+    direct = wc.simulate(s, top, net, engine="routers", buffer_packets=2)
+    assert json.loads(out)["time_s"] == direct.time_s
+
+
 def test_simulate_schedule_file(capsys, tmp_path):
     path = tmp_path / "b.json"
     s = wc.build("generic_binomial_broadcast", ranks=5, size_bytes=4096, root=2)
@@ -320,6 +332,15 @@ def test_simulate_schedule_file(capsys, tmp_path):
         ("simulate -t ring:4", "NAME"),
         ("simulate generic_ring_allreduce -t ring -s 8", "ring:N"),
         ("simulate generic_ring_allreduce -t ring:4", "--size-bytes"),
+        (
+            "simulate generic_ring_allreduce -t ring:4 -s 8 --buffer-packets 4",
+            'engine="routers" only',
+        ),
+        (
+            "simulate generic_ring_allreduce -t ring:4 -s 8 --engine routers "
+            "--buffer-packets 0",
+            "buffer_packets must be in",
+        ),
     ],
 )
 def test_simulate_argument_errors_exit_2(capsys, argv, needle):

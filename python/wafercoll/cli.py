@@ -159,7 +159,15 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("simulate", help="simulate a schedule on a machine")
     _add_source_args(p)
     _add_network_args(p)
-    p.add_argument("--engine", choices=("wafercoll", "simgrid"), default="wafercoll")
+    p.add_argument(
+        "--engine", choices=("wafercoll", "simgrid", "routers"), default="wafercoll"
+    )
+    p.add_argument(
+        "--buffer-packets",
+        type=int,
+        metavar="N",
+        help="with --engine routers: packets per link input buffer (default 16)",
+    )
     p.add_argument("--trace", metavar="FILE", help="also write Trace Event JSON")
     _add_output(p, ("text", "json", "csv"))
     p = sub.add_parser("advise", help="rank every algorithm on a machine at a size")
@@ -431,10 +439,19 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         network = _network(args, args.machine_network)
     traced = args.trace is not None
     try:
+        extra = {}
+        if args.buffer_packets is not None:
+            extra["buffer_packets"] = args.buffer_packets
         result = wc.simulate(
-            s, topology, network, engine=args.engine, transfers=traced, trace=traced
+            s,
+            topology,
+            network,
+            engine=args.engine,
+            transfers=traced,
+            trace=traced,
+            **extra,
         )
-    except (ImportError, ValueError, TypeError) as exc:
+    except (ImportError, ValueError, TypeError, RuntimeError) as exc:
         raise UsageError(str(exc)) from None
     if traced:
         with _writing(args.trace):
