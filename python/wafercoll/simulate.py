@@ -123,8 +123,10 @@ __all__ = [
 #: Default cap on packet-stage events (about five minutes of simulation).
 DEFAULT_MAX_EVENTS = 1 << 32
 #: Input buffer of every link, in packets, under ``engine="routers"`` when
-#: ``buffer_packets`` is not given: a few packets of slack per link, of the
-#: order of the 4 virtual channels x a few packets of a typical NoC router.
+#: ``buffer_packets`` is not given: BookSim's defaults (``booksim_config.cpp``:
+#: ``num_vcs`` 16, ``vc_buf_size`` 8 flits) hold 16 packets of up to 8 flits
+#: per input port. Give the machine's own figure where it is known (the MCM
+#: artifact's: ``wafercoll.mcm.machine.ARTIFACT_BUFFER_PACKETS``).
 DEFAULT_BUFFER_PACKETS = 16
 
 
