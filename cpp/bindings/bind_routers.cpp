@@ -24,9 +24,9 @@ void bind_routers(py::module_& m) {
       "simulate_routers",
       [](const I32& link_src, const I32& link_dst, const F64& inv_bw, const F64& latency_s,
          std::int64_t num_nodes, std::int64_t flit_bytes, std::int64_t buffer_packets,
-         bool store_and_forward,
-         const I64& packets, const I64& packet_bytes, const I64& last_bytes, const I64& route_off,
-         const I32& route_links, const I64& dep_off, const I32& deps, double alpha_s) {
+         bool store_and_forward, const I64& bytes, std::int64_t packet_bytes, bool pad_packets,
+         const I64& route_off, const I32& route_links, const I64& dep_off, const I32& deps,
+         double alpha_s, std::int64_t max_events) {
         RouterNetwork net;
         net.link_src = vec(link_src);
         net.link_dst = vec(link_dst);
@@ -37,9 +37,9 @@ void bind_routers(py::module_& m) {
         net.buffer_packets = buffer_packets;
         net.store_and_forward = store_and_forward;
         RouterFlows f;
-        f.packets = vec(packets);
-        f.packet_bytes = vec(packet_bytes);
-        f.last_bytes = vec(last_bytes);
+        f.bytes = vec(bytes);
+        f.packet_bytes = packet_bytes;
+        f.pad_packets = pad_packets;
         f.route_off = vec(route_off);
         f.route_links = vec(route_links);
         f.dep_off = vec(dep_off);
@@ -48,7 +48,7 @@ void bind_routers(py::module_& m) {
         RouterResult r;
         {
           py::gil_scoped_release release;
-          r = simulate_routers(f, net);
+          r = simulate_routers(f, net, max_events);
         }
         py::dict out;
         out["ready_s"] = to_numpy_moved(std::move(r.ready_s));
@@ -56,12 +56,13 @@ void bind_routers(py::module_& m) {
         out["link_busy_s"] = to_numpy_moved(std::move(r.link_busy_s));
         out["link_bytes"] = to_numpy_moved(std::move(r.link_bytes));
         out["events"] = r.events;
+        out["packets"] = r.packets;
         return out;
       },
       py::arg("link_src"), py::arg("link_dst"), py::arg("inv_bw"), py::arg("latency_s"),
       py::arg("num_nodes"), py::arg("flit_bytes"), py::arg("buffer_packets"),
-      py::arg("store_and_forward"), py::arg("packets"),
-      py::arg("packet_bytes"), py::arg("last_bytes"), py::arg("route_off"), py::arg("route_links"),
-      py::arg("dep_off"), py::arg("deps"), py::arg("alpha_s"),
+      py::arg("store_and_forward"), py::arg("bytes"), py::arg("packet_bytes"),
+      py::arg("pad_packets"), py::arg("route_off"), py::arg("route_links"), py::arg("dep_off"),
+      py::arg("deps"), py::arg("alpha_s"), py::arg("max_events"),
       "Input-queued routers with credit-based flow control (see wafercoll._routers).");
 }

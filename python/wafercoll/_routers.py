@@ -72,8 +72,6 @@ def run(
     max_events: int,
 ) -> dict:
     """Simulate with the router model; the raw result dict of ``SimResult``."""
-    from ._errors import SimulationTooLarge
-
     for name, default in UNSUPPORTED:
         if getattr(network, name) != default:
             raise ValueError(
@@ -96,17 +94,6 @@ def run(
     src = placement[np.asarray(c.src, np.int64)].astype(np.int64)
     dst = placement[np.asarray(c.dsts, np.int64)].astype(np.int64)
     nbytes = np.asarray(c.transfer_bytes(), np.int64)
-    M = network.packet_bytes
-    if M is None:
-        packets = np.ones(T, np.int64)
-        pbytes = nbytes.copy()
-        last = nbytes.copy()
-    else:
-        packets = np.maximum(1, -(-nbytes // M))
-        pbytes = np.full(T, M, np.int64)
-        last = np.where(
-            nbytes == 0, 0, M if network.pad_packets else nbytes - (packets - 1) * M
-        )
     # Routes: one per (source, destination) pair, as topology.route gives it.
     pair = src * topology.num_nodes + dst
     uniq, inv = np.unique(pair, return_inverse=True)
@@ -116,14 +103,6 @@ def run(
     ]
     plen = np.array([len(r) for r in per], np.int64)
     hops = plen[inv]
-    events = int(np.dot(hops, packets))
-    if events > max_events:
-        raise SimulationTooLarge(
-            f"the run needs {events} packet-link events, more than max_events="
-            f"{max_events}",
-            events=events,
-            max_events=max_events,
-        )
     route_off = np.zeros(T + 1, np.int64)
     np.cumsum(hops, out=route_off[1:])
     flat = np.concatenate(per).astype(np.int32) if per else np.zeros(0, np.int32)
@@ -146,14 +125,15 @@ def run(
         int(network.flit_bytes or 0),
         int(buffer_packets),
         network.switching == "store_and_forward",
-        packets,
-        pbytes,
-        last.astype(np.int64),
+        nbytes,
+        int(network.packet_bytes or 0),
+        bool(network.pad_packets),
         route_off,
         route_links,
         np.asarray(c.dep_offsets, np.int64),
         np.asarray(c.deps, np.int32),
         float(network.alpha_s),
+        int(max_events),
     )
     finish = raw["finish_s"]
     p = s.num_ranks
@@ -170,7 +150,7 @@ def run(
         "ejection_busy_s": np.zeros(e),
         "compute_busy_s": np.zeros(e),
         "events": int(raw["events"]),
-        "packets": int(packets.sum()),
+        "packets": int(raw["packets"]),
         "transfer_ready_s": raw["ready_s"],
         "transfer_finish_s": finish,
     }

@@ -133,6 +133,19 @@ SimOptions recording_everything() {
   return opt;
 }
 
+// Model m's flits, switching, ports and costs: flits (m = 4),
+// store-and-forward (m = 2), 0, 1 or 2 channels per port, a port bandwidth
+// (m = 5), switch overhead, reduction and copy costs.
+void vary_costs(NetworkModel& net, int m) {
+  net.flit_bytes = m == 4 ? 64 : 0;
+  net.switching = m == 2 ? Switching::store_and_forward : Switching::cut_through;
+  net.ports = m % 3;  // 0, 1 or 2 channels
+  net.port_bandwidth_Bps = m == 5 ? 3e9 : 0.0;
+  net.switch_overhead_s = net.ports > 0 && m % 2 ? 2e-7 : 0.0;
+  net.gamma_s_per_byte = m >= 3 ? 1e-10 : 0.0;
+  net.copy_s_per_byte = m == 4 ? 5e-11 : 0.0;
+}
+
 // An allgather of p ranks, rank r owning block r of base + step * (r % mod)
 // bytes, with no transfers yet.
 Schedule empty_allgather(RankId p, Bytes base, Bytes step, RankId mod) {
@@ -223,13 +236,7 @@ TEST(RouteSteps, ComputedRoutesSimulateAsTheTries) {
         net.alpha_s = 1e-6;
         net.hop_latency_s = m % 2 ? 3e-8 : 0.0;
         net.packet_bytes = m % 3 == 0 ? 0 : 512;
-        net.flit_bytes = m == 4 ? 64 : 0;
-        net.switching = m == 2 ? Switching::store_and_forward : Switching::cut_through;
-        net.ports = m % 3;  // 0, 1 or 2 channels
-        net.port_bandwidth_Bps = m == 5 ? 3e9 : 0.0;
-        net.switch_overhead_s = net.ports > 0 && m % 2 ? 2e-7 : 0.0;
-        net.gamma_s_per_byte = m >= 3 ? 1e-10 : 0.0;
-        net.copy_s_per_byte = m == 4 ? 5e-11 : 0.0;
+        vary_costs(net, m);
         const std::string what = topo.name() + " model " + std::to_string(m) +
                                  (multicast ? " with multicasts" : "");
         const auto [computed, tried] = both_ways(s, topo, net, opt);
@@ -317,13 +324,7 @@ TEST(RouteSteps, DataflowGatesOnComputedRoutesSimulateAsTheTries) {
         net.alpha_s = m % 2 ? 1e-7 : 0.0;
         net.hop_latency_s = m % 2 ? 3e-8 : 1e-9;
         net.packet_bytes = m == 3 ? 0 : 256 + 128 * (m % 3);
-        net.flit_bytes = m == 4 ? 64 : 0;
-        net.switching = m == 2 ? Switching::store_and_forward : Switching::cut_through;
-        net.ports = m % 3;  // 0, 1 or 2 channels
-        net.port_bandwidth_Bps = m == 5 ? 3e9 : 0.0;
-        net.switch_overhead_s = net.ports > 0 && m % 2 ? 2e-7 : 0.0;
-        net.gamma_s_per_byte = m >= 3 ? 1e-10 : 0.0;
-        net.copy_s_per_byte = m == 4 ? 5e-11 : 0.0;
+        vary_costs(net, m);
         if (m == 6) {  // the wafer's (wafer.wse2_network): time unit one cycle
           net = NetworkModel{};
           net.dependencies = Dependencies::dataflow;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "wafercoll/errors.hpp"
 #include "wafercoll/simulate/routers.hpp"
 
 using namespace wafercoll;
@@ -30,18 +31,19 @@ RouterNetwork line(int n, double bw, double lat, std::int64_t buffer) {
 RouterFlows flows(const std::vector<std::vector<std::int32_t>>& routes,
                   const std::vector<std::int64_t>& packets, std::int64_t M) {
   RouterFlows f;
+  f.packet_bytes = M;
   f.route_off.push_back(0);
   f.dep_off.push_back(0);
   for (std::size_t t = 0; t < routes.size(); ++t) {
-    f.packets.push_back(packets[t]);
-    f.packet_bytes.push_back(M);
-    f.last_bytes.push_back(M);
+    f.bytes.push_back(packets[t] * M);
     f.route_links.insert(f.route_links.end(), routes[t].begin(), routes[t].end());
     f.route_off.push_back(static_cast<std::int64_t>(f.route_links.size()));
     f.dep_off.push_back(0);
   }
   return f;
 }
+
+constexpr std::int64_t kNoLimit = std::int64_t{1} << 62;
 
 }  // namespace
 
@@ -55,7 +57,7 @@ TEST(Routers, OneFlowAloneIsThePipelinedClosedForm) {
     for (int i = 0; i < h; ++i) r.push_back(i);
     RouterFlows f = flows({r}, {n}, M);
     f.alpha_s = alpha;
-    const RouterResult res = simulate_routers(f, net);
+    const RouterResult res = simulate_routers(f, net, kNoLimit);
     EXPECT_NEAR(res.finish_s[0], alpha + h * lat + n * M / bw, 1e-15);
     EXPECT_EQ(res.link_bytes[0], n * M);
     EXPECT_EQ(res.events, n * h);
@@ -73,11 +75,11 @@ TEST(Routers, StoreAndForwardWithOnePacketPerBuffer) {
   const double tau = static_cast<double>(M) / bw, L = tau;
   RouterNetwork net = line(2, bw, L, 1);
   net.store_and_forward = true;
-  EXPECT_NEAR(simulate_routers(flows({{0, 1}}, {n}, M), net).finish_s[0],
+  EXPECT_NEAR(simulate_routers(flows({{0, 1}}, {n}, M), net, kNoLimit).finish_s[0],
               static_cast<double>(n + 1) * (tau + L), 1e-15);
   // With room for every packet link 0 never waits: (n + 1) tau + 2 L.
   net.buffer_packets = n;
-  EXPECT_NEAR(simulate_routers(flows({{0, 1}}, {n}, M), net).finish_s[0],
+  EXPECT_NEAR(simulate_routers(flows({{0, 1}}, {n}, M), net, kNoLimit).finish_s[0],
               static_cast<double>(n + 1) * tau + 2 * L, 1e-15);
 }
 
@@ -87,7 +89,7 @@ TEST(Routers, DependenciesStartAlphaAfterTheLastOneFinished) {
   f.alpha_s = 1e-6;
   f.deps = {0};
   f.dep_off = {0, 0, 1};
-  const RouterResult res = simulate_routers(f, net);
+  const RouterResult res = simulate_routers(f, net, kNoLimit);
   EXPECT_NEAR(res.ready_s[1], res.finish_s[0], 0.0);
   EXPECT_NEAR(res.finish_s[1], res.finish_s[0] + 1e-6 + 2e-6, 1e-15);
 }
@@ -104,20 +106,39 @@ TEST(Routers, ACycleOfFullBuffersIsADeadlock) {
   net.num_nodes = 4;
   net.buffer_packets = 1;
   const RouterFlows f = flows({{0, 1}, {1, 2}, {2, 3}, {3, 0}}, {8, 8, 8, 8}, 1000);
-  EXPECT_THROW(simulate_routers(f, net), std::runtime_error);
+  EXPECT_THROW(simulate_routers(f, net, kNoLimit), std::runtime_error);
   net.buffer_packets = 16;
-  EXPECT_NO_THROW(simulate_routers(f, net));
+  EXPECT_NO_THROW(simulate_routers(f, net, kNoLimit));
 }
 
 TEST(Routers, MalformedInputIsRefused) {
   RouterNetwork net = line(2, 1e9, 0.0, 4);
-  EXPECT_THROW(simulate_routers(flows({{1, 0}}, {1}, 8), net), std::invalid_argument);  // no path
-  EXPECT_THROW(simulate_routers(flows({{0, 7}}, {1}, 8), net), std::invalid_argument);  // link
-  EXPECT_THROW(simulate_routers(flows({{0}}, {0}, 8), net), std::invalid_argument);     // packets
+  auto refused = [&](const RouterFlows& f) {
+    EXPECT_THROW(simulate_routers(f, net, kNoLimit), std::invalid_argument);
+  };
+  refused(flows({{1, 0}}, {1}, 8));  // not a path
+  refused(flows({{0, 7}}, {1}, 8));  // a link out of range
+  RouterFlows negative = flows({{0}}, {1}, 8);
+  negative.bytes[0] = -1;
+  refused(negative);
   RouterFlows cyc = flows({{0}, {0}}, {1, 1}, 8);
   cyc.deps = {1, 0};
   cyc.dep_off = {0, 1, 2};
-  EXPECT_THROW(simulate_routers(cyc, net), std::invalid_argument);
+  refused(cyc);
   net.buffer_packets = 0;
-  EXPECT_THROW(simulate_routers(flows({{0}}, {1}, 8), net), std::invalid_argument);
+  refused(flows({{0}}, {1}, 8));
+}
+
+TEST(Routers, RunsOverMaxEventsAreRefusedWithTheirCount) {
+  // 10 packets over 2 links and 3 over 1: 23 admissions.
+  const RouterNetwork net = line(2, 1e9, 0.0, 4);
+  const RouterFlows f = flows({{0, 1}, {1}}, {10, 3}, 1000);
+  EXPECT_EQ(simulate_routers(f, net, 23).events, 23);
+  try {
+    simulate_routers(f, net, 22);
+    FAIL() << "not refused";
+  } catch (const TooManyEvents& e) {
+    EXPECT_EQ(e.events(), 23);
+    EXPECT_EQ(e.max_events(), 22);
+  }
 }

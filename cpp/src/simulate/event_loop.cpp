@@ -24,6 +24,7 @@
 #include <string>
 
 #include "wafercoll/errors.hpp"
+#include "wafercoll/simulate/packets.hpp"
 #include "wafercoll/simulate/simulation.hpp"
 
 namespace wafercoll::sim {
@@ -420,7 +421,7 @@ void Simulation::left_first_stage(const Event& ev, TransferId t, std::int64_t pa
 // latency (plus one flit) after it passed here, and its service there may
 // not end before its tail has arrived.
 void Simulation::forward(const Event& ev, TransferId t, std::int64_t packet, Seconds head_left,
-                         Seconds end, Bytes wire_bytes, double inv_bw, Seconds latency,
+                         Seconds end, Bytes wire, double inv_bw, Seconds latency,
                          bool spray) {
   // The packet's arrival at child stage c.
   auto to = [&](std::int32_t c) WAFERCOLL_LOOP_INLINE {
@@ -437,7 +438,7 @@ void Simulation::forward(const Event& ev, TransferId t, std::int64_t packet, Sec
                     : ejection_inv_bw(place_[slot_rank_[tries_.nodes[c].term]]);
     }
     Seconds head;
-    const Seconds a = cut_through_arrival(head_left, end, wire_bytes, inv_bw, ibn, latency, head);
+    const Seconds a = cut_through_arrival(head_left, end, wire, inv_bw, ibn, latency, head);
     push(a, packet, t, c, kArrive, head);
   };
   if (spray && tries_.spray[ev.node].ways > 0) {
@@ -521,9 +522,8 @@ Simulation::Service Simulation::serve(const Event& ev, TransferId t, std::int64_
                                       std::int64_t r, Seconds avail) {
   StageState& stage = stages_[r];
   avail += stage.free_at;
-  const Bytes F = costs_.flit_bytes;
   Service sv;
-  sv.wire = F > 0 ? (m + F - 1) / F * F : m;  // wire bytes: whole flits
+  sv.wire = wire_bytes(m, costs_.flit_bytes);
   sv.inv_bw = stage.inv_bw;
   sv.start = std::max(ev.time, avail);
   sv.head = std::max(ev.head, avail);  // the head moves on
@@ -548,15 +548,12 @@ void Simulation::sprayed_moves_on(const Event& ev, TransferId t, std::int64_t k,
   if (nd.term >= 0) reach_destination(ev, t, k, nd.term, m, fin + l, true);
 }
 
-// Cut-through: when a packet's head reaches the next stage (`head`), and
-// when its service there may start (returned) so that it ends no earlier
-// than its tail arrives (inv_bw here, ibn there).
-Seconds Simulation::cut_through_arrival(Seconds head_left, Seconds end, Bytes wire_bytes,
+// Cut-through with this model's flits (packets.hpp).
+Seconds Simulation::cut_through_arrival(Seconds head_left, Seconds end, Bytes wire,
                                         double inv_bw, double ibn, Seconds latency,
                                         Seconds& head) const {
-  const Bytes F = costs_.flit_bytes;
-  head = head_left + latency + (F > 0 ? static_cast<double>(F) * inv_bw : 0.0);
-  return std::max(head, end + latency - static_cast<double>(wire_bytes) * ibn);
+  return wafercoll::cut_through_arrival(head_left, end, wire, inv_bw, ibn, latency,
+                                        costs_.flit_bytes, head);
 }
 
 // Seconds per byte of endpoint e's ejection channels (all alike).
@@ -627,6 +624,8 @@ std::int64_t Simulation::computed_gate(const Event& ev, TransferId t, std::int32
   return kParked;
 }
 
+// Out of line: keeps open_gates, inlined into the loop, out of
+// process_computed's body, which complete-mode runs share.
 void Simulation::open_computed_gates(std::int64_t gate, Seconds when) { open_gates(gate, when); }
 
 // An event of a transfer whose route is computed: as process() for a trie

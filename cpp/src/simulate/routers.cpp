@@ -12,11 +12,13 @@
 #include "wafercoll/simulate/routers.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <queue>
 #include <stdexcept>
 #include <string>
 
 #include "wafercoll/errors.hpp"
+#include "wafercoll/simulate/packets.hpp"
 
 namespace wafercoll {
 
@@ -54,10 +56,11 @@ struct Later {
 class RouterLoop {
  public:
   RouterLoop(const RouterFlows& f, const RouterNetwork& n) : f_(f), n_(n) {}
-  RouterResult run();
+  RouterResult run(std::int64_t max_events);
 
  private:
   void check() const;
+  void cut(std::int64_t max_events);
   void build_ports();
   void push(double time, double head, Kind kind, std::int32_t t, std::int64_t k,
             std::int32_t x);
@@ -84,13 +87,14 @@ class RouterLoop {
   std::vector<std::int32_t> turn_;
   std::vector<std::int32_t> again_;  // links whose credits came back meanwhile
   std::vector<double> free_at_;
+  std::vector<std::int64_t> packets_, last_bytes_;  // per transfer
   std::vector<std::int64_t> left_, pending_, succ_off_;
   std::vector<std::int32_t> succ_;
   std::int64_t done_ = 0;
 };
 
 void RouterLoop::check() const {
-  const auto T = static_cast<std::int64_t>(f_.packets.size());
+  const auto T = static_cast<std::int64_t>(f_.bytes.size());
   const auto L = static_cast<std::int64_t>(n_.link_src.size());
   auto need = [](bool ok, const std::string& what) {
     if (!ok) throw std::invalid_argument(what);
@@ -100,9 +104,8 @@ void RouterLoop::check() const {
        "link arrays must have one entry per link");
   need(n_.buffer_packets >= 1, "buffer_packets must be >= 1");
   need(n_.flit_bytes >= 0, "flit_bytes must be >= 0");
-  need(f_.packet_bytes.size() == f_.packets.size() && f_.last_bytes.size() == f_.packets.size() &&
-           f_.route_off.size() == f_.packets.size() + 1 &&
-           f_.dep_off.size() == f_.packets.size() + 1,
+  need(f_.packet_bytes >= 0, "packet_bytes must be >= 0");
+  need(f_.route_off.size() == f_.bytes.size() + 1 && f_.dep_off.size() == f_.bytes.size() + 1,
        "transfer arrays must have one entry per transfer");
   need(T < (std::int64_t{1} << 31) && L < (std::int64_t{1} << 31), "too many transfers or links");
   need(f_.route_off.back() == static_cast<std::int64_t>(f_.route_links.size()) &&
@@ -113,8 +116,7 @@ void RouterLoop::check() const {
              n_.link_dst[l] < n_.num_nodes && n_.inv_bw[l] >= 0.0 && n_.latency_s[l] >= 0.0,
          "link " + std::to_string(l) + " has a node out of range or a negative cost");
   for (std::int64_t t = 0; t < T; ++t) {
-    need(f_.packets[t] >= 1 && f_.packet_bytes[t] >= 0 && f_.last_bytes[t] >= 0,
-         "transfer " + std::to_string(t) + " needs >= 1 packet of >= 0 bytes");
+    need(f_.bytes[t] >= 0, "transfer " + std::to_string(t) + " has a negative size");
     need(f_.route_off[t] <= f_.route_off[t + 1] && f_.dep_off[t] <= f_.dep_off[t + 1],
          "offsets must not decrease");
     for (std::int64_t i = f_.route_off[t]; i < f_.route_off[t + 1]; ++i) {
@@ -127,6 +129,26 @@ void RouterLoop::check() const {
       need(f_.deps[i] >= 0 && f_.deps[i] < T,
            "transfer " + std::to_string(t) + " depends on a transfer out of range");
   }
+}
+
+// Each transfer's packets and last packet's size; refuses a run of more
+// than max_events packet admissions before the run's state is allocated.
+void RouterLoop::cut(std::int64_t max_events) {
+  const auto T = static_cast<std::int64_t>(f_.bytes.size());
+  const std::int64_t M = f_.packet_bytes;
+  packets_.resize(static_cast<std::size_t>(T));
+  last_bytes_.resize(static_cast<std::size_t>(T));
+  std::int64_t events = 0;
+  for (std::int64_t t = 0; t < T; ++t) {
+    const std::int64_t n = packet_count(f_.bytes[t], M);
+    packets_[t] = n;
+    last_bytes_[t] = last_packet_bytes(f_.bytes[t], M, n, f_.pad_packets);
+    res_.packets += n;
+    const std::int64_t hops = f_.route_off[t + 1] - f_.route_off[t];
+    constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+    events = hops > 0 && n > (kMax - events) / hops ? kMax : events + n * hops;  // saturates
+  }
+  if (events > max_events) throw TooManyEvents(events, max_events);
 }
 
 void RouterLoop::build_ports() {
@@ -223,9 +245,8 @@ void RouterLoop::admit_from(std::int32_t l, double now) {
 // Packet k of w's transfer goes onto link l (admitted at `now`).
 void RouterLoop::send(std::int32_t l, const Waiting& w, std::int64_t k, double now) {
   const std::int32_t t = w.t;
-  const std::int64_t m = k == f_.packets[t] - 1 ? f_.last_bytes[t] : f_.packet_bytes[t];
-  const std::int64_t F = n_.flit_bytes;
-  const std::int64_t wire = F > 0 ? (m + F - 1) / F * F : m;
+  const std::int64_t m = k == packets_[t] - 1 ? last_bytes_[t] : f_.packet_bytes;
+  const std::int64_t wire = wire_bytes(m, n_.flit_bytes);
   const double ib = n_.inv_bw[l], lat = n_.latency_s[l];
   const double start = std::max(std::max(now, w.time), free_at_[l]);
   const double head = std::max(std::max(w.head, free_at_[l]), now > w.time ? now : w.head);
@@ -245,8 +266,9 @@ void RouterLoop::send(std::int32_t l, const Waiting& w, std::int64_t k, double n
     return;
   }
   const double ibn = n_.inv_bw[f_.route_links[f_.route_off[t] + hop]];
-  const double head_next = head + lat + (F > 0 ? static_cast<double>(F) * ib : 0.0);
-  const double a = std::max(head_next, finish + lat - static_cast<double>(wire) * ibn);
+  double head_next = 0.0;
+  const double a =
+      cut_through_arrival(head, finish, wire, ib, ibn, lat, n_.flit_bytes, head_next);
   push(a, head_next, kArrive, t, k, hop);
 }
 
@@ -266,10 +288,11 @@ void RouterLoop::finished(std::int32_t t, double now) {
   }
 }
 
-RouterResult RouterLoop::run() {
+RouterResult RouterLoop::run(std::int64_t max_events) {
   check();
+  cut(max_events);
   build_ports();
-  const auto T = static_cast<std::int64_t>(f_.packets.size());
+  const auto T = static_cast<std::int64_t>(f_.bytes.size());
   const auto L = static_cast<std::int64_t>(n_.link_src.size());
   res_.ready_s.assign(T, 0.0);
   res_.finish_s.assign(T, 0.0);
@@ -279,7 +302,7 @@ RouterResult RouterLoop::run() {
   used_.assign(L, 0);
   turn_.assign(L, 0);
   free_at_.assign(L, 0.0);
-  left_.assign(f_.packets.begin(), f_.packets.end());
+  left_ = packets_;
   pending_.assign(T, 0);
   succ_off_.assign(T + 1, 0);
   for (std::int64_t t = 0; t < T; ++t) {
@@ -312,7 +335,7 @@ RouterResult RouterLoop::run() {
     w.time = e.time;
     if (e.kind == kInject) {
       w.head = e.time;
-      w.k_end = f_.packets[e.t];
+      w.k_end = packets_[e.t];
       enqueue(l, port_of(l, -1), w);
     } else {
       w.head = e.head;
@@ -338,8 +361,9 @@ RouterResult RouterLoop::run() {
 
 }  // namespace
 
-RouterResult simulate_routers(const RouterFlows& flows, const RouterNetwork& net) {
-  return RouterLoop(flows, net).run();
+RouterResult simulate_routers(const RouterFlows& flows, const RouterNetwork& net,
+                              std::int64_t max_events) {
+  return RouterLoop(flows, net).run(max_events);
 }
 
 }  // namespace wafercoll

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "wafercoll/errors.hpp"
+#include "wafercoll/simulate/packets.hpp"
 #include "wafercoll/simulate/routes.hpp"
 #include "wafercoll/simulate/simulation.hpp"
 
@@ -143,7 +144,7 @@ TransferId packetize(const Schedule& s, const Topology& topo, const NetworkModel
   for (TransferId t = 0; t < T; ++t) {
     const BlockRange r = *s.ranges_begin(t);
     const Bytes S = one_range ? s.range_bytes(r.lo, r.hi) : s.transfer_bytes(t);
-    const std::int64_t n = (M == 0 || S == 0) ? 1 : per_packet(S + M - 1);
+    const std::int64_t n = (M == 0 || S == 0) ? 1 : per_packet(S + M - 1);  // packet_count
     // Packet indices share a 64-bit tie key with the transfer's rank.
     if (n >= (std::int64_t{1} << 32))
       throw std::invalid_argument("transfer " + std::to_string(t) + " would be cut into " +
@@ -151,7 +152,7 @@ TransferId packetize(const Schedule& s, const Topology& topo, const NetworkModel
                                   " packets; use a larger packet_bytes");
     TransferHot& h = p.hot[t];
     h.npackets = static_cast<std::uint32_t>(n);
-    const Bytes last = (M == 0 || S == 0) ? S : net.pad_packets ? M : S - (n - 1) * M;
+    const Bytes last = last_packet_bytes(S, M, n, net.pad_packets);
     h.last_bytes = static_cast<std::uint32_t>(last);
     if (last > std::numeric_limits<std::uint32_t>::max() && p.wide_last.empty()) {
       p.wide_last.resize(static_cast<std::size_t>(T));

@@ -43,10 +43,12 @@ struct RouterNetwork {
   bool store_and_forward = false;   // a packet moves on once it has fully arrived
 };
 
-// The transfers: one source, one destination, a route of links.
+// The transfers: one source, one destination, a route of links. Each is cut
+// into packets of packet_bytes as the default engine cuts it (packets.hpp).
 struct RouterFlows {
-  std::vector<std::int64_t> packets;     // per transfer, >= 1
-  std::vector<std::int64_t> packet_bytes, last_bytes;  // per transfer
+  std::vector<std::int64_t> bytes;       // per transfer, >= 0
+  std::int64_t packet_bytes = 0;         // 0: one packet per transfer
+  bool pad_packets = false;              // every packet packet_bytes on the wire
   std::vector<std::int64_t> route_off;   // size T + 1
   std::vector<std::int32_t> route_links;
   std::vector<std::int64_t> dep_off;     // size T + 1
@@ -58,13 +60,16 @@ struct RouterResult {
   std::vector<double> ready_s, finish_s;  // per transfer
   std::vector<double> link_busy_s;        // per link
   std::vector<std::int64_t> link_bytes;   // per link
-  std::int64_t events = 0;                // packet admissions
+  std::int64_t events = 0;                // packet admissions (packets x hops)
+  std::int64_t packets = 0;
 };
 
-// Runs the model. Throws std::invalid_argument for malformed input (sizes,
-// links out of range, a route that is not a path, a dependency cycle) and
-// std::runtime_error when the network deadlocks (every buffer on a cycle of
-// routes full), naming buffer_packets.
-RouterResult simulate_routers(const RouterFlows& flows, const RouterNetwork& net);
+// Runs the model. Throws TooManyEvents (errors.hpp) for a run of more than
+// max_events packet admissions, before it starts; std::invalid_argument for
+// malformed input (sizes, links out of range, a route that is not a path, a
+// dependency cycle); and std::runtime_error when the network deadlocks
+// (every buffer on a cycle of routes full), naming buffer_packets.
+RouterResult simulate_routers(const RouterFlows& flows, const RouterNetwork& net,
+                              std::int64_t max_events);
 
 }  // namespace wafercoll

@@ -417,7 +417,7 @@ class Simulation {
   };
   inline Service serve(const Event& ev, TransferId t, std::int64_t k, Bytes m, std::int64_t r,
                        Seconds avail) WAFERCOLL_LOOP_INLINE;
-  inline Seconds cut_through_arrival(Seconds head_left, Seconds end, Bytes wire_bytes,
+  inline Seconds cut_through_arrival(Seconds head_left, Seconds end, Bytes wire,
                                      double inv_bw, double ibn, Seconds latency,
                                      Seconds& head) const WAFERCOLL_LOOP_INLINE;
   inline double ejection_inv_bw(NodeId e) const WAFERCOLL_LOOP_INLINE;
@@ -446,7 +446,7 @@ class Simulation {
   inline void left_first_stage(const Event& ev, TransferId t, std::int64_t packet,
                                Seconds end, bool spray) WAFERCOLL_LOOP_INLINE;
   inline void forward(const Event& ev, TransferId t, std::int64_t packet, Seconds head_left,
-                      Seconds end, Bytes wire_bytes, double inv_bw, Seconds latency,
+                      Seconds end, Bytes wire, double inv_bw, Seconds latency,
                       bool spray) WAFERCOLL_LOOP_INLINE;
   inline void reach_destination(const Event& ev, TransferId t, std::int64_t packet,
                                 std::int64_t term, Bytes bytes, Seconds at,
