@@ -80,6 +80,31 @@ def test_saved_trees_differ_from_ours_on_4x4() -> None:
     assert saved.times[0, 15] == 6 and ours.times[0, 15] == 7
 
 
+def test_trees_computed_by_default_saved_on_request() -> None:
+    """The default builds from multitree (as the committed 4x4 runs did).
+
+    On 4x4 the saved trees differ, so the two schedules differ; on 3x3 the
+    saved trees are multitree's and the schedules are the same.
+    """
+    for side, same in ((3, True), (4, False)):
+        top = wc.topology.mesh(side, side)
+        size = side * side * 4 * 8192
+        default = wc.build(NAME, topology=top, size_bytes=size)
+        saved = wc.build(NAME, topology=top, size_bytes=size, trees="saved")
+        ref = wc.build(NAME, topology=top, size_bytes=size, trees="computed")
+        assert wc.verify(saved).ok
+        assert np.array_equal(default.src, ref.src)
+        assert np.array_equal(default.dst, ref.dst)
+        equal = (
+            default.num_transfers == saved.num_transfers
+            and np.array_equal(default.src, saved.src)
+            and np.array_equal(default.dst, saved.dst)
+        )
+        assert equal == same
+    with pytest.raises(ValueError, match="trees must be one of computed, saved"):
+        wc.build(NAME, topology=wc.topology.mesh(3, 3), size_bytes=9 * 8192, trees="x")
+
+
 def test_rejects_meshes_without_saved_trees() -> None:
     with pytest.raises(ValueError, match="saved MultiTree trees"):
         artifact_multitree(7, 7)
@@ -108,8 +133,9 @@ def test_verifies_and_runs(side: int, messages: int) -> None:
     np.testing.assert_allclose(y, np.broadcast_to(x.sum(axis=0), y.shape))
     # a flow is one transfer, or two (issued, then the rest) when it is longer
     # than the issue lag; a reduction whose parent has other children in the
-    # tree is cut into the chunk's parts (eight, and the cut at m - lag)
-    t = artifact_multitree(side, side)
+    # tree is cut into the chunk's parts (eight, and the cut at m - lag); the
+    # trees are those the artifact computes (multitree)
+    t = wc.mcm.multitree(side, side)
     per_flow = 2 if messages > ISSUE_LAG_MESSAGES else 1
     cuts = {round(i * messages / min(8, messages)) for i in range(min(8, messages) + 1)}
     if messages > ISSUE_LAG_MESSAGES:

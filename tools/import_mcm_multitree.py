@@ -3,8 +3,9 @@
 Source: github.com/sabuj7177/TTO_HPCA_2024, commit
 156128c51d96bedebdc28315a974e8ae9fe2e502, the pickles
 ``src/SavedTrees/multitree_{N}`` that ``src/allreduce/multitree_allreduce.py``
-(``MultiTreeAllreduce.compute_trees``) loads when run with ``--load-tree``
-(every committed MultiTree result was). Each pickle is a dict
+(``MultiTreeAllreduce.compute_trees``) loads when run with ``--load-tree``, as
+the run scripts do (the committed 4x4 results match the trees it computes
+instead; see :mod:`wafercoll.mcm.artifact_multitree`). Each pickle is a dict
 ``{"tree": {root: [(child, parent, timestep), ...]}, "timesteps": T}``.
 
 The pickles are read with an unpickler that refuses every global (no class is
@@ -40,8 +41,8 @@ HEADER = f"""\
 # MultiTree spanning trees saved with the MCM paper's artifact (Laskar, Majhi
 # et al., HPCA 2024): github.com/sabuj7177/TTO_HPCA_2024 commit {COMMIT},
 # src/SavedTrees/multitree_<chiplets> (pickles of {{"tree": {{root: [(child,
-# parent, timestep)]}}, "timesteps": T}}, loaded by every committed MultiTree
-# run through --load-tree in src/allreduce/multitree_allreduce.py). One row per
+# parent, timestep)]}}, "timesteps": T}}, loaded by the run scripts'
+# --load-tree in src/allreduce/multitree_allreduce.py). One row per
 # tree edge in construction order; node id = row * side + col; the artifact's
 # timesteps T = 1 + max(step). Collected by tools/import_mcm_multitree.py.
 """

@@ -279,7 +279,8 @@ ARTIFACT_VARIANTS = {
     ),
     "MultiTree": (
         "mesh_multitree_artifact_allreduce",
-        "the artifact's saved trees (3x3, 4x4, 5x5, 6x6, 8x8, 9x9 only), "
+        "the artifact's trees, as its committed runs built them (3x3, 4x4, "
+        "5x5, 6x6, 8x8, 9x9 only), "
         "its driver's order (one queue per interface, a flow issued with "
         "200 messages queued, a parent's children sending at once over "
         "eight parts of the chunk), mcm_artifact preset on the mesh",

@@ -1,4 +1,4 @@
-"""MultiTree as the MCM paper's artifact runs it: its saved trees, its driver's order.
+"""MultiTree as the MCM paper's artifact runs it: its trees, its driver's order.
 
 The paper's MultiTree is ``mesh_multitree_allreduce`` (:mod:`.builders`): the
 trees of :func:`wafercoll.mcm.multitree` and a dataflow reading of their
@@ -9,13 +9,22 @@ beside the artifact's committed cycles:
 
 Trees
 -----
-Every committed MultiTree run loaded its trees from ``src/SavedTrees/
-multitree_<N>`` (``--load-tree``; ``MultiTreeAllreduce.compute_trees`` in
-``src/allreduce/multitree_allreduce.py``). They are shipped in
-``data/mcm_artifact_multitrees.csv`` (``tools/import_mcm_multitree.py``) and
-returned by :func:`artifact_multitree`. On 3x3, 5x5, 6x6, 8x8 and 9x9 they are
-the trees of ``multitree(side, side)``; on 4x4 every tree differs (same
-``T = 10``).
+The run script (``utils/run_scripts/bw/multitree_bw.sh``) passes
+``--load-tree``: ``MultiTreeAllreduce.compute_trees``
+(``src/allreduce/multitree_allreduce.py``) then reads the trees from
+``src/SavedTrees/multitree_<N>``; without it, it builds them and writes them
+to that file (l. 245), so the file holds the trees of the last run that built
+them. The files are shipped in ``data/mcm_artifact_multitrees.csv``
+(``tools/import_mcm_multitree.py``) and returned by
+:func:`artifact_multitree`. On 3x3, 5x5, 6x6, 8x8 and 9x9 they are the trees
+of ``multitree(side, side)``, which are also the trees ``compute_trees``
+builds; on 4x4 every saved tree differs (same ``T = 10``), and the committed
+4x4 results were not run with them: the artifact run without ``--load-tree``
+(its own trees, equal to ``multitree(4, 4)`` edge for edge) gives exactly the
+committed cycles at 1, 4 and 16 MiB (63,074, 247,705 and 977,902), with the
+saved trees 65,143 and 241,897 at 1 and 4 MiB. So ``trees="computed"`` (the
+default) builds from ``multitree(side, side)`` and ``trees="saved"`` from the
+shipped files; the two differ on 4x4 only.
 
 Schedule (the driver's rule)
 ----------------------------
@@ -82,8 +91,9 @@ what the flow waited for.
 Not modelled: the aggregation's compute time (``npu.aggregate``, a few
 hundred cycles per run), the driver's per-event cycles, BookSim's
 round-robin arbitration (the default engine serves packets first come,
-first served; ``engine="routers"`` takes turns, and gives as many Fig. 8
-points within 5 %, 10 of 24, since rule 6 already stands for the queues)
+first served; ``engine="routers"`` takes turns: 13 of the 24 Fig. 8 points
+within 5 %, all six on 4x4, against 10 with the default engine; rule 6
+already stands for the queues, so it is not used for the comparisons)
 and the head-of-line blocking between an interface's flows to
 different neighbours once the router's input port is full.
 
@@ -100,13 +110,19 @@ same run with a driver that waits for all the messages takes 220375 cycles
 against 219661, so this does not account for the difference (ours: 259234).
 Not adopted, because it contradicts the driver: with
 ``issue_lag_messages=0`` (a flow counted issued only once it has fully
-arrived, so a chiplet's steps follow one another) 19 of the 24 Fig. 8
+arrived, so a chiplet's steps follow one another) 20 of the 24 Fig. 8
 points are within 5 % (9.5 % fast to 2.4 % slow), against 10 with ``L = 200``;
 but ``send_reduce_message_update`` frees an interface as soon as its last
 message is in the 32-message buffer, long before it arrives.
 The gap lies in how flows of different interfaces share a link: queueing all
 of a chiplet's flows to one neighbour in one queue, as if on one interface,
 makes this model 4-11 % fast at the same points instead of 5-20 % slow.
+The driver gives a flow the lowest interface free when it starts, which
+depends on the run's timing; with the interfaces the artifact's own 4x4 run
+at 1 MiB used (read from its log) as BookSim nodes of their own on the
+artifact's router graph and ``engine="routers"``, this model gives 63,853
+cycles against the committed 63,074 (+1.2 %); the same on 5x5 gives +9.3 %,
+so there the interfaces do not account for the difference either.
 """
 
 from __future__ import annotations
@@ -122,7 +138,7 @@ from ..algorithms import AlgorithmInfo, register
 from ..schedule import Schedule
 from .builders import mesh_shape
 from .machine import ARTIFACT_MESSAGE_BYTES
-from .trees import MultiTree
+from .trees import MultiTree, multitree
 
 __all__ = [
     "ARTIFACT_MULTITREE_CHIPLETS",
@@ -157,6 +173,8 @@ ISSUE_LAG_MESSAGES = (
 #: Parts of a chunk that sibling reductions write one after another.
 SIBLING_PARTS = 8
 _PHASES = ("allreduce", "reduce_scatter", "allgather")
+#: ``trees`` of the builder: what ``compute_trees`` builds, or the saved files.
+_TREES = ("computed", "saved")
 
 
 @functools.lru_cache(maxsize=1)
@@ -295,6 +313,7 @@ def _multitree_artifact(
     issue_lag_messages: int = ISSUE_LAG_MESSAGES,
     sibling_parts: int = SIBLING_PARTS,
     phase: str = "allreduce",
+    trees: str = "computed",
 ) -> Schedule:
     m, n = mesh_shape("mesh_multitree_artifact_allreduce", p, topology)
     if phase not in _PHASES:
@@ -307,7 +326,11 @@ def _multitree_artifact(
         raise ValueError(f"sibling_parts must be >= 1, got {parts}")
     if size < p:
         raise ValueError(f"size_bytes = {size} cannot fill {p} non-empty chunks")
-    mt = artifact_multitree(m, n)
+    if trees not in _TREES:
+        raise ValueError(f"trees must be one of {', '.join(_TREES)}; got {trees!r}")
+    mt = artifact_multitree(m, n)  # also refuses meshes the artifact never ran
+    if trees == "computed":
+        mt = multitree(m, n)
     T = mt.steps
     chunk = kit.split_bytes(size, p, allow_empty=False)
     msg = ARTIFACT_MESSAGE_BYTES
@@ -330,7 +353,7 @@ def _multitree_artifact(
         phase,
         rule="explicit",
         owners=None if phase == "allreduce" else owners.tolist(),
-        name=f"mesh_multitree_artifact({m}x{n}, {size} B, T={T}, lag={lag})",
+        name=f"mesh_multitree_artifact({m}x{n}, {size} B, T={T}, lag={lag}, {trees})",
     )
     par = mt.parents
     kids: list[list[list[int]]] = [[[] for _ in range(p)] for _ in range(p)]
@@ -387,19 +410,20 @@ register(
         variant="artifact",
         families=("mesh",),
         source=(
-            "github.com/sabuj7177/TTO_HPCA_2024 commit 156128c5: trees "
-            "src/SavedTrees/multitree_<N>; schedule src/allreduce/"
+            "github.com/sabuj7177/TTO_HPCA_2024 commit 156128c5: trees of "
+            "compute_trees (or src/SavedTrees/multitree_<N>); schedule src/allreduce/"
             "multitree_allreduce.py generate_schedule and the driver src/hmc.py "
             "(strict_schedule, four interfaces); not the paper's MultiTree"
         ),
         summary=(
-            "MultiTree as the MCM artifact runs it: its saved trees, whole flows, "
-            "each chiplet's steps in order (saved meshes 3x3 .. 9x9)"
+            "MultiTree as the MCM artifact runs it: its trees, whole flows, "
+            "each chiplet's steps in order (the artifact's meshes 3x3 .. 9x9)"
         ),
         builder=_multitree_artifact,
         parameters={
             "issue_lag_messages": ISSUE_LAG_MESSAGES,
             "sibling_parts": SIBLING_PARTS,
+            "trees": "computed",
         },
         max_ranks=81,
         label="MultiTree (artifact)",
