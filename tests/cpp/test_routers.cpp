@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <vector>
 
@@ -127,6 +128,26 @@ TEST(Routers, MalformedInputIsRefused) {
   refused(cyc);
   net.buffer_packets = 0;
   refused(flows({{0}}, {1}, 8));
+}
+
+TEST(Routers, InfiniteOrNegativeCostsAreRefused) {
+  // Event times must stay finite and >= 0: the event heap orders their bits.
+  const RouterFlows f = flows({{0, 1}}, {2}, 8);
+  auto refused = [&](const RouterNetwork& net, const RouterFlows& fl) {
+    EXPECT_THROW(simulate_routers(fl, net, kNoLimit), std::invalid_argument);
+  };
+  RouterNetwork net = line(2, 1e9, 0.0, 4);
+  EXPECT_NO_THROW(simulate_routers(f, net, kNoLimit));
+  net.inv_bw[1] = std::numeric_limits<double>::infinity();
+  refused(net, f);
+  net = line(2, 1e9, 0.0, 4);
+  net.latency_s[0] = std::numeric_limits<double>::quiet_NaN();
+  refused(net, f);
+  RouterFlows late = f;
+  late.alpha_s = std::numeric_limits<double>::infinity();
+  refused(line(2, 1e9, 0.0, 4), late);
+  late.alpha_s = -1e-9;
+  refused(line(2, 1e9, 0.0, 4), late);
 }
 
 TEST(Routers, RunsOverMaxEventsAreRefusedWithTheirCount) {

@@ -12,8 +12,9 @@
 #include "wafercoll/simulate/routers.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <limits>
-#include <queue>
 #include <stdexcept>
 #include <string>
 
@@ -47,10 +48,57 @@ struct Ev {
   Kind kind;
 };
 
-struct Later {
-  bool operator()(const Ev& a, const Ev& b) const {
-    return a.time != b.time ? a.time > b.time : a.seq > b.seq;
+// The pending events, earliest first and, at one time, in the order they were
+// created (their seq): a binary heap of (time, seq, slot) entries, the rest of
+// each event in a pool of slots. An entry is half the size of an event, so the
+// heap's sifts touch half the memory. (time, seq) is a total order: the events
+// leave in the same order from any heap of it.
+class EventHeap {
+ public:
+  bool empty() const { return heap_.empty(); }
+
+  void push(const Ev& e) {
+    std::uint64_t slot;
+    if (!free_.empty()) {
+      slot = free_.back();
+      free_.pop_back();
+      pool_[slot] = e;
+    } else {
+      slot = pool_.size();
+      pool_.push_back(e);
+    }
+    // A time's bits order as the time does: times are >= 0 (+ 0.0 turns -0.0
+    // into 0.0), so the key compares as one 128-bit integer, without branches.
+    const double t = e.time + 0.0;
+    std::uint64_t bits;
+    std::memcpy(&bits, &t, sizeof bits);
+    heap_.push_back(Entry{bits, e.seq, slot});
+    std::push_heap(heap_.begin(), heap_.end(), Later{});
   }
+
+  // Removes the earliest event and returns it.
+  Ev pop() {
+    std::pop_heap(heap_.begin(), heap_.end(), Later{});
+    const std::uint64_t slot = heap_.back().slot;
+    heap_.pop_back();
+    free_.push_back(slot);
+    return pool_[slot];
+  }
+
+ private:
+  struct Entry {
+    std::uint64_t time, seq, slot;
+  };
+  struct Later {
+    bool operator()(const Entry& a, const Entry& b) const {
+      using U = unsigned __int128;
+      return ((U{a.time} << 64) | a.seq) > ((U{b.time} << 64) | b.seq);
+    }
+  };
+
+  std::vector<Entry> heap_;
+  std::vector<Ev> pool_;
+  std::vector<std::uint64_t> free_;
 };
 
 class RouterLoop {
@@ -75,7 +123,7 @@ class RouterLoop {
   const RouterFlows& f_;
   const RouterNetwork& n_;
   RouterResult res_;
-  std::priority_queue<Ev, std::vector<Ev>, Later> events_;
+  EventHeap events_;
   std::uint64_t seq_ = 0;
   // Input ports of link l: the links into its source node, then injection.
   std::vector<std::int64_t> in_off_;
@@ -111,10 +159,14 @@ void RouterLoop::check() const {
   need(f_.route_off.back() == static_cast<std::int64_t>(f_.route_links.size()) &&
            f_.dep_off.back() == static_cast<std::int64_t>(f_.deps.size()),
        "offsets must end at the list sizes");
+  // Finite, non-negative costs keep every event time finite and >= 0, as the
+  // event heap's keys need.
+  need(f_.alpha_s >= 0.0 && std::isfinite(f_.alpha_s), "alpha_s must be finite and >= 0");
+  auto cost = [](double c) { return c >= 0.0 && std::isfinite(c); };
   for (std::int64_t l = 0; l < L; ++l)
     need(n_.link_src[l] >= 0 && n_.link_src[l] < n_.num_nodes && n_.link_dst[l] >= 0 &&
-             n_.link_dst[l] < n_.num_nodes && n_.inv_bw[l] >= 0.0 && n_.latency_s[l] >= 0.0,
-         "link " + std::to_string(l) + " has a node out of range or a negative cost");
+             n_.link_dst[l] < n_.num_nodes && cost(n_.inv_bw[l]) && cost(n_.latency_s[l]),
+         "link " + std::to_string(l) + " has a node out of range or a negative or infinite cost");
   for (std::int64_t t = 0; t < T; ++t) {
     need(f_.bytes[t] >= 0, "transfer " + std::to_string(t) + " has a negative size");
     need(f_.route_off[t] <= f_.route_off[t + 1] && f_.dep_off[t] <= f_.dep_off[t + 1],
@@ -318,8 +370,7 @@ RouterResult RouterLoop::run(std::int64_t max_events) {
   for (std::int64_t t = 0; t < T; ++t)
     if (pending_[t] == 0) push(f_.alpha_s, 0.0, kInject, static_cast<std::int32_t>(t), 0, 0);
   while (!events_.empty()) {
-    const Ev e = events_.top();
-    events_.pop();
+    const Ev e = events_.pop();
     if (e.kind == kDeliver) {
       delivered(e);
       continue;

@@ -211,13 +211,19 @@ def _sweep(
     keys = ["sweep", "panel", "algorithm", "mapping", "n" if two_d else "P", "PEs"]
     keys += ["B", "bytes", "model", "sim", "rel_error", "events"]
     cols: dict[str, list[Any]] = {k: [] for k in keys}
+    # A point on two sweeps (the sweep over B passes B_FIXED at the grid the
+    # sweep over n also reaches) is simulated once.
+    measured: dict[tuple[Any, ...], tuple[float, float]] = {}
     for sweep, size, B, sim_ok in progress(points, "2D" if two_d else "1D"):
         cases = _cases_2d(size, B) if two_d else _cases_1d(size, B)
         topo = wafer.wafer_grid(size, size) if two_d else wafer.wafer_row(size)
         for panel, algorithm, mapping, model, make in cases:
             sim, events = (math.nan, math.nan)
             if sim_ok(algorithm):
-                sim, events = _measure(make, topo, cap)
+                key = (size, B, panel, algorithm, mapping)
+                if key not in measured:
+                    measured[key] = _measure(make, topo, cap)
+                sim, events = measured[key]
             row = (sweep, panel, algorithm, mapping, size, size * size, B, 4 * B)
             row += (float(model), sim, (model - sim) / sim, events)
             for k, v in zip(keys, row, strict=True):
