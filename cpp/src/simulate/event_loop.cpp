@@ -233,7 +233,10 @@ void Simulation::complete(TransferId t) {
 // Dataflow only: the last packet of slot `slot` was delivered, which
 // releases the transfers that take its data.
 void Simulation::delivered(std::int64_t slot, Seconds when) {
-  if (--progress_.slots[slot].deliv != 0) return;
+  // With slot counts, packet_done() counts this packet down right after
+  // (nothing is processed): the slot is delivered when it is the last.
+  if (costs_.slot_counts ? progress_.slot_left[slot] != 1 : --progress_.slots[slot].deliv != 0)
+    return;
   const EdgeCsr<TransferId>& next = dataflow_.data;
   if (next.empty()) return;
   for (std::int64_t i = next.offset(slot), e = next.offset(slot + 1); i < e; ++i)
@@ -287,6 +290,8 @@ void Simulation::park(const Event& ev, std::int64_t gate) {
 void Simulation::packet_done(TransferId t, std::int64_t slot, Seconds when) {
   if (costs_.unicast) {
     if (--progress_.hot[t].left != 0) return;
+  } else if (costs_.slot_counts) {
+    if (--progress_.slot_left[slot] != 0) return;
   } else if (--progress_.slots[slot].left != 0) {
     return;
   }

@@ -104,10 +104,12 @@ void Simulation::set_port_bandwidths(const std::vector<double>& fastest_out,
 }
 
 // Per transfer and per destination slot state: hot is taken over from the
-// preparation. Destination slots are kept only where they hold something:
-// transfers to several destinations or dataflow (their countdowns), ports
-// of several channels (the ejection channel) or a processing cost with one
-// channel (the destination's endpoint).
+// preparation. Destination slots (SlotState) are kept only where they hold
+// something beyond a count: ports of several channels (the ejection
+// channel) or a processing cost (the destination's endpoint, and a count of
+// packets delivered apart from those processed). Otherwise transfers to
+// several destinations or dataflow count their packets per slot in
+// slot_left.
 void Simulation::prepare_transfers(Prepared& prep) {
   const TransferId T = dim_.transfers;
   Progress& pr = progress_;
@@ -122,18 +124,24 @@ void Simulation::prepare_transfers(Prepared& prep) {
       net_.switch_reduce_Bps > 0.0 ? 1.0 / net_.switch_reduce_Bps : 0.0;
   const bool processing = costs_.reduce_s_per_byte > 0.0 || costs_.copy_s_per_byte > 0.0 ||
                           (costs_.switches && costs_.switch_reduce_s_per_byte > 0.0);
-  const bool slots = !costs_.unicast || dim_.channels > 1 || processing;
+  const bool slots = dim_.channels > 1 || processing;
+  costs_.slot_counts = !costs_.unicast && !slots;
   pr.pending.resize(T);
   size_times(T);
   // Destinations to count down only where a transfer has several.
   const bool countdown = dim_.dst_slots != T;
   if (countdown) pr.dsts_left.resize(T);
   if (slots) pr.slots.resize(static_cast<std::size_t>(dim_.dst_slots));
+  if (costs_.slot_counts) pr.slot_left.resize(static_cast<std::size_t>(dim_.dst_slots));
   if (dim_.channels > 1) pr.inj_chan.assign(T, -1);
   for (TransferId t = 0; t < T; ++t) {
     pr.pending[t] = static_cast<std::int32_t>(sched_.num_deps(t));
     // (With Costs::unicast, packetize() set TransferHot::left.)
     if (countdown) pr.dsts_left[t] = static_cast<std::int32_t>(sched_.num_dsts(t));
+    if (costs_.slot_counts) {
+      for (std::int64_t i = sched_.dst_offsets()[t]; i < sched_.dst_offsets()[t + 1]; ++i)
+        pr.slot_left[i] = pr.hot[t].npackets;
+    }
     if (!slots) continue;
     for (std::int64_t i = sched_.dst_offsets()[t]; i < sched_.dst_offsets()[t + 1]; ++i)
       pr.slots[i] =
@@ -441,6 +449,7 @@ SimResult Simulation::collect() {
   BigVector<std::int32_t>().swap(pr.pending);
   BigVector<std::int32_t>().swap(pr.dsts_left);
   BigVector<SlotState>().swap(pr.slots);
+  BigVector<std::uint32_t>().swap(pr.slot_left);
   pr.successors = SuccessorLists{};
   tries_ = StageTries{};
   const LinkId L = dim_.links;

@@ -18,7 +18,9 @@
 // per transfer, where a trie costs 24 bytes per stage (hops + 2 with ports).
 // When every transfer has one destination (complete mode), its destination's
 // countdown lives in its TransferHot, and no per-destination records are kept
-// unless ports with several channels or a processing cost need them. Per
+// unless ports with several channels or a processing cost need them; without
+// those, other runs (dataflow, several destinations) keep a 4-byte count per
+// destination (Progress::slot_left) instead of a SlotState. Per
 // such transfer the run then holds TransferHot (32), pending (4), one time
 // (8: when it can start, then when it finished; 16 when the times are
 // recorded, in the result's arrays) and the successor lists (4 per transfer
@@ -241,6 +243,9 @@ struct Costs {
   // Complete mode and every transfer has one destination: the countdown of
   // its packets is TransferHot::left, and no dsts_left is kept.
   bool unicast = false;
+  // Not unicast, no port of several channels and no processing: the
+  // destinations' countdowns are Progress::slot_left, and no SlotState is kept.
+  bool slot_counts = false;
   bool spray = false;     // NetworkModel::spray (the tries hold SprayChoices)
   // Dataflow: some computed route's stages carry order gates
   // (DataflowEdges::gate_base is filled).
@@ -266,6 +271,11 @@ struct Progress {
   BigVector<Bytes> wide_last;           // see TransferHot::last_bytes
   BigVector<std::int32_t> inj_chan;     // per transfer with several channels per port
   BigVector<SlotState> slots;           // per destination slot, where needed (see above)
+  // Per destination slot when no slot needs a SlotState's channel or
+  // endpoint (Costs::slot_counts): the packets still to come there, 4 bytes
+  // per slot instead of 16. Nothing is processed then, so a packet is
+  // delivered and done at once, and one count serves as both left and deliv.
+  BigVector<std::uint32_t> slot_left;
   SuccessorLists successors;            // complete mode: who waits for whom
   TransferId completed = 0;
   std::int64_t tasks_completed = 0;
