@@ -174,10 +174,10 @@ std::int64_t Simulation::next_sprayed(TransferId t, std::int32_t node, std::int6
 // forward it may have their next packet ready. With several stream
 // dependencies a packet is ready once it has arrived from all of them.
 void Simulation::stream_delivered(std::int64_t slot, Seconds when) {
-  const EdgeCsr<std::pair<TransferId, std::int32_t>>& streams = dataflow_.stream;
+  const EdgeCsr<std::uint32_t>& streams = dataflow_.stream;
   if (streams.empty()) return;
   for (std::int64_t i = streams.offset(slot), e = streams.offset(slot + 1); i < e; ++i) {
-    const auto [t, q] = streams.list[i];
+    const auto [t, q] = stream_edge(dataflow_, i);
     StreamState& ss = stream_of(t);
     const std::int32_t nq = ss.nq;
     const bool fresh = ss.live < 0;

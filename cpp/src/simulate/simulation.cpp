@@ -231,7 +231,7 @@ struct EdgeLists {
   std::vector<std::pair<TransferId, TransferId>> complete;      // (d, t)
   std::vector<std::pair<std::int32_t, TransferId>> data;        // (d slot, t)
   std::vector<std::pair<std::int32_t, std::int32_t>> gate;      // (d gate, t gate)
-  std::vector<std::pair<std::int32_t, std::pair<TransferId, std::int32_t>>> stream;
+  StreamEdges stream;
 };
 
 // Edges by their first element (< n), by counting sort. Edges were
@@ -262,6 +262,35 @@ void to_csr(Edges& edges, std::int64_t n, EdgeCsr<Item>& csr) {
 }
 
 }  // namespace
+
+void set_stream_edges(StreamEdges& edges, std::int64_t slots, TransferId transfers,
+                      DataflowEdges& df, int bits) {
+  std::int32_t max_queue = 0;
+  for (const auto& e : edges) max_queue = std::max(max_queue, e.second.second);
+  int shift = 0;
+  while (shift < 31 && (std::int64_t{1} << shift) <= max_queue) ++shift;
+  int t_bits = 0;
+  while (t_bits < 31 && (std::int64_t{1} << t_bits) < transfers) ++t_bits;
+  const bool packed = t_bits + shift <= bits;
+  df.stream_shift = packed ? shift : 0;
+  df.stream_queue.clear();
+  if (!packed) {  // the queues in their own list, in the same order
+    std::vector<std::pair<std::int32_t, std::int32_t>> queues;
+    queues.reserve(edges.size());
+    for (const auto& e : edges) queues.emplace_back(e.first, e.second.second);
+    EdgeCsr<std::int32_t> q;
+    to_csr(queues, slots, q);
+    df.stream_queue = std::move(q.list);
+  }
+  std::vector<std::pair<std::int32_t, std::uint32_t>> items;
+  items.reserve(edges.size());
+  for (const auto& e : edges)
+    items.emplace_back(e.first, (static_cast<std::uint32_t>(e.second.first) << df.stream_shift) |
+                                    (packed ? static_cast<std::uint32_t>(e.second.second) : 0u));
+  edges.clear();
+  edges.shrink_to_fit();
+  to_csr(items, slots, df.stream);
+}
 
 // Dataflow mode: classify every dependency edge d -> t (see simulate.hpp).
 // complete edges release t when d completes; data edges when d's slot for
@@ -309,7 +338,7 @@ void Simulation::prepare_dataflow() {
   }
   to_csr(edges.complete, T, dataflow_.complete);
   to_csr(edges.data, dim_.dst_slots, dataflow_.data);
-  to_csr(edges.stream, dim_.dst_slots, dataflow_.stream);
+  set_stream_edges(edges.stream, dim_.dst_slots, T, dataflow_);
   // Room for every stream in progress at once (address space until used):
   // growing the pool would move the runs in progress, and a pipeline of
   // chunks (TTO) has most of its streams in progress.
