@@ -135,8 +135,9 @@ void Simulation::start(TransferId t) {
     return;
   }
   const Seconds a = progress_.ready[t] + net_.alpha_s;
-  const TransferHot& h = progress_.hot[t];
+  TransferHot& h = progress_.hot[t];
   result_.packets += h.npackets;
+  if (costs_.pending_in_hot) h.left = h.npackets;  // from dependencies to packets
   if (costs_.dataflow && h.stream_id >= 0) {
     // Until a packet has arrived the stream has nothing to pace: its run
     // state is taken with the first (stream_delivered), which reads the
@@ -209,7 +210,8 @@ void Simulation::stream_delivered(std::int64_t slot, Seconds when) {
 // One of x's start conditions is met at `when`; x starts with the last.
 void Simulation::release(TransferId x, Seconds when) {
   progress_.ready[x] = std::max(progress_.ready[x], when);
-  if (--progress_.pending[x] == 0) start(x);
+  if (costs_.pending_in_hot ? --progress_.hot[x].left == 0 : --progress_.pending[x] == 0)
+    start(x);
 }
 
 void Simulation::complete(TransferId t) {
@@ -706,7 +708,7 @@ void Simulation::run_task(std::int64_t k, Seconds at) {
 void Simulation::run() {
   if (dim_.tasks == 0) {
     for (TransferId t = 0; t < dim_.transfers; ++t)
-      if (progress_.pending[t] == 0) start(t);
+      if ((costs_.pending_in_hot ? progress_.hot[t].left : progress_.pending[t]) == 0) start(t);
   } else {
     // A gate completes when it starts and releases its successors at once,
     // so the roots are taken before any starts (a scan would meet the ones

@@ -126,7 +126,8 @@ void Simulation::prepare_transfers(Prepared& prep) {
                           (costs_.switches && costs_.switch_reduce_s_per_byte > 0.0);
   const bool slots = dim_.channels > 1 || processing;
   costs_.slot_counts = !costs_.unicast && !slots;
-  pr.pending.resize(T);
+  costs_.pending_in_hot = costs_.unicast && dim_.tasks == 0;
+  if (!costs_.pending_in_hot) pr.pending.resize(T);
   size_times(T);
   // Destinations to count down only where a transfer has several.
   const bool countdown = dim_.dst_slots != T;
@@ -135,8 +136,12 @@ void Simulation::prepare_transfers(Prepared& prep) {
   if (costs_.slot_counts) pr.slot_left.resize(static_cast<std::size_t>(dim_.dst_slots));
   if (dim_.channels > 1) pr.inj_chan.assign(T, -1);
   for (TransferId t = 0; t < T; ++t) {
-    pr.pending[t] = static_cast<std::int32_t>(sched_.num_deps(t));
-    // (With Costs::unicast, packetize() set TransferHot::left.)
+    // (With Costs::unicast, packetize() set TransferHot::left to the
+    // packets, which start() sets again in this case.)
+    if (costs_.pending_in_hot)
+      pr.hot[t].left = static_cast<std::uint32_t>(sched_.num_deps(t));
+    else
+      pr.pending[t] = static_cast<std::int32_t>(sched_.num_deps(t));
     if (countdown) pr.dsts_left[t] = static_cast<std::int32_t>(sched_.num_dsts(t));
     if (costs_.slot_counts) {
       for (std::int64_t i = sched_.dst_offsets()[t]; i < sched_.dst_offsets()[t + 1]; ++i)

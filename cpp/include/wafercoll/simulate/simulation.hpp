@@ -21,11 +21,12 @@
 // unless ports with several channels or a processing cost need them; without
 // those, other runs (dataflow, several destinations) keep a 4-byte count per
 // destination (Progress::slot_left) instead of a SlotState. Per
-// such transfer the run then holds TransferHot (32), pending (4), one time
-// (8: when it can start, then when it finished; 16 when the times are
-// recorded, in the result's arrays) and the successor lists (4 per transfer
-// plus 4 per dependency edge): 48 bytes plus 4 per dependency, beside the
-// schedule's own.
+// such transfer the run then holds TransferHot (32, which also counts the
+// dependencies not yet met until the transfer starts, without a task
+// graph), one time (8: when it can start, then when it finished; 16 when
+// the times are recorded, in the result's arrays) and the successor lists
+// (4 per transfer plus 4 per dependency edge): 44 bytes plus 4 per
+// dependency, beside the schedule's own.
 #pragma once
 
 #include <cstdint>
@@ -81,7 +82,8 @@ struct TransferHot {
     // Dataflow: index into the dataflow streams, else -1.
     std::int32_t stream_id;
     // Complete mode when every transfer has one destination
-    // (Costs::unicast): the packets still to be done there.
+    // (Costs::unicast): the packets still to be done there; before t
+    // starts, with Costs::pending_in_hot, its dependencies not yet met.
     std::uint32_t left;
   };
   bool computed() const { return base < 0; }
@@ -246,6 +248,10 @@ struct Costs {
   // Not unicast, no port of several channels and no processing: the
   // destinations' countdowns are Progress::slot_left, and no SlotState is kept.
   bool slot_counts = false;
+  // Unicast without a task graph: until a transfer starts, the dependencies
+  // it waits for are counted in TransferHot::left (its packets are counted
+  // there only from its start), and no pending array is kept.
+  bool pending_in_hot = false;
   bool spray = false;     // NetworkModel::spray (the tries hold SprayChoices)
   // Dataflow: some computed route's stages carry order gates
   // (DataflowEdges::gate_base is filled).
@@ -256,6 +262,7 @@ struct Costs {
 struct Progress {
   // pending, ready and finish: per transfer, then per task of the task graph.
   BigVector<std::int32_t> pending;      // dependencies (or gates) not yet met
+                                        // (empty with Costs::pending_in_hot)
   BigVector<std::int32_t> dsts_left;    // per transfer: destinations not yet done
                                         // (empty when every transfer has one)
   // When each can start, and when it finished. Unless the times are
