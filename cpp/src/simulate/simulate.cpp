@@ -291,7 +291,7 @@ void radix_pass(TransferId T, Get get, std::vector<TransferId>& order,
 // from the last field to the first, starting from index order (which
 // settles the duplicates). Linear in the transfers, where a comparison sort
 // of 2 M keys cost a quarter of a run.
-void canonical_ranks_by_field(const Schedule& s, Prepared& p) {
+void canonical_ranks_by_field(const Schedule& s, std::unique_ptr<std::uint32_t[]>& rank) {
   const TransferId T = s.num_transfers();
   std::vector<TransferId> order(T);
   std::iota(order.begin(), order.end(), 0);
@@ -308,7 +308,8 @@ void canonical_ranks_by_field(const Schedule& s, Prepared& p) {
     pass([&](TransferId t) { return *s.dsts_begin(t); });
     pass([&](TransferId t) { return s.src(t); });
   }
-  for (TransferId i = 0; i < T; ++i) p.hot[order[i]].canon = static_cast<std::uint32_t>(i);
+  rank.reset(new std::uint32_t[static_cast<std::size_t>(T)]);
+  for (TransferId i = 0; i < T; ++i) rank[order[i]] = static_cast<std::uint32_t>(i);
 }
 
 // The fields of the canonical order, most significant first; fields are >= 0.
@@ -527,8 +528,9 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
   // the thread however this function is left (declared after what the
   // thread writes, it is destroyed first).
   std::unique_ptr<std::uint32_t[]> rank;
-  bool packed = false;
-  auto order = [&s, &rank, &packed] { packed = canonical_rank_array(s, rank); };
+  auto order = [&s, &rank] {
+    if (!canonical_rank_array(s, rank)) canonical_ranks_by_field(s, rank);
+  };
   std::future<void> side;
   if (s.num_transfers() >= kParallelTransfers && std::thread::hardware_concurrency() > 1)
     side = std::async(std::launch::async, order);
@@ -548,12 +550,8 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
     side.get();
   else
     order();
-  if (!packed) {
-    canonical_ranks_by_field(s, p);
-  } else {
-    for (TransferId t = 0; t < s.num_transfers(); ++t)
-      p.hot[t].canon = rank ? rank[t] : static_cast<std::uint32_t>(t);
-  }
+  for (TransferId t = 0; t < s.num_transfers(); ++t)
+    p.hot[t].canon = rank ? rank[t] : static_cast<std::uint32_t>(t);
   rank.reset();
   // The successor lists only once the sort's keys and scratch (16 bytes per
   // transfer, 20 with the ranks) are gone: built beside them, they raised
