@@ -522,14 +522,20 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
   const bool computes = computes_routes(topo, net);
   refuse_too_many_stages(s, net, computes);
   if (computes) refuse_large_run_early(s, topo, net, p.place, opt);
-  // The canonical order reads only the schedule, so on a large schedule it
-  // is sorted on a second thread while this one builds the records and the
-  // routes; its ranks are copied into the records after. The future joins
+  // The canonical order and the successor lists read only the schedule, so
+  // on a large schedule they are made on a second thread while this one
+  // builds the records and the routes; the ranks are copied into the
+  // records after. The lists follow the sort, once its keys and scratch (16
+  // bytes per transfer) are gone: built beside them, they raised ring
+  // allreduce on ring(4096)'s peak by 16 bytes per transfer over the run's
+  // own (the lists stay for the run; the keys do not). The future joins
   // the thread however this function is left (declared after what the
   // thread writes, it is destroyed first).
   std::unique_ptr<std::uint32_t[]> rank;
-  auto order = [&s, &rank] {
+  const bool lists = for_run && net.dependencies == Dependencies::complete;
+  auto order = [&s, &rank, &p, lists] {
     if (!canonical_rank_array(s, rank)) canonical_ranks_by_field(s, rank);
+    if (lists) p.successors = successor_lists(s);
   };
   std::future<void> side;
   if (s.num_transfers() >= kParallelTransfers && std::thread::hardware_concurrency() > 1)
@@ -553,11 +559,6 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
   for (TransferId t = 0; t < s.num_transfers(); ++t)
     p.hot[t].canon = rank ? rank[t] : static_cast<std::uint32_t>(t);
   rank.reset();
-  // The successor lists only once the sort's keys and scratch (16 bytes per
-  // transfer, 20 with the ranks) are gone: built beside them, they raised
-  // ring allreduce on ring(4096)'s peak by 16 bytes per transfer over the
-  // run's own (the lists stay for the run; the keys do not).
-  if (for_run && net.dependencies == Dependencies::complete) p.successors = successor_lists(s);
   count_events(opt, p);
   // Without tries every route is computed, and base[] is read no more.
   if (p.tries.nodes.empty()) BigVector<std::int32_t>().swap(p.tries.base);
