@@ -377,6 +377,24 @@ def test_multicast_crosses_each_link_once() -> None:
     assert ru.time_s > 2.9 * size / bw
 
 
+def test_dataflow_data_edge_waits_for_its_destination_of_a_multicast() -> None:
+    # Rank 0 multicasts block 0 to ranks 1-3 in 8 packets; rank 2 then sends
+    # block 1 on, after the data it receives (a data edge: other blocks, so
+    # not a stream). It starts when the last packet reaches rank 2, one hop
+    # after rank 1 has it all and one before the multicast ends at rank 3.
+    bw, lat, size = 1e9, 1e-7, 8000
+    s = wc.Schedule(4, [size, size], "allgather", owners=[0, 2])
+    a = s.add_transfer(0, [1, 2, 3], [0])
+    s.add_transfer(2, 3, [1], deps=[a])
+    net = wc.NetworkModel(
+        bw, hop_latency_s=lat, packet_bytes=1000, dependencies="dataflow"
+    )
+    r = wc.simulate(s, wc.line(4), net, transfers=True)
+    assert close(r.transfer_ready_s[1], 2 * lat + size / bw)
+    assert close(r.rank_finish_s[1], lat + size / bw)
+    assert close(r.transfer_finish_s[0], 3 * lat + size / bw)
+
+
 def test_multicast_on_a_mesh_forms_a_tree() -> None:
     size = 4096
     topo = wc.topology.mesh(3, 3)

@@ -3,7 +3,7 @@
 // tuples, in the packed-key path, the field-wise path (keys wider than 64
 // bits), on a schedule already in order, and on a schedule large enough to
 // be prepared on two threads; the successor lists against the schedule's
-// own.
+// own; the dataflow stream edges in both of their forms.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -155,4 +155,37 @@ TEST(Prepare, SuccessorListsAsTheSchedulesOwn) {
   EXPECT_EQ(offsets_of(sim::successor_lists(s, edges + 1)), expected.offsets);
   const Schedule empty = random_schedule(2, 0, 1, 1, 7);
   EXPECT_EQ(offsets_of(sim::successor_lists(empty)), std::vector<std::int64_t>{0});
+}
+
+// Dataflow stream edges (set_stream_edges): every slot's (t, queue) pairs
+// come back in the order given, whether t and its queue share 32 bits or,
+// when they would not fit (here: fewer bits allowed), the queues are kept
+// apart.
+TEST(Prepare, StreamEdgesPackedOrApart) {
+  const std::int64_t slots = 50;
+  const TransferId transfers = 3000;
+  std::uint64_t seed = 11;
+  sim::StreamEdges edges;
+  std::vector<std::vector<std::pair<TransferId, std::int32_t>>> expected(slots);
+  for (int i = 0; i < 4000; ++i) {
+    const auto slot = static_cast<std::int32_t>(splitmix64(seed) % slots);
+    const auto t = static_cast<TransferId>(splitmix64(seed) % transfers);
+    const auto q = static_cast<std::int32_t>(splitmix64(seed) % 5);
+    edges.push_back({slot, {t, q}});
+    expected[slot].emplace_back(t, q);
+  }
+  for (const int bits : {32, 12 + 2}) {  // t takes 12 bits, queues 3
+    sim::StreamEdges copy = edges;
+    sim::DataflowEdges df;
+    sim::set_stream_edges(copy, slots, transfers, df, bits);
+    EXPECT_TRUE(copy.empty());
+    EXPECT_EQ(df.stream_queue.empty(), bits == 32);
+    EXPECT_EQ(df.stream.list.size(), edges.size());
+    for (std::int64_t x = 0; x < slots; ++x) {
+      std::vector<std::pair<TransferId, std::int32_t>> got;
+      for (std::int64_t i = df.stream.offset(x); i < df.stream.offset(x + 1); ++i)
+        got.push_back(sim::stream_edge(df, i));
+      EXPECT_EQ(got, expected[static_cast<std::size_t>(x)]) << "slot " << x << ", bits " << bits;
+    }
+  }
 }

@@ -135,8 +135,9 @@ void Simulation::start(TransferId t) {
     return;
   }
   const Seconds a = progress_.ready[t] + net_.alpha_s;
-  const TransferHot& h = progress_.hot[t];
+  TransferHot& h = progress_.hot[t];
   result_.packets += h.npackets;
+  if (costs_.pending_in_hot) h.left = h.npackets;  // from dependencies to packets
   if (costs_.dataflow && h.stream_id >= 0) {
     // Until a packet has arrived the stream has nothing to pace: its run
     // state is taken with the first (stream_delivered), which reads the
@@ -174,10 +175,10 @@ std::int64_t Simulation::next_sprayed(TransferId t, std::int32_t node, std::int6
 // forward it may have their next packet ready. With several stream
 // dependencies a packet is ready once it has arrived from all of them.
 void Simulation::stream_delivered(std::int64_t slot, Seconds when) {
-  const EdgeCsr<std::pair<TransferId, std::int32_t>>& streams = dataflow_.stream;
+  const EdgeCsr<std::uint32_t>& streams = dataflow_.stream;
   if (streams.empty()) return;
   for (std::int64_t i = streams.offset(slot), e = streams.offset(slot + 1); i < e; ++i) {
-    const auto [t, q] = streams.list[i];
+    const auto [t, q] = stream_edge(dataflow_, i);
     StreamState& ss = stream_of(t);
     const std::int32_t nq = ss.nq;
     const bool fresh = ss.live < 0;
@@ -209,7 +210,8 @@ void Simulation::stream_delivered(std::int64_t slot, Seconds when) {
 // One of x's start conditions is met at `when`; x starts with the last.
 void Simulation::release(TransferId x, Seconds when) {
   progress_.ready[x] = std::max(progress_.ready[x], when);
-  if (--progress_.pending[x] == 0) start(x);
+  if (costs_.pending_in_hot ? --progress_.hot[x].left == 0 : --progress_.pending[x] == 0)
+    start(x);
 }
 
 void Simulation::complete(TransferId t) {
@@ -233,7 +235,10 @@ void Simulation::complete(TransferId t) {
 // Dataflow only: the last packet of slot `slot` was delivered, which
 // releases the transfers that take its data.
 void Simulation::delivered(std::int64_t slot, Seconds when) {
-  if (--progress_.slots[slot].deliv != 0) return;
+  // With slot counts, packet_done() counts this packet down right after
+  // (nothing is processed): the slot is delivered when it is the last.
+  if (costs_.slot_counts ? progress_.slot_left[slot] != 1 : --progress_.slots[slot].deliv != 0)
+    return;
   const EdgeCsr<TransferId>& next = dataflow_.data;
   if (next.empty()) return;
   for (std::int64_t i = next.offset(slot), e = next.offset(slot + 1); i < e; ++i)
@@ -287,6 +292,8 @@ void Simulation::park(const Event& ev, std::int64_t gate) {
 void Simulation::packet_done(TransferId t, std::int64_t slot, Seconds when) {
   if (costs_.unicast) {
     if (--progress_.hot[t].left != 0) return;
+  } else if (costs_.slot_counts) {
+    if (--progress_.slot_left[slot] != 0) return;
   } else if (--progress_.slots[slot].left != 0) {
     return;
   }
@@ -701,7 +708,7 @@ void Simulation::run_task(std::int64_t k, Seconds at) {
 void Simulation::run() {
   if (dim_.tasks == 0) {
     for (TransferId t = 0; t < dim_.transfers; ++t)
-      if (progress_.pending[t] == 0) start(t);
+      if ((costs_.pending_in_hot ? progress_.hot[t].left : progress_.pending[t]) == 0) start(t);
   } else {
     // A gate completes when it starts and releases its successors at once,
     // so the roots are taken before any starts (a scan would meet the ones

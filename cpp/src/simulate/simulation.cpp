@@ -104,10 +104,12 @@ void Simulation::set_port_bandwidths(const std::vector<double>& fastest_out,
 }
 
 // Per transfer and per destination slot state: hot is taken over from the
-// preparation. Destination slots are kept only where they hold something:
-// transfers to several destinations or dataflow (their countdowns), ports
-// of several channels (the ejection channel) or a processing cost with one
-// channel (the destination's endpoint).
+// preparation. Destination slots (SlotState) are kept only where they hold
+// something beyond a count: ports of several channels (the ejection
+// channel) or a processing cost (the destination's endpoint, and a count of
+// packets delivered apart from those processed). Otherwise transfers to
+// several destinations or dataflow count their packets per slot in
+// slot_left.
 void Simulation::prepare_transfers(Prepared& prep) {
   const TransferId T = dim_.transfers;
   Progress& pr = progress_;
@@ -122,18 +124,29 @@ void Simulation::prepare_transfers(Prepared& prep) {
       net_.switch_reduce_Bps > 0.0 ? 1.0 / net_.switch_reduce_Bps : 0.0;
   const bool processing = costs_.reduce_s_per_byte > 0.0 || costs_.copy_s_per_byte > 0.0 ||
                           (costs_.switches && costs_.switch_reduce_s_per_byte > 0.0);
-  const bool slots = !costs_.unicast || dim_.channels > 1 || processing;
-  pr.pending.resize(T);
+  const bool slots = dim_.channels > 1 || processing;
+  costs_.slot_counts = !costs_.unicast && !slots;
+  costs_.pending_in_hot = costs_.unicast && dim_.tasks == 0;
+  if (!costs_.pending_in_hot) pr.pending.resize(T);
   size_times(T);
   // Destinations to count down only where a transfer has several.
   const bool countdown = dim_.dst_slots != T;
   if (countdown) pr.dsts_left.resize(T);
   if (slots) pr.slots.resize(static_cast<std::size_t>(dim_.dst_slots));
+  if (costs_.slot_counts) pr.slot_left.resize(static_cast<std::size_t>(dim_.dst_slots));
   if (dim_.channels > 1) pr.inj_chan.assign(T, -1);
   for (TransferId t = 0; t < T; ++t) {
-    pr.pending[t] = static_cast<std::int32_t>(sched_.num_deps(t));
-    // (With Costs::unicast, packetize() set TransferHot::left.)
+    // (With Costs::unicast, packetize() set TransferHot::left to the
+    // packets, which start() sets again in this case.)
+    if (costs_.pending_in_hot)
+      pr.hot[t].left = static_cast<std::uint32_t>(sched_.num_deps(t));
+    else
+      pr.pending[t] = static_cast<std::int32_t>(sched_.num_deps(t));
     if (countdown) pr.dsts_left[t] = static_cast<std::int32_t>(sched_.num_dsts(t));
+    if (costs_.slot_counts) {
+      for (std::int64_t i = sched_.dst_offsets()[t]; i < sched_.dst_offsets()[t + 1]; ++i)
+        pr.slot_left[i] = pr.hot[t].npackets;
+    }
     if (!slots) continue;
     for (std::int64_t i = sched_.dst_offsets()[t]; i < sched_.dst_offsets()[t + 1]; ++i)
       pr.slots[i] =
@@ -223,7 +236,7 @@ struct EdgeLists {
   std::vector<std::pair<TransferId, TransferId>> complete;      // (d, t)
   std::vector<std::pair<std::int32_t, TransferId>> data;        // (d slot, t)
   std::vector<std::pair<std::int32_t, std::int32_t>> gate;      // (d gate, t gate)
-  std::vector<std::pair<std::int32_t, std::pair<TransferId, std::int32_t>>> stream;
+  StreamEdges stream;
 };
 
 // Edges by their first element (< n), by counting sort. Edges were
@@ -254,6 +267,35 @@ void to_csr(Edges& edges, std::int64_t n, EdgeCsr<Item>& csr) {
 }
 
 }  // namespace
+
+void set_stream_edges(StreamEdges& edges, std::int64_t slots, TransferId transfers,
+                      DataflowEdges& df, int bits) {
+  std::int32_t max_queue = 0;
+  for (const auto& e : edges) max_queue = std::max(max_queue, e.second.second);
+  int shift = 0;
+  while (shift < 31 && (std::int64_t{1} << shift) <= max_queue) ++shift;
+  int t_bits = 0;
+  while (t_bits < 31 && (std::int64_t{1} << t_bits) < transfers) ++t_bits;
+  const bool packed = t_bits + shift <= bits;
+  df.stream_shift = packed ? shift : 0;
+  df.stream_queue.clear();
+  if (!packed) {  // the queues in their own list, in the same order
+    std::vector<std::pair<std::int32_t, std::int32_t>> queues;
+    queues.reserve(edges.size());
+    for (const auto& e : edges) queues.emplace_back(e.first, e.second.second);
+    EdgeCsr<std::int32_t> q;
+    to_csr(queues, slots, q);
+    df.stream_queue = std::move(q.list);
+  }
+  std::vector<std::pair<std::int32_t, std::uint32_t>> items;
+  items.reserve(edges.size());
+  for (const auto& e : edges)
+    items.emplace_back(e.first, (static_cast<std::uint32_t>(e.second.first) << df.stream_shift) |
+                                    (packed ? static_cast<std::uint32_t>(e.second.second) : 0u));
+  edges.clear();
+  edges.shrink_to_fit();
+  to_csr(items, slots, df.stream);
+}
 
 // Dataflow mode: classify every dependency edge d -> t (see simulate.hpp).
 // complete edges release t when d completes; data edges when d's slot for
@@ -301,7 +343,7 @@ void Simulation::prepare_dataflow() {
   }
   to_csr(edges.complete, T, dataflow_.complete);
   to_csr(edges.data, dim_.dst_slots, dataflow_.data);
-  to_csr(edges.stream, dim_.dst_slots, dataflow_.stream);
+  set_stream_edges(edges.stream, dim_.dst_slots, T, dataflow_);
   // Room for every stream in progress at once (address space until used):
   // growing the pool would move the runs in progress, and a pipeline of
   // chunks (TTO) has most of its streams in progress.
@@ -441,6 +483,7 @@ SimResult Simulation::collect() {
   BigVector<std::int32_t>().swap(pr.pending);
   BigVector<std::int32_t>().swap(pr.dsts_left);
   BigVector<SlotState>().swap(pr.slots);
+  BigVector<std::uint32_t>().swap(pr.slot_left);
   pr.successors = SuccessorLists{};
   tries_ = StageTries{};
   const LinkId L = dim_.links;

@@ -18,12 +18,15 @@
 // per transfer, where a trie costs 24 bytes per stage (hops + 2 with ports).
 // When every transfer has one destination (complete mode), its destination's
 // countdown lives in its TransferHot, and no per-destination records are kept
-// unless ports with several channels or a processing cost need them. Per
-// such transfer the run then holds TransferHot (32), pending (4), one time
-// (8: when it can start, then when it finished; 16 when the times are
-// recorded, in the result's arrays) and the successor lists (4 per transfer
-// plus 4 per dependency edge): 48 bytes plus 4 per dependency, beside the
-// schedule's own.
+// unless ports with several channels or a processing cost need them; without
+// those, other runs (dataflow, several destinations) keep a 4-byte count per
+// destination (Progress::slot_left) instead of a SlotState. Per
+// such transfer the run then holds TransferHot (32, which also counts the
+// dependencies not yet met until the transfer starts, without a task
+// graph), one time (8: when it can start, then when it finished; 16 when
+// the times are recorded, in the result's arrays) and the successor lists
+// (4 per transfer plus 4 per dependency edge): 44 bytes plus 4 per
+// dependency, beside the schedule's own.
 #pragma once
 
 #include <cstdint>
@@ -79,7 +82,8 @@ struct TransferHot {
     // Dataflow: index into the dataflow streams, else -1.
     std::int32_t stream_id;
     // Complete mode when every transfer has one destination
-    // (Costs::unicast): the packets still to be done there.
+    // (Costs::unicast): the packets still to be done there; before t
+    // starts, with Costs::pending_in_hot, its dependencies not yet met.
     std::uint32_t left;
   };
   bool computed() const { return base < 0; }
@@ -241,6 +245,13 @@ struct Costs {
   // Complete mode and every transfer has one destination: the countdown of
   // its packets is TransferHot::left, and no dsts_left is kept.
   bool unicast = false;
+  // Not unicast, no port of several channels and no processing: the
+  // destinations' countdowns are Progress::slot_left, and no SlotState is kept.
+  bool slot_counts = false;
+  // Unicast without a task graph: until a transfer starts, the dependencies
+  // it waits for are counted in TransferHot::left (its packets are counted
+  // there only from its start), and no pending array is kept.
+  bool pending_in_hot = false;
   bool spray = false;     // NetworkModel::spray (the tries hold SprayChoices)
   // Dataflow: some computed route's stages carry order gates
   // (DataflowEdges::gate_base is filled).
@@ -251,6 +262,7 @@ struct Costs {
 struct Progress {
   // pending, ready and finish: per transfer, then per task of the task graph.
   BigVector<std::int32_t> pending;      // dependencies (or gates) not yet met
+                                        // (empty with Costs::pending_in_hot)
   BigVector<std::int32_t> dsts_left;    // per transfer: destinations not yet done
                                         // (empty when every transfer has one)
   // When each can start, and when it finished. Unless the times are
@@ -266,6 +278,11 @@ struct Progress {
   BigVector<Bytes> wide_last;           // see TransferHot::last_bytes
   BigVector<std::int32_t> inj_chan;     // per transfer with several channels per port
   BigVector<SlotState> slots;           // per destination slot, where needed (see above)
+  // Per destination slot when no slot needs a SlotState's channel or
+  // endpoint (Costs::slot_counts): the packets still to come there, 4 bytes
+  // per slot instead of 16. Nothing is processed then, so a packet is
+  // delivered and done at once, and one count serves as both left and deliv.
+  BigVector<std::uint32_t> slot_left;
   SuccessorLists successors;            // complete mode: who waits for whom
   TransferId completed = 0;
   std::int64_t tasks_completed = 0;
@@ -303,7 +320,13 @@ struct DataflowEdges {
   BigVector<StreamState> streams;
   std::vector<StreamRun> runs;               // the pool of streams in progress
   std::vector<std::int32_t> free_runs;       // entries of runs not in use
-  EdgeCsr<std::pair<TransferId, std::int32_t>> stream;  // by d's slot: (t, queue)
+  // By d's slot: t and its queue (the dependency's place among t's stream
+  // dependencies), as (t << stream_shift) | queue when every item fits 32
+  // bits, else t alone with the queues in stream_queue, item by item: 4
+  // bytes per stream edge instead of 8 (see stream_edge()).
+  EdgeCsr<std::uint32_t> stream;
+  std::vector<std::int32_t> stream_queue;
+  int stream_shift = 0;
   EdgeCsr<TransferId> complete;                         // by d: t
   EdgeCsr<TransferId> data;                             // by d's slot: t
   EdgeCsr<std::int32_t> gate;                           // by d's gate index: t's
@@ -314,6 +337,23 @@ struct DataflowEdges {
   BigVector<std::int32_t> gate_base;
   std::vector<std::int32_t> stage_gate;
 };
+
+// Stream edge i of df.stream: (t, queue).
+inline std::pair<TransferId, std::int32_t> stream_edge(const DataflowEdges& df, std::int64_t i) {
+  const std::uint32_t item = df.stream.list[static_cast<std::size_t>(i)];
+  const std::uint32_t mask = (std::uint32_t{1} << df.stream_shift) - 1;
+  return {static_cast<TransferId>(item >> df.stream_shift),
+          df.stream_queue.empty() ? static_cast<std::int32_t>(item & mask)
+                                  : df.stream_queue[static_cast<std::size_t>(i)]};
+}
+
+// The stream edges (d's slot, (t, queue)), with slots below `slots` and t
+// below `transfers`, into df.stream (and stream_queue, stream_shift) by
+// slot, each slot's in the order given; `edges` is emptied. Items take
+// `bits` bits (32; a parameter for the tests).
+using StreamEdges = std::vector<std::pair<std::int32_t, std::pair<TransferId, std::int32_t>>>;
+void set_stream_edges(StreamEdges& edges, std::int64_t slots, TransferId transfers,
+                      DataflowEdges& df, int bits = 32);
 
 // Dataflow mode: packets waiting at a stage whose order gates are still
 // closed. Per gate index (DataflowEdges) an index into parked (-1 for none);
