@@ -129,14 +129,17 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if a.jobs < 1:
         ap.error("--jobs must be >= 1")
-    points = [
-        (alg, n, mib * MIB, seed)
-        for alg in a.algorithm
-        for n in a.chiplets
-        for mib in a.size_mib
-        for seed in a.seeds
-    ]
     simhome = a.artifact.resolve()
+    points = []
+    for alg in a.algorithm:
+        script = (simhome / "utils/run_scripts/bw" / RUN_SCRIPTS[alg]).read_text()
+        for n in a.chiplets:
+            try:
+                script_command(script, n)
+            except ValueError:
+                print(f"skipped: {RUN_SCRIPTS[alg]} has no run on {n} chiplets")
+                continue
+            points += [(alg, n, mib * MIB, s) for mib in a.size_mib for s in a.seeds]
     with ThreadPoolExecutor(a.jobs) as pool:
         cycles = list(pool.map(lambda p: run_point(a.python, simhome, *p), points))
     with open(a.out, "w", newline="") as f:
