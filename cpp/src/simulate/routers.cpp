@@ -91,7 +91,7 @@ class EventHeap {
   };
   struct Later {
     bool operator()(const Entry& a, const Entry& b) const {
-      using U = unsigned __int128;
+      __extension__ typedef unsigned __int128 U;  // GCC and Clang; -Wpedantic-clean
       return ((U{a.time} << 64) | a.seq) > ((U{b.time} << 64) | b.seq);
     }
   };
