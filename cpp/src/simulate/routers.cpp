@@ -48,6 +48,19 @@ struct Ev {
   Kind kind;
 };
 
+// Puts v into a slot of pool, a freed one (from free_slots) if any; returns it.
+template <typename T>
+std::int64_t place(std::vector<T>& pool, std::vector<std::int64_t>& free_slots, const T& v) {
+  if (free_slots.empty()) {
+    pool.push_back(v);
+    return static_cast<std::int64_t>(pool.size()) - 1;
+  }
+  const std::int64_t i = free_slots.back();
+  free_slots.pop_back();
+  pool[static_cast<std::size_t>(i)] = v;
+  return i;
+}
+
 // The pending events, earliest first and, at one time, in the order they were
 // created (their seq): a binary heap of (time, seq, slot) entries, the rest of
 // each event in a pool of slots. An entry is half the size of an event, so the
@@ -58,15 +71,7 @@ class EventHeap {
   bool empty() const { return heap_.empty(); }
 
   void push(const Ev& e) {
-    std::uint64_t slot;
-    if (!free_.empty()) {
-      slot = free_.back();
-      free_.pop_back();
-      pool_[slot] = e;
-    } else {
-      slot = pool_.size();
-      pool_.push_back(e);
-    }
+    const auto slot = static_cast<std::uint64_t>(place(pool_, free_, e));
     // A time's bits order as the time does: times are >= 0 (+ 0.0 turns -0.0
     // into 0.0), so the key compares as one 128-bit integer, without branches.
     const double t = e.time + 0.0;
@@ -81,7 +86,7 @@ class EventHeap {
     std::pop_heap(heap_.begin(), heap_.end(), Later{});
     const std::uint64_t slot = heap_.back().slot;
     heap_.pop_back();
-    free_.push_back(slot);
+    free_.push_back(static_cast<std::int64_t>(slot));
     return pool_[slot];
   }
 
@@ -98,7 +103,7 @@ class EventHeap {
 
   std::vector<Entry> heap_;
   std::vector<Ev> pool_;
-  std::vector<std::uint64_t> free_;
+  std::vector<std::int64_t> free_;
 };
 
 class RouterLoop {
@@ -237,15 +242,7 @@ std::int64_t RouterLoop::port_of(std::int32_t l, std::int32_t from) const {
 }
 
 void RouterLoop::enqueue(std::int32_t l, std::int64_t port, const Waiting& w) {
-  std::int64_t i;
-  if (!free_.empty()) {
-    i = free_.back();
-    free_.pop_back();
-    pool_[i] = w;
-  } else {
-    i = static_cast<std::int64_t>(pool_.size());
-    pool_.push_back(w);
-  }
+  const std::int64_t i = place(pool_, free_, w);
   Fifo& q = queues_[in_off_[l] + l + port];
   if (q.last >= 0)
     pool_[q.last].next = i;
