@@ -10,10 +10,6 @@
 // transparent huge pages. Smaller blocks come from operator new.
 #pragma once
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
 #include <cstddef>
 #include <cstdlib>
 #include <limits>
@@ -48,11 +44,15 @@ constexpr std::size_t kHugePage = std::size_t{2} << 20;
 // (13 % of the wall time) of a repeated single-packet ring allreduce on
 // 1024 ranks. Thread-safe.
 constexpr std::size_t kMaxCachedBytes = std::size_t{1} << 30;
+// A fresh block of `bytes` (a multiple of kHugePage), 2 MiB aligned and
+// offered for transparent huge pages; unmap_huge_block() gives it back.
+void* map_huge_block(std::size_t bytes);
+void unmap_huge_block(void* p, std::size_t bytes);
 // A cached block of exactly `bytes` (a multiple of kHugePage), else one of
 // at most 2 * `bytes` (given back later at its own size), or nullptr after
 // giving the oldest cached blocks of at least `bytes` back to the system.
 void* take_huge_block(std::size_t bytes);
-// Keeps p (from std::aligned_alloc, of `bytes`), or frees it.
+// Keeps p (from map_huge_block, of `bytes`), or gives it back.
 void give_huge_block(void* p, std::size_t bytes);
 // Frees every cached block; returns the bytes given back.
 std::size_t release_huge_blocks();
@@ -66,7 +66,7 @@ struct HugeAlloc : DefaultInitConstruct {
   HugeAlloc() = default;
   template <typename U>
   HugeAlloc(const HugeAlloc<U>&) {}
-  // aligned_alloc needs a size that is a multiple of the alignment.
+  // Blocks are whole huge pages.
   static std::size_t rounded(std::size_t n) {
     return (n * sizeof(T) + kHugePage - 1) / kHugePage * kHugePage;
   }
@@ -74,12 +74,7 @@ struct HugeAlloc : DefaultInitConstruct {
     if (n > std::numeric_limits<std::size_t>::max() / sizeof(T) / 2) throw std::bad_alloc();
     if (n * sizeof(T) < kHugePage) return static_cast<T*>(::operator new(n * sizeof(T)));
     if (void* cached = take_huge_block(rounded(n))) return static_cast<T*>(cached);
-    void* p = std::aligned_alloc(kHugePage, rounded(n));
-    if (p == nullptr) throw std::bad_alloc();
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    madvise(p, rounded(n), MADV_HUGEPAGE);  // advice only: failure is harmless
-#endif
-    return static_cast<T*>(p);
+    return static_cast<T*>(map_huge_block(rounded(n)));
   }
   // The size decides which of the two allocators a block came from.
   void deallocate(T* p, std::size_t n) noexcept {
@@ -97,6 +92,41 @@ struct HugeAlloc : DefaultInitConstruct {
 
 template <typename T>
 using BigVector = std::vector<T, HugeAlloc<T>>;
+
+// A transient array of n default-initialised T (trivial types), for the
+// preparation's scratch (sort keys, ranks, offsets made and dropped within
+// one phase): from 2 MiB on it is mapped and unmapped at once, kept neither
+// in the arena's cache (where it would stay resident beside the run's
+// state until a request of another size evicted it) nor in malloc's heap
+// (which keeps freed blocks of up to 32 MiB resident; see map_huge_block).
+template <typename T>
+class ScratchArray {
+  static_assert(std::is_trivial_v<T>, "scratch arrays hold trivial values");
+
+ public:
+  explicit ScratchArray(std::size_t n) : n_(n) {
+    if (n > std::numeric_limits<std::size_t>::max() / sizeof(T) / 2) throw std::bad_alloc();
+    p_ = mapped() ? static_cast<T*>(map_huge_block(bytes())) : new T[n];
+  }
+  ScratchArray(const ScratchArray&) = delete;
+  ScratchArray& operator=(const ScratchArray&) = delete;
+  ~ScratchArray() {
+    if (mapped())
+      unmap_huge_block(p_, bytes());
+    else
+      delete[] p_;
+  }
+  T* data() { return p_; }
+  T& operator[](std::size_t i) { return p_[i]; }
+  const T& operator[](std::size_t i) const { return p_[i]; }
+  std::size_t size() const { return n_; }
+
+ private:
+  bool mapped() const { return n_ * sizeof(T) >= kHugePage; }
+  std::size_t bytes() const { return (n_ * sizeof(T) + kHugePage - 1) / kHugePage * kHugePage; }
+  std::size_t n_;
+  T* p_ = nullptr;
+};
 
 }  // namespace wafercoll::sim
 
