@@ -37,7 +37,7 @@ Topology Topology::custom(NodeId num_endpoints, NodeId num_hidden_routers,
   }
   const auto n = static_cast<NodeId>(nodes);
   auto data = std::make_shared<CustomData>();
-  index_links(fn, n, links, *data, true);
+  index_links(fn, n, links, *data);
   data->dist_to.resize(static_cast<std::size_t>(num_endpoints));
   // The next-hop table, when it fits: reserved, not written (its columns
   // are filled on first use, so untouched pages cost no memory).

@@ -75,7 +75,7 @@ Topology Topology::star(NodeId n, BytesPerSecond bandwidth_Bps, Seconds latency_
     links.push_back({n, i, bandwidth_Bps, latency_s});
   }
   auto data = std::make_shared<CustomData>();
-  index_links(fn, n + 1, links, *data, true);
+  index_links(fn, n + 1, links, *data);
   data->star = true;
   // search_route() stays available where the search's distances fit.
   if (std::int64_t{n} + 1 <= kMaxCustomNodes) {
