@@ -75,7 +75,7 @@ std::vector<std::uint32_t> prepared_ranks(const Schedule& s) {
   const sim::Prepared p =
       sim::prepare(s, Topology::ring(s.num_ranks()), NetworkModel{}, SimOptions{});
   std::vector<std::uint32_t> rank;
-  for (const sim::TransferHot& h : p.hot) rank.push_back(h.canon);
+  for (const sim::TransferHot& h : p.hot) rank.push_back(h.canon());
   return rank;
 }
 
@@ -107,11 +107,24 @@ TEST(Prepare, CanonicalRanksOfTransfersAlreadyInOrder) {
   EXPECT_EQ(prepared_ranks(s), identity);
 }
 
-// The offsets of successor lists, whatever their width.
-std::vector<std::int64_t> offsets_of(const sim::SuccessorLists& l) {
-  const std::size_t n = l.wide.empty() ? l.narrow.size() : l.wide.size();
+// The offsets of successor lists over n transfers, whatever their form.
+std::vector<std::int64_t> offsets_of(const sim::SuccessorLists& l, std::int64_t n) {
   std::vector<std::int64_t> out;
-  for (std::size_t t = 0; t < n; ++t) out.push_back(l.offset(static_cast<std::int64_t>(t)));
+  for (std::int64_t t = 0; t <= n; ++t) out.push_back(l.offset(t));
+  return out;
+}
+
+// Their entries, transfer by transfer, checking that range() agrees with
+// the offsets.
+std::vector<TransferId> entries_of(const sim::SuccessorLists& l, std::int64_t n) {
+  std::vector<TransferId> out;
+  for (std::int64_t t = 0; t < n; ++t) {
+    const auto [first, end] = l.range(t);
+    EXPECT_EQ(first, l.offset(t));
+    EXPECT_EQ(end, l.offset(t + 1));
+    for (std::int64_t i = first; i < end; ++i)
+      out.push_back(static_cast<TransferId>(l.entry(i, t)));
+  }
   return out;
 }
 
@@ -125,9 +138,8 @@ TEST(Prepare, LargerScheduleOnTwoThreads) {
   const sim::Prepared p =
       sim::prepare(s, Topology::ring(s.num_ranks()), NetworkModel{}, SimOptions{}, true);
   const Successors expected = successors(s);
-  EXPECT_EQ(offsets_of(p.successors), expected.offsets);
-  EXPECT_EQ(std::vector<TransferId>(p.successors.list.begin(), p.successors.list.end()),
-            expected.list);
+  EXPECT_EQ(offsets_of(p.successors, s.num_transfers()), expected.offsets);
+  EXPECT_EQ(entries_of(p.successors, s.num_transfers()), expected.list);
 }
 
 TEST(Prepare, SuccessorListsAsTheSchedulesOwn) {
@@ -141,20 +153,53 @@ TEST(Prepare, SuccessorListsAsTheSchedulesOwn) {
     s.add(0, 1, 0, 1, Op::copy, {a, b});
   }
   const Successors expected = successors(s);
+  const TransferId n = s.num_transfers();
+  // Compact: one-byte counts with sampled offsets, 16-bit differences.
   const sim::SuccessorLists got = sim::successor_lists(s);
-  EXPECT_TRUE(got.wide.empty());  // 32-bit offsets
-  EXPECT_EQ(offsets_of(got), expected.offsets);
-  EXPECT_EQ(std::vector<TransferId>(got.list.begin(), got.list.end()), expected.list);
+  EXPECT_FALSE(got.count.empty());
+  EXPECT_FALSE(got.delta.empty());
+  EXPECT_EQ(offsets_of(got, n), expected.offsets);
+  EXPECT_EQ(entries_of(got, n), expected.list);
+  // Not compact: 32-bit offsets and ids.
+  const sim::SuccessorLists plain = sim::successor_lists(s, sim::kNarrowSuccessors, false);
+  EXPECT_TRUE(plain.count.empty());
+  EXPECT_TRUE(plain.delta.empty());
+  EXPECT_FALSE(plain.narrow.empty());
+  EXPECT_EQ(offsets_of(plain, n), expected.offsets);
+  EXPECT_EQ(entries_of(plain, n), expected.list);
   // The same lists with 64-bit offsets, as a list of 2^32 entries or more
   // would have them.
   const auto edges = static_cast<std::int64_t>(expected.list.size());
   const sim::SuccessorLists wide = sim::successor_lists(s, edges);
   EXPECT_TRUE(wide.narrow.empty());
-  EXPECT_EQ(offsets_of(wide), expected.offsets);
-  EXPECT_EQ(std::vector<TransferId>(wide.list.begin(), wide.list.end()), expected.list);
-  EXPECT_EQ(offsets_of(sim::successor_lists(s, edges + 1)), expected.offsets);
+  EXPECT_TRUE(wide.count.empty());
+  EXPECT_EQ(offsets_of(wide, n), expected.offsets);
+  EXPECT_EQ(entries_of(wide, n), expected.list);
+  EXPECT_EQ(offsets_of(sim::successor_lists(s, edges + 1), n), expected.offsets);
   const Schedule empty = random_schedule(2, 0, 1, 1, 7);
-  EXPECT_EQ(offsets_of(sim::successor_lists(empty)), std::vector<std::int64_t>{0});
+  EXPECT_EQ(offsets_of(sim::successor_lists(empty), 0), std::vector<std::int64_t>{0});
+}
+
+TEST(Prepare, SuccessorListsTooFarOrTooManyForTheCompactForm) {
+  // A dependency 2^15 transfers back: ids instead of differences.
+  Schedule far = random_schedule(8, 40000, 8, 64, 8);
+  far.add(0, 1, 0, 1, Op::copy, {0, 39999});
+  const Successors fe = successors(far);
+  const sim::SuccessorLists f = sim::successor_lists(far);
+  EXPECT_TRUE(f.delta.empty());
+  EXPECT_FALSE(f.count.empty());
+  EXPECT_EQ(offsets_of(f, far.num_transfers()), fe.offsets);
+  EXPECT_EQ(entries_of(f, far.num_transfers()), fe.list);
+  // 256 transfers waiting for one: 32-bit offsets instead of counts.
+  Schedule many = random_schedule(8, 300, 8, 64, 9);
+  for (int i = 0; i < 256; ++i) many.add(0, 1, 0, 1, Op::copy, {5});
+  const Successors me = successors(many);
+  const sim::SuccessorLists m = sim::successor_lists(many);
+  EXPECT_TRUE(m.count.empty());
+  EXPECT_FALSE(m.narrow.empty());
+  EXPECT_FALSE(m.delta.empty());
+  EXPECT_EQ(offsets_of(m, many.num_transfers()), me.offsets);
+  EXPECT_EQ(entries_of(m, many.num_transfers()), me.list);
 }
 
 // Dataflow stream edges (set_stream_edges): every slot's (t, queue) pairs

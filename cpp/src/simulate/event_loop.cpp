@@ -34,7 +34,7 @@ namespace wafercoll::sim {
 // refuses long before).
 std::int64_t Simulation::packet_of(const Event& e) const {
   return static_cast<std::int64_t>((e.tie_key >> kCanonBits) -
-                                   progress_.hot[tries_.nodes[e.node].transfer()].key0);
+                                   progress_.hot[tries_.nodes[e.node].transfer()].key0());
 }
 
 // Queues packet `packet` of transfer tr at trie node `node`. The first event
@@ -42,8 +42,7 @@ std::int64_t Simulation::packet_of(const Event& e) const {
 void Simulation::push(Seconds t, std::int64_t packet, TransferId tr, std::int32_t node,
                       std::uint32_t kind, Seconds head) {
   const TransferHot& h = progress_.hot[tr];
-  const std::uint64_t pos = std::min(h.key0 + static_cast<std::uint64_t>(packet), kMaxPos);
-  enqueue(Event{t, (pos << kCanonBits) | h.canon, head,
+  enqueue(Event{t, h.tie_key(packet), head,
                 (static_cast<std::uint32_t>(node - h.base) << 1) | kind, node});
 }
 
@@ -52,8 +51,7 @@ void Simulation::push(Seconds t, std::int64_t packet, TransferId tr, std::int32_
 void Simulation::push_computed(Seconds t, std::int64_t packet, TransferId tr,
                                std::int32_t stage, std::uint32_t kind, Seconds head) {
   const TransferHot& h = progress_.hot[tr];
-  const std::uint64_t pos = std::min(h.key0 + static_cast<std::uint64_t>(packet), kMaxPos);
-  enqueue(Event{t, (pos << kCanonBits) | h.canon, head,
+  enqueue(Event{t, h.tie_key(packet), head,
                 (static_cast<std::uint32_t>(stage) << 1) | kind, kComputedNode | tr});
 }
 
@@ -62,8 +60,7 @@ void Simulation::push_computed(Seconds t, std::int64_t packet, TransferId tr,
 void Simulation::requeue(const Event& ev, Seconds t, std::int64_t packet, TransferId tr,
                          std::uint32_t kind, Seconds head) {
   const TransferHot& h = progress_.hot[tr];
-  const std::uint64_t pos = std::min(h.key0 + static_cast<std::uint64_t>(packet), kMaxPos);
-  enqueue(Event{t, (pos << kCanonBits) | h.canon, head, (ev.local_key & ~1u) | kind, ev.node});
+  enqueue(Event{t, h.tie_key(packet), head, (ev.local_key & ~1u) | kind, ev.node});
 }
 
 void Simulation::enqueue(const Event& e) {
@@ -85,7 +82,7 @@ void Simulation::enqueue(const Event& e) {
 void Simulation::try_inject(TransferId t) {
   const TransferHot& h = progress_.hot[t];
   StreamRun& st = stream_run(t);
-  if (st.next < 0 || st.next >= h.npackets || st.ready.empty()) return;
+  if (st.next < 0 || st.next >= npackets(h) || st.ready.empty()) return;
   const Seconds go = std::max(st.pace, st.ready.front());
   if (h.computed())
     push_computed(go, st.next, t, 0, kArrive, go);
@@ -136,8 +133,8 @@ void Simulation::start(TransferId t) {
   }
   const Seconds a = progress_.ready[t] + net_.alpha_s;
   TransferHot& h = progress_.hot[t];
-  result_.packets += h.npackets;
-  if (costs_.pending_in_hot) h.left = h.npackets;  // from dependencies to packets
+  result_.packets += npackets(h);
+  if (costs_.pending_in_hot) h.left = static_cast<std::uint32_t>(npackets(h));  // from dependencies to packets
   if (costs_.dataflow && h.stream_id >= 0) {
     // Until a packet has arrived the stream has nothing to pace: its run
     // state is taken with the first (stream_delivered), which reads the
@@ -227,8 +224,9 @@ void Simulation::complete(TransferId t) {
     for (std::int64_t i = next.offset(t), e = next.offset(t + 1); i < e; ++i)
       release(next.list[i], pr.finish[t]);
   } else {
-    for (std::int64_t i = pr.successors.offset(t), e = pr.successors.offset(t + 1); i < e; ++i)
-      release(pr.successors.list[i], pr.finish[t]);
+    const auto [first, end] = pr.successors.range(t);
+    for (std::int64_t i = first; i < end; ++i)
+      release(static_cast<TransferId>(pr.successors.entry(i, t)), pr.finish[t]);
   }
 }
 
@@ -407,7 +405,7 @@ void Simulation::left_first_stage(const Event& ev, TransferId t, std::int64_t pa
     StreamRun& st = stream_run(t);
     st.pace = end;
     st.next = packet + 1;
-    if (st.next >= progress_.hot[t].npackets)
+    if (st.next >= npackets(progress_.hot[t]))
       end_stream(t);
     else
       try_inject(t);
@@ -415,7 +413,7 @@ void Simulation::left_first_stage(const Event& ev, TransferId t, std::int64_t pa
   const std::int64_t next = spray && tries_.spray_root[t].ways > 0
                                ? next_sprayed(t, ev.node, packet)
                                : packet + 1;
-  if (next < progress_.hot[t].npackets) {
+  if (next < npackets(progress_.hot[t])) {
     if (!stream) requeue(ev, end, next, t, kArrive, end);
   } else {
     const RankId src = sched_.src(t);
@@ -501,7 +499,7 @@ void Simulation::process(const Event& ev) {
   const TransferId t = nd.transfer();
   const std::int64_t k = packet_of(ev);
   const TransferHot& h = progress_.hot[t];
-  const Bytes m = (k == h.npackets - 1) ? last_bytes(t, h) : costs_.packet_bytes;
+  const Bytes m = (k == npackets(h) - 1) ? last_bytes(t, h) : costs_.packet_bytes;
   if ((ev.local_key & 1u) == kDeliver) {
     process_delivery(ev.time, t, nd.term, m);
     return;
@@ -513,7 +511,7 @@ void Simulation::process(const Event& ev) {
   Seconds avail = 0.0;  // the stage is free from: free_at, plus a switch
   const std::int64_t r = resolve_stage(ev, t, k, avail);
   const Service sv = serve(ev, t, k, m, r, avail);
-  if (costs_.dataflow && k == h.npackets - 1) open_gates(ev.node, sv.start);
+  if (costs_.dataflow && k == npackets(h) - 1) open_gates(ev.node, sv.start);
   if (nd.sprayed()) {
     sprayed_moves_on(ev, t, k, sv.head, sv.finish, sv.wire, sv.inv_bw, sv.latency, m);
     return;
@@ -640,8 +638,8 @@ void Simulation::open_computed_gates(std::int64_t gate, Seconds when) { open_gat
 void Simulation::process_computed(const Event& ev) {
   const TransferId t = ev.node & (kComputedNode - 1);
   const TransferHot& h = progress_.hot[t];
-  const auto k = static_cast<std::int64_t>((ev.tie_key >> kCanonBits) - h.key0);
-  const Bytes m = (k == h.npackets - 1) ? last_bytes(t, h) : costs_.packet_bytes;
+  const auto k = static_cast<std::int64_t>((ev.tie_key >> kCanonBits) - h.key0());
+  const Bytes m = (k == npackets(h) - 1) ? last_bytes(t, h) : costs_.packet_bytes;
   const auto stage = static_cast<std::int32_t>(ev.local_key >> 1);
   if ((ev.local_key & 1u) == kDeliver) {
     process_delivery(ev.time, t, sched_.dst_offsets()[t], m);
@@ -656,7 +654,7 @@ void Simulation::process_computed(const Event& ev) {
   bool last = false;
   const std::int64_t r = computed_stage(t, stage, k, avail, last);
   const Service sv = serve(ev, t, k, m, r, avail);
-  if (gate >= 0 && k == h.npackets - 1) open_computed_gates(gate, sv.start);
+  if (gate >= 0 && k == npackets(h) - 1) open_computed_gates(gate, sv.start);
   if (stage == 0) left_first_stage(ev, t, k, sv.finish, false);
   if (!last) {
     if (costs_.store_and_forward) {

@@ -123,10 +123,10 @@ bool unicast_run(const Schedule& s, const NetworkModel& net) {
 // fixed-size messages as in BookSim, so a short transfer costs a whole
 // packet), the data position of the first packet (in packets when messages
 // are cut, in blocks otherwise), the source's node, and for a computed
-// route (`computes`, routes.hpp) its destination and events. A last packet
-// of 2^32 bytes or more (a message of 4 GiB not cut into packets) moves
-// every transfer's last size to p.wide_last. Returns the transfers that
-// need a trie.
+// route (`computes`, routes.hpp) its destination and events. The packet
+// counts and last sizes are packed as p.sizes says (SizeCode); the first
+// that does not fit moves every transfer's last size to p.wide_last.
+// Returns the transfers that need a trie.
 TransferId packetize(const Schedule& s, const Topology& topo, const NetworkModel& net,
                      bool computes, Prepared& p) {
   const TransferId T = s.num_transfers();
@@ -140,7 +140,21 @@ TransferId packetize(const Schedule& s, const Topology& topo, const NetworkModel
   // samples).
   const int shift = M > 0 && (M & (M - 1)) == 0 ? bit_width(static_cast<std::uint64_t>(M)) - 1 : -1;
   auto per_packet = [M, shift](Bytes x) { return shift >= 0 ? x >> shift : x / M; };
+  // A last packet is at most M bytes when messages are cut, else the whole
+  // message, and then the only packet.
+  SizeCode& code = p.sizes;
+  code.shift = M > 0 ? bit_width(static_cast<std::uint64_t>(M)) : 31;
+  code.mask = code.shift < 32 ? (std::uint32_t{1} << code.shift) - 1 : 0;
+  auto go_wide = [&](TransferId upto) {
+    p.wide_last.resize(static_cast<std::size_t>(T));
+    for (TransferId u = 0; u < upto; ++u) {
+      p.wide_last[u] = p.hot[u].sizes & code.mask;
+      p.hot[u].sizes = code.npackets(p.hot[u].sizes);
+    }
+    code = SizeCode{};
+  };
   p.hot.resize(static_cast<std::size_t>(T));
+  if (code.shift >= 32) go_wide(0);  // packets of 2^32 bytes or more
   for (TransferId t = 0; t < T; ++t) {
     const BlockRange r = *s.ranges_begin(t);
     const Bytes S = one_range ? s.range_bytes(r.lo, r.hi) : s.transfer_bytes(t);
@@ -151,17 +165,19 @@ TransferId packetize(const Schedule& s, const Topology& topo, const NetworkModel
                                   std::to_string(n) +
                                   " packets; use a larger packet_bytes");
     TransferHot& h = p.hot[t];
-    h.npackets = static_cast<std::uint32_t>(n);
     const Bytes last = last_packet_bytes(S, M, n, net.pad_packets);
-    h.last_bytes = static_cast<std::uint32_t>(last);
-    if (last > std::numeric_limits<std::uint32_t>::max() && p.wide_last.empty()) {
-      p.wide_last.resize(static_cast<std::size_t>(T));
-      for (TransferId u = 0; u < t; ++u) p.wide_last[u] = p.hot[u].last_bytes;
-    }
+    if (code.shift > 0 && ((n >> (32 - code.shift)) != 0 || (last >> code.shift) != 0))
+      go_wide(t);
+    if (code.shift > 0)
+      h.sizes = (static_cast<std::uint32_t>(n) << code.shift) | static_cast<std::uint32_t>(last);
+    else
+      h.sizes = static_cast<std::uint32_t>(n);
     if (!p.wide_last.empty()) p.wide_last[t] = last;
-    h.key0 = static_cast<std::uint64_t>(M > 0 ? per_packet(s.range_bytes(0, r.lo)) : r.lo);
+    const auto key0 =
+        static_cast<std::uint64_t>(M > 0 ? per_packet(s.range_bytes(0, r.lo)) : r.lo);
+    h.tie0 = std::min(key0, kMaxPos) << kCanonBits;  // the rank follows (prepare)
     if (unicast)
-      h.left = h.npackets;
+      h.left = static_cast<std::uint32_t>(n);
     else
       h.stream_id = -1;
     h.src = p.place[s.src(t)];
@@ -235,7 +251,7 @@ void count_events(const SimOptions& opt, Prepared& p) {
     h.base = p.tries.base[t];
     std::int64_t stages = p.tries.base[t + 1] - p.tries.base[t];
     if (!root.empty() && root[t].depth > 0) stages = root[t].depth;
-    p.events += h.npackets * stages;
+    p.events += p.sizes.npackets(h.sizes) * stages;
   }
   if (p.events > opt.max_events) too_many_events(p.events, opt);
 }
@@ -246,9 +262,13 @@ void count_events(const SimOptions& opt, Prepared& p) {
 void check_spray_events(const Schedule& s, const SimOptions& opt, const Prepared& p) {
   std::int64_t packets = 0;
   for (TransferId t = 0; t < s.num_transfers(); ++t)
-    if (s.num_dsts(t) == 1) packets += p.hot[t].npackets;
+    if (s.num_dsts(t) == 1) packets += p.sizes.npackets(p.hot[t].sizes);
   if (packets > opt.max_events) too_many_events(packets, opt);
 }
+
+// The canonical rank of every transfer, while prepare() needs it (empty
+// when the ranks are the indices).
+using Ranks = std::unique_ptr<ScratchArray<std::uint32_t>>;
 
 // One stable pass of the LSD radix sort in canonical_ranks(): orders
 // `order` by get(t), 16 bits at a time, skipping a field that takes one
@@ -291,7 +311,7 @@ void radix_pass(TransferId T, Get get, std::vector<TransferId>& order,
 // from the last field to the first, starting from index order (which
 // settles the duplicates). Linear in the transfers, where a comparison sort
 // of 2 M keys cost a quarter of a run.
-void canonical_ranks_by_field(const Schedule& s, std::unique_ptr<std::uint32_t[]>& rank) {
+void canonical_ranks_by_field(const Schedule& s, Ranks& rank) {
   const TransferId T = s.num_transfers();
   std::vector<TransferId> order(T);
   std::iota(order.begin(), order.end(), 0);
@@ -308,8 +328,8 @@ void canonical_ranks_by_field(const Schedule& s, std::unique_ptr<std::uint32_t[]
     pass([&](TransferId t) { return *s.dsts_begin(t); });
     pass([&](TransferId t) { return s.src(t); });
   }
-  rank.reset(new std::uint32_t[static_cast<std::size_t>(T)]);
-  for (TransferId i = 0; i < T; ++i) rank[order[i]] = static_cast<std::uint32_t>(i);
+  rank = std::make_unique<ScratchArray<std::uint32_t>>(static_cast<std::size_t>(T));
+  for (TransferId i = 0; i < T; ++i) (*rank)[order[i]] = static_cast<std::uint32_t>(i);
 }
 
 // The fields of the canonical order, most significant first; fields are >= 0.
@@ -399,15 +419,16 @@ int lowest_bit(std::uint64_t x) {
 // thirds of the time went to those writes. Returns false, having done
 // nothing, when the key does not fit.
 template <bool simple>
-bool canonical_ranks_packed(const Schedule& s, std::unique_ptr<std::uint32_t[]>& rank) {
+bool canonical_ranks_packed(const Schedule& s, Ranks& rank) {
   const TransferId T = s.num_transfers();
   // The keys and the sort's scratch space, not from the arena
   // (huge_alloc.hpp): freed before the run allocates its state, a cached
   // block would be given back by the run's first new block size, and the
   // next run would miss it and give back another in turn, every run
-  // faulting in fresh pages. (Default-initialised: not zeroed first.)
-  std::unique_ptr<std::uint64_t[]> buf(new std::uint64_t[2 * static_cast<std::size_t>(T)]);
-  std::uint64_t* const key = buf.get();
+  // faulting in fresh pages. A scratch array goes back to the system when
+  // dropped. (Default-initialised: not zeroed first.)
+  ScratchArray<std::uint64_t> buf(2 * static_cast<std::size_t>(T));
+  std::uint64_t* const key = buf.data();
   std::uint64_t* const tmp = key + T;
   std::uint64_t lo[kKeyFields], hi[kKeyFields], f[kKeyFields];
   int width[kKeyFields];
@@ -492,15 +513,15 @@ bool canonical_ranks_packed(const Schedule& s, std::unique_ptr<std::uint32_t[]>&
     const std::uint64_t t = tmp[i] & index_mask;
     key[at[t >> group_shift]++] = (t << 32) | static_cast<std::uint64_t>(i);
   }
-  rank.reset(new std::uint32_t[static_cast<std::size_t>(T)]);
-  for (TransferId i = 0; i < T; ++i) rank[key[i] >> 32] = static_cast<std::uint32_t>(key[i]);
+  rank = std::make_unique<ScratchArray<std::uint32_t>>(static_cast<std::size_t>(T));
+  for (TransferId i = 0; i < T; ++i) (*rank)[key[i] >> 32] = static_cast<std::uint32_t>(key[i]);
   return true;
 }
 
 // The canonical ranks when they fit canonical_ranks_packed(), into `rank`
 // (rank[t] for t < T; left empty when they are the indices); false when
 // they do not.
-bool canonical_rank_array(const Schedule& s, std::unique_ptr<std::uint32_t[]>& rank) {
+bool canonical_rank_array(const Schedule& s, Ranks& rank) {
   if (s.num_transfers() == 0) return true;
   const bool simple = s.dst_offsets().form() == CsrOffsets::Form::identity &&
                       s.range_offsets().form() == CsrOffsets::Form::identity;
@@ -523,27 +544,30 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
   refuse_too_many_stages(s, net, computes);
   if (computes) refuse_large_run_early(s, topo, net, p.place, opt);
   // The canonical order and the successor lists read only the schedule, so
-  // on a large schedule they are made on a second thread while this one
-  // builds the records and the routes; the ranks are copied into the
-  // records after. The lists follow the sort, once its keys and scratch (16
-  // bytes per transfer) are gone: built beside them, they raised ring
-  // allreduce on ring(4096)'s peak by 16 bytes per transfer over the run's
-  // own (the lists stay for the run; the keys do not). The future joins
-  // the thread however this function is left (declared after what the
-  // thread writes, it is destroyed first).
-  std::unique_ptr<std::uint32_t[]> rank;
-  const bool lists = for_run && net.dependencies == Dependencies::complete;
-  auto order = [&s, &rank, &p, lists] {
+  // on a large schedule they are made on two threads at once, before the
+  // records (packetize) and the routes; the ranks are copied into the
+  // records after. Made beside the records, the sort's keys and scratch (16
+  // bytes per transfer) raised the peak of a run of single-packet transfers
+  // above the run's own state (ring allreduce on ring(4096): by 7 bytes per
+  // transfer); now the peak is the run's. The future joins the thread
+  // however this function is left (declared after what the thread writes,
+  // it is destroyed first).
+  Ranks rank;
+  auto order = [&s, &rank] {
     if (!canonical_rank_array(s, rank)) canonical_ranks_by_field(s, rank);
-    if (lists) p.successors = successor_lists(s);
   };
   std::future<void> side;
   if (s.num_transfers() >= kParallelTransfers && std::thread::hardware_concurrency() > 1)
     side = std::async(std::launch::async, order);
+  if (for_run && net.dependencies == Dependencies::complete) p.successors = successor_lists(s);
+  if (side.valid())
+    side.get();
+  else
+    order();
   const TransferId trie_transfers = packetize(s, topo, net, computes, p);
   // Bound the trie size before building it.
-  const PacketCounts npackets{p.hot.empty() ? nullptr : &p.hot[0].npackets,
-                              sizeof(TransferHot) / sizeof(std::uint32_t)};
+  const PacketCounts npackets{p.hot.empty() ? nullptr : &p.hot[0].sizes,
+                              sizeof(TransferHot) / sizeof(std::uint32_t), p.sizes.shift};
   const std::int64_t stage_bound =
       trie_transfers > 0 || !computes
           ? count_route_stages(s, topo, net, p.place, npackets, computes)
@@ -552,12 +576,8 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
   if (s.has_switches() && net.switch_buffer_bytes > 0) check_switch_buffers(s, net);
   if (trie_transfers > 0)
     p.tries = build_stage_tries(s, topo, net, p.place, npackets, stage_bound, computes);
-  if (side.valid())
-    side.get();
-  else
-    order();
   for (TransferId t = 0; t < s.num_transfers(); ++t)
-    p.hot[t].canon = rank ? rank[t] : static_cast<std::uint32_t>(t);
+    p.hot[t].tie0 |= rank ? (*rank)[t] : static_cast<std::uint64_t>(t);
   rank.reset();
   count_events(opt, p);
   // Without tries every route is computed, and base[] is read no more.

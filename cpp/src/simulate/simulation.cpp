@@ -3,6 +3,7 @@
 //
 // The per-transfer records (TransferHot) come filled from prepare().
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -114,6 +115,7 @@ void Simulation::prepare_transfers(Prepared& prep) {
   const TransferId T = dim_.transfers;
   Progress& pr = progress_;
   pr.hot = std::move(prep.hot);
+  pr.sizes = prep.sizes;
   pr.wide_last = std::move(prep.wide_last);
   dim_.dst_slots = static_cast<std::int64_t>(sched_.dst_array().size());
   costs_.dataflow = net_.dependencies == Dependencies::dataflow;
@@ -145,12 +147,12 @@ void Simulation::prepare_transfers(Prepared& prep) {
     if (countdown) pr.dsts_left[t] = static_cast<std::int32_t>(sched_.num_dsts(t));
     if (costs_.slot_counts) {
       for (std::int64_t i = sched_.dst_offsets()[t]; i < sched_.dst_offsets()[t + 1]; ++i)
-        pr.slot_left[i] = pr.hot[t].npackets;
+        pr.slot_left[i] = static_cast<std::uint32_t>(npackets(pr.hot[t]));
     }
     if (!slots) continue;
+    const auto n = static_cast<std::uint32_t>(npackets(pr.hot[t]));
     for (std::int64_t i = sched_.dst_offsets()[t]; i < sched_.dst_offsets()[t + 1]; ++i)
-      pr.slots[i] =
-          SlotState{pr.hot[t].npackets, pr.hot[t].npackets, -1, place_[sched_.dst_array()[i]]};
+      pr.slots[i] = SlotState{n, n, -1, place_[sched_.dst_array()[i]]};
   }
   costs_.spray = net_.spray;
   if (net_.spray) sprayed_done_.assign(static_cast<std::size_t>(dim_.dst_slots), 0.0);
@@ -176,8 +178,11 @@ void Simulation::size_times(std::int64_t n) {
 
 void SuccessorLists::set_offsets(const std::int64_t* offsets, std::int64_t n,
                                  std::int64_t narrow_limit) {
+  count.clear();
+  sample.clear();
   narrow.clear();
   wide.clear();
+  delta.clear();
   if (offsets[n] < narrow_limit)
     narrow.assign(offsets, offsets + n + 1);
   else
@@ -191,16 +196,60 @@ struct SuccessorCsr {
   BigVector<Offset> offsets;
   BigVector<TransferId> list;
 };
+
+// The lists with 32-bit offsets, as fill_successors() makes them (a
+// counting sort of the dependency edges by their first transfer), in their
+// compact forms where they fit (`compact`; SuccessorLists). Beside the
+// lists, only the offsets (4 bytes per transfer, a scratch array) are made
+// and dropped, or kept when the lists need them.
+void narrow_successors(const Schedule& s, bool compact, SuccessorLists& out) {
+  const TransferId n = s.num_transfers();
+  const auto edges = static_cast<std::size_t>(s.dep_array().size());
+  ScratchArray<std::uint32_t> pos(static_cast<std::size_t>(n) + 2);
+  std::fill(pos.data(), pos.data() + pos.size(), 0u);
+  bool near = compact;
+  for (TransferId t = 0; t < n; ++t)
+    for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d) {
+      ++pos[static_cast<std::size_t>(*d) + 2];
+      near = near && t - *d <= std::numeric_limits<std::int16_t>::max() &&
+             t - *d >= std::numeric_limits<std::int16_t>::min();
+    }
+  std::uint32_t most = 0;
+  for (TransferId t = 2; t <= n + 1; ++t) {
+    most = std::max(most, pos[t]);
+    pos[t] += pos[t - 1];
+  }
+  if (near)
+    out.delta.resize(edges);
+  else
+    out.list.resize(edges);
+  for (TransferId t = 0; t < n; ++t)
+    for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d) {
+      const std::uint32_t i = pos[static_cast<std::size_t>(*d) + 1]++;
+      if (near)
+        out.delta[i] = static_cast<std::int16_t>(t - *d);
+      else
+        out.list[i] = t;
+    }
+  // pos[t] is t's first entry now, for t <= n.
+  if (!compact || n == 0 || most > std::numeric_limits<std::uint8_t>::max()) {
+    out.narrow.assign(pos.data(), pos.data() + n + 1);
+    return;
+  }
+  out.count.resize(static_cast<std::size_t>(n));
+  for (TransferId t = 0; t < n; ++t)
+    out.count[t] = static_cast<std::uint8_t>(pos[t + 1] - pos[t]);
+  out.sample.resize(static_cast<std::size_t>(n >> SuccessorLists::kSampleShift) + 1);
+  for (std::size_t k = 0; k < out.sample.size(); ++k)
+    out.sample[k] = pos[k << SuccessorLists::kSampleShift];
+}
 }  // namespace
 
 // The schedule's successor lists (fill_successors), on the arena.
-SuccessorLists successor_lists(const Schedule& s, std::int64_t narrow_limit) {
+SuccessorLists successor_lists(const Schedule& s, std::int64_t narrow_limit, bool compact) {
   SuccessorLists out;
   if (static_cast<std::int64_t>(s.dep_array().size()) < narrow_limit) {
-    SuccessorCsr<std::uint32_t> csr;
-    fill_successors(s, csr);
-    out.narrow = std::move(csr.offsets);
-    out.list = std::move(csr.list);
+    narrow_successors(s, compact, out);
   } else {
     SuccessorCsr<std::int64_t> csr;
     fill_successors(s, csr);
@@ -448,7 +497,7 @@ bool Simulation::try_make_stream(TransferId t, TransferId d) {
   const bool one_top =
       progress_.hot[t].computed() || tries_.nodes[tries_.base[t]].next_sibling < 0;
   BigVector<TransferHot>& hot = progress_.hot;
-  if (!(same_blocks && one_top && hot[d].npackets == hot[t].npackets && hot[t].npackets > 1))
+  if (!(same_blocks && one_top && npackets(hot[d]) == npackets(hot[t]) && npackets(hot[t]) > 1))
     return false;
   if (hot[t].stream_id < 0) {
     hot[t].stream_id = static_cast<std::int32_t>(dataflow_.streams.size());

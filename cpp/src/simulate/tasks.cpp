@@ -50,7 +50,10 @@ void Simulation::prepare_tasks() {
   // in edge order.
   const SuccessorLists& old = pr.successors;
   std::vector<std::int64_t> offsets(static_cast<std::size_t>(N) + 1, 0);
-  for (std::int64_t t = 0; t < T; ++t) offsets[t + 1] = old.offset(t + 1) - old.offset(t);
+  for (std::int64_t t = 0; t < T; ++t) {
+    const auto [first, end] = old.range(t);
+    offsets[t + 1] = end - first;
+  }
   for (std::size_t i = 0; i < E; ++i) {
     ++offsets[g.before[i] + 1];
     ++pr.pending[g.after[i]];
@@ -59,9 +62,11 @@ void Simulation::prepare_tasks() {
   SuccessorLists merged;
   merged.list.resize(static_cast<std::size_t>(offsets[N]));
   std::vector<std::int64_t> fill(offsets.begin(), offsets.end() - 1);
-  for (std::int64_t t = 0; t < T; ++t)
-    for (std::int64_t i = old.offset(t); i < old.offset(t + 1); ++i)
-      merged.list[fill[t]++] = old.list[i];
+  for (std::int64_t t = 0; t < T; ++t) {
+    const auto [first, end] = old.range(t);
+    for (std::int64_t i = first; i < end; ++i)
+      merged.list[fill[t]++] = static_cast<TransferId>(old.entry(i, t));
+  }
   for (std::size_t i = 0; i < E; ++i)
     merged.list[fill[g.before[i]]++] = static_cast<TransferId>(g.after[i]);
   merged.set_offsets(offsets.data(), N, kNarrowSuccessors);
@@ -76,8 +81,11 @@ void Simulation::prepare_tasks() {
     const std::int64_t x = stack.back();
     stack.pop_back();
     ++seen;
-    for (std::int64_t i = pr.successors.offset(x); i < pr.successors.offset(x + 1); ++i)
-      if (--indegree[pr.successors.list[i]] == 0) stack.push_back(pr.successors.list[i]);
+    const auto [first, end] = pr.successors.range(x);
+    for (std::int64_t i = first; i < end; ++i) {
+      const std::int64_t y = pr.successors.entry(i, x);
+      if (--indegree[y] == 0) stack.push_back(y);
+    }
   }
   if (seen != N) fail("tasks: the dependencies of the transfers and tasks form a cycle");
 }

@@ -114,8 +114,9 @@ struct StageTries {
 struct PacketCounts {
   const std::uint32_t* first;
   std::size_t stride;
+  int shift = 0;  // the counts are the values' bits from here up
   std::int64_t operator[](TransferId t) const {
-    return first[static_cast<std::size_t>(t) * stride];
+    return first[static_cast<std::size_t>(t) * stride] >> shift;
   }
 };
 

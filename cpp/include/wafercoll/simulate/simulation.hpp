@@ -9,7 +9,7 @@
 //                   edges) and collecting the result
 //   event_loop.cpp  the event loop: Simulation::run and its handlers
 //
-// Memory: the per-transfer state (TransferHot, 32 bytes), the per-destination
+// Memory: the per-transfer state (TransferHot, 24 bytes), the per-destination
 // state (SlotState, 16 bytes, only where a run needs it) and the trie nodes
 // (TrieNode, 24 bytes) are what a large run is made of; their sizes are part
 // of the design (README, "what the misses need") and are checked below. A
@@ -21,14 +21,15 @@
 // unless ports with several channels or a processing cost need them; without
 // those, other runs (dataflow, several destinations) keep a 4-byte count per
 // destination (Progress::slot_left) instead of a SlotState. Per
-// such transfer the run then holds TransferHot (32, which also counts the
+// such transfer the run then holds TransferHot (24, which also counts the
 // dependencies not yet met until the transfer starts, without a task
 // graph), one time (8: when it can start, then when it finished; 16 when
 // the times are recorded, in the result's arrays) and the successor lists
-// (4 per transfer plus 4 per dependency edge): 44 bytes plus 4 per
-// dependency, beside the schedule's own.
+// (usually 1.25 per transfer plus 2 per dependency edge; SuccessorLists):
+// about 33 bytes plus 2 per dependency, beside the schedule's own.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <utility>
@@ -59,21 +60,33 @@ constexpr std::size_t kMaxTimelineIntervals = std::size_t{1} << 26;
 // bytes each beside a trie node's own, 16 once packets park: 4 GiB).
 constexpr std::int64_t kMaxGates = std::int64_t{1} << 28;
 
+// How TransferHot::sizes holds a transfer's packet count and the size of
+// its last packet: (count << shift) | last size, where `shift` is the width
+// of the run's largest last packet (the packet size when messages are cut,
+// 31 bits otherwise) and the counts fit the bits above it. When some count
+// or size does not fit (a transfer of 2^15 packets of 64 KiB or more, or a
+// message of 2 GiB not cut into packets), shift is 0: sizes is the count,
+// and every last size is in Progress::wide_last (8 bytes per transfer).
+struct SizeCode {
+  int shift = 0;
+  std::uint32_t mask = 0;  // (1 << shift) - 1
+  std::uint32_t npackets(std::uint32_t sizes) const { return sizes >> shift; }
+};
+
 // Per transfer, what the event loop touches for every packet, together.
-// 32 bytes per transfer: packets per transfer below 2^32 (packetize), nodes
-// below 2^27 (kMaxNodes). The size of the last packet is kept here when
-// every transfer's fits 32 bits (else in Progress::wide_last); a port's
-// injection channel, chosen per transfer only with several channels, in
+// 24 bytes per transfer: packets per transfer below 2^32 (packetize), nodes
+// below 2^27 (kMaxNodes), transfers below 2^26 (kCanonBits). A port's
+// injection channel, chosen per transfer only with several channels, is in
 // Progress::inj_chan.
 struct TransferHot {
-  // Position of the first packet's data in the vector, in packets (blocks
-  // when messages are not cut). Ties between packets that reach a stage at
-  // the same time go by this position (plus the packet index), so the same
-  // data cut into more or fewer transfers is served in the same order.
-  std::uint64_t key0;
-  std::uint32_t last_bytes;  // size of the last packet (see above)
-  std::uint32_t npackets;
-  std::uint32_t canon;       // rank in the canonical order
+  // The tie key of the first packet: the position of its data in the vector
+  // in packets (blocks when messages are not cut; saturated at kMaxPos)
+  // above the transfer's rank in the canonical order (kCanonBits bits).
+  // Ties between packets that reach a stage at the same time go by the
+  // position (plus the packet index), so the same data cut into more or
+  // fewer transfers is served in the same order, then by the rank.
+  std::uint64_t tie0;
+  std::uint32_t sizes;       // packets and the last one's size (SizeCode)
   // First trie node, or for a computed route (routes.hpp) -1 - the
   // destination's node.
   std::int32_t base;
@@ -88,31 +101,67 @@ struct TransferHot {
   };
   bool computed() const { return base < 0; }
   NodeId dst() const { return -1 - base; }  // computed routes only
+  std::uint64_t key0() const { return tie0 >> kCanonBits; }
+  std::uint32_t canon() const {
+    return static_cast<std::uint32_t>(tie0 & ((std::uint64_t{1} << kCanonBits) - 1));
+  }
+  // The tie key of packet `packet` (its position saturates at kMaxPos).
+  std::uint64_t tie_key(std::int64_t packet) const {
+    const std::uint64_t pos = std::min(key0() + static_cast<std::uint64_t>(packet), kMaxPos);
+    return (pos << kCanonBits) | canon();
+  }
 };
-static_assert(sizeof(TransferHot) == 32, "per-transfer state is documented as 32 bytes");
+static_assert(sizeof(TransferHot) == 24, "per-transfer state is documented as 24 bytes");
 
 // Successor lists of the dependency DAG in CSR form, as schedule.hpp's
 // Successors, but on the arena (huge_alloc.hpp), so that a run reuses the
-// last one's memory, and with offsets of 32 bits (4 bytes per transfer,
-// not 8) while the list holds fewer than kNarrowSuccessors entries: the
-// transfers (and tasks) waiting for t are list[offset(t) .. offset(t + 1)).
+// last one's memory, and compact: the transfers (and tasks) waiting for t
+// are entry(i, t) for i in range(t). Offsets take 32 bits while the list
+// holds fewer than kNarrowSuccessors entries (else 64); when, besides, no
+// transfer has more than 255 successors, a count of one byte per transfer
+// and every kSampleEvery-th offset stand for them (1.25 bytes per transfer
+// instead of 4). Entries are 16-bit differences to t when every successor
+// lies within 2^15 of its transfer in index (the usual: a schedule's steps
+// follow one another), else ids: 2 or 4 bytes per dependency edge.
 constexpr std::int64_t kNarrowSuccessors = std::int64_t{1} << 32;
 struct SuccessorLists {
-  BigVector<std::uint32_t> narrow;  // the offsets while they fit, else empty
+  static constexpr int kSampleShift = 4;
+  static constexpr std::int64_t kSampleEvery = std::int64_t{1} << kSampleShift;
+  BigVector<std::uint8_t> count;    // per transfer, with `sample`, else empty
+  BigVector<std::uint32_t> sample;  // offset(k * kSampleEvery)
+  BigVector<std::uint32_t> narrow;  // else the offsets while they fit, else empty
   BigVector<std::int64_t> wide;     // else the offsets
-  BigVector<TransferId> list;
+  BigVector<std::int16_t> delta;    // entries minus their transfer, else empty
+  BigVector<TransferId> list;       // else the entries
   std::int64_t offset(std::int64_t t) const {
+    if (!count.empty()) {
+      std::int64_t o = sample[static_cast<std::size_t>(t >> kSampleShift)];
+      for (std::int64_t j = t & ~(kSampleEvery - 1); j < t; ++j)
+        o += count[static_cast<std::size_t>(j)];
+      return o;
+    }
     return wide.empty() ? std::int64_t{narrow[static_cast<std::size_t>(t)]}
                         : wide[static_cast<std::size_t>(t)];
   }
+  // t's entries: [first, second).
+  std::pair<std::int64_t, std::int64_t> range(std::int64_t t) const {
+    const std::int64_t b = offset(t);
+    return {b, count.empty() ? offset(t + 1) : b + count[static_cast<std::size_t>(t)]};
+  }
+  // Entry i, one of t's.
+  std::int64_t entry(std::int64_t i, std::int64_t t) const {
+    return delta.empty() ? std::int64_t{list[static_cast<std::size_t>(i)]}
+                         : t + delta[static_cast<std::size_t>(i)];
+  }
   // Takes offsets [0, n] (the last the list's size), narrow when they fit
-  // below narrow_limit.
+  // below narrow_limit; the entries are `list`'s.
   void set_offsets(const std::int64_t* offsets, std::int64_t n, std::int64_t narrow_limit);
 };
-// `narrow_limit`: lists of at least this many entries take 64-bit offsets
-// (a parameter for the tests).
+// `narrow_limit`: lists of at least this many entries take 64-bit offsets;
+// `compact`: counts and differences where they fit (parameters for the tests).
 SuccessorLists successor_lists(const Schedule& s,
-                               std::int64_t narrow_limit = kNarrowSuccessors);
+                               std::int64_t narrow_limit = kNarrowSuccessors,
+                               bool compact = true);
 
 // Everything the run needs that does not change while it runs, computed
 // before any run state is allocated (so simulation_events() can stop here).
@@ -122,7 +171,8 @@ struct Prepared {
   std::vector<NodeId> place;    // rank -> endpoint
   StageTries tries;             // the stages of transfers without computed routes
   BigVector<TransferHot> hot;   // per transfer
-  BigVector<Bytes> wide_last;   // per transfer when a last packet needs 64 bits, else empty
+  SizeCode sizes;               // how hot[t].sizes reads
+  BigVector<Bytes> wide_last;   // per transfer when SizeCode::shift is 0, else empty
   SuccessorLists successors;    // complete mode, for a run: who waits for whom
   std::int64_t events = 0;      // packet-stage services the run will perform
 };
@@ -275,7 +325,8 @@ struct Progress {
   Seconds* ready = nullptr;
   Seconds* finish = nullptr;
   BigVector<TransferHot> hot;           // per transfer
-  BigVector<Bytes> wide_last;           // see TransferHot::last_bytes
+  SizeCode sizes;                       // how hot[t].sizes reads
+  BigVector<Bytes> wide_last;           // see SizeCode
   BigVector<std::int32_t> inj_chan;     // per transfer with several channels per port
   BigVector<SlotState> slots;           // per destination slot, where needed (see above)
   // Per destination slot when no slot needs a SlotState's channel or
@@ -427,8 +478,11 @@ class Simulation {
   inline void start(TransferId t) WAFERCOLL_LOOP_INLINE;
   // Size of transfer t's last packet.
   Bytes last_bytes(TransferId t, const TransferHot& h) const {
-    return progress_.wide_last.empty() ? h.last_bytes : progress_.wide_last[t];
+    return progress_.wide_last.empty() ? Bytes{h.sizes & progress_.sizes.mask}
+                                       : progress_.wide_last[t];
   }
+  // Packets of transfer t.
+  std::int64_t npackets(const TransferHot& h) const { return progress_.sizes.npackets(h.sizes); }
   inline void try_inject(TransferId t) WAFERCOLL_LOOP_INLINE;
   StreamState& stream_of(TransferId t) { return dataflow_.streams[progress_.hot[t].stream_id]; }
   inline StreamRun& stream_run(TransferId t) WAFERCOLL_LOOP_INLINE;
