@@ -441,8 +441,9 @@ def fit_postal(
     >>> import numpy as np
     >>> from wafercoll import cluster
     >>> sizes = np.array([8.0, 64.0, 512.0])
-    >>> cluster.fit_postal(sizes, 1e-6 + 2e-10 * sizes)
-    Postal(alpha_s=1e-06, beta_s_per_byte=1.9999999999999972e-10)
+    >>> fit = cluster.fit_postal(sizes, 1e-6 + 2e-10 * sizes)
+    >>> round(fit.alpha_s * 1e6, 9), round(fit.beta_s_per_byte * 1e10, 9)
+    (1.0, 2.0)
     """
     s = _arr(sizes, "sizes").ravel()
     t = _arr(times, "times").ravel()
