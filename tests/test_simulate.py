@@ -511,6 +511,24 @@ def test_messages_of_4_gib_and_more_keep_their_size() -> None:
     assert sorted(r.link_bytes.tolist()) == [0, 0, small, big]
 
 
+def test_packet_counts_too_many_for_the_packed_record_keep_their_sizes() -> None:
+    # A transfer's packet count and last packet's size share 32 bits while
+    # they fit: with 64 KiB packets (17 bits of size) a count of 2^15 or more
+    # does not, and the run moves every last size to its own array, the
+    # earlier transfers' included (a small message first, then the large one).
+    bw, lat, small, pkt = 1e9, 1e-6, 100, 64 << 10
+    big = (1 << 15) * pkt + 1000  # 2^15 + 1 packets, the last of 1000 bytes
+    s = wc.Schedule(3, [small, big], "allgather", owners=[0, 1])
+    first = s.add_transfer(0, 1, [0])
+    s.add_transfer(1, 2, [1], deps=[first])
+    net = wc.NetworkModel(bw, hop_latency_s=lat, packet_bytes=pkt)
+    r = wc.simulate(s, wc.line(3), net, transfers=True)
+    assert r.packets == 1 + (1 << 15) + 1
+    assert close(r.transfer_finish_s[0], lat + small / bw)
+    assert close(r.time_s, 2 * lat + (small + big) / bw)
+    assert sorted(r.link_bytes.tolist()) == [0, 0, small, big]
+
+
 def test_reduction_cost_applies_to_reducing_transfers_only() -> None:
     bw, gamma, size = 1e9, 1e-9, 5000
     net = wc.NetworkModel(bw, gamma_s_per_byte=gamma)

@@ -67,6 +67,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -114,7 +115,7 @@ class Multi:
         ls = [list(x) for x in lists]
         off = np.zeros(len(ls) + 1, dtype=np.int64)
         off[1:] = np.cumsum([len(x) for x in ls])
-        flat = np.fromiter((r for x in ls for r in x), dtype=np.int64, count=off[-1])
+        flat = np.fromiter(chain.from_iterable(ls), dtype=np.int64, count=off[-1])
         return cls(flat, off)
 
 
@@ -587,9 +588,11 @@ class Program:
         ):
             if len(deps) != t:
                 raise ValueError(f"deps must give one list per transfer ({t})")
-            cnt = np.fromiter((len(x) for x in deps), dtype=np.int64, count=t)
+            # map and chain iterate in C: half the time of generator
+            # expressions on a million lists (mesh_fig11's builders)
+            cnt = np.fromiter(map(len, deps), dtype=np.int64, count=t)
             flat = np.fromiter(
-                (int(v) for x in deps for v in x), dtype=np.int64, count=int(cnt.sum())
+                chain.from_iterable(deps), dtype=np.int64, count=int(cnt.sum())
             )
             return _csr_rows(cnt), flat
         a = _i64(deps)
