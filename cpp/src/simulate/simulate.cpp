@@ -125,10 +125,11 @@ bool unicast_run(const Schedule& s, const NetworkModel& net) {
 // are cut, in blocks otherwise), the source's node, and for a computed
 // route (`computes`, routes.hpp) its destination and events. The packet
 // counts and last sizes are packed as p.sizes says (SizeCode); the first
-// that does not fit moves every transfer's last size to p.wide_last.
-// Returns the transfers that need a trie.
+// that does not fit moves every transfer's last size to p.wide_last. The
+// canonical ranks (`rank`, nullptr when they are the indices) go into the
+// tie keys. Returns the transfers that need a trie.
 TransferId packetize(const Schedule& s, const Topology& topo, const NetworkModel& net,
-                     bool computes, Prepared& p) {
+                     bool computes, const std::uint32_t* rank, Prepared& p) {
   const TransferId T = s.num_transfers();
   const Bytes M = net.packet_bytes;
   const bool one_range = s.range_offsets().form() == CsrOffsets::Form::identity;
@@ -175,7 +176,8 @@ TransferId packetize(const Schedule& s, const Topology& topo, const NetworkModel
     if (!p.wide_last.empty()) p.wide_last[t] = last;
     const auto key0 =
         static_cast<std::uint64_t>(M > 0 ? per_packet(s.range_bytes(0, r.lo)) : r.lo);
-    h.tie0 = std::min(key0, kMaxPos) << kCanonBits;  // the rank follows (prepare)
+    h.tie0 = (std::min(key0, kMaxPos) << kCanonBits) |
+             (rank != nullptr ? rank[t] : static_cast<std::uint64_t>(t));
     if (unicast)
       h.left = static_cast<std::uint32_t>(n);
     else
@@ -545,13 +547,12 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
   if (computes) refuse_large_run_early(s, topo, net, p.place, opt);
   // The canonical order and the successor lists read only the schedule, so
   // on a large schedule they are made on two threads at once, before the
-  // records (packetize) and the routes; the ranks are copied into the
-  // records after. Made beside the records, the sort's keys and scratch (16
-  // bytes per transfer) raised the peak of a run of single-packet transfers
-  // above the run's own state (ring allreduce on ring(4096): by 7 bytes per
-  // transfer); now the peak is the run's. The future joins the thread
-  // however this function is left (declared after what the thread writes,
-  // it is destroyed first).
+  // records (packetize), which take the ranks. Made beside the records, the
+  // sort's keys and scratch (16 bytes per transfer) would raise the peak of
+  // a run of single-packet transfers above the run's own state (ring
+  // allreduce on ring(4096): records, keys and ranks 44 bytes per transfer,
+  // the run 39). The future joins the thread however this function is left
+  // (declared after what the thread writes, it is destroyed first).
   Ranks rank;
   auto order = [&s, &rank] {
     if (!canonical_rank_array(s, rank)) canonical_ranks_by_field(s, rank);
@@ -564,7 +565,9 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
     side.get();
   else
     order();
-  const TransferId trie_transfers = packetize(s, topo, net, computes, p);
+  const TransferId trie_transfers =
+      packetize(s, topo, net, computes, rank ? rank->data() : nullptr, p);
+  rank.reset();
   // Bound the trie size before building it.
   const PacketCounts npackets{p.hot.empty() ? nullptr : &p.hot[0].sizes,
                               sizeof(TransferHot) / sizeof(std::uint32_t), p.sizes.shift};
@@ -576,9 +579,6 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
   if (s.has_switches() && net.switch_buffer_bytes > 0) check_switch_buffers(s, net);
   if (trie_transfers > 0)
     p.tries = build_stage_tries(s, topo, net, p.place, npackets, stage_bound, computes);
-  for (TransferId t = 0; t < s.num_transfers(); ++t)
-    p.hot[t].tie0 |= rank ? (*rank)[t] : static_cast<std::uint64_t>(t);
-  rank.reset();
   count_events(opt, p);
   // Without tries every route is computed, and base[] is read no more.
   if (p.tries.nodes.empty()) BigVector<std::int32_t>().swap(p.tries.base);
