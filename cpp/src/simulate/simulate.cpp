@@ -124,10 +124,11 @@ bool unicast_run(const Schedule& s, const NetworkModel& net) {
 // packet), the data position of the first packet (in packets when messages
 // are cut, in blocks otherwise), the source's node, and for a computed
 // route (`computes`, routes.hpp) its destination and events. The packet
-// counts and last sizes are packed as p.sizes says (SizeCode); the first
-// that does not fit moves every transfer's last size to p.wide_last. The
+// counts and last sizes are packed as p.sizes says (SizeCode); when one does
+// not fit, the pass is made again with every last size in p.wide_last. The
 // canonical ranks (`rank`, nullptr when they are the indices) go into the
-// tie keys. Returns the transfers that need a trie.
+// tie keys. A large schedule is cut in two halves, one per thread (the
+// records are independent). Returns the transfers that need a trie.
 TransferId packetize(const Schedule& s, const Topology& topo, const NetworkModel& net,
                      bool computes, const std::uint32_t* rank, Prepared& p) {
   const TransferId T = s.num_transfers();
@@ -135,7 +136,6 @@ TransferId packetize(const Schedule& s, const Topology& topo, const NetworkModel
   const bool one_range = s.range_offsets().form() == CsrOffsets::Form::identity;
   const bool unicast = unicast_run(s, net);
   const std::int64_t ports = port_stages(net);
-  TransferId tries = 0;
   // Division by a packet size of a power of two (the usual) is a shift
   // (profiled, the two divisions per transfer drew a quarter of this pass's
   // samples).
@@ -146,54 +146,82 @@ TransferId packetize(const Schedule& s, const Topology& topo, const NetworkModel
   SizeCode& code = p.sizes;
   code.shift = M > 0 ? bit_width(static_cast<std::uint64_t>(M)) : 31;
   code.mask = code.shift < 32 ? (std::uint32_t{1} << code.shift) - 1 : 0;
-  auto go_wide = [&](TransferId upto) {
-    p.wide_last.resize(static_cast<std::size_t>(T));
-    for (TransferId u = 0; u < upto; ++u) {
-      p.wide_last[u] = p.hot[u].sizes & code.mask;
-      p.hot[u].sizes = code.npackets(p.hot[u].sizes);
+  struct Tally {
+    TransferId tries = 0;
+    std::int64_t events = 0;
+    bool fits = true;  // every count and last size fit `code` (else stopped)
+  };
+  // Transfers [lo, hi); with a packed code, stops at the first that does
+  // not fit it.
+  auto pass = [&](TransferId lo, TransferId hi) {
+    Tally tally;
+    const bool wide = !p.wide_last.empty();
+    for (TransferId t = lo; t < hi; ++t) {
+      const BlockRange r = *s.ranges_begin(t);
+      const Bytes S = one_range ? s.range_bytes(r.lo, r.hi) : s.transfer_bytes(t);
+      const std::int64_t n = (M == 0 || S == 0) ? 1 : per_packet(S + M - 1);  // packet_count
+      // Packet indices share a 64-bit tie key with the transfer's rank.
+      if (n >= (std::int64_t{1} << 32))
+        throw std::invalid_argument("transfer " + std::to_string(t) + " would be cut into " +
+                                    std::to_string(n) +
+                                    " packets; use a larger packet_bytes");
+      TransferHot& h = p.hot[t];
+      const Bytes last = last_packet_bytes(S, M, n, net.pad_packets);
+      if (wide) {
+        h.sizes = static_cast<std::uint32_t>(n);
+        p.wide_last[t] = last;
+      } else if ((n >> (32 - code.shift)) != 0 || (last >> code.shift) != 0) {
+        tally.fits = false;
+        return tally;
+      } else {
+        h.sizes = (static_cast<std::uint32_t>(n) << code.shift) | static_cast<std::uint32_t>(last);
+      }
+      const auto key0 =
+          static_cast<std::uint64_t>(M > 0 ? per_packet(s.range_bytes(0, r.lo)) : r.lo);
+      h.tie0 = (std::min(key0, kMaxPos) << kCanonBits) |
+               (rank != nullptr ? rank[t] : static_cast<std::uint64_t>(t));
+      if (unicast)
+        h.left = static_cast<std::uint32_t>(n);
+      else
+        h.stream_id = -1;
+      h.src = p.place[s.src(t)];
+      if (computes && computed_route(s, p.place, t)) {
+        h.base = -1 - p.place[*s.dsts_begin(t)];
+        std::int32_t hops = 0;
+        topo.route_link_unchecked(h.src, h.dst(), 0, &hops);  // inline on grids
+        tally.events += n * (hops + ports);
+      } else {
+        h.base = 0;  // set with the tries
+        ++tally.tries;
+      }
     }
-    code = SizeCode{};
+    return tally;
   };
   p.hot.resize(static_cast<std::size_t>(T));
-  if (code.shift >= 32) go_wide(0);  // packets of 2^32 bytes or more
-  for (TransferId t = 0; t < T; ++t) {
-    const BlockRange r = *s.ranges_begin(t);
-    const Bytes S = one_range ? s.range_bytes(r.lo, r.hi) : s.transfer_bytes(t);
-    const std::int64_t n = (M == 0 || S == 0) ? 1 : per_packet(S + M - 1);  // packet_count
-    // Packet indices share a 64-bit tie key with the transfer's rank.
-    if (n >= (std::int64_t{1} << 32))
-      throw std::invalid_argument("transfer " + std::to_string(t) + " would be cut into " +
-                                  std::to_string(n) +
-                                  " packets; use a larger packet_bytes");
-    TransferHot& h = p.hot[t];
-    const Bytes last = last_packet_bytes(S, M, n, net.pad_packets);
-    if (code.shift > 0 && ((n >> (32 - code.shift)) != 0 || (last >> code.shift) != 0))
-      go_wide(t);
-    if (code.shift > 0)
-      h.sizes = (static_cast<std::uint32_t>(n) << code.shift) | static_cast<std::uint32_t>(last);
-    else
-      h.sizes = static_cast<std::uint32_t>(n);
-    if (!p.wide_last.empty()) p.wide_last[t] = last;
-    const auto key0 =
-        static_cast<std::uint64_t>(M > 0 ? per_packet(s.range_bytes(0, r.lo)) : r.lo);
-    h.tie0 = (std::min(key0, kMaxPos) << kCanonBits) |
-             (rank != nullptr ? rank[t] : static_cast<std::uint64_t>(t));
-    if (unicast)
-      h.left = static_cast<std::uint32_t>(n);
-    else
-      h.stream_id = -1;
-    h.src = p.place[s.src(t)];
-    if (computes && computed_route(s, p.place, t)) {
-      h.base = -1 - p.place[*s.dsts_begin(t)];
-      std::int32_t hops = 0;
-      topo.route_link_unchecked(h.src, h.dst(), 0, &hops);  // inline on grids
-      p.events += n * (hops + ports);
-    } else {
-      h.base = 0;  // set with the tries
-      ++tries;
-    }
+  auto go_wide = [&] {
+    p.wide_last.resize(static_cast<std::size_t>(T));
+    code = SizeCode{};
+  };
+  if (code.shift >= 32) go_wide();  // packets of 2^32 bytes or more
+  Tally all;
+  if (T >= kParallelTransfers && std::thread::hardware_concurrency() > 1) {
+    // The first half here, the second on a thread: an error in the first
+    // half is the one reported, as in a serial pass.
+    const TransferId mid = T / 2;
+    std::future<Tally> second = std::async(std::launch::async, pass, mid, T);
+    const Tally first = pass(0, mid);
+    const Tally other = second.get();
+    all = Tally{first.tries + other.tries, first.events + other.events,
+                first.fits && other.fits};
+  } else {
+    all = pass(0, T);
   }
-  return tries;
+  if (!all.fits) {
+    go_wide();
+    all = pass(0, T);
+  }
+  p.events += all.events;
+  return all.tries;
 }
 
 // Every message into or out of a switch rank fits its buffer.
