@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "mapped_alloc.hpp"
+#include "wafercoll/mapped_alloc.hpp"
 #include "wafercoll/errors.hpp"
 #include "wafercoll/units.hpp"
 

@@ -37,7 +37,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "mapped_alloc.hpp"
+#include "wafercoll/mapped_alloc.hpp"
 #include "wafercoll/schedule/schedule.hpp"
 
 #if defined(__GNUC__)

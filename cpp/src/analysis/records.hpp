@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "mapped_alloc.hpp"
+#include "wafercoll/mapped_alloc.hpp"
 #include "wafercoll/units.hpp"
 
 #if defined(__GNUC__)

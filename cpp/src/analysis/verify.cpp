@@ -180,7 +180,7 @@ class PieceMap {
   std::int64_t dense_at_ = kVerifyDenseAfter;
   std::vector<std::vector<Piece>> pieces_;       // sparse ranks (empty once dense)
   std::vector<std::int32_t*> dense_;  // dense ranks: one state per block, else nullptr
-  std::vector<verify_detail::MappedVector<std::int32_t>> slabs_;  // their cells
+  std::vector<MappedVector<std::int32_t>> slabs_;  // their cells
   std::size_t slab_used_ = 0;  // cells taken from the last slab
   std::int64_t dense_budget_ = 0;
 };

@@ -1,50 +1,34 @@
 // The process-wide cache of large blocks behind HugeAlloc (huge_alloc.hpp).
 #include "wafercoll/simulate/huge_alloc.hpp"
 
-#include <cstdint>
 #include <cstdlib>
 #include <mutex>
 #include <new>
 #include <vector>
 
-#if defined(__unix__) || defined(__APPLE__)
-#include <sys/mman.h>
-#define WAFERCOLL_HUGE_MMAP 1
-#endif
+#include "wafercoll/mapped_alloc.hpp"
 
 namespace wafercoll::sim {
 
 // Blocks are mapped from the system and unmapped when given back (where
-// mmap exists), not taken from malloc: glibc serves requests of up to 32 MiB
-// from its heap once large blocks have been freed (its mmap threshold
-// rises to the largest block freed), and freed heap blocks stay resident.
-// A block the cache gives back would then still count in the peak of what
-// follows (measured: ring allreduce on the 32 x 32 torus, 8 bytes per
-// transfer of the run's 47). The mapping is 2 MiB longer than asked, and
-// its unaligned ends go back at once.
+// mmap exists; map_block in mapped_alloc.hpp), not taken from malloc: glibc
+// serves requests of up to 32 MiB from its heap once large blocks have been
+// freed (its mmap threshold rises to the largest block freed), and freed
+// heap blocks stay resident. A block the cache gives back would then still
+// count in the peak of what follows (measured: ring allreduce on the 32 x 32
+// torus, 4 bytes per transfer of the run's 47).
 void* map_huge_block(std::size_t bytes) {
-#if defined(WAFERCOLL_HUGE_MMAP)
-  void* raw = mmap(nullptr, bytes + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON,
-                   -1, 0);
-  if (raw == MAP_FAILED) throw std::bad_alloc();
-  auto* p = static_cast<char*>(raw);
-  const auto at = reinterpret_cast<std::uintptr_t>(p);
-  const std::size_t head = (kHugePage - at % kHugePage) % kHugePage;
-  if (head != 0) munmap(p, head);
-  if (kHugePage - head != 0) munmap(p + head + bytes, kHugePage - head);
-  p += head;
+#if defined(WAFERCOLL_MMAP)
+  return map_block(bytes, /*huge=*/true);
 #else
   void* p = std::aligned_alloc(kHugePage, bytes);
   if (p == nullptr) throw std::bad_alloc();
-#endif
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  madvise(p, bytes, MADV_HUGEPAGE);  // advice only: failure is harmless
-#endif
   return p;
+#endif
 }
 
 void unmap_huge_block(void* p, std::size_t bytes) {
-#if defined(WAFERCOLL_HUGE_MMAP)
+#if defined(WAFERCOLL_MMAP)
   munmap(p, bytes);
 #else
   (void)bytes;

@@ -297,8 +297,9 @@ void check_spray_events(const Schedule& s, const SimOptions& opt, const Prepared
 }
 
 // The canonical rank of every transfer, while prepare() needs it (empty
-// when the ranks are the indices).
-using Ranks = std::unique_ptr<ScratchArray<std::uint32_t>>;
+// when the ranks are the indices); mapped, so that it goes back to the
+// system when dropped (mapped_alloc.hpp).
+using Ranks = MappedVector<std::uint32_t>;
 
 // One stable pass of the LSD radix sort in canonical_ranks(): orders
 // `order` by get(t), 16 bits at a time, skipping a field that takes one
@@ -358,8 +359,8 @@ void canonical_ranks_by_field(const Schedule& s, Ranks& rank) {
     pass([&](TransferId t) { return *s.dsts_begin(t); });
     pass([&](TransferId t) { return s.src(t); });
   }
-  rank = std::make_unique<ScratchArray<std::uint32_t>>(static_cast<std::size_t>(T));
-  for (TransferId i = 0; i < T; ++i) (*rank)[order[i]] = static_cast<std::uint32_t>(i);
+  rank.resize(static_cast<std::size_t>(T));
+  for (TransferId i = 0; i < T; ++i) rank[order[i]] = static_cast<std::uint32_t>(i);
 }
 
 // The fields of the canonical order, most significant first; fields are >= 0.
@@ -455,9 +456,9 @@ bool canonical_ranks_packed(const Schedule& s, Ranks& rank) {
   // (huge_alloc.hpp): freed before the run allocates its state, a cached
   // block would be given back by the run's first new block size, and the
   // next run would miss it and give back another in turn, every run
-  // faulting in fresh pages. A scratch array goes back to the system when
+  // faulting in fresh pages. A mapped array goes back to the system when
   // dropped. (Default-initialised: not zeroed first.)
-  ScratchArray<std::uint64_t> buf(2 * static_cast<std::size_t>(T));
+  MappedVector<std::uint64_t> buf(2 * static_cast<std::size_t>(T));
   std::uint64_t* const key = buf.data();
   std::uint64_t* const tmp = key + T;
   std::uint64_t lo[kKeyFields], hi[kKeyFields], f[kKeyFields];
@@ -543,8 +544,8 @@ bool canonical_ranks_packed(const Schedule& s, Ranks& rank) {
     const std::uint64_t t = tmp[i] & index_mask;
     key[at[t >> group_shift]++] = (t << 32) | static_cast<std::uint64_t>(i);
   }
-  rank = std::make_unique<ScratchArray<std::uint32_t>>(static_cast<std::size_t>(T));
-  for (TransferId i = 0; i < T; ++i) (*rank)[key[i] >> 32] = static_cast<std::uint32_t>(key[i]);
+  rank.resize(static_cast<std::size_t>(T));
+  for (TransferId i = 0; i < T; ++i) rank[key[i] >> 32] = static_cast<std::uint32_t>(key[i]);
   return true;
 }
 
@@ -594,8 +595,8 @@ Prepared prepare(const Schedule& s, const Topology& topo, const NetworkModel& ne
   else
     order();
   const TransferId trie_transfers =
-      packetize(s, topo, net, computes, rank ? rank->data() : nullptr, p);
-  rank.reset();
+      packetize(s, topo, net, computes, rank.empty() ? nullptr : rank.data(), p);
+  Ranks().swap(rank);
   // Bound the trie size before building it.
   const PacketCounts npackets{p.hot.empty() ? nullptr : &p.hot[0].sizes,
                               sizeof(TransferHot) / sizeof(std::uint32_t), p.sizes.shift};

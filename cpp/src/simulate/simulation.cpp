@@ -197,41 +197,34 @@ struct SuccessorCsr {
   BigVector<TransferId> list;
 };
 
-// The lists with 32-bit offsets, as fill_successors() makes them (a
-// counting sort of the dependency edges by their first transfer), in their
+// The lists with 32-bit offsets, as fill_successors() makes them, in their
 // compact forms where they fit (`compact`; SuccessorLists). Beside the
-// lists, only the offsets (4 bytes per transfer, a scratch array) are made
-// and dropped, or kept when the lists need them.
+// lists, only the offsets (4 bytes per transfer, mapped: they go back to
+// the system when dropped) are made and dropped, or kept when the lists
+// need them.
 void narrow_successors(const Schedule& s, bool compact, SuccessorLists& out) {
   const TransferId n = s.num_transfers();
-  const auto edges = static_cast<std::size_t>(s.dep_array().size());
-  ScratchArray<std::uint32_t> pos(static_cast<std::size_t>(n) + 2);
-  std::fill(pos.data(), pos.data() + pos.size(), 0u);
+  MappedVector<std::uint32_t> pos(static_cast<std::size_t>(n) + 2, 0u);
   bool near = compact;
-  for (TransferId t = 0; t < n; ++t)
-    for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d) {
-      ++pos[static_cast<std::size_t>(*d) + 2];
-      near = near && t - *d <= std::numeric_limits<std::int16_t>::max() &&
-             t - *d >= std::numeric_limits<std::int16_t>::min();
-    }
-  std::uint32_t most = 0;
-  for (TransferId t = 2; t <= n + 1; ++t) {
-    most = std::max(most, pos[t]);
-    pos[t] += pos[t - 1];
-  }
-  if (near)
+  count_successors(s, pos, [&near](TransferId d, TransferId t) {
+    near = near && t - d <= std::numeric_limits<std::int16_t>::max() &&
+           t - d >= std::numeric_limits<std::int16_t>::min();
+  });
+  const std::size_t edges = pos[static_cast<std::size_t>(n) + 1];
+  if (near) {
     out.delta.resize(edges);
-  else
+    place_successors(s, pos, [&out](std::uint32_t i, TransferId d, TransferId t) {
+      out.delta[i] = static_cast<std::int16_t>(t - d);
+    });
+  } else {
     out.list.resize(edges);
-  for (TransferId t = 0; t < n; ++t)
-    for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d) {
-      const std::uint32_t i = pos[static_cast<std::size_t>(*d) + 1]++;
-      if (near)
-        out.delta[i] = static_cast<std::int16_t>(t - *d);
-      else
-        out.list[i] = t;
-    }
+    place_successors(s, pos, [&out](std::uint32_t i, TransferId, TransferId t) {
+      out.list[i] = t;
+    });
+  }
   // pos[t] is t's first entry now, for t <= n.
+  std::uint32_t most = 0;
+  for (TransferId t = 0; t < n; ++t) most = std::max(most, pos[t + 1] - pos[t]);
   if (!compact || n == 0 || most > std::numeric_limits<std::uint8_t>::max()) {
     out.narrow.assign(pos.data(), pos.data() + n + 1);
     return;

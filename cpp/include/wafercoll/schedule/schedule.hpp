@@ -268,24 +268,42 @@ struct Successors {
 };
 Successors successors(const Schedule& s);
 
+// The two passes of fill_successors' counting sort of the dependency edges
+// by their first transfer, for storage of any form. count_successors: with
+// `offsets` n + 2 zeros (any indexable storage), counts each d's successors
+// at offsets[d + 2] and sums them, so that offsets[d + 1] is the start of
+// d's list; seen(d, t) is called for every edge. place_successors then
+// calls put(i, d, t) for successor t of d at position i, advancing offsets[d + 1] to the end
+// of d's list (the start of d + 1's), so that offsets[0 .. n] are the
+// lists' offsets and every list is in increasing index.
+template <typename Offsets, typename Seen>
+void count_successors(const Schedule& s, Offsets& offsets, Seen seen) {
+  const TransferId n = s.num_transfers();
+  for (TransferId t = 0; t < n; ++t)
+    for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d) {
+      ++offsets[*d + 2];
+      seen(*d, t);
+    }
+  for (TransferId t = 2; t <= n + 1; ++t) offsets[t] += offsets[t - 1];
+}
+template <typename Offsets, typename Put>
+void place_successors(const Schedule& s, Offsets& offsets, Put put) {
+  const TransferId n = s.num_transfers();
+  for (TransferId t = 0; t < n; ++t)
+    for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d)
+      put(offsets[*d + 1]++, *d, t);
+}
+
 // Fills out.offsets and out.list (any vector-like storage of int64 offsets
 // and TransferId entries, such as the simulator's arena-backed lists) with
-// the successor lists: a counting sort of the dependency edges by their
-// first transfer in one array, counts at offsets[d + 2], whose prefix sums
-// make offsets[d + 1] the start of d's list, advanced to its end (the start
-// of d + 1's) as the list is filled in increasing t, so every list is in
-// increasing index.
+// the successor lists (count_successors, place_successors).
 template <typename Lists>
 void fill_successors(const Schedule& s, Lists& out) {
   const TransferId n = s.num_transfers();
   out.offsets.assign(static_cast<std::size_t>(n) + 2, 0);
-  for (TransferId t = 0; t < n; ++t)
-    for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d) ++out.offsets[*d + 2];
-  for (TransferId t = 2; t <= n + 1; ++t) out.offsets[t] += out.offsets[t - 1];
+  count_successors(s, out.offsets, [](TransferId, TransferId) {});
   out.list.resize(static_cast<std::size_t>(out.offsets[n + 1]));
-  for (TransferId t = 0; t < n; ++t)
-    for (const TransferId* d = s.deps_begin(t); d != s.deps_end(t); ++d)
-      out.list[out.offsets[*d + 1]++] = t;
+  place_successors(s, out.offsets, [&out](auto i, TransferId, TransferId t) { out.list[i] = t; });
   out.offsets.pop_back();
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "wafercoll/default_init.hpp"
+#include "wafercoll/mapped_alloc.hpp"
 
 // Internal to the library: hidden symbols are resolved within it, so calls
 // between the simulator's parts are direct and the compiler may optimise
@@ -29,7 +30,7 @@
 
 namespace wafercoll::sim {
 
-constexpr std::size_t kHugePage = std::size_t{2} << 20;
+constexpr std::size_t kHugePage = kHugePageBytes;
 
 // One arena for the simulations of a process: freed blocks of 2 MiB or more
 // are kept, up to kMaxCachedBytes in all (the oldest freed first beyond
@@ -92,41 +93,6 @@ struct HugeAlloc : DefaultInitConstruct {
 
 template <typename T>
 using BigVector = std::vector<T, HugeAlloc<T>>;
-
-// A transient array of n default-initialised T (trivial types), for the
-// preparation's scratch (sort keys, ranks, offsets made and dropped within
-// one phase): from 2 MiB on it is mapped and unmapped at once, kept neither
-// in the arena's cache (where it would stay resident beside the run's
-// state until a request of another size evicted it) nor in malloc's heap
-// (which keeps freed blocks of up to 32 MiB resident; see map_huge_block).
-template <typename T>
-class ScratchArray {
-  static_assert(std::is_trivial_v<T>, "scratch arrays hold trivial values");
-
- public:
-  explicit ScratchArray(std::size_t n) : n_(n) {
-    if (n > std::numeric_limits<std::size_t>::max() / sizeof(T) / 2) throw std::bad_alloc();
-    p_ = mapped() ? static_cast<T*>(map_huge_block(bytes())) : new T[n];
-  }
-  ScratchArray(const ScratchArray&) = delete;
-  ScratchArray& operator=(const ScratchArray&) = delete;
-  ~ScratchArray() {
-    if (mapped())
-      unmap_huge_block(p_, bytes());
-    else
-      delete[] p_;
-  }
-  T* data() { return p_; }
-  T& operator[](std::size_t i) { return p_[i]; }
-  const T& operator[](std::size_t i) const { return p_[i]; }
-  std::size_t size() const { return n_; }
-
- private:
-  bool mapped() const { return n_ * sizeof(T) >= kHugePage; }
-  std::size_t bytes() const { return (n_ * sizeof(T) + kHugePage - 1) / kHugePage * kHugePage; }
-  std::size_t n_;
-  T* p_ = nullptr;
-};
 
 }  // namespace wafercoll::sim
 

@@ -1,6 +1,8 @@
-// The verifier's allocator for its per-transfer and per-set arrays
-// (verify.cpp, happens_before.cpp, contribution_sets.hpp). Internal to the
-// verifier; not part of the public headers.
+// Internal to the library (not part of the public API): mapped blocks and
+// an allocator of them, for the verifier's per-transfer and per-set arrays
+// (verify.cpp, happens_before.cpp, contribution_sets.hpp), the simulator's
+// arena blocks (huge_alloc.cpp) and its preparation's scratch arrays
+// (simulate.cpp, simulation.cpp).
 //
 // Blocks of 1 MiB or more are mapped from the system and unmapped when
 // freed, so that memory the verifier gives up (a list outgrown as it
@@ -17,7 +19,8 @@
 // runs on a loaded machine, within the noise). Unlike the simulator's arena
 // (huge_alloc.hpp) nothing is kept for reuse: the verifier's arrays are
 // sized by the schedule, and a kept block is resident beside the next
-// phase's.
+// phase's; so are the simulator's scratch arrays, made and dropped within
+// its preparation.
 #pragma once
 
 #include <cstddef>
@@ -32,19 +35,19 @@
 
 #if defined(__unix__) || defined(__APPLE__)
 #include <sys/mman.h>
-#define WAFERCOLL_VERIFY_MMAP 1
+#define WAFERCOLL_MMAP 1
 #endif
 
 #if defined(__GNUC__)
 #pragma GCC visibility push(hidden)
 #endif
 
-namespace wafercoll::verify_detail {
+namespace wafercoll {
 
 inline constexpr std::size_t kMapFrom = std::size_t{1} << 20;
 inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
 
-#if defined(WAFERCOLL_VERIFY_MMAP)
+#if defined(WAFERCOLL_MMAP)
 // `bytes` (a multiple of the page size) of fresh zeroed memory; with `huge`,
 // from 2 MiB on, 2 MiB aligned and offered for huge pages (the mapping is
 // 2 MiB longer and its unaligned ends go back).
@@ -93,13 +96,13 @@ struct MappedAlloc : DefaultInitConstruct {
   }
   T* allocate(std::size_t n) {
     if (n > std::numeric_limits<std::size_t>::max() / sizeof(T) / 2) throw std::bad_alloc();
-#if defined(WAFERCOLL_VERIFY_MMAP)
+#if defined(WAFERCOLL_MMAP)
     if (n * sizeof(T) >= kMapFrom) return static_cast<T*>(map_block(mapped_bytes(n), kHuge));
 #endif
     return static_cast<T*>(::operator new(n * sizeof(T)));
   }
   void deallocate(T* p, std::size_t n) noexcept {
-#if defined(WAFERCOLL_VERIFY_MMAP)
+#if defined(WAFERCOLL_MMAP)
     if (n * sizeof(T) >= kMapFrom) {
       munmap(p, mapped_bytes(n));
       return;
@@ -116,7 +119,7 @@ struct MappedAlloc : DefaultInitConstruct {
 template <typename T>
 using MappedVector = std::vector<T, MappedAlloc<T>>;
 
-}  // namespace wafercoll::verify_detail
+}  // namespace wafercoll
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop
