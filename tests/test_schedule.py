@@ -322,11 +322,12 @@ def test_offsets_read_the_same_whichever_transfer_is_a_multicast(multicast_at):
     assert s.dst.tolist() == [row[0] for row in dsts]
     for t in (0, n // 2, n - 1):
         assert s.transfer(t)["dst"] == dsts[t]
-    # Bytes per transfer: src 4, op 1, 4 per destination, 8 per range, 4 per
-    # dependency, 4 per dependency offset (n + 1 of them), and 4 per
-    # destination and range offset once a transfer is a multicast.
-    extra = 0 if multicast_at is None else 4 + 8 + 2 * 4 * (n + 1)
-    assert s._core.transfer_array_bytes == n * 17 + (n - 1) * 4 + 4 * (n + 1) + extra
+    # Bytes per transfer: src 4, op 1, 4 per destination, 4 per range (every
+    # range here is one block, kept as its first block), 4 per dependency, 4
+    # per dependency offset (n + 1 of them), and 4 per destination and range
+    # offset once a transfer is a multicast.
+    extra = 0 if multicast_at is None else 4 + 4 + 2 * 4 * (n + 1)
+    assert s._core.transfer_array_bytes == n * 13 + (n - 1) * 4 + 4 * (n + 1) + extra
     back = pickle.loads(pickle.dumps(s))
     assert back == s
     assert back.destinations()[1].tolist() == doff.tolist()

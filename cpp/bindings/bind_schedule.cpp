@@ -208,15 +208,15 @@ void bind_schedule(py::module_& m) {
       .def_property_readonly("dsts", [](const Schedule& s) { return to_numpy(s.dst_array()); })
       .def_property_readonly("range_offsets", [](const Schedule& s) { return offsets_to_numpy(s.range_offsets()); })
       .def_property_readonly("range_lo", [](const Schedule& s) {
-        std::vector<BlockId> v;
-        v.reserve(s.range_array().size());
-        for (const auto& r : s.range_array()) v.push_back(r.lo);
+        const BlockRangeList& l = s.range_list();
+        std::vector<BlockId> v(static_cast<std::size_t>(l.size()));
+        for (std::int64_t i = 0; i < l.size(); ++i) v[static_cast<std::size_t>(i)] = l[i].lo;
         return to_numpy(v);
       })
       .def_property_readonly("range_hi", [](const Schedule& s) {
-        std::vector<BlockId> v;
-        v.reserve(s.range_array().size());
-        for (const auto& r : s.range_array()) v.push_back(r.hi);
+        const BlockRangeList& l = s.range_list();
+        std::vector<BlockId> v(static_cast<std::size_t>(l.size()));
+        for (std::int64_t i = 0; i < l.size(); ++i) v[static_cast<std::size_t>(i)] = l[i].hi;
         return to_numpy(v);
       })
       .def_property_readonly("dep_offsets", [](const Schedule& s) { return offsets_to_numpy(s.dep_offsets()); })

@@ -218,9 +218,60 @@ TEST(CsrOffsets, ScheduleReadsBackAfterAMulticastAtStartMiddleEnd) {
 TEST(CsrOffsets, UnicastScheduleStoresNoDestinationOrRangeOffsets) {
   const int n = 100;
   Schedule s = by_add_transfer(make_lists(n, -1, 5));
-  // src 4 + op 1 + dst 4 + range 8 bytes per transfer, 99 dependencies of
-  // 4 bytes, and n + 1 dependency offsets of 4 bytes.
-  EXPECT_EQ(s.transfer_array_bytes(), n * (4 + 1 + 4 + 8) + (n - 1) * 4 + (n + 1) * 4);
+  // src 4 + op 1 + dst 4 + range 4 bytes (one block each: its lo) per
+  // transfer, 99 dependencies of 4 bytes, and n + 1 dependency offsets of 4
+  // bytes.
+  EXPECT_EQ(s.range_list().form(), BlockRangeList::Form::unit);
+  EXPECT_EQ(s.transfer_array_bytes(), n * (4 + 1 + 4 + 4) + (n - 1) * 4 + (n + 1) * 4);
+}
+
+// The three forms of the block ranges, each move after items of the earlier
+// form: every item reads back as pushed, and the bytes are the form's.
+TEST(BlockRanges, FormsMoveForwardAndKeepEveryRange) {
+  std::vector<BlockRange> pushed;
+  BlockRangeList l;
+  auto push = [&](BlockRange r) {
+    l.push_back(r);
+    pushed.push_back(r);
+    ASSERT_EQ(l.size(), static_cast<std::int64_t>(pushed.size()));
+    for (std::size_t i = 0; i < pushed.size(); ++i) {
+      EXPECT_EQ(l[static_cast<std::int64_t>(i)].lo, pushed[i].lo);
+      EXPECT_EQ(l[static_cast<std::int64_t>(i)].hi, pushed[i].hi);
+    }
+  };
+  l.grow(8);
+  for (int i = 0; i < 3; ++i) push({2, 3});
+  EXPECT_EQ(l.form(), BlockRangeList::Form::constant);
+  EXPECT_EQ(l.stored_bytes(), 0);
+  push({5, 6});
+  EXPECT_EQ(l.form(), BlockRangeList::Form::unit);
+  EXPECT_EQ(l.stored_bytes(), 4 * 4);
+  push({0, 4});
+  EXPECT_EQ(l.form(), BlockRangeList::Form::full);
+  EXPECT_EQ(l.stored_bytes(), 5 * 8);
+  push({7, 8});
+  EXPECT_EQ(l.form(), BlockRangeList::Form::full);
+
+  // A repeated range of several blocks goes from constant to full at once.
+  BlockRangeList whole;
+  for (int i = 0; i < 4; ++i) whole.push_back({0, 8});
+  EXPECT_EQ(whole.form(), BlockRangeList::Form::constant);
+  whole.push_back({1, 2});
+  EXPECT_EQ(whole.form(), BlockRangeList::Form::full);
+  EXPECT_EQ(whole[3].hi, 8);
+  EXPECT_EQ(whole[4].lo, 1);
+
+  // A schedule reads its rows through RangeIter as through a pointer.
+  Schedule s(2, std::vector<Bytes>(4, 8), Collective{});
+  s.add_transfer(0, {1}, {{0, 1}, {2, 4}}, Op::copy, {});
+  s.add_transfer(1, {0}, {{1, 2}}, Op::copy, {});
+  ASSERT_EQ(s.ranges_end(0) - s.ranges_begin(0), 2);
+  EXPECT_EQ((s.ranges_end(0) - 1)->hi, 4);
+  EXPECT_EQ(s.ranges_begin(0)[1].lo, 2);
+  const std::vector<BlockRange> row(s.ranges_begin(1), s.ranges_end(1));
+  ASSERT_EQ(row.size(), 1u);
+  EXPECT_EQ(row[0].lo, 1);
+  EXPECT_EQ(s.transfer_bytes(0), 3 * 8);
 }
 
 TEST(CsrOffsets, RejectedTransferInABatchLeavesNoRangeBehind) {
@@ -242,7 +293,7 @@ TEST(CsrOffsets, RejectedTransferInABatchLeavesNoRangeBehind) {
   ASSERT_EQ(s.ranges_end(1) - s.ranges_begin(1), 1);
   EXPECT_EQ(s.ranges_begin(1)->lo, 3);
   EXPECT_EQ(s.ranges_begin(1)->hi, 4);
-  EXPECT_EQ(static_cast<std::int64_t>(s.range_array().size()), 2);
+  EXPECT_EQ(s.range_list().size(), 2);
   EXPECT_EQ(s.range_offsets().form(), CsrOffsets::Form::identity);
 }
 
@@ -266,10 +317,10 @@ TEST(CsrOffsets, Int64BatchMatchesInt32AndChecksBeforeNarrowing) {
   EXPECT_EQ(a.op_array(), b.op_array());
   EXPECT_EQ(a.dst_array(), b.dst_array());
   EXPECT_EQ(a.dep_array(), b.dep_array());
-  ASSERT_EQ(a.range_array().size(), b.range_array().size());
-  for (std::size_t i = 0; i < a.range_array().size(); ++i) {
-    EXPECT_EQ(a.range_array()[i].lo, b.range_array()[i].lo);
-    EXPECT_EQ(a.range_array()[i].hi, b.range_array()[i].hi);
+  ASSERT_EQ(a.range_list().size(), b.range_list().size());
+  for (std::int64_t i = 0; i < a.range_list().size(); ++i) {
+    EXPECT_EQ(a.range_list()[i].lo, b.range_list()[i].lo);
+    EXPECT_EQ(a.range_list()[i].hi, b.range_list()[i].hi);
   }
   for (TransferId t = 0; t < 3; ++t) EXPECT_EQ(a.num_deps(t), b.num_deps(t));
   ASSERT_EQ(b.num_deps(2), 1);

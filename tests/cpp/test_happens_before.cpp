@@ -219,7 +219,7 @@ TEST(HappensBefore, DependenciesThatPointForwardMatchTheTransitiveClosure) {
     op.push_back(static_cast<std::uint8_t>(s.op(t)));
     dsts.insert(dsts.end(), s.dsts_begin(t), s.dsts_end(t));
     dst_off.push_back(static_cast<std::int64_t>(dsts.size()));
-    for (const BlockRange* r = s.ranges_begin(t); r != s.ranges_end(t); ++r) {
+    for (auto r = s.ranges_begin(t); r != s.ranges_end(t); ++r) {
       lo.push_back(r->lo);
       hi.push_back(r->hi);
     }

@@ -181,15 +181,43 @@ TEST(Prepare, SuccessorListsAsTheSchedulesOwn) {
 }
 
 TEST(Prepare, SuccessorListsTooFarOrTooManyForTheCompactForm) {
-  // A dependency 2^15 transfers back: ids instead of differences.
+  // A dependency 2^15 transfers back: 24-bit differences instead of 16-bit
+  // ones; beyond the far limit (2^23, lowered here to 2^15 + 1), ids.
   Schedule far = random_schedule(8, 40000, 8, 64, 8);
   far.add(0, 1, 0, 1, Op::copy, {0, 39999});
   const Successors fe = successors(far);
   const sim::SuccessorLists f = sim::successor_lists(far);
   EXPECT_TRUE(f.delta.empty());
+  EXPECT_FALSE(f.delta24.empty());
+  EXPECT_TRUE(f.list.empty());
   EXPECT_FALSE(f.count.empty());
   EXPECT_EQ(offsets_of(f, far.num_transfers()), fe.offsets);
   EXPECT_EQ(entries_of(f, far.num_transfers()), fe.list);
+  const sim::SuccessorLists ids =
+      sim::successor_lists(far, sim::kNarrowSuccessors, true, (1 << 15) + 1);
+  EXPECT_TRUE(ids.delta24.empty());
+  EXPECT_FALSE(ids.list.empty());
+  EXPECT_EQ(entries_of(ids, far.num_transfers()), fe.list);
+  // Every 24-bit difference reads back with its sign, to the limits of the
+  // form: a schedule whose dependencies point forward (imported) by up to
+  // 2^23 - 1 and back by as much.
+  const TransferId span = (TransferId{1} << 23) - 1;
+  std::vector<RankId> src(static_cast<std::size_t>(span) + 1, 0), dst(src.size(), 1);
+  std::vector<std::uint8_t> op(src.size(), 0);
+  std::vector<std::int64_t> one(src.size() + 1);
+  for (std::size_t i = 0; i < one.size(); ++i) one[i] = static_cast<std::int64_t>(i);
+  std::vector<BlockId> lo(src.size(), 0), hi(src.size(), 1);
+  std::vector<std::int64_t> dep_off(src.size() + 1, 1);
+  dep_off[0] = 0;
+  dep_off[1] = 1;  // 0 waits for span; span waits for 1 (ids 0 .. span)
+  dep_off.back() = 2;
+  const std::vector<TransferId> deps{span, 1};
+  const Schedule edge = Schedule::from_arrays(2, {8}, Collective{}, src, op, one, dst, one, lo,
+                                              hi, dep_off, deps);
+  const sim::SuccessorLists e = sim::successor_lists(edge);
+  EXPECT_FALSE(e.delta24.empty());
+  const Successors ee = successors(edge);
+  EXPECT_EQ(entries_of(e, edge.num_transfers()), ee.list);
   // 256 transfers waiting for one: 32-bit offsets instead of counts.
   Schedule many = random_schedule(8, 300, 8, 64, 9);
   for (int i = 0; i < 256; ++i) many.add(0, 1, 0, 1, Op::copy, {5});

@@ -67,7 +67,7 @@ void execute(const Schedule& s, const T* inputs, T* outputs, std::int64_t elemen
   auto snapshot = [&](TransferId t) {
     auto& buf = staged[t];
     const T* row = outputs + static_cast<std::int64_t>(s.src(t)) * elements;
-    for (const BlockRange* r = s.ranges_begin(t); r != s.ranges_end(t); ++r)
+    for (auto r = s.ranges_begin(t); r != s.ranges_end(t); ++r)
       buf.insert(buf.end(), row + off[r->lo], row + off[r->hi]);
   };
   std::deque<TransferId> ready;
@@ -86,7 +86,7 @@ void execute(const Schedule& s, const T* inputs, T* outputs, std::int64_t elemen
     for (const RankId* d = s.dsts_begin(t); d != s.dsts_end(t); ++d) {
       T* row = outputs + static_cast<std::int64_t>(*d) * elements;
       const T* data = staged[t].data();
-      for (const BlockRange* r = s.ranges_begin(t); r != s.ranges_end(t); ++r) {
+      for (auto r = s.ranges_begin(t); r != s.ranges_end(t); ++r) {
         const std::int64_t len = off[r->hi] - off[r->lo];
         T* dst = row + off[r->lo];
         if (reduce) {

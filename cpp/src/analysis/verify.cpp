@@ -466,7 +466,7 @@ class Verifier {
   void forward(TransferId t, std::int32_t k) {
     const RankId src = s_.src(t);
     segs_.clear();
-    for (const BlockRange* r = s_.ranges_begin(t); r != s_.ranges_end(t); ++r) {
+    for (auto r = s_.ranges_begin(t); r != s_.ranges_end(t); ++r) {
       const auto pieces = cells_.of(src);
       for (std::size_t i = cells_.find(src, r->lo); i < pieces.size() && pieces[i].lo < r->hi;
            ++i) {
@@ -564,7 +564,7 @@ class Verifier {
       const TransferId t = at(k);
       const RankId src = s_.src(t);
       TransferId checked = -1;
-      for (const BlockRange* r = s_.ranges_begin(t); r != s_.ranges_end(t); ++r) {
+      for (auto r = s_.ranges_begin(t); r != s_.ranges_end(t); ++r) {
         const auto pieces = next_write_.of(src);
         for (std::size_t i = next_write_.find(src, r->lo);
              i < pieces.size() && pieces[i].lo < r->hi; ++i) {
@@ -583,7 +583,7 @@ class Verifier {
         }
       }
       for (const RankId* dp = s_.dsts_begin(t); dp != s_.dsts_end(t); ++dp) {
-        for (const BlockRange* r = s_.ranges_begin(t); r != s_.ranges_end(t); ++r) {
+        for (auto r = s_.ranges_begin(t); r != s_.ranges_end(t); ++r) {
           const std::size_t first = next_write_.split(*dp, r->lo);
           const std::size_t end = next_write_.split(*dp, r->hi);
           const auto pieces = next_write_.of(*dp);

@@ -195,7 +195,7 @@ void Schedule::reserve(std::int64_t transfers, std::int64_t ranges_per_transfer)
   dst_off_.reserve(transfers);
   dst_.reserve(transfers);
   range_off_.reserve(transfers);
-  ranges_.reserve(transfers * ranges_per_transfer);
+  ranges_.grow(transfers * ranges_per_transfer);
   dep_off_.reserve(transfers);
   dep_.reserve(transfers * 2);
 }
@@ -285,15 +285,16 @@ void Schedule::append_ranges(std::int64_t index, std::vector<BlockRange>& ranges
       throw ScheduleError("field", at(index) + ": field 'blocks' names block " +
                                        std::to_string(ranges[i].lo) + " twice", index, -1,
                           ranges[i].lo);
-  const std::size_t first = ranges_.size();
-  for (const auto& r : ranges) {
-    if (ranges_.size() > first && r.lo == ranges_.back().hi) {
-      ranges_.back().hi = r.hi;
-      continue;
-    }
-    ranges_.push_back(r);
+  // adjacent ranges are merged: [0, 2) and [2, 3) are kept as [0, 3)
+  std::size_t kept = 0;
+  for (std::size_t i = 1; i < ranges.size(); ++i) {
+    if (ranges[i].lo == ranges[kept].hi)
+      ranges[kept].hi = ranges[i].hi;
+    else
+      ranges[++kept] = ranges[i];
   }
-  range_off_.push(static_cast<std::int64_t>(ranges_.size()));
+  for (std::size_t i = 0; i <= kept; ++i) ranges_.push_back(ranges[i]);
+  range_off_.push(ranges_.size());
 }
 
 TransferId Schedule::add_transfer(RankId src, const std::vector<RankId>& dsts,
@@ -377,7 +378,7 @@ void Schedule::append_csr_from(std::int64_t n, const I* src, const std::uint8_t*
   grow(src_, n);
   grow(op_, n);
   grow(dst_, dst_off ? dst_off[n] : n);
-  grow(ranges_, rng_off ? rng_off[n] : n);
+  ranges_.grow(rng_off ? rng_off[n] : n);
   if (dep_off) grow(dep_, dep_off[n]);
   std::vector<BlockRange> ranges;
   for (std::int64_t i = 0; i < n; ++i) {
@@ -512,21 +513,21 @@ Schedule Schedule::from_arrays(RankId num_ranks, std::vector<Bytes> block_bytes,
 std::int64_t Schedule::transfer_array_bytes() const {
   return static_cast<std::int64_t>(src_.size() * sizeof(RankId) + op_.size() +
                                    dst_.size() * sizeof(RankId) +
-                                   ranges_.size() * sizeof(BlockRange) +
                                    dep_.size() * sizeof(TransferId)) +
-         dst_off_.stored_bytes() + range_off_.stored_bytes() + dep_off_.stored_bytes();
+         dst_off_.stored_bytes() + range_off_.stored_bytes() + ranges_.stored_bytes() +
+         dep_off_.stored_bytes();
 }
 
 Bytes Schedule::transfer_bytes(TransferId t) const {
   Bytes total = 0;
-  for (const BlockRange* r = ranges_begin(t); r != ranges_end(t); ++r)
+  for (auto r = ranges_begin(t); r != ranges_end(t); ++r)
     total += range_bytes(r->lo, r->hi);
   return total;
 }
 
 std::int64_t Schedule::transfer_blocks(TransferId t) const {
   std::int64_t total = 0;
-  for (const BlockRange* r = ranges_begin(t); r != ranges_end(t); ++r) total += r->hi - r->lo;
+  for (auto r = ranges_begin(t); r != ranges_end(t); ++r) total += r->hi - r->lo;
   return total;
 }
 

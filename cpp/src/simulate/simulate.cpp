@@ -386,7 +386,7 @@ template <bool simple>
 void key_fields_of(const Schedule& s, TransferId t, std::uint64_t bytes,
                    std::uint64_t (&f)[kKeyFields]) {
   if constexpr (simple) {
-    const BlockRange r = s.range_array()[static_cast<std::size_t>(t)];
+    const BlockRange r = s.range_list()[t];
     f[0] = static_cast<std::uint64_t>(s.src_array()[static_cast<std::size_t>(t)]);
     f[1] = static_cast<std::uint64_t>(s.dst_array()[static_cast<std::size_t>(t)]);
     f[2] = 1;

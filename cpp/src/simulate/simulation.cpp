@@ -3,6 +3,7 @@
 //
 // The per-transfer records (TransferHot) come filled from prepare().
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -202,19 +203,28 @@ struct SuccessorCsr {
 // lists, only the offsets (4 bytes per transfer, mapped: they go back to
 // the system when dropped) are made and dropped, or kept when the lists
 // need them.
-void narrow_successors(const Schedule& s, bool compact, SuccessorLists& out) {
+void narrow_successors(const Schedule& s, bool compact, std::int64_t far_limit,
+                       SuccessorLists& out) {
   const TransferId n = s.num_transfers();
   MappedVector<std::uint32_t> pos(static_cast<std::size_t>(n) + 2, 0u);
-  bool near = compact;
-  count_successors(s, pos, [&near](TransferId d, TransferId t) {
-    near = near && t - d <= std::numeric_limits<std::int16_t>::max() &&
-           t - d >= std::numeric_limits<std::int16_t>::min();
+  std::int64_t farthest = 0;  // the largest |t - d| of an edge d -> t
+  count_successors(s, pos, [&farthest](TransferId d, TransferId t) {
+    farthest = std::max(farthest, std::abs(std::int64_t{t} - d));
   });
   const std::size_t edges = pos[static_cast<std::size_t>(n) + 1];
-  if (near) {
+  if (compact && farthest <= std::numeric_limits<std::int16_t>::max()) {
     out.delta.resize(edges);
     place_successors(s, pos, [&out](std::uint32_t i, TransferId d, TransferId t) {
       out.delta[i] = static_cast<std::int16_t>(t - d);
+    });
+  } else if (compact && farthest < std::min(far_limit, kFarSuccessors)) {
+    out.delta24.resize(3 * edges + 1);
+    std::uint8_t* bytes = out.delta24.data();
+    place_successors(s, pos, [bytes](std::uint32_t i, TransferId d, TransferId t) {
+      const auto bits = static_cast<std::uint32_t>(t - d);
+      bytes[3 * std::size_t{i}] = static_cast<std::uint8_t>(bits);
+      bytes[3 * std::size_t{i} + 1] = static_cast<std::uint8_t>(bits >> 8);
+      bytes[3 * std::size_t{i} + 2] = static_cast<std::uint8_t>(bits >> 16);
     });
   } else {
     out.list.resize(edges);
@@ -239,10 +249,11 @@ void narrow_successors(const Schedule& s, bool compact, SuccessorLists& out) {
 }  // namespace
 
 // The schedule's successor lists (fill_successors), on the arena.
-SuccessorLists successor_lists(const Schedule& s, std::int64_t narrow_limit, bool compact) {
+SuccessorLists successor_lists(const Schedule& s, std::int64_t narrow_limit, bool compact,
+                               std::int64_t far_limit) {
   SuccessorLists out;
   if (static_cast<std::int64_t>(s.dep_array().size()) < narrow_limit) {
-    narrow_successors(s, compact, out);
+    narrow_successors(s, compact, far_limit, out);
   } else {
     SuccessorCsr<std::int64_t> csr;
     fill_successors(s, csr);

@@ -50,6 +50,7 @@
 #include <string>
 #include <vector>
 
+#include "wafercoll/schedule/block_ranges.hpp"
 #include "wafercoll/schedule/csr_offsets.hpp"
 #include "wafercoll/units.hpp"
 
@@ -84,12 +85,6 @@ const char* to_string(Op op);
 const char* to_string(CollectiveKind kind);
 Op op_from_string(const std::string& name);
 CollectiveKind collective_from_string(const std::string& name);
-
-// Half-open range of blocks [lo, hi).
-struct BlockRange {
-  BlockId lo;
-  BlockId hi;
-};
 
 struct Collective {
   CollectiveKind kind = CollectiveKind::allreduce;
@@ -191,12 +186,8 @@ class Schedule {
   const RankId* dsts_begin(TransferId t) const { return dst_.data() + dst_off_[t]; }
   const RankId* dsts_end(TransferId t) const { return dst_.data() + dst_off_[t + 1]; }
   std::int64_t num_dsts(TransferId t) const { return dst_off_[t + 1] - dst_off_[t]; }
-  const BlockRange* ranges_begin(TransferId t) const {
-    return ranges_.data() + range_off_[t];
-  }
-  const BlockRange* ranges_end(TransferId t) const {
-    return ranges_.data() + range_off_[t + 1];
-  }
+  RangeIter ranges_begin(TransferId t) const { return RangeIter(&ranges_, range_off_[t]); }
+  RangeIter ranges_end(TransferId t) const { return RangeIter(&ranges_, range_off_[t + 1]); }
   const TransferId* deps_begin(TransferId t) const { return dep_.data() + dep_off_[t]; }
   const TransferId* deps_end(TransferId t) const { return dep_.data() + dep_off_[t + 1]; }
   std::int64_t num_deps(TransferId t) const { return dep_off_[t + 1] - dep_off_[t]; }
@@ -210,7 +201,7 @@ class Schedule {
   const CsrOffsets& dst_offsets() const { return dst_off_; }
   const std::vector<RankId>& dst_array() const { return dst_; }
   const CsrOffsets& range_offsets() const { return range_off_; }
-  const std::vector<BlockRange>& range_array() const { return ranges_; }
+  const BlockRangeList& range_list() const { return ranges_; }
   const CsrOffsets& dep_offsets() const { return dep_off_; }
   const std::vector<TransferId>& dep_array() const { return dep_; }
   // Bytes held by the per-transfer arrays (by size, not capacity): what the
@@ -244,7 +235,7 @@ class Schedule {
   CsrOffsets dst_off_;
   std::vector<RankId> dst_;
   CsrOffsets range_off_;
-  std::vector<BlockRange> ranges_;
+  BlockRangeList ranges_;
   CsrOffsets dep_off_;
   std::vector<TransferId> dep_;
   bool backward_deps_ = true;

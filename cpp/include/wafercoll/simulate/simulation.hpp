@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -122,8 +123,10 @@ static_assert(sizeof(TransferHot) == 24, "per-transfer state is documented as 24
 // and every kSampleEvery-th offset stand for them (1.25 bytes per transfer
 // instead of 4). Entries are 16-bit differences to t when every successor
 // lies within 2^15 of its transfer in index (the usual: a schedule's steps
-// follow one another), else ids: 2 or 4 bytes per dependency edge.
+// follow one another), 24-bit ones within 2^23 (recursive doubling, whose
+// successors are up to 1.5 p away), else ids: 2, 3 or 4 bytes per edge.
 constexpr std::int64_t kNarrowSuccessors = std::int64_t{1} << 32;
+constexpr std::int64_t kFarSuccessors = std::int64_t{1} << 23;
 struct SuccessorLists {
   static constexpr int kSampleShift = 4;
   static constexpr std::int64_t kSampleEvery = std::int64_t{1} << kSampleShift;
@@ -132,6 +135,9 @@ struct SuccessorLists {
   BigVector<std::uint32_t> narrow;  // else the offsets while they fit, else empty
   BigVector<std::int64_t> wide;     // else the offsets
   BigVector<std::int16_t> delta;    // entries minus their transfer, else empty
+  // else the same in 3 bytes each, little-endian (one byte of padding at the
+  // end, so that every entry reads as one 4-byte load), else empty
+  BigVector<std::uint8_t> delta24;
   BigVector<TransferId> list;       // else the entries
   std::int64_t offset(std::int64_t t) const {
     if (!count.empty()) {
@@ -150,18 +156,23 @@ struct SuccessorLists {
   }
   // Entry i, one of t's.
   std::int64_t entry(std::int64_t i, std::int64_t t) const {
-    return delta.empty() ? std::int64_t{list[static_cast<std::size_t>(i)]}
-                         : t + delta[static_cast<std::size_t>(i)];
+    if (!delta.empty()) return t + delta[static_cast<std::size_t>(i)];
+    if (delta24.empty()) return list[static_cast<std::size_t>(i)];
+    std::uint32_t bits;
+    std::memcpy(&bits, delta24.data() + 3 * i, sizeof bits);
+    return t + (static_cast<std::int32_t>(bits << 8) >> 8);  // sign-extend 24 bits
   }
   // Takes offsets [0, n] (the last the list's size), narrow when they fit
   // below narrow_limit; the entries are `list`'s.
   void set_offsets(const std::int64_t* offsets, std::int64_t n, std::int64_t narrow_limit);
 };
 // `narrow_limit`: lists of at least this many entries take 64-bit offsets;
-// `compact`: counts and differences where they fit (parameters for the tests).
+// `compact`: counts and differences where they fit; `far_limit`: successors
+// this far from their transfer or farther take ids (parameters for the tests).
 SuccessorLists successor_lists(const Schedule& s,
                                std::int64_t narrow_limit = kNarrowSuccessors,
-                               bool compact = true);
+                               bool compact = true,
+                               std::int64_t far_limit = kFarSuccessors);
 
 // Everything the run needs that does not change while it runs, computed
 // before any run state is allocated (so simulation_events() can stop here).
