@@ -34,18 +34,18 @@ SimOptions make_options(const std::vector<NodeId>& placement, bool transfers, bo
   return o;
 }
 
-// The per-transfer times move into their arrays (the largest results, one
-// value per transfer each); the rest is copied.
+// Every result array moves into its NumPy array (no copy beside the run's
+// state, which the arena keeps for the next run).
 py::dict result_dict(SimResult& r, bool transfers, bool timeline, bool trace) {
   py::dict d;
   d["time_s"] = r.time_s;
-  d["rank_finish_s"] = to_numpy(r.rank_finish_s);
-  d["link_busy_s"] = to_numpy(r.link_busy_s);
-  d["link_bytes"] = to_numpy(r.link_bytes);
-  d["injection_busy_s"] = to_numpy(r.injection_busy_s);
-  d["ejection_busy_s"] = to_numpy(r.ejection_busy_s);
-  d["compute_busy_s"] = to_numpy(r.compute_busy_s);
-  d["switch_busy_s"] = to_numpy(r.switch_busy_s);
+  d["rank_finish_s"] = to_numpy_moved(std::move(r.rank_finish_s));
+  d["link_busy_s"] = to_numpy_moved(std::move(r.link_busy_s));
+  d["link_bytes"] = to_numpy_moved(std::move(r.link_bytes));
+  d["injection_busy_s"] = to_numpy_moved(std::move(r.injection_busy_s));
+  d["ejection_busy_s"] = to_numpy_moved(std::move(r.ejection_busy_s));
+  d["compute_busy_s"] = to_numpy_moved(std::move(r.compute_busy_s));
+  d["switch_busy_s"] = to_numpy_moved(std::move(r.switch_busy_s));
   d["events"] = r.events;
   d["packets"] = r.packets;
   if (transfers) {
@@ -53,19 +53,19 @@ py::dict result_dict(SimResult& r, bool transfers, bool timeline, bool trace) {
     d["transfer_finish_s"] = to_numpy_moved(std::move(r.transfer_finish_s));
   }
   if (timeline) {
-    d["timeline_t"] = to_numpy(r.timeline_t);
-    d["timeline_busy"] = to_numpy(r.timeline_busy);
+    d["timeline_t"] = to_numpy_moved(std::move(r.timeline_t));
+    d["timeline_busy"] = to_numpy_moved(std::move(r.timeline_busy));
   }
   if (trace) {
-    d["trace_transfer"] = to_numpy(r.trace_transfer);
-    d["trace_packet"] = to_numpy(r.trace_packet);
-    d["trace_stage"] = to_numpy(r.trace_stage);
-    d["trace_start_s"] = to_numpy(r.trace_start_s);
-    d["trace_finish_s"] = to_numpy(r.trace_finish_s);
+    d["trace_transfer"] = to_numpy_moved(std::move(r.trace_transfer));
+    d["trace_packet"] = to_numpy_moved(std::move(r.trace_packet));
+    d["trace_stage"] = to_numpy_moved(std::move(r.trace_stage));
+    d["trace_start_s"] = to_numpy_moved(std::move(r.trace_start_s));
+    d["trace_finish_s"] = to_numpy_moved(std::move(r.trace_finish_s));
   }
   if (!r.task_finish_s.empty()) {
-    d["task_start_s"] = to_numpy(r.task_start_s);
-    d["task_finish_s"] = to_numpy(r.task_finish_s);
+    d["task_start_s"] = to_numpy_moved(std::move(r.task_start_s));
+    d["task_finish_s"] = to_numpy_moved(std::move(r.task_finish_s));
   }
   return d;
 }

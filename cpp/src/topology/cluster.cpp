@@ -77,64 +77,62 @@ Topology Topology::cluster(NodeId nodes, NodeId ppn, NodeId sockets,
 
   // Node ids: processes [0, P), socket switches [P, P+S) (only with more
   // than one socket), node routers [P+S, P+S+N), the fabric, then the NIC
-  // switches when there are lanes. Links are created in the order of the
-  // link classes so that cluster_route can compute their ids.
-  const auto P = static_cast<NodeId>(p);
-  const NodeId S = sockets > 1 ? nodes * sockets : 0;
-  const NodeId N = nodes;
-  const NodeId router0 = P + S, fabric = P + S + N;
-  std::vector<Link> links;
-  links.reserve(static_cast<std::size_t>(2 * (p + S + N) + (lanes ? 2 * p : 0)));
-  auto sw = [&](NodeId r) {
-    return sockets > 1 ? P + data->rank_socket[r] : router0 + data->rank_node[r];
-  };
-  const auto proc = static_cast<int>(ClusterLinkClass::process);
-  const auto sock = static_cast<int>(ClusterLinkClass::socket);
-  const auto nic = static_cast<int>(ClusterLinkClass::nic);
-  for (NodeId r = 0; r < P; ++r) {
-    links.push_back({r, sw(r), bandwidth_Bps[proc], latency_s[proc]});
-  }
-  for (NodeId r = 0; r < P; ++r) {
-    links.push_back({sw(r), r, bandwidth_Bps[proc], latency_s[proc]});
-  }
-  for (NodeId s = 0; s < S; ++s) {
-    links.push_back({P + s, router0 + s / sockets, bandwidth_Bps[sock], latency_s[sock]});
-  }
-  for (NodeId s = 0; s < S; ++s) {
-    links.push_back({router0 + s / sockets, P + s, bandwidth_Bps[sock], latency_s[sock]});
-  }
-  // With lanes the NIC links leave from a node's NIC switch (ids after the
-  // fabric), which only the lanes reach; without, from the node router.
-  const NodeId nic0 = lanes ? fabric + 1 : router0;
-  for (NodeId n = 0; n < N; ++n) {
-    links.push_back({nic0 + n, fabric, bandwidth_Bps[nic], latency_s[nic]});
-  }
-  for (NodeId n = 0; n < N; ++n) {
-    links.push_back({fabric, nic0 + n, bandwidth_Bps[nic], latency_s[nic]});
-  }
-  if (lanes) {
-    const auto lane = static_cast<int>(ClusterLinkClass::lane);
-    for (NodeId r = 0; r < P; ++r) {
-      links.push_back({r, nic0 + data->rank_node[r], bandwidth_Bps[lane], latency_s[lane]});
-    }
-    for (NodeId r = 0; r < P; ++r) {
-      links.push_back({nic0 + data->rank_node[r], r, bandwidth_Bps[lane], latency_s[lane]});
-    }
-  }
-  const NodeId num_nodes = lanes ? fabric + 1 + N : fabric + 1;
-  // Valid by construction (the classes' bandwidths and latencies are
-  // checked above, the ends are in range and distinct): no index is made
-  // here (CustomData::pairs()).
-  auto store = std::make_shared<CustomData>();
+  // switches when there are lanes. Links are numbered by class
+  // (cluster_link), so that cluster_route can compute their ids; none is
+  // stored (24 bytes per link: 25 MB on 2^18 processes), and no index is
+  // made here (CustomData::pairs()).
+  const std::int64_t S = sockets > 1 ? std::int64_t{nodes} * sockets : 0;
+  const std::int64_t links = 2 * (p + S + nodes) + (lanes ? 2 * p : 0);
+  const std::int64_t num_nodes = p + S + nodes + 1 + (lanes ? nodes : 0);
+  // (S and N are at most p, and p at most kMaxClusterRanks = 2^21: both fit.)
+  data->bandwidth_Bps = bandwidth_Bps;
+  data->latency_s = latency_s;
   Topology t;
   t.kind_ = TopologyKind::cluster;
-  t.num_endpoints_ = P;
-  t.num_nodes_ = num_nodes;
-  t.num_links_ = static_cast<LinkId>(links.size());
-  store->links = std::move(links);
-  t.custom_ = std::move(store);
+  t.num_endpoints_ = static_cast<NodeId>(p);
+  t.num_nodes_ = static_cast<NodeId>(num_nodes);
+  t.num_links_ = static_cast<LinkId>(links);
+  t.custom_ = std::make_shared<CustomData>();
   t.cluster_ = std::move(data);
   return t;
+}
+
+// Link `id` of a cluster, by class in the order cluster_route numbers them:
+// process links up [0, P) and down [P, 2P); socket links up and down (S
+// each, with more than one socket); NIC links up and down (N each, from the
+// node router, or from the node's NIC switch with lanes); lanes up and down
+// (P each). Ids are checked by link().
+Link Topology::cluster_link(LinkId id) const {
+  const ClusterData& c = *cluster_;
+  const std::int64_t P = num_endpoints_;
+  const std::int64_t S = c.sockets > 1 ? std::int64_t{c.nodes} * c.sockets : 0;
+  const std::int64_t N = c.nodes;
+  const std::int64_t router0 = P + S, fabric = P + S + N;
+  const std::int64_t nic0 = c.lanes ? fabric + 1 : router0;
+  auto make = [&c](std::int64_t a, std::int64_t b, ClusterLinkClass k, bool down) {
+    const auto i = static_cast<int>(k);
+    if (down) std::swap(a, b);
+    return Link{static_cast<NodeId>(a), static_cast<NodeId>(b), c.bandwidth_Bps[i],
+                c.latency_s[i]};
+  };
+  std::int64_t k = id;
+  if (k < 2 * P) {  // a process and its socket switch (or node router)
+    const std::int64_t r = k % P;
+    const std::int64_t sw = S > 0 ? P + c.rank_socket[r] : router0 + c.rank_node[r];
+    return make(r, sw, ClusterLinkClass::process, k >= P);
+  }
+  k -= 2 * P;
+  if (k < 2 * S) {  // a socket switch and its node router
+    const std::int64_t s = k % S;
+    return make(P + s, router0 + s / c.sockets, ClusterLinkClass::socket, k >= S);
+  }
+  k -= 2 * S;
+  if (k < 2 * N) {  // a node's NIC and the fabric
+    return make(nic0 + k % N, fabric, ClusterLinkClass::nic, k >= N);
+  }
+  k -= 2 * N;  // lanes: a process and its node's NIC switch
+  const std::int64_t r = k % P;
+  return make(r, nic0 + c.rank_node[r], ClusterLinkClass::lane, k >= P);
 }
 
 NodeId Topology::cluster_nodes() const { return cluster_ ? cluster_->nodes : 0; }

@@ -164,6 +164,7 @@ Link Topology::link(LinkId id) const {
     throw std::out_of_range(
         cat("link: id = ", id, " is out of range [0, ", num_links_, ")"));
   }
+  if (kind_ == TopologyKind::cluster) return cluster_link(id);
   if (stores_links()) return custom_->links[id];
   const LinkId per_x = rows_ * east_per_row_;  // east links = west links
   const LinkId per_y = south_per_col_ * cols_;
@@ -189,7 +190,7 @@ Link Topology::link(LinkId id) const {
 }
 
 std::vector<Link> Topology::links() const {
-  if (stores_links()) return custom_->links;
+  if (kind_ == TopologyKind::custom) return custom_->links;
   std::vector<Link> out;
   out.reserve(static_cast<std::size_t>(num_links_));
   for (LinkId i = 0; i < num_links_; ++i) out.push_back(link(i));
@@ -203,7 +204,9 @@ LinkId Topology::link_id(NodeId u, NodeId v) const {
   check_node(v, "link_id", "v");
   if (u == v) return -1;
   if (stores_links()) {
-    const auto& bp = custom_->pairs();
+    const auto& bp = custom_->pairs(num_links_, [this](LinkId i) {
+      return kind_ == TopologyKind::cluster ? cluster_link(i) : custom_->links[i];
+    });
     const std::int64_t key = pair_key(u, v);
     auto it = std::lower_bound(bp.begin(), bp.end(), std::make_pair(key, LinkId{0}));
     return (it != bp.end() && it->first == key) ? it->second : -1;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
@@ -83,13 +84,16 @@ struct Topology::CustomData {
   // per link: 67 MB on a cluster of 2^20 processes).
   std::vector<std::pair<std::int64_t, LinkId>> by_pair;
   std::once_flag pairs_once;
-  const std::vector<std::pair<std::int64_t, LinkId>>& pairs() {
-    std::call_once(pairs_once, [this] {
-      if (!by_pair.empty() || links.empty()) return;
-      by_pair.reserve(links.size());
-      for (std::size_t i = 0; i < links.size(); ++i)
-        by_pair.emplace_back(topology_detail::pair_key(links[i].src, links[i].dst),
-                             static_cast<LinkId>(i));
+  // `count` links, link i being link_of(i) (a cluster computes its links).
+  template <typename LinkOf>
+  const std::vector<std::pair<std::int64_t, LinkId>>& pairs(LinkId count, LinkOf link_of) {
+    std::call_once(pairs_once, [&] {
+      if (!by_pair.empty() || count == 0) return;
+      by_pair.reserve(static_cast<std::size_t>(count));
+      for (LinkId i = 0; i < count; ++i) {
+        const Link l = link_of(i);
+        by_pair.emplace_back(topology_detail::pair_key(l.src, l.dst), i);
+      }
       std::sort(by_pair.begin(), by_pair.end());
     });
     return by_pair;
@@ -125,6 +129,10 @@ struct Topology::ClusterData {
   NodeId nodes = 0, ppn = 0, sockets = 0;
   bool lanes = false;                          // per-process links to the NIC
   std::vector<NodeId> rank_node, rank_socket;  // socket: global index
+  // Per link class (ClusterLinkClass): the links are computed from these
+  // and the placement (Topology::cluster_link), not stored.
+  std::array<BytesPerSecond, 4> bandwidth_Bps{};
+  std::array<Seconds, 4> latency_s{};
 };
 
 namespace topology_detail {

@@ -317,6 +317,7 @@ class Topology {
   void cluster_route(NodeId a, NodeId b, std::vector<LinkId>& out) const;
   // The same into buf (at most 6 links); returns the count.
   std::int32_t cluster_route(NodeId a, NodeId b, LinkId* buf) const;
+  Link cluster_link(LinkId id) const;  // computed, never stored
   bool stores_links() const {
     return kind_ == TopologyKind::custom || kind_ == TopologyKind::cluster;
   }
