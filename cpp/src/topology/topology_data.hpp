@@ -122,9 +122,10 @@ struct Topology::CustomData {
   std::vector<LinkId> route_links;
 };
 
-// A cluster's processes, sockets and nodes. Its links are stored like a
-// custom topology's (CustomData), but its routes follow from the ranks'
-// placement (cluster_route), so it needs no routing tables.
+// A cluster's processes, sockets and nodes. Its links and its routes follow
+// from the ranks' placement and the link classes (cluster_link,
+// cluster_route), so it stores neither links nor routing tables; it keeps an
+// empty CustomData for the (src, dst) index that link_id makes on first use.
 struct Topology::ClusterData {
   NodeId nodes = 0, ppn = 0, sockets = 0;
   bool lanes = false;                          // per-process links to the NIC
