@@ -315,3 +315,68 @@ def test_cluster_routes_follow_the_stated_node_sequences(kwargs):
             expected = [link_of[u, v] for u, v in zip(seq, seq[1:])]
             assert c.route(a, b).tolist() == expected, (a, b)
             assert c.hops(a, b) == len(expected)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"nodes": 1, "ppn": 1},
+        {"nodes": 3, "ppn": 4},
+        {"nodes": 3, "ppn": 4, "sockets": 2},
+        {"nodes": 3, "ppn": 6, "sockets": 3, "rank_to_node": [2, 0, 1] * 6},
+        {"nodes": 2, "ppn": 4, "sockets": 2, "lane_Bps": 5e9},
+        {"nodes": 5, "ppn": 3, "lane_Bps": 6e9, "rank_to_node": [4, 3, 2, 1, 0] * 3},
+    ],
+)
+def test_cluster_links_are_the_documented_numbering(kwargs):
+    # The links a cluster computes (it stores none) against the table of
+    # cpp/include/wafercoll/topology/topology.hpp, rebuilt here from each
+    # rank's node and socket, with a different bandwidth and latency per
+    # class so that a link of the wrong class shows.
+    rates = {"process": 1e9, "socket": 2e9, "nic": 3e9}
+    lats = {"process": 1e-7, "socket": 2e-7, "nic": 3e-7, "lane": 4e-7}
+    c = wc.topology.cluster(
+        **kwargs,
+        process_Bps=rates["process"],
+        socket_Bps=rates["socket"],
+        nic_Bps=rates["nic"],
+        process_latency_s=lats["process"],
+        socket_latency_s=lats["socket"],
+        nic_latency_s=lats["nic"],
+        lane_latency_s=lats["lane"],
+    )
+    rates["lane"] = kwargs.get("lane_Bps")
+    lanes = rates["lane"] is not None
+    nodes, sockets = kwargs["nodes"], kwargs.get("sockets", 1)
+    P = nodes * kwargs["ppn"]
+    S = nodes * sockets if sockets > 1 else 0
+    N = nodes
+    router0, fabric = P + S, P + S + N
+    nic0 = fabric + 1 if lanes else router0
+    node, sock = c.node_of.tolist(), c.socket_of.tolist()
+    switch = [P + sock[r] if S else router0 + node[r] for r in range(P)]
+    up_down: list[tuple[str, list[tuple[int, int]]]] = [
+        ("process", [(r, switch[r]) for r in range(P)]),
+        ("socket", [(P + s, router0 + s // sockets) for s in range(S)]),
+        ("nic", [(nic0 + n, fabric) for n in range(N)]),
+    ]
+    if lanes:
+        up_down.append(("lane", [(r, nic0 + node[r]) for r in range(P)]))
+    expected = []
+    for cls, ups in up_down:
+        expected += [(a, b, cls) for a, b in ups]
+        expected += [(b, a, cls) for a, b in ups]
+    lk = c.links
+    assert c.num_links == len(expected)
+    assert c.num_nodes == fabric + 1 + (N if lanes else 0)
+    got = zip(
+        lk["src"].tolist(),
+        lk["dst"].tolist(),
+        lk["bandwidth_Bps"].tolist(),
+        lk["latency_s"].tolist(),
+        strict=True,
+    )
+    for i, ((a, b, cls), (u, v, bw, lat)) in enumerate(zip(expected, got, strict=True)):
+        assert (u, v, bw, lat) == (a, b, rates[cls], lats[cls]), i
+        assert c.link_id(u, v) == i
+    assert c.link_id(0, fabric) == -1  # no process reaches the fabric directly

@@ -1154,7 +1154,8 @@ def cluster(
         Latency of each link class in seconds; >= 0, finite.
     lane_Bps : float, optional
         With a value, every process also gets a *lane*: a link to and from
-        its node router that only off-node messages take (route: lane, NIC,
+        its node's NIC switch (a node of its own, from which the node's NIC
+        links then leave) that only off-node messages take (route: lane, NIC,
         NIC, lane), so they run at the per-process network rate ``R_b`` while
         on-node messages keep the process and socket rates. ``None`` (default):
         no lanes, off-node messages cross the process (and socket) links.
