@@ -573,7 +573,16 @@ def _exit_code(proc: Any, wait: float = 3.0) -> int | None:
 
 
 def _stop_pool(pool: Any, procs: list[Any], cache_dir: str | None) -> None:
-    """Stop a process pool's workers now, and drop their half-written cache files."""
+    """Stop a process pool's workers now, and drop their half-written cache files.
+
+    A shutdown without waiting drops the pool's reference to its manager
+    thread, so the later ``shutdown(wait=True)`` cannot join it; the thread
+    would then close its wake-up pipe while the interpreter's exit handler
+    (``concurrent.futures.process._python_exit``) writes to it, which prints
+    an ``OSError`` traceback after Ctrl-C (Python 3.11). So the thread is
+    joined here, once the workers are gone.
+    """
+    manager = getattr(pool, "_executor_manager_thread", None)
     terminate = getattr(pool, "terminate_workers", None)  # Python >= 3.14
     if terminate is not None:
         terminate()
@@ -587,6 +596,8 @@ def _stop_pool(pool: Any, procs: list[Any], cache_dir: str | None) -> None:
         if proc.exitcode is None:
             proc.kill()
             proc.join()
+    if manager is not None:
+        manager.join(5.0)
     if cache_dir:
         _drop_partial_writes(cache_dir, [p.pid for p in procs if p.pid is not None])
 
