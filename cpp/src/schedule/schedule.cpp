@@ -259,15 +259,6 @@ ScheduleError bad_range(const std::string& where, std::int64_t index, std::int64
                                     std::to_string(nb) + ")", index, -1, lo);
 }
 
-// Capacity for `extra` more elements, as one range insert would make it:
-// size + max(size, extra), so repeated batches still grow geometrically
-// (and end with no more slack than the vector's own growth leaves).
-template <typename T>
-void grow(std::vector<T>& v, std::int64_t extra) {
-  const std::size_t need = v.size() + static_cast<std::size_t>(extra);
-  if (need > v.capacity()) v.reserve(std::max(need, 2 * v.size()));
-}
-
 }  // namespace
 
 void Schedule::append_ranges(std::int64_t index, std::vector<BlockRange>& ranges) {

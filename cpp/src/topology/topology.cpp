@@ -204,9 +204,7 @@ LinkId Topology::link_id(NodeId u, NodeId v) const {
   check_node(v, "link_id", "v");
   if (u == v) return -1;
   if (stores_links()) {
-    const auto& bp = custom_->pairs(num_links_, [this](LinkId i) {
-      return kind_ == TopologyKind::cluster ? cluster_link(i) : custom_->links[i];
-    });
+    const auto& bp = custom_->pairs(num_links_, [this](LinkId i) { return link(i); });
     const std::int64_t key = pair_key(u, v);
     auto it = std::lower_bound(bp.begin(), bp.end(), std::make_pair(key, LinkId{0}));
     return (it != bp.end() && it->first == key) ? it->second : -1;

@@ -37,6 +37,15 @@ inline bool operator==(const BlockRange& a, const BlockRange& b) {
   return a.lo == b.lo && a.hi == b.hi;
 }
 
+// Capacity for `extra` more elements, as one range insert would make it:
+// size + max(size, extra), so repeated batches still grow geometrically
+// (and end with no more slack than the vector's own growth leaves).
+template <typename T>
+void grow(std::vector<T>& v, std::int64_t extra) {
+  const std::size_t need = v.size() + static_cast<std::size_t>(extra);
+  if (need > v.capacity()) v.reserve(std::max(need, 2 * v.size()));
+}
+
 class BlockRangeList {
  public:
   enum class Form : std::uint8_t { constant = 0, unit = 1, full = 2 };
@@ -80,8 +89,8 @@ class BlockRangeList {
   // would (repeated batches stay linear); the constant form remembers it.
   void grow(std::int64_t extra) {
     reserve_ = size_ + extra;
-    if (form_ == Form::unit) grow_vector(lo_, extra);
-    if (form_ == Form::full) grow_vector(full_, extra);
+    if (form_ == Form::unit) wafercoll::grow(lo_, extra);
+    if (form_ == Form::full) wafercoll::grow(full_, extra);
   }
 
   // Bytes of the stored items (0 in the constant form).
@@ -91,11 +100,6 @@ class BlockRangeList {
   }
 
  private:
-  template <typename T>
-  static void grow_vector(std::vector<T>& v, std::int64_t extra) {
-    const std::size_t need = v.size() + static_cast<std::size_t>(extra);
-    if (need > v.capacity()) v.reserve(std::max(need, 2 * v.size()));
-  }
   std::size_t reserved() const {
     return static_cast<std::size_t>(std::max(reserve_, size_ + 1));
   }
