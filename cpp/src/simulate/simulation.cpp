@@ -539,6 +539,7 @@ SimResult Simulation::collect() {
   BigVector<std::uint32_t>().swap(pr.slot_left);
   pr.successors = SuccessorLists{};
   tries_ = StageTries{};
+  queue_.release();
   const LinkId L = dim_.links;
   const NodeId E = dim_.endpoints;
   const std::int32_t K = dim_.channels;

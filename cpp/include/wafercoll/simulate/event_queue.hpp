@@ -118,6 +118,8 @@ class HeapQueue {
     if (!heap_.empty()) sift_down(last);
   }
   WAFERCOLL_QUEUE_INLINE void replace_top(const Event& e) { sift_down(e); }
+  // Gives the storage back (the queue must be empty).
+  void release() { std::vector<Event>().swap(heap_); }
 
  private:
   WAFERCOLL_QUEUE_INLINE void sift_down(const Event& e) {
@@ -181,6 +183,10 @@ class TimeBucketQueue {
   }
   // How many pushes opened a time of their own (not already queued).
   std::int64_t fresh_times() const { return fresh_times_; }
+  // Gives the storage back, the buckets' included (the queue must be empty).
+  void release() {
+    *this = TimeBucketQueue();
+  }
   WAFERCOLL_QUEUE_INLINE void push(const Event& e) {
     if (draining_ && e.time <= now_) {  // the time being drained (never earlier)
       // Usually the follow-up of the event just taken (same packet, next
@@ -235,7 +241,8 @@ class TimeBucketQueue {
   std::vector<std::vector<Event>> buckets_;
   std::vector<std::uint32_t> free_buckets_;  // emptied, storage kept for reuse
   std::vector<Event> current_, extra_;
-  std::vector<Event> merged_;            // sort_current's second buffer
+  std::vector<Event> merged_;            // sort_current's second buffer, when
+                                         // no bucket is free
   std::vector<std::size_t> run_starts_;  // and its runs
   Seconds cache_time_[kCache] = {};
   std::uint32_t cache_bucket_[kCache] = {kNone, kNone, kNone, kNone, kNone, kNone,
@@ -282,6 +289,13 @@ class EventQueue {
   }
   // Which queue is in use now (for tests).
   bool uses_buckets() const { return buckets_; }
+  // Once the run is over: the queues' storage (a bucket per distinct time
+  // pending at once, each keeping its largest size) goes back before the
+  // result's arrays are made.
+  void release() {
+    heap_.release();
+    bucket_queue_.release();
+  }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -368,25 +382,31 @@ inline void TimeBucketQueue::sort_current() {
     return;
   }
   run_starts_.push_back(n);
-  merged_.resize(n);
+  // The second buffer is a free bucket's storage when there is one (it kept
+  // the size of an earlier time's events, usually as many): a buffer of its
+  // own would hold a third copy of the events in flight beside current_ and
+  // the bucket being filled (recursive doubling on 262,144 ranks: 8 MB).
+  std::vector<Event>& merged = free_buckets_.empty() ? merged_ : buckets_[free_buckets_.back()];
+  merged.resize(n);
   while (run_starts_.size() > 2) {
     std::size_t kept = 0;
     std::size_t k = 0;
     for (; k + 2 < run_starts_.size(); k += 2) {
       std::merge(current_.begin() + run_starts_[k], current_.begin() + run_starts_[k + 1],
                  current_.begin() + run_starts_[k + 1], current_.begin() + run_starts_[k + 2],
-                 merged_.begin() + run_starts_[k], key_less);
+                 merged.begin() + run_starts_[k], key_less);
       run_starts_[kept++] = run_starts_[k];
     }
     if (k + 1 < run_starts_.size()) {  // an odd run out: copied as it is
       std::copy(current_.begin() + run_starts_[k], current_.begin() + run_starts_[k + 1],
-                merged_.begin() + run_starts_[k]);
+                merged.begin() + run_starts_[k]);
       run_starts_[kept++] = run_starts_[k];
     }
     run_starts_[kept++] = n;
     run_starts_.resize(kept);
-    current_.swap(merged_);
+    current_.swap(merged);
   }
+  merged.clear();  // a free bucket must be empty
 }
 
 }  // namespace wafercoll::sim
