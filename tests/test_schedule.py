@@ -323,11 +323,12 @@ def test_offsets_read_the_same_whichever_transfer_is_a_multicast(multicast_at):
     for t in (0, n // 2, n - 1):
         assert s.transfer(t)["dst"] == dsts[t]
     # Bytes per transfer: src 4, op 1, 4 per destination, 4 per range (every
-    # range here is one block, kept as its first block), 4 per dependency, 4
-    # per dependency offset (n + 1 of them), and 4 per destination and range
-    # offset once a transfer is a multicast.
+    # range here is one block, kept as its first block), 4 per dependency, and
+    # 4 per destination and range offset once a transfer is a multicast. The
+    # dependency offsets are not stored: none for the first transfer, one for
+    # every later one.
     extra = 0 if multicast_at is None else 4 + 4 + 2 * 4 * (n + 1)
-    assert s._core.transfer_array_bytes == n * 13 + (n - 1) * 4 + 4 * (n + 1) + extra
+    assert s._core.transfer_array_bytes == n * 13 + (n - 1) * 4 + extra
     back = pickle.loads(pickle.dumps(s))
     assert back == s
     assert back.destinations()[1].tolist() == doff.tolist()

@@ -1,4 +1,4 @@
-// Compact CSR offsets: the identity, narrow and wide forms, and a schedule's
+// Compact CSR offsets: the regular (identity), narrow and wide forms, and a schedule's
 // destination / range / dependency lists read back the same through every
 // form, whichever transfer first breaks the one-destination pattern.
 #include <gtest/gtest.h>
@@ -43,61 +43,101 @@ using Small = BasicCsrOffsets<std::int8_t>;  // narrow up to 127: forms change e
 
 TEST(CsrOffsets, StaysIdentityWhileEveryRowHasOneItem) {
   Small off;
-  EXPECT_EQ(off.form(), Small::Form::identity);
+  EXPECT_EQ(off.form(), Small::Form::regular);
+  EXPECT_TRUE(off.identity());
   expect_offsets(off, {0});
   const std::vector<std::int64_t> want = prefix(std::vector<std::int64_t>(300, 1));
   push_all(off, want);  // 300 rows, past the narrow limit: nothing stored at all
-  EXPECT_EQ(off.form(), Small::Form::identity);
+  EXPECT_EQ(off.form(), Small::Form::regular);
+  EXPECT_TRUE(off.identity());
   EXPECT_EQ(off.stored_bytes(), 0);
   expect_offsets(off, want);
 }
 
-TEST(CsrOffsets, LeavesIdentityAtTheFirstOtherRow) {
-  // The first row that has other than one item at row 0, in the middle and
-  // at the end; zero items and several items alike.
-  for (std::size_t at : {0u, 5u, 9u}) {
-    for (std::int64_t items : {0, 3}) {
-      std::vector<std::int64_t> counts(10, 1);
-      counts[at] = items;
+TEST(CsrOffsets, StaysRegularWithEmptyRowsFirstThenOneLength) {
+  // Empty rows, then rows of `items` each (recursive doubling's
+  // dependencies: none in the first step, 4 per transfer after): nothing is
+  // stored, past the narrow limit too; only no empty rows and one item per
+  // row is the identity.
+  for (std::int64_t zeros : {0, 1, 7}) {
+    for (std::int64_t items : {0, 1, 4}) {
+      std::vector<std::int64_t> counts(static_cast<std::size_t>(zeros), 0);
+      counts.resize(counts.size() + 60, items);
       const auto want = prefix(counts);
       Small off;
-      for (std::size_t i = 1; i < want.size(); ++i) {
-        off.push(want[i]);
-        const bool broken = i > at;
-        EXPECT_EQ(off.form(), broken ? Small::Form::narrow : Small::Form::identity)
-            << "break at row " << at << ", after row " << i - 1;
-      }
+      push_all(off, want);
+      EXPECT_EQ(off.form(), Small::Form::regular) << zeros << " empty, then " << items;
+      EXPECT_EQ(off.stored_bytes(), 0);
+      EXPECT_EQ(off.identity(), zeros == 0 && items == 1) << zeros << " empty, then " << items;
+      EXPECT_EQ(off.zeros(), items == 0 ? zeros + 60 : zeros);
+      EXPECT_EQ(off.stride(), items);
       expect_offsets(off, want);
-      EXPECT_EQ(off.stored_bytes(), static_cast<std::int64_t>(want.size()));  // 1 byte each
+    }
+  }
+}
+
+TEST(CsrOffsets, LeavesRegularAtTheFirstOtherRow) {
+  // After zero or three empty rows, rows of one item but one row of other
+  // than one: at the first such row, in the middle and at the end; zero
+  // items and several alike. A row of zero items after the first item, or
+  // any other count, ends the regular form.
+  for (std::size_t zeros : {0u, 3u}) {
+    for (std::size_t at : {0u, 5u, 9u}) {
+      for (std::int64_t items : {0, 3}) {
+        std::vector<std::int64_t> counts(zeros, 0);
+        counts.resize(zeros + 10, 1);
+        counts[zeros + at] = items;
+        const auto want = prefix(counts);
+        // A first non-empty row of 3 sets the length; the row after breaks it.
+        const std::size_t breaks_at = items == 3 && at == 0 ? zeros + 1 : zeros + at;
+        const bool never = items == 0 && at == 0;  // one more empty row first
+        Small off;
+        for (std::size_t i = 1; i < want.size(); ++i) {
+          off.push(want[i]);
+          const bool broken = !never && i > breaks_at;
+          EXPECT_EQ(off.form(), broken ? Small::Form::narrow : Small::Form::regular)
+              << zeros << " empty, break at row " << zeros + at << ", after row " << i - 1;
+        }
+        expect_offsets(off, want);
+        EXPECT_EQ(off.stored_bytes(), never ? 0 : static_cast<std::int64_t>(want.size()));
+      }
     }
   }
 }
 
 TEST(CsrOffsets, WidensWhenTheItemCountPassesTheNarrowLimit) {
-  // Rows of 2 items: offsets 0, 2, ..., 126 fit in int8_t, 128 does not.
-  const auto want = prefix(std::vector<std::int64_t>(100, 2));
+  // Rows of 1 and 3 items in turn (so not regular after the second row):
+  // offsets up to 126 fit in int8_t, 128 does not.
+  std::vector<std::int64_t> counts;
+  for (int i = 0; i < 50; ++i) counts.insert(counts.end(), {1, 3});
+  const auto want = prefix(counts);
   Small off;
   for (std::size_t i = 1; i < want.size(); ++i) {
     off.push(want[i]);
-    EXPECT_EQ(off.form(), want[i] <= 127 ? Small::Form::narrow : Small::Form::wide)
-        << "offset " << want[i];
+    const auto form = i < 2 ? Small::Form::regular
+                            : (want[i] <= 127 ? Small::Form::narrow : Small::Form::wide);
+    EXPECT_EQ(off.form(), form) << "offset " << want[i];
   }
   expect_offsets(off, want);
   EXPECT_EQ(off.stored_bytes(), static_cast<std::int64_t>(want.size() * 8));
 }
 
-TEST(CsrOffsets, IdentityPastTheNarrowLimitGoesStraightToWide) {
-  // 200 rows of one item, then an empty row: offsets up to 200 need the
-  // wide form from the start of the materialised array.
-  std::vector<std::int64_t> counts(200, 1);
-  counts.push_back(0);
-  counts.push_back(1);
-  const auto want = prefix(counts);
-  Small off;
-  off.reserve(150);  // smaller than the final row count: growth still works
-  push_all(off, want);
-  EXPECT_EQ(off.form(), Small::Form::wide);
-  expect_offsets(off, want);
+TEST(CsrOffsets, RegularPastTheNarrowLimitGoesStraightToWide) {
+  // 200 rows of one item (and, in the second list, 5 empty rows first and
+  // rows of 2), then an empty row: offsets up to 200 need the wide form
+  // from the start of the materialised array.
+  for (std::int64_t items : {1, 2}) {
+    std::vector<std::int64_t> counts(items == 1 ? 0 : 5, 0);
+    counts.resize(counts.size() + 200, items);
+    counts.push_back(0);
+    counts.push_back(1);
+    const auto want = prefix(counts);
+    Small off;
+    off.reserve(150);  // smaller than the final row count: growth still works
+    push_all(off, want);
+    EXPECT_EQ(off.form(), Small::Form::wide);
+    expect_offsets(off, want);
+  }
 }
 
 TEST(CsrOffsets, ScheduleWidthIsThirtyTwoBits) {
@@ -197,13 +237,17 @@ TEST(CsrOffsets, ScheduleReadsBackAfterAMulticastAtStartMiddleEnd) {
     Schedule c = Schedule::from_arrays(5, std::vector<Bytes>(4, 8), Collective{}, l.src, f.op,
                                        f.dst_off, f.dsts, f.rng_off, f.lo, f.hi, f.dep_off,
                                        f.deps);
-    const auto want_form = multi < 0 ? CsrOffsets::Form::identity : CsrOffsets::Form::narrow;
+    const auto want_form = multi < 0 ? CsrOffsets::Form::regular : CsrOffsets::Form::narrow;
     for (const Schedule* s : {&a, &b, &c}) {
       expect_lists(*s, l);
       EXPECT_EQ(s->dst_offsets().form(), want_form);
       EXPECT_EQ(s->range_offsets().form(), want_form);
-      // Transfer 0 has no dependency: the dependency offsets are stored.
-      EXPECT_EQ(s->dep_offsets().form(), CsrOffsets::Form::narrow);
+      EXPECT_EQ(s->dst_offsets().identity(), multi < 0);
+      // Transfer 0 has no dependency, every later one has one: the
+      // dependency offsets are regular, not stored.
+      EXPECT_EQ(s->dep_offsets().form(), CsrOffsets::Form::regular);
+      EXPECT_EQ(s->dep_offsets().zeros(), 1);
+      EXPECT_EQ(s->dep_offsets().stride(), 1);
       std::vector<std::int64_t> off(n + 1);
       s->dst_offsets().copy_to(off.data());
       EXPECT_EQ(off, f.dst_off);
@@ -219,10 +263,17 @@ TEST(CsrOffsets, UnicastScheduleStoresNoDestinationOrRangeOffsets) {
   const int n = 100;
   Schedule s = by_add_transfer(make_lists(n, -1, 5));
   // src 4 + op 1 + dst 4 + range 4 bytes (one block each: its lo) per
-  // transfer, 99 dependencies of 4 bytes, and n + 1 dependency offsets of 4
-  // bytes.
+  // transfer and 99 dependencies of 4 bytes; no offsets (the dependencies:
+  // none for transfer 0, one for each later transfer).
   EXPECT_EQ(s.range_list().form(), BlockRangeList::Form::unit);
-  EXPECT_EQ(s.transfer_array_bytes(), n * (4 + 1 + 4 + 4) + (n - 1) * 4 + (n + 1) * 4);
+  EXPECT_EQ(s.transfer_array_bytes(), n * (4 + 1 + 4 + 4) + (n - 1) * 4);
+  // With a second dependency on transfer 50 the offsets are stored: n + 1
+  // of 4 bytes.
+  Lists l = make_lists(n, -1, 5);
+  l.deps[50].push_back(0);
+  Schedule u = by_add_transfer(l);
+  EXPECT_EQ(u.dep_offsets().form(), CsrOffsets::Form::narrow);
+  EXPECT_EQ(u.transfer_array_bytes(), n * (4 + 1 + 4 + 4) + n * 4 + (n + 1) * 4);
 }
 
 // The three forms of the block ranges, each move after items of the earlier
@@ -294,7 +345,7 @@ TEST(CsrOffsets, RejectedTransferInABatchLeavesNoRangeBehind) {
   EXPECT_EQ(s.ranges_begin(1)->lo, 3);
   EXPECT_EQ(s.ranges_begin(1)->hi, 4);
   EXPECT_EQ(s.range_list().size(), 2);
-  EXPECT_EQ(s.range_offsets().form(), CsrOffsets::Form::identity);
+  EXPECT_TRUE(s.range_offsets().identity());
 }
 
 TEST(CsrOffsets, Int64BatchMatchesInt32AndChecksBeforeNarrowing) {

@@ -133,7 +133,7 @@ TransferId packetize(const Schedule& s, const Topology& topo, const NetworkModel
                      bool computes, const std::uint32_t* rank, Prepared& p) {
   const TransferId T = s.num_transfers();
   const Bytes M = net.packet_bytes;
-  const bool one_range = s.range_offsets().form() == CsrOffsets::Form::identity;
+  const bool one_range = s.range_offsets().identity();
   const bool unicast = unicast_run(s, net);
   const std::int64_t ports = port_stages(net);
   // Division by a packet size of a power of two (the usual) is a shift
@@ -554,8 +554,8 @@ bool canonical_ranks_packed(const Schedule& s, Ranks& rank) {
 // they do not.
 bool canonical_rank_array(const Schedule& s, Ranks& rank) {
   if (s.num_transfers() == 0) return true;
-  const bool simple = s.dst_offsets().form() == CsrOffsets::Form::identity &&
-                      s.range_offsets().form() == CsrOffsets::Form::identity;
+  const bool simple = s.dst_offsets().identity() &&
+                      s.range_offsets().identity();
   return simple ? canonical_ranks_packed<true>(s, rank) : canonical_ranks_packed<false>(s, rank);
 }
 

@@ -2,16 +2,21 @@
 //
 // Row t of a CSR list owns items [offset(t), offset(t + 1)); the offsets are
 // rows() + 1 non-decreasing values starting at 0. A schedule keeps three such
-// lists (destinations, block ranges, dependencies), and in nearly every large
+// lists (destinations, block ranges, dependencies). In nearly every large
 // schedule the first two have exactly one item per row, so their offsets are
-// the identity (offset(t) = t): storing them would cost 16 bytes per transfer
-// for nothing. The offsets therefore take one of three forms:
+// the identity (offset(t) = t), and the dependencies are often as regular: a
+// first step with none, then the same number for every transfer (recursive
+// doubling: 4 each from the second step on). Storing such offsets would cost
+// 4 bytes per transfer and list for nothing. The offsets therefore take one
+// of three forms:
 //
-//   identity  nothing stored: every row so far has exactly one item;
+//   regular   nothing stored: the first zeros() rows are empty, every later
+//             row has stride() items (the identity: no empty rows, one item
+//             each);
 //   narrow    Narrow (int32_t in a schedule) while the item count fits;
 //   wide      int64_t once it does not.
 //
-// The form only ever moves forward (identity -> narrow -> wide), each move a
+// The form only ever moves forward (regular -> narrow -> wide), each move a
 // single pass over the rows so far, chosen per list by what is appended: a
 // schedule pays for the width its own counts need. Narrow is a template
 // parameter so that the tests can move to the wide form with a few rows
@@ -33,14 +38,14 @@ class BasicCsrOffsets {
                 "the narrow form must be a signed integer narrower than 64 bits");
 
  public:
-  enum class Form : std::uint8_t { identity = 0, narrow = 1, wide = 2 };
+  enum class Form : std::uint8_t { regular = 0, narrow = 1, wide = 2 };
   // The largest offset the narrow form holds.
   static constexpr std::int64_t kNarrowMax = std::numeric_limits<Narrow>::max();
 
   // Offset i, 0 <= i <= rows(). The form is the same for every row, so the
   // branches are predicted after the first call of a pass.
   std::int64_t operator[](std::int64_t i) const {
-    if (form_ == Form::identity) return i;
+    if (form_ == Form::regular) return std::max<std::int64_t>(i - zeros_, 0) * stride_;
     if (form_ == Form::narrow) return narrow_[static_cast<std::size_t>(i)];
     return wide_[static_cast<std::size_t>(i)];
   }
@@ -48,11 +53,26 @@ class BasicCsrOffsets {
   // Items in all rows (the last offset).
   std::int64_t total() const { return (*this)[rows_]; }
   Form form() const { return form_; }
+  // The regular form's empty rows first, and the items of every later row
+  // (0 while every row so far is empty).
+  std::int64_t zeros() const { return zeros_; }
+  std::int64_t stride() const { return stride_; }
+  // Whether offset(t) = t for every row: one item per row.
+  bool identity() const {
+    return form_ == Form::regular && zeros_ == 0 && (stride_ == 1 || rows_ == 0);
+  }
 
   // Appends a row ending at offset `end` (>= total(); the caller checks).
   void push(std::int64_t end) {
-    if (form_ == Form::identity) {
-      if (end == rows_ + 1) {
+    if (form_ == Form::regular) {
+      const std::int64_t items = end - total();
+      if (stride_ == 0 && zeros_ == rows_) {  // every row so far is empty
+        if (items == 0) ++zeros_;
+        stride_ = items;
+        ++rows_;
+        return;
+      }
+      if (items == stride_) {
         ++rows_;
         return;
       }
@@ -71,7 +91,7 @@ class BasicCsrOffsets {
   }
 
   // Expected number of rows: reserved at once by a stored form, remembered
-  // by the identity form for the moment it has to store offsets.
+  // by the regular form for the moment it has to store offsets.
   void reserve(std::int64_t rows) {
     reserve_rows_ = rows;
     if (form_ == Form::narrow) narrow_.reserve(static_cast<std::size_t>(rows) + 1);
@@ -83,7 +103,7 @@ class BasicCsrOffsets {
     for (std::int64_t i = 0; i <= rows_; ++i) out[i] = (*this)[i];
   }
 
-  // Bytes of the stored offsets (0 in the identity form).
+  // Bytes of the stored offsets (0 in the regular form).
   std::int64_t stored_bytes() const {
     return static_cast<std::int64_t>(narrow_.size() * sizeof(Narrow) +
                                      wide_.size() * sizeof(std::int64_t));
@@ -94,19 +114,18 @@ class BasicCsrOffsets {
     const std::int64_t want = std::max(reserve_rows_, rows_ + 1) + 1;
     return static_cast<std::size_t>(want);
   }
-  // identity -> narrow: offsets 0..rows() are 0..rows(), which fit as long
-  // as the row count does (a schedule's row count is far below kNarrowMax;
-  // the wide form takes over otherwise).
+  // regular -> narrow, or wide when the items so far do not fit narrow.
   void materialise() {
-    if (rows_ > kNarrowMax) {
-      form_ = Form::wide;
+    const std::int64_t items = total();
+    if (items > kNarrowMax) {
       wide_.reserve(reserved_entries());
-      for (std::int64_t i = 0; i <= rows_; ++i) wide_.push_back(i);
+      for (std::int64_t i = 0; i <= rows_; ++i) wide_.push_back((*this)[i]);
+      form_ = Form::wide;
       return;
     }
-    form_ = Form::narrow;
     narrow_.reserve(reserved_entries());
-    for (std::int64_t i = 0; i <= rows_; ++i) narrow_.push_back(static_cast<Narrow>(i));
+    for (std::int64_t i = 0; i <= rows_; ++i) narrow_.push_back(static_cast<Narrow>((*this)[i]));
+    form_ = Form::narrow;
   }
   // narrow -> wide: one pass, and the narrow array is given back.
   void widen() {
@@ -116,8 +135,9 @@ class BasicCsrOffsets {
     std::vector<Narrow>().swap(narrow_);
   }
 
-  Form form_ = Form::identity;
+  Form form_ = Form::regular;
   std::int64_t rows_ = 0;
+  std::int64_t zeros_ = 0, stride_ = 0;  // the regular form
   std::int64_t reserve_rows_ = 0;
   std::vector<Narrow> narrow_;
   std::vector<std::int64_t> wide_;
