@@ -336,7 +336,12 @@ void radix_pass(TransferId T, Get get, std::vector<TransferId>& order,
 // Canonical order of the transfers, independent of their indices: by
 // (src, first destination, destination count, first block, last block, op,
 // bytes), exact duplicates by index. Event ties between transfers go by this
-// rank, never by index.
+// rank, never by index. The last block is taken as the span from the first
+// block (last range's end minus first range's start, at least 1: a
+// transfer's ranges are sorted and not empty), which orders alike after the
+// first block and takes few bits where the blocks are many and the ranges
+// short (TTO on 9 x 9 at 1 GiB: 32,769 blocks, spans of 1), so that the
+// fields fit one packed key more often.
 //
 // The general case is an LSD radix sort: stable passes of 16-bit digits
 // from the last field to the first, starting from index order (which
@@ -353,7 +358,7 @@ void canonical_ranks_by_field(const Schedule& s, Ranks& rank) {
     auto pass = [&](auto get) { radix_pass(T, get, order, tmp, field, count); };
     pass([&](TransferId t) { return s.transfer_bytes(t); });
     pass([&](TransferId t) { return static_cast<int>(s.op(t)); });
-    pass([&](TransferId t) { return (s.ranges_end(t) - 1)->hi; });
+    pass([&](TransferId t) { return (s.ranges_end(t) - 1)->hi - s.ranges_begin(t)->lo; });
     pass([&](TransferId t) { return s.ranges_begin(t)->lo; });
     pass([&](TransferId t) { return s.num_dsts(t); });
     pass([&](TransferId t) { return *s.dsts_begin(t); });
@@ -372,7 +377,7 @@ void key_fields(const Schedule& s, TransferId t, std::uint64_t bytes,
   f[1] = static_cast<std::uint64_t>(*s.dsts_begin(t));
   f[2] = static_cast<std::uint64_t>(s.num_dsts(t));
   f[3] = static_cast<std::uint64_t>(s.ranges_begin(t)->lo);
-  f[4] = static_cast<std::uint64_t>((s.ranges_end(t) - 1)->hi);
+  f[4] = static_cast<std::uint64_t>((s.ranges_end(t) - 1)->hi - s.ranges_begin(t)->lo);
   f[5] = static_cast<std::uint64_t>(s.op(t));
   f[6] = bytes;
 }
@@ -391,7 +396,7 @@ void key_fields_of(const Schedule& s, TransferId t, std::uint64_t bytes,
     f[1] = static_cast<std::uint64_t>(s.dst_array()[static_cast<std::size_t>(t)]);
     f[2] = 1;
     f[3] = static_cast<std::uint64_t>(r.lo);
-    f[4] = static_cast<std::uint64_t>(r.hi);
+    f[4] = static_cast<std::uint64_t>(r.hi - r.lo);
     f[5] = s.op_array()[static_cast<std::size_t>(t)];
     f[6] = 0;
   } else {
