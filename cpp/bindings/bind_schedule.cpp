@@ -32,7 +32,7 @@ std::vector<T> vec(const py::array_t<T, py::array::c_style | py::array::forcecas
 }
 
 // The offsets as Python sees them: rows + 1 int64 values, written out here
-// (the schedule itself stores identity offsets as nothing, the others in 32
+// (the schedule itself stores regular offsets as nothing, the others in 32
 // bits when they fit).
 py::array_t<std::int64_t> offsets_to_numpy(const CsrOffsets& off) {
   py::array_t<std::int64_t> out(static_cast<py::ssize_t>(off.rows() + 1));
