@@ -300,6 +300,41 @@ def _offsets(rows: list) -> list[int]:
     return out
 
 
+@pytest.mark.parametrize(
+    ("name", "ranks", "size", "regular"),
+    [
+        ("generic_recursive_doubling_allreduce", 64, 8, True),
+        ("generic_recursive_doubling_allreduce", 6, 8, False),
+        ("generic_ring_allreduce", 6, 600, True),
+        ("generic_ring_allreduce", 7, 700, True),
+    ],
+)
+def test_regular_dependency_offsets_are_not_stored(name, ranks, size, regular):
+    # Recursive doubling on a power of two has no dependencies in its first
+    # step and four per transfer after; the ring none, then three. Such
+    # offsets are not stored (4 bytes per transfer saved); recursive doubling
+    # on 6 ranks (extra steps for the ranks beyond 4) stores them, 4 bytes
+    # per offset. The bytes per transfer beside them: src 4, op 1, one
+    # destination 4 and the block range (4 for one block per range, the first
+    # block; nothing when every transfer moves the same single block).
+    s = wc.build(name, ranks, size)
+    deps, off = s.dependencies()
+    counts = np.diff(off)
+    lo, hi, _ = s.block_ranges()
+    n = len(s)
+    # regular: a run of empty rows, then rows of one length
+    zeros = int(np.argmax(counts > 0)) if counts.any() else n
+    assert (
+        bool((counts[:zeros] == 0).all() and (counts[zeros:] == counts[-1]).all())
+        == regular
+    )
+    same_range = bool((lo == lo[0]).all() and (hi == hi[0]).all())
+    ranges = 0 if same_range else 4 * n
+    stored = 0 if regular else 4 * (n + 1)
+    assert s._core.transfer_array_bytes == 9 * n + ranges + 4 * len(deps) + stored
+    assert off.tolist() == np.concatenate([[0], np.cumsum(counts)]).tolist()
+
+
 @pytest.mark.parametrize("multicast_at", [None, 0, 6, 11])
 def test_offsets_read_the_same_whichever_transfer_is_a_multicast(multicast_at):
     # The core stores no destination or range offsets while every transfer
