@@ -559,8 +559,7 @@ bool canonical_ranks_packed(const Schedule& s, Ranks& rank) {
 // they do not.
 bool canonical_rank_array(const Schedule& s, Ranks& rank) {
   if (s.num_transfers() == 0) return true;
-  const bool simple = s.dst_offsets().identity() &&
-                      s.range_offsets().identity();
+  const bool simple = s.dst_offsets().identity() && s.range_offsets().identity();
   return simple ? canonical_ranks_packed<true>(s, rank) : canonical_ranks_packed<false>(s, rank);
 }
 

@@ -40,11 +40,13 @@
 // Storage is struct-of-arrays (CSR) so that schedules with millions of
 // transfers stay compact. The offsets into the destination, block-range and
 // dependency lists are CsrOffsets (csr_offsets.hpp): not stored at all while
-// every transfer has one destination (one range), or, for the dependencies,
+// every transfer has one destination (one range) or, for the dependencies,
 // while a first run of transfers has none and every later one the same
-// number, and 32-bit while a list holds fewer than 2^31 entries. A unicast transfer with one range and two
-// dependencies then takes 4 (src) + 1 (op) + 4 (dst) + 8 (range) + 8 (deps)
-// + 4 (dependency offset) = 29 bytes instead of 53.
+// number; else 32-bit while a list holds fewer than 2^31 entries. The block
+// ranges are a BlockRangeList (block_ranges.hpp). A unicast transfer with
+// one range of one block and two dependencies then takes 4 (src) + 1 (op) +
+// 4 (dst) + 4 (range: its first block) + 8 (deps) + 4 (dependency offset,
+// none when they are regular) = 25 or 21 bytes.
 #pragma once
 
 #include <cstdint>

@@ -184,9 +184,7 @@ class TimeBucketQueue {
   // How many pushes opened a time of their own (not already queued).
   std::int64_t fresh_times() const { return fresh_times_; }
   // Gives the storage back, the buckets' included (the queue must be empty).
-  void release() {
-    *this = TimeBucketQueue();
-  }
+  void release() { *this = TimeBucketQueue(); }
   WAFERCOLL_QUEUE_INLINE void push(const Event& e) {
     if (draining_ && e.time <= now_) {  // the time being drained (never earlier)
       // Usually the follow-up of the event just taken (same packet, next
