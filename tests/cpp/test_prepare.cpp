@@ -107,6 +107,48 @@ TEST(Prepare, CanonicalRanksOfTransfersAlreadyInOrder) {
   EXPECT_EQ(prepared_ranks(s), identity);
 }
 
+// Unicast transfers with one range each (the simulator's simple keys) over
+// many blocks and ranks: the first and last block alone would need 2 x 17
+// bits and the ranks 2 x 12, beyond one 64-bit key with the index; the last
+// block read as its span from the first fits (spans of one block: no bits;
+// up to `max_span` blocks: a few). The order is the tuples' all the same.
+TEST(Prepare, CanonicalRanksOfManyBlocksThroughTheirSpans) {
+  for (const BlockId max_span : {BlockId{1}, BlockId{6}}) {
+    SCOPED_TRACE("ranges of up to " + std::to_string(max_span) + " blocks");
+    const RankId p = 4096;
+    const BlockId blocks = BlockId{1} << 17;
+    std::uint64_t seed = 7 + static_cast<std::uint64_t>(max_span);
+    Collective c;
+    c.kind = CollectiveKind::allgather;
+    c.owners.resize(static_cast<std::size_t>(blocks));
+    for (BlockId b = 0; b < blocks; ++b) c.owners[b] = b % p;
+    Schedule s(p, std::vector<Bytes>(static_cast<std::size_t>(blocks), 8), c);
+    // Few distinct sources, destinations and first blocks, at the ends of
+    // their ranges (so their fields keep their full width), so that most
+    // transfers tie up to the span and the op.
+    const RankId srcs[] = {0, 1, p - 1};
+    const RankId dsts[] = {2, p - 2};
+    const BlockId los[] = {0, blocks / 2, blocks - 8};
+    for (int i = 0; i < 3000; ++i) {
+      const RankId src = srcs[splitmix64(seed) % 3];
+      const RankId dst = dsts[splitmix64(seed) % 2];
+      const BlockId lo = los[splitmix64(seed) % 3];
+      const auto hi = lo + 1 + static_cast<BlockId>(splitmix64(seed) % max_span);
+      const Op op = splitmix64(seed) % 2 ? Op::reduce : Op::copy;
+      // a few exact duplicates of the previous transfer: ties by index
+      if (i > 0 && splitmix64(seed) % 8 == 0) {
+        const TransferId t = s.num_transfers() - 1;
+        s.add_transfer(s.src(t), {*s.dsts_begin(t)}, {*s.ranges_begin(t)}, s.op(t), {});
+        continue;
+      }
+      s.add_transfer(src, {dst}, {{lo, hi}}, op, {});
+    }
+    ASSERT_TRUE(s.dst_offsets().identity());
+    ASSERT_TRUE(s.range_offsets().identity());
+    EXPECT_EQ(prepared_ranks(s), expected_ranks(s));
+  }
+}
+
 // The offsets of successor lists over n transfers, whatever their form.
 std::vector<std::int64_t> offsets_of(const sim::SuccessorLists& l, std::int64_t n) {
   std::vector<std::int64_t> out;
