@@ -56,7 +56,7 @@ void move_all(From& from, To& to) {
     to.push(from.top());
     from.pop();
   }
-  from = From();
+  from.release();
 }
 
 }  // namespace

@@ -333,6 +333,12 @@ void radix_pass(TransferId T, Get get, std::vector<TransferId>& order,
   }
 }
 
+// The last-block field of the canonical order: t's last range's end minus
+// its first range's start (at least 1).
+BlockId last_block_span(const Schedule& s, TransferId t) {
+  return (s.ranges_end(t) - 1)->hi - s.ranges_begin(t)->lo;
+}
+
 // Canonical order of the transfers, independent of their indices: by
 // (src, first destination, destination count, first block, last block, op,
 // bytes), exact duplicates by index. Event ties between transfers go by this
@@ -358,7 +364,7 @@ void canonical_ranks_by_field(const Schedule& s, Ranks& rank) {
     auto pass = [&](auto get) { radix_pass(T, get, order, tmp, field, count); };
     pass([&](TransferId t) { return s.transfer_bytes(t); });
     pass([&](TransferId t) { return static_cast<int>(s.op(t)); });
-    pass([&](TransferId t) { return (s.ranges_end(t) - 1)->hi - s.ranges_begin(t)->lo; });
+    pass([&](TransferId t) { return last_block_span(s, t); });
     pass([&](TransferId t) { return s.ranges_begin(t)->lo; });
     pass([&](TransferId t) { return s.num_dsts(t); });
     pass([&](TransferId t) { return *s.dsts_begin(t); });
@@ -377,7 +383,7 @@ void key_fields(const Schedule& s, TransferId t, std::uint64_t bytes,
   f[1] = static_cast<std::uint64_t>(*s.dsts_begin(t));
   f[2] = static_cast<std::uint64_t>(s.num_dsts(t));
   f[3] = static_cast<std::uint64_t>(s.ranges_begin(t)->lo);
-  f[4] = static_cast<std::uint64_t>((s.ranges_end(t) - 1)->hi - s.ranges_begin(t)->lo);
+  f[4] = static_cast<std::uint64_t>(last_block_span(s, t));
   f[5] = static_cast<std::uint64_t>(s.op(t));
   f[6] = bytes;
 }

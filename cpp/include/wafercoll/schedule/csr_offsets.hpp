@@ -66,7 +66,7 @@ class BasicCsrOffsets {
   void push(std::int64_t end) {
     if (form_ == Form::regular) {
       const std::int64_t items = end - total();
-      if (stride_ == 0 && zeros_ == rows_) {  // every row so far is empty
+      if (stride_ == 0) {  // every row so far is empty
         if (items == 0) ++zeros_;
         stride_ = items;
         ++rows_;
