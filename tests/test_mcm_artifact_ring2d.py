@@ -122,3 +122,107 @@ def test_rejects_bad_options() -> None:
         _build(3, 3, 10)
     with pytest.raises(ValueError, match="message_bytes"):
         _build(2, 2, 64, message_bytes=8191)
+
+
+def _pair_bytes(s: wc.Schedule) -> dict[tuple[int, int], int]:
+    out: dict[tuple[int, int], int] = {}
+    b = np.asarray(s.transfer_bytes())
+    for a, d, x in zip(np.asarray(s.src), np.asarray(s.dst), b, strict=True):
+        out[int(a), int(d)] = out.get((int(a), int(d)), 0) + int(x)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "size"), [(3, 3, 3 << 20), (4, 4, 1 << 22), (5, 5, 1 << 20)]
+)
+def test_interfaces_move_the_same_bytes_in_more_transfers(
+    m: int, n: int, size: int
+) -> None:
+    kw = {"message_bytes": 8192, "dependencies": "artifact"}
+    plain = _build(m, n, size, **kw)
+    split = _build(m, n, size, interfaces=4, issue_lag_messages=3, **kw)
+    assert _pair_bytes(split) == _pair_bytes(plain)
+    assert split.size_bytes == plain.size_bytes
+    # every flow longer than 3 messages and a remainder is two transfers
+    t = ring2dn_transfers(m, n)
+    piece = int(np.asarray(plain.block_bytes)[0])
+    fb = (t["hi"] - t["lo"]) * piece
+    tail = 3 * 8192 + fb % 8192
+    assert len(split) == len(plain) + int(np.count_nonzero(fb > tail))
+    # a lag longer than every flow splits none
+    whole = _build(m, n, size, interfaces=4, issue_lag_messages=1 << 20, **kw)
+    assert len(whole) == len(plain)
+
+
+@pytest.mark.parametrize(("m", "n"), [(3, 3), (3, 4), (4, 4)])
+def test_one_interface_without_lag_sends_one_flow_at_a_time(m: int, n: int) -> None:
+    top = wc.topology.mesh(m, n)
+    s = _build(
+        m,
+        n,
+        1 << 20,
+        message_bytes=8192,
+        dependencies="artifact",
+        interfaces=1,
+        issue_lag_messages=0,
+    )
+    r = wc.simulate(s, top, wc.mcm.ARTIFACT, transfers=True)
+    src = np.asarray(s.src)
+    for v in range(m * n):
+        ids = np.flatnonzero(src == v)
+        ids = ids[np.argsort(r.transfer_ready_s[ids], kind="stable")]
+        start, end = r.transfer_ready_s[ids], r.transfer_finish_s[ids]
+        assert np.all(start[1:] >= end[:-1] - 1e-15)
+    # four interfaces let flows overlap, and end sooner
+    four = _build(
+        m,
+        n,
+        1 << 20,
+        message_bytes=8192,
+        dependencies="artifact",
+        interfaces=4,
+        issue_lag_messages=0,
+    )
+    assert wc.simulate(four, top, wc.mcm.ARTIFACT).time_s < r.time_s
+
+
+def test_interfaces_need_the_drivers_dependencies_and_messages() -> None:
+    with pytest.raises(ValueError, match="interfaces needs"):
+        _build(3, 3, 1 << 20, message_bytes=8192, interfaces=4)
+    with pytest.raises(ValueError, match="interfaces needs"):
+        _build(3, 3, 1 << 20, dependencies="artifact", interfaces=4)
+    with pytest.raises(ValueError, match="interfaces"):
+        _build(3, 3, 1 << 20, message_bytes=8192, dependencies="artifact", interfaces=0)
+    with pytest.raises(ValueError, match="issue_lag_messages"):
+        _build(
+            3,
+            3,
+            1 << 20,
+            message_bytes=8192,
+            dependencies="artifact",
+            interfaces=4,
+            issue_lag_messages=-1,
+        )
+
+
+@pytest.mark.parametrize(("m", "n"), [(3, 3), (4, 4), (3, 5)])
+def test_interfaces_keep_each_chiplets_timestep_order(m: int, n: int) -> None:
+    # a flow starts no earlier than the chiplet's flows of earlier timesteps
+    top = wc.topology.mesh(m, n)
+    s = _build(
+        m,
+        n,
+        1 << 20,
+        message_bytes=8192,
+        dependencies="artifact",
+        interfaces=2,
+        issue_lag_messages=1 << 20,
+    )
+    t = ring2dn_transfers(m, n)
+    assert len(s) == t["src"].size  # no flow is split
+    ready = wc.simulate(s, top, wc.mcm.ARTIFACT, transfers=True).transfer_ready_s
+    for v in range(m * n):
+        ids = np.flatnonzero(t["src"] == v)
+        for i in ids:
+            earlier = ids[t["timestep"][ids] < t["timestep"][i]]
+            assert np.all(ready[i] >= ready[earlier] - 1e-15)

@@ -26,7 +26,7 @@ import numpy as np
 from ..algorithms import algorithm_info, algorithms, build
 from ..mcm import ARTIFACT, TABLE_II, artifact_cycles
 from ..mcm import workloads as mw
-from ..mcm.machine import ARTIFACT_BUFFER_PACKETS
+from ..mcm.machine import ARTIFACT_BUFFER_PACKETS, ARTIFACT_INTERFACES
 from ..palette import color
 from ..simulate import simulate
 from ..topology import mesh
@@ -259,8 +259,11 @@ ARTIFACT_VARIANTS = {
         "dependencies, which let the second phase start early: timed as the "
         "artifact runs it, but not a correct AllReduce, as our verifier shows "
         "(tests/test_mcm_artifact_ring2d.py); with the data dependencies that "
-        "make it one, none of the points is within 5 %), mcm_artifact preset on "
-        "the mesh",
+        "make it one, none of the points is within 5 %), interfaces=4 (the "
+        "runs' --radix 4: a chiplet's flows go out through four interfaces in "
+        "turn, each free again once all but the last 200 messages of its flow "
+        "have left for the queues in front of the network), mcm_artifact "
+        "preset on the mesh",
     ),
     "DBTree": (
         "mesh_dbtree_artifact_allreduce",
@@ -491,7 +494,7 @@ def variant_setup(base: str, rows: int, cols: int) -> tuple[Any, Any, dict[str, 
     >>> from wafercoll.experiments import mcm_common
     >>> top, net, kw = mcm_common.variant_setup("Ring-2D", 4, 4)
     >>> kw
-    {'message_bytes': 8192, 'dependencies': 'artifact'}
+    {'message_bytes': 8192, 'dependencies': 'artifact', 'interfaces': 4}
     """
     from ..mcm import artifact_dbtree_topology
     from ..mcm.machine import ARTIFACT_MESSAGE_BYTES
@@ -503,6 +506,8 @@ def variant_setup(base: str, rows: int, cols: int) -> tuple[Any, Any, dict[str, 
     top, net, kw = mesh(rows, cols), ARTIFACT, {}
     if base in ("Ring-2D", "TTO"):
         kw = {"message_bytes": ARTIFACT_MESSAGE_BYTES, "dependencies": "artifact"}
+        if base == "Ring-2D":
+            kw["interfaces"] = ARTIFACT_INTERFACES
     elif base == "DBTree":
         top = artifact_dbtree_topology(rows * cols)
         net = ARTIFACT.replace(bandwidth_Bps=None)

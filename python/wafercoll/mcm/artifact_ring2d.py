@@ -57,6 +57,40 @@ one block of rank 1 (a second-phase hop that may land before the first-phase
 hop it follows), and an execution that runs the second phase before the
 first leaves ranks without part of the sum.
 
+Interfaces
+----------
+With ``interfaces`` set (the driver's ``--radix``, 4 in every committed run)
+and ``dependencies="artifact"``, the schedule also keeps the driver's
+network interfaces (``src/hmc.py``: ``free_nis``, ``reduce_scatter_evaluate``
+and ``send_reduce_message_update``; ``src/booksim.py``: each interface is a
+BookSim node of its own):
+
+* a chiplet's ``k``-th send (in its timestep order) goes out through
+  interface ``k mod interfaces`` and starts once the interface's previous
+  flow, send ``k - interfaces``, is *issued*; when both go to the same
+  neighbour it waits for that flow to arrive whole (one interface's
+  messages reach the router in order);
+* a flow is issued, and its interface free again, when all but its last
+  ``issue_lag_messages`` messages have left for the queues in front of the
+  network (the driver's 32-message buffer, BookSim's message and injection
+  queues and two router input ports:
+  :data:`wafercoll.mcm.artifact_multitree.ISSUE_LAG_MESSAGES`, 200). A flow
+  of more messages is two transfers, its first messages and its last
+  ``issue_lag_messages`` (with the remainder of a half message), and
+  "issued" is the end of the first; a shorter flow is issued when it starts;
+  with ``issue_lag_messages=0`` a flow is issued when it has arrived;
+* a chiplet's allgather starts once its last reduce-scatter flows are
+  issued (the driver turns to the allgather with every interface free);
+* a flow starts no earlier than the flows of the chiplet's earlier
+  timesteps, their waits for an interface included (the driver takes a
+  timestep's flows only once every flow of the previous one has an
+  interface).
+
+Interfaces are assigned in turn, where the driver takes the lowest free
+one. The blocks are then cut at the message boundaries these splits need
+(the same cut in every piece), so the schedule has more blocks and
+transfers than without; the bytes on every link are the same.
+
 The artifact's committed ``link_flits`` equal ``17`` flits times the messages
 these transfers carry, hop by hop, in all 44 fig8 ``ring2dn`` runs.
 """
@@ -71,6 +105,7 @@ from .. import kit
 from .._util import as_int
 from ..algorithms import AlgorithmInfo, register
 from ..schedule import Schedule
+from .artifact_multitree import ISSUE_LAG_MESSAGES
 
 __all__ = ["bounce_walk", "ring2dn_transfers"]
 
@@ -309,6 +344,8 @@ def _ring_2d_artifact(
     topology: Any = None,
     message_bytes: Any = None,
     dependencies: str = "data",
+    interfaces: Any = None,
+    issue_lag_messages: int = ISSUE_LAG_MESSAGES,
 ) -> Schedule:
     m, n = _shape(p, topology)
     if dependencies not in _DEPENDENCIES:
@@ -320,6 +357,28 @@ def _ring_2d_artifact(
     t = ring2dn_transfers(m, n)
     name = f"mesh_ring_2d_artifact({m}x{n}, {int(sizes.sum())} B, {dependencies})"
     blocks = (t["lo"], t["hi"])
+    if interfaces is not None:
+        nis = as_int(interfaces, "interfaces", 1, 64)
+        lag = as_int(issue_lag_messages, "issue_lag_messages", 0)
+        if dependencies != "artifact" or message_bytes is None:
+            raise ValueError(
+                "interfaces needs dependencies='artifact' and message_bytes "
+                "(the driver's interfaces send whole messages)"
+            )
+        msg = as_int(message_bytes, "message_bytes", 2)
+        sub, rows, deps = _interface_flows(
+            t, _artifact_deps(t, m, n), int(sizes[0]), msg, nis, lag
+        )
+        prog = kit.Program(
+            p,
+            np.tile(sub, 2 * p),
+            "allreduce",
+            rule="explicit",
+            name=f"{name[:-1]}, {nis} interfaces, lag {lag})",
+        )
+        src, dst, lo, hi, op = rows
+        prog.step(src, dst, (lo, hi), op, deps=deps)
+        return prog.schedule()
     if dependencies == "data":
         prog = kit.Program(p, sizes, "allreduce", rule="cells", name=name)
         prog.step(t["src"], t["dst"], blocks, t["op"])
@@ -327,6 +386,95 @@ def _ring_2d_artifact(
         prog = kit.Program(p, sizes, "allreduce", rule="explicit", name=name)
         prog.step(t["src"], t["dst"], blocks, t["op"], deps=_artifact_deps(t, m, n))
     return prog.schedule()
+
+
+def _interface_flows(
+    t: dict[str, np.ndarray],
+    flow_deps: list[list[int]],
+    piece: int,
+    msg: int,
+    nis: int,
+    lag: int,
+) -> tuple[np.ndarray, tuple[np.ndarray, ...], list[list[int]]]:
+    """The flows of ``t`` through ``nis`` interfaces (module docstring).
+
+    ``flow_deps`` are the driver's dependencies between flows (each on a
+    flow's arrival), ``piece`` the bytes of one of the ``2 N`` pieces.
+    Returns the sub-block sizes of a piece, the transfers (source,
+    destination, first and end block, op) and their dependencies.
+    """
+    src, dst, ph, step = t["src"], t["dst"], t["phase"], t["timestep"]
+    E = src.size
+    fbytes = (t["hi"] - t["lo"]) * piece
+    # the last lag messages, with what is left of a half message; a flow
+    # longer than that is two transfers
+    tail = lag * msg + fbytes % msg if lag else np.zeros(E, np.int64)
+    split = (tail > 0) & (fbytes > tail)
+    cuts = sorted({int(c) for c in (fbytes - tail)[split] % piece} - {0})
+    edges = [0, *cuts, piece]
+    K = len(edges) - 1
+    head = np.cumsum(1 + split) - 1 - split  # id of each flow's first transfer
+    last = head + split  # id of its last transfer (its arrival)
+    start: list[set[int]] = [set() for _ in range(E)]
+    flow_of = np.repeat(np.arange(E), 1 + split)
+
+    def issued(j: int) -> set[int]:
+        if not lag:
+            return {int(last[j])}
+        return {int(head[j])} if split[j] else start[j]
+
+    def pruned(d: set[int]) -> set[int]:
+        # drop what another member already waits for (a head for its
+        # tail, a flow's own dependencies for its first transfer): same
+        # start times, and the sets stay small as they carry forward
+        cover: set[int] = set()
+        for x in d:
+            f = int(flow_of[x])
+            cover |= {int(head[f])} if x != head[f] else start[f]
+        return d - cover
+
+    seqs: dict[int, list[int]] = {}
+    for i in np.lexsort((np.arange(E), step, src)).tolist():
+        seqs.setdefault(int(src[i]), []).append(i)
+    pos = np.zeros(E, np.int64)
+    for seq in seqs.values():
+        pos[seq] = np.arange(len(seq))
+    rs = {v: [i for i in seq if ph[i] <= _RS2] for v, seq in seqs.items()}
+    # what the chiplet's flows of earlier timesteps waited for, and this one's
+    prev: dict[int, set[int]] = {v: set() for v in seqs}
+    cur: dict[int, set[int]] = {v: set() for v in seqs}
+    # every flow waits only for flows of earlier timesteps: in timestep
+    # order, what it waits for is known when it comes
+    for i in np.lexsort((np.arange(E), step)).tolist():
+        v, k = int(src[i]), int(pos[i])
+        seq = seqs[v]
+        if k and step[i] != step[seq[k - 1]]:
+            prev[v] = pruned(prev[v] | cur[v])
+            cur[v] = set()
+        d = {int(last[j]) for j in flow_deps[i]} | prev[v]
+        if k >= nis:
+            j = seq[k - nis]
+            d |= {int(last[j])} if dst[j] == dst[i] else issued(j)
+        if ph[i] >= _AG1:
+            for j in rs[v][-nis:]:
+                d |= issued(j)
+        start[i] = pruned(d)
+        cur[v] |= start[i]
+    rows: list[tuple[int, int, int, int, int]] = []
+    deps: list[list[int]] = []
+    for i in range(E):
+        lo, hi = int(t["lo"][i]) * K, int(t["hi"][i]) * K
+        s, d, op = int(src[i]), int(dst[i]), int(t["op"][i])
+        if split[i]:
+            whole, off = divmod(int(fbytes[i] - tail[i]), piece)
+            mid = lo + whole * K + edges.index(off)
+            rows += [(s, d, lo, mid, op), (s, d, mid, hi, op)]
+            deps += [sorted(start[i]), [int(head[i])]]
+        else:
+            rows.append((s, d, lo, hi, op))
+            deps.append(sorted(start[i]))
+    cols = tuple(np.asarray(c, np.int64) for c in zip(*rows, strict=True))
+    return np.diff(edges).astype(np.int64), cols, deps
 
 
 register(
@@ -341,7 +489,12 @@ register(
         summary="the artifact's Ring-2D: per-root bounce chains, half rows then "
         "columns, half columns then rows",
         builder=_ring_2d_artifact,
-        parameters={"message_bytes": None, "dependencies": "data"},
+        parameters={
+            "message_bytes": None,
+            "dependencies": "data",
+            "interfaces": None,
+            "issue_lag_messages": ISSUE_LAG_MESSAGES,
+        },
         max_ranks=1 << 12,
         label="Ring-2D (artifact)",
         artifact_names=("ring2dn", "ring2dn"),

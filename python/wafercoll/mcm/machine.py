@@ -175,6 +175,10 @@ ARTIFACT_MESSAGE_CYCLES = 357
 #: 318 flits (``anynet_mesh_*_200.cfg``) over 17 flits per message: the
 #: ``buffer_packets`` of ``simulate(..., engine="routers")`` for the artifact.
 ARTIFACT_BUFFER_PACKETS = 4 * 318 // 17
+#: Network interfaces per chiplet in the artifact's mesh runs: ``--radix 4``
+#: in every run script but DBTree's (``utils/run_scripts/bw/*.sh``), each a
+#: BookSim node of its own on the chiplet's router (``mesh_{N}_200.txt``).
+ARTIFACT_INTERFACES = 4
 #: Router delay per hop in cycles: ``vc_alloc_delay`` + ``sw_alloc_delay`` +
 #: ``st_final_delay`` (crossbar), 1 each (measured: 24 cycles per extra hop
 #: = 21 for the head flit + 3).
@@ -298,11 +302,14 @@ def artifact_cycles(figure: str | None = None) -> dict[str, Any]:
     mesh, ``array`` the side of the PEs' MAC arrays, whose reductions the
     artifact also times), collected by ``tools/import_mcm_artifact.py``.
 
-    Two runs are not references for our builders: ``ring2dn`` sends half of
-    the data along the rows only and half along the columns only (its
-    ``compute_trees`` builds one chain per row or column and root), which is
-    not an AllReduce of the whole vector; ``dtree`` ran with ``--radix 1``,
-    one chiplet per BookSim node, not a 2D mesh (recovered details §2.8).
+    Two runs are not references for our builders of the same label:
+    ``ring2dn`` is the artifact's own Ring-2D, a two-phase 2D reduce-scatter
+    and allgather over per-root bounce chains (half of the data row then
+    column, the other half column then row; ``mesh_ring_2d_artifact_allreduce``
+    builds it), not the hierarchical rings of ``mesh_ring_2d_allreduce``;
+    ``dtree`` ran with ``--radix 1``, four chiplets per BookSim router, not on
+    a 2D mesh (recovered details §2.8; ``mesh_dbtree_artifact_allreduce`` on
+    ``artifact_dbtree_topology`` runs it).
 
     Parameters
     ----------
