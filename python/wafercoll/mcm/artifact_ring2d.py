@@ -97,6 +97,7 @@ these transfers carry, hop by hop, in all 44 fig8 ``ring2dn`` runs.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -366,9 +367,7 @@ def _ring_2d_artifact(
                 "(the driver's interfaces send whole messages)"
             )
         msg = as_int(message_bytes, "message_bytes", 2)
-        sub, rows, deps = _interface_flows(
-            t, _artifact_deps(t, m, n), int(sizes[0]), msg, nis, lag
-        )
+        sub, rows, deps = _interface_flows(m, n, int(sizes[0]), msg, nis, lag)
         prog = kit.Program(
             p,
             np.tile(sub, 2 * p),
@@ -388,38 +387,72 @@ def _ring_2d_artifact(
     return prog.schedule()
 
 
-def _interface_flows(
-    t: dict[str, np.ndarray],
-    flow_deps: list[list[int]],
-    piece: int,
-    msg: int,
-    nis: int,
-    lag: int,
-) -> tuple[np.ndarray, tuple[np.ndarray, ...], list[list[int]]]:
-    """The flows of ``t`` through ``nis`` interfaces (module docstring).
+@functools.lru_cache(maxsize=8)
+def _driver_flows(m: int, n: int) -> tuple[dict[str, np.ndarray], tuple]:
+    """The transfers of a mesh and the driver's dependencies (cached)."""
+    t = ring2dn_transfers(m, n)
+    for v in t.values():
+        if isinstance(v, np.ndarray):
+            v.setflags(write=False)
+    return t, tuple(tuple(d) for d in _artifact_deps(t, m, n))
 
-    ``flow_deps`` are the driver's dependencies between flows (each on a
-    flow's arrival), ``piece`` the bytes of one of the ``2 N`` pieces.
+
+def _interface_flows(
+    m: int, n: int, piece: int, msg: int, nis: int, lag: int
+) -> tuple[np.ndarray, tuple[np.ndarray, ...], list[list[int]]]:
+    """The flows of the ``m x n`` Ring-2D through ``nis`` interfaces.
+
+    ``piece`` is the bytes of one of the ``2 N`` pieces (module docstring).
     Returns the sub-block sizes of a piece, the transfers (source,
     destination, first and end block, op) and their dependencies.
     """
-    src, dst, ph, step = t["src"], t["dst"], t["phase"], t["timestep"]
-    E = src.size
+    t, _ = _driver_flows(m, n)
     fbytes = (t["hi"] - t["lo"]) * piece
     # the last lag messages, with what is left of a half message; a flow
     # longer than that is two transfers
-    tail = lag * msg + fbytes % msg if lag else np.zeros(E, np.int64)
+    tail = lag * msg + fbytes % msg if lag else np.zeros(fbytes.size, np.int64)
     split = (tail > 0) & (fbytes > tail)
     cuts = sorted({int(c) for c in (fbytes - tail)[split] % piece} - {0})
     edges = [0, *cuts, piece]
     K = len(edges) - 1
+    deps = _interface_deps(m, n, nis, lag > 0, split.tobytes())
+    lo, hi = t["lo"] * K, t["hi"] * K
+    whole, off = np.divmod(fbytes - tail, piece)
+    mid = lo + whole * K + np.searchsorted(edges, off)
+    # a split flow: its first messages, then the rest
+    rep = 1 + split
+    first = np.cumsum(rep) - rep
+    cols = [np.repeat(t[k], rep) for k in ("src", "dst")]
+    start, end = np.repeat(lo, rep), np.repeat(hi, rep)
+    start[first[split] + 1] = mid[split]
+    end[first[split]] = mid[split]
+    op = np.repeat(t["op"], rep)
+    return np.diff(edges).astype(np.int64), (*cols, start, end, op), deps
+
+
+@functools.lru_cache(maxsize=16)
+def _interface_deps(
+    m: int, n: int, nis: int, lagged: bool, split_bytes: bytes
+) -> list[list[int]]:
+    """Dependencies of the transfers of :func:`_interface_flows` (cached).
+
+    ``split_bytes``: per flow whether it is two transfers (its first
+    messages and its last ``issue_lag_messages``); ``lagged``: whether
+    ``issue_lag_messages > 0`` (else a flow is issued once it has arrived).
+    They depend on the size only through which flows are split, so the
+    sweeps over sizes build them a few times per mesh.
+    """
+    t, flow_deps = _driver_flows(m, n)
+    src, dst, ph, step = t["src"], t["dst"], t["phase"], t["timestep"]
+    E = src.size
+    split = np.frombuffer(split_bytes, dtype=bool)
     head = np.cumsum(1 + split) - 1 - split  # id of each flow's first transfer
     last = head + split  # id of its last transfer (its arrival)
     start: list[set[int]] = [set() for _ in range(E)]
     flow_of = np.repeat(np.arange(E), 1 + split)
 
     def issued(j: int) -> set[int]:
-        if not lag:
+        if not lagged:
             return {int(last[j])}
         return {int(head[j])} if split[j] else start[j]
 
@@ -460,21 +493,12 @@ def _interface_flows(
                 d |= issued(j)
         start[i] = pruned(d)
         cur[v] |= start[i]
-    rows: list[tuple[int, int, int, int, int]] = []
     deps: list[list[int]] = []
     for i in range(E):
-        lo, hi = int(t["lo"][i]) * K, int(t["hi"][i]) * K
-        s, d, op = int(src[i]), int(dst[i]), int(t["op"][i])
+        deps.append(sorted(start[i]))
         if split[i]:
-            whole, off = divmod(int(fbytes[i] - tail[i]), piece)
-            mid = lo + whole * K + edges.index(off)
-            rows += [(s, d, lo, mid, op), (s, d, mid, hi, op)]
-            deps += [sorted(start[i]), [int(head[i])]]
-        else:
-            rows.append((s, d, lo, hi, op))
-            deps.append(sorted(start[i]))
-    cols = tuple(np.asarray(c, np.int64) for c in zip(*rows, strict=True))
-    return np.diff(edges).astype(np.int64), cols, deps
+            deps.append([int(head[i])])
+    return deps
 
 
 register(
