@@ -27,6 +27,19 @@ def _build(m: int, n: int, size: int, **kw: object) -> wc.Schedule:
     return wc.build(NAME, topology=wc.topology.mesh(m, n), size_bytes=size, **kw)
 
 
+def _driver(m: int, n: int, interfaces: int, lag: int) -> wc.Schedule:
+    """1 MiB with the driver's messages, dependencies and ``interfaces``."""
+    return _build(
+        m,
+        n,
+        1 << 20,
+        message_bytes=8192,
+        dependencies="artifact",
+        interfaces=interfaces,
+        issue_lag_messages=lag,
+    )
+
+
 def test_registered_beside_the_papers_ring_2d() -> None:
     info = wc.algorithm_info(NAME)
     paper = wc.algorithm_info("mesh_ring_2d_allreduce")
@@ -157,15 +170,7 @@ def test_interfaces_move_the_same_bytes_in_more_transfers(
 @pytest.mark.parametrize(("m", "n"), [(3, 3), (3, 4), (4, 4)])
 def test_one_interface_without_lag_sends_one_flow_at_a_time(m: int, n: int) -> None:
     top = wc.topology.mesh(m, n)
-    s = _build(
-        m,
-        n,
-        1 << 20,
-        message_bytes=8192,
-        dependencies="artifact",
-        interfaces=1,
-        issue_lag_messages=0,
-    )
+    s = _driver(m, n, 1, 0)
     r = wc.simulate(s, top, wc.mcm.ARTIFACT, transfers=True)
     src = np.asarray(s.src)
     for v in range(m * n):
@@ -174,15 +179,7 @@ def test_one_interface_without_lag_sends_one_flow_at_a_time(m: int, n: int) -> N
         start, end = r.transfer_ready_s[ids], r.transfer_finish_s[ids]
         assert np.all(start[1:] >= end[:-1] - 1e-15)
     # four interfaces let flows overlap, and end sooner
-    four = _build(
-        m,
-        n,
-        1 << 20,
-        message_bytes=8192,
-        dependencies="artifact",
-        interfaces=4,
-        issue_lag_messages=0,
-    )
+    four = _driver(m, n, 4, 0)
     assert wc.simulate(four, top, wc.mcm.ARTIFACT).time_s < r.time_s
 
 
@@ -209,15 +206,7 @@ def test_interfaces_need_the_drivers_dependencies_and_messages() -> None:
 def test_interfaces_keep_each_chiplets_timestep_order(m: int, n: int) -> None:
     # a flow starts no earlier than the chiplet's flows of earlier timesteps
     top = wc.topology.mesh(m, n)
-    s = _build(
-        m,
-        n,
-        1 << 20,
-        message_bytes=8192,
-        dependencies="artifact",
-        interfaces=2,
-        issue_lag_messages=1 << 20,
-    )
+    s = _driver(m, n, 2, 1 << 20)
     t = ring2dn_transfers(m, n)
     assert len(s) == t["src"].size  # no flow is split
     ready = wc.simulate(s, top, wc.mcm.ARTIFACT, transfers=True).transfer_ready_s
