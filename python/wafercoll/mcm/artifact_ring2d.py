@@ -399,12 +399,13 @@ def _driver_flows(m: int, n: int) -> tuple[dict[str, np.ndarray], tuple]:
 
 def _interface_flows(
     m: int, n: int, piece: int, msg: int, nis: int, lag: int
-) -> tuple[np.ndarray, tuple[np.ndarray, ...], list[list[int]]]:
+) -> tuple[np.ndarray, tuple[np.ndarray, ...], tuple[np.ndarray, np.ndarray]]:
     """The flows of the ``m x n`` Ring-2D through ``nis`` interfaces.
 
     ``piece`` is the bytes of one of the ``2 N`` pieces (module docstring).
     Returns the sub-block sizes of a piece, the transfers (source,
-    destination, first and end block, op) and their dependencies.
+    destination, first and end block, op) and their dependencies (CSR
+    ``(flat, offsets)``).
     """
     t, _ = _driver_flows(m, n)
     fbytes = (t["hi"] - t["lo"]) * piece
@@ -430,11 +431,11 @@ def _interface_flows(
     return np.diff(edges).astype(np.int64), (*cols, start, end, op), deps
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=8)
 def _interface_deps(
     m: int, n: int, nis: int, lagged: bool, split_bytes: bytes
-) -> list[list[int]]:
-    """Dependencies of the transfers of :func:`_interface_flows` (cached).
+) -> tuple[np.ndarray, np.ndarray]:
+    """Dependencies of the transfers of :func:`_interface_flows` (cached, CSR).
 
     ``split_bytes``: per flow whether it is two transfers (its first
     messages and its last ``issue_lag_messages``); ``lagged``: whether
@@ -493,12 +494,18 @@ def _interface_deps(
                 d |= issued(j)
         start[i] = pruned(d)
         cur[v] |= start[i]
-    deps: list[list[int]] = []
+    lists: list[list[int]] = []
     for i in range(E):
-        deps.append(sorted(start[i]))
+        lists.append(sorted(start[i]))
         if split[i]:
-            deps.append([int(head[i])])
-    return deps
+            lists.append([int(head[i])])
+    # kept in the cache as read-only CSR arrays (8 bytes a dependency)
+    off = np.zeros(len(lists) + 1, np.int64)
+    off[1:] = np.cumsum([len(x) for x in lists])
+    flat = np.fromiter((x for d in lists for x in d), np.int64, int(off[-1]))
+    flat.setflags(write=False)
+    off.setflags(write=False)
+    return flat, off
 
 
 register(
