@@ -176,8 +176,9 @@ ARTIFACT_MESSAGE_CYCLES = 357
 #: ``buffer_packets`` of ``simulate(..., engine="routers")`` for the artifact.
 ARTIFACT_BUFFER_PACKETS = 4 * 318 // 17
 #: Network interfaces per chiplet in the artifact's mesh runs: ``--radix 4``
-#: in every run script but DBTree's (``utils/run_scripts/bw/*.sh``), each a
-#: BookSim node of its own on the chiplet's router (``mesh_{N}_200.txt``).
+#: for every algorithm but DBTree (``--radix 1``) in all its run scripts
+#: (``utils/run_scripts``), each a BookSim node of its own on the
+#: chiplet's router (``mesh_{N}_200.txt``).
 ARTIFACT_INTERFACES = 4
 #: Router delay per hop in cycles: ``vc_alloc_delay`` + ``sw_alloc_delay`` +
 #: ``st_final_delay`` (crossbar), 1 each (measured: 24 cycles per extra hop
