@@ -355,7 +355,7 @@ def _ring_2d_artifact(
             f"got {dependencies!r}"
         )
     sizes = _block_sizes(p, as_int(size, "size_bytes", 1), message_bytes)
-    t = ring2dn_transfers(m, n)
+    t, driver_deps = _driver_flows(m, n)
     name = f"mesh_ring_2d_artifact({m}x{n}, {int(sizes.sum())} B, {dependencies})"
     blocks = (t["lo"], t["hi"])
     if interfaces is not None:
@@ -383,18 +383,30 @@ def _ring_2d_artifact(
         prog.step(t["src"], t["dst"], blocks, t["op"])
     else:
         prog = kit.Program(p, sizes, "allreduce", rule="explicit", name=name)
-        prog.step(t["src"], t["dst"], blocks, t["op"], deps=_artifact_deps(t, m, n))
+        prog.step(t["src"], t["dst"], blocks, t["op"], deps=driver_deps)
     return prog.schedule()
 
 
+def _frozen_csr(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Lists of ids as read-only CSR ``(flat, offsets)`` (8 bytes an id)."""
+    off = np.zeros(len(lists) + 1, np.int64)
+    off[1:] = np.cumsum([len(x) for x in lists])
+    flat = np.fromiter((x for d in lists for x in d), np.int64, int(off[-1]))
+    flat.setflags(write=False)
+    off.setflags(write=False)
+    return flat, off
+
+
 @functools.lru_cache(maxsize=8)
-def _driver_flows(m: int, n: int) -> tuple[dict[str, np.ndarray], tuple]:
-    """The transfers of a mesh and the driver's dependencies (cached)."""
+def _driver_flows(
+    m: int, n: int
+) -> tuple[dict[str, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """The transfers of a mesh and the driver's dependencies (cached, CSR)."""
     t = ring2dn_transfers(m, n)
     for v in t.values():
         if isinstance(v, np.ndarray):
             v.setflags(write=False)
-    return t, tuple(tuple(d) for d in _artifact_deps(t, m, n))
+    return t, _frozen_csr(_artifact_deps(t, m, n))
 
 
 def _interface_flows(
@@ -422,13 +434,18 @@ def _interface_flows(
     mid = lo + whole * K + np.searchsorted(edges, off)
     # a split flow: its first messages, then the rest
     rep = 1 + split
-    first = np.cumsum(rep) - rep
+    first = _first_transfers(split)
     cols = [np.repeat(t[k], rep) for k in ("src", "dst")]
     start, end = np.repeat(lo, rep), np.repeat(hi, rep)
     start[first[split] + 1] = mid[split]
     end[first[split]] = mid[split]
     op = np.repeat(t["op"], rep)
     return np.diff(edges).astype(np.int64), (*cols, start, end, op), deps
+
+
+def _first_transfers(split: np.ndarray) -> np.ndarray:
+    """Id of every flow's first transfer, a flow being two where ``split``."""
+    return np.cumsum(1 + split) - 1 - split
 
 
 @functools.lru_cache(maxsize=8)
@@ -443,11 +460,11 @@ def _interface_deps(
     They depend on the size only through which flows are split, so the
     sweeps over sizes build them a few times per mesh.
     """
-    t, flow_deps = _driver_flows(m, n)
+    t, (dflat, doff) = _driver_flows(m, n)
     src, dst, ph, step = t["src"], t["dst"], t["phase"], t["timestep"]
     E = src.size
     split = np.frombuffer(split_bytes, dtype=bool)
-    head = np.cumsum(1 + split) - 1 - split  # id of each flow's first transfer
+    head = _first_transfers(split)
     last = head + split  # id of its last transfer (its arrival)
     start: list[set[int]] = [set() for _ in range(E)]
     flow_of = np.repeat(np.arange(E), 1 + split)
@@ -485,7 +502,7 @@ def _interface_deps(
         if k and step[i] != step[seq[k - 1]]:
             prev[v] = pruned(prev[v] | cur[v])
             cur[v] = set()
-        d = {int(last[j]) for j in flow_deps[i]} | prev[v]
+        d = set(last[dflat[doff[i] : doff[i + 1]]].tolist()) | prev[v]
         if k >= nis:
             j = seq[k - nis]
             d |= {int(last[j])} if dst[j] == dst[i] else issued(j)
@@ -499,13 +516,7 @@ def _interface_deps(
         lists.append(sorted(start[i]))
         if split[i]:
             lists.append([int(head[i])])
-    # kept in the cache as read-only CSR arrays (8 bytes a dependency)
-    off = np.zeros(len(lists) + 1, np.int64)
-    off[1:] = np.cumsum([len(x) for x in lists])
-    flat = np.fromiter((x for d in lists for x in d), np.int64, int(off[-1]))
-    flat.setflags(write=False)
-    off.setflags(write=False)
-    return flat, off
+    return _frozen_csr(lists)
 
 
 register(
