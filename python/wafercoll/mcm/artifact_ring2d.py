@@ -87,9 +87,14 @@ BookSim node of its own):
   interface).
 
 Interfaces are assigned in turn, where the driver takes the lowest free
-one. The blocks are then cut at the message boundaries these splits need
-(the same cut in every piece), so the schedule has more blocks and
-transfers than without; the bytes on every link are the same.
+one at the cycle a flow starts (an interface is busy one cycle per message
+it hands to its buffer), so that short flows of successive timesteps often
+share interface 0 and its queue; no static order follows that (the README's
+notes on the artifact comparison give the run and the orders tried).
+
+The blocks are cut at the message boundaries the splits need (the same cut
+in every piece), so the schedule has more blocks and transfers than
+without; the bytes on every link are the same.
 
 The artifact's committed ``link_flits`` equal ``17`` flits times the messages
 these transfers carry, hop by hop, in all 44 fig8 ``ring2dn`` runs.
