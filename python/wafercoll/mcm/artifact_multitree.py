@@ -123,8 +123,9 @@ starts the flows of those steps between cycles 1 and 1,609. Its flows of
 steps 0-3 to chiplet 23 (interface 0) arrive at 7,509, 15,006, 22,503 and
 30,000, one after another at the link's full rate. Its step-5 flow to chiplet
 23, on interface 1 from cycle 895, gets the link only after them and arrives
-at 42,495. Here every flow of those steps starts at time 0, so the step-0
-flow shares the link from the start and arrives at 14,649.
+at 42,495. Here the step-5 flow starts at time 0 with the step-0 one (a
+leaf's steps wait for nothing, as a short flow counts as issued when it
+starts), the two share the link, and the step-0 flow arrives at 14,649.
 The driver gives a flow the lowest interface free when it starts, which
 depends on the run's timing; with the interfaces the artifact's own 4x4 run
 at 1 MiB used (read from its log) as BookSim nodes of their own on the
