@@ -81,14 +81,21 @@ void Simulation::enqueue(const Event& e) {
 // first stage has let the previous packet go, and the packet has arrived.
 void Simulation::try_inject(TransferId t) {
   const TransferHot& h = progress_.hot[t];
-  StreamRun& st = stream_run(t);
-  if (st.next < 0 || st.next >= npackets(h) || st.ready.empty()) return;
-  const Seconds go = std::max(st.pace, st.ready.front());
+  StreamState& ss = stream_of(t);
+  StreamRun& st = stream_run(ss);
+  const bool two = ss.nq == 2;
+  if (st.next < 0 || st.next >= npackets(h) || st.ready.empty() ||
+      (two && st.second.empty()))
+    return;
+  Seconds from = st.ready.front();
+  if (two) from = std::max(from, st.second.front());
+  const Seconds go = std::max(st.pace, from);
   if (h.computed())
     push_computed(go, st.next, t, 0, kArrive, go);
   else
     push(go, st.next, t, static_cast<std::int32_t>(h.base), kArrive, go);
   st.ready.pop_front();
+  if (two) st.second.pop_front();
   st.next = -2;  // in flight until it leaves the first stage
 }
 
@@ -106,7 +113,7 @@ StreamRun& Simulation::stream_run(StreamState& s) {
     dataflow_.free_runs.pop_back();
   }
   StreamRun& r = dataflow_.runs[s.live];
-  if (s.nq > 1) {
+  if (s.nq > 2) {
     if (!r.queues) r.queues = std::make_unique<std::vector<Fifo>>();
     r.queues->resize(static_cast<std::size_t>(s.nq));
   }
@@ -184,8 +191,8 @@ void Simulation::stream_delivered(std::int64_t slot, Seconds when) {
       st.next = 0;
       st.pace = progress_.ready[t] + net_.alpha_s;
     }
-    if (nq == 1) {
-      st.ready.push_back(when);
+    if (nq <= 2) {
+      (q == 0 ? st.ready : st.second).push_back(when);
       if (st.next >= 0) try_inject(t);
       continue;
     }

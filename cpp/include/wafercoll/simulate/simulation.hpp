@@ -261,8 +261,14 @@ struct Fifo {
 // ready[t] + alpha), not at its start: a pipeline of chunks (TTO) starts
 // most of its streams at once, long before their data comes.
 struct StreamRun {
-  Fifo ready;                 // packet k can go from this time
-  std::unique_ptr<std::vector<Fifo>> queues;  // one per dependency when nq > 1
+  Fifo ready;                 // packet k can go from this time; with two
+                              // stream dependencies, the first one's times
+  Fifo second;                // the second dependency's times (nq == 2): a
+                              // packet can go from the later of the two
+                              // fronts, read where it is injected, so the
+                              // usual two-dependency stream keeps its times
+                              // in this record
+  std::unique_ptr<std::vector<Fifo>> queues;  // one per dependency when nq > 2
                               // (else none: a single dependency's times are
                               // its ready times)
   std::int64_t next = -1;     // packet to inject; -1 not started, -2 in flight
