@@ -208,30 +208,42 @@ def driver_order(
                 deps.append((phase, -1, last_on_link[link]))
             seen[link] = k
             pattern.append(deps)
-    tid, dep = [], []
-    chunk = np.arange(C, dtype=np.int64)
-    for k, deps in enumerate(pattern):
-        phase, i = (0, k) if k < R else (1, k - R)
-        own = chunk * R + i if phase == 0 else C * R + chunk * A + i
-        for dphase, shift, j in deps:
-            c = chunk + shift
-            ok = c >= 0
-            if dphase == 0:
-                ids = c * R + j
-            elif dphase == 1:
-                ids = C * R + c * A + j
-            else:
-                ids = np.full(C, (C - 1) * R + j, np.int64)
-            tid.append(own[ok])
-            dep.append(ids[ok])
+    # Within one transfer the dependencies keep one order in every chunk
+    # (reduce-scatter ids, then allgather ids; within a phase by shift and
+    # index), so each phase is one (chunk x pattern entry) array of ids,
+    # read row by row: the transfers in id order, each with its sorted list.
+    flats, counts = [], []
+    for phase, lo, n_ids, width in ((0, 0, R, R), (1, R, A, A)):
+        entries = [sorted(pattern[lo + k], key=_dep_order(width)) for k in range(n_ids)]
+        per = np.fromiter((len(e) for e in entries), np.int64, n_ids)
+        flat_pat = [x for e in entries for x in e]
+        ph = np.fromiter((x[0] for x in flat_pat), np.int64, len(flat_pat))
+        sh = np.fromiter((x[1] for x in flat_pat), np.int64, len(flat_pat))
+        j = np.fromiter((x[2] for x in flat_pat), np.int64, len(flat_pat))
+        c = np.arange(C, dtype=np.int64)[:, None] + sh[None, :]
+        if phase == 0:
+            ids = c * R + j
+        else:
+            ids = np.where(ph == 2, (C - 1) * R + j, C * R + c * A + j)
+        flats.append(ids[c >= 0])
+        cnt = np.broadcast_to(per, (C, n_ids)).copy()
+        owner = np.repeat(np.arange(n_ids), per)
+        cnt[0] -= np.bincount(owner[sh < 0], minlength=n_ids)  # no chunk -1
+        counts.append(cnt.ravel())
     n = C * (R + A)
-    t_all = np.concatenate(tid) if tid else np.zeros(0, np.int64)
-    d_all = np.concatenate(dep) if dep else np.zeros(0, np.int64)
-    order = np.lexsort((d_all, t_all))
-    t_all, d_all = t_all[order], d_all[order]
     offsets = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(t_all, minlength=n), out=offsets[1:])
-    return d_all, offsets
+    np.cumsum(np.concatenate(counts), out=offsets[1:])
+    return np.concatenate(flats), offsets
+
+
+def _dep_order(width: int) -> Any:
+    """Sort key of a pattern entry: the order of its ids in every chunk."""
+
+    def key(x: tuple[int, int, int]) -> tuple[int, int]:
+        phase, shift, j = x
+        return (1 if phase == 1 else 0, shift * width + j)
+
+    return key
 
 
 def _tto_artifact(
