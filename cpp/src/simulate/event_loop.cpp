@@ -85,17 +85,17 @@ void Simulation::try_inject(TransferId t) {
   StreamRun& st = stream_run(ss);
   const bool two = ss.nq == 2;
   if (st.next < 0 || st.next >= npackets(h) || st.ready.empty() ||
-      (two && st.second.empty()))
+      (two && static_cast<StreamPair&>(st).second.empty()))
     return;
   Seconds from = st.ready.front();
-  if (two) from = std::max(from, st.second.front());
+  if (two) from = std::max(from, static_cast<StreamPair&>(st).second.front());
   const Seconds go = std::max(st.pace, from);
   if (h.computed())
     push_computed(go, st.next, t, 0, kArrive, go);
   else
     push(go, st.next, t, static_cast<std::int32_t>(h.base), kArrive, go);
   st.ready.pop_front();
-  if (two) st.second.pop_front();
+  if (two) static_cast<StreamPair&>(st).second.pop_front();
   st.next = -2;  // in flight until it leaves the first stage
 }
 
@@ -104,15 +104,27 @@ void Simulation::try_inject(TransferId t) {
 StreamRun& Simulation::stream_run(TransferId t) { return stream_run(stream_of(t)); }
 
 StreamRun& Simulation::stream_run(StreamState& s) {
-  if (s.live >= 0) return dataflow_.runs[s.live];
-  if (dataflow_.free_runs.empty()) {
-    s.live = static_cast<std::int32_t>(dataflow_.runs.size());
-    dataflow_.runs.emplace_back();
-  } else {
-    s.live = dataflow_.free_runs.back();
-    dataflow_.free_runs.pop_back();
+  DataflowEdges& df = dataflow_;
+  if (s.nq == 2) {
+    if (s.live >= 0) return df.pairs[s.live];
+    if (df.free_pairs.empty()) {
+      s.live = static_cast<std::int32_t>(df.pairs.size());
+      df.pairs.emplace_back();
+    } else {
+      s.live = df.free_pairs.back();
+      df.free_pairs.pop_back();
+    }
+    return df.pairs[s.live];
   }
-  StreamRun& r = dataflow_.runs[s.live];
+  if (s.live >= 0) return df.runs[s.live];
+  if (df.free_runs.empty()) {
+    s.live = static_cast<std::int32_t>(df.runs.size());
+    df.runs.emplace_back();
+  } else {
+    s.live = df.free_runs.back();
+    df.free_runs.pop_back();
+  }
+  StreamRun& r = df.runs[s.live];
   if (s.nq > 2) {
     if (!r.queues) r.queues = std::make_unique<std::vector<Fifo>>();
     r.queues->resize(static_cast<std::size_t>(s.nq));
@@ -125,8 +137,13 @@ StreamRun& Simulation::stream_run(StreamState& s) {
 // its lists keep their storage).
 void Simulation::end_stream(TransferId t) {
   StreamState& s = stream_of(t);
-  dataflow_.runs[s.live].next = -1;  // as a fresh entry (start() sets the pace)
-  dataflow_.free_runs.push_back(s.live);
+  if (s.nq == 2) {
+    dataflow_.pairs[s.live].next = -1;  // as a fresh entry (start() sets the pace)
+    dataflow_.free_pairs.push_back(s.live);
+  } else {
+    dataflow_.runs[s.live].next = -1;
+    dataflow_.free_runs.push_back(s.live);
+  }
   s.live = -1;
 }
 
@@ -192,7 +209,7 @@ void Simulation::stream_delivered(std::int64_t slot, Seconds when) {
       st.pace = progress_.ready[t] + net_.alpha_s;
     }
     if (nq <= 2) {
-      (q == 0 ? st.ready : st.second).push_back(when);
+      (q == 0 ? st.ready : static_cast<StreamPair&>(st).second).push_back(when);
       if (st.next >= 0) try_inject(t);
       continue;
     }

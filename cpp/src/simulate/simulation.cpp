@@ -400,7 +400,10 @@ void Simulation::prepare_dataflow() {
   // Room for every stream in progress at once (address space until used):
   // growing the pool would move the runs in progress, and a pipeline of
   // chunks (TTO) has most of its streams in progress.
-  dataflow_.runs.reserve(dataflow_.streams.size());
+  std::size_t pairs = 0;
+  for (const StreamState& ss : dataflow_.streams) pairs += ss.nq == 2;
+  dataflow_.runs.reserve(dataflow_.streams.size() - pairs);
+  dataflow_.pairs.reserve(pairs);
   dataflow_.gates =
       static_cast<std::int64_t>(tries_.nodes.size() + dataflow_.stage_gate.size());
   to_csr(edges.gate, dataflow_.gates, dataflow_.gate);

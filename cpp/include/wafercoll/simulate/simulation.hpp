@@ -263,16 +263,20 @@ struct Fifo {
 struct StreamRun {
   Fifo ready;                 // packet k can go from this time; with two
                               // stream dependencies, the first one's times
-  Fifo second;                // the second dependency's times (nq == 2): a
-                              // packet can go from the later of the two
-                              // fronts, read where it is injected, so the
-                              // usual two-dependency stream keeps its times
-                              // in this record
   std::unique_ptr<std::vector<Fifo>> queues;  // one per dependency when nq > 2
                               // (else none: a single dependency's times are
                               // its ready times)
   std::int64_t next = -1;     // packet to inject; -1 not started, -2 in flight
   Seconds pace = 0.0;         // first stage free again
+};
+
+// A stream with two stream dependencies (TTO's usual one) keeps the second
+// one's times in its own record, in a pool of its own: a packet can go from
+// the later of the two fronts, read where it is injected. One record, so one
+// cache line fetched per delivery where a heap vector behind a pointer took
+// two more; the one-dependency streams keep their smaller records.
+struct StreamPair : StreamRun {
+  Fifo second;
 };
 
 // Per stream, for the whole run: how many stream dependencies it has, and
@@ -388,6 +392,8 @@ struct DataflowEdges {
   BigVector<StreamState> streams;
   std::vector<StreamRun> runs;               // the pool of streams in progress
   std::vector<std::int32_t> free_runs;       // entries of runs not in use
+  std::vector<StreamPair> pairs;             // ... of those with two stream dependencies
+  std::vector<std::int32_t> free_pairs;      // entries of pairs not in use
   // By d's slot: t and its queue (the dependency's place among t's stream
   // dependencies), as (t << stream_shift) | queue when every item fits 32
   // bits, else t alone with the queues in stream_queue, item by item: 4
