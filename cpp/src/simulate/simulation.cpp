@@ -365,6 +365,9 @@ void Simulation::prepare_dataflow() {
   // (touched only as streams are made) spares the copies and fresh pages
   // of repeated growth.
   dataflow_.streams.reserve(static_cast<std::size_t>(T));
+  // The same for the stream edges, at most one per dependency: their
+  // doublings would touch twice their final size (TTO 16x16: 0.3 GB).
+  edges.stream.reserve(sched_.dep_array().size());
   std::vector<std::pair<std::int64_t, std::int64_t>> d_stages;  // (key, stage of d)
   for (TransferId t = 0; t < T; ++t) {
     std::int64_t start_gates = 0;
