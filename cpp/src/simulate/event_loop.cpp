@@ -103,27 +103,30 @@ void Simulation::try_inject(TransferId t) {
 // (at its first delivery).
 StreamRun& Simulation::stream_run(TransferId t) { return stream_run(stream_of(t)); }
 
+namespace {
+
+// An entry of `pool` for a stream that starts: a free one, else a new one.
+template <typename Run>
+std::int32_t take_run(std::vector<Run>& pool, std::vector<std::int32_t>& free) {
+  if (free.empty()) {
+    pool.emplace_back();
+    return static_cast<std::int32_t>(pool.size() - 1);
+  }
+  const std::int32_t i = free.back();
+  free.pop_back();
+  return i;
+}
+
+}  // namespace
+
 StreamRun& Simulation::stream_run(StreamState& s) {
   DataflowEdges& df = dataflow_;
   if (s.nq == 2) {
-    if (s.live >= 0) return df.pairs[s.live];
-    if (df.free_pairs.empty()) {
-      s.live = static_cast<std::int32_t>(df.pairs.size());
-      df.pairs.emplace_back();
-    } else {
-      s.live = df.free_pairs.back();
-      df.free_pairs.pop_back();
-    }
+    if (s.live < 0) s.live = take_run(df.pairs, df.free_pairs);
     return df.pairs[s.live];
   }
   if (s.live >= 0) return df.runs[s.live];
-  if (df.free_runs.empty()) {
-    s.live = static_cast<std::int32_t>(df.runs.size());
-    df.runs.emplace_back();
-  } else {
-    s.live = df.free_runs.back();
-    df.free_runs.pop_back();
-  }
+  s.live = take_run(df.runs, df.free_runs);
   StreamRun& r = df.runs[s.live];
   if (s.nq > 2) {
     if (!r.queues) r.queues = std::make_unique<std::vector<Fifo>>();
