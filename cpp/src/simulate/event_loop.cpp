@@ -83,19 +83,19 @@ void Simulation::try_inject(TransferId t) {
   const TransferHot& h = progress_.hot[t];
   StreamState& ss = stream_of(t);
   StreamRun& st = stream_run(ss);
-  const bool two = ss.nq == 2;
+  Fifo* second = ss.nq == 2 ? &static_cast<StreamPair&>(st).second : nullptr;
   if (st.next < 0 || st.next >= npackets(h) || st.ready.empty() ||
-      (two && static_cast<StreamPair&>(st).second.empty()))
+      (second && second->empty()))
     return;
   Seconds from = st.ready.front();
-  if (two) from = std::max(from, static_cast<StreamPair&>(st).second.front());
+  if (second) from = std::max(from, second->front());
   const Seconds go = std::max(st.pace, from);
   if (h.computed())
     push_computed(go, st.next, t, 0, kArrive, go);
   else
     push(go, st.next, t, static_cast<std::int32_t>(h.base), kArrive, go);
   st.ready.pop_front();
-  if (two) static_cast<StreamPair&>(st).second.pop_front();
+  if (second) second->pop_front();
   st.next = -2;  // in flight until it leaves the first stage
 }
 

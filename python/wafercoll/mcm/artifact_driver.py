@@ -214,12 +214,14 @@ def driver_order(
     # read row by row: the transfers in id order, each with its sorted list.
     flats, counts = [], []
     for phase, lo, n_ids, width in ((0, 0, R, R), (1, R, A, A)):
-        entries = [sorted(pattern[lo + k], key=_dep_order(width)) for k in range(n_ids)]
+        # an entry's place among its transfer's ids, the same in every chunk
+        entries = [
+            sorted(pattern[lo + k], key=lambda x: (x[0] == 1, x[1] * width + x[2]))
+            for k in range(n_ids)
+        ]
         per = np.fromiter((len(e) for e in entries), np.int64, n_ids)
         flat_pat = [x for e in entries for x in e]
-        ph = np.fromiter((x[0] for x in flat_pat), np.int64, len(flat_pat))
-        sh = np.fromiter((x[1] for x in flat_pat), np.int64, len(flat_pat))
-        j = np.fromiter((x[2] for x in flat_pat), np.int64, len(flat_pat))
+        ph, sh, j = np.asarray(flat_pat, np.int64).reshape(-1, 3).T
         c = np.arange(C, dtype=np.int64)[:, None] + sh[None, :]
         if phase == 0:
             ids = c * R + j
@@ -234,16 +236,6 @@ def driver_order(
     offsets = np.zeros(n + 1, np.int64)
     np.cumsum(np.concatenate(counts), out=offsets[1:])
     return np.concatenate(flats), offsets
-
-
-def _dep_order(width: int) -> Any:
-    """Sort key of a pattern entry: the order of its ids in every chunk."""
-
-    def key(x: tuple[int, int, int]) -> tuple[int, int]:
-        phase, shift, j = x
-        return (1 if phase == 1 else 0, shift * width + j)
-
-    return key
 
 
 def _tto_artifact(
