@@ -466,7 +466,7 @@ void Simulation::forward(const Event& ev, TransferId t, std::int64_t packet, Sec
     if (!costs_.uniform_bandwidth) {
       const std::int32_t cr = tries_.nodes[c].resource;
       // Else an ejection channel, all alike per endpoint.
-      ibn = cr >= 0 ? stages_[cr].inv_bw
+      ibn = cr >= 0 ? cost(cr).inv_bw
                     : ejection_inv_bw(place_[slot_rank_[tries_.nodes[c].term]]);
     }
     Seconds head;
@@ -552,21 +552,23 @@ void Simulation::process(const Event& ev) {
 // avail after its free time (a switch overhead, else 0).
 Simulation::Service Simulation::serve(const Event& ev, TransferId t, std::int64_t k, Bytes m,
                                       std::int64_t r, Seconds avail) {
-  StageState& stage = stages_[r];
+  StageLive& stage = stages_[r];
+  const StageCost& c = stage_costs_[stage.cls];
   avail += stage.free_at;
   Service sv;
   sv.wire = wire_bytes(m, costs_.flit_bytes);
-  sv.inv_bw = stage.inv_bw;
+  sv.inv_bw = c.inv_bw;
   sv.start = std::max(ev.time, avail);
   sv.head = std::max(ev.head, avail);  // the head moves on
   const Seconds dur = static_cast<double>(sv.wire) * sv.inv_bw;
   sv.finish = sv.start + dur;
   stage.free_at = sv.finish;
-  stage.busy += dur;
-  stage.bytes += m;
+  StageUse& use = stage_use_[r];
+  use.busy += dur;
+  use.bytes += m;
   if ((++result_.events & (kInterruptStride - 1)) == 0) poll_interrupt();
   record_service(t, k, r, sv.start, sv.finish, dur);
-  sv.latency = stages_[r].lat;
+  sv.latency = c.lat;
   return sv;
 }
 
@@ -590,7 +592,7 @@ Seconds Simulation::cut_through_arrival(Seconds head_left, Seconds end, Bytes wi
 
 // Seconds per byte of endpoint e's ejection channels (all alike).
 double Simulation::ejection_inv_bw(NodeId e) const {
-  return stages_[dim_.links + (static_cast<std::int64_t>(dim_.endpoints) + e) * dim_.channels]
+  return cost(dim_.links + (static_cast<std::int64_t>(dim_.endpoints) + e) * dim_.channels)
       .inv_bw;
 }
 
@@ -640,7 +642,7 @@ double Simulation::computed_inv_bw(TransferId t, std::int32_t stage) const {
   const TransferHot& h = progress_.hot[t];
   const std::int32_t p = dim_.channels > 0 ? 1 : 0;
   const LinkId l = topo_.route_link_unchecked(h.src, h.dst(), stage - p, nullptr);
-  return l >= 0 ? stages_[l].inv_bw : ejection_inv_bw(h.dst());
+  return l >= 0 ? cost(l).inv_bw : ejection_inv_bw(h.dst());
 }
 
 // Dataflow, order gates on computed stages (out of the loop's body, which

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -52,7 +53,8 @@ void Simulation::prepare_stages() {
   const NodeId E = dim_.endpoints;
   const std::int32_t K = dim_.channels;
   dim_.stages = static_cast<std::int64_t>(L) + 2 * static_cast<std::int64_t>(E) * K;
-  stages_.resize(static_cast<std::size_t>(dim_.stages));
+  // Costs per stage first, then interned into classes below.
+  std::vector<StageCost> per(static_cast<std::size_t>(dim_.stages));
   std::vector<double> fastest_out, fastest_in;
   if (K > 0 && net_.port_bandwidth_Bps == 0.0 && net_.bandwidth_Bps == 0.0) {
     fastest_out.assign(E, 0.0);
@@ -61,29 +63,45 @@ void Simulation::prepare_stages() {
   for (LinkId l = 0; l < L; ++l) {
     const Link lk = topo_.link(l);
     const double bw = net_.bandwidth_Bps > 0.0 ? net_.bandwidth_Bps : lk.bandwidth_Bps;
-    stages_[l].inv_bw = 1.0 / bw;
-    stages_[l].lat = lk.latency_s + net_.hop_latency_s;
+    per[l].inv_bw = 1.0 / bw;
+    per[l].lat = lk.latency_s + net_.hop_latency_s;
     if (!fastest_out.empty()) {
       if (topo_.is_endpoint(lk.src)) fastest_out[lk.src] = std::max(fastest_out[lk.src], bw);
       if (topo_.is_endpoint(lk.dst)) fastest_in[lk.dst] = std::max(fastest_in[lk.dst], bw);
     }
   }
-  if (K > 0) set_port_bandwidths(fastest_out, fastest_in);
+  if (K > 0) set_port_bandwidths(fastest_out, fastest_in, per);
+  intern_stage_costs(per);
 
   costs_.store_and_forward = net_.switching == Switching::store_and_forward;
   // With one bandwidth everywhere, cut-through needs no lookup of the next
   // stage's bandwidth.
   costs_.uniform_bandwidth = true;
-  for (const StageState& st : stages_)
-    costs_.uniform_bandwidth = costs_.uniform_bandwidth && st.inv_bw == stages_.front().inv_bw;
+  for (const StageCost& c : stage_costs_)
+    costs_.uniform_bandwidth = costs_.uniform_bandwidth && c.inv_bw == stage_costs_.front().inv_bw;
   costs_.packet_bytes = net_.packet_bytes;
   costs_.flit_bytes = net_.flit_bytes;
   costs_.reduce_s_per_byte = net_.gamma_s_per_byte;
   if (net_.switch_overhead_s > 0.0) ejection_used_.assign(static_cast<std::size_t>(E) * K, 0);
 }
 
+// Stages of equal cost share a class: a network has a few distinct
+// bandwidths and latencies, so the live state the loop waits on stays small.
+void Simulation::intern_stage_costs(const std::vector<StageCost>& per) {
+  stages_.resize(per.size());
+  stage_use_.resize(per.size());
+  std::map<std::pair<double, double>, std::uint32_t> classes;
+  for (std::size_t r = 0; r < per.size(); ++r) {
+    const auto [it, fresh] = classes.try_emplace(
+        {per[r].inv_bw, per[r].lat}, static_cast<std::uint32_t>(stage_costs_.size()));
+    if (fresh) stage_costs_.push_back(per[r]);
+    stages_[r].cls = it->second;
+  }
+}
+
 void Simulation::set_port_bandwidths(const std::vector<double>& fastest_out,
-                                     const std::vector<double>& fastest_in) {
+                                     const std::vector<double>& fastest_in,
+                                     std::vector<StageCost>& per) {
   const LinkId L = dim_.links;
   const NodeId E = dim_.endpoints;
   const std::int32_t K = dim_.channels;
@@ -98,9 +116,9 @@ void Simulation::set_port_bandwidths(const std::vector<double>& fastest_out,
     for (std::int32_t c = 0; c < K; ++c) {
       const std::int64_t ri = L + static_cast<std::int64_t>(e) * K + c;
       const std::int64_t re = L + static_cast<std::int64_t>(E) * K + ri - L;
-      stages_[ri].inv_bw = 1.0 / bout;
-      stages_[re].inv_bw = 1.0 / bin;
-      stages_[ri].lat = stages_[re].lat = net_.port_latency_s;
+      per[ri].inv_bw = 1.0 / bout;
+      per[re].inv_bw = 1.0 / bin;
+      per[ri].lat = per[re].lat = net_.port_latency_s;
     }
   }
 }
@@ -562,15 +580,15 @@ SimResult Simulation::collect() {
   result_.link_busy_s.resize(L);
   result_.link_bytes.resize(L);
   for (LinkId l = 0; l < L; ++l) {
-    result_.link_busy_s[l] = stages_[l].busy;
-    result_.link_bytes[l] = stages_[l].bytes;
+    result_.link_busy_s[l] = stage_use_[l].busy;
+    result_.link_bytes[l] = stage_use_[l].bytes;
   }
   result_.injection_busy_s.assign(E, 0.0);
   result_.ejection_busy_s.assign(E, 0.0);
   for (NodeId e = 0; e < E && K > 0; ++e)
     for (std::int32_t c = 0; c < K; ++c) {
-      result_.injection_busy_s[e] += stages_[L + static_cast<std::int64_t>(e) * K + c].busy;
-      result_.ejection_busy_s[e] += stages_[L + static_cast<std::int64_t>(E + e) * K + c].busy;
+      result_.injection_busy_s[e] += stage_use_[L + static_cast<std::int64_t>(e) * K + c].busy;
+      result_.ejection_busy_s[e] += stage_use_[L + static_cast<std::int64_t>(E + e) * K + c].busy;
     }
   const TransferId T = dim_.transfers;
   const Seconds* finish = pr.finish;
