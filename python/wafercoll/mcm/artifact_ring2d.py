@@ -469,58 +469,71 @@ def _interface_deps(
     src, dst, ph, step = t["src"], t["dst"], t["phase"], t["timestep"]
     E = src.size
     split = np.frombuffer(split_bytes, dtype=bool)
-    head = _first_transfers(split)
-    last = head + split  # id of its last transfer (its arrival)
+    head_at = _first_transfers(split)
+    # plain lists: this loop reads single items, which numpy serves slowly
+    head, last = head_at.tolist(), (head_at + split).tolist()
+    splits = split.tolist()
     start: list[set[int]] = [set() for _ in range(E)]
-    flow_of = np.repeat(np.arange(E), 1 + split)
-
-    def issued(j: int) -> set[int]:
-        if not lagged:
-            return {int(last[j])}
-        return {int(head[j])} if split[j] else start[j]
+    # What waiting for a transfer already implies: its head for a flow's
+    # tail, the flow's own dependencies for its head (kept current as
+    # start[] fills). Waiting for a set d implies waiting for each member's
+    # cover; dropping those keeps the same start times, and the sets stay
+    # small as they carry forward.
+    cover: list[Any] = [()] * (E + int(split.sum()))
+    for f in range(E):
+        cover[head[f]] = start[f]
+        if splits[f]:
+            cover[head[f] + 1] = (head[f],)
 
     def pruned(d: set[int]) -> set[int]:
-        # drop what another member already waits for (a head for its
-        # tail, a flow's own dependencies for its first transfer): same
-        # start times, and the sets stay small as they carry forward
-        cover: set[int] = set()
-        for x in d:
-            f = int(flow_of[x])
-            cover |= {int(head[f])} if x != head[f] else start[f]
-        return d - cover
+        return d.difference(*[cover[x] for x in d])
+
+    def issued(j: int) -> Any:
+        if not lagged:
+            return (last[j],)
+        return (head[j],) if splits[j] else start[j]
 
     seqs: dict[int, list[int]] = {}
     for i in np.lexsort((np.arange(E), step, src)).tolist():
         seqs.setdefault(int(src[i]), []).append(i)
-    pos = np.zeros(E, np.int64)
+    pos = [0] * E
     for seq in seqs.values():
-        pos[seq] = np.arange(len(seq))
-    rs = {v: [i for i in seq if ph[i] <= _RS2] for v, seq in seqs.items()}
+        for k, i in enumerate(seq):
+            pos[i] = k
+    phase, steps, srcs, dsts = ph.tolist(), step.tolist(), src.tolist(), dst.tolist()
+    rs = {v: [i for i in seq if phase[i] <= _RS2] for v, seq in seqs.items()}
     # what the chiplet's flows of earlier timesteps waited for, and this one's
     prev: dict[int, set[int]] = {v: set() for v in seqs}
     cur: dict[int, set[int]] = {v: set() for v in seqs}
+    arrivals = (head_at + split)[dflat].tolist()
+    offs = doff.tolist()
     # every flow waits only for flows of earlier timesteps: in timestep
     # order, what it waits for is known when it comes
     for i in np.lexsort((np.arange(E), step)).tolist():
-        v, k = int(src[i]), int(pos[i])
+        v, k = srcs[i], pos[i]
         seq = seqs[v]
-        if k and step[i] != step[seq[k - 1]]:
+        if k and steps[i] != steps[seq[k - 1]]:
             prev[v] = pruned(prev[v] | cur[v])
             cur[v] = set()
-        d = set(last[dflat[doff[i] : doff[i + 1]]].tolist()) | prev[v]
+        d = set(arrivals[offs[i] : offs[i + 1]])
+        d |= prev[v]
         if k >= nis:
             j = seq[k - nis]
-            d |= {int(last[j])} if dst[j] == dst[i] else issued(j)
-        if ph[i] >= _AG1:
+            if dsts[j] == dsts[i]:
+                d.add(last[j])
+            else:
+                d.update(issued(j))
+        if phase[i] >= _AG1:
             for j in rs[v][-nis:]:
-                d |= issued(j)
+                d.update(issued(j))
         start[i] = pruned(d)
+        cover[head[i]] = start[i]
         cur[v] |= start[i]
     lists: list[list[int]] = []
     for i in range(E):
         lists.append(sorted(start[i]))
-        if split[i]:
-            lists.append([int(head[i])])
+        if splits[i]:
+            lists.append([head[i]])
     return _frozen_csr(lists)
 
 
