@@ -103,6 +103,7 @@ these transfers carry, hop by hop, in all 44 fig8 ``ring2dn`` runs.
 from __future__ import annotations
 
 import functools
+import itertools
 from typing import Any
 
 import numpy as np
@@ -396,7 +397,7 @@ def _frozen_csr(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     """Lists of ids as read-only CSR ``(flat, offsets)`` (8 bytes an id)."""
     off = np.zeros(len(lists) + 1, np.int64)
     off[1:] = np.cumsum([len(x) for x in lists])
-    flat = np.fromiter((x for d in lists for x in d), np.int64, int(off[-1]))
+    flat = np.fromiter(itertools.chain.from_iterable(lists), np.int64, int(off[-1]))
     flat.setflags(write=False)
     off.setflags(write=False)
     return flat, off
