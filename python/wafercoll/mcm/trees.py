@@ -152,12 +152,14 @@ def _multitree_cached(
     nbr = _neighbours(m, n)
     parents = np.full((N, N), -2, dtype=np.int64)
     times = np.full((N, N), -1, dtype=np.int64)
-    in_tree = np.zeros((N, N), dtype=bool)
-    join_pos = np.zeros((N, N), dtype=np.int64)  # position in the joining order
+    # per tree as plain lists: the scan below reads single items, which numpy
+    # serves slowly
+    in_tree = [bytearray(N) for _ in range(N)]
+    join_pos = [[0] * N for _ in range(N)]  # position in the joining order
     members: list[list[int]] = [[r] for r in range(N)]
     for r in range(N):
         parents[r, r] = -1
-        in_tree[r, r] = True
+        in_tree[r][r] = 1
     # Nodes that may still have a neighbour outside the tree, in joining order:
     # skipping the others does not change which parent the scan finds first.
     frontier: list[list[int]] = [[r] for r in range(N)]
@@ -194,7 +196,7 @@ def _multitree_cached(
                         outside = True
                         if joined_before and (p, c) not in used:
                             used.add((p, c))
-                            tree_in[c] = True
+                            tree_in[c] = 1
                             pos[c] = len(members[r])
                             members[r].append(c)
                             parents[r, c] = p
