@@ -256,37 +256,36 @@ def _append(
 def _artifact_deps(t: dict[str, np.ndarray], m: int, n: int) -> list[list[int]]:
     """The dependencies the artifact's driver enforces (module docstring)."""
     N = m * n
-    ph, src, dst, lo = t["phase"], t["src"], t["dst"], t["lo"]
-    chain, hop, step = t["chain"], t["hop"], t["timestep"]
-    E = src.size
+    # plain lists for the loops below, which read single items
+    ph, src, dst, lo = (t[k].tolist() for k in ("phase", "src", "dst", "lo"))
+    chain, hop = t["chain"].tolist(), t["hop"].tolist()
+    step = t["timestep"]
+    E = len(src)
     deps: list[set[int]] = [set() for _ in range(E)]
     # transfers of each (chain, phase) in time order
     seq: dict[tuple[int, int], list[int]] = {}
     for i in range(E):
-        seq.setdefault((int(chain[i]), int(ph[i])), []).append(i)
+        seq.setdefault((chain[i], ph[i]), []).append(i)
     # the first-phase hop into each root, keyed by (root, block lo)
-    rs1_final = {
-        (int(dst[i]), int(lo[i])): i for i in range(E) if ph[i] == _RS1 and hop[i] == 0
-    }
+    rs1_final = {(dst[i], lo[i]): i for i in range(E) if ph[i] == _RS1 and hop[i] == 0}
     # the last allgather hop of each second-phase chain, keyed by (root, lo)
     ag1_last: dict[tuple[int, int], int] = {}
     for (_, p), ids in seq.items():
         if p == _AG1:
-            root = int(src[ids[0]])
-            ag1_last[(root, int(lo[ids[0]]))] = ids[-1]
+            ag1_last[(src[ids[0]], lo[ids[0]])] = ids[-1]
     for (_, p), ids in seq.items():
         first = ids[0]
         if p in (_RS1, _AG1):  # real chains: each hop waits for the one before
             for a, b in zip(ids[:-1], ids[1:], strict=True):
                 deps[b].add(a)
         elif p == _RS2:  # only the first sender waits, for its first phase
-            e = int(src[first])
+            e = src[first]
             er, ec = divmod(e, n)
             own = ec * m if lo[first] < N else N + er * n
             if (e, own) in rs1_final:
                 deps[first].add(rs1_final[(e, own)])
         else:  # _AG2: the root's first send waits for other_node's last hop
-            v = int(src[first])
+            v = src[first]
             r, c = divmod(v, n)
             if lo[first] < N:  # row block A_c: the column chain of the node below
                 o = v + n if r < m - 1 else c
@@ -302,18 +301,19 @@ def _artifact_deps(t: dict[str, np.ndarray], m: int, n: int) -> list[list[int]]:
         finals.setdefault(root, []).append(i)
     for i in range(E):
         if ph[i] >= _AG1:
-            deps[i].update(finals.get(int(src[i]), []))
+            deps[i].update(finals.get(src[i], []))
     # timestep order per chiplet: a send starts no earlier than those of the
     # chiplet's previous timestep (it inherits their dependencies)
-    for group in (ph <= _RS2, ph >= _AG1):
+    phase, source, steps = t["phase"], t["src"], step.tolist()
+    for group in (phase <= _RS2, phase >= _AG1):
         ids = np.flatnonzero(group)
-        ids = ids[np.lexsort((step[ids], src[ids]))]
+        ids = ids[np.lexsort((step[ids], source[ids]))].tolist()
         prev: set[int] = set()
         cur: set[int] = set()
         for j, i in enumerate(ids):
             if j == 0 or src[i] != src[ids[j - 1]]:
                 prev, cur = set(), set()
-            elif step[i] != step[ids[j - 1]]:
+            elif steps[i] != steps[ids[j - 1]]:
                 prev |= cur
                 cur = set()
             deps[i] |= prev
