@@ -466,7 +466,7 @@ void Simulation::forward(const Event& ev, TransferId t, std::int64_t packet, Sec
     if (!costs_.uniform_bandwidth) {
       const std::int32_t cr = tries_.nodes[c].resource;
       // Else an ejection channel, all alike per endpoint.
-      ibn = cr >= 0 ? cost(cr).inv_bw
+      ibn = cr >= 0 ? stage_cost(cr).inv_bw
                     : ejection_inv_bw(place_[slot_rank_[tries_.nodes[c].term]]);
     }
     Seconds head;
@@ -592,8 +592,9 @@ Seconds Simulation::cut_through_arrival(Seconds head_left, Seconds end, Bytes wi
 
 // Seconds per byte of endpoint e's ejection channels (all alike).
 double Simulation::ejection_inv_bw(NodeId e) const {
-  return cost(dim_.links + (static_cast<std::int64_t>(dim_.endpoints) + e) * dim_.channels)
-      .inv_bw;
+  const std::int64_t first =
+      dim_.links + (static_cast<std::int64_t>(dim_.endpoints) + e) * dim_.channels;
+  return stage_cost(first).inv_bw;
 }
 
 // The stage that serves stage `stage` of a computed route (routes.hpp) for
@@ -642,7 +643,7 @@ double Simulation::computed_inv_bw(TransferId t, std::int32_t stage) const {
   const TransferHot& h = progress_.hot[t];
   const std::int32_t p = dim_.channels > 0 ? 1 : 0;
   const LinkId l = topo_.route_link_unchecked(h.src, h.dst(), stage - p, nullptr);
-  return l >= 0 ? cost(l).inv_bw : ejection_inv_bw(h.dst());
+  return l >= 0 ? stage_cost(l).inv_bw : ejection_inv_bw(h.dst());
 }
 
 // Dataflow, order gates on computed stages (out of the loop's body, which

@@ -4,10 +4,11 @@
 // The per-transfer records (TransferHot) come filled from prepare().
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
-#include <map>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 
 #include "wafercoll/simulate/simulation.hpp"
 
@@ -85,15 +86,33 @@ void Simulation::prepare_stages() {
   if (net_.switch_overhead_s > 0.0) ejection_used_.assign(static_cast<std::size_t>(E) * K, 0);
 }
 
+namespace {
+// A cost class's key: the bits of its two doubles (equal costs have equal
+// bits; a hash, so that a graph whose links all differ interns in linear
+// time).
+struct CostBits {
+  std::uint64_t inv_bw, lat;
+  bool operator==(const CostBits& o) const { return inv_bw == o.inv_bw && lat == o.lat; }
+};
+struct CostBitsHash {
+  std::size_t operator()(const CostBits& k) const {
+    return static_cast<std::size_t>((k.inv_bw * 0x9E3779B97F4A7C15ull) ^ (k.lat + (k.lat << 17)));
+  }
+};
+}  // namespace
+
 // Stages of equal cost share a class: a network has a few distinct
 // bandwidths and latencies, so the live state the loop waits on stays small.
 void Simulation::intern_stage_costs(const std::vector<StageCost>& per) {
   stages_.resize(per.size());
   stage_use_.resize(per.size());
-  std::map<std::pair<double, double>, std::uint32_t> classes;
+  std::unordered_map<CostBits, std::uint32_t, CostBitsHash> classes;
   for (std::size_t r = 0; r < per.size(); ++r) {
-    const auto [it, fresh] = classes.try_emplace(
-        {per[r].inv_bw, per[r].lat}, static_cast<std::uint32_t>(stage_costs_.size()));
+    CostBits key;
+    std::memcpy(&key.inv_bw, &per[r].inv_bw, sizeof key.inv_bw);
+    std::memcpy(&key.lat, &per[r].lat, sizeof key.lat);
+    const auto [it, fresh] =
+        classes.try_emplace(key, static_cast<std::uint32_t>(stage_costs_.size()));
     if (fresh) stage_costs_.push_back(per[r]);
     stages_[r].cls = it->second;
   }

@@ -555,7 +555,7 @@ class Simulation {
                                      Seconds& head) const WAFERCOLL_LOOP_INLINE;
   inline double ejection_inv_bw(NodeId e) const WAFERCOLL_LOOP_INLINE;
   // Stage r's cost class.
-  const StageCost& cost(std::int64_t r) const { return stage_costs_[stages_[r].cls]; }
+  const StageCost& stage_cost(std::int64_t r) const { return stage_costs_[stages_[r].cls]; }
   // Computed routes (routes.hpp).
   inline void process_computed(const Event& ev) WAFERCOLL_LOOP_INLINE;
   inline std::int64_t computed_stage(TransferId t, std::int32_t stage, std::int64_t packet,
