@@ -472,7 +472,8 @@ def _interface_deps(
     split = np.frombuffer(split_bytes, dtype=bool)
     head_at = _first_transfers(split)
     # plain lists: this loop reads single items, which numpy serves slowly
-    head, last = head_at.tolist(), (head_at + split).tolist()
+    last_at = head_at + split  # id of a flow's last transfer (its arrival)
+    head, last = head_at.tolist(), last_at.tolist()
     splits = split.tolist()
     start: list[set[int]] = [set() for _ in range(E)]
     # What waiting for a transfer already implies: its head for a flow's
@@ -506,7 +507,7 @@ def _interface_deps(
     # what the chiplet's flows of earlier timesteps waited for, and this one's
     prev: dict[int, set[int]] = {v: set() for v in seqs}
     cur: dict[int, set[int]] = {v: set() for v in seqs}
-    arrivals = (head_at + split)[dflat].tolist()
+    arrivals = last_at[dflat].tolist()
     offs = doff.tolist()
     # every flow waits only for flows of earlier timesteps: in timestep
     # order, what it waits for is known when it comes

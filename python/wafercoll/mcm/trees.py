@@ -152,8 +152,8 @@ def _multitree_cached(
     nbr = _neighbours(m, n)
     parents = np.full((N, N), -2, dtype=np.int64)
     times = np.full((N, N), -1, dtype=np.int64)
-    # per tree as plain lists: the scan below reads single items, which numpy
-    # serves slowly
+    # per tree as plain rows (a bytearray, a list): the scan below reads
+    # single items, which numpy serves slowly
     in_tree = [bytearray(N) for _ in range(N)]
     join_pos = [[0] * N for _ in range(N)]  # position in the joining order
     members: list[list[int]] = [[r] for r in range(N)]
