@@ -52,6 +52,7 @@ from .simulate import (
     simulation_events,
 )
 from .topology import Topology, custom, line, mesh, ring, star, torus
+from ._routers import Driver
 from . import machines  # noqa: E402 - after the families it tabulates
 from . import io  # noqa: E402,F401 - wc.io
 from . import bounds  # noqa: E402 - wc.bounds
@@ -71,6 +72,7 @@ __all__ = [
     "COLLECTIVES",
     "Advice",
     "AlgorithmInfo",
+    "Driver",
     "NetworkModel",
     "Schedule",
     "ScheduleError",

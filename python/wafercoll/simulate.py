@@ -693,6 +693,7 @@ def simulate(
     trace: bool = False,
     engine: str = "wafercoll",
     buffer_packets: int | None = None,
+    driver: Any = None,
 ) -> SimResult:
     """Simulate ``schedule`` on ``topology`` under ``network``.
 
@@ -752,6 +753,12 @@ def simulate(
     buffer_packets : int, optional
         With ``engine="routers"``: packets each link's downstream input
         buffer holds (its credits), >= 1; default 16.
+    driver : Driver, optional
+        With ``engine="routers"``: the software in front of each router
+        (:class:`wafercoll.Driver`: network interfaces, the order a node
+        issues its transfers in, aggregation of reductions); default: one
+        injection port per link, which a transfer joins as soon as it is
+        ready, and no aggregation.
 
     Returns
     -------
@@ -787,6 +794,8 @@ def simulate(
         )
     if buffer_packets is not None and engine != "routers":
         raise ValueError('buffer_packets is a setting of engine="routers" only')
+    if driver is not None and engine != "routers":
+        raise ValueError('driver is a setting of engine="routers" only')
     if engine == "routers":
         from . import _routers
 
@@ -803,8 +812,15 @@ def simulate(
             if pl
             else np.arange(s.num_ranks, dtype=np.int64)
         )
-        raw = _routers.run(s, t, net, place, buf, cap)
+        if driver is not None and not isinstance(driver, _routers.Driver):
+            raise TypeError(
+                f"driver must be a wafercoll.Driver, got {type(driver).__name__}"
+            )
+        raw = _routers.run(s, t, net, place, buf, cap, driver)
         name = f"{net.name} (routers, {buf} packets)"
+        if driver is not None:
+            nis = "interface" if driver.interfaces == 1 else "interfaces"
+            name = f"{name[:-1]}, driver with {driver.interfaces} {nis})"
         return _result(raw, net.replace(name=name), s, t, pl)
     if engine == "simgrid":
         if timeline or trace:

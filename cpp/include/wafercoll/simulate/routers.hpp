@@ -25,6 +25,34 @@
 // Without contention the two simulators give the same times. Unicast
 // transfers only, dependencies "complete" (a transfer starts alpha after all
 // its dependencies have finished).
+//
+// Network interfaces (RouterFlows::interfaces = K > 0) put a sending
+// driver in front of the routers, as a node whose K interfaces are each a
+// network endpoint of their own (the MCM artifact's `--radix`):
+// - A ready transfer takes a free interface of its source node, or waits
+//   (first come, first served) until one is free: the lowest-numbered one,
+//   or (python_set_order) the first in the iteration order of a CPython
+//   3.11 set that holds the free interfaces' numbers, taken out and put
+//   back as they are taken and freed (how a Python driver such as the MCM
+//   artifact's keeps them).
+// - An interface's packets, its transfers one after another in the order
+//   it took them, cross its channel into the router (channel_s_per_byte
+//   each) while the router's input buffer of the interface holds fewer than
+//   interface_buffer_packets of them; there each is an injection port of
+//   its own at every link out of the node, so the link takes turns among
+//   the interfaces too.
+// - An interface is free again once the transfer has handed over every
+//   packet (one per handover_s from when it took the interface) and at most
+//   interface_queue_packets of the interface's packets have still to cross
+//   its channel (the queues between the driver and the channel).
+// - Issue steps order a node's transfers: a transfer takes an interface
+//   only once every transfer of its node in an earlier step has one (or,
+//   for a transfer marked strict, has freed it again).
+// - A reduction (reduces[t]) is complete once its last packet has arrived
+//   and its destination node has aggregated it, aggregate_s_per_byte per
+//   byte, one reduction at a time per node in the order they arrived.
+// Without interfaces every node has one injection port per link and a
+// ready transfer joins it at once.
 #pragma once
 
 #include <cstdint>
@@ -54,6 +82,17 @@ struct RouterFlows {
   std::vector<std::int64_t> dep_off;     // size T + 1
   std::vector<std::int32_t> deps;
   double alpha_s = 0.0;
+  // Network interfaces (see above); 0: none.
+  std::int32_t interfaces = 0;
+  std::int64_t interface_queue_packets = 0;  // >= 0
+  double handover_s = 0.0;                   // per packet, >= 0
+  double channel_s_per_byte = 0.0;           // >= 0
+  std::int64_t interface_buffer_packets = std::int64_t{1} << 40;  // >= 1
+  bool python_set_order = false;
+  double aggregate_s_per_byte = 0.0;     // >= 0
+  std::vector<std::uint8_t> reduces;     // per transfer, or empty (none)
+  std::vector<std::int64_t> issue_step;      // per transfer, or empty (all 0)
+  std::vector<std::uint8_t> issue_strict;    // per transfer, or empty (none)
 };
 
 struct RouterResult {
