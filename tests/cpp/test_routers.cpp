@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "wafercoll/errors.hpp"
+#include "wafercoll/simulate/pyset.hpp"
 #include "wafercoll/simulate/routers.hpp"
 
 using namespace wafercoll;
@@ -162,4 +163,61 @@ TEST(Routers, RunsOverMaxEventsAreRefusedWithTheirCount) {
     EXPECT_EQ(e.events(), 23);
     EXPECT_EQ(e.max_events(), 22);
   }
+}
+
+TEST(Routers, DriverInterfacesTakeTransfersInTurn) {
+  // Node 0 of a star sends 4 packets to each of 3 leaves; an interface is
+  // busy 4 handovers of 1 s per transfer, so with k interfaces transfer i
+  // starts at (i / k) * 4 s and takes 4 packets of 1 s on its own link.
+  RouterNetwork net;
+  for (int leaf = 1; leaf <= 3; ++leaf) {
+    net.link_src.push_back(0);
+    net.link_dst.push_back(leaf);
+    net.inv_bw.push_back(1.0);
+    net.latency_s.push_back(0.0);
+  }
+  net.num_nodes = 4;
+  net.buffer_packets = 64;
+  for (std::int32_t k : {1, 2, 3}) {
+    RouterFlows f = flows({{0}, {1}, {2}}, {4, 4, 4}, 1);
+    f.interfaces = k;
+    f.handover_s = 1.0;
+    const RouterResult r = simulate_routers(f, net, kNoLimit);
+    for (int t = 0; t < 3; ++t) EXPECT_DOUBLE_EQ(r.finish_s[t], (t / k) * 4.0 + 4.0) << k;
+  }
+}
+
+TEST(Routers, DriverAggregatesOneReductionAtATime) {
+  // Two 4-packet reductions reach node 1 of a line at 4 s; aggregating one
+  // takes 8 bytes x 0.5 s.
+  RouterNetwork net;
+  net.link_src = {0, 2};
+  net.link_dst = {1, 1};
+  net.inv_bw = {1.0, 1.0};
+  net.latency_s = {0.0, 0.0};
+  net.num_nodes = 3;
+  net.buffer_packets = 64;
+  RouterFlows f = flows({{0}, {1}}, {4, 4}, 2);
+  f.interfaces = 1;
+  f.aggregate_s_per_byte = 0.5;
+  f.reduces = {1, 1};
+  const RouterResult r = simulate_routers(f, net, kNoLimit);
+  EXPECT_DOUBLE_EQ(r.finish_s[0], 12.0);
+  EXPECT_DOUBLE_EQ(r.finish_s[1], 16.0);
+}
+
+TEST(Routers, PythonSetOrderReusesTheLastDummy) {
+  // CPython 3.11: {0, 1, 2, 3} less 0 and 1, then 1 and 0 back: slots 1, 0
+  // are reused, so the order is again 0, 1, 2, 3; a larger set, once
+  // resized, iterates in its new slots' order.
+  PySetSlots s(4);
+  s.remove(0);
+  s.remove(1);
+  EXPECT_EQ(s.first(), 2);
+  s.add(1);
+  EXPECT_EQ(s.first(), 1);
+  s.add(0);
+  EXPECT_EQ(s.order(), (std::vector<std::int32_t>{0, 1, 2, 3}));
+  PySetSlots big(9);
+  EXPECT_EQ(big.order(), (std::vector<std::int32_t>{0, 1, 2, 3, 4, 5, 6, 7, 8}));
 }
