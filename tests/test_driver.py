@@ -86,7 +86,9 @@ def test_an_interfaces_packets_leave_in_order():
     assert got[0] == 0.4
     assert got[1] > got[0] and got[2] > got[1] and got[3] > got[2]
     # with an interface each they do not wait
-    assert _finish(s, top, wc.Driver(4, buffer_packets=2), buffer_packets=2) == [0.4] * 4
+    assert (
+        _finish(s, top, wc.Driver(4, buffer_packets=2), buffer_packets=2) == [0.4] * 4
+    )
 
 
 def test_reductions_are_aggregated_one_at_a_time():

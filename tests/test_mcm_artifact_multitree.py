@@ -219,3 +219,53 @@ def test_no_issue_lag_counts_a_flow_issued_when_it_has_arrived() -> None:
     assert wc.verify(none).ok and wc.verify(lag).ok
     assert none.num_transfers < lag.num_transfers
     assert wc.simulate(none, top, wc.mcm.ARTIFACT).cycles > 0
+
+
+@pytest.mark.parametrize("side", [3, 4, 5, 7])
+def test_driver_flows_are_one_transfer_per_tree_edge(side: int) -> None:
+    from wafercoll.mcm.artifact_multitree import driver_flows
+
+    p = side * side
+    top = wc.topology.mesh(side, side)
+    s = wc.build(NAME, topology=top, size_bytes=p * 8192, dependencies="artifact")
+    f = driver_flows(side, side)
+    mt = wc.mcm.multitree(side, side)
+    # every tree edge once each way: a reduction up, a copy down
+    assert s.num_transfers == f["src"].size == 2 * p * (p - 1)
+    assert np.array_equal(np.asarray(s.src), f["src"])
+    T = mt.steps
+    red = f["reduce"] == 1
+    for i in np.flatnonzero(red)[:50]:
+        r, v, q = int(f["chunk"][i]), int(f["src"][i]), int(f["dst"][i])
+        assert mt.parents[r, v] == q
+        assert f["step"][i] == T - 1 - mt.times[r, v]
+        # it waits for exactly the reductions of v's children in tree r
+        lo, hi = f["dep_offsets"][i], f["dep_offsets"][i + 1]
+        kids = {int(c) for c in np.flatnonzero(mt.parents[r] == v)}
+        assert {int(f["src"][d]) for d in f["dep_flat"][lo:hi]} == kids
+    # copies come after every reduction, each at step T + its tree time
+    assert (f["step"][~red] >= T).all()
+
+
+def test_driver_flows_let_siblings_reduce_at_once() -> None:
+    # as the artifact's driver does: a race, which the verifier refuses
+    top = wc.topology.mesh(3, 3)
+    s = wc.build(NAME, topology=top, size_bytes=9 * 8192, dependencies="artifact")
+    with pytest.raises(wc.ScheduleError) as e:
+        wc.verify(s)
+    assert e.value.kind == "race"
+    # the allgather alone has no reductions and is a verified allgather
+    info = wc.algorithm_info(NAME)
+    g = info.builder(9, 9 * 8192, topology=top, dependencies="artifact", phase="allgather")
+    assert g.collective == "allgather" and wc.verify(g).ok
+    x = np.random.default_rng(0).standard_normal((9, 9))
+    out = wc.execute(g, x)
+    assert np.allclose(out, np.broadcast_to(np.diag(x), (9, 9)))
+
+
+def test_driver_mode_rejects_bad_dependencies() -> None:
+    top = wc.topology.mesh(3, 3)
+    with pytest.raises(ValueError, match="dependencies"):
+        wc.build(NAME, topology=top, size_bytes=9 * 8192, dependencies="data")
+    with pytest.raises(ValueError, match="non-empty"):
+        wc.build(NAME, topology=top, size_bytes=4, dependencies="artifact")

@@ -61,12 +61,11 @@ DRIVER_ORDERS = ("lowest", "python_set")
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Driver:
-    """The software in front of each endpoint's router: its network
-    interfaces, the order it issues its transfers in, and its aggregation.
+    """The software in front of each endpoint's router (``engine="routers"``).
 
-    For :func:`wafercoll.simulate` with ``engine="routers"``, as a
-    simulator driver such as the MCM paper's artifact (``src/hmc.py`` in
-    front of BookSim) runs a schedule:
+    Its network interfaces, the order it issues its transfers in, and its
+    aggregation of reductions, as a simulator driver such as the MCM paper's
+    artifact (``src/hmc.py`` in front of BookSim) runs a schedule:
 
     * Every endpoint sends through ``interfaces`` network interfaces. A
       transfer whose dependencies have finished (and ``alpha_s`` passed)
@@ -191,7 +190,7 @@ class Driver:
             a.setflags(write=False)
             put(name, a)
 
-    def core_arguments(self, schedule: Any) -> dict[str, Any]:
+    def _core_arguments(self, schedule: Any) -> dict[str, Any]:
         """The keywords of ``_core.simulate_routers`` for ``schedule``."""
         T = schedule.num_transfers
         arrays = {}
@@ -214,7 +213,9 @@ class Driver:
                 0.0 if self.channel_Bps is None else 1.0 / self.channel_Bps
             ),
             "interface_buffer_packets": (
-                MAX_BUFFER_PACKETS if self.buffer_packets is None else self.buffer_packets
+                MAX_BUFFER_PACKETS
+                if self.buffer_packets is None
+                else self.buffer_packets
             ),
             "python_set_order": self.order == "python_set",
             "aggregate_s_per_byte": self.aggregate_s_per_byte,
@@ -293,7 +294,7 @@ def run(
     bw = np.asarray(links["bandwidth_Bps"], float)
     if network.bandwidth_Bps is not None:
         bw = np.full_like(bw, network.bandwidth_Bps)
-    extra = {} if driver is None else driver.core_arguments(s)
+    extra = {} if driver is None else driver._core_arguments(s)
     raw = _core.simulate_routers(
         np.asarray(links["src"], np.int32),
         np.asarray(links["dst"], np.int32),

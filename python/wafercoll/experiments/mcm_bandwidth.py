@@ -37,6 +37,7 @@ from .mcm_common import (
     geo_mean,
     graded,
     legend_once,
+    overall_agreement,
     panels,
     paper_label,
     simulate_presets,
@@ -202,6 +203,7 @@ def run_fig8(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
     findings = _speedups(cols, "Fig. 8", "3.2")
     findings += _speedups(cols, "Fig. 8", "3.2", preset="artifact")
     findings += agreement(cols, "Fig. 8", skipped)
+    findings.append(overall_agreement(cols, "Fig. 8"))
     return cols, findings
 
 
@@ -407,6 +409,7 @@ def run_fig9(quick: bool = False) -> tuple[dict[str, list[Any]], list[dict]]:
     findings = _speedups(cols, "Fig. 9", "2.8")
     findings += _speedups(cols, "Fig. 9", "2.8", preset="artifact")
     findings += agreement(cols, "Fig. 9", skipped)
+    findings.append(overall_agreement(cols, "Fig. 9"))
     return cols, findings
 
 

@@ -138,7 +138,8 @@ def run_fig10(
                     if name in variants:
                         top, net, kw = variant_setup(variants[name], m, n)
                         s = build(name, topology=top, size_bytes=size, **kw)
-                        r = simulate(s, top, net, **variant_engine(variants[name]))
+                        how = variant_engine(variants[name], m, n)
+                        r = simulate(s, top, net, **how)
                         # the chiplets its AllReduce spans (odd DBTree: N - 1)
                         used = int(np.count_nonzero(s.participants))
                     else:

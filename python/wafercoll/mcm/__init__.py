@@ -37,6 +37,7 @@ from .artifact_topology import (
     artifact_dbtree_topology,
 )
 from .builders import MESH_ALGORITHMS, mesh_shape
+from .hmc import hmc_driver
 from .machine import (
     ARTIFACT,
     ARTIFACT_ALGORITHMS,
@@ -90,5 +91,6 @@ __all__: list[str] = [
     "tree_depths",
     "tto_trees",
     "figure_timesteps",
+    "hmc_driver",
     "workloads",
 ]

@@ -82,56 +82,46 @@ interface is a BookSim node of its own, ``booksim.py`` l. 63-77):
    second flow of an interface to one neighbour is issued when 200 messages
    are still queued.
 
-Rule 6 is written with the schedule's own means: a flow of ``m > L``
-messages is two transfers, its first ``m - L`` messages and the rest (which
-waits for the first), and "issued" is the completion of the first; a flow of
-``m <= L`` messages is issued when it is ready, so the next step waits for
-what the flow waited for.
+Two ways to run it
+------------------
+``dependencies="interfaces"`` (the default) writes rules 3, 4 and 6 into
+the schedule's own dependencies, for any engine: flow ``i`` of a step is
+given interface ``i`` and waits for the previous flow of its interface to
+the same neighbour; a flow of ``m > L`` messages is two transfers, its
+first ``m - L`` messages and the rest, and "issued" is the completion of
+the first (a shorter flow is issued when it is ready); a later child's
+part ``k`` waits only for the earlier child's part ``k``. On the default
+engine 10 of the 24 Fig. 8 points are within 5 % of the committed cycles:
+where flows are longer than ``L`` messages it is within 5 %, with shorter
+flows 5-20 % slow.
 
-Not modelled: the aggregation's compute time (``npu.aggregate``, a few
-hundred cycles per run), the driver's per-event cycles, BookSim's
-round-robin arbitration (the default engine serves packets first come,
-first served; ``engine="routers"`` takes turns: 13 of the 24 Fig. 8 points
-within 5 %, all six on 4x4, against 10 with the default engine; rule 6
-already stands for the queues, so it is not used for the comparisons)
-and the head-of-line blocking between an interface's flows to
-different neighbours once the router's input port is full.
-
-Where flows are longer than the queues of rule 6 (more than ``L``
-messages) this model is within 5 % of the committed Fig. 8 cycles (18 of 19
-points within 2.5 %); with shorter flows it is 5-20 % slower, and we have
-not found why. One candidate is ruled out: the driver takes a child's flow
-as received when the message flagged ``end`` arrives (``incoming_message_
-evaluate``, l. 882-885), and in the artifact's own run (its driver and
-BookSim, 5x5, 21 messages per flow) 103 of the 600 reduce-scatter flows were
-taken as complete with 546 of their messages still in the network (the last
-packet overtakes earlier ones in the router's virtual channels); but the
-same run with a driver that waits for all the messages takes 220375 cycles
-against 219661, so this does not account for the difference (ours: 259234).
-Not adopted, because it contradicts the driver: with
-``issue_lag_messages=0`` (a flow counted issued only once it has fully
-arrived, so a chiplet's steps follow one another) 20 of the 24 Fig. 8
-points are within 5 % (9.5 % fast to 2.4 % slow), against 10 with ``L = 200``;
-but ``send_reduce_message_update`` frees an interface as soon as its last
-message is in the 32-message buffer, long before it arrives.
-The gap lies in how flows of different interfaces share a link: queueing all
-of a chiplet's flows to one neighbour in one queue, as if on one interface,
-makes this model 4-11 % fast at the same points instead of 5-20 % slow.
-The artifact's own log of 5x5 at 4 MiB (rerun: 219,661 cycles, the committed
-figure) shows it. Chiplet 24, a leaf in the trees of its first eight steps,
-starts the flows of those steps between cycles 1 and 1,609. Its flows of
-steps 0-3 to chiplet 23 (interface 0) arrive at 7,509, 15,006, 22,503 and
-30,000, one after another at the link's full rate. Its step-5 flow to chiplet
-23, on interface 1 from cycle 895, gets the link only after them and arrives
-at 42,495. Here the step-5 flow starts at time 0 with the step-0 one (a
-leaf's steps wait for nothing, as a short flow counts as issued when it
-starts), the two share the link, and the step-0 flow arrives at 14,649.
-The driver gives a flow the lowest interface free when it starts, which
-depends on the run's timing; with the interfaces the artifact's own 4x4 run
-at 1 MiB used (read from its log) as BookSim nodes of their own on the
-artifact's router graph and ``engine="routers"``, this model gives 63,853
-cycles against the committed 63,074 (+1.2 %); the same on 5x5 gives +9.3 %,
-so there the interfaces do not account for the difference either.
+``dependencies="artifact"`` keeps only the driver's data dependencies
+(rules 1, 2 and 5's wait for the chiplet's own chunk), one transfer per
+flow, the children of a parent reducing into it at once (a race
+:func:`wafercoll.verify` refuses), and leaves the driver to the simulator:
+``wc.simulate(s, mesh, ARTIFACT, engine="routers", buffer_packets=74,
+driver=wc.mcm.hmc_driver(name, rows, cols))`` (:mod:`wafercoll.mcm.hmc`).
+That driver runs rules 3-6 as the artifact's driver and BookSim do, with
+what the dependencies could not say: which interface a flow gets depends on
+when it starts (the first of ``free_nis``, a Python set, in its iteration
+order); an interface's messages enter the router in order whatever their
+link, so a flow waits behind the interface's earlier flows to other
+neighbours too; once the 52 messages of buffers in front of its channel are
+full, the hand-over is paced by that channel (a flit per cycle), so a flow
+of 71 messages holds its interface for about 320 cycles, not 71 (Ring-2D on
+3x3 in the artifact's log: 314); and each child's flow is aggregated in
+turn.
+With it 23 of the 24 Fig. 8 points and 13 of the 14 Fig. 9 points are
+within 5 % (``wafercoll reproduce --only mesh_fig8 mesh_fig9``; Fig. 9 on
+all 14 meshes with the trees ``compute_trees`` builds, which equal the
+saved ones edge for edge on all but 4x4). The artifact's own log shows
+what the dependencies missed: on 5x5 at 4 MiB (rerun: 219,661 cycles,
+the committed figure), chiplet 24, a leaf in the trees of its first eight
+steps, sends its flows of steps 0-3 to chiplet 23 through interface 0 one
+after another (they arrive at 7,509, 15,006, 22,503 and 30,000), and its
+step-5 flow to chiplet 23, on interface 1 from cycle 895, gets the link
+only after them (42,495): with the dependencies the step-5 flow starts at
+time 0 beside the step-0 one and the two share the link.
 """
 
 from __future__ import annotations
@@ -143,6 +133,7 @@ from typing import Any
 import numpy as np
 
 from .. import kit
+from .._util import as_int
 from ..algorithms import AlgorithmInfo, register
 from ..schedule import Schedule
 from .builders import mesh_shape
@@ -154,6 +145,7 @@ __all__ = [
     "ISSUE_LAG_MESSAGES",
     "SIBLING_PARTS",
     "artifact_multitree",
+    "driver_flows",
 ]
 
 #: Chiplet counts whose saved trees are shipped (square meshes).
@@ -182,6 +174,10 @@ ISSUE_LAG_MESSAGES = (
 #: Parts of a chunk that sibling reductions write one after another.
 SIBLING_PARTS = 8
 _PHASES = ("allreduce", "reduce_scatter", "allgather")
+#: ``dependencies`` of the builder: the interfaces kept in the dependencies
+#: (the default), or only the driver's data dependencies, one transfer per
+#: flow, for :class:`wafercoll.Driver` to run.
+_DEPENDENCIES = ("interfaces", "artifact")
 #: ``trees`` of the builder: what ``compute_trees`` builds, or the saved files.
 _TREES = ("computed", "saved")
 
@@ -314,6 +310,94 @@ class _Flows:
         self.rows, self.deps = [], []
 
 
+def _trees(m: int, n: int, trees: str) -> MultiTree:
+    if trees not in _TREES:
+        raise ValueError(f"trees must be one of {', '.join(_TREES)}; got {trees!r}")
+    if trees == "saved":
+        return artifact_multitree(m, n)
+    return multitree(m, n)
+
+
+@functools.lru_cache(maxsize=8)
+def _driver_rows(m: int, n: int, trees: str, phase: str) -> dict[str, np.ndarray]:
+    """The flows of :func:`driver_flows`, cached (read-only arrays)."""
+    mt = _trees(m, n, trees)
+    p, T, par = m * n, mt.steps, mt.parents
+    kids: list[list[list[int]]] = [[[] for _ in range(p)] for _ in range(p)]
+    for r in range(p):
+        for v in np.flatnonzero(par[r] >= 0).tolist():
+            kids[r][int(par[r, v])].append(v)
+    rr, vv = np.nonzero(par >= 0)
+    tt = mt.times[rr, vv].tolist()
+    rr, vv = rr.tolist(), vv.tolist()
+    rows: list[tuple[int, int, int, int, int]] = []  # src, dst, chunk, reduce, step
+    deps: list[list[int]] = []
+    rs: dict[tuple[int, int], int] = {}  # (tree, child) -> its reduce flow
+    if phase in ("allreduce", "reduce_scatter"):
+        for s, r, v in sorted(zip([T - 1 - t for t in tt], rr, vv, strict=True)):
+            rs[r, v] = len(rows)
+            rows.append((v, int(par[r, v]), r, 1, s))
+        for i in range(len(rows)):
+            v, _, r, _, _ = rows[i]
+            deps.append(sorted(rs[r, c] for c in kids[r][v]))
+    if phase in ("allreduce", "allgather"):
+        ag: dict[tuple[int, int], int] = {}  # (tree, child) -> its copy flow
+        for t, r, c in sorted(zip(tt, rr, vv, strict=True)):
+            q = int(par[r, c])
+            ag[r, c] = len(rows)
+            rows.append((q, c, r, 0, T + t))
+            d = {rs[q, k] for k in kids[q][q]} if rs else set()  # own chunk reduced
+            if q != r:
+                d.add(ag[r, q])
+            deps.append(sorted(d))
+    out = {
+        k: np.asarray([row[j] for row in rows], np.int64)
+        for j, k in enumerate(("src", "dst", "chunk", "reduce", "step"))
+    }
+    flat = np.fromiter((d for ds in deps for d in ds), np.int64)
+    off = np.zeros(len(deps) + 1, np.int64)
+    off[1:] = np.cumsum([len(ds) for ds in deps])
+    out["dep_flat"], out["dep_offsets"] = flat, off
+    for v in out.values():
+        v.setflags(write=False)
+    return out
+
+
+def driver_flows(
+    rows: int, cols: int, trees: str = "computed", phase: str = "allreduce"
+) -> dict[str, np.ndarray]:
+    """The flows of ``dependencies="artifact"``, in the schedule's order.
+
+    One transfer per flow of ``generate_schedule``: tree ``r``'s edge
+    ``(child c, parent q, time t)`` is a reduction ``c -> q`` of chunk ``r``
+    at the chiplet's step ``T - 1 - t`` and a copy ``q -> c`` at step
+    ``T + t``. A reduction waits for the reductions of ``c``'s children in
+    tree ``r``; a copy for the chunk from ``q``'s parent and for ``q``'s own
+    chunk (the driver's allgather starts after it). Two children of one
+    parent reduce into it at once, as the driver lets them (``hmc.py``
+    counts each child's messages apart): a race the verifier refuses.
+
+    Returns
+    -------
+    dict of str to ndarray
+        ``src``, ``dst``, ``chunk``, ``reduce`` (1 or 0) and ``step`` (the
+        chiplet's issue step, for :class:`wafercoll.Driver`) per flow, and
+        the dependencies as CSR ``dep_flat``, ``dep_offsets`` (read-only).
+
+    Examples
+    --------
+    >>> from wafercoll.mcm.artifact_multitree import driver_flows
+    >>> f = driver_flows(3, 3)
+    >>> f["src"].size, int(f["reduce"].sum())  # 9 trees of 8 edges, both ways
+    (144, 72)
+    """
+    m = as_int(rows, "rows", 1, 64)
+    n = as_int(cols, "cols", 1, 64)
+    if phase not in _PHASES:
+        raise ValueError(f"phase must be one of {', '.join(_PHASES)}; got {phase!r}")
+    return _driver_rows(m, n, trees, phase)
+
+
 def _multitree_artifact(
     p: int,
     size: int,
@@ -323,10 +407,36 @@ def _multitree_artifact(
     sibling_parts: int = SIBLING_PARTS,
     phase: str = "allreduce",
     trees: str = "computed",
+    dependencies: str = "interfaces",
 ) -> Schedule:
     m, n = mesh_shape("mesh_multitree_artifact_allreduce", p, topology)
     if phase not in _PHASES:
         raise ValueError(f"phase must be one of {', '.join(_PHASES)}; got {phase!r}")
+    if dependencies not in _DEPENDENCIES:
+        raise ValueError(
+            f"dependencies must be one of {', '.join(_DEPENDENCIES)}; "
+            f"got {dependencies!r}"
+        )
+    if dependencies == "artifact":
+        if size < p:
+            raise ValueError(f"size_bytes = {size} cannot fill {p} non-empty chunks")
+        f = driver_flows(m, n, trees, phase)
+        prog = kit.Program(
+            p,
+            kit.split_bytes(size, p, allow_empty=False),
+            phase,
+            rule="explicit",
+            owners=None if phase == "allreduce" else list(range(p)),
+            name=f"mesh_multitree_artifact({m}x{n}, {size} B, {trees}, driver's flows)",
+        )
+        prog.step(
+            f["src"],
+            f["dst"],
+            f["chunk"],
+            f["reduce"],
+            deps=(f["dep_flat"], f["dep_offsets"]),
+        )
+        return prog.schedule()
     lag = int(issue_lag_messages)
     if lag < 0:
         raise ValueError(f"issue_lag_messages must be >= 0, got {lag}")
@@ -433,8 +543,9 @@ register(
             "issue_lag_messages": ISSUE_LAG_MESSAGES,
             "sibling_parts": SIBLING_PARTS,
             "trees": "computed",
+            "dependencies": "interfaces",
         },
-        max_ranks=81,
+        max_ranks=256,
         label="MultiTree (artifact)",
         artifact_names=("multitree", "multitree"),
     )
