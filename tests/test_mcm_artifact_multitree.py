@@ -256,7 +256,9 @@ def test_driver_flows_let_siblings_reduce_at_once() -> None:
     assert e.value.kind == "race"
     # the allgather alone has no reductions and is a verified allgather
     info = wc.algorithm_info(NAME)
-    g = info.builder(9, 9 * 8192, topology=top, dependencies="artifact", phase="allgather")
+    g = info.builder(
+        9, 9 * 8192, topology=top, dependencies="artifact", phase="allgather"
+    )
     assert g.collective == "allgather" and wc.verify(g).ok
     x = np.random.default_rng(0).standard_normal((9, 9))
     out = wc.execute(g, x)
