@@ -73,8 +73,9 @@ Behind the artifact's driver as well (``driver=wc.mcm.hmc_driver(
 "mesh_dbtree_artifact_allreduce", rows, cols)``: its one interface takes a
 chiplet's flows step by step with ``--strict-schedule``, in the order of
 :func:`dbtree_driver_steps`, and each child's flow is aggregated in turn),
-23 of the 24 are (median 1.2 %, worst 6.3 %): what ``wafercoll reproduce``
-runs.
+42 of the 44 Fig. 8 points at every size the artifact ran (1 MiB to 1 GiB
+in steps of 2x) are (median 1.2 %, worst 7.8 %): what ``wafercoll
+reproduce`` runs.
 """
 
 from __future__ import annotations
