@@ -173,3 +173,44 @@ def test_artifact_variants_run_beside_the_papers_algorithms(run, figure, variant
         art = ids["speedup.tto_over_dbtree.artifact"]
         assert art["ok"] is not None and "DBTree (artifact)" in art["note"]
         assert ids["speedup.tto_over_dbtree"]["verdict"] == "not reproducible"
+
+
+def _agreement_cols(points):
+    cols = {"mesh": [], "algorithm": [], "deviation_pct": []}
+    for mesh, alg, dev in points:
+        cols["mesh"].append(mesh)
+        cols["algorithm"].append(alg)
+        cols["deviation_pct"].append(dev)
+    return cols
+
+
+def test_ring_misses_on_odd_meshes_only_are_explained():
+    from wafercoll.experiments.mcm_common import agreement
+
+    good = [("4x4", "Ring", 0.5)] * 8
+    odd = _agreement_cols(good + [("9x9", "Ring", 30.0), ("5x5", "Ring", -6.0)])
+    (f,) = agreement(odd, "Fig. 8")
+    assert f["verdict"] == "differs" and "ring_odd" in f["explanation"]
+    even = _agreement_cols(good + [("9x9", "Ring", 30.0), ("8x8", "Ring", -6.0)])
+    (f,) = agreement(even, "Fig. 8")
+    assert f["verdict"] == "differs" and not f["explanation"]
+    fine = _agreement_cols(good * 2 + [("9x9", "Ring", 30.0)])
+    (f,) = agreement(fine, "Fig. 8")
+    assert f["verdict"] == "reproduced"
+
+
+def test_overall_agreement_counts_the_artifacts_own_schedule():
+    from wafercoll.experiments.mcm_common import overall_agreement
+
+    cols = _agreement_cols(
+        [("4x4", "Ring-2D", 40.0)] * 10
+        + [("4x4", "Ring-2D (artifact)", 1.0)] * 10
+        + [("4x4", "Ring", 1.0)] * 9
+        + [("4x4", "Ring", 9.0)]
+    )
+    f = overall_agreement(cols, "Fig. 8")
+    # Ring-2D through its artifact schedule (10 of 10), Ring itself (9 of 10)
+    assert f["measured"] == pytest.approx(19 / 20)
+    assert f["verdict"] == "reproduced"
+    cols["deviation_pct"][10:12] = [9.0, 9.0]
+    assert overall_agreement(cols, "Fig. 8")["verdict"] == "differs"
