@@ -293,6 +293,10 @@ class NetworkModel:
         ...
 class GoalError(ValueError):
     pass
+def _python_set_orders(keys: typing.SupportsInt | typing.SupportsIndex, ops: typing.Annotated[numpy.typing.ArrayLike, numpy.int64]) -> list[list[int]]:
+    """
+    The iteration orders of a CPython set of 0 .. keys - 1 after each add (k) or remove (-1 - k): the model behind Driver(order='python_set').
+    """
 def _request_stop(on: bool) -> None:
     """
     Open (True) or close (False) a request that every long C++ call, on any thread, stop with KeyboardInterrupt at its next poll.
@@ -345,7 +349,7 @@ def ring_allreduce(p: typing.SupportsInt | typing.SupportsIndex, size_bytes: typ
     ...
 def simulate(schedule: Schedule, topology: Topology, model: NetworkModel, placement: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], transfers: bool, timeline: bool, max_events: typing.SupportsInt | typing.SupportsIndex, queue: str = 'auto', trace: bool = False) -> dict:
     ...
-def simulate_routers(link_src: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], link_dst: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], inv_bw: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], latency_s: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], num_nodes: typing.SupportsInt | typing.SupportsIndex, flit_bytes: typing.SupportsInt | typing.SupportsIndex, buffer_packets: typing.SupportsInt | typing.SupportsIndex, store_and_forward: bool, bytes: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], packet_bytes: typing.SupportsInt | typing.SupportsIndex, pad_packets: bool, route_off: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], route_links: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], dep_off: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], deps: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], alpha_s: typing.SupportsFloat | typing.SupportsIndex, max_events: typing.SupportsInt | typing.SupportsIndex) -> dict:
+def simulate_routers(link_src: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], link_dst: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], inv_bw: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], latency_s: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], num_nodes: typing.SupportsInt | typing.SupportsIndex, flit_bytes: typing.SupportsInt | typing.SupportsIndex, buffer_packets: typing.SupportsInt | typing.SupportsIndex, store_and_forward: bool, bytes: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], packet_bytes: typing.SupportsInt | typing.SupportsIndex, pad_packets: bool, route_off: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], route_links: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], dep_off: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], deps: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], alpha_s: typing.SupportsFloat | typing.SupportsIndex, max_events: typing.SupportsInt | typing.SupportsIndex, interfaces: typing.SupportsInt | typing.SupportsIndex = 0, interface_queue_packets: typing.SupportsInt | typing.SupportsIndex = 0, handover_s: typing.SupportsFloat | typing.SupportsIndex = 0.0, channel_s_per_byte: typing.SupportsFloat | typing.SupportsIndex = 0.0, interface_buffer_packets: typing.SupportsInt | typing.SupportsIndex = 1099511627776, python_set_order: bool = False, aggregate_s_per_byte: typing.SupportsFloat | typing.SupportsIndex = 0.0, reduces: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8] = ..., issue_step: typing.Annotated[numpy.typing.ArrayLike, numpy.int64] = ..., issue_strict: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8] = ...) -> dict:
     """
     Input-queued routers with credit-based flow control (see wafercoll._routers).
     """
