@@ -8,9 +8,11 @@
 //   the queue of (that link, its next link);
 // - a packet is delivered, which frees its credit on the last link.
 // After each, the links that may admit a packet now (a packet joined their
-// queues, or one of their credits came back) admit in turn. With network
-// interfaces a fourth kind frees an interface (routers.hpp), and a
-// transfer's packets join its interface's port when it takes one.
+// queues, or one of their credits came back) admit in turn. A driver
+// (routers.hpp) adds three more: a packet crosses an interface's channel
+// into the router, an interface is free again, a reduction has been
+// aggregated; and a ready transfer waits for an interface instead of
+// joining its injection port at once.
 #include "wafercoll/simulate/routers.hpp"
 
 #include <algorithm>
@@ -41,7 +43,6 @@ struct Waiting {
 struct Fifo {
   std::int64_t first = -1, last = -1;
 };
-
 
 enum Kind : std::uint8_t { kInject, kArrive, kDeliver, kRelease, kFeed, kAggregated };
 
@@ -167,7 +168,7 @@ class RouterLoop {
   // Interfaces (f_.interfaces = K > 0); interface x = node * K + i.
   std::int32_t K_ = 0;
   std::vector<std::int32_t> holder_;     // per interface: the transfer holding it, or -1
-  std::vector<std::int64_t> backlog_;    // per interface: packets not yet on their first link
+  std::vector<std::int64_t> backlog_;    // per interface: packets not yet across its channel
   std::vector<double> handed_;           // per interface: its transfer's packets all handed over
   std::vector<std::uint8_t> releasing_;  // per interface: a release event is pending
   std::vector<std::int32_t> sending_;    // per interface: the transfer crossing its channel, or -1
