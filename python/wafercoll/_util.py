@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import numbers
 import operator
 import os
@@ -279,6 +280,23 @@ def int_array(value: Any, name: str, dtype: Any) -> np.ndarray:
         kind = np.dtype(dtype).name
         raise ValueError(f"{name} holds values outside the {kind} range")
     return np.ascontiguousarray(a, dtype=dtype)
+
+
+def frozen_csr(lists: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Lists of ids as read-only CSR ``(flat, offsets)`` of int64.
+
+    Examples
+    --------
+    >>> flat, off = frozen_csr([[3, 1], [], [2]])
+    >>> flat.tolist(), off.tolist(), flat.flags.writeable
+    ([3, 1, 2], [0, 2, 2, 3], False)
+    """
+    off = np.zeros(len(lists) + 1, np.int64)
+    off[1:] = np.cumsum([len(x) for x in lists])
+    flat = np.fromiter(itertools.chain.from_iterable(lists), np.int64, int(off[-1]))
+    flat.setflags(write=False)
+    off.setflags(write=False)
+    return flat, off
 
 
 def cache_root() -> str:

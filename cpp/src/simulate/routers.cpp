@@ -327,11 +327,12 @@ void RouterLoop::build_interfaces() {
   member_off_.assign(1, 0);
   for (std::size_t j = 0; j < members_.size(); ++j) {
     const std::int32_t t = members_[j];
-    if (j > 0 && (node(t) != node(members_[j - 1]) || step(t) != step(members_[j - 1]))) {
-      member_off_.push_back(static_cast<std::int64_t>(j));
-    }
-    if (j == 0 || node(t) != node(members_[j - 1]) || step(t) != step(members_[j - 1]))
+    const bool starts = j == 0 || node(t) != node(members_[j - 1]) ||
+                        step(t) != step(members_[j - 1]);  // a new (node, step) group
+    if (starts) {
+      if (j > 0) member_off_.push_back(static_cast<std::int64_t>(j));
       ++node_group_[node(t) + 1];
+    }
     group_[t] = static_cast<std::int32_t>(member_off_.size()) - 1;
   }
   if (!members_.empty()) member_off_.push_back(static_cast<std::int64_t>(members_.size()));

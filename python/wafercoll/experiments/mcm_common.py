@@ -677,19 +677,14 @@ ODD_MESH_SCHEDULE = {
 
 
 def _meshes(cols: dict[str, list[Any]], mask: Any) -> list[tuple[int, int]]:
-    """The (rows, cols) of the points ``mask`` selects.
-
-    From the ``mesh`` column ("RxC"), else from a square mesh's side ``n``.
-    """
-    if "mesh" in cols:
-        out = []
-        for m in np.asarray(cols["mesh"])[mask]:
-            r, c = str(m).split("x")
-            out.append((int(r), int(c)))
-        return out
-    if "n" in cols:
-        return [(int(n), int(n)) for n in np.asarray(cols["n"])[mask]]
-    return []
+    """The (rows, cols) of the points ``mask`` selects (the ``mesh`` column)."""
+    if "mesh" not in cols:
+        return []
+    out = []
+    for m in np.asarray(cols["mesh"])[mask]:
+        r, c = str(m).split("x")
+        out.append((int(r), int(c)))
+    return out
 
 
 def overall_agreement(cols: dict[str, list[Any]], where: str) -> dict[str, Any]:

@@ -134,7 +134,7 @@ from typing import Any
 import numpy as np
 
 from .. import kit
-from .._util import as_int
+from .._util import as_int, frozen_csr
 from ..algorithms import AlgorithmInfo, register
 from ..schedule import Schedule
 from .builders import mesh_shape
@@ -355,12 +355,9 @@ def _driver_rows(m: int, n: int, trees: str, phase: str) -> dict[str, np.ndarray
         k: np.asarray([row[j] for row in rows], np.int64)
         for j, k in enumerate(("src", "dst", "chunk", "reduce", "step"))
     }
-    flat = np.fromiter((d for ds in deps for d in ds), np.int64)
-    off = np.zeros(len(deps) + 1, np.int64)
-    off[1:] = np.cumsum([len(ds) for ds in deps])
-    out["dep_flat"], out["dep_offsets"] = flat, off
     for v in out.values():
         v.setflags(write=False)
+    out["dep_flat"], out["dep_offsets"] = frozen_csr(deps)
     return out
 
 

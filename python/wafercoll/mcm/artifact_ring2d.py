@@ -115,13 +115,12 @@ these transfers carry, hop by hop, in all 44 fig8 ``ring2dn`` runs.
 from __future__ import annotations
 
 import functools
-import itertools
 from typing import Any
 
 import numpy as np
 
 from .. import kit
-from .._util import as_int
+from .._util import as_int, frozen_csr
 from ..algorithms import AlgorithmInfo, register
 from ..schedule import Schedule
 from .artifact_multitree import ISSUE_LAG_MESSAGES
@@ -438,16 +437,6 @@ def _ring_2d_artifact(
     return prog.schedule()
 
 
-def _frozen_csr(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
-    """Lists of ids as read-only CSR ``(flat, offsets)`` (8 bytes an id)."""
-    off = np.zeros(len(lists) + 1, np.int64)
-    off[1:] = np.cumsum([len(x) for x in lists])
-    flat = np.fromiter(itertools.chain.from_iterable(lists), np.int64, int(off[-1]))
-    flat.setflags(write=False)
-    off.setflags(write=False)
-    return flat, off
-
-
 @functools.lru_cache(maxsize=8)
 def _driver_flows(
     m: int, n: int
@@ -457,7 +446,7 @@ def _driver_flows(
     for v in t.values():
         if isinstance(v, np.ndarray):
             v.setflags(write=False)
-    return t, _frozen_csr(_artifact_deps(t, m, n))
+    return t, frozen_csr(_artifact_deps(t, m, n))
 
 
 def _interface_flows(
@@ -581,7 +570,7 @@ def _interface_deps(
         lists.append(sorted(start[i]))
         if splits[i]:
             lists.append([head[i]])
-    return _frozen_csr(lists)
+    return frozen_csr(lists)
 
 
 register(
