@@ -69,6 +69,10 @@ struct RouterNetwork {
   std::int64_t flit_bytes = 0;      // 0: no flits (the whole packet is the head)
   std::int64_t buffer_packets = 1;  // credits per link, >= 1
   bool store_and_forward = false;   // a packet moves on once it has fully arrived
+  // The event queue merges each link's and each interface's sorted run of
+  // events into one small heap; false keeps every event in the heap (the
+  // same order of events, slower: for tests of the merge).
+  bool merge_event_runs = true;
 };
 
 // The transfers: one source, one destination, a route of links. Each is cut
