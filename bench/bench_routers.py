@@ -17,7 +17,9 @@ chiplet, each flow's messages issued back to back as the artifact's
 cycle. Those cycles were measured once and are reference data here, not
 computed by this script; the script prints how far each engine is from them.
 
-Also times the engine on the artifact's DBTree at 256 MiB on 9x9. With
+Also times the engines on the artifact's DBTree at 256 MiB on 9x9, and the
+router engine behind the artifact's driver on its DBTree, Ring-2D and
+MultiTree there (``--speed``: only that). With
 ``--fig8``, runs the artifact's own DBTree, Ring-2D and MultiTree (the
 registered artifact variants with the schedules ``wafercoll reproduce`` runs
 in Fig. 8) under both engines, and under the router engine behind the
@@ -25,7 +27,7 @@ artifact's driver (``wc.mcm.hmc_driver``, as ``reproduce`` runs them), at
 every Fig. 8 point the artifact committed, and prints how far each is from
 the artifact's cycles and how many are within 5 %.
 
-Run: ``python bench/bench_routers.py [--fig8]``.
+Run: ``python bench/bench_routers.py [--fig8 | --speed]``.
 """
 
 from __future__ import annotations
@@ -145,23 +147,44 @@ def main() -> None:
         f"worst difference from BookSim: default engine {worst['fcfs']:.1f} %, "
         f"routers engine {worst['routers']:.1f} %"
     )
-    top, net, kw = mcm_common.variant_setup("DBTree", 9, 9)
-    name = mcm_common.ARTIFACT_VARIANTS["DBTree"][0]
-    s = wc.build(name, topology=top, size_bytes=256 << 20, **kw)
-    for engine, extra in (
-        ("wafercoll", {}),
-        ("routers", {"buffer_packets": BUFFER_PACKETS}),
-    ):
+    speed()
+
+
+def speed() -> None:
+    """Best of 3 on 9x9 at 256 MiB: the artifact's DBTree under both engines,
+    and the three driven variants as ``reproduce`` runs them."""
+    runs = [
+        ("DBTree", "engine=wafercoll", {}),
+        (
+            "DBTree",
+            "engine=routers",
+            {"engine": "routers", "buffer_packets": BUFFER_PACKETS},
+        ),
+    ]
+    runs += [
+        (base, "routers + driver", mcm_common.variant_engine(base, 9, 9))
+        for base in mcm_common.DRIVEN_VARIANTS
+    ]
+    for base, label, extra in runs:
+        top, net, kw = mcm_common.variant_setup(base, 9, 9)
+        name = mcm_common.ARTIFACT_VARIANTS[base][0]
+        s = wc.build(name, topology=top, size_bytes=256 << 20, **kw)
         best = float("inf")
         for _ in range(3):
             t0 = time.perf_counter()
-            r = wc.simulate(s, top, net, engine=engine, **extra)
+            r = wc.simulate(s, top, net, **extra)
             best = min(best, time.perf_counter() - t0)
         print(
-            f"DBTree (artifact) 9x9 256 MiB, engine={engine}: {best:.2f} s, "
-            f"{r.events:,} events, {r.cycles:,.0f} cycles"
+            f"{base} (artifact) 9x9 256 MiB, {label}: {best:.2f} s, "
+            f"{r.events:,} events ({best / r.events * 1e9:.0f} ns each), "
+            f"{r.cycles:,.0f} cycles"
         )
 
 
 if __name__ == "__main__":
-    fig8() if "--fig8" in sys.argv[1:] else main()
+    if "--fig8" in sys.argv[1:]:
+        fig8()
+    elif "--speed" in sys.argv[1:]:
+        speed()
+    else:
+        main()
