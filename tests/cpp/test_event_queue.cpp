@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <random>
 #include <vector>
 
@@ -144,3 +145,30 @@ TEST(EventQueue, AutomaticStartsWithBuckets) {
 }
 
 }  // namespace
+
+TEST(EventQueue, TimeIndexAgreesWithAMap) {
+  // Random inserts and removals over few and many pending times (the table
+  // grows, probe runs wrap and removals shift entries back): every lookup
+  // agrees with std::map.
+  std::mt19937 rng(7);
+  for (int span : {5, 300, 20000}) {
+    TimeIndex index;
+    std::map<Seconds, std::uint32_t> want;
+    std::uniform_int_distribution<int> time(0, span);
+    for (std::uint32_t step = 0; step < 60000; ++step) {
+      const Seconds t = static_cast<Seconds>(time(rng)) * 0.25;
+      if (rng() % 3 != 0 || want.empty()) {
+        bool fresh = false;
+        const std::uint32_t got = index.find_or_insert(t, step, fresh);
+        const auto [it, inserted] = want.try_emplace(t, step);
+        EXPECT_EQ(fresh, inserted) << span << " " << step;
+        EXPECT_EQ(got, it->second) << span << " " << step;
+      } else {  // remove the earliest pending time, as the queue does
+        const auto it = want.begin();
+        EXPECT_EQ(index.take(it->first), it->second) << span << " " << step;
+        want.erase(it);
+      }
+    }
+    for (const auto& [t, v] : want) EXPECT_EQ(index.take(t), v) << span;
+  }
+}

@@ -29,7 +29,6 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
-#include <unordered_map>
 #include <vector>
 
 #include "wafercoll/simulate/simulate.hpp"
@@ -149,6 +148,88 @@ struct TimeHash {
   }
 };
 
+// The bucket of each pending time: open addressing with linear probing on
+// the time's bits, at most half full, deletion by shifting the entries
+// behind back (no tombstones). A std::unordered_map allocated a node per
+// time and walked a chain of them on each lookup: on the MCM artifact's
+// DBTree (9x9, 256 MiB, about 80 events per time, pushes spread over more
+// times than the small cache below holds) its lookups were most of the run.
+class TimeIndex {
+ public:
+  // The bucket of time t, inserted as `value` if t is not there yet;
+  // `fresh` says whether it was inserted.
+  WAFERCOLL_QUEUE_INLINE std::uint32_t find_or_insert(Seconds t, std::uint32_t value,
+                                                      bool& fresh) {
+    if (2 * (size_ + 1) > keys_.size()) grow();
+    const std::uint64_t k = bits(t);
+    for (std::size_t i = home(k);; i = (i + 1) & mask_) {
+      if (keys_[i] == k) {
+        fresh = false;
+        return values_[i];
+      }
+      if (keys_[i] == kEmpty) {
+        keys_[i] = k;
+        values_[i] = value;
+        ++size_;
+        fresh = true;
+        return value;
+      }
+    }
+  }
+  // Removes time t (which must be there) and returns its bucket.
+  std::uint32_t take(Seconds t) {
+    const std::uint64_t k = bits(t);
+    std::size_t i = home(k);
+    while (keys_[i] != k) i = (i + 1) & mask_;
+    const std::uint32_t value = values_[i];
+    // Entries behind i in its probe run move back if i lies on their way home.
+    for (std::size_t j = (i + 1) & mask_; keys_[j] != kEmpty; j = (j + 1) & mask_) {
+      const std::size_t h = home(keys_[j]);
+      if (((j - h) & mask_) >= ((j - i) & mask_)) {
+        keys_[i] = keys_[j];
+        values_[i] = values_[j];
+        i = j;
+      }
+    }
+    keys_[i] = kEmpty;
+    --size_;
+    return value;
+  }
+
+ private:
+  // Times are never NaN, so an all-ones pattern marks an empty slot.
+  static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};
+  static std::uint64_t bits(Seconds t) {
+    std::uint64_t b;
+    std::memcpy(&b, &t, sizeof b);
+    return b;
+  }
+  std::size_t home(std::uint64_t k) const {
+    return static_cast<std::size_t>((k * 0x9E3779B97F4A7C15ull) >> shift_);
+  }
+  void grow() {
+    std::vector<std::uint64_t> keys(std::max<std::size_t>(64, 2 * keys_.size()), kEmpty);
+    std::vector<std::uint32_t> values(keys.size());
+    keys.swap(keys_);
+    values.swap(values_);
+    mask_ = keys_.size() - 1;
+    shift_ = 64;
+    for (std::size_t c = keys_.size(); c > 1; c >>= 1) --shift_;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (keys[i] == kEmpty) continue;
+      std::size_t j = home(keys[i]);
+      while (keys_[j] != kEmpty) j = (j + 1) & mask_;
+      keys_[j] = keys[i];
+      values_[j] = values[i];
+    }
+  }
+
+  std::vector<std::uint64_t> keys_;
+  std::vector<std::uint32_t> values_;
+  std::size_t size_ = 0, mask_ = 0;
+  int shift_ = 64;
+};
+
 // Events grouped by their exact time: a min-heap of the distinct pending
 // times, one vector of events per time, sorted by the tie key when its time
 // comes. Same order as HeapQueue, but when many events share a time (a
@@ -241,7 +322,7 @@ class TimeBucketQueue {
   void sort_current();
 
   std::vector<Seconds> times_;  // min-heap of the distinct pending times
-  std::unordered_map<Seconds, std::uint32_t, TimeHash> index_;  // time -> bucket
+  TimeIndex index_;             // time -> bucket
   std::vector<std::vector<Event>> buckets_;
   std::vector<std::uint32_t> free_buckets_;  // emptied, storage kept for reuse
   std::vector<Event> current_, extra_;
@@ -327,22 +408,23 @@ class EventQueue {
 // A push to a time that missed the small time -> bucket cache: find or open
 // its bucket, and remember it in the cache slot.
 inline void TimeBucketQueue::push_uncached(const Event& e, std::size_t slot) {
-  auto [it, fresh] = index_.try_emplace(e.time, 0u);
+  // The bucket a new time gets: a free one, else a new one.
+  const std::uint32_t spare =
+      free_buckets_.empty() ? static_cast<std::uint32_t>(buckets_.size()) : free_buckets_.back();
+  bool fresh = false;
+  const std::uint32_t b = index_.find_or_insert(e.time, spare, fresh);
   if (fresh) {
     ++fresh_times_;
-    if (free_buckets_.empty()) {
-      it->second = static_cast<std::uint32_t>(buckets_.size());
+    if (free_buckets_.empty())
       buckets_.emplace_back();
-    } else {
-      it->second = free_buckets_.back();
+    else
       free_buckets_.pop_back();
-    }
     times_.push_back(e.time);
     std::push_heap(times_.begin(), times_.end(), std::greater<Seconds>());
   }
-  buckets_[it->second].push_back(e);
+  buckets_[b].push_back(e);
   cache_time_[slot] = e.time;
-  cache_bucket_[slot] = it->second;
+  cache_bucket_[slot] = b;
   ++pending_;
 }
 
@@ -354,9 +436,7 @@ inline void TimeBucketQueue::open_next_time() {
   std::pop_heap(times_.begin(), times_.end(), std::greater<Seconds>());
   now_ = times_.back();
   times_.pop_back();
-  const auto it = index_.find(now_);
-  const std::uint32_t b = it->second;
-  index_.erase(it);
+  const std::uint32_t b = index_.take(now_);
   const std::size_t slot = TimeHash{}(now_) & (kCache - 1);
   if (cache_time_[slot] == now_) cache_bucket_[slot] = kNone;  // the bucket is reused
   current_.swap(buckets_[b]);
