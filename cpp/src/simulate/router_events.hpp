@@ -24,19 +24,6 @@ struct Ev {
   Kind kind;
 };
 
-// Puts v into a slot of pool, a freed one (from free_slots) if any; returns it.
-template <typename T>
-std::int64_t place(std::vector<T>& pool, std::vector<std::int64_t>& free_slots, const T& v) {
-  if (free_slots.empty()) {
-    pool.push_back(v);
-    return static_cast<std::int64_t>(pool.size()) - 1;
-  }
-  const std::int64_t i = free_slots.back();
-  free_slots.pop_back();
-  pool[static_cast<std::size_t>(i)] = v;
-  return i;
-}
-
 // The pending events, earliest first and, at one time, in the order they were
 // created (their seq). (time, seq) is a total order, so the events leave in
 // the same order from any structure that keeps it.

@@ -45,8 +45,20 @@ struct Fifo {
   std::int64_t first = -1, last = -1;
 };
 
-// The events, their kinds, the pool helper and the event queue
-// (router_events.hpp).
+// Puts v into a slot of pool, a freed one (from free_slots) if any; returns it.
+template <typename T>
+std::int64_t place(std::vector<T>& pool, std::vector<std::int64_t>& free_slots, const T& v) {
+  if (free_slots.empty()) {
+    pool.push_back(v);
+    return static_cast<std::int64_t>(pool.size()) - 1;
+  }
+  const std::int64_t i = free_slots.back();
+  free_slots.pop_back();
+  pool[static_cast<std::size_t>(i)] = v;
+  return i;
+}
+
+// The events, their kinds and the event queue (router_events.hpp).
 using namespace router_events;
 
 class RouterLoop {
