@@ -28,14 +28,17 @@ from typing import Any
 
 import wafercoll as wc
 import wafercoll.experiments as wx
-from wafercoll import SimulationTooLarge
 
 #: ``bench/min_loop.py``'s fastest rate in the README's table (ns per event).
 LOOP_NS = 42.0
 
 
 class Counter:
-    """Wraps :func:`wafercoll.simulate`; sums calls, events and CPU per engine."""
+    """Wraps :func:`wafercoll.simulate`; sums calls, events and CPU per engine.
+
+    The sums run over the whole process; :meth:`snapshot` and :func:`since`
+    give those of one experiment.
+    """
 
     def __init__(self) -> None:
         self.calls: dict[str, int] = defaultdict(int)
@@ -48,12 +51,9 @@ class Counter:
         t0 = time.process_time()
         try:
             result = self.original(*args, **kw)
-        except SimulationTooLarge:
+        finally:  # a refused run (SimulationTooLarge) counts its time
             self.calls[engine] += 1
             self.cpu[engine] += time.process_time() - t0
-            raise
-        self.calls[engine] += 1
-        self.cpu[engine] += time.process_time() - t0
         self.events[engine] += int(getattr(result, "events", 0))
         return result
 
@@ -66,17 +66,19 @@ class Counter:
             ):
                 module.simulate = self
 
-    def take(self) -> dict[str, Any]:
-        """The sums since the last take, and reset."""
-        out = {
-            "calls": dict(self.calls),
-            "events": dict(self.events),
-            "cpu": dict(self.cpu),
-        }
-        self.calls.clear()
-        self.events.clear()
-        self.cpu.clear()
-        return out
+    def snapshot(self) -> tuple[int, int, int, float]:
+        """Calls, default-engine events, router-engine events, CPU in simulate."""
+        return (
+            sum(self.calls.values()),
+            self.events["wafercoll"],
+            self.events["routers"],
+            sum(self.cpu.values()),
+        )
+
+
+def since(counter: Counter, before: tuple[int, int, int, float]) -> list[Any]:
+    """What the counter added since ``before`` (a :meth:`Counter.snapshot`)."""
+    return [now - then for now, then in zip(counter.snapshot(), before, strict=True)]
 
 
 def main() -> int:
@@ -103,55 +105,32 @@ def main() -> int:
         f"wafercoll {wc.__version__}, {'quick' if args.quick else 'full'} sizes; "
         "CPU seconds of this process"
     )
-    head = (
-        "experiment",
-        "CPU s",
-        "simulate s",
-        "calls",
-        "events",
-        "router events",
-        "ns/event",
-    )
-    print("{:<24} {:>8} {:>10} {:>6} {:>14} {:>14} {:>9}".format(*head))
-    totals: dict[str, float] = defaultdict(float)
-    per_engine: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])  # events, CPU
+    head = ("experiment", "CPU s", "simulate s", "calls", "events", "router events")
+    print("{:<24} {:>8} {:>10} {:>6} {:>14} {:>14} ns/event".format(*head))
+    total_cpu = 0.0
     for exp in wx.experiments():
         if args.only and exp.name not in args.only:
             continue
+        before = counter.snapshot()
         t0 = time.process_time()
         exp.run(quick=args.quick)
         cpu = time.process_time() - t0
-        w = counter.take()
-        for engine, sec in w["cpu"].items():
-            per_engine[engine][0] += w["events"].get(engine, 0)
-            per_engine[engine][1] += sec
-        sim = sum(w["cpu"].values())
-        ev = w["events"].get("wafercoll", 0)
-        rev = w["events"].get("routers", 0)
-        calls = sum(w["calls"].values())
+        total_cpu += cpu
+        calls, ev, rev, sim = since(counter, before)
         per = f"{1e9 * sim / (ev + rev):.0f}" if ev + rev else "-"
         row = f"{exp.name:<24} {cpu:8.1f} {sim:10.1f} {calls:6d}"
-        print(f"{row} {ev:14,d} {rev:14,d} {per:>9}", flush=True)
-        for k, v in (
-            ("cpu", cpu),
-            ("sim", sim),
-            ("calls", calls),
-            ("ev", ev),
-            ("rev", rev),
-        ):
-            totals[k] += v
-    events = totals["ev"] + totals["rev"]
-    calls, ev, rev = (int(totals[k]) for k in ("calls", "ev", "rev"))
-    row = f"{'all':<24} {totals['cpu']:8.1f} {totals['sim']:10.1f}"
-    print(f"{row} {calls:6d} {ev:14,d} {rev:14,d}")
-    for engine, (n, sec) in sorted(per_engine.items()):
+        print(f"{row} {ev:14,d} {rev:14,d} {per:>8}", flush=True)
+    calls, ev, rev, sim = counter.snapshot()
+    print(f"{'all':<24} {total_cpu:8.1f} {sim:10.1f} {calls:6d} {ev:14,d} {rev:14,d}")
+    for engine in sorted(counter.cpu):
+        n, sec = counter.events[engine], counter.cpu[engine]
         rate = f", {1e9 * sec / n:.0f} ns per event" if n else ""
         print(f"engine {engine}: {n / 1e9:.3f} G events in {sec:.1f} s{rate}")
+    events = ev + rev
     print(
         f"min_loop: {events / 1e9:.3f} G events at {args.loop_ns:g} ns each "
         f"(bench/min_loop.py's loop) = {events * args.loop_ns * 1e-9:.0f} s; "
-        "simulate took "
-        f"{totals['sim']:.0f} s of {totals['cpu']:.0f} s of CPU"
+        f"simulate took {sim:.0f} s of {total_cpu:.0f} s of CPU"
     )
     return 0
 
