@@ -10,7 +10,7 @@ import pytest
 
 import wafercoll as wc
 from wafercoll import kit
-from wafercoll.kit.cells import cell_deps, tiled_cell_deps
+from wafercoll.kit.cells import cell_deps, chunk_cell_deps, tiled_cell_deps
 
 PKG = Path(wc.__file__).resolve().parent
 
@@ -90,6 +90,114 @@ def test_cells_rule_matches_cell_deps_and_tiling() -> None:
         np.tile(st1, C),
     )
     assert o1.tolist() == o2.tolist() and f1.tolist() == f2.tolist()
+
+
+def _tiled_by_steps(ranks, blocks, E, C, stride, src, dst, lo, hi, op, first, later):
+    """What Program.tile should build, one step() per copy (an independent way)."""
+    prog = kit.Program(ranks, [4] * blocks, rule="explicit")
+    for c in range(C):
+        flat, off = first if c == 0 else later
+        shift = 0 if c == 0 else (c - 1) * E
+        lists = [(flat[off[i] : off[i + 1]] + shift).tolist() for i in range(E)]
+        prog.step(src, dst, (lo + c * stride, hi + c * stride), op, deps=lists)
+    return prog.schedule()
+
+
+@pytest.mark.parametrize("C", [0, 1, 2, 3, 7])
+@pytest.mark.parametrize("E", [1, 5, 12])
+def test_tile_equals_one_step_per_copy(C: int, E: int) -> None:
+    rng = np.random.default_rng(100 * C + E)
+    ranks, stride = 6, 3
+    blocks = stride * max(C, 1) + 1
+    src = rng.integers(0, ranks, E)
+    dst = (src + rng.integers(1, ranks, E)) % ranks
+    lo = rng.integers(0, stride, E)
+    hi = lo + rng.integers(1, 3, E)
+    op = rng.integers(0, 2, E)
+
+    def lists(base: int) -> tuple[np.ndarray, np.ndarray]:
+        # random distinct increasing earlier ids, up to 3 per transfer
+        rows = [
+            np.unique(rng.integers(0, base + i, rng.integers(0, 4)))
+            if base + i > 0
+            else np.zeros(0, np.int64)
+            for i in range(E)
+        ]
+        off = np.zeros(E + 1, np.int64)
+        off[1:] = np.cumsum([r.size for r in rows])
+        flat = np.concatenate(rows).astype(np.int64) if E else np.zeros(0, np.int64)
+        return flat, off
+
+    first, later = lists(0), lists(E)
+    prog = kit.Program(ranks, [4] * blocks, rule="explicit")
+    ids = prog.tile(
+        src,
+        dst,
+        (lo, hi),
+        op,
+        chunks=C,
+        block_stride=stride,
+        deps=first,
+        later_deps=later,
+    )
+    s = prog.schedule()
+    ref = _tiled_by_steps(
+        ranks, blocks, E, C, stride, src, dst, lo, hi, op, first, later
+    )
+    assert list(ids) == list(range(C * E)) and s.num_transfers == C * E
+    assert s.to_dict()["transfers"] == ref.to_dict()["transfers"]
+
+
+def test_tile_of_chunk_cell_deps_equals_the_cells_rule() -> None:
+    rng = np.random.default_rng(5)
+    ranks, K, C, E = 5, 2, 6, 9
+    src = rng.integers(0, ranks, E)
+    dst = (src + rng.integers(1, ranks, E)) % ranks
+    blk = rng.integers(0, K, E)
+    st = rng.integers(0, 2, E)
+    first, later = chunk_cell_deps(ranks, K * C, C, K, src, dst, blk, st)
+    prog = kit.Program(ranks, [4] * (K * C), rule="explicit")
+    prog.tile(
+        src, dst, blk, "reduce", chunks=C, block_stride=K, deps=first, later_deps=later
+    )
+    cells = kit.Program(ranks, [4] * (K * C), rule="cells")
+    for c in range(C):
+        cells.step(src, dst, blk + c * K, "reduce", stream=st)
+    assert _deps(prog.schedule()) == _deps(cells.schedule())
+
+
+def test_tile_errors_name_the_problem() -> None:
+    none = (np.zeros(0, np.int64), np.zeros(4, np.int64))
+    args = ([0, 1, 2], [1, 2, 0], [0, 1, 0])
+
+    def prog(rule: str = "explicit") -> kit.Program:
+        return kit.Program(3, [4] * 6, rule=rule)
+
+    with pytest.raises(ValueError, match="explicit dependencies"):
+        prog("cells").tile(*args, chunks=2, block_stride=2, deps=none, later_deps=none)
+    with pytest.raises(ValueError, match="chunks"):
+        prog().tile(*args, chunks=-1, block_stride=2, deps=none, later_deps=none)
+    with pytest.raises(ValueError, match="block_stride"):
+        prog().tile(*args, chunks=2, block_stride=-2, deps=none, later_deps=none)
+    with pytest.raises(
+        ValueError, match=r"copy 3 of 4 .* reaches block 7, outside \[0, 6\)"
+    ):
+        prog().tile(*args, chunks=4, block_stride=2, deps=none, later_deps=none)
+    with pytest.raises(ValueError, match="later_deps is needed"):
+        prog().tile(*args, chunks=2, block_stride=2, deps=none)
+    with pytest.raises(ValueError, match="offsets must be 4 values"):
+        prog().tile(*args, chunks=1, block_stride=2, deps=(np.zeros(0), [0, 0]))
+    with pytest.raises(TypeError, match="CSR lists"):
+        prog().tile(*args, chunks=1, block_stride=2, deps=[[], [], []])
+    with pytest.raises(ValueError, match="src holds 3"):
+        prog().tile([0, 1, 3], [1, 2, 0], 0, chunks=1, block_stride=2, deps=none)
+    # copy 1 may not depend on a transfer after its own
+    fwd = (np.array([5]), np.array([0, 1, 1, 1]))
+    p = prog()
+    with pytest.raises(wc.ScheduleError, match="earlier transfer"):
+        p.tile(*args, chunks=3, block_stride=2, deps=none, later_deps=fwd)
+    with pytest.raises(RuntimeError, match="schedule"):
+        p.tile(*args, chunks=1, block_stride=2, deps=none)
 
 
 def test_explicit_rule_and_multicast_and_ranges() -> None:

@@ -170,6 +170,39 @@ void bind_schedule(py::module_& m) {
           },
           "Append transfers in CSR form (offsets relative to the batch; None: one each).")
       .def(
+          "append_tiled",
+          [](Schedule& s, const I64Array& src, const py::array& op_in, const I64Array& dst,
+             const I64Array& lo, const I64Array& hi, const I64Array& first_off,
+             const I64Array& first, const I64Array& later_off, const I64Array& later,
+             std::int64_t chunks, std::int64_t block_stride) {
+            const auto op =
+                py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>::ensure(
+                    op_in);
+            if (!op) throw py::error_already_set();
+            const std::int64_t n = src.size();
+            auto need = [](bool ok, const char* what) {
+              if (!ok) throw std::invalid_argument(std::string("append_tiled: ") + what);
+            };
+            need(op.size() == n && dst.size() == n && lo.size() == n && hi.size() == n,
+                 "src, op, dst, lo and hi must have one entry per transfer");
+            auto csr = [&](const I64Array& off, const I64Array& flat, const char* what) {
+              need(off.size() == n + 1, what);
+              const std::int64_t* o = off.data();
+              need(o[0] == 0 && o[n] == flat.size(), what);
+              for (std::int64_t i = 0; i < n; ++i) need(o[i] <= o[i + 1], what);
+            };
+            csr(first_off, first, "first_offsets must be n + 1 offsets from 0 to len(first)");
+            csr(later_off, later, "later_offsets must be n + 1 offsets from 0 to len(later)");
+            py::gil_scoped_release nogil;
+            s.append_tiled(n, chunks, block_stride, src.data(), op.data(), dst.data(),
+                           lo.data(), hi.data(), first_off.data(), first.data(),
+                           later_off.data(), later.data());
+          },
+          py::arg("src"), py::arg("op"), py::arg("dst"), py::arg("lo"), py::arg("hi"),
+          py::arg("first_offsets"), py::arg("first"), py::arg("later_offsets"),
+          py::arg("later"), py::arg("chunks"), py::arg("block_stride"),
+          "Append `chunks` copies of one chunk's transfers (Schedule::append_tiled).")
+      .def(
           "add_transfer",
           [](Schedule& s, RankId src, const std::vector<RankId>& dsts,
              const std::vector<std::pair<BlockId, BlockId>>& ranges, const std::string& op,

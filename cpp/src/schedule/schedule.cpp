@@ -429,6 +429,63 @@ void Schedule::append_csr_from(std::int64_t n, const I* src, const std::uint8_t*
   }
 }
 
+// Copies 0 and 1 go through append_csr's checks; the rest are shifted
+// copies of copy 1, written straight into the arrays (schedule.hpp).
+void Schedule::append_tiled(std::int64_t n, std::int64_t chunks, std::int64_t block_stride,
+                            const std::int64_t* src, const std::uint8_t* op,
+                            const std::int64_t* dst, const std::int64_t* lo,
+                            const std::int64_t* hi, const std::int64_t* first_off,
+                            const std::int64_t* first, const std::int64_t* later_off,
+                            const std::int64_t* later) {
+  if (n < 0 || chunks < 0 || block_stride < 0)
+    throw std::invalid_argument("append_tiled: negative count, chunks or block stride");
+  if (n == 0 || chunks == 0) return;
+  if (chunks > kMaxTransfers / n || num_transfers() + n * chunks > kMaxTransfers)
+    throw std::length_error("a schedule holds at most " + std::to_string(kMaxTransfers) +
+                            " transfers");
+  // the last copy's blocks, checked before anything is added (a range
+  // that is malformed in copy 0 already is reported by copy 0's append)
+  const std::int64_t shift = (chunks - 1) * block_stride;
+  for (std::int64_t i = 0; i < n; ++i)
+    if (lo[i] >= 0 && lo[i] < hi[i] && hi[i] > num_blocks() - shift) {
+      const std::int64_t index = num_transfers() + (chunks - 1) * n + i;
+      throw bad_range(at(index), index, lo[i] + shift, hi[i] + shift, num_blocks());
+    }
+  append_csr_from(n, src, op, nullptr, dst, nullptr, lo, hi, first_off, first, 0);
+  if (chunks == 1) return;
+  std::vector<std::int64_t> lo1(lo, lo + n), hi1(hi, hi + n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    lo1[static_cast<std::size_t>(i)] += block_stride;
+    hi1[static_cast<std::size_t>(i)] += block_stride;
+  }
+  append_csr_from(n, src, op, nullptr, dst, nullptr, lo1.data(), hi1.data(), later_off, later,
+                  0);
+  const std::int64_t rest = (chunks - 2) * n;
+  grow(src_, rest);
+  grow(op_, rest);
+  grow(dst_, rest);
+  ranges_.grow(rest);
+  grow(dep_, (chunks - 2) * later_off[n]);
+  for (std::int64_t c = 2; c < chunks; ++c) {
+    const auto blocks = static_cast<BlockId>(c * block_stride);
+    const auto ids = static_cast<TransferId>((c - 1) * n);
+    for (std::int64_t i = 0; i < n; ++i) {
+      // every value below equals one checked in copy 0 or 1, or one shifted
+      // within the bounds checked above
+      src_.push_back(static_cast<RankId>(src[i]));
+      op_.push_back(op[i]);
+      dst_.push_back(static_cast<RankId>(dst[i]));
+      dst_off_.push(static_cast<std::int64_t>(dst_.size()));
+      ranges_.push_back(BlockRange{static_cast<BlockId>(lo[i]) + blocks,
+                                   static_cast<BlockId>(hi[i]) + blocks});
+      range_off_.push(ranges_.size());
+      for (std::int64_t a = later_off[i]; a < later_off[i + 1]; ++a)
+        dep_.push_back(static_cast<TransferId>(later[a]) + ids);
+      dep_off_.push(static_cast<std::int64_t>(dep_.size()));
+    }
+  }
+}
+
 // A whole schedule from arrays (deserialisation, interop). Unlike the other
 // ways in, a dependency may point forward here (imported schedules need not
 // be in dependency order): backward_deps_ records whether every dependency

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["cell_deps", "last_before", "tiled_cell_deps"]
+__all__ = ["cell_deps", "chunk_cell_deps", "last_before", "tiled_cell_deps"]
 
 
 def last_before(
@@ -120,6 +120,47 @@ def cell_deps(
     return _csr_union(T, np.concatenate(rows), np.concatenate(vals))
 
 
+def chunk_cell_deps(
+    ranks: int,
+    num_blocks: int,
+    chunks: int,
+    blocks_per_chunk: int,
+    src: np.ndarray,
+    dst: np.ndarray,
+    block: np.ndarray,
+    stream: np.ndarray,
+) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """The two lists of :func:`tiled_cell_deps`, untiled: chunk 0's and chunk 1's.
+
+    Returns ``((flat0, off0), (flat1, off1))``: CSR dependency lists of the
+    ``E`` transfers of chunk 0 and of chunk 1 (ids of the whole program,
+    offsets from 0). Chunk ``c >= 2``'s lists are chunk 1's shifted by
+    ``(c - 1) E`` ids, which :meth:`wafercoll.kit.Program.tile` writes
+    without making them. With one chunk the second pair is empty lists.
+    """
+    src = np.asarray(src, np.int64)
+    dst = np.asarray(dst, np.int64)
+    block = np.asarray(block, np.int64)
+    stream = np.asarray(stream, np.int64)
+    E = src.size
+    two = min(int(chunks), 2)
+    blk2 = np.tile(block, two) + np.repeat(np.arange(two) * blocks_per_chunk, E)
+    flat, off = cell_deps(
+        ranks,
+        num_blocks,
+        np.tile(src, two),
+        np.tile(dst, two),
+        blk2,
+        blk2 + 1,
+        np.tile(stream, two),
+    )
+    first = (flat[: off[E]], np.asarray(off[: E + 1] - off[0], np.int64))
+    if two < 2:
+        return first, (np.zeros(0, np.int64), np.zeros(E + 1, np.int64))
+    later = (flat[off[E] :], np.asarray(off[E:] - off[E], np.int64))
+    return first, later
+
+
 def tiled_cell_deps(
     ranks: int,
     num_blocks: int,
@@ -137,49 +178,33 @@ def tiled_cell_deps(
     block`` and follows chunk ``c - 1`` in program order. Chunks touch
     disjoint blocks, so only stream order links them, and the dependencies
     of chunk ``c >= 1`` are those of chunk 1 shifted by ``c - 1`` chunks:
-    they are computed on two chunks and tiled (the same result as
-    :func:`cell_deps` on the whole program, in time linear in ``chunks``).
+    they are computed on two chunks (:func:`chunk_cell_deps`) and tiled (the
+    same result as :func:`cell_deps` on the whole program, in time linear in
+    ``chunks``).
     """
-    src = np.asarray(src, np.int64)
-    dst = np.asarray(dst, np.int64)
-    block = np.asarray(block, np.int64)
-    stream = np.asarray(stream, np.int64)
-    E = src.size
+    E = np.asarray(src).size
     C = int(chunks)
-    two = min(C, 2)
-    blk2 = np.tile(block, two) + np.repeat(np.arange(two) * blocks_per_chunk, E)
-    flat, off = cell_deps(
-        ranks,
-        num_blocks,
-        np.tile(src, two),
-        np.tile(dst, two),
-        blk2,
-        blk2 + 1,
-        np.tile(stream, two),
+    (first, off0), (later, off1) = chunk_cell_deps(
+        ranks, num_blocks, C, blocks_per_chunk, src, dst, block, stream
     )
-    first = flat[: off[E]]
-    cnt0 = np.diff(off[: E + 1])
-    if C > 1:
-        later = flat[off[E] :]  # chunk 1's; chunk c's are shifted by (c - 1) E
-        reps = C - 1
-        # written in place: chunk c's row is chunk 1's shifted by (c - 1) E
-        # (one pass, where tile + repeat + add made three arrays this size)
-        vals = np.empty(first.size + reps * later.size, dtype=np.int64)
-        vals[: first.size] = first
-        np.add(
-            later[None, :],
-            (np.arange(reps, dtype=np.int64) * E)[:, None],
-            out=vals[first.size :].reshape(reps, later.size),
-        )
-        # and chunk c's list ends are chunk 1's, after c - 1 more chunks
-        dep_off = np.empty(C * E + 1, dtype=np.int64)
-        dep_off[: E + 1] = off[: E + 1] - off[0]
-        np.add(
-            np.asarray(off[E + 1 : 2 * E + 1] - off[0], np.int64)[None, :],
-            (np.arange(reps, dtype=np.int64) * later.size)[:, None],
-            out=dep_off[E + 1 :].reshape(reps, E),
-        )
-        return vals, dep_off
-    dep_off = np.zeros(cnt0.size + 1, dtype=np.int64)
-    np.cumsum(cnt0, out=dep_off[1:])
-    return first, dep_off
+    if C <= 1:
+        return first, off0
+    reps = C - 1
+    # written in place: chunk c's row is chunk 1's shifted by (c - 1) E
+    # (one pass, where tile + repeat + add made three arrays this size)
+    vals = np.empty(first.size + reps * later.size, dtype=np.int64)
+    vals[: first.size] = first
+    np.add(
+        later[None, :],
+        (np.arange(reps, dtype=np.int64) * E)[:, None],
+        out=vals[first.size :].reshape(reps, later.size),
+    )
+    # and chunk c's list ends are chunk 1's, after c - 1 more chunks
+    dep_off = np.empty(C * E + 1, dtype=np.int64)
+    dep_off[: E + 1] = off0
+    np.add(
+        (off1[1:] + first.size)[None, :],
+        (np.arange(reps, dtype=np.int64) * later.size)[:, None],
+        out=dep_off[E + 1 :].reshape(reps, E),
+    )
+    return vals, dep_off

@@ -495,6 +495,147 @@ class Program:
             deps = [list(np.atleast_1d(deps))]
         return int(self.step([src], d, blocks, op, deps=deps, **kw)[0])
 
+    def tile(
+        self,
+        src: Any,
+        dst: Any,
+        blocks: Any,
+        op: Any = "copy",
+        *,
+        chunks: int,
+        block_stride: int,
+        deps: tuple[Any, Any],
+        later_deps: tuple[Any, Any] | None = None,
+    ) -> range:
+        """Add ``chunks`` copies of one chunk's transfers (rule ``"explicit"``).
+
+        The pipelining of a program over chunks of its data, written straight
+        into the schedule: copy ``c`` of the ``E`` transfers given moves their
+        blocks shifted by ``c * block_stride``. Copy 0 depends on ``deps``,
+        copy 1 on ``later_deps``, and copy ``c >= 2`` on copy 1's lists
+        shifted by ``(c - 1) E`` ids, so the copies are never made as arrays
+        (:func:`wafercoll.kit.cells.chunk_cell_deps` gives both lists for the
+        ``"cells"`` rule's dependencies of a chunked program). The schedule
+        is what ``chunks`` :meth:`step` calls with the shifted arrays would
+        build.
+
+        Parameters
+        ----------
+        src, dst : int or array_like of int
+            One chunk's sources and (single) destinations.
+        blocks : int, array_like, or (lo, hi)
+            One chunk's block per transfer, or its half-open ranges.
+        op : {"copy", "reduce"} or array_like of {0, 1}
+            Per call or per transfer.
+        chunks : int
+            Copies, >= 0.
+        block_stride : int
+            Blocks between one copy's blocks and the next's, >= 0.
+        deps : (flat, offsets)
+            Copy 0's dependency lists in CSR form (``E + 1`` offsets from 0),
+            ids of the whole program, each list distinct and increasing.
+        later_deps : (flat, offsets), optional
+            Copy 1's lists, likewise; needed when ``chunks > 1``.
+
+        Returns
+        -------
+        range
+            The ids of the new transfers, in order.
+        """
+        if self.rule != "explicit":
+            raise ValueError(
+                f"tile() takes explicit dependencies; this program's rule is "
+                f"{self.rule!r}"
+            )
+        if self._done:
+            raise RuntimeError(
+                "the program's schedule() was taken; start a new Program"
+            )
+        C = as_int(chunks, "chunks", 0)
+        stride = as_int(block_stride, "block_stride", 0)
+        src_a, dst_a = _i64(src), _i64(dst)
+        E = max(src_a.size, dst_a.size)
+        if isinstance(blocks, tuple):
+            lo, hi = _i64(blocks[0]), _i64(blocks[1])
+        else:
+            lo = _i64(blocks)
+            hi = lo + 1
+        E = max(E, lo.size, hi.size)
+        src_a, dst_a, lo, hi = (
+            np.broadcast_to(a, (E,)) if a.size == 1 else a
+            for a in (src_a, dst_a, lo, hi)
+        )
+        if not src_a.size == dst_a.size == lo.size == hi.size == E:
+            raise ValueError(
+                "src, dst and blocks must describe the same number of transfers"
+            )
+        if isinstance(op, str) or np.ndim(op) == 0:
+            code = _OPS.get(op if isinstance(op, str) else int(op))
+            if code is None:
+                raise ValueError(f"op must be 'copy' or 'reduce', got {op!r}")
+            op_a = np.full(E, code, dtype=np.uint8)
+        else:
+            op_a = np.asarray(op).astype(np.uint8).ravel()
+            if op_a.size != E:
+                raise ValueError(f"op must have one entry per transfer ({E})")
+        if E == 0 or C == 0:
+            return range(self.count, self.count)
+        _checked(src_a, self.ranks, "src")
+        _checked(dst_a, self.ranks, "dst")
+        _checked(lo, self.num_blocks, "blocks")
+        last = int(hi.max()) + (C - 1) * stride
+        if last > self.num_blocks:
+            raise ValueError(
+                f"blocks: copy {C - 1} of {C} (block_stride {stride}) reaches block "
+                f"{last - 1}, outside [0, {self.num_blocks})"
+            )
+
+        def csr(d: Any, what: str) -> tuple[np.ndarray, np.ndarray]:
+            if not (isinstance(d, tuple) and len(d) == 2):
+                raise TypeError(f"{what} must be CSR lists (flat, offsets)")
+            flat, off = _i64(d[0]), _i64(d[1])
+            if off.size != E + 1 or int(off[0]) != 0 or int(off[-1]) != flat.size:
+                raise ValueError(
+                    f"{what}: offsets must be {E + 1} values from 0 to len(flat)"
+                )
+            return np.ascontiguousarray(flat), np.ascontiguousarray(off)
+
+        first, first_off = csr(deps, "deps")
+        if C > 1:
+            if later_deps is None:
+                raise ValueError("later_deps is needed when chunks > 1")
+            later, later_off = csr(later_deps, "later_deps")
+        else:
+            later, later_off = np.zeros(0, np.int64), np.zeros(E + 1, np.int64)
+        self._num_deps += first.size + (C - 1) * later.size
+        if self._num_deps > self.max_dependencies:
+            raise ValueError(
+                f"{self.name or 'program'}: more than {self.max_dependencies} "
+                "dependencies; use fewer ranks or blocks"
+            )
+        try:
+            self._schedule._core.append_tiled(
+                np.ascontiguousarray(src_a),
+                op_a,
+                np.ascontiguousarray(dst_a),
+                np.ascontiguousarray(lo),
+                np.ascontiguousarray(hi),
+                first_off,
+                first,
+                later_off,
+                later,
+                C,
+                stride,
+            )
+        except (ValueError, IndexError, OverflowError) as exc:
+            self._done = True  # a partial copy may have been added
+            if isinstance(exc, ScheduleError):
+                raise
+            raise ScheduleError(str(exc)) from exc
+        ids = range(self.count, self.count + C * E)
+        self.count += C * E
+        return ids
+
     # -- rules -----------------------------------------------------------------
     def _sendrecv(
         self,

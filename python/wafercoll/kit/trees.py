@@ -27,7 +27,7 @@ import numpy as np
 
 from .._util import as_int
 from ..schedule import Schedule
-from .cells import tiled_cell_deps
+from .cells import chunk_cell_deps
 from .program import Program
 
 __all__ = ["tree_depths", "tree_reduce", "trees_program"]
@@ -120,7 +120,8 @@ def trees_program(
     Schedule
         The program of one chunk repeated chunk after chunk. Chunks touch
         disjoint blocks, so the ``"cells"`` dependencies of the whole program
-        are those of two chunks, tiled (:func:`wafercoll.kit.cells.tiled_cell_deps`).
+        are those of two chunks, tiled (:func:`wafercoll.kit.cells.chunk_cell_deps`,
+        :meth:`wafercoll.kit.Program.tile`).
 
     Examples
     --------
@@ -153,14 +154,9 @@ def trees_program(
             )
         root = roots[0]
     t = _template(par, phase)
-    deps = tiled_cell_deps(
+    first, later = chunk_cell_deps(
         p, sizes.size, chunks, K, t["src"], t["dst"], t["block"], t["stream"]
     )
-    # chunk c moves block c K + b: one pass, no tiled intermediate
-    blocks = (
-        np.asarray(t["block"], np.int64)[None, :]
-        + (np.arange(chunks, dtype=np.int64) * K)[:, None]
-    ).ravel()
     owners = np.tile(np.asarray(roots, np.int64), chunks)
     prog = Program(
         p,
@@ -172,12 +168,16 @@ def trees_program(
         participants=participants,
         name=name,
     )
-    prog.step(
-        np.tile(t["src"], chunks),
-        np.tile(t["dst"], chunks),
-        blocks,
-        np.tile(t["op"], chunks),
-        deps=deps,
+    # chunk c moves block c K + b, written straight into the schedule
+    prog.tile(
+        t["src"],
+        t["dst"],
+        t["block"],
+        t["op"],
+        chunks=chunks,
+        block_stride=K,
+        deps=first,
+        later_deps=later,
     )
     return prog.schedule()
 

@@ -143,6 +143,22 @@ class Schedule {
                   const std::int64_t* hi, const std::int64_t* dep_off,
                   const std::int64_t* deps, std::int64_t dep_width = 0);
 
+  // Bulk append of `chunks` copies of one chunk's program (the pipelining
+  // of a schedule over chunks of its data, written once): n transfers of one
+  // destination and one block range each; copy c moves blocks [lo + c s,
+  // hi + c s) for s = block_stride. Copy 0 depends on first (CSR, first_off
+  // relative to the batch), copy 1 on later (later_off likewise), both as
+  // ids of the whole schedule; copy c >= 2 on copy 1's lists shifted by
+  // (c - 1) n. Copies 0 and 1 are checked as by append_csr. A shift keeps a
+  // list distinct, increasing and below its own transfer, so once the last
+  // copy's blocks are checked to lie in range the later copies are written
+  // without a check per transfer.
+  void append_tiled(std::int64_t n, std::int64_t chunks, std::int64_t block_stride,
+                    const std::int64_t* src, const std::uint8_t* op, const std::int64_t* dst,
+                    const std::int64_t* lo, const std::int64_t* hi,
+                    const std::int64_t* first_off, const std::int64_t* first,
+                    const std::int64_t* later_off, const std::int64_t* later);
+
   // Bulk construction from CSR arrays (JSON import). Dependencies may point
   // forward (cycles are reported by the verifier); everything else is checked
   // like add_transfer, with errors naming the transfer index and field.
