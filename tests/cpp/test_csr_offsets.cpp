@@ -3,7 +3,10 @@
 // form, whichever transfer first breaks the one-destination pattern.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <random>
+#include <string>
 #include <vector>
 
 #include "wafercoll/errors.hpp"
@@ -392,5 +395,95 @@ TEST(CsrOffsets, Int64BatchMatchesInt32AndChecksBeforeNarrowing) {
                  ScheduleError)
         << "field " << field;
     EXPECT_EQ(c.num_transfers(), 3);
+  }
+}
+
+// append_csr's inline path for one destination and one range against
+// add_transfer, transfer by transfer, on random batches with faults: the
+// same transfers are kept, in the same form, and a fault is reported at the
+// same transfer (padded rows of up to 10 candidates, with -1s, repeats and
+// any order; CSR lists in any order).
+TEST(CsrOffsets, InlineBatchPathMatchesAddTransfer) {
+  std::mt19937 rng(7);
+  auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  const std::int64_t ranks = 5, blocks = 6;
+  for (int round = 0; round < 300; ++round) {
+    const std::int64_t n = pick(1, 12), width = pick(0, 10);
+    const bool csr = round % 3 == 0;
+    std::vector<std::int64_t> src(n), dst(n), lo(n), hi(n), deps, dep_off{0};
+    std::vector<std::uint8_t> op(n);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const bool bad = pick(0, 40) == 0;  // now and then a fault of some kind
+      src[i] = pick(0, ranks - 1);
+      dst[i] = (src[i] + pick(1, ranks - 1)) % ranks;
+      lo[i] = pick(0, blocks - 1);
+      hi[i] = pick(lo[i] + 1, blocks);
+      op[i] = static_cast<std::uint8_t>(pick(0, 1));
+      if (bad) {
+        switch (pick(0, 3)) {
+          case 0: dst[i] = src[i]; break;
+          case 1: hi[i] = lo[i]; break;
+          case 2: op[i] = 2; break;
+          default: src[i] = ranks; break;
+        }
+      }
+      if (csr) {  // up to 3 distinct earlier ids in any order, now and then a bad one
+        std::vector<std::int64_t> row;
+        for (std::int64_t v = 0; v < i; ++v)
+          if (pick(0, 2) == 0) row.push_back(v);
+        if (row.size() > 3) row.resize(3);
+        std::shuffle(row.begin(), row.end(), rng);
+        if (pick(0, 30) == 0) row.push_back(pick(0, 1) ? -1 : i);
+        deps.insert(deps.end(), row.begin(), row.end());
+        dep_off.push_back(static_cast<std::int64_t>(deps.size()));
+      } else {  // candidates: -1 (none), repeats, any order; now and then itself
+        for (std::int64_t a = 0; a < width; ++a) deps.push_back(pick(-1, i - 1));
+        if (width > 0 && pick(0, 60) == 0) deps.back() = i;
+      }
+    }
+    Schedule fast(static_cast<RankId>(ranks), std::vector<Bytes>(blocks, 8), Collective{});
+    Schedule slow = fast;
+    std::string fast_error, slow_error;
+    try {
+      fast.append_csr(n, src.data(), op.data(), nullptr, dst.data(), nullptr, lo.data(),
+                      hi.data(), csr ? dep_off.data() : nullptr, deps.data(),
+                      csr ? 0 : width);
+    } catch (const std::exception& e) {
+      fast_error = e.what();
+    }
+    try {
+      for (std::int64_t i = 0; i < n; ++i) {
+        std::vector<TransferId> d;
+        if (csr) {
+          for (std::int64_t a = dep_off[i]; a < dep_off[i + 1]; ++a)
+            d.push_back(static_cast<TransferId>(deps[a]));
+        } else {
+          for (std::int64_t a = i * width; a < (i + 1) * width; ++a)
+            if (deps[a] >= 0 &&
+                std::find(d.begin(), d.end(), static_cast<TransferId>(deps[a])) == d.end())
+              d.push_back(static_cast<TransferId>(deps[a]));
+          std::sort(d.begin(), d.end());
+        }
+        if (src[i] < 0 || src[i] >= ranks || dst[i] < 0 || dst[i] >= ranks)
+          throw ScheduleError("field", "rank out of range", i);
+        slow.add_transfer(static_cast<RankId>(src[i]), {static_cast<RankId>(dst[i])},
+                          {BlockRange{static_cast<BlockId>(lo[i]), static_cast<BlockId>(hi[i])}},
+                          op[i] > 1 ? static_cast<Op>(7) : static_cast<Op>(op[i]), d);
+      }
+    } catch (const std::exception& e) {
+      slow_error = e.what();
+    }
+    ASSERT_EQ(fast.num_transfers(), slow.num_transfers()) << "round " << round;
+    EXPECT_EQ(fast_error.empty(), slow_error.empty()) << "round " << round << ": " << fast_error;
+    EXPECT_EQ(fast.src_array(), slow.src_array());
+    EXPECT_EQ(fast.op_array(), slow.op_array());
+    EXPECT_EQ(fast.dst_array(), slow.dst_array());
+    EXPECT_EQ(fast.dep_array(), slow.dep_array());
+    for (TransferId t = 0; t < fast.num_transfers(); ++t) {
+      EXPECT_EQ(fast.range_list()[t], slow.range_list()[t]);
+      EXPECT_EQ(fast.dep_offsets()[t + 1], slow.dep_offsets()[t + 1]);
+    }
   }
 }

@@ -370,10 +370,56 @@ void Schedule::append_csr_from(std::int64_t n, const I* src, const std::uint8_t*
   grow(op_, n);
   grow(dst_, dst_off ? dst_off[n] : n);
   ranges_.grow(rng_off ? rng_off[n] : n);
-  if (dep_off) grow(dep_, dep_off[n]);
+  if (dep_off)
+    grow(dep_, dep_off[n]);
+  else
+    grow(dep_, n * std::min<std::int64_t>(dep_width, 2));
   std::vector<BlockRange> ranges;
+  // The common transfer (one destination, one range, at most kFastWidth
+  // candidate dependencies) is checked and appended inline; any fault sends
+  // it through the general path below, which reports it.
+  constexpr std::int64_t kFastWidth = 8;
+  const bool fast = !dst_off && !rng_off && (dep_off || dep_width <= kFastWidth);
+  const std::int64_t nr = num_ranks_, nb = num_blocks();
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int64_t index = num_transfers();
+    if (fast) {
+      const std::int64_t sr = src[i], ds = dsts[i], l = lo[i], h = hi[i];
+      bool ok = sr >= 0 && sr < nr && ds >= 0 && ds < nr && sr != ds && l >= 0 && l < h &&
+                h <= nb && op[i] <= 1;
+      I cand[kFastWidth];
+      const I* dl = cand;
+      std::int64_t k = 0;
+      if (dep_off) {
+        dl = deps + dep_off[i];
+        k = dep_off[i + 1] - dep_off[i];
+      } else {
+        // distinct candidates >= 0, sorted (insertion sort: a few at most)
+        for (std::int64_t a = i * dep_width; a < (i + 1) * dep_width; ++a) {
+          const I x = deps[a];
+          if (x < 0) continue;
+          std::int64_t j = k;
+          while (j > 0 && cand[j - 1] > x) --j;
+          if (j > 0 && cand[j - 1] == x) continue;
+          for (std::int64_t m = k; m > j; --m) cand[m] = cand[m - 1];
+          cand[j] = x;
+          ++k;
+        }
+      }
+      for (std::int64_t a = 0; a < k && ok; ++a)
+        ok = dl[a] >= 0 && dl[a] < index && (a == 0 || dl[a] > dl[a - 1]);
+      if (ok) {
+        src_.push_back(static_cast<RankId>(sr));
+        op_.push_back(op[i]);
+        dst_.push_back(static_cast<RankId>(ds));
+        dst_off_.push(static_cast<std::int64_t>(dst_.size()));
+        ranges_.push_back(BlockRange{static_cast<BlockId>(l), static_cast<BlockId>(h)});
+        range_off_.push(ranges_.size());
+        for (std::int64_t a = 0; a < k; ++a) dep_.push_back(static_cast<TransferId>(dl[a]));
+        dep_off_.push(static_cast<std::int64_t>(dep_.size()));
+        continue;
+      }
+    }
     const std::int64_t d0 = dst_off ? dst_off[i] : i, d1 = dst_off ? dst_off[i + 1] : i + 1;
     check_transfer_fields(index, src[i], dsts + d0, dsts + d1);
     if (op[i] > 1)
