@@ -186,6 +186,19 @@ def _sorted_csr(deps: tuple[Any, Any], n: int) -> tuple[np.ndarray, np.ndarray] 
     return flat, off
 
 
+def _op_codes(op: Any, t: int) -> np.ndarray:
+    """The op code (0 copy, 1 reduce) of each of ``t`` transfers, as uint8."""
+    if isinstance(op, str) or np.ndim(op) == 0:
+        code = _OPS.get(op if isinstance(op, str) else int(op))
+        if code is None:
+            raise ValueError(f"op must be 'copy' or 'reduce', got {op!r}")
+        return np.full(t, code, dtype=np.uint8)
+    op_a = np.asarray(op).astype(np.uint8).ravel()
+    if op_a.size != t:
+        raise ValueError(f"op must have one entry per transfer ({t})")
+    return op_a
+
+
 def _checked(a: np.ndarray, bound: int, what: str) -> np.ndarray:
     """``a``, checked to lie in ``[0, bound)``.
 
@@ -394,15 +407,7 @@ class Program:
                 raise ValueError(f"blocks must give one range per transfer ({t})")
             nrng = None
         # -- op
-        if isinstance(op, str) or np.ndim(op) == 0:
-            code = _OPS.get(op if isinstance(op, str) else int(op))
-            if code is None:
-                raise ValueError(f"op must be 'copy' or 'reduce', got {op!r}")
-            op_a = np.full(t, code, dtype=np.uint8)
-        else:
-            op_a = np.asarray(op).astype(np.uint8).ravel()
-            if op_a.size != t:
-                raise ValueError(f"op must have one entry per transfer ({t})")
+        op_a = _op_codes(op, t)
         # checked before the rule's state moves; the core's types (ranks,
         # blocks and ids fit in int32)
         src_c = _checked(src_a, self.ranks, "src")
@@ -569,15 +574,7 @@ class Program:
             raise ValueError(
                 "src, dst and blocks must describe the same number of transfers"
             )
-        if isinstance(op, str) or np.ndim(op) == 0:
-            code = _OPS.get(op if isinstance(op, str) else int(op))
-            if code is None:
-                raise ValueError(f"op must be 'copy' or 'reduce', got {op!r}")
-            op_a = np.full(E, code, dtype=np.uint8)
-        else:
-            op_a = np.asarray(op).astype(np.uint8).ravel()
-            if op_a.size != E:
-                raise ValueError(f"op must have one entry per transfer ({E})")
+        op_a = _op_codes(op, E)
         if E == 0 or C == 0:
             return range(self.count, self.count)
         _checked(src_a, self.ranks, "src")
