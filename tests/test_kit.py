@@ -200,6 +200,75 @@ def test_tile_errors_name_the_problem() -> None:
         p.tile(*args, chunks=1, block_stride=2, deps=none)
 
 
+@pytest.mark.parametrize("rule", ["sendrecv", "step", "cells"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_steps_equals_one_step_call_per_slice(rule: str, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    ranks, blocks = 7, 5
+    sizes = rng.integers(0, 9, rng.integers(1, 12))  # empty steps too
+    off = np.concatenate([[0], np.cumsum(sizes)])
+    T = int(off[-1])
+    src = rng.integers(0, ranks, T)  # a rank may send twice in one step
+    dst = (src + rng.integers(1, ranks, T)) % ranks
+    lo = rng.integers(0, blocks, T)
+    hi = np.minimum(lo + rng.integers(1, 3, T), blocks)
+    op = rng.integers(0, 2, T)
+    st = rng.integers(-1, 2, T)
+
+    def program() -> kit.Program:
+        p = kit.Program(ranks, [4] * blocks, rule=rule)
+        p.step([0, 1], [1, 2], 0, "reduce")  # state from before the batch
+        return p
+
+    one = program()
+    for a, b in zip(off[:-1], off[1:], strict=True):
+        if b > a:
+            one.step(src[a:b], dst[a:b], (lo[a:b], hi[a:b]), op[a:b], stream=st[a:b])
+    many = program()
+    ids = many.steps(src, dst, (lo, hi), op, offsets=off, stream=st)
+    assert ids.tolist() == list(range(2, 2 + T))
+    assert many.schedule().to_dict() == one.schedule().to_dict()
+
+
+def test_steps_under_sendrecv_matches_the_ring_it_replaced() -> None:
+    # the ring of kit.ring_allreduce, one step() per step (as it was written)
+    for p, g in ((1, 1), (2, 1), (5, 1), (6, 3), (9, 2)):
+        order = np.arange(p * g).reshape(g, p)
+        ref = kit.Program(p * g, kit.split_bytes(1 << 12, p), rule="sendrecv")
+        for st in kit.ring_steps(order):
+            ref.step(st.src, st.dst, st.block, st.op)
+        new = kit.Program(p * g, kit.split_bytes(1 << 12, p), rule="sendrecv")
+        kit.ring_allreduce(new, order)
+        a, b = new.schedule(), ref.schedule()
+        assert a.to_dict() == b.to_dict()
+        if p > 1 and g == 1:
+            assert wc.verify(a).ok
+
+
+def test_steps_errors_name_the_problem() -> None:
+    def prog() -> kit.Program:
+        return kit.Program(3, [4] * 3, rule="sendrecv")
+
+    with pytest.raises(ValueError, match="offsets must start at 0"):
+        prog().steps([0, 1], [1, 2], 0, offsets=[1, 2])
+    with pytest.raises(ValueError, match="offsets must start at 0"):
+        prog().steps([0, 1], [1, 2], 0, offsets=[0, 2, 1])
+    with pytest.raises(ValueError, match=r"offsets\[-1\] = 3 transfers"):
+        prog().steps([0, 1], [1, 2], 0, offsets=[0, 3])
+    with pytest.raises(TypeError, match="Multi or Ranges"):
+        prog().steps([0], kit.Multi.of([[1, 2]]), 0, offsets=[0, 1])
+    with pytest.raises(ValueError, match="dst holds 3"):
+        prog().steps([0, 1], [1, 3], 0, offsets=[0, 2])
+    with pytest.raises(ValueError, match="op must be"):
+        prog().steps([0, 1], [1, 2], 0, "sum", offsets=[0, 2])
+    p = prog()
+    with pytest.raises(wc.ScheduleError, match="source rank"):
+        p.steps([0, 1, 2], [1, 2, 2], 0, offsets=[0, 1, 3])
+    assert p.count == 0
+    with pytest.raises(RuntimeError, match="schedule"):
+        p.steps([0], [1], 0, offsets=[0, 1])
+
+
 def test_explicit_rule_and_multicast_and_ranges() -> None:
     prog = kit.Program(4, [2, 2, 2], "broadcast", root=0, rule="explicit")
     t0 = prog.send(0, [1, 2], (0, 3))

@@ -203,6 +203,39 @@ void bind_schedule(py::module_& m) {
           py::arg("later"), py::arg("chunks"), py::arg("block_stride"),
           "Append `chunks` copies of one chunk's transfers (Schedule::append_tiled).")
       .def(
+          "append_sendrecv",
+          [](Schedule& s, const I64Array& src, const py::array& op_in, const I64Array& dst,
+             const I64Array& lo, const I64Array& hi, const I64Array& step_off,
+             py::array_t<std::int64_t, py::array::c_style> last_in,
+             py::array_t<std::int64_t, py::array::c_style> last_out) {
+            const auto op =
+                py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>::ensure(
+                    op_in);
+            if (!op) throw py::error_already_set();
+            const std::int64_t n = src.size();
+            auto need = [](bool ok, const char* what) {
+              if (!ok) throw std::invalid_argument(std::string("append_sendrecv: ") + what);
+            };
+            need(op.size() == n && dst.size() == n && lo.size() == n && hi.size() == n,
+                 "src, op, dst, lo and hi must have one entry per transfer");
+            need(step_off.size() >= 1, "step_offsets must hold at least one entry");
+            need(last_in.size() == s.num_ranks() && last_out.size() == s.num_ranks(),
+                 "last_in and last_out must have one entry per rank");
+            const std::int64_t* o = step_off.data();
+            const std::int64_t steps = step_off.size() - 1;
+            need(o[0] == 0 && o[steps] == n, "step_offsets must run from 0 to n");
+            for (std::int64_t j = 0; j < steps; ++j)
+              need(o[j] <= o[j + 1], "step_offsets must not decrease");
+            std::int64_t* li = last_in.mutable_data();
+            std::int64_t* lo_ = last_out.mutable_data();
+            py::gil_scoped_release nogil;
+            s.append_sendrecv(n, src.data(), op.data(), dst.data(), lo.data(), hi.data(),
+                              steps, o, li, lo_);
+          },
+          py::arg("src"), py::arg("op"), py::arg("dst"), py::arg("lo"), py::arg("hi"),
+          py::arg("step_offsets"), py::arg("last_in"), py::arg("last_out"),
+          "Append steps under the sendrecv rule (Schedule::append_sendrecv).")
+      .def(
           "add_transfer",
           [](Schedule& s, RankId src, const std::vector<RankId>& dsts,
              const std::vector<std::pair<BlockId, BlockId>>& ranges, const std::string& op,

@@ -123,6 +123,10 @@ class Schedule:
         """
         Append transfers in CSR form (offsets relative to the batch; None: one each).
         """
+    def append_sendrecv(self, src: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], op: numpy.ndarray, dst: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], lo: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], hi: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], step_offsets: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], last_in: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], last_out: typing.Annotated[numpy.typing.ArrayLike, numpy.int64]) -> None:
+        """
+        Append steps under the sendrecv rule (Schedule::append_sendrecv).
+        """
     def append_tiled(self, src: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], op: numpy.ndarray, dst: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], lo: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], hi: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], first_offsets: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], first: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], later_offsets: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], later: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], chunks: typing.SupportsInt | typing.SupportsIndex, block_stride: typing.SupportsInt | typing.SupportsIndex) -> None:
         """
         Append `chunks` copies of one chunk's transfers (Schedule::append_tiled).

@@ -444,6 +444,10 @@ TEST(CsrOffsets, InlineBatchPathMatchesAddTransfer) {
       }
     }
     Schedule fast(static_cast<RankId>(ranks), std::vector<Bytes>(blocks, 8), Collective{});
+    if (round % 2 == 1) {  // a multicast first: destinations run ahead of transfers
+      fast.add_transfer(0, {1, 2, 3}, {BlockRange{0, 2}}, Op::copy, {});
+      fast.add_transfer(4, {1}, {BlockRange{1, 2}}, Op::copy, {0});
+    }
     Schedule slow = fast;
     std::string fast_error, slow_error;
     try {
@@ -484,6 +488,7 @@ TEST(CsrOffsets, InlineBatchPathMatchesAddTransfer) {
     for (TransferId t = 0; t < fast.num_transfers(); ++t) {
       EXPECT_EQ(fast.range_list()[t], slow.range_list()[t]);
       EXPECT_EQ(fast.dep_offsets()[t + 1], slow.dep_offsets()[t + 1]);
+      EXPECT_EQ(fast.dst_offsets()[t + 1], slow.dst_offsets()[t + 1]);
     }
   }
 }

@@ -351,6 +351,73 @@ void Schedule::append_csr(std::int64_t n, const std::int64_t* src, const std::ui
   append_csr_from(n, src, op, dst_off, dsts, rng_off, lo, hi, dep_off, deps, dep_width);
 }
 
+// The inline path of append_csr_from (schedule.hpp): transfers with one
+// destination and one range, their candidate dependencies sorted in a small
+// array, written into the arrays sized for the batch at once. Returns how
+// many it appended: it stops at the first transfer that fails a check.
+template <typename I>
+std::int64_t Schedule::append_simple(std::int64_t n, const I* src, const std::uint8_t* op,
+                                     const I* dsts, const I* lo, const I* hi,
+                                     const std::int64_t* dep_off, const I* deps,
+                                     std::int64_t dep_width) {
+  // (destinations and dependencies may run ahead of the transfers: a
+  // multicast has several, a transfer any number of dependencies)
+  const std::size_t t0 = src_.size(), d0 = dst_.size(), e0 = dep_.size();
+  const std::int64_t most = dep_off ? dep_off[n] : n * dep_width;
+  src_.resize(t0 + static_cast<std::size_t>(n));
+  op_.resize(t0 + static_cast<std::size_t>(n));
+  dst_.resize(d0 + static_cast<std::size_t>(n));
+  dep_.resize(e0 + static_cast<std::size_t>(most));
+  RankId* out_src = src_.data() + t0;
+  std::uint8_t* out_op = op_.data() + t0;
+  RankId* out_dst = dst_.data() + d0;
+  TransferId* out_dep = dep_.data() + e0;
+  const std::int64_t nr = num_ranks_, nb = num_blocks();
+  std::int64_t i = 0, e = 0;
+  for (; i < n; ++i) {
+    const std::int64_t index = static_cast<std::int64_t>(t0) + i;
+    const std::int64_t sr = src[i], ds = dsts[i], l = lo[i], h = hi[i];
+    bool ok = sr >= 0 && sr < nr && ds >= 0 && ds < nr && sr != ds && l >= 0 && l < h &&
+              h <= nb && op[i] <= 1;
+    I cand[kFastWidth];
+    const I* dl = cand;
+    std::int64_t k = 0;
+    if (dep_off) {
+      dl = deps + dep_off[i];
+      k = dep_off[i + 1] - dep_off[i];
+    } else {
+      // distinct candidates >= 0, sorted (insertion sort: a few at most)
+      for (std::int64_t a = i * dep_width; a < (i + 1) * dep_width; ++a) {
+        const I x = deps[a];
+        if (x < 0) continue;
+        std::int64_t j = k;
+        while (j > 0 && cand[j - 1] > x) --j;
+        if (j > 0 && cand[j - 1] == x) continue;
+        for (std::int64_t m = k; m > j; --m) cand[m] = cand[m - 1];
+        cand[j] = x;
+        ++k;
+      }
+    }
+    for (std::int64_t a = 0; a < k && ok; ++a)
+      ok = dl[a] >= 0 && dl[a] < index && (a == 0 || dl[a] > dl[a - 1]);
+    if (!ok) break;
+    out_src[i] = static_cast<RankId>(sr);
+    out_op[i] = op[i];
+    out_dst[i] = static_cast<RankId>(ds);
+    dst_off_.push(static_cast<std::int64_t>(d0) + i + 1);
+    ranges_.push_back(BlockRange{static_cast<BlockId>(l), static_cast<BlockId>(h)});
+    range_off_.push(ranges_.size());
+    for (std::int64_t a = 0; a < k; ++a) out_dep[e + a] = static_cast<TransferId>(dl[a]);
+    e += k;
+    dep_off_.push(static_cast<std::int64_t>(e0) + e);
+  }
+  src_.resize(t0 + static_cast<std::size_t>(i));
+  op_.resize(t0 + static_cast<std::size_t>(i));
+  dst_.resize(d0 + static_cast<std::size_t>(i));
+  dep_.resize(e0 + static_cast<std::size_t>(e));
+  return i;
+}
+
 template <typename I>
 void Schedule::append_csr_from(std::int64_t n, const I* src, const std::uint8_t* op,
                                const std::int64_t* dst_off, const I* dsts,
@@ -370,56 +437,17 @@ void Schedule::append_csr_from(std::int64_t n, const I* src, const std::uint8_t*
   grow(op_, n);
   grow(dst_, dst_off ? dst_off[n] : n);
   ranges_.grow(rng_off ? rng_off[n] : n);
-  if (dep_off)
-    grow(dep_, dep_off[n]);
-  else
-    grow(dep_, n * std::min<std::int64_t>(dep_width, 2));
+  grow(dep_, dep_off ? dep_off[n] : n * dep_width);
   std::vector<BlockRange> ranges;
-  // The common transfer (one destination, one range, at most kFastWidth
-  // candidate dependencies) is checked and appended inline; any fault sends
-  // it through the general path below, which reports it.
-  constexpr std::int64_t kFastWidth = 8;
-  const bool fast = !dst_off && !rng_off && (dep_off || dep_width <= kFastWidth);
-  const std::int64_t nr = num_ranks_, nb = num_blocks();
-  for (std::int64_t i = 0; i < n; ++i) {
+  // The common transfers (one destination, one range, at most kFastWidth
+  // candidate dependencies) are checked and written inline; the first that
+  // fails a check, and every one after it, takes the general path below,
+  // which reports the fault.
+  const std::int64_t done = !dst_off && !rng_off && (dep_off || dep_width <= kFastWidth)
+                                ? append_simple(n, src, op, dsts, lo, hi, dep_off, deps, dep_width)
+                                : 0;
+  for (std::int64_t i = done; i < n; ++i) {
     const std::int64_t index = num_transfers();
-    if (fast) {
-      const std::int64_t sr = src[i], ds = dsts[i], l = lo[i], h = hi[i];
-      bool ok = sr >= 0 && sr < nr && ds >= 0 && ds < nr && sr != ds && l >= 0 && l < h &&
-                h <= nb && op[i] <= 1;
-      I cand[kFastWidth];
-      const I* dl = cand;
-      std::int64_t k = 0;
-      if (dep_off) {
-        dl = deps + dep_off[i];
-        k = dep_off[i + 1] - dep_off[i];
-      } else {
-        // distinct candidates >= 0, sorted (insertion sort: a few at most)
-        for (std::int64_t a = i * dep_width; a < (i + 1) * dep_width; ++a) {
-          const I x = deps[a];
-          if (x < 0) continue;
-          std::int64_t j = k;
-          while (j > 0 && cand[j - 1] > x) --j;
-          if (j > 0 && cand[j - 1] == x) continue;
-          for (std::int64_t m = k; m > j; --m) cand[m] = cand[m - 1];
-          cand[j] = x;
-          ++k;
-        }
-      }
-      for (std::int64_t a = 0; a < k && ok; ++a)
-        ok = dl[a] >= 0 && dl[a] < index && (a == 0 || dl[a] > dl[a - 1]);
-      if (ok) {
-        src_.push_back(static_cast<RankId>(sr));
-        op_.push_back(op[i]);
-        dst_.push_back(static_cast<RankId>(ds));
-        dst_off_.push(static_cast<std::int64_t>(dst_.size()));
-        ranges_.push_back(BlockRange{static_cast<BlockId>(l), static_cast<BlockId>(h)});
-        range_off_.push(ranges_.size());
-        for (std::int64_t a = 0; a < k; ++a) dep_.push_back(static_cast<TransferId>(dl[a]));
-        dep_off_.push(static_cast<std::int64_t>(dep_.size()));
-        continue;
-      }
-    }
     const std::int64_t d0 = dst_off ? dst_off[i] : i, d1 = dst_off ? dst_off[i + 1] : i + 1;
     check_transfer_fields(index, src[i], dsts + d0, dsts + d1);
     if (op[i] > 1)
@@ -528,6 +556,43 @@ void Schedule::append_tiled(std::int64_t n, std::int64_t chunks, std::int64_t bl
       for (std::int64_t a = later_off[i]; a < later_off[i + 1]; ++a)
         dep_.push_back(static_cast<TransferId>(later[a]) + ids);
       dep_off_.push(static_cast<std::int64_t>(dep_.size()));
+    }
+  }
+}
+
+// One step at a time: its candidates (the padded rows append_csr takes),
+// the step, then the ranks' last events. A rank out of range gets no
+// candidate here; the append reports it.
+void Schedule::append_sendrecv(std::int64_t n, const std::int64_t* src,
+                               const std::uint8_t* op, const std::int64_t* dst,
+                               const std::int64_t* lo, const std::int64_t* hi,
+                               std::int64_t steps, const std::int64_t* step_off,
+                               std::int64_t* last_in, std::int64_t* last_out) {
+  if (steps < 0 || step_off[0] != 0 || step_off[steps] != n)
+    throw std::invalid_argument("append_sendrecv: step offsets must run from 0 to n");
+  std::vector<std::int64_t> cand;
+  const std::int64_t nr = num_ranks_;
+  auto last = [nr](const std::int64_t* v, std::int64_t r) {
+    return r >= 0 && r < nr ? v[r] : std::int64_t{-1};
+  };
+  for (std::int64_t j = 0; j < steps; ++j) {
+    const std::int64_t a = step_off[j], m = step_off[j + 1] - a;
+    if (m < 0) throw std::invalid_argument("append_sendrecv: step offsets must not decrease");
+    cand.resize(static_cast<std::size_t>(4 * m));
+    for (std::int64_t i = 0; i < m; ++i) {
+      const std::int64_t s_ = src[a + i], d = dst[a + i];
+      std::int64_t* c = cand.data() + 4 * i;
+      c[0] = last(last_in, s_);
+      c[1] = last(last_out, s_);
+      c[2] = last(last_in, d);
+      c[3] = last(last_out, d);
+    }
+    append_csr_from(m, src + a, op + a, nullptr, dst + a, nullptr, lo + a, hi + a, nullptr,
+                    cand.data(), 4);
+    const std::int64_t first = num_transfers() - m;
+    for (std::int64_t i = 0; i < m; ++i) {
+      last_out[src[a + i]] = first + i;
+      last_in[dst[a + i]] = first + i;
     }
   }
 }

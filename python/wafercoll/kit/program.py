@@ -500,6 +500,115 @@ class Program:
             deps = [list(np.atleast_1d(deps))]
         return int(self.step([src], d, blocks, op, deps=deps, **kw)[0])
 
+    def steps(
+        self,
+        src: Any,
+        dst: Any,
+        blocks: Any,
+        op: Any = "copy",
+        *,
+        offsets: Any,
+        stream: Any = -1,
+    ) -> np.ndarray:
+        """Add several steps at once (one :meth:`step` per slice of the arrays).
+
+        Step ``j`` is transfers ``offsets[j] .. offsets[j + 1] - 1``. The
+        schedule is what one :meth:`step` call per step would build (the same
+        dependencies, the same ids). Under the ``"sendrecv"`` rule the core
+        derives the dependencies step after step in one call, without a
+        Python round per step; other rules take the steps one by one.
+
+        Parameters
+        ----------
+        src, dst : int or array_like of int
+            Source and (single) destination of every transfer.
+        blocks : int, array_like, or (lo, hi)
+            A block per transfer, or half-open ranges.
+        op : {"copy", "reduce"} or array_like of {0, 1}
+            Per call or per transfer.
+        offsets : array_like of int
+            ``S + 1`` step boundaries, from 0 to the number of transfers,
+            not decreasing.
+        stream : int or array_like of int
+            As for :meth:`step` (rule ``"cells"``).
+
+        Returns
+        -------
+        numpy.ndarray of int64
+            The ids of the new transfers, in order.
+        """
+        off = _i64(offsets)
+        if off.size < 1 or int(off[0]) != 0 or bool((off[1:] < off[:-1]).any()):
+            raise ValueError("offsets must start at 0 and not decrease")
+        if isinstance(dst, Multi) or isinstance(blocks, Ranges):
+            raise TypeError(
+                "steps() takes one destination and one block range per transfer; "
+                "use step() for Multi or Ranges"
+            )
+        T = int(off[-1])
+        if isinstance(blocks, tuple):
+            lo, hi = _i64(blocks[0]), _i64(blocks[1])
+        else:
+            lo = _i64(blocks)
+            hi = lo + 1
+        src_a, dst_a, lo, hi = (
+            np.broadcast_to(a, (T,)) if a.size == 1 else a
+            for a in (_i64(src), _i64(dst), lo, hi)
+        )
+        if not src_a.size == dst_a.size == lo.size == hi.size == T:
+            raise ValueError(
+                f"src, dst and blocks must describe offsets[-1] = {T} transfers"
+            )
+        op_a = _op_codes(op, T)
+        st = _i64(stream)
+        if st.size not in (1, T):
+            raise ValueError(f"stream must have one entry per transfer ({T})")
+        if self.rule != "sendrecv":
+            ids = []
+            for a, b in zip(off[:-1].tolist(), off[1:].tolist(), strict=True):
+                if b > a:
+                    tag = st if st.size == 1 else st[a:b]
+                    ids.append(
+                        self.step(
+                            src_a[a:b],
+                            dst_a[a:b],
+                            (lo[a:b], hi[a:b]),
+                            op_a[a:b],
+                            stream=tag,
+                        )
+                    )
+            return np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
+        if self._done:
+            raise RuntimeError(
+                "the program's schedule() was taken; start a new Program"
+            )
+        if T == 0:
+            return np.zeros(0, dtype=np.int64)
+        _checked(src_a, self.ranks, "src")
+        _checked(dst_a, self.ranks, "dst")
+        _checked(lo, self.num_blocks, "blocks")
+        _checked(hi, self.num_blocks + 1, "blocks")
+        self._num_deps += 4 * T  # the rule's candidate slots, as step() counts
+        if self._num_deps > self.max_dependencies:
+            raise ValueError(
+                f"{self.name or 'program'}: more than {self.max_dependencies} "
+                "dependencies; use fewer ranks or blocks"
+            )
+        try:
+            self._schedule._core.append_sendrecv(
+                *(np.ascontiguousarray(a) for a in (src_a, op_a, dst_a, lo, hi, off)),
+                self._last_in,
+                self._last_out,
+            )
+        except (ValueError, IndexError) as exc:
+            self._done = True  # a partial batch may have been added
+            if isinstance(exc, ScheduleError):
+                raise
+            raise ScheduleError(str(exc)) from exc
+        ids = self.count + np.arange(T, dtype=np.int64)
+        self.count += T
+        return ids
+
     def tile(
         self,
         src: Any,

@@ -30,6 +30,9 @@ import numpy as np
 __all__ = ["RingStep", "ring_allreduce", "ring_owners", "ring_steps"]
 
 _PHASES = ("allreduce", "reduce_scatter", "allgather")
+#: Transfers per :meth:`~wafercoll.kit.Program.steps` call of
+#: :func:`ring_allreduce` (bounds its temporary arrays to a few tens of MB).
+_BATCH = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,9 @@ def ring_allreduce(
     phase: str = "allreduce",
     stream: int = -1,
 ) -> None:
-    """Emit a ring over ``order`` into ``prog``, one :meth:`Program.step` per step.
+    """Emit a ring over ``order`` into ``prog``: the steps of :func:`ring_steps`.
+
+    The steps go in through :meth:`Program.steps`, many per call.
 
     With ``stream >= 0`` (rule ``"cells"``) the reduce-scatter runs on stream
     ``stream`` and the allgather on ``stream + 1``.
@@ -144,6 +149,37 @@ def ring_allreduce(
     >>> wc.verify(prog.schedule()).steps
     6
     """
-    for st in ring_steps(order, base=base, phase=phase):
-        tag = -1 if stream < 0 else stream + (st.op == "copy")
-        prog.step(st.src, st.dst, st.block, st.op, stream=tag)
+    rows = np.asarray(order, dtype=np.int64)
+    rows = rows.reshape(1, -1) if rows.ndim <= 1 else rows
+    if rows.ndim != 2:
+        raise ValueError("order must be a 1-D ring or a 2-D array of rings")
+    ph = _phase(phase)
+    g, k = rows.shape
+    if k <= 1:
+        return
+    o = rows.ravel()
+    nxt = np.roll(rows, -1, axis=1).ravel()
+    i = np.arange(k, dtype=np.int64)
+    # (op, shift): step s of the reduce-scatter sends block (i - s) mod k,
+    # of the allgather (i + 1 - s) mod k (module docstring)
+    halves = []
+    if ph in ("allreduce", "reduce_scatter"):
+        halves.append(("reduce", 0))
+    if ph in ("allreduce", "allgather"):
+        halves.append(("copy", 1))
+    # the steps of a half in batches of about 2^20 transfers, each one call
+    per = max(1, _BATCH // (g * k))
+    for op, shift in halves:
+        tag = -1 if stream < 0 else stream + (op == "copy")
+        for s0 in range(0, k - 1, per):
+            s = np.arange(s0, min(s0 + per, k - 1), dtype=np.int64)
+            block = base + (i[None, :] + shift - s[:, None]) % k  # (steps, k)
+            block = np.broadcast_to(block[:, None, :], (s.size, g, k)).ravel()
+            prog.steps(
+                np.tile(o, s.size),
+                np.tile(nxt, s.size),
+                block,
+                op,
+                offsets=np.arange(s.size + 1, dtype=np.int64) * (g * k),
+                stream=tag,
+            )

@@ -159,6 +159,19 @@ class Schedule {
                     const std::int64_t* first_off, const std::int64_t* first,
                     const std::int64_t* later_off, const std::int64_t* later);
 
+  // Bulk append of `steps` steps of the kit's "sendrecv" rule (step j is
+  // transfers step_off[j] .. step_off[j + 1] - 1 of the arrays; one
+  // destination and one range each): a transfer a -> b depends on the last
+  // earlier step's receive into and send from a and b, as last_in and
+  // last_out (one id per rank, -1 for none) say; after each step the
+  // step's sends and receives take their place (the later of two in one
+  // step). Both arrays are updated in place. Checked as by append_csr.
+  void append_sendrecv(std::int64_t n, const std::int64_t* src, const std::uint8_t* op,
+                       const std::int64_t* dst, const std::int64_t* lo,
+                       const std::int64_t* hi, std::int64_t steps,
+                       const std::int64_t* step_off, std::int64_t* last_in,
+                       std::int64_t* last_out);
+
   // Bulk construction from CSR arrays (JSON import). Dependencies may point
   // forward (cycles are reported by the verifier); everything else is checked
   // like add_transfer, with errors naming the transfer index and field.
@@ -240,6 +253,13 @@ class Schedule {
                        const std::int64_t* dst_off, const I* dsts,
                        const std::int64_t* rng_off, const I* lo, const I* hi,
                        const std::int64_t* dep_off, const I* deps, std::int64_t dep_width);
+  // Candidate dependencies per transfer that append_simple sorts inline.
+  static constexpr std::int64_t kFastWidth = 8;
+  template <typename I>
+  std::int64_t append_simple(std::int64_t n, const I* src, const std::uint8_t* op,
+                             const I* dsts, const I* lo, const I* hi,
+                             const std::int64_t* dep_off, const I* deps,
+                             std::int64_t dep_width);
   template <typename I>
   void check_transfer_fields(std::int64_t index, I src, const I* dbegin,
                              const I* dend) const;
