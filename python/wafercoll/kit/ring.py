@@ -31,8 +31,8 @@ __all__ = ["RingStep", "ring_allreduce", "ring_owners", "ring_steps"]
 
 _PHASES = ("allreduce", "reduce_scatter", "allgather")
 #: Transfers per :meth:`~wafercoll.kit.Program.steps` call of
-#: :func:`ring_allreduce` (bounds its temporary arrays to a few tens of MB).
-_BATCH = 1 << 20
+#: :func:`ring_allreduce` (bounds its temporary arrays to a few MB).
+_BATCH = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,8 @@ def ring_allreduce(
         halves.append(("reduce", 0))
     if ph in ("allreduce", "allgather"):
         halves.append(("copy", 1))
-    # the steps of a half in batches of about 2^20 transfers, each one call
+    # the steps of a half in batches of about 2^16 transfers, each one call
+    # (larger batches raise the peak of a build by their temporary arrays)
     per = max(1, _BATCH // (g * k))
     for op, shift in halves:
         tag = -1 if stream < 0 else stream + (op == "copy")
