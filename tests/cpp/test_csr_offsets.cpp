@@ -492,3 +492,46 @@ TEST(CsrOffsets, InlineBatchPathMatchesAddTransfer) {
     }
   }
 }
+
+// Batches longer than the inline path's sub-batches (2^16 transfers), with
+// CSR and padded dependencies, and a fault near the end: the same as
+// add_transfer, the fault reported at its transfer.
+TEST(CsrOffsets, InlineBatchPathAcrossSubBatches) {
+  const std::int64_t n = 150000, bad = 140001;
+  std::vector<std::int64_t> src(n), dst(n), lo(n), hi(n), csr, off{0}, padded;
+  const std::vector<std::uint8_t> op(n, 1);
+  for (std::int64_t i = 0; i < n; ++i) {
+    src[i] = i % 3;
+    dst[i] = i == bad ? src[i] : (i + 1) % 3;
+    lo[i] = i % 4;
+    hi[i] = lo[i] + 1;
+    if (i >= 2) csr.push_back(i - 2);
+    if (i >= 1) csr.push_back(i - 1);
+    off.push_back(static_cast<std::int64_t>(csr.size()));
+    padded.insert(padded.end(), {i - 1, -1, i - 2 >= 0 ? i - 2 : -1});
+  }
+  for (const bool use_csr : {true, false}) {
+    Schedule fast(3, std::vector<Bytes>(4, 8), Collective{});
+    EXPECT_THROW(fast.append_csr(n, src.data(), op.data(), nullptr, dst.data(), nullptr,
+                                 lo.data(), hi.data(), use_csr ? off.data() : nullptr,
+                                 use_csr ? csr.data() : padded.data(), use_csr ? 0 : 3),
+                 ScheduleError);
+    Schedule slow(3, std::vector<Bytes>(4, 8), Collective{});
+    for (std::int64_t i = 0; i < bad; ++i) {
+      std::vector<TransferId> d;
+      for (std::int64_t a = off[i]; a < off[i + 1]; ++a)
+        d.push_back(static_cast<TransferId>(csr[a]));
+      slow.add_transfer(static_cast<RankId>(src[i]), {static_cast<RankId>(dst[i])},
+                        {BlockRange{static_cast<BlockId>(lo[i]), static_cast<BlockId>(hi[i])}},
+                        Op::reduce, d);
+    }
+    ASSERT_EQ(fast.num_transfers(), bad);
+    EXPECT_EQ(fast.src_array(), slow.src_array());
+    EXPECT_EQ(fast.dst_array(), slow.dst_array());
+    EXPECT_EQ(fast.dep_array(), slow.dep_array());
+    for (TransferId t = 0; t < bad; t += 997) {
+      EXPECT_EQ(fast.range_list()[t], slow.range_list()[t]);
+      EXPECT_EQ(fast.dep_offsets()[t + 1], slow.dep_offsets()[t + 1]);
+    }
+  }
+}

@@ -363,7 +363,7 @@ std::int64_t Schedule::append_simple(std::int64_t n, const I* src, const std::ui
   // (destinations and dependencies may run ahead of the transfers: a
   // multicast has several, a transfer any number of dependencies)
   const std::size_t t0 = src_.size(), d0 = dst_.size(), e0 = dep_.size();
-  const std::int64_t most = dep_off ? dep_off[n] : n * dep_width;
+  const std::int64_t most = dep_off ? dep_off[n] - dep_off[0] : n * dep_width;
   src_.resize(t0 + static_cast<std::size_t>(n));
   op_.resize(t0 + static_cast<std::size_t>(n));
   dst_.resize(d0 + static_cast<std::size_t>(n));
@@ -443,9 +443,20 @@ void Schedule::append_csr_from(std::int64_t n, const I* src, const std::uint8_t*
   // candidate dependencies) are checked and written inline; the first that
   // fails a check, and every one after it, takes the general path below,
   // which reports the fault.
-  const std::int64_t done = !dst_off && !rng_off && (dep_off || dep_width <= kFastWidth)
-                                ? append_simple(n, src, op, dsts, lo, hi, dep_off, deps, dep_width)
-                                : 0;
+  // (in sub-batches, so that the arrays sized for one stay small)
+  std::int64_t done = 0;
+  if (!dst_off && !rng_off && (dep_off || dep_width <= kFastWidth)) {
+    constexpr std::int64_t kSub = std::int64_t{1} << 16;
+    while (done < n) {
+      const std::int64_t m = std::min(n - done, kSub);
+      const std::int64_t got = append_simple(
+          m, src + done, op + done, dsts + done, lo + done, hi + done,
+          dep_off ? dep_off + done : nullptr, dep_off ? deps : deps + done * dep_width,
+          dep_width);
+      done += got;
+      if (got < m) break;
+    }
+  }
   for (std::int64_t i = done; i < n; ++i) {
     const std::int64_t index = num_transfers();
     const std::int64_t d0 = dst_off ? dst_off[i] : i, d1 = dst_off ? dst_off[i + 1] : i + 1;
@@ -514,6 +525,8 @@ void Schedule::append_tiled(std::int64_t n, std::int64_t chunks, std::int64_t bl
   if (n < 0 || chunks < 0 || block_stride < 0)
     throw std::invalid_argument("append_tiled: negative count, chunks or block stride");
   if (n == 0 || chunks == 0) return;
+  if (chunks > 1 && block_stride > num_blocks())
+    throw std::invalid_argument("append_tiled: block_stride beyond the schedule's blocks");
   if (chunks > kMaxTransfers / n || num_transfers() + n * chunks > kMaxTransfers)
     throw std::length_error("a schedule holds at most " + std::to_string(kMaxTransfers) +
                             " transfers");
