@@ -439,11 +439,9 @@ void Schedule::append_csr_from(std::int64_t n, const I* src, const std::uint8_t*
   ranges_.grow(rng_off ? rng_off[n] : n);
   grow(dep_, dep_off ? dep_off[n] : n * dep_width);
   std::vector<BlockRange> ranges;
-  // The common transfers (one destination, one range, at most kFastWidth
-  // candidate dependencies) are checked and written inline; the first that
-  // fails a check, and every one after it, takes the general path below,
+  // The common transfers (append_simple), in sub-batches whose arrays stay
+  // small; from the first that fails a check on, the general path below,
   // which reports the fault.
-  // (in sub-batches, so that the arrays sized for one stay small)
   std::int64_t done = 0;
   if (!dst_off && !rng_off && (dep_off || dep_width <= kFastWidth)) {
     constexpr std::int64_t kSub = std::int64_t{1} << 16;
@@ -514,8 +512,7 @@ void Schedule::append_csr_from(std::int64_t n, const I* src, const std::uint8_t*
   }
 }
 
-// Copies 0 and 1 go through append_csr's checks; the rest are shifted
-// copies of copy 1, written straight into the arrays (schedule.hpp).
+// Copies 0 and 1 through append_csr's checks, the rest shifted (schedule.hpp).
 void Schedule::append_tiled(std::int64_t n, std::int64_t chunks, std::int64_t block_stride,
                             const std::int64_t* src, const std::uint8_t* op,
                             const std::int64_t* dst, const std::int64_t* lo,
@@ -547,35 +544,37 @@ void Schedule::append_tiled(std::int64_t n, std::int64_t chunks, std::int64_t bl
   }
   append_csr_from(n, src, op, nullptr, dst, nullptr, lo1.data(), hi1.data(), later_off, later,
                   0);
-  const std::int64_t rest = (chunks - 2) * n;
-  grow(src_, rest);
-  grow(op_, rest);
-  grow(dst_, rest);
-  ranges_.grow(rest);
-  grow(dep_, (chunks - 2) * later_off[n]);
+  // copies 2 .. chunks - 1, into arrays sized at once: each value is one
+  // checked in copy 0 or 1, or shifted within the bounds checked above
+  const auto rest = static_cast<std::size_t>((chunks - 2) * n);
+  const std::size_t t0 = src_.size(), d0 = dst_.size(), e0 = dep_.size();
+  const auto per_copy = static_cast<std::size_t>(later_off[n]);
+  src_.resize(t0 + rest);
+  op_.resize(t0 + rest);
+  dst_.resize(d0 + rest);
+  dep_.resize(e0 + static_cast<std::size_t>(chunks - 2) * per_copy);
+  ranges_.grow(static_cast<std::int64_t>(rest));
+  std::size_t t = t0, d = d0, e = e0;
   for (std::int64_t c = 2; c < chunks; ++c) {
     const auto blocks = static_cast<BlockId>(c * block_stride);
     const auto ids = static_cast<TransferId>((c - 1) * n);
-    for (std::int64_t i = 0; i < n; ++i) {
-      // every value below equals one checked in copy 0 or 1, or one shifted
-      // within the bounds checked above
-      src_.push_back(static_cast<RankId>(src[i]));
-      op_.push_back(op[i]);
-      dst_.push_back(static_cast<RankId>(dst[i]));
-      dst_off_.push(static_cast<std::int64_t>(dst_.size()));
+    for (std::int64_t i = 0; i < n; ++i, ++t, ++d) {
+      src_[t] = static_cast<RankId>(src[i]);
+      op_[t] = op[i];
+      dst_[d] = static_cast<RankId>(dst[i]);
+      dst_off_.push(static_cast<std::int64_t>(d) + 1);
       ranges_.push_back(BlockRange{static_cast<BlockId>(lo[i]) + blocks,
                                    static_cast<BlockId>(hi[i]) + blocks});
       range_off_.push(ranges_.size());
       for (std::int64_t a = later_off[i]; a < later_off[i + 1]; ++a)
-        dep_.push_back(static_cast<TransferId>(later[a]) + ids);
-      dep_off_.push(static_cast<std::int64_t>(dep_.size()));
+        dep_[e++] = static_cast<TransferId>(later[a]) + ids;
+      dep_off_.push(static_cast<std::int64_t>(e));
     }
   }
 }
 
-// One step at a time: its candidates (the padded rows append_csr takes),
-// the step, then the ranks' last events. A rank out of range gets no
-// candidate here; the append reports it.
+// Per step: its candidate rows for append_csr, the step, then the ranks'
+// last events (a rank out of range gets no candidate; the append reports it).
 void Schedule::append_sendrecv(std::int64_t n, const std::int64_t* src,
                                const std::uint8_t* op, const std::int64_t* dst,
                                const std::int64_t* lo, const std::int64_t* hi,
