@@ -91,6 +91,22 @@ void append_csr_arrays(Schedule& s, const py::array& src_in, const py::array& op
                dep_off ? dep_off->data() : nullptr, deps.data(), width);
 }
 
+// The op codes of a bulk append of unicast transfers (one destination and
+// one range each), after checking that every field has one entry per
+// transfer.
+py::array_t<std::uint8_t, py::array::c_style> unicast_op(const I64Array& src,
+                                                       const py::array& op_in,
+                                                       const I64Array& dst, const I64Array& lo,
+                                                       const I64Array& hi, const char* where) {
+  auto op = py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>::ensure(op_in);
+  if (!op) throw py::error_already_set();
+  const std::int64_t n = src.size();
+  if (op.size() != n || dst.size() != n || lo.size() != n || hi.size() != n)
+    throw std::invalid_argument(std::string(where) +
+                                ": src, op, dst, lo and hi must have one entry per transfer");
+  return op;
+}
+
 }  // namespace
 
 void bind_schedule(py::module_& m) {
@@ -175,16 +191,11 @@ void bind_schedule(py::module_& m) {
              const I64Array& lo, const I64Array& hi, const I64Array& first_off,
              const I64Array& first, const I64Array& later_off, const I64Array& later,
              std::int64_t chunks, std::int64_t block_stride) {
-            const auto op =
-                py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>::ensure(
-                    op_in);
-            if (!op) throw py::error_already_set();
+            const auto op = unicast_op(src, op_in, dst, lo, hi, "append_tiled");
             const std::int64_t n = src.size();
             auto need = [](bool ok, const char* what) {
               if (!ok) throw std::invalid_argument(std::string("append_tiled: ") + what);
             };
-            need(op.size() == n && dst.size() == n && lo.size() == n && hi.size() == n,
-                 "src, op, dst, lo and hi must have one entry per transfer");
             auto csr = [&](const I64Array& off, const I64Array& flat, const char* what) {
               need(off.size() == n + 1, what);
               const std::int64_t* o = off.data();
@@ -208,16 +219,11 @@ void bind_schedule(py::module_& m) {
              const I64Array& lo, const I64Array& hi, const I64Array& step_off,
              py::array_t<std::int64_t, py::array::c_style> last_in,
              py::array_t<std::int64_t, py::array::c_style> last_out) {
-            const auto op =
-                py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>::ensure(
-                    op_in);
-            if (!op) throw py::error_already_set();
+            const auto op = unicast_op(src, op_in, dst, lo, hi, "append_sendrecv");
             const std::int64_t n = src.size();
             auto need = [](bool ok, const char* what) {
               if (!ok) throw std::invalid_argument(std::string("append_sendrecv: ") + what);
             };
-            need(op.size() == n && dst.size() == n && lo.size() == n && hi.size() == n,
-                 "src, op, dst, lo and hi must have one entry per transfer");
             need(step_off.size() >= 1, "step_offsets must hold at least one entry");
             need(last_in.size() == s.num_ranks() && last_out.size() == s.num_ranks(),
                  "last_in and last_out must have one entry per rank");

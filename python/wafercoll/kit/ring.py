@@ -58,6 +58,16 @@ def _phase(phase: Any) -> str:
     return str(phase)
 
 
+def _rings(order: Any) -> tuple[int, int, np.ndarray, np.ndarray]:
+    """``(g, k, ranks, next ranks)`` of ``g`` rings of ``k`` ranks, rows in order."""
+    rows = np.asarray(order, dtype=np.int64)
+    rows = rows.reshape(1, -1) if rows.ndim <= 1 else rows
+    if rows.ndim != 2:
+        raise ValueError("order must be a 1-D ring or a 2-D array of rings")
+    g, k = rows.shape
+    return g, k, rows.ravel(), np.roll(rows, -1, axis=1).ravel()
+
+
 def ring_steps(
     order: Any, *, base: int = 0, phase: str = "allreduce"
 ) -> Iterator[RingStep]:
@@ -85,14 +95,8 @@ def ring_steps(
     >>> len(steps), [s.op for s in steps]
     (4, ['reduce', 'reduce', 'copy', 'copy'])
     """
-    rows = np.asarray(order, dtype=np.int64)
-    rows = rows.reshape(1, -1) if rows.ndim <= 1 else rows
-    if rows.ndim != 2:
-        raise ValueError("order must be a 1-D ring or a 2-D array of rings")
     ph = _phase(phase)
-    g, k = rows.shape
-    o = rows.ravel()
-    nxt = np.roll(rows, -1, axis=1).ravel()
+    g, k, o, nxt = _rings(order)
     i = np.tile(np.arange(k, dtype=np.int64), g)
     group = np.repeat(np.arange(g, dtype=np.int64), k)
     n = 0
@@ -149,16 +153,10 @@ def ring_allreduce(
     >>> wc.verify(prog.schedule()).steps
     6
     """
-    rows = np.asarray(order, dtype=np.int64)
-    rows = rows.reshape(1, -1) if rows.ndim <= 1 else rows
-    if rows.ndim != 2:
-        raise ValueError("order must be a 1-D ring or a 2-D array of rings")
     ph = _phase(phase)
-    g, k = rows.shape
+    g, k, o, nxt = _rings(order)
     if k <= 1:
         return
-    o = rows.ravel()
-    nxt = np.roll(rows, -1, axis=1).ravel()
     i = np.arange(k, dtype=np.int64)
     # (op, shift): step s of the reduce-scatter sends block (i - s) mod k,
     # of the allgather (i + 1 - s) mod k (module docstring)
