@@ -44,6 +44,18 @@ using I64Array = py::array_t<std::int64_t, py::array::c_style | py::array::force
 
 bool is_i64(const py::array& a) { return py::isinstance<py::array_t<std::int64_t>>(a); }
 
+// A bulk append's argument check: `where: what` unless ok.
+void need_arg(bool ok, const char* where, const char* what) {
+  if (!ok) throw std::invalid_argument(std::string(where) + ": " + what);
+}
+
+// Offsets o[0..rows] start at 0 and do not decrease.
+void check_offsets(const std::int64_t* o, std::int64_t rows, const char* where,
+                   const char* what) {
+  need_arg(o[0] == 0, where, what);
+  for (std::int64_t i = 0; i < rows; ++i) need_arg(o[i] <= o[i + 1], where, what);
+}
+
 // The checks of Schedule.append_csr's shapes, then the core's append over
 // arrays of integer type I (contiguous copies made only where needed).
 template <typename I>
@@ -58,9 +70,7 @@ void append_csr_arrays(Schedule& s, const py::array& src_in, const py::array& op
   const auto op = py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>::ensure(op_in);
   if (!src || !dsts || !lo || !hi || !deps || !op) throw py::error_already_set();
   const std::int64_t n = src.size();
-  auto need = [](bool ok, const char* what) {
-    if (!ok) throw std::invalid_argument(std::string("append_csr: ") + what);
-  };
+  auto need = [](bool ok, const char* what) { need_arg(ok, "append_csr", what); };
   need(op.size() == n, "op must have one entry per transfer");
   need(!dep_off || dep_off->size() == n + 1, "dep_offsets must have n + 1 entries");
   // without offsets, deps is an n x width matrix of candidates (-1: none)
@@ -78,9 +88,7 @@ void append_csr_arrays(Schedule& s, const py::array& src_in, const py::array& op
   need(lo.size() == nr && hi.size() == nr, "block ranges do not match their offsets");
   need(!dep_off || deps.size() == dep_off->at(n), "deps does not match its offsets");
   auto monotone = [&](const std::int64_t* o, const char* what) {
-    if (!o) return;
-    need(o[0] == 0, what);
-    for (std::int64_t i = 0; i < n; ++i) need(o[i] <= o[i + 1], what);
+    if (o) check_offsets(o, n, "append_csr", what);
   };
   monotone(dep_off ? dep_off->data() : nullptr, "dep_offsets must start at 0 and not decrease");
   monotone(dst_off ? dst_off->data() : nullptr, "dst_offsets must start at 0 and not decrease");
@@ -101,9 +109,8 @@ py::array_t<std::uint8_t, py::array::c_style> unicast_op(const I64Array& src,
   auto op = py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>::ensure(op_in);
   if (!op) throw py::error_already_set();
   const std::int64_t n = src.size();
-  if (op.size() != n || dst.size() != n || lo.size() != n || hi.size() != n)
-    throw std::invalid_argument(std::string(where) +
-                                ": src, op, dst, lo and hi must have one entry per transfer");
+  need_arg(op.size() == n && dst.size() == n && lo.size() == n && hi.size() == n, where,
+           "src, op, dst, lo and hi must have one entry per transfer");
   return op;
 }
 
@@ -193,14 +200,10 @@ void bind_schedule(py::module_& m) {
              std::int64_t chunks, std::int64_t block_stride) {
             const auto op = unicast_op(src, op_in, dst, lo, hi, "append_tiled");
             const std::int64_t n = src.size();
-            auto need = [](bool ok, const char* what) {
-              if (!ok) throw std::invalid_argument(std::string("append_tiled: ") + what);
-            };
             auto csr = [&](const I64Array& off, const I64Array& flat, const char* what) {
-              need(off.size() == n + 1, what);
-              const std::int64_t* o = off.data();
-              need(o[0] == 0 && o[n] == flat.size(), what);
-              for (std::int64_t i = 0; i < n; ++i) need(o[i] <= o[i + 1], what);
+              need_arg(off.size() == n + 1, "append_tiled", what);
+              need_arg(off.data()[n] == flat.size(), "append_tiled", what);
+              check_offsets(off.data(), n, "append_tiled", what);
             };
             csr(first_off, first, "first_offsets must be n + 1 offsets from 0 to len(first)");
             csr(later_off, later, "later_offsets must be n + 1 offsets from 0 to len(later)");
@@ -221,17 +224,14 @@ void bind_schedule(py::module_& m) {
              py::array_t<std::int64_t, py::array::c_style> last_out) {
             const auto op = unicast_op(src, op_in, dst, lo, hi, "append_sendrecv");
             const std::int64_t n = src.size();
-            auto need = [](bool ok, const char* what) {
-              if (!ok) throw std::invalid_argument(std::string("append_sendrecv: ") + what);
-            };
-            need(step_off.size() >= 1, "step_offsets must hold at least one entry");
-            need(last_in.size() == s.num_ranks() && last_out.size() == s.num_ranks(),
+            const char* where = "append_sendrecv";
+            need_arg(step_off.size() >= 1, where, "step_offsets must hold at least one entry");
+            need_arg(last_in.size() == s.num_ranks() && last_out.size() == s.num_ranks(), where,
                  "last_in and last_out must have one entry per rank");
             const std::int64_t* o = step_off.data();
             const std::int64_t steps = step_off.size() - 1;
-            need(o[0] == 0 && o[steps] == n, "step_offsets must run from 0 to n");
-            for (std::int64_t j = 0; j < steps; ++j)
-              need(o[j] <= o[j + 1], "step_offsets must not decrease");
+            need_arg(o[steps] == n, where, "step_offsets must run from 0 to n");
+            check_offsets(o, steps, where, "step_offsets must start at 0 and not decrease");
             std::int64_t* li = last_in.mutable_data();
             std::int64_t* lo_ = last_out.mutable_data();
             py::gil_scoped_release nogil;

@@ -199,6 +199,29 @@ def _op_codes(op: Any, t: int) -> np.ndarray:
     return op_a
 
 
+def _unicast_fields(
+    src: Any, dst: Any, blocks: Any, n: int | None, what: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(src, dst, lo, hi)`` of transfers with one destination and one range.
+
+    ``blocks`` is a block per transfer or ``(lo, hi)``; scalars broadcast to
+    ``n`` transfers (None: the longest field's). ``what`` completes the
+    message when the fields disagree.
+    """
+    if isinstance(blocks, tuple):
+        lo, hi = _i64(blocks[0]), _i64(blocks[1])
+    else:
+        lo = _i64(blocks)
+        hi = lo + 1
+    fields = (_i64(src), _i64(dst), lo, hi)
+    if n is None:
+        n = max(a.size for a in fields)
+    out = tuple(np.broadcast_to(a, (n,)) if a.size == 1 else a for a in fields)
+    if any(a.size != n for a in out):
+        raise ValueError(f"src, dst and blocks must describe {what}")
+    return out  # type: ignore[return-value]
+
+
 def _checked(a: np.ndarray, bound: int, what: str) -> np.ndarray:
     """``a``, checked to lie in ``[0, bound)``.
 
@@ -373,10 +396,7 @@ class Program:
                 f"src and dst must describe the same number of transfers "
                 f"(got {src_a.size} sources for {t} transfers)"
             )
-        if self._done:
-            raise RuntimeError(
-                "the program's schedule() was taken; start a new Program"
-            )
+        self._check_open()
         if t == 0:
             return np.zeros(0, dtype=np.int64)
         # -- blocks
@@ -453,12 +473,7 @@ class Program:
             else:
                 dep_vals = np.zeros(0, dtype=np.int64)
                 ndep = np.zeros(t, dtype=np.int64)
-        self._num_deps += dep_vals.size
-        if self._num_deps > self.max_dependencies:
-            raise ValueError(
-                f"{self.name or 'program'}: more than {self.max_dependencies} "
-                "dependencies; use fewer ranks or blocks"
-            )
+        self._count_deps(dep_vals.size)
         st = _i64(stream)
         st = np.broadcast_to(st, (t,)) if st.size == 1 else st
         if st.size != t:
@@ -546,19 +561,9 @@ class Program:
                 "use step() for Multi or Ranges"
             )
         T = int(off[-1])
-        if isinstance(blocks, tuple):
-            lo, hi = _i64(blocks[0]), _i64(blocks[1])
-        else:
-            lo = _i64(blocks)
-            hi = lo + 1
-        src_a, dst_a, lo, hi = (
-            np.broadcast_to(a, (T,)) if a.size == 1 else a
-            for a in (_i64(src), _i64(dst), lo, hi)
+        src_a, dst_a, lo, hi = _unicast_fields(
+            src, dst, blocks, T, f"offsets[-1] = {T} transfers"
         )
-        if not src_a.size == dst_a.size == lo.size == hi.size == T:
-            raise ValueError(
-                f"src, dst and blocks must describe offsets[-1] = {T} transfers"
-            )
         op_a = _op_codes(op, T)
         st = _i64(stream)
         if st.size not in (1, T):
@@ -578,33 +583,20 @@ class Program:
                         )
                     )
             return np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
-        if self._done:
-            raise RuntimeError(
-                "the program's schedule() was taken; start a new Program"
-            )
+        self._check_open()
         if T == 0:
             return np.zeros(0, dtype=np.int64)
         _checked(src_a, self.ranks, "src")
         _checked(dst_a, self.ranks, "dst")
         _checked(lo, self.num_blocks, "blocks")
         _checked(hi, self.num_blocks + 1, "blocks")
-        self._num_deps += 4 * T  # the rule's candidate slots, as step() counts
-        if self._num_deps > self.max_dependencies:
-            raise ValueError(
-                f"{self.name or 'program'}: more than {self.max_dependencies} "
-                "dependencies; use fewer ranks or blocks"
-            )
-        try:
-            self._schedule._core.append_sendrecv(
-                *(np.ascontiguousarray(a) for a in (src_a, op_a, dst_a, lo, hi, off)),
-                self._last_in,
-                self._last_out,
-            )
-        except (ValueError, IndexError) as exc:
-            self._done = True  # a partial batch may have been added
-            if isinstance(exc, ScheduleError):
-                raise
-            raise ScheduleError(str(exc)) from exc
+        self._count_deps(4 * T)  # the rule's candidate slots, as step() counts
+        self._core_append(
+            self._schedule._core.append_sendrecv,
+            *(np.ascontiguousarray(a) for a in (src_a, op_a, dst_a, lo, hi, off)),
+            self._last_in,
+            self._last_out,
+        )
         ids = self.count + np.arange(T, dtype=np.int64)
         self.count += T
         return ids
@@ -661,28 +653,13 @@ class Program:
                 f"tile() takes explicit dependencies; this program's rule is "
                 f"{self.rule!r}"
             )
-        if self._done:
-            raise RuntimeError(
-                "the program's schedule() was taken; start a new Program"
-            )
+        self._check_open()
         C = as_int(chunks, "chunks", 0)
         stride = as_int(block_stride, "block_stride", 0)
-        src_a, dst_a = _i64(src), _i64(dst)
-        E = max(src_a.size, dst_a.size)
-        if isinstance(blocks, tuple):
-            lo, hi = _i64(blocks[0]), _i64(blocks[1])
-        else:
-            lo = _i64(blocks)
-            hi = lo + 1
-        E = max(E, lo.size, hi.size)
-        src_a, dst_a, lo, hi = (
-            np.broadcast_to(a, (E,)) if a.size == 1 else a
-            for a in (src_a, dst_a, lo, hi)
+        src_a, dst_a, lo, hi = _unicast_fields(
+            src, dst, blocks, None, "the same number of transfers"
         )
-        if not src_a.size == dst_a.size == lo.size == hi.size == E:
-            raise ValueError(
-                "src, dst and blocks must describe the same number of transfers"
-            )
+        E = src_a.size
         op_a = _op_codes(op, E)
         if E == 0 or C == 0:
             return range(self.count, self.count)
@@ -713,31 +690,17 @@ class Program:
             later, later_off = csr(later_deps, "later_deps")
         else:
             later, later_off = np.zeros(0, np.int64), np.zeros(E + 1, np.int64)
-        self._num_deps += first.size + (C - 1) * later.size
-        if self._num_deps > self.max_dependencies:
-            raise ValueError(
-                f"{self.name or 'program'}: more than {self.max_dependencies} "
-                "dependencies; use fewer ranks or blocks"
-            )
-        try:
-            self._schedule._core.append_tiled(
-                np.ascontiguousarray(src_a),
-                op_a,
-                np.ascontiguousarray(dst_a),
-                np.ascontiguousarray(lo),
-                np.ascontiguousarray(hi),
-                first_off,
-                first,
-                later_off,
-                later,
-                C,
-                stride,
-            )
-        except (ValueError, IndexError, OverflowError) as exc:
-            self._done = True  # a partial copy may have been added
-            if isinstance(exc, ScheduleError):
-                raise
-            raise ScheduleError(str(exc)) from exc
+        self._count_deps(first.size + (C - 1) * later.size)
+        self._core_append(
+            self._schedule._core.append_tiled,
+            *(np.ascontiguousarray(a) for a in (src_a, op_a, dst_a, lo, hi)),
+            first_off,
+            first,
+            later_off,
+            later,
+            C,
+            stride,
+        )
         ids = range(self.count, self.count + C * E)
         self.count += C * E
         return ids
@@ -850,6 +813,35 @@ class Program:
         return np.arange(t, dtype=np.int64), a
 
     # -- the schedule ----------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._done:
+            raise RuntimeError(
+                "the program's schedule() was taken; start a new Program"
+            )
+
+    def _count_deps(self, k: int) -> None:
+        """Count ``k`` more dependencies (or candidate slots) against the guard."""
+        self._num_deps += k
+        if self._num_deps > self.max_dependencies:
+            raise ValueError(
+                f"{self.name or 'program'}: more than {self.max_dependencies} "
+                "dependencies; use fewer ranks or blocks"
+            )
+
+    def _core_append(self, append: Any, *args: Any) -> None:
+        """One of the core's bulk appends; a refusal ends the program.
+
+        The transfers of the batch before the refused one stay added, so the
+        program can take no more.
+        """
+        try:
+            append(*args)
+        except (ValueError, IndexError, OverflowError) as exc:
+            self._done = True
+            if isinstance(exc, ScheduleError):
+                raise
+            raise ScheduleError(str(exc)) from exc
+
     def _append(
         self,
         src: np.ndarray,
@@ -870,23 +862,18 @@ class Program:
             np.cumsum(counts, out=o[1:])
             return o
 
-        try:
-            self._schedule._core.append_csr(
-                src,
-                op,
-                offsets(ndst),
-                dst,
-                offsets(nrng),
-                lo,
-                hi,
-                offsets(ndep) if dep_off is None else dep_off,
-                deps,
-            )
-        except (ValueError, IndexError) as exc:
-            self._done = True  # a partial step may have been added
-            if isinstance(exc, ScheduleError):
-                raise
-            raise ScheduleError(str(exc)) from exc
+        self._core_append(
+            self._schedule._core.append_csr,
+            src,
+            op,
+            offsets(ndst),
+            dst,
+            offsets(nrng),
+            lo,
+            hi,
+            offsets(ndep) if dep_off is None else dep_off,
+            deps,
+        )
 
     def schedule(self) -> Schedule:
         """The :class:`wafercoll.Schedule` of every transfer added.
