@@ -183,7 +183,7 @@ TransferId packetize(const Schedule& s, const Topology& topo, const NetworkModel
       if (unicast)
         h.left = static_cast<std::uint32_t>(n);
       else
-        h.stream_id = -1;
+        h.stream = 0;
       h.src = p.place[s.src(t)];
       if (computes && computed_route(s, p.place, t)) {
         h.base = -1 - p.place[*s.dsts_begin(t)];

@@ -398,24 +398,22 @@ void set_stream_edges(StreamEdges& edges, std::int64_t slots, TransferId transfe
 void Simulation::prepare_dataflow() {
   const TransferId T = dim_.transfers;
   EdgeLists edges;
-  // At most one stream per transfer: reserving that much address space
-  // (touched only as streams are made) spares the copies and fresh pages
-  // of repeated growth.
-  dataflow_.streams.reserve(static_cast<std::size_t>(T));
-  // The same for the stream edges, at most one per dependency: their
-  // doublings would touch twice their final size (TTO 16x16: 0.3 GB).
+  // Room for every stream edge, at most one per dependency (address space,
+  // touched only as edges are made): their doublings would touch twice
+  // their final size (TTO 16x16: 0.3 GB).
   edges.stream.reserve(sched_.dep_array().size());
   std::vector<std::pair<std::int64_t, std::int64_t>> d_stages;  // (key, stage of d)
+  std::size_t pairs = 0, singles = 0;  // streams of two stream dependencies, and others
   for (TransferId t = 0; t < T; ++t) {
     std::int64_t start_gates = 0;
+    std::int32_t nq = 0;  // t's stream dependencies so far
     for (const TransferId* dp = sched_.deps_begin(t); dp != sched_.deps_end(t); ++dp) {
       const TransferId d = *dp;
       const std::int64_t data_slot = slot_of(d, sched_.src(t));
       if (data_slot >= 0) {  // d delivered data to t's source
-        if (try_make_stream(t, d)) {
-          StreamState& st = dataflow_.streams[progress_.hot[t].stream_id];
+        if (streams_from(t, d)) {
           edges.stream.emplace_back(static_cast<std::int32_t>(data_slot),
-                                    std::make_pair(t, st.nq - 1));
+                                    std::make_pair(t, nq++));
           continue;
         }
         edges.data.emplace_back(static_cast<std::int32_t>(data_slot), t);
@@ -433,6 +431,11 @@ void Simulation::prepare_dataflow() {
       add_order_gates(d, t, edges.gate, d_stages);
     }
     progress_.pending[t] = static_cast<std::int32_t>(start_gates);
+    if (nq > 0) {
+      progress_.hot[t].stream = static_cast<std::uint32_t>(std::min(nq, 3));
+      if (nq > 2) dataflow_.more_queues.emplace_back(t, nq);
+      (nq == 2 ? pairs : singles) += 1;
+    }
   }
   to_csr(edges.complete, T, dataflow_.complete);
   to_csr(edges.data, dim_.dst_slots, dataflow_.data);
@@ -440,9 +443,7 @@ void Simulation::prepare_dataflow() {
   // Room for every stream in progress at once (address space until used):
   // growing the pool would move the runs in progress, and a pipeline of
   // chunks (TTO) has most of its streams in progress.
-  std::size_t pairs = 0;
-  for (const StreamState& ss : dataflow_.streams) pairs += ss.nq == 2;
-  dataflow_.runs.reserve(dataflow_.streams.size() - pairs);
+  dataflow_.runs.reserve(singles);
   dataflow_.pairs.reserve(pairs);
   dataflow_.gates =
       static_cast<std::int64_t>(tries_.nodes.size() + dataflow_.stage_gate.size());
@@ -531,9 +532,8 @@ std::int64_t Simulation::computed_gate_base(TransferId t) {
 // A data edge d -> t becomes a stream edge when t sends exactly the blocks
 // d delivered, in as many packets (more than one), from a single first
 // stage: then t forwards each packet as soon as it has arrived from every
-// stream dependency, instead of waiting for all of d. Makes t's stream (and
-// one more per-dependency queue) and returns true, or returns false.
-bool Simulation::try_make_stream(TransferId t, TransferId d) {
+// stream dependency, instead of waiting for all of d.
+bool Simulation::streams_from(TransferId t, TransferId d) const {
   const Schedule& s = sched_;
   const bool same_blocks =
       s.ranges_end(d) - s.ranges_begin(d) == s.ranges_end(t) - s.ranges_begin(t) &&
@@ -543,15 +543,8 @@ bool Simulation::try_make_stream(TransferId t, TransferId d) {
                  });
   const bool one_top =
       progress_.hot[t].computed() || tries_.nodes[tries_.base[t]].next_sibling < 0;
-  BigVector<TransferHot>& hot = progress_.hot;
-  if (!(same_blocks && one_top && npackets(hot[d]) == npackets(hot[t]) && npackets(hot[t]) > 1))
-    return false;
-  if (hot[t].stream_id < 0) {
-    hot[t].stream_id = static_cast<std::int32_t>(dataflow_.streams.size());
-    dataflow_.streams.emplace_back();
-  }
-  ++dataflow_.streams[hot[t].stream_id].nq;
-  return true;
+  const BigVector<TransferHot>& hot = progress_.hot;
+  return same_blocks && one_top && npackets(hot[d]) == npackets(hot[t]) && npackets(hot[t]) > 1;
 }
 
 void Simulation::prepare_accounting() {

@@ -262,6 +262,13 @@ class TimeBucketQueue {
     pop();
     push(e);
   }
+  // The event d places behind the top among those of the time being
+  // drained, if there is one: a hint of what comes soon (an event pushed
+  // meanwhile may go before it), for prefetching.
+  const Event* ahead(std::size_t d) const {
+    const std::size_t i = drain_pos_ + d;
+    return i < current_.size() ? &current_[i] : nullptr;
+  }
   // How many pushes opened a time of their own (not already queued).
   std::int64_t fresh_times() const { return fresh_times_; }
   // Gives the storage back, the buckets' included (the queue must be empty).
@@ -372,6 +379,9 @@ class EventQueue {
     buckets_ ? bucket_queue_.replace_top(e) : heap_.replace_top(e);
     if (adaptive_ && ++pushes_ == next_check_) adapt();
   }
+  // A hint of the event d places behind the top (TimeBucketQueue::ahead),
+  // or none (the heap keeps no such order).
+  const Event* ahead(std::size_t d) const { return buckets_ ? bucket_queue_.ahead(d) : nullptr; }
   // Which queue is in use now (for tests).
   bool uses_buckets() const { return buckets_; }
   // Once the run is over: the queues' storage (a bucket per distinct time

@@ -93,8 +93,8 @@ struct TransferHot {
   std::int32_t base;
   NodeId src;                // the source's node
   union {
-    // Dataflow: index into the dataflow streams, else -1.
-    std::int32_t stream_id;
+    // Dataflow: the transfer's stream word (StreamWord), 0 for no stream.
+    std::uint32_t stream;
     // Complete mode when every transfer has one destination
     // (Costs::unicast): the packets still to be done there; before t
     // starts, with Costs::pending_in_hot, its dependencies not yet met.
@@ -270,8 +270,8 @@ struct Fifo {
 // from a single first stage. Per such t, from its first delivery until it
 // has injected its last packet: the delivery times of d's packets not yet
 // matched by every stream dependency, and the packets ready to go. Only the
-// streams in progress hold one (a pool reused as streams end), so the
-// per-transfer cost is StreamState's 8 bytes. A stream that starts before
+// streams in progress hold one (a pool reused as streams end); beyond that a
+// stream costs nothing (StreamWord). A stream that starts before
 // its first packet has arrived takes its run with that packet (its start is
 // ready[t] + alpha), not at its start: a pipeline of chunks (TTO) starts
 // most of its streams at once, long before their data comes.
@@ -294,11 +294,20 @@ struct StreamPair : StreamRun {
   Fifo second;
 };
 
-// Per stream, for the whole run: how many stream dependencies it has, and
-// its StreamRun in the pool while it is in progress (else -1).
-struct StreamState {
-  std::int32_t nq = 0;
-  std::int32_t live = -1;
+// Per stream, for the whole run, in its TransferHot::stream (so that the
+// forwarding transfer's record, which the loop reads anyway, leads straight
+// to its run state): how many stream dependencies it has, one, two or more
+// (kMore; the exact count is in DataflowEdges::more_queues), in the low two
+// bits, and above them 1 + the index of its run state in its pool while it
+// is in progress, else 0. A transfer that is no stream has 0. Pool indices
+// are below the streams, so below 2^26 (kCanonBits): the word fits 28 bits.
+struct StreamWord {
+  static constexpr std::uint32_t kMore = 3;
+  static std::uint32_t queues(std::uint32_t w) { return w & 3u; }
+  static std::int32_t live(std::uint32_t w) { return static_cast<std::int32_t>(w >> 2) - 1; }
+  static std::uint32_t with_live(std::uint32_t w, std::int32_t live) {
+    return (w & 3u) | (static_cast<std::uint32_t>(live + 1) << 2);
+  }
 };
 
 struct ComputeUnit {
@@ -404,7 +413,9 @@ struct EdgeCsr {
 // computed route in an order edge costs 4 bytes (gate_base), and 8 per stage
 // (its count and its offset in the gate lists), against a trie's 24 + 8.
 struct DataflowEdges {
-  BigVector<StreamState> streams;
+  // The streams of more than two stream dependencies (StreamWord::kMore):
+  // (t, their count), by t.
+  std::vector<std::pair<TransferId, std::int32_t>> more_queues;
   std::vector<StreamRun> runs;               // the pool of streams in progress
   std::vector<std::int32_t> free_runs;       // entries of runs not in use
   std::vector<StreamPair> pairs;             // ... of those with two stream dependencies
@@ -486,7 +497,7 @@ class Simulation {
   void intern_stage_costs(const std::vector<StageCost>& per);
   void prepare_transfers(Prepared& prep);
   void prepare_dataflow();
-  bool try_make_stream(TransferId t, TransferId d);
+  bool streams_from(TransferId t, TransferId d) const;
   std::int64_t slot_of(TransferId t, RankId r) const;
   std::int64_t resource_key(TransferId t, std::int64_t node) const;
   std::int32_t computed_stages(TransferId t) const;
@@ -523,9 +534,7 @@ class Simulation {
   // Packets of transfer t.
   std::int64_t npackets(const TransferHot& h) const { return progress_.sizes.npackets(h.sizes); }
   inline void try_inject(TransferId t) WAFERCOLL_LOOP_INLINE;
-  StreamState& stream_of(TransferId t) { return dataflow_.streams[progress_.hot[t].stream_id]; }
   inline StreamRun& stream_run(TransferId t) WAFERCOLL_LOOP_INLINE;
-  inline StreamRun& stream_run(StreamState& s) WAFERCOLL_LOOP_INLINE;
   void end_stream(TransferId t);
   // Out of line: only sprayed transfers call them.
   std::int64_t next_sprayed(TransferId t, std::int32_t node, std::int64_t packet) const;
@@ -539,6 +548,7 @@ class Simulation {
   inline void park(const Event& ev, std::int64_t gate) WAFERCOLL_LOOP_INLINE;
   inline std::int64_t pick_channel(std::int64_t first) const WAFERCOLL_LOOP_INLINE;
   inline void process(const Event& ev) WAFERCOLL_LOOP_INLINE;
+  inline void prefetch_ahead() WAFERCOLL_LOOP_INLINE;
   inline void process_delivery(Seconds at, TransferId t, std::int64_t slot,
                                Bytes bytes) WAFERCOLL_LOOP_INLINE;
   // One service: when it started and finished, when the head moved on, the
