@@ -740,14 +740,11 @@ void Simulation::run_task(std::int64_t k, Seconds at) {
   complete(static_cast<TransferId>(x));
 }
 
-// While an event is handled, the records the events soon after it will
-// touch are fetched (memory-level parallelism), for computed routes: the
-// transfer's record and gate base kFar events ahead, and kNear ahead, read
-// from that record (fetched by then), its stream's run state and the
-// stage's gate. The events of one time sit sorted in the time buckets, so
-// the order ahead is known there (a hint: a push may go before them); the
-// heap gives none. (Following a delivery on to the stream that forwards it,
-// through the slot's stream edges, measured no faster on TTO 16x16.)
+// Prefetch, for computed routes, the transfer record and gate base of the
+// event kFar behind the top (time buckets: a hint, a push may go before it;
+// the heap gives none), and kNear behind, from that record, its stream's
+// run state and stage gate. (Following a delivery through its slot's stream
+// edges to the stream that forwards it measured no faster on TTO 16x16.)
 void Simulation::prefetch_ahead() {
   constexpr std::size_t kFar = 8, kNear = 4;
   if (const Event* e = queue_.ahead(kFar); e != nullptr && e->node >= kComputedNode) {
