@@ -142,22 +142,6 @@ StreamRun& Simulation::stream_run(TransferId t) {
   return r;
 }
 
-// Stream t has injected its last packet: every delivery it forwards has
-// arrived and been used, so its run state goes back to the pool (emptied:
-// its lists keep their storage).
-void Simulation::end_stream(TransferId t) {
-  std::uint32_t& w = progress_.hot[t].stream;
-  const std::int32_t live = StreamWord::live(w);
-  if (StreamWord::queues(w) == 2) {
-    dataflow_.pairs[live].next = -1;  // as a fresh entry (start() sets the pace)
-    dataflow_.free_pairs.push_back(live);
-  } else {
-    dataflow_.runs[live].next = -1;
-    dataflow_.free_runs.push_back(live);
-  }
-  w = StreamWord::with_live(w, -1);
-}
-
 // A transfer whose dependencies are met: its first packet reaches its first
 // stage(s) alpha later. A stream instead paces its packets itself. Ids from
 // dim_.transfers on are tasks (tasks.cpp).

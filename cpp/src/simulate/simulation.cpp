@@ -547,6 +547,22 @@ bool Simulation::streams_from(TransferId t, TransferId d) const {
   return same_blocks && one_top && npackets(hot[d]) == npackets(hot[t]) && npackets(hot[t]) > 1;
 }
 
+// Stream t has injected its last packet: every delivery it forwards has
+// arrived and been used, so its run state goes back to the pool (emptied:
+// its lists keep their storage).
+void Simulation::end_stream(TransferId t) {
+  std::uint32_t& w = progress_.hot[t].stream;
+  const std::int32_t live = StreamWord::live(w);
+  if (StreamWord::queues(w) == 2) {
+    dataflow_.pairs[live].next = -1;  // as a fresh entry (start() sets the pace)
+    dataflow_.free_pairs.push_back(live);
+  } else {
+    dataflow_.runs[live].next = -1;
+    dataflow_.free_runs.push_back(live);
+  }
+  w = StreamWord::with_live(w, -1);
+}
+
 void Simulation::prepare_accounting() {
   result_.rank_finish_s.assign(dim_.ranks, 0.0);
   // Compute units only when processing or a compute task costs anything.

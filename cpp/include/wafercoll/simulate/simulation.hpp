@@ -535,7 +535,7 @@ class Simulation {
   std::int64_t npackets(const TransferHot& h) const { return progress_.sizes.npackets(h.sizes); }
   inline void try_inject(TransferId t) WAFERCOLL_LOOP_INLINE;
   inline StreamRun& stream_run(TransferId t) WAFERCOLL_LOOP_INLINE;
-  void end_stream(TransferId t);
+  void end_stream(TransferId t);  // out of line, in simulation.cpp
   // Out of line: only sprayed transfers call them.
   std::int64_t next_sprayed(TransferId t, std::int32_t node, std::int64_t packet) const;
   Seconds sprayed_latest(std::int64_t slot, Seconds when);
