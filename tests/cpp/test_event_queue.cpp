@@ -172,3 +172,27 @@ TEST(EventQueue, TimeIndexAgreesWithAMap) {
     for (const auto& [t, v] : want) EXPECT_EQ(index.take(t), v) << span;
   }
 }
+
+TEST(TimeBuckets, AheadShowsTheEventsOfTheCurrentTimeInOrder) {
+  // ahead(d), the simulator's prefetch hint: with nothing pushed meanwhile,
+  // the event d places behind the top is the one popped d pops later, while
+  // it has the top's time; none beyond that time, and none from the heap.
+  std::vector<Event> events = random_events(600, 3, 7u);
+  std::vector<Event> want = events;
+  std::sort(want.begin(), want.end(), before);
+  EventQueue q(EventQueueKind::buckets);
+  for (const Event& e : events) q.push(e);
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(q.top().tie_key, want[i].tie_key);
+    for (std::size_t d : {1, 4, 8}) {
+      const Event* a = q.ahead(d);
+      const bool same_time = i + d < want.size() && want[i + d].time == want[i].time;
+      ASSERT_EQ(a != nullptr, same_time) << i << " " << d;
+      if (a != nullptr) EXPECT_EQ(a->tie_key, want[i + d].tie_key);
+    }
+    q.pop();
+  }
+  EventQueue heap(EventQueueKind::heap);
+  for (const Event& e : events) heap.push(e);
+  EXPECT_EQ(heap.ahead(1), nullptr);
+}

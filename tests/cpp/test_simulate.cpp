@@ -126,6 +126,48 @@ TEST(Simulate, DataflowForwardsChainStreamsLikeTheWafer) {
   }
 }
 
+TEST(Simulate, DataflowStreamFollowsItsLatestOfOneTwoOrThreeDependencies) {
+  // mesh(3, 3), rank r*3 + c, 1 GB/s, store-and-forward, 1000 B packets (1
+  // us a link), alpha. A (1 -> 4), B (3 -> 4) and C (5 -> 4) send block 0
+  // (P packets) to the centre over links of their own; D (4 -> 7) forwards
+  // it (a stream of one, two or three stream dependencies: the pool of
+  // singles, of pairs, and the queues of more). C first waits for all of X
+  // (2 -> 5, block 1 of Q packets, a data edge), done at alpha + Q us, so
+  // its packet k arrives at 2 alpha + (Q + k + 1) us, after A's and B's
+  // (alpha + (k + 1) us). D's packet k goes then and takes 1 us: D ends at
+  // 2 alpha + (Q + P + 1) us whichever of A and B it also waits for.
+  const double us = 1e-6;
+  for (const Bytes P : {2, 3, 7}) {
+    for (const int others : {0, 1, 2}) {
+      const double alpha = 3 * us;
+      const Bytes Q = 4;
+      Collective c;
+      c.kind = CollectiveKind::allgather;
+      for (RankId r = 0; r < 9; ++r) c.owners.push_back(r);
+      std::vector<Bytes> blocks(9, 1000);
+      blocks[0] = 1000 * P;
+      blocks[1] = 1000 * Q;
+      Schedule s(9, blocks, c);
+      const TransferId x = s.add_transfer(2, {5}, {BlockRange{1, 2}}, Op::copy, {});
+      const TransferId cc = s.add_transfer(5, {4}, {BlockRange{0, 1}}, Op::copy, {x});
+      std::vector<TransferId> deps{cc};
+      if (others >= 1) deps.push_back(s.add_transfer(1, {4}, {BlockRange{0, 1}}, Op::copy, {}));
+      if (others >= 2) deps.push_back(s.add_transfer(3, {4}, {BlockRange{0, 1}}, Op::copy, {}));
+      const TransferId d = s.add_transfer(4, {7}, {BlockRange{0, 1}}, Op::copy, deps);
+      NetworkModel n = model(1e9, 0.0, alpha, 1000, Switching::store_and_forward);
+      n.dependencies = Dependencies::dataflow;
+      SimOptions opt;
+      opt.record_transfers = true;
+      const SimResult r = simulate(s, Topology::mesh(3, 3), n, opt);
+      const double end = 2 * alpha + static_cast<double>(Q + P + 1) * us;
+      EXPECT_NEAR(r.transfer_finish_s[d], end, 1e-15) << P << " " << others;
+      EXPECT_NEAR(r.time_s, end, 1e-15);
+      n.dependencies = Dependencies::complete;  // D waits for all of C
+      EXPECT_GT(simulate(s, Topology::mesh(3, 3), n).time_s, end + 0.5 * us);
+    }
+  }
+}
+
 TEST(Simulate, SwitchOverheadSerializesOnlyLaterStreams) {
   // Star reduce of m messages into rank 0 on a line: one ejection channel,
   // each message after the first waits the switch overhead once the channel
