@@ -118,21 +118,13 @@ std::int32_t take_run(std::vector<Run>& pool, std::vector<std::int32_t>& free) {
 // The run state of stream t, taken from the pool when it first needs one
 // (at its first delivery).
 StreamRun& Simulation::stream_run(TransferId t) {
-  DataflowEdges& df = dataflow_;
   std::uint32_t& w = progress_.hot[t].stream;
-  std::int32_t live = StreamWord::live(w);
+  if (StreamWord::live(w) >= 0) return live_run(w);
+  DataflowEdges& df = dataflow_;
   const std::uint32_t nq = StreamWord::queues(w);
-  if (nq == 2) {
-    if (live < 0) {
-      live = take_run(df.pairs, df.free_pairs);
-      w = StreamWord::with_live(w, live);
-    }
-    return df.pairs[live];
-  }
-  if (live >= 0) return df.runs[live];
-  live = take_run(df.runs, df.free_runs);
-  w = StreamWord::with_live(w, live);
-  StreamRun& r = df.runs[live];
+  w = StreamWord::with_live(
+      w, nq == 2 ? take_run(df.pairs, df.free_pairs) : take_run(df.runs, df.free_runs));
+  StreamRun& r = live_run(w);
   if (nq == StreamWord::kMore) {
     const auto it = std::lower_bound(df.more_queues.begin(), df.more_queues.end(),
                                      std::make_pair(t, std::int32_t{0}));
@@ -657,7 +649,7 @@ void Simulation::open_computed_gates(std::int64_t gate, Seconds when) { open_gat
 // An event of a transfer whose route is computed: as process() for a trie
 // path, the next stage found by computed_stage() instead of a child node.
 void Simulation::process_computed(const Event& ev) {
-  const TransferId t = ev.node & (kComputedNode - 1);
+  const TransferId t = computed_transfer(ev);
   const TransferHot& h = progress_.hot[t];
   const auto k = static_cast<std::int64_t>((ev.tie_key >> kCanonBits) - h.key0());
   const Bytes m = (k == npackets(h) - 1) ? last_bytes(t, h) : costs_.packet_bytes;
@@ -732,20 +724,15 @@ void Simulation::run_task(std::int64_t k, Seconds at) {
 void Simulation::prefetch_ahead() {
   constexpr std::size_t kFar = 8, kNear = 4;
   if (const Event* e = queue_.ahead(kFar); e != nullptr && e->node >= kComputedNode) {
-    const TransferId t = e->node & (kComputedNode - 1);
+    const TransferId t = computed_transfer(*e);
     __builtin_prefetch(&progress_.hot[t]);
     if (costs_.computed_gates) __builtin_prefetch(&dataflow_.gate_base[t]);
   }
   if (!costs_.dataflow) return;
   if (const Event* e = queue_.ahead(kNear); e != nullptr && e->node >= kComputedNode) {
-    const TransferId t = e->node & (kComputedNode - 1);
+    const TransferId t = computed_transfer(*e);
     const std::uint32_t w = progress_.hot[t].stream;
-    if (const std::int32_t live = StreamWord::live(w); live >= 0) {
-      if (StreamWord::queues(w) == 2)
-        __builtin_prefetch(&dataflow_.pairs[static_cast<std::size_t>(live)]);
-      else
-        __builtin_prefetch(&dataflow_.runs[static_cast<std::size_t>(live)]);
-    }
+    if (StreamWord::live(w) >= 0) __builtin_prefetch(&live_run(w));
     if (costs_.computed_gates) {
       const std::int32_t base = dataflow_.gate_base[t];
       if (base >= 0)

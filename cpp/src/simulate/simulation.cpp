@@ -432,7 +432,7 @@ void Simulation::prepare_dataflow() {
     }
     progress_.pending[t] = static_cast<std::int32_t>(start_gates);
     if (nq > 0) {
-      progress_.hot[t].stream = static_cast<std::uint32_t>(std::min(nq, 3));
+      progress_.hot[t].stream = std::min(static_cast<std::uint32_t>(nq), StreamWord::kMore);
       if (nq > 2) dataflow_.more_queues.emplace_back(t, nq);
       (nq == 2 ? pairs : singles) += 1;
     }
@@ -552,14 +552,9 @@ bool Simulation::streams_from(TransferId t, TransferId d) const {
 // its lists keep their storage).
 void Simulation::end_stream(TransferId t) {
   std::uint32_t& w = progress_.hot[t].stream;
-  const std::int32_t live = StreamWord::live(w);
-  if (StreamWord::queues(w) == 2) {
-    dataflow_.pairs[live].next = -1;  // as a fresh entry (start() sets the pace)
-    dataflow_.free_pairs.push_back(live);
-  } else {
-    dataflow_.runs[live].next = -1;
-    dataflow_.free_runs.push_back(live);
-  }
+  live_run(w).next = -1;  // as a fresh entry (start() sets the pace)
+  (StreamWord::queues(w) == 2 ? dataflow_.free_pairs : dataflow_.free_runs)
+      .push_back(StreamWord::live(w));
   w = StreamWord::with_live(w, -1);
 }
 

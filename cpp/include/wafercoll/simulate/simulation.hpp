@@ -438,6 +438,9 @@ struct DataflowEdges {
   std::vector<std::int32_t> stage_gate;
 };
 
+// The transfer of an event of a computed route (node >= kComputedNode).
+inline TransferId computed_transfer(const Event& e) { return e.node & (kComputedNode - 1); }
+
 // Stream edge i of df.stream: (t, queue).
 inline std::pair<TransferId, std::int32_t> stream_edge(const DataflowEdges& df, std::int64_t i) {
   const std::uint32_t item = df.stream.list[static_cast<std::size_t>(i)];
@@ -535,6 +538,11 @@ class Simulation {
   std::int64_t npackets(const TransferHot& h) const { return progress_.sizes.npackets(h.sizes); }
   inline void try_inject(TransferId t) WAFERCOLL_LOOP_INLINE;
   inline StreamRun& stream_run(TransferId t) WAFERCOLL_LOOP_INLINE;
+  // The run state of a stream in progress (its StreamWord w has one).
+  StreamRun& live_run(std::uint32_t w) {
+    const auto live = static_cast<std::size_t>(StreamWord::live(w));
+    return StreamWord::queues(w) == 2 ? dataflow_.pairs[live] : dataflow_.runs[live];
+  }
   void end_stream(TransferId t);  // out of line, in simulation.cpp
   // Out of line: only sprayed transfers call them.
   std::int64_t next_sprayed(TransferId t, std::int32_t node, std::int64_t packet) const;
