@@ -198,13 +198,13 @@ TEST(Prepare, SuccessorListsAsTheSchedulesOwn) {
   const TransferId n = s.num_transfers();
   // Compact: one-byte counts with sampled offsets, 16-bit differences.
   const sim::SuccessorLists got = sim::successor_lists(s);
-  EXPECT_FALSE(got.count.empty());
+  EXPECT_FALSE(got.counted.empty());
   EXPECT_FALSE(got.delta.empty());
   EXPECT_EQ(offsets_of(got, n), expected.offsets);
   EXPECT_EQ(entries_of(got, n), expected.list);
   // Not compact: 32-bit offsets and ids.
   const sim::SuccessorLists plain = sim::successor_lists(s, sim::kNarrowSuccessors, false);
-  EXPECT_TRUE(plain.count.empty());
+  EXPECT_TRUE(plain.counted.empty());
   EXPECT_TRUE(plain.delta.empty());
   EXPECT_FALSE(plain.narrow.empty());
   EXPECT_EQ(offsets_of(plain, n), expected.offsets);
@@ -214,7 +214,7 @@ TEST(Prepare, SuccessorListsAsTheSchedulesOwn) {
   const auto edges = static_cast<std::int64_t>(expected.list.size());
   const sim::SuccessorLists wide = sim::successor_lists(s, edges);
   EXPECT_TRUE(wide.narrow.empty());
-  EXPECT_TRUE(wide.count.empty());
+  EXPECT_TRUE(wide.counted.empty());
   EXPECT_EQ(offsets_of(wide, n), expected.offsets);
   EXPECT_EQ(entries_of(wide, n), expected.list);
   EXPECT_EQ(offsets_of(sim::successor_lists(s, edges + 1), n), expected.offsets);
@@ -232,7 +232,7 @@ TEST(Prepare, SuccessorListsTooFarOrTooManyForTheCompactForm) {
   EXPECT_TRUE(f.delta.empty());
   EXPECT_FALSE(f.delta24.empty());
   EXPECT_TRUE(f.list.empty());
-  EXPECT_FALSE(f.count.empty());
+  EXPECT_FALSE(f.counted.empty());
   EXPECT_EQ(offsets_of(f, far.num_transfers()), fe.offsets);
   EXPECT_EQ(entries_of(f, far.num_transfers()), fe.list);
   const sim::SuccessorLists ids =
@@ -265,7 +265,7 @@ TEST(Prepare, SuccessorListsTooFarOrTooManyForTheCompactForm) {
   for (int i = 0; i < 256; ++i) many.add(0, 1, 0, 1, Op::copy, {5});
   const Successors me = successors(many);
   const sim::SuccessorLists m = sim::successor_lists(many);
-  EXPECT_TRUE(m.count.empty());
+  EXPECT_TRUE(m.counted.empty());
   EXPECT_FALSE(m.narrow.empty());
   EXPECT_FALSE(m.delta.empty());
   EXPECT_EQ(offsets_of(m, many.num_transfers()), me.offsets);
@@ -275,32 +275,40 @@ TEST(Prepare, SuccessorListsTooFarOrTooManyForTheCompactForm) {
 // Dataflow stream edges (set_stream_edges): every slot's (t, queue) pairs
 // come back in the order given, whether t and its queue share 32 bits or,
 // when they would not fit (here: fewer bits allowed), the queues are kept
-// apart.
+// apart; and whether the slots' offsets are one-byte counts or, with a slot
+// of more than 255 edges, 32-bit offsets.
 TEST(Prepare, StreamEdgesPackedOrApart) {
   const std::int64_t slots = 50;
   const TransferId transfers = 3000;
-  std::uint64_t seed = 11;
-  sim::StreamEdges edges;
-  std::vector<std::vector<std::pair<TransferId, std::int32_t>>> expected(slots);
-  for (int i = 0; i < 4000; ++i) {
-    const auto slot = static_cast<std::int32_t>(splitmix64(seed) % slots);
-    const auto t = static_cast<TransferId>(splitmix64(seed) % transfers);
-    const auto q = static_cast<std::int32_t>(splitmix64(seed) % 5);
-    edges.push_back({slot, {t, q}});
-    expected[slot].emplace_back(t, q);
-  }
-  for (const int bits : {32, 12 + 2}) {  // t takes 12 bits, queues 3
-    sim::StreamEdges copy = edges;
-    sim::DataflowEdges df;
-    sim::set_stream_edges(copy, slots, transfers, df, bits);
-    EXPECT_TRUE(copy.empty());
-    EXPECT_EQ(df.stream_queue.empty(), bits == 32);
-    EXPECT_EQ(df.stream.list.size(), edges.size());
-    for (std::int64_t x = 0; x < slots; ++x) {
-      std::vector<std::pair<TransferId, std::int32_t>> got;
-      for (std::int64_t i = df.stream.offset(x); i < df.stream.offset(x + 1); ++i)
-        got.push_back(sim::stream_edge(df, i));
-      EXPECT_EQ(got, expected[static_cast<std::size_t>(x)]) << "slot " << x << ", bits " << bits;
+  for (const int crowded : {0, 300}) {  // edges of slot 7 beyond the random ones
+    std::uint64_t seed = 11;
+    std::vector<std::tuple<std::int32_t, TransferId, std::int32_t>> edges;
+    std::vector<std::vector<std::pair<TransferId, std::int32_t>>> expected(slots);
+    for (int i = 0; i < 4000 + crowded; ++i) {
+      const auto slot =
+          i < 4000 ? static_cast<std::int32_t>(splitmix64(seed) % slots) : std::int32_t{7};
+      const auto t = static_cast<TransferId>(splitmix64(seed) % transfers);
+      const auto q = static_cast<std::int32_t>(splitmix64(seed) % 5);
+      edges.emplace_back(slot, t, q);
+      expected[slot].emplace_back(t, q);
+    }
+    auto replay = [&edges](auto&& emit) {
+      for (const auto& [slot, t, q] : edges) emit(slot, t, q);
+    };
+    for (const int bits : {32, 12 + 2}) {  // t takes 12 bits, queues 3
+      sim::DataflowEdges df;
+      sim::set_stream_edges(replay, slots, transfers, 4, static_cast<std::int64_t>(edges.size()),
+                            df, bits);
+      EXPECT_EQ(df.stream_queue.empty(), bits == 32);
+      EXPECT_EQ(df.stream.list.size(), edges.size());
+      EXPECT_EQ(df.stream.counted.empty(), crowded > 0);
+      for (std::int64_t x = 0; x < slots; ++x) {
+        std::vector<std::pair<TransferId, std::int32_t>> got;
+        const auto [first, end] = df.stream.range(x);
+        for (std::int64_t i = first; i < end; ++i) got.push_back(sim::stream_edge(df, i));
+        EXPECT_EQ(got, expected[static_cast<std::size_t>(x)])
+            << "slot " << x << ", bits " << bits << ", crowded " << crowded;
+      }
     }
   }
 }

@@ -184,13 +184,14 @@ std::int64_t Simulation::next_sprayed(TransferId t, std::int32_t node, std::int6
 void Simulation::stream_delivered(std::int64_t slot, Seconds when) {
   const EdgeCsr<std::uint32_t>& streams = dataflow_.stream;
   if (streams.empty()) return;
-  for (std::int64_t i = streams.offset(slot), e = streams.offset(slot + 1); i < e; ++i) {
+  const auto [first, end] = streams.range(slot);
+  for (std::int64_t i = first; i < end; ++i) {
     const auto [t, q] = stream_edge(dataflow_, i);
     const std::uint32_t w = progress_.hot[t].stream;
     const std::uint32_t nq = StreamWord::queues(w);
     const bool fresh = StreamWord::live(w) < 0;
     StreamRun& st = stream_run(t);
-    if (fresh && progress_.pending[t] == 0) {  // started before its first packet came
+    if (fresh && unmet(t) == 0) {  // started before its first packet came
       st.next = 0;
       st.pace = progress_.ready[t] + net_.alpha_s;
     }
@@ -231,8 +232,8 @@ void Simulation::complete(TransferId t) {
   if (costs_.dataflow) {
     const EdgeCsr<TransferId>& next = dataflow_.complete;
     if (next.empty()) return;
-    for (std::int64_t i = next.offset(t), e = next.offset(t + 1); i < e; ++i)
-      release(next.list[i], pr.finish[t]);
+    const auto [first, end] = next.range(t);
+    for (std::int64_t i = first; i < end; ++i) release(next.list[i], pr.finish[t]);
   } else {
     const auto [first, end] = pr.successors.range(t);
     for (std::int64_t i = first; i < end; ++i)
@@ -249,8 +250,8 @@ void Simulation::delivered(std::int64_t slot, Seconds when) {
     return;
   const EdgeCsr<TransferId>& next = dataflow_.data;
   if (next.empty()) return;
-  for (std::int64_t i = next.offset(slot), e = next.offset(slot + 1); i < e; ++i)
-    release(next.list[i], when);
+  const auto [first, end] = next.range(slot);
+  for (std::int64_t i = first; i < end; ++i) release(next.list[i], when);
 }
 
 // Dataflow only: the last packet of a transfer entered the stage of gate
@@ -258,21 +259,24 @@ void Simulation::delivered(std::int64_t slot, Seconds when) {
 // parked packets go on from `when` (arrivals again, with the same keys).
 void Simulation::open_gates(std::int64_t gate, Seconds when) {
   Parking& pk = parking_;
-  const auto nodes = static_cast<std::int64_t>(tries_.nodes.size());
   const EdgeCsr<std::int32_t>& gated = dataflow_.gate;
   if (gated.empty()) return;
-  for (std::int64_t i = gated.offset(gate), end = gated.offset(gate + 1); i < end; ++i) {
-    const std::int64_t u = gated.list[i];
-    std::int32_t& closed = u < nodes ? tries_.nodes[u].gate
-                                     : dataflow_.stage_gate[static_cast<std::size_t>(u - nodes)];
-    if (--closed != 0 || pk.park_of.empty() || pk.park_of[u] < 0) continue;
-    std::int32_t& park = pk.park_of[u];
-    for (const Event& e : pk.parked[park])
+  const auto [first, end] = gated.range(gate);
+  for (std::int64_t i = first; i < end; ++i) {
+    std::int32_t& word = gate_word(gated.list[i]);
+    if (word > 0) {  // nothing parked there
+      --word;
+      continue;
+    }
+    const std::int32_t park = -1 - word;
+    ParkedList& list = pk.lists[static_cast<std::size_t>(park)];
+    if (--list.closed != 0) continue;
+    for (const Event& e : list.events)
       enqueue(Event{std::max(e.time, when), e.tie_key, std::max(e.head, when),
                     (e.local_key & ~1u) | kArrive, e.node});
-    pk.parked[park].clear();
+    list.events.clear();
     pk.free_lists.push_back(park);
-    park = -1;
+    word = 0;
   }
 }
 
@@ -280,18 +284,20 @@ void Simulation::open_gates(std::int64_t gate, Seconds when) {
 // gates are still closed (an earlier stream on it has not passed yet).
 void Simulation::park(const Event& ev, std::int64_t gate) {
   Parking& pk = parking_;
-  if (pk.park_of.empty()) pk.park_of.assign(static_cast<std::size_t>(dataflow_.gates), -1);
-  std::int32_t& park = pk.park_of[gate];
-  if (park < 0) {
+  std::int32_t& word = gate_word(gate);
+  if (word > 0) {  // the first packet to wait here: the list takes the count
+    std::int32_t park;
     if (pk.free_lists.empty()) {
-      park = static_cast<std::int32_t>(pk.parked.size());
-      pk.parked.emplace_back();
+      park = static_cast<std::int32_t>(pk.lists.size());
+      pk.lists.emplace_back();
     } else {
       park = pk.free_lists.back();
       pk.free_lists.pop_back();
     }
+    pk.lists[static_cast<std::size_t>(park)].closed = word;
+    word = -1 - park;
   }
-  pk.parked[park].push_back(ev);
+  pk.lists[static_cast<std::size_t>(-1 - word)].events.push_back(ev);
 }
 
 // A packet of t is done at destination slot `slot` (delivered and
@@ -514,7 +520,7 @@ void Simulation::process(const Event& ev) {
     process_delivery(ev.time, t, nd.term, m);
     return;
   }
-  if (costs_.dataflow && nd.gate > 0) {
+  if (costs_.dataflow && nd.gate != 0) {
     park(ev, ev.node);
     return;
   }
@@ -745,7 +751,7 @@ void Simulation::prefetch_ahead() {
 void Simulation::run() {
   if (dim_.tasks == 0) {
     for (TransferId t = 0; t < dim_.transfers; ++t)
-      if ((costs_.pending_in_hot ? progress_.hot[t].left : progress_.pending[t]) == 0) start(t);
+      if (unmet(t) == 0) start(t);
   } else {
     // A gate completes when it starts and releases its successors at once,
     // so the roots are taken before any starts (a scan would meet the ones

@@ -167,7 +167,8 @@ void Simulation::prepare_transfers(Prepared& prep) {
   const bool slots = dim_.channels > 1 || processing;
   costs_.slot_counts = !costs_.unicast && !slots;
   costs_.pending_in_hot = costs_.unicast && dim_.tasks == 0;
-  if (!costs_.pending_in_hot) pr.pending.resize(T);
+  // Dataflow counts its start conditions in prepare_dataflow().
+  if (!costs_.pending_in_hot && !costs_.dataflow) pr.pending.resize(T);
   size_times(T);
   // Destinations to count down only where a transfer has several.
   const bool countdown = dim_.dst_slots != T;
@@ -180,7 +181,7 @@ void Simulation::prepare_transfers(Prepared& prep) {
     // packets, which start() sets again in this case.)
     if (costs_.pending_in_hot)
       pr.hot[t].left = static_cast<std::uint32_t>(sched_.num_deps(t));
-    else
+    else if (!costs_.dataflow)
       pr.pending[t] = static_cast<std::int32_t>(sched_.num_deps(t));
     if (countdown) pr.dsts_left[t] = static_cast<std::int32_t>(sched_.num_dsts(t));
     if (costs_.slot_counts) {
@@ -214,10 +215,22 @@ void Simulation::size_times(std::int64_t n) {
   }
 }
 
-void SuccessorLists::set_offsets(const std::int64_t* offsets, std::int64_t n,
-                                 std::int64_t narrow_limit) {
+bool CountedOffsets::assign(const std::uint32_t* pos, std::int64_t n) {
   count.clear();
   sample.clear();
+  if (n == 0) return false;
+  for (std::int64_t x = 0; x < n; ++x)
+    if (pos[x + 1] - pos[x] > std::numeric_limits<std::uint8_t>::max()) return false;
+  count.resize(static_cast<std::size_t>(n));
+  for (std::int64_t x = 0; x < n; ++x) count[x] = static_cast<std::uint8_t>(pos[x + 1] - pos[x]);
+  sample.resize(static_cast<std::size_t>(n >> kSampleShift) + 1);
+  for (std::size_t k = 0; k < sample.size(); ++k) sample[k] = pos[k << kSampleShift];
+  return true;
+}
+
+void SuccessorLists::set_offsets(const std::int64_t* offsets, std::int64_t n,
+                                 std::int64_t narrow_limit) {
+  counted = CountedOffsets{};
   narrow.clear();
   wide.clear();
   delta.clear();
@@ -270,18 +283,8 @@ void narrow_successors(const Schedule& s, bool compact, std::int64_t far_limit,
     });
   }
   // pos[t] is t's first entry now, for t <= n.
-  std::uint32_t most = 0;
-  for (TransferId t = 0; t < n; ++t) most = std::max(most, pos[t + 1] - pos[t]);
-  if (!compact || n == 0 || most > std::numeric_limits<std::uint8_t>::max()) {
+  if (!compact || !out.counted.assign(pos.data(), n))
     out.narrow.assign(pos.data(), pos.data() + n + 1);
-    return;
-  }
-  out.count.resize(static_cast<std::size_t>(n));
-  for (TransferId t = 0; t < n; ++t)
-    out.count[t] = static_cast<std::uint8_t>(pos[t + 1] - pos[t]);
-  out.sample.resize(static_cast<std::size_t>(n >> SuccessorLists::kSampleShift) + 1);
-  for (std::size_t k = 0; k < out.sample.size(); ++k)
-    out.sample[k] = pos[k << SuccessorLists::kSampleShift];
 }
 }  // namespace
 
@@ -321,71 +324,27 @@ namespace {
 
 // Edge lists for the CSR conversion below, while they are being collected
 // (slots, transfers and gate indices all fit 32 bits: prepare() and
-// kMaxGates bound them).
+// kMaxGates bound them). Stream edges are not listed: they are marked by
+// their place in the schedule's dependency list, and replayed from there.
 struct EdgeLists {
-  std::vector<std::pair<TransferId, TransferId>> complete;      // (d, t)
-  std::vector<std::pair<std::int32_t, TransferId>> data;        // (d slot, t)
-  std::vector<std::pair<std::int32_t, std::int32_t>> gate;      // (d gate, t gate)
-  StreamEdges stream;
+  std::vector<std::pair<TransferId, TransferId>> complete;  // (d, t)
+  std::vector<std::pair<std::int32_t, TransferId>> data;    // (d slot, t)
+  std::vector<std::pair<std::int32_t, std::int32_t>> gate;  // (d gate, t gate)
 };
 
-// Edges by their first element (< n), by counting sort. Edges were
-// generated in increasing order of their second element (the loop over t),
-// so each list comes out sorted as a full sort would leave it. The offsets
-// count in place: filling advances off[x] to x + 1's start, shifted back
-// after.
-template <typename Offset, typename Edges, typename Item>
-void fill_csr(const Edges& edges, std::int64_t n, std::vector<Offset>& off,
-              std::vector<Item>& list) {
-  off.assign(static_cast<std::size_t>(n) + 1, 0);
-  list.resize(edges.size());
-  for (const auto& e : edges) ++off[static_cast<std::size_t>(e.first) + 1];
-  for (std::int64_t i = 0; i < n; ++i) off[i + 1] += off[i];
-  for (const auto& e : edges) list[off[e.first]++] = e.second;
-  for (std::int64_t i = n - 1; i > 0; --i) off[i] = off[i - 1];
-  off[0] = 0;
-}
-
+// Edges by their first element (< n), in the order listed (each list comes
+// out sorted by t, the loop that made it); `edges` is emptied.
 template <typename Edges, typename Item>
 void to_csr(Edges& edges, std::int64_t n, EdgeCsr<Item>& csr) {
-  if (edges.size() >= (std::size_t{1} << 32))
-    fill_csr(edges, n, csr.wide, csr.list);
-  else if (!edges.empty())
-    fill_csr(edges, n, csr.narrow, csr.list);
+  auto replay = [&edges](auto&& emit) {
+    for (const auto& e : edges) emit(e.first, e.second);
+  };
+  fill_edge_csr(n, static_cast<std::int64_t>(edges.size()), replay, csr);
   edges.clear();
   edges.shrink_to_fit();
 }
 
 }  // namespace
-
-void set_stream_edges(StreamEdges& edges, std::int64_t slots, TransferId transfers,
-                      DataflowEdges& df, int bits) {
-  std::int32_t max_queue = 0;
-  for (const auto& e : edges) max_queue = std::max(max_queue, e.second.second);
-  int shift = 0;
-  while (shift < 31 && (std::int64_t{1} << shift) <= max_queue) ++shift;
-  int t_bits = 0;
-  while (t_bits < 31 && (std::int64_t{1} << t_bits) < transfers) ++t_bits;
-  const bool packed = t_bits + shift <= bits;
-  df.stream_shift = packed ? shift : 0;
-  df.stream_queue.clear();
-  if (!packed) {  // the queues in their own list, in the same order
-    std::vector<std::pair<std::int32_t, std::int32_t>> queues;
-    queues.reserve(edges.size());
-    for (const auto& e : edges) queues.emplace_back(e.first, e.second.second);
-    EdgeCsr<std::int32_t> q;
-    to_csr(queues, slots, q);
-    df.stream_queue = std::move(q.list);
-  }
-  std::vector<std::pair<std::int32_t, std::uint32_t>> items;
-  items.reserve(edges.size());
-  for (const auto& e : edges)
-    items.emplace_back(e.first, (static_cast<std::uint32_t>(e.second.first) << df.stream_shift) |
-                                    (packed ? static_cast<std::uint32_t>(e.second.second) : 0u));
-  edges.clear();
-  edges.shrink_to_fit();
-  to_csr(items, slots, df.stream);
-}
 
 // Dataflow mode: classify every dependency edge d -> t (see simulate.hpp).
 // complete edges release t when d completes; data edges when d's slot for
@@ -398,10 +357,13 @@ void set_stream_edges(StreamEdges& edges, std::int64_t slots, TransferId transfe
 void Simulation::prepare_dataflow() {
   const TransferId T = dim_.transfers;
   EdgeLists edges;
-  // Room for every stream edge, at most one per dependency (address space,
-  // touched only as edges are made): their doublings would touch twice
-  // their final size (TTO 16x16: 0.3 GB).
-  edges.stream.reserve(sched_.dep_array().size());
+  // The stream edges, by their place in the dependency list: one bit per
+  // dependency, where a list of the edges would take 12 bytes per edge and
+  // the CSR form, beside it, 8 more (TTO 16x16: 24 M edges, 0.5 GB at once).
+  const TransferId* const deps = sched_.dep_array().data();
+  std::vector<bool> stream_dep;
+  std::int64_t stream_edges = 0;
+  std::int32_t max_queue = 0;
   std::vector<std::pair<std::int64_t, std::int64_t>> d_stages;  // (key, stage of d)
   std::size_t pairs = 0, singles = 0;  // streams of two stream dependencies, and others
   for (TransferId t = 0; t < T; ++t) {
@@ -412,8 +374,10 @@ void Simulation::prepare_dataflow() {
       const std::int64_t data_slot = slot_of(d, sched_.src(t));
       if (data_slot >= 0) {  // d delivered data to t's source
         if (streams_from(t, d)) {
-          edges.stream.emplace_back(static_cast<std::int32_t>(data_slot),
-                                    std::make_pair(t, nq++));
+          if (stream_dep.empty()) stream_dep.resize(sched_.dep_array().size());
+          stream_dep[static_cast<std::size_t>(dp - deps)] = true;
+          max_queue = std::max(max_queue, nq++);
+          ++stream_edges;
           continue;
         }
         edges.data.emplace_back(static_cast<std::int32_t>(data_slot), t);
@@ -430,7 +394,11 @@ void Simulation::prepare_dataflow() {
       }
       add_order_gates(d, t, edges.gate, d_stages);
     }
-    progress_.pending[t] = static_cast<std::int32_t>(start_gates);
+    // Only a run in which some transfer waits to start keeps the counts
+    // (TTO's transfers all start at once: 4 bytes per transfer saved).
+    if (start_gates > 0 && progress_.pending.empty())
+      progress_.pending.assign(static_cast<std::size_t>(T), 0);
+    if (!progress_.pending.empty()) progress_.pending[t] = static_cast<std::int32_t>(start_gates);
     if (nq > 0) {
       progress_.hot[t].stream = std::min(static_cast<std::uint32_t>(nq), StreamWord::kMore);
       if (nq > 2) dataflow_.more_queues.emplace_back(t, nq);
@@ -439,16 +407,29 @@ void Simulation::prepare_dataflow() {
   }
   to_csr(edges.complete, T, dataflow_.complete);
   to_csr(edges.data, dim_.dst_slots, dataflow_.data);
-  set_stream_edges(edges.stream, dim_.dst_slots, T, dataflow_);
+  dataflow_.gates =
+      static_cast<std::int64_t>(tries_.nodes.size() + dataflow_.stage_gate.size());
+  to_csr(edges.gate, dataflow_.gates, dataflow_.gate);
+  costs_.computed_gates = !dataflow_.gate_base.empty();
+  // The stream edges last, when the other lists are gone: (d's slot, (t,
+  // its queue)) from the marked dependencies, in the order of the loop.
+  if (stream_edges > 0) {
+    auto replay = [&](auto&& emit) {
+      for (TransferId t = 0; t < T; ++t) {
+        if (progress_.hot[t].stream == 0) continue;
+        std::int32_t q = 0;
+        for (const TransferId* dp = sched_.deps_begin(t); dp != sched_.deps_end(t); ++dp)
+          if (stream_dep[static_cast<std::size_t>(dp - deps)])
+            emit(static_cast<std::int32_t>(slot_of(*dp, sched_.src(t))), t, q++);
+      }
+    };
+    set_stream_edges(replay, dim_.dst_slots, T, max_queue, stream_edges, dataflow_);
+  }
   // Room for every stream in progress at once (address space until used):
   // growing the pool would move the runs in progress, and a pipeline of
   // chunks (TTO) has most of its streams in progress.
   dataflow_.runs.reserve(singles);
   dataflow_.pairs.reserve(pairs);
-  dataflow_.gates =
-      static_cast<std::int64_t>(tries_.nodes.size() + dataflow_.stage_gate.size());
-  to_csr(edges.gate, dataflow_.gates, dataflow_.gate);
-  costs_.computed_gates = !dataflow_.gate_base.empty();
 }
 
 // Order edge d -> t: gate every stage of t that d also crosses (the first

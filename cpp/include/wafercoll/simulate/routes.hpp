@@ -68,7 +68,8 @@ struct TrieNode {
   std::int32_t owner;         // transfer whose trie holds it << 2, | 2 when
                               // the transfer is sprayed, | 1 for a first
                               // stage of the stream (transfers < 2^26)
-  // Filled by the simulation: order gates still closed on this node (dataflow).
+  // Filled by the simulation (dataflow): order gates still closed on this
+  // node, or the packets parked here (a gate word: simulation.hpp, Parking).
   std::int32_t gate = 0;
   TransferId transfer() const { return owner >> 2; }
   bool top() const { return (owner & 1) != 0; }

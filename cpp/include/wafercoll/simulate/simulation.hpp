@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "wafercoll/schedule/schedule.hpp"
+#include "wafercoll/simulate/edge_csr.hpp"
 #include "wafercoll/simulate/event_queue.hpp"
 #include "wafercoll/simulate/huge_alloc.hpp"
 #include "wafercoll/simulate/routes.hpp"
@@ -128,10 +129,7 @@ static_assert(sizeof(TransferHot) == 24, "per-transfer state is documented as 24
 constexpr std::int64_t kNarrowSuccessors = std::int64_t{1} << 32;
 constexpr std::int64_t kFarSuccessors = std::int64_t{1} << 23;
 struct SuccessorLists {
-  static constexpr int kSampleShift = 4;
-  static constexpr std::int64_t kSampleEvery = std::int64_t{1} << kSampleShift;
-  BigVector<std::uint8_t> count;    // per transfer, with `sample`, else empty
-  BigVector<std::uint32_t> sample;  // offset(k * kSampleEvery)
+  CountedOffsets counted;           // the offsets where they fit, else empty
   BigVector<std::uint32_t> narrow;  // else the offsets while they fit, else empty
   BigVector<std::int64_t> wide;     // else the offsets
   BigVector<std::int16_t> delta;    // entries minus their transfer, else empty
@@ -140,19 +138,14 @@ struct SuccessorLists {
   BigVector<std::uint8_t> delta24;
   BigVector<TransferId> list;       // else the entries
   std::int64_t offset(std::int64_t t) const {
-    if (!count.empty()) {
-      std::int64_t o = sample[static_cast<std::size_t>(t >> kSampleShift)];
-      for (std::int64_t j = t & ~(kSampleEvery - 1); j < t; ++j)
-        o += count[static_cast<std::size_t>(j)];
-      return o;
-    }
+    if (!counted.empty()) return counted.offset(t);
     return wide.empty() ? std::int64_t{narrow[static_cast<std::size_t>(t)]}
                         : wide[static_cast<std::size_t>(t)];
   }
   // t's entries: [first, second).
   std::pair<std::int64_t, std::int64_t> range(std::int64_t t) const {
-    const std::int64_t b = offset(t);
-    return {b, count.empty() ? offset(t + 1) : b + count[static_cast<std::size_t>(t)]};
+    if (!counted.empty()) return counted.range(t);
+    return {offset(t), offset(t + 1)};
   }
   // Entry i, one of t's.
   std::int64_t entry(std::int64_t i, std::int64_t t) const {
@@ -357,7 +350,9 @@ struct Costs {
 struct Progress {
   // pending, ready and finish: per transfer, then per task of the task graph.
   BigVector<std::int32_t> pending;      // dependencies (or gates) not yet met
-                                        // (empty with Costs::pending_in_hot)
+                                        // (empty with Costs::pending_in_hot, and
+                                        // in dataflow while no transfer waits
+                                        // to start: see unmet())
   BigVector<std::int32_t> dsts_left;    // per transfer: destinations not yet done
                                         // (empty when every transfer has one)
   // When each can start, and when it finished. Unless the times are
@@ -385,22 +380,6 @@ struct Progress {
   std::vector<Seconds> task_start;      // per task
 };
 
-// One kind of dataflow edge in CSR form by its first element x: x's items
-// are list[offset(x) .. offset(x + 1)). Offsets take 32 bits while the list
-// holds fewer than 2^32 items (else 64), and none are kept for an empty list
-// (a kind of edge the run does not have costs nothing).
-template <typename Item>
-struct EdgeCsr {
-  std::vector<std::uint32_t> narrow;  // the offsets while they fit
-  std::vector<std::int64_t> wide;     // else the offsets
-  std::vector<Item> list;
-  bool empty() const { return list.empty(); }
-  std::int64_t offset(std::int64_t x) const {
-    return wide.empty() ? std::int64_t{narrow[static_cast<std::size_t>(x)]}
-                        : wide[static_cast<std::size_t>(x)];
-  }
-};
-
 // Dataflow mode: the dependency edges by kind (simulate.hpp, Dependencies),
 // each in CSR form.
 //
@@ -425,7 +404,7 @@ struct DataflowEdges {
   // bits, else t alone with the queues in stream_queue, item by item: 4
   // bytes per stream edge instead of 8 (see stream_edge()).
   EdgeCsr<std::uint32_t> stream;
-  std::vector<std::int32_t> stream_queue;
+  BigVector<std::int32_t> stream_queue;
   int stream_shift = 0;
   EdgeCsr<TransferId> complete;                         // by d: t
   EdgeCsr<TransferId> data;                             // by d's slot: t
@@ -433,7 +412,7 @@ struct DataflowEdges {
   std::int64_t gates = 0;                               // gate indices in all
   // Computed routes: per transfer its first entry of stage_gate, or -1 (4
   // bytes per transfer; empty when no computed route takes part in an
-  // order edge), and per numbered stage the gates still closed on it.
+  // order edge), and per numbered stage its gate word (Parking).
   BigVector<std::int32_t> gate_base;
   std::vector<std::int32_t> stage_gate;
 };
@@ -450,20 +429,50 @@ inline std::pair<TransferId, std::int32_t> stream_edge(const DataflowEdges& df, 
                                   : df.stream_queue[static_cast<std::size_t>(i)]};
 }
 
-// The stream edges (d's slot, (t, queue)), with slots below `slots` and t
-// below `transfers`, into df.stream (and stream_queue, stream_shift) by
-// slot, each slot's in the order given; `edges` is emptied. Items take
-// `bits` bits (32; a parameter for the tests).
-using StreamEdges = std::vector<std::pair<std::int32_t, std::pair<TransferId, std::int32_t>>>;
-void set_stream_edges(StreamEdges& edges, std::int64_t slots, TransferId transfers,
-                      DataflowEdges& df, int bits = 32);
+// The stream edges into df.stream (and stream_queue, stream_shift) by d's
+// slot: replay(emit) calls emit(slot, t, queue) for each edge, each slot's
+// in order, the same edges every time (it is called two to four times),
+// with slots below `slots`, t below `transfers`, queues up to max_queue and
+// at most max_edges edges. Items take `bits` bits (32; a parameter for the
+// tests).
+template <typename Replay>
+void set_stream_edges(Replay&& replay, std::int64_t slots, TransferId transfers,
+                      std::int32_t max_queue, std::int64_t max_edges, DataflowEdges& df,
+                      int bits = 32) {
+  int shift = 0;
+  while (shift < 31 && (std::int64_t{1} << shift) <= max_queue) ++shift;
+  int t_bits = 0;
+  while (t_bits < 31 && (std::int64_t{1} << t_bits) < transfers) ++t_bits;
+  const bool packed = t_bits + shift <= bits;
+  df.stream_shift = packed ? shift : 0;
+  df.stream_queue.clear();
+  if (!packed) {  // the queues in their own list, in the same order
+    EdgeCsr<std::int32_t> q;
+    fill_edge_csr(slots, max_edges, [&replay](auto&& emit) {
+      replay([&emit](std::int32_t slot, TransferId, std::int32_t queue) { emit(slot, queue); });
+    }, q);
+    df.stream_queue = std::move(q.list);
+  }
+  const int s = df.stream_shift;
+  fill_edge_csr(slots, max_edges, [&replay, s, packed](auto&& emit) {
+    replay([&emit, s, packed](std::int32_t slot, TransferId t, std::int32_t queue) {
+      emit(slot, (static_cast<std::uint32_t>(t) << s) |
+                     (packed ? static_cast<std::uint32_t>(queue) : 0u));
+    });
+  }, df.stream);
+}
 
 // Dataflow mode: packets waiting at a stage whose order gates are still
-// closed. Per gate index (DataflowEdges) an index into parked (-1 for none);
-// allocated on first use.
+// closed. A gate index's word (TrieNode::gate, DataflowEdges::stage_gate)
+// is the count of its gates still closed while no packet waits there (0:
+// open), and -1 - i once packets wait, in parked list i, which then keeps
+// the count: no array per gate index beside the counts (TTO 16x16: 67 MB).
+struct ParkedList {
+  std::int32_t closed = 0;  // gates still closed
+  std::vector<Event> events;
+};
 struct Parking {
-  std::vector<std::int32_t> park_of;
-  std::vector<std::vector<Event>> parked;
+  std::vector<ParkedList> lists;
   std::vector<std::int32_t> free_lists;
 };
 
@@ -548,12 +557,23 @@ class Simulation {
   std::int64_t next_sprayed(TransferId t, std::int32_t node, std::int64_t packet) const;
   Seconds sprayed_latest(std::int64_t slot, Seconds when);
   inline void release(TransferId x, Seconds when) WAFERCOLL_LOOP_INLINE;
+  // Start conditions of transfer t not yet met (none counted: 0).
+  std::int32_t unmet(TransferId t) const {
+    if (costs_.pending_in_hot) return static_cast<std::int32_t>(progress_.hot[t].left);
+    return progress_.pending.empty() ? 0 : progress_.pending[t];
+  }
   inline void complete(TransferId t) WAFERCOLL_LOOP_INLINE;
   inline void packet_done(TransferId t, std::int64_t slot, Seconds when);
   inline void stream_delivered(std::int64_t slot, Seconds when) WAFERCOLL_LOOP_INLINE;
   inline void delivered(std::int64_t slot, Seconds when) WAFERCOLL_LOOP_INLINE;
   inline void open_gates(std::int64_t gate, Seconds when) WAFERCOLL_LOOP_INLINE;
   inline void park(const Event& ev, std::int64_t gate) WAFERCOLL_LOOP_INLINE;
+  // The gate word (Parking) of gate index `gate`.
+  std::int32_t& gate_word(std::int64_t gate) {
+    const auto nodes = static_cast<std::int64_t>(tries_.nodes.size());
+    return gate < nodes ? tries_.nodes[gate].gate
+                        : dataflow_.stage_gate[static_cast<std::size_t>(gate - nodes)];
+  }
   inline std::int64_t pick_channel(std::int64_t first) const WAFERCOLL_LOOP_INLINE;
   inline void process(const Event& ev) WAFERCOLL_LOOP_INLINE;
   inline void prefetch_ahead() WAFERCOLL_LOOP_INLINE;
