@@ -149,6 +149,8 @@ TransferId packetize(const Schedule& s, const Topology& topo, const NetworkModel
   struct Tally {
     TransferId tries = 0;
     std::int64_t events = 0;
+    std::int32_t stages_max = 0;  // of a computed route
+    std::int64_t stages = 0;      // of all computed routes
     bool fits = true;  // every count and last size fit `code` (else stopped)
   };
   // Transfers [lo, hi); with a packed code, stops at the first that does
@@ -190,6 +192,8 @@ TransferId packetize(const Schedule& s, const Topology& topo, const NetworkModel
         std::int32_t hops = 0;
         topo.route_link_unchecked(h.src, h.dst(), 0, &hops);  // inline on grids
         tally.events += n * (hops + ports);
+        tally.stages_max = std::max(tally.stages_max, static_cast<std::int32_t>(hops + ports));
+        tally.stages += hops + ports;
       } else {
         h.base = 0;  // set with the tries
         ++tally.tries;
@@ -212,6 +216,7 @@ TransferId packetize(const Schedule& s, const Topology& topo, const NetworkModel
     const Tally first = pass(0, mid);
     const Tally other = second.get();
     all = Tally{first.tries + other.tries, first.events + other.events,
+                std::max(first.stages_max, other.stages_max), first.stages + other.stages,
                 first.fits && other.fits};
   } else {
     all = pass(0, T);
@@ -221,6 +226,8 @@ TransferId packetize(const Schedule& s, const Topology& topo, const NetworkModel
     all = pass(0, T);
   }
   p.events += all.events;
+  p.route_stages_max = all.stages_max;
+  p.route_stages = all.stages;
   return all.tries;
 }
 

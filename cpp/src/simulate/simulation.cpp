@@ -35,6 +35,8 @@ Simulation::Simulation(const Schedule& sched, const Topology& topology,
     throw std::invalid_argument("a trace of " + std::to_string(prep.events) +
                                 " packet-stage events is too large (limit " +
                                 std::to_string(kMaxTraceEvents) + "); trace a smaller run");
+  dim_.route_stages_max = prep.route_stages_max;
+  dim_.route_stages = prep.route_stages;
   place_ = std::move(prep.place);
   tries_ = std::move(prep.tries);
   prepare_stages();
@@ -410,7 +412,7 @@ void Simulation::prepare_dataflow() {
   dataflow_.gates =
       static_cast<std::int64_t>(tries_.nodes.size() + dataflow_.stage_gate.size());
   to_csr(edges.gate, dataflow_.gates, dataflow_.gate);
-  costs_.computed_gates = !dataflow_.gate_base.empty();
+  costs_.computed_gates = dataflow_.gate_stride > 0 || !dataflow_.gate_base.empty();
   // The stream edges last, when the other lists are gone: (d's slot, (t,
   // its queue)) from the marked dependencies, in the order of the loop.
   if (stream_edges > 0) {
@@ -492,11 +494,34 @@ std::int64_t Simulation::computed_key(TransferId t, std::int32_t stage) const {
                 : -3 - 2 * std::int64_t{h.dst()};
 }
 
-// The gate index of stage 0 of t's computed route, numbering its stages
-// after those numbered so far on first use.
+// The first order gate on a computed stage chooses how they are numbered
+// (DataflowEdges): by stride, when the slots that shorter routes leave
+// unused would cost no more than the first-use numbering's 4 bytes per
+// transfer (gate_base) cost at least (each slot costs 5.25: its gate word
+// and its offset in the gate lists), and the trie nodes and every slot fit
+// kMaxGates; else on first use. TTO's routes are all one hop: by stride, 4
+// bytes per transfer fewer (TTO 16x16: 67 MB).
+void Simulation::number_computed_gates() {
+  DataflowEdges& df = dataflow_;
+  const std::int64_t T = dim_.transfers;
+  const std::int64_t slots = T * dim_.route_stages_max;
+  const std::int64_t unused = slots - dim_.route_stages;
+  if (dim_.route_stages_max > 0 && unused * 21 <= T * 16 &&  // unused * 5.25 <= T * 4
+      static_cast<std::int64_t>(tries_.nodes.size()) + slots <= kMaxGates) {
+    df.gate_stride = dim_.route_stages_max;
+    df.stage_gate.assign(static_cast<std::size_t>(slots), 0);
+  } else {
+    df.gate_base.assign(static_cast<std::size_t>(T), -1);
+  }
+}
+
+// The gate index of stage 0 of t's computed route: by stride, or numbering
+// its stages after those numbered so far on first use.
 std::int64_t Simulation::computed_gate_base(TransferId t) {
   DataflowEdges& df = dataflow_;
-  if (df.gate_base.empty()) df.gate_base.assign(static_cast<std::size_t>(dim_.transfers), -1);
+  if (df.gate_stride == 0 && df.gate_base.empty()) number_computed_gates();
+  if (df.gate_stride > 0)
+    return static_cast<std::int64_t>(tries_.nodes.size()) + std::int64_t{t} * df.gate_stride;
   std::int32_t& base = df.gate_base[t];
   if (base < 0) {
     const std::size_t n = df.stage_gate.size() + static_cast<std::size_t>(computed_stages(t));

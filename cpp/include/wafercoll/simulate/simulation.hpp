@@ -179,6 +179,9 @@ struct Prepared {
   BigVector<Bytes> wide_last;   // per transfer when SizeCode::shift is 0, else empty
   SuccessorLists successors;    // complete mode, for a run: who waits for whom
   std::int64_t events = 0;      // packet-stage services the run will perform
+  // Computed routes: the most stages of one (hops and ports), and their sum.
+  std::int32_t route_stages_max = 0;
+  std::int64_t route_stages = 0;
 };
 
 // Checks the inputs and computes the above (simulate.cpp); for a run
@@ -319,6 +322,9 @@ struct Dimensions {
   std::int64_t stages = 0;
   std::int64_t dst_slots = 0;  // destinations of all transfers
   std::int64_t tasks = 0;      // of the task graph (ids after the transfers)
+  // Computed routes (Prepared): the most stages of one, and their sum.
+  std::int32_t route_stages_max = 0;
+  std::int64_t route_stages = 0;
 };
 
 // The model's constants in the form the event loop uses.
@@ -342,7 +348,7 @@ struct Costs {
   bool pending_in_hot = false;
   bool spray = false;     // NetworkModel::spray (the tries hold SprayChoices)
   // Dataflow: some computed route's stages carry order gates
-  // (DataflowEdges::gate_base is filled).
+  // (DataflowEdges::gate_stride or gate_base is set).
   bool computed_gates = false;
 };
 
@@ -384,13 +390,17 @@ struct Progress {
 // each in CSR form.
 //
 // Order gates sit on the stages of routes, numbered by one gate index: a
-// trie node's own number, and after the trie nodes, for a computed route
-// (routes.hpp) that takes part in an order edge, gate_base[t] + its stage
-// number along the path (transfers in no order edge get no numbers). The
-// gates still closed are counted in TrieNode::gate for trie nodes and in
-// stage_gate (by gate index minus the trie nodes) for computed stages. A
-// computed route in an order edge costs 4 bytes (gate_base), and 8 per stage
-// (its count and its offset in the gate lists), against a trie's 24 + 8.
+// trie node's own number, and after the trie nodes the stages of computed
+// routes (routes.hpp), in one of two layouts chosen per run
+// (Simulation::number_computed_gates). Where the routes' lengths vary
+// little, every transfer's stages have gate indices t * gate_stride + stage
+// (after the trie nodes), gated or not, and nothing per transfer is kept;
+// otherwise only a route that takes part in an order edge is numbered, on
+// first use, from gate_base[t] on (4 bytes per transfer). The gates still
+// closed are counted in TrieNode::gate for trie nodes and in stage_gate (by
+// gate index minus the trie nodes) for computed stages: a gate index costs
+// 4 bytes there and 1.25 in the gate lists' offsets, against a trie's 24 +
+// 5.25.
 struct DataflowEdges {
   // The streams of more than two stream dependencies (StreamWord::kMore):
   // (t, their count), by t.
@@ -410,9 +420,11 @@ struct DataflowEdges {
   EdgeCsr<TransferId> data;                             // by d's slot: t
   EdgeCsr<std::int32_t> gate;                           // by d's gate index: t's
   std::int64_t gates = 0;                               // gate indices in all
-  // Computed routes: per transfer its first entry of stage_gate, or -1 (4
-  // bytes per transfer; empty when no computed route takes part in an
-  // order edge), and per numbered stage its gate word (Parking).
+  // Computed routes, numbered by stride: the stride (the most stages of a
+  // route), else 0; numbered on first use: per transfer its first entry of
+  // stage_gate, or -1 (empty when no computed route takes part in an order
+  // edge). Per numbered stage its gate word (Parking).
+  std::int32_t gate_stride = 0;
   BigVector<std::int32_t> gate_base;
   std::vector<std::int32_t> stage_gate;
 };
@@ -515,6 +527,7 @@ class Simulation {
   std::int32_t computed_stages(TransferId t) const;
   std::int64_t computed_key(TransferId t, std::int32_t stage) const;
   std::int64_t computed_gate_base(TransferId t);
+  void number_computed_gates();
   void add_order_gates(TransferId d, TransferId t,
                        std::vector<std::pair<std::int32_t, std::int32_t>>& gates,
                        std::vector<std::pair<std::int64_t, std::int64_t>>& d_stages);
