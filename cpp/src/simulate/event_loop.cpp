@@ -128,8 +128,9 @@ StreamRun& Simulation::stream_run(TransferId t) {
   if (nq == StreamWord::kMore) {
     const auto it = std::lower_bound(df.more_queues.begin(), df.more_queues.end(),
                                      std::make_pair(t, std::int32_t{0}));
-    if (!r.queues) r.queues = std::make_unique<std::vector<Fifo>>();
-    r.queues->resize(static_cast<std::size_t>(it->second));
+    const auto live = static_cast<std::size_t>(StreamWord::live(w));
+    if (df.run_queues.size() <= live) df.run_queues.resize(live + 1);
+    df.run_queues[live].resize(static_cast<std::size_t>(it->second));
   }
   return r;
 }
@@ -200,7 +201,8 @@ void Simulation::stream_delivered(std::int64_t slot, Seconds when) {
       if (st.next >= 0) try_inject(t);
       continue;
     }
-    std::vector<Fifo>& queues = *st.queues;
+    std::vector<Fifo>& queues =
+        dataflow_.run_queues[static_cast<std::size_t>(StreamWord::live(progress_.hot[t].stream))];
     queues[q].push_back(when);
     bool all = true;
     for (const auto& dq : queues) all = all && !dq.empty();

@@ -232,7 +232,7 @@ static_assert(sizeof(Event) == 32, "a queued event is documented as 32 bytes");
 struct Fifo {
   enum : std::uint32_t { kInline = 4 };
   Seconds buf[kInline];
-  std::uint32_t head = 0, count = 0;  // ring over buf
+  std::uint16_t head = 0, count = 0;  // ring over buf
   std::uint32_t spill_head = 0;       // first unread entry of *spill
   std::unique_ptr<std::vector<Seconds>> spill;  // entries after the inline ones
   bool empty() const { return count == 0; }
@@ -271,15 +271,16 @@ struct Fifo {
 // its first packet has arrived takes its run with that packet (its start is
 // ready[t] + alpha), not at its start: a pipeline of chunks (TTO) starts
 // most of its streams at once, long before their data comes.
+// 64 bytes: one cache line. A stream of more than two stream dependencies
+// keeps their times in DataflowEdges::run_queues, one queue per dependency
+// (a single dependency's times are its ready times).
 struct StreamRun {
   Fifo ready;                 // packet k can go from this time; with two
                               // stream dependencies, the first one's times
-  std::unique_ptr<std::vector<Fifo>> queues;  // one per dependency when nq > 2
-                              // (else none: a single dependency's times are
-                              // its ready times)
   std::int64_t next = -1;     // packet to inject; -1 not started, -2 in flight
   Seconds pace = 0.0;         // first stage free again
 };
+static_assert(sizeof(StreamRun) == 64, "a stream's run state is documented as 64 bytes");
 
 // A stream with two stream dependencies (TTO's usual one) keeps the second
 // one's times in its own record, in a pool of its own: a packet can go from
@@ -289,6 +290,7 @@ struct StreamRun {
 struct StreamPair : StreamRun {
   Fifo second;
 };
+static_assert(sizeof(StreamPair) == 112, "a stream pair's run state is documented as 112 bytes");
 
 // Per stream, for the whole run, in its TransferHot::stream (so that the
 // forwarding transfer's record, which the loop reads anyway, leads straight
@@ -407,6 +409,9 @@ struct DataflowEdges {
   std::vector<std::pair<TransferId, std::int32_t>> more_queues;
   std::vector<StreamRun> runs;               // the pool of streams in progress
   std::vector<std::int32_t> free_runs;       // entries of runs not in use
+  // By entry of runs, for a stream of more than two stream dependencies:
+  // their times, one queue each (grown as such streams take entries).
+  std::vector<std::vector<Fifo>> run_queues;
   std::vector<StreamPair> pairs;             // ... of those with two stream dependencies
   std::vector<std::int32_t> free_pairs;      // entries of pairs not in use
   // By d's slot: t and its queue (the dependency's place among t's stream
