@@ -346,6 +346,44 @@ TEST(RouteSteps, DataflowGatesOnComputedRoutesSimulateAsTheTries) {
   }
 }
 
+TEST(RouteSteps, LargeDataflowClassifiedOnTwoThreadsAsOnOne) {
+  // 2^16 transfers or more: their dependency edges are classified in two
+  // halves, one per thread (where the machine has two), with routes
+  // computed (all of two hops on a star: their gates numbered by stride) and
+  // in tries, unicasts only and with multicasts; against one thread, bit for
+  // bit. Streams, data, complete and order edges all occur.
+  const RankId p = 8192;
+  const Topology topo = Topology::star(p, 1e9, 1e-7);
+  SimOptions opt;
+  opt.record_transfers = true;
+  for (const bool multicast : {false, true}) {
+    const Schedule s = dataflow_schedule(p, multicast ? 71u : 70u, multicast);
+    ASSERT_GE(s.num_transfers(), TransferId{1} << 16);
+    NetworkModel net;
+    net.dependencies = Dependencies::dataflow;
+    net.alpha_s = 1e-7;
+    net.packet_bytes = 512;
+    for (const bool tries : {false, true}) {
+      const std::string what = std::string(tries ? "tries" : "computed routes") +
+                               (multicast ? " with multicasts" : "");
+      sim::force_trie_routes(tries);
+      SimResult two, one;
+      try {
+        two = simulate(s, topo, net, opt);
+        sim::force_serial_dataflow(true);
+        one = simulate(s, topo, net, opt);
+      } catch (...) {
+        sim::force_serial_dataflow(false);
+        sim::force_trie_routes(false);
+        throw;
+      }
+      sim::force_serial_dataflow(false);
+      sim::force_trie_routes(false);
+      expect_same(two, one, what);
+    }
+  }
+}
+
 TEST(RouteSteps, EventQueuesAndRingAllreduceAgree) {
   const Schedule s = ring_allreduce(8, 8 * 4096);
   NetworkModel net;

@@ -49,14 +49,6 @@ Dependencies dependencies_from_string(const std::string& name) {
 
 namespace {
 
-// Schedules of at least this many transfers have their preparation split
-// over two threads (prepare()). Measured on ring allreduce over ring(1024),
-// one packet per transfer (2 M transfers), on a 2-core machine shared with
-// other jobs: the whole run 1.17-1.34x as fast while a core was free (the
-// split part up to 1.7x), 1.0x at a load of 2, and 0.6-0.97x at a load of
-// 4-5 (both halves are memory-bound and then share a core).
-constexpr TransferId kParallelTransfers = TransferId{1} << 16;
-
 bool finite_nonneg(double x) { return std::isfinite(x) && x >= 0.0; }
 
 void require(bool ok, const std::string& msg) {
