@@ -36,30 +36,7 @@ std::int64_t Simulation::resource_key(TransferId t, std::int64_t node) const {
 
 namespace {
 
-// Edges by their first element (< n), in the order listed (each list comes
-// out sorted by t, the loop that made it); `edges` is emptied.
-template <typename Edges, typename Item>
-void to_csr(Edges& edges, std::int64_t n, EdgeCsr<Item>& csr) {
-  auto replay = [&edges](auto&& emit) {
-    for (const auto& e : edges) emit(e.first, e.second);
-  };
-  fill_edge_csr(n, static_cast<std::int64_t>(edges.size()), replay, csr);
-  edges.clear();
-  edges.shrink_to_fit();
-}
-
 std::atomic<bool> g_serial_dataflow{false};
-
-// Appends `from` to `to` and empties it.
-template <typename T>
-void append(std::vector<T>& to, std::vector<T>& from) {
-  if (to.empty()) {
-    to.swap(from);
-  } else {
-    to.insert(to.end(), from.begin(), from.end());
-  }
-  std::vector<T>().swap(from);
-}
 
 }  // namespace
 
@@ -73,33 +50,55 @@ void force_serial_dataflow(bool on) { g_serial_dataflow.store(on); }
 // it, 8 more: TTO 16x16, 24 M edges, 0.5 GB at once), and replayed from
 // there.
 struct DataflowShare {
-  std::vector<std::pair<TransferId, TransferId>> complete;  // (d, t)
-  std::vector<std::pair<std::int32_t, TransferId>> data;    // (d slot, t)
-  std::vector<std::pair<std::int32_t, std::int32_t>> gate;  // (d gate, t gate)
+  // Mapped (mapped_alloc.hpp): the large blocks go back to the system when
+  // freed, where a second thread's heap would keep them (TTO 16x16: 40 MB
+  // still resident at the run's peak).
+  MappedVector<std::pair<TransferId, TransferId>> complete;  // (d, t)
+  MappedVector<std::pair<std::int32_t, TransferId>> data;    // (d slot, t)
+  MappedVector<std::pair<std::int32_t, std::int32_t>> gate;  // (d gate, t gate)
   std::vector<bool> stream_dep;  // by place in the dependency list, or empty
   std::int64_t stream_edges = 0;
   std::int32_t max_queue = 0;           // the largest queue index of a stream edge
   std::size_t pairs = 0, singles = 0;   // streams of two stream dependencies, and others
   std::vector<std::pair<TransferId, std::int32_t>> more_queues;  // DataflowEdges'
 
-  // Takes the next share's findings (of later transfers) after its own.
+  // Takes the next share's counts, marks and streams of more than two
+  // dependencies (of later transfers) after its own; the edge lists stay
+  // apart (joined by to_csr(), never copied).
   void absorb(DataflowShare& next) {
-    append(complete, next.complete);
-    append(data, next.data);
-    append(gate, next.gate);
-    append(more_queues, next.more_queues);
+    more_queues.insert(more_queues.end(), next.more_queues.begin(), next.more_queues.end());
     if (stream_dep.empty()) {
       stream_dep.swap(next.stream_dep);
     } else if (!next.stream_dep.empty()) {
       for (std::size_t i = 0; i < stream_dep.size(); ++i)
         if (next.stream_dep[i]) stream_dep[i] = true;
     }
+    std::vector<bool>().swap(next.stream_dep);
     stream_edges += next.stream_edges;
     max_queue = std::max(max_queue, next.max_queue);
     pairs += next.pairs;
     singles += next.singles;
   }
 };
+
+namespace {
+
+// One kind of edge (`list`) of every share, in order, by its first element
+// (< n): each list comes out sorted by t, the loop that made it. The
+// shares' lists are emptied.
+template <typename List, typename Item>
+void to_csr(std::vector<DataflowShare>& shares, List DataflowShare::*list, std::int64_t n,
+            EdgeCsr<Item>& csr) {
+  std::int64_t items = 0;
+  for (const DataflowShare& sh : shares) items += static_cast<std::int64_t>((sh.*list).size());
+  fill_edge_csr(n, items, [&shares, list](auto&& emit) {
+    for (const DataflowShare& sh : shares)
+      for (const auto& e : sh.*list) emit(e.first, e.second);
+  }, csr);
+  for (DataflowShare& sh : shares) List().swap(sh.*list);
+}
+
+}  // namespace
 
 // Dataflow mode: classify every dependency edge d -> t (see simulate.hpp).
 // complete edges release t when d completes; data edges when d's slot for
@@ -120,24 +119,26 @@ void Simulation::prepare_dataflow() {
   DataflowEdges& df = dataflow_;
   df.gate_stride = computed_gate_stride();
   const bool serial_gates = dim_.route_stages > 0 && df.gate_stride == 0;
-  DataflowShare all;
+  std::vector<DataflowShare> shares(1);
   if (T >= kParallelTransfers && std::thread::hardware_concurrency() > 1 && !serial_gates &&
       !g_serial_dataflow.load()) {
     const TransferId mid = T / 2;
-    DataflowShare second;
+    shares.resize(2);
+    DataflowShare& second = shares[1];
     std::future<void> side =
         std::async(std::launch::async, [this, mid, T, &second] { classify(mid, T, second); });
-    classify(0, mid, all);  // an error in the first half is the one reported
+    classify(0, mid, shares[0]);  // an error in the first half is the one reported
     side.get();
-    all.absorb(second);
   } else {
-    classify(0, T, all);
+    classify(0, T, shares[0]);
   }
   if (df.stage_gate.empty()) df.gate_stride = 0;  // no computed stage is gated
-  to_csr(all.complete, T, df.complete);
-  to_csr(all.data, dim_.dst_slots, df.data);
+  to_csr(shares, &DataflowShare::complete, T, df.complete);
+  to_csr(shares, &DataflowShare::data, dim_.dst_slots, df.data);
   df.gates = static_cast<std::int64_t>(tries_.nodes.size() + df.stage_gate.size());
-  to_csr(all.gate, df.gates, df.gate);
+  to_csr(shares, &DataflowShare::gate, df.gates, df.gate);
+  DataflowShare& all = shares[0];
+  if (shares.size() > 1) all.absorb(shares[1]);
   costs_.computed_gates = df.gate_stride > 0 || !df.gate_base.empty();
   df.more_queues = std::move(all.more_queues);
   // The stream edges last, when the other lists are gone: (d's slot, (t,
@@ -215,7 +216,7 @@ void Simulation::classify(TransferId lo, TransferId hi, DataflowShare& out) {
 // once). A trie node is its own gate; a computed route's stages are
 // numbered (computed_gate_base) only when one is gated or gates.
 void Simulation::add_order_gates(TransferId d, TransferId t,
-                                 std::vector<std::pair<std::int32_t, std::int32_t>>& gates,
+                                 MappedVector<std::pair<std::int32_t, std::int32_t>>& gates,
                                  std::vector<std::pair<std::int64_t, std::int64_t>>& d_stages) {
   const bool d_computed = progress_.hot[d].computed();
   const bool t_computed = progress_.hot[t].computed();

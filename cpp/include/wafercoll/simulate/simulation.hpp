@@ -5,9 +5,12 @@
 //   simulate.cpp    the model's enums and checks, prepare(), simulate()
 //   routes.cpp      placement and the stage tries (routes.hpp)
 //   event_queue.cpp the event queues (event_queue.hpp)
-//   simulation.cpp  building the run state (stages, transfers, dataflow
-//                   edges) and collecting the result
+//   simulation.cpp  building the run state (stages, transfers) and
+//                   collecting the result
+//   dataflow.cpp    the dataflow edges, order gates and streams
 //   event_loop.cpp  the event loop: Simulation::run and its handlers
+//   edge_csr.hpp    lists by key with compact offsets (dataflow edges,
+//                   successor lists)
 //
 // Memory: the per-transfer state (TransferHot, 24 bytes), the per-destination
 // state (SlotState, 16 bytes, only where a run needs it) and the trie nodes
@@ -552,7 +555,7 @@ class Simulation {
   std::int64_t computed_gate_base(TransferId t);
   std::int32_t computed_gate_stride() const;
   void add_order_gates(TransferId d, TransferId t,
-                       std::vector<std::pair<std::int32_t, std::int32_t>>& gates,
+                       MappedVector<std::pair<std::int32_t, std::int32_t>>& gates,
                        std::vector<std::pair<std::int64_t, std::int64_t>>& d_stages);
   void size_times(std::int64_t n);  // ready and finish for n transfers and tasks
   void prepare_tasks();  // tasks.cpp
