@@ -20,8 +20,8 @@ namespace wafercoll::sim {
 // The offsets of a CSR list whose keys have at most 255 items each, in
 // 1.25 bytes per key instead of 4: a count of one byte per key, and every
 // kSampleEvery-th offset. A key's items start at its sampled offset plus
-// the counts of the keys before it in its group (up to 15 bytes, in one
-// cache line but for a group that straddles two).
+// the counts of the keys before it in its group of 16 (up to 15 bytes, in
+// one cache line: the groups are 16-byte aligned).
 struct CountedOffsets {
   static constexpr int kSampleShift = 4;
   static constexpr std::int64_t kSampleEvery = std::int64_t{1} << kSampleShift;

@@ -406,7 +406,7 @@ struct Progress {
 // Order gates sit on the stages of routes, numbered by one gate index: a
 // trie node's own number, and after the trie nodes the stages of computed
 // routes (routes.hpp), in one of two layouts chosen per run
-// (Simulation::number_computed_gates). Where the routes' lengths vary
+// (Simulation::computed_gate_stride). Where the routes' lengths vary
 // little, every transfer's stages have gate indices t * gate_stride + stage
 // (after the trie nodes), gated or not, and nothing per transfer is kept;
 // otherwise only a route that takes part in an order edge is numbered, on
