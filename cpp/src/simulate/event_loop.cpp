@@ -641,13 +641,9 @@ double Simulation::computed_inv_bw(TransferId t, std::int32_t stage) const {
 // complete-mode runs share): the gate index of stage `stage` of t's route,
 // -1 when it has none, or kParked when the packet of ev parked there.
 std::int64_t Simulation::computed_gate(const Event& ev, TransferId t, std::int32_t stage) {
-  const DataflowEdges& df = dataflow_;
-  std::int64_t g = std::int64_t{t} * df.gate_stride + stage;
-  if (df.gate_stride == 0) {
-    const std::int32_t base = df.gate_base[t];
-    if (base < 0) return -1;
-    g = std::int64_t{base} + stage;
-  }
+  const std::int64_t base = first_stage_gate(t);
+  if (base < 0) return -1;
+  const std::int64_t g = base + stage;
   const auto gate = static_cast<std::int64_t>(tries_.nodes.size()) + g;
   if (dataflow_.stage_gate[static_cast<std::size_t>(g)] == 0) return gate;
   park(ev, gate);
@@ -747,11 +743,10 @@ void Simulation::prefetch_ahead() {
     const std::uint32_t w = progress_.hot[t].stream;
     if (StreamWord::live(w) >= 0) __builtin_prefetch(&live_run(w));
     if (costs_.computed_gates) {
-      const DataflowEdges& df = dataflow_;
-      const std::int64_t base =
-          df.gate_stride > 0 ? std::int64_t{t} * df.gate_stride : df.gate_base[t];
+      const std::int64_t base = first_stage_gate(t);
       if (base >= 0)
-        __builtin_prefetch(&df.stage_gate[static_cast<std::size_t>(base + (e->local_key >> 1))]);
+        __builtin_prefetch(
+            &dataflow_.stage_gate[static_cast<std::size_t>(base + (e->local_key >> 1))]);
     }
   }
 }

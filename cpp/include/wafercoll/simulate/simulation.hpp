@@ -607,6 +607,12 @@ class Simulation {
   inline void delivered(std::int64_t slot, Seconds when) WAFERCOLL_LOOP_INLINE;
   inline void open_gates(std::int64_t gate, Seconds when) WAFERCOLL_LOOP_INLINE;
   inline void park(const Event& ev, std::int64_t gate) WAFERCOLL_LOOP_INLINE;
+  // The entry of stage_gate of stage 0 of t's computed route (by stride or
+  // from gate_base), or -1 when it has none.
+  std::int64_t first_stage_gate(TransferId t) const {
+    const DataflowEdges& df = dataflow_;
+    return df.gate_stride > 0 ? std::int64_t{t} * df.gate_stride : df.gate_base[t];
+  }
   // The gate word (Parking) of gate index `gate`.
   std::int32_t& gate_word(std::int64_t gate) {
     const auto nodes = static_cast<std::int64_t>(tries_.nodes.size());
