@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -10,17 +9,14 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from script_module import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "bench" / "scale.py"
 
 
 def load_scale() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_scale", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "bench_scale")
 
 
 def test_combine_takes_medians_ranges_and_largest_peaks() -> None:

@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+
+from script_module import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOL = ROOT / "tools" / "check_code_size.py"
 
 
 def load_tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("check_code_size", TOOL)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look the module up
-    spec.loader.exec_module(module)
-    return module
+    return load_script(TOOL, "check_code_size")
 
 
 def long_function(body_lines: int) -> str:
