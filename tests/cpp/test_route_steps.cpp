@@ -201,20 +201,25 @@ void expect_same(const SimResult& a, const SimResult& b, const std::string& what
   EXPECT_EQ(a.trace_finish_s, b.trace_finish_s) << what;
 }
 
+// One of the simulator's testing switches (sim::force_*) set while in
+// scope, and off again after, a failure included.
+class Forced {
+ public:
+  explicit Forced(void (*set)(bool), bool on = true) : set_(set) { set_(on); }
+  ~Forced() { set_(false); }
+  Forced(const Forced&) = delete;
+  Forced& operator=(const Forced&) = delete;
+
+ private:
+  void (*set_)(bool);
+};
+
 // Runs with routes computed and with every route in a trie.
 std::pair<SimResult, SimResult> both_ways(const Schedule& s, const Topology& topo,
                                           const NetworkModel& net, const SimOptions& opt) {
   const SimResult computed = simulate(s, topo, net, opt);
-  sim::force_trie_routes(true);
-  SimResult tried;
-  try {
-    tried = simulate(s, topo, net, opt);
-  } catch (...) {
-    sim::force_trie_routes(false);
-    throw;
-  }
-  sim::force_trie_routes(false);
-  return {computed, tried};
+  const Forced tries(sim::force_trie_routes);
+  return {computed, simulate(s, topo, net, opt)};
 }
 
 }  // namespace
@@ -366,20 +371,10 @@ TEST(RouteSteps, LargeDataflowClassifiedOnTwoThreadsAsOnOne) {
     for (const bool tries : {false, true}) {
       const std::string what = std::string(tries ? "tries" : "computed routes") +
                                (multicast ? " with multicasts" : "");
-      sim::force_trie_routes(tries);
-      SimResult two, one;
-      try {
-        two = simulate(s, topo, net, opt);
-        sim::force_serial_dataflow(true);
-        one = simulate(s, topo, net, opt);
-      } catch (...) {
-        sim::force_serial_dataflow(false);
-        sim::force_trie_routes(false);
-        throw;
-      }
-      sim::force_serial_dataflow(false);
-      sim::force_trie_routes(false);
-      expect_same(two, one, what);
+      const Forced routes(sim::force_trie_routes, tries);
+      const SimResult two = simulate(s, topo, net, opt);
+      const Forced serial(sim::force_serial_dataflow);
+      expect_same(two, simulate(s, topo, net, opt), what);
     }
   }
 }
@@ -424,9 +419,10 @@ TEST(RouteSteps, UnicastsHoldNoTrieNodes) {
   NetworkModel flow = net;
   flow.dependencies = Dependencies::dataflow;
   EXPECT_EQ(sim::prepare(uni, topo, flow, {}).tries.nodes.size(), 0u);
-  sim::force_trie_routes(true);
-  const std::size_t forced = sim::prepare(uni, topo, net, {}).tries.nodes.size();
-  sim::force_trie_routes(false);
+  const std::size_t forced = [&] {
+    const Forced tries(sim::force_trie_routes);
+    return sim::prepare(uni, topo, net, {}).tries.nodes.size();
+  }();
   // One node per stage: each unicast's hops plus its two ports.
   std::size_t stages = 0;
   for (TransferId t = 0; t < uni.num_transfers(); ++t)
