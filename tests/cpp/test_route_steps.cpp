@@ -27,6 +27,8 @@ std::vector<Topology> regular_topologies() {
       Topology::cluster(3, 4, 2, {}, {1e9, 2e9, 3e9, 0}, {0, 0, 0, 0}),
       Topology::cluster(3, 4, 1, {}, {1e9, 2e9, 3e9, 0}, {0, 0, 0, 0}),
       Topology::cluster(3, 4, 2, {}, {1e9, 2e9, 3e9, 4e9}, {0, 0, 0, 0}),
+      Topology::cluster(3, 4, 1, {}, {1e9, 2e9, 3e9, 4e9}, {0, 0, 0, 0}),
+      Topology::cluster(2, 4, 2, {1, 0, 1, 1, 0, 0, 1, 0}, {1e9, 2e9, 3e9, 0}, {0, 0, 0, 0}),
       Topology::cluster(2, 3, 1, {1, 0, 1, 0, 1, 0}, {1e9, 2e9, 3e9, 0}, {0, 0, 0, 0})};
   return out;
 }

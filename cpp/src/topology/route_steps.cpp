@@ -23,25 +23,68 @@ LinkId Topology::route_link(NodeId src, NodeId dst, std::int32_t i, std::int32_t
   check_endpoint(src, "route_link", "src");
   check_endpoint(dst, "route_link", "dst");
   if (i < 0) throw std::invalid_argument(cat("route_link: i = ", i, " must be >= 0"));
-  if (!stores_links()) return grid_route_link(src, dst, i, hops);
-  LinkId buf[6];
+  return route_link_unchecked(src, dst, i, hops);
+}
+
+LinkId Topology::stored_route_link(NodeId src, NodeId dst, std::int32_t i,
+                                   std::int32_t* hops) const {
   std::int32_t n = 0;
+  LinkId link = -1;
   if (src == dst) {
     n = 0;
   } else if (kind_ == TopologyKind::cluster) {
-    n = cluster_route(src, dst, buf);
+    return cluster_route_link(src, dst, i, hops);
   } else if (is_star()) {
-    buf[0] = 2 * src;      // uplink of src
-    buf[1] = 2 * dst + 1;  // downlink of dst
     n = 2;
+    link = i == 0 ? 2 * src : 2 * dst + 1;  // uplink of src, downlink of dst
   } else {
     std::vector<LinkId> route;
     append_route(src, dst, route);
-    if (hops != nullptr) *hops = static_cast<std::int32_t>(route.size());
-    return i < static_cast<std::int32_t>(route.size()) ? route[i] : -1;
+    n = static_cast<std::int32_t>(route.size());
+    if (i < n) link = route[i];
   }
   if (hops != nullptr) *hops = n;
-  return i < n ? buf[i] : -1;
+  return i < n ? link : -1;
+}
+
+// Link i of cluster_route(a, b) (cluster.cpp) without the others: the
+// simulator asks for one link per stage, and on clusters of one socket
+// per node the sockets are not read at all.
+LinkId Topology::cluster_route_link(NodeId a, NodeId b, std::int32_t i,
+                                    std::int32_t* hops) const {
+  const ClusterData& c = *cluster_;
+  const NodeId P = num_endpoints_;
+  const NodeId N = c.nodes;
+  const NodeId S = c.sockets > 1 ? N * c.sockets : 0;
+  const LinkId nic = 2 * P + 2 * S;  // NIC up of node 0; NIC down follows
+  const NodeId na = c.rank_node[a], nb = c.rank_node[b];
+  std::int32_t n = 0;
+  if (na != nb && c.lanes) {  // lane up, NIC up, NIC down, lane down
+    n = 4;
+    if (hops != nullptr) *hops = n;
+    const LinkId lanes0 = nic + 2 * N;
+    switch (i) {
+      case 0: return lanes0 + a;
+      case 1: return nic + na;
+      case 2: return nic + N + nb;
+      case 3: return lanes0 + P + b;
+      default: return -1;
+    }
+  }
+  // process up, [socket up], [NIC up, NIC down], [socket down], process down
+  const bool sockets = S > 0 && (na != nb || c.rank_socket[a] != c.rank_socket[b]);
+  const bool nics = na != nb;
+  n = 2 + 2 * sockets + 2 * nics;
+  if (hops != nullptr) *hops = n;
+  if (i >= n) return -1;
+  if (i == 0) return a;
+  if (i == n - 1) return P + b;
+  if (sockets) {
+    if (i == 1) return 2 * P + c.rank_socket[a];
+    if (i == n - 2) return 2 * P + S + c.rank_socket[b];
+    --i;
+  }
+  return i == 1 ? nic + na : nic + N + nb;
 }
 
 // Clusters: a hidden router's next link towards process dst follows from

@@ -253,7 +253,7 @@ class Topology {
   LinkId route_link_unchecked(NodeId src, NodeId dst, std::int32_t i,
                               std::int32_t* hops) const {
     if (!stores_links()) return grid_route_link(src, dst, i, hops);
-    return route_link(src, dst, i, hops);
+    return stored_route_link(src, dst, i, hops);
   }
   // The first link of the route from node `node` (an endpoint, or a hidden
   // router the routes to dst pass) to endpoint dst: the link route(a, dst)
@@ -300,6 +300,11 @@ class Topology {
   // Link i of the dimension-ordered route between grid nodes.
   LinkId grid_route_link(NodeId src, NodeId dst, std::int32_t i, std::int32_t* hops) const;
   LinkId cluster_next_link(NodeId node, NodeId dst) const;
+  // route_link_unchecked for the families that store their links (stars,
+  // clusters: computed; other custom graphs: the route is built), and link
+  // i of a cluster's route computed alone (src != dst).
+  LinkId stored_route_link(NodeId src, NodeId dst, std::int32_t i, std::int32_t* hops) const;
+  LinkId cluster_route_link(NodeId a, NodeId b, std::int32_t i, std::int32_t* hops) const;
 
   // Custom helpers (custom_routes.cpp): hop distances from every node to
   // endpoint dst (cached), the greedy walk along them, and the next-hop
