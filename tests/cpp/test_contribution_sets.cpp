@@ -147,6 +147,109 @@ TEST(SetIndex, PresizedDoesNotGrow) {
   EXPECT_EQ(index.capacity(), cap);
 }
 
+// With address space reserved for many entries, the table doubles in place
+// (its reservation stays the same), and lookups still find every entry:
+// well-spread hashes, one hash for all (a single probe run, longer than its
+// home's index), and runs that wrap around the last slot. Beyond the
+// reservation it grows by copying, again with every entry found.
+TEST(SetIndex, GrowsInPlaceWithinItsReservation) {
+  const std::size_t limit = 200000;  // 2^18 slots: 2 MiB, mapped
+  std::mt19937 rng(3);
+  std::vector<int> spread;
+  for (int i = 0; i < 150000; ++i) spread.push_back(std::uniform_int_distribution<int>(0, 90000)(rng));
+  std::vector<int> one_run;
+  for (int round = 0; round < 2; ++round)
+    for (int i = 0; i < 400; ++i) one_run.push_back((i * 37 + round) % 400);
+  std::vector<int> wrapping;
+  for (int i = 0; i < 6000; ++i) wrapping.push_back(i % 3000);
+  auto spread_hash = [](int x) { return mix(static_cast<std::uint64_t>(x)); };
+  auto one_hash = [](int) { return 0x0123456789ABCDEFull; };
+  auto wrap_hash = [](int x) {
+    const std::uint64_t top = x % 3 == 0 ? 0xFFFFFFFFull : static_cast<std::uint64_t>(x % 5);
+    return (top << 32) | static_cast<std::uint32_t>(x);
+  };
+  {
+    SetIndex index(0, limit);
+    EXPECT_EQ(index.capacity(), 16u);
+    EXPECT_EQ(index.reserved(), smallest_capacity(limit));
+    check_against_map(spread, spread_hash, index);
+    EXPECT_EQ(index.capacity(), smallest_capacity(index.size()));
+    EXPECT_GT(index.capacity(), std::size_t{1} << 16);
+    EXPECT_EQ(index.reserved(), smallest_capacity(limit));
+  }
+  {
+    SetIndex index(0, limit);
+    check_against_map(one_run, one_hash, index);
+    EXPECT_EQ(index.size(), 400u);
+    EXPECT_EQ(index.capacity(), smallest_capacity(400));
+    EXPECT_EQ(index.reserved(), smallest_capacity(limit));
+  }
+  {
+    SetIndex index(0, limit);
+    check_against_map(wrapping, wrap_hash, index);
+    EXPECT_EQ(index.size(), 3000u);
+    EXPECT_EQ(index.reserved(), smallest_capacity(limit));
+  }
+  {
+    // The run that wraps around the end covers homes of other entries near
+    // the first slot, which move when the table doubles.
+    auto wrap_over_homes = [](int x) {
+      const std::uint64_t top = x % 3 == 0 ? 0xFFFFFFFFull : static_cast<std::uint64_t>(x % 5) << 27;
+      return (top << 32) | static_cast<std::uint32_t>(x);
+    };
+    SetIndex index(0, limit);
+    check_against_map(wrapping, wrap_over_homes, index);
+    EXPECT_EQ(index.size(), 3000u);
+  }
+  {
+    // Hashes crowded into the first 64th of the table, most of them into a
+    // few homes: long probe runs that start near the first slot and reach
+    // far past their homes' doubled indexes.
+    std::vector<int> crowded;
+    for (int i = 0; i < 40000; ++i) crowded.push_back(std::uniform_int_distribution<int>(0, 20000)(rng));
+    auto crowded_hash = [](int x) {
+      const std::uint64_t h = mix(static_cast<std::uint64_t>(x));
+      const std::uint64_t top = x % 4 == 0 ? (h >> 58) : (h >> 63);  // 64 homes, or 2
+      return (top << 58) | (h & ((std::uint64_t{1} << 58) - 1));
+    };
+    SetIndex index(0, limit);
+    check_against_map(crowded, crowded_hash, index);
+    EXPECT_EQ(index.reserved(), smallest_capacity(limit));
+  }
+  {
+    // Reserved for 100,000 entries (2^17 slots, 1 MiB, mapped), then 150,000
+    // distinct ones: in place up to 2^17 slots, copied to 2^18.
+    SetIndex index(0, 100000);
+    std::vector<int> many;
+    for (int i = 0; i < 150000; ++i) many.push_back(i);
+    check_against_map(many, spread_hash, index);
+    EXPECT_EQ(index.capacity(), smallest_capacity(150000));
+    EXPECT_EQ(index.reserved(), index.capacity());
+  }
+}
+
+// The doubling in place when a run wraps around the end over an entry with
+// a home of its own: in a table of 16 slots, four entries of home 15 sit at
+// slots 15, 0, 2 and 3 around one of home 1 at slot 1, with fillers at
+// homes 5 to 12; the 13th entry doubles the table. Entries of home 15 go
+// to homes 30 and 31 and would wrap around to slot 0, where slot 1 empties
+// when its entry moves to its new home: such an entry must be placed after
+// the others, or it is lost.
+TEST(SetIndex, InPlaceGrowthKeepsEntriesWhoseProbeWrapsAround) {
+  auto top = [](std::uint64_t nibble_and_bit) { return nibble_and_bit << 59; };  // 5 top bits
+  std::vector<std::uint64_t> hashes;
+  for (int k = 0; k < 2; ++k) hashes.push_back(top(0x1E) | static_cast<std::uint64_t>(k));  // W0, W1
+  hashes.push_back(top(0x02) | 7);                                                        // home 1
+  for (int k = 2; k < 4; ++k) hashes.push_back(top(0x1E) | static_cast<std::uint64_t>(k));  // W2, W3
+  for (std::uint64_t home = 5; home <= 12; ++home) hashes.push_back(top(2 * home) | 9);
+  std::vector<int> items;
+  for (int round = 0; round < 2; ++round)
+    for (int i = 0; i < static_cast<int>(hashes.size()); ++i) items.push_back(i);
+  SetIndex index(0, 200000);
+  check_against_map(items, [&](int x) { return hashes.at(static_cast<std::size_t>(x)); }, index);
+  EXPECT_EQ(index.capacity(), 32u);
+}
+
 // A pool against std::map ids and std::set arithmetic: interning, unions,
 // differences and sizes.
 static void check_pool_against_std(SetPool& pool) {

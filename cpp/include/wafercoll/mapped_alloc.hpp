@@ -94,6 +94,17 @@ struct MappedAlloc : DefaultInitConstruct {
     constexpr std::size_t kPage = 4096;
     return (n * sizeof(T) + kPage - 1) / kPage * kPage;
   }
+  // Whether allocate(n) gives fresh mapped memory, zero until written
+  // (and address space only until touched).
+  static bool fresh_zeroed(std::size_t n) {
+#if defined(WAFERCOLL_MMAP)
+    return n <= std::numeric_limits<std::size_t>::max() / sizeof(T) / 2 &&
+           n * sizeof(T) >= kMapFrom;
+#else
+    (void)n;
+    return false;
+#endif
+  }
   T* allocate(std::size_t n) {
     if (n > std::numeric_limits<std::size_t>::max() / sizeof(T) / 2) throw std::bad_alloc();
 #if defined(WAFERCOLL_MMAP)
