@@ -53,9 +53,9 @@ struct DataflowShare {
   // Mapped (mapped_alloc.hpp): the large blocks go back to the system when
   // freed, where a second thread's heap would keep them (TTO 16x16: 40 MB
   // still resident at the run's peak).
-  MappedVector<std::pair<TransferId, TransferId>> complete;  // (d, t)
-  MappedVector<std::pair<std::int32_t, TransferId>> data;    // (d slot, t)
-  MappedVector<std::pair<std::int32_t, std::int32_t>> gate;  // (d gate, t gate)
+  ScratchVector<std::pair<TransferId, TransferId>> complete;  // (d, t)
+  ScratchVector<std::pair<std::int32_t, TransferId>> data;    // (d slot, t)
+  ScratchVector<std::pair<std::int32_t, std::int32_t>> gate;  // (d gate, t gate)
   std::vector<bool> stream_dep;  // by place in the dependency list, or empty
   std::int64_t stream_edges = 0;
   std::int32_t max_queue = 0;           // the largest queue index of a stream edge
@@ -216,7 +216,7 @@ void Simulation::classify(TransferId lo, TransferId hi, DataflowShare& out) {
 // once). A trie node is its own gate; a computed route's stages are
 // numbered (computed_gate_base) only when one is gated or gates.
 void Simulation::add_order_gates(TransferId d, TransferId t,
-                                 MappedVector<std::pair<std::int32_t, std::int32_t>>& gates,
+                                 ScratchVector<std::pair<std::int32_t, std::int32_t>>& gates,
                                  std::vector<std::pair<std::int64_t, std::int64_t>>& d_stages) {
   const bool d_computed = progress_.hot[d].computed();
   const bool t_computed = progress_.hot[t].computed();

@@ -298,7 +298,7 @@ void check_spray_events(const Schedule& s, const SimOptions& opt, const Prepared
 // The canonical rank of every transfer, while prepare() needs it (empty
 // when the ranks are the indices); mapped, so that it goes back to the
 // system when dropped (mapped_alloc.hpp).
-using Ranks = MappedVector<std::uint32_t>;
+using Ranks = ScratchVector<std::uint32_t>;
 
 // One stable pass of the LSD radix sort in canonical_ranks(): orders
 // `order` by get(t), 16 bits at a time, skipping a field that takes one
@@ -468,7 +468,7 @@ bool canonical_ranks_packed(const Schedule& s, Ranks& rank) {
   // next run would miss it and give back another in turn, every run
   // faulting in fresh pages. A mapped array goes back to the system when
   // dropped. (Default-initialised: not zeroed first.)
-  MappedVector<std::uint64_t> buf(2 * static_cast<std::size_t>(T));
+  ScratchVector<std::uint64_t> buf(2 * static_cast<std::size_t>(T));
   std::uint64_t* const key = buf.data();
   std::uint64_t* const tmp = key + T;
   std::uint64_t lo[kKeyFields], hi[kKeyFields], f[kKeyFields];

@@ -259,7 +259,7 @@ struct SuccessorCsr {
 void narrow_successors(const Schedule& s, bool compact, std::int64_t far_limit,
                        SuccessorLists& out) {
   const TransferId n = s.num_transfers();
-  MappedVector<std::uint32_t> pos(static_cast<std::size_t>(n) + 2, 0u);
+  ScratchVector<std::uint32_t> pos(static_cast<std::size_t>(n) + 2, 0u);
   std::int64_t farthest = 0;  // the largest |t - d| of an edge d -> t
   count_successors(s, pos, [&farthest](TransferId d, TransferId t) {
     farthest = std::max(farthest, std::abs(std::int64_t{t} - d));

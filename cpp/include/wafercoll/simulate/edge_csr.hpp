@@ -93,11 +93,11 @@ void fill_edge_csr(std::int64_t n, std::int64_t max_items, Replay&& replay, Edge
     return true;
   };
   if (max_items >= std::numeric_limits<std::uint32_t>::max()) {
-    MappedVector<std::int64_t> off;
+    ScratchVector<std::int64_t> off;
     if (fill(off)) csr.wide.assign(off.begin(), off.end());
     return;
   }
-  MappedVector<std::uint32_t> off;
+  ScratchVector<std::uint32_t> off;
   if (fill(off) && !csr.counted.assign(off.data(), n)) csr.narrow.assign(off.begin(), off.end());
 }
 

@@ -555,7 +555,7 @@ class Simulation {
   std::int64_t computed_gate_base(TransferId t);
   std::int32_t computed_gate_stride() const;
   void add_order_gates(TransferId d, TransferId t,
-                       MappedVector<std::pair<std::int32_t, std::int32_t>>& gates,
+                       ScratchVector<std::pair<std::int32_t, std::int32_t>>& gates,
                        std::vector<std::pair<std::int64_t, std::int64_t>>& d_stages);
   void size_times(std::int64_t n);  // ready and finish for n transfers and tasks
   void prepare_tasks();  // tasks.cpp
