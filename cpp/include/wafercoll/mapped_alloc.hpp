@@ -19,9 +19,9 @@
 // alternated cold runs on a loaded machine, within the noise; from 64 MiB
 // on, ring(4096)'s verification took more system time, a huge-page fault
 // sometimes waiting for the kernel to compact memory). The simulator's
-// scratch arrays (ScratchVector) are offered them from kHugeFrom on: their
-// page faults, one per 4 KiB page, were a large share of preparing
-// ring(4096)'s 33.5 M transfers. Unlike the simulator's arena
+// scratch arrays (ScratchVector) are offered them from kHugeFrom on, which
+// took about 1.5 s off simulating ring(4096)'s 33.5 M transfers (see
+// ScratchVector). Unlike the simulator's arena
 // (huge_alloc.hpp) nothing is kept for reuse: the verifier's arrays are
 // sized by the schedule, and a kept block is resident beside the next
 // phase's; so are the simulator's scratch arrays, made and dropped within
