@@ -245,6 +245,40 @@ def test_steps_under_sendrecv_matches_the_ring_it_replaced() -> None:
             assert wc.verify(a).ok
 
 
+@pytest.mark.parametrize("rule", ["sendrecv", "step", "cells"])
+def test_reserve_changes_nothing_built(rule: str) -> None:
+    order = np.arange(10).reshape(2, 5)
+
+    def build(room: int | None) -> dict:
+        p = kit.Program(10, kit.split_bytes(1 << 10, 5), rule=rule)
+        p.step([0], [1], 0, "copy")  # room asked for after transfers exist
+        if room is not None:
+            p.reserve(room)
+        kit.ring_allreduce(p, order, stream=0 if rule == "cells" else -1)
+        return p.schedule().to_dict()
+
+    ref = build(None)
+    for room in (
+        0,
+        3,
+        2 * 2 * 4 * 5,
+        10**6,
+        2**40,
+    ):  # none, short, exact, beyond the limit
+        assert build(room) == ref
+
+
+def test_reserve_refuses_bad_counts() -> None:
+    p = kit.Program(4, [8], rule="sendrecv")
+    with pytest.raises(ValueError, match="transfers"):
+        p.reserve(-1)
+    with pytest.raises(TypeError, match="transfers"):
+        p.reserve(2.5)  # type: ignore[arg-type]
+    p.schedule()
+    with pytest.raises(RuntimeError, match="schedule"):
+        p.reserve(4)
+
+
 def test_steps_errors_name_the_problem() -> None:
     def prog() -> kit.Program:
         return kit.Program(3, [4] * 3, rule="sendrecv")

@@ -1,5 +1,6 @@
 // Bindings of the schedule area: the Schedule container, its derived views
 // and the translation of ScheduleError into wafercoll.ScheduleError.
+#include <new>
 #include <optional>
 
 #include "pybind.hpp"
@@ -241,6 +242,22 @@ void bind_schedule(py::module_& m) {
           py::arg("src"), py::arg("op"), py::arg("dst"), py::arg("lo"), py::arg("hi"),
           py::arg("step_offsets"), py::arg("last_in"), py::arg("last_out"),
           "Append steps under the sendrecv rule (Schedule::append_sendrecv).")
+      .def(
+          "reserve",
+          [](Schedule& s, std::int64_t more) {
+            if (more < 0)
+              throw py::value_error("reserve: transfers must be >= 0, got " +
+                                    std::to_string(more));
+            // a hint: room beyond the schedule's limit is never needed
+            const std::int64_t room = std::min(Schedule::kMaxTransfers - s.num_transfers(), more);
+            try {
+              s.reserve(s.num_transfers() + room);
+            } catch (const std::bad_alloc&) {
+              // no room to spare now: the arrays grow as they are filled
+            }
+          },
+          py::arg("transfers"),
+          "Room for `transfers` more transfers, made at once (Schedule::reserve).")
       .def(
           "add_transfer",
           [](Schedule& s, RankId src, const std::vector<RankId>& dsts,

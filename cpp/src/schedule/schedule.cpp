@@ -195,7 +195,7 @@ void Schedule::reserve(std::int64_t transfers, std::int64_t ranges_per_transfer)
   dst_off_.reserve(transfers);
   dst_.reserve(transfers);
   range_off_.reserve(transfers);
-  ranges_.grow(transfers * ranges_per_transfer);
+  ranges_.grow(std::max<std::int64_t>(0, transfers * ranges_per_transfer - ranges_.size()));
   dep_off_.reserve(transfers);
   dep_.reserve(transfers * 2);
 }

@@ -332,6 +332,33 @@ class Program:
     def __len__(self) -> int:
         return self.count
 
+    def reserve(self, transfers: int) -> None:
+        """Make room for ``transfers`` more transfers at once (a hint).
+
+        A builder that knows how many transfers it will add saves the
+        schedule's arrays their doublings as they grow: each doubling copies
+        an array into fresh memory twice its size. What the program builds
+        is the same either way.
+
+        Parameters
+        ----------
+        transfers : int
+            How many more transfers are expected, at least 0. More than the
+            schedule can hold reserves only up to its limit.
+
+        Examples
+        --------
+        >>> from wafercoll import kit
+        >>> prog = kit.Program(4, kit.split_bytes(64, 4), "allreduce")
+        >>> prog.reserve(2 * 4 * 3)
+        >>> kit.ring_allreduce(prog, kit.folded(4))
+        >>> len(prog)
+        24
+        """
+        self._check_open()
+        n = as_int(transfers, "transfers", 0)
+        self._schedule._core.reserve(n)
+
     def step(
         self,
         src: Any,

@@ -168,6 +168,7 @@ def ring_allreduce(
     # the steps of a half in batches of about 2^16 transfers, each one call
     # (larger batches raise the peak of a build by their temporary arrays)
     per = max(1, _BATCH // (g * k))
+    prog.reserve(len(halves) * (k - 1) * g * k)
     for op, shift in halves:
         tag = -1 if stream < 0 else stream + (op == "copy")
         for s0 in range(0, k - 1, per):
