@@ -131,6 +131,10 @@ class Schedule:
         """
         Append `chunks` copies of one chunk's transfers (Schedule::append_tiled).
         """
+    def reserve(self, transfers: typing.SupportsInt | typing.SupportsIndex) -> None:
+        """
+        Room for `transfers` more transfers, made at once (Schedule::reserve).
+        """
     def stats(self) -> dict:
         ...
     def topological_order(self) -> numpy.typing.NDArray[numpy.int32]:
