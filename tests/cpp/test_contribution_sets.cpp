@@ -156,7 +156,8 @@ TEST(SetIndex, GrowsInPlaceWithinItsReservation) {
   const std::size_t limit = 200000;  // 2^18 slots: 2 MiB, mapped
   std::mt19937 rng(3);
   std::vector<int> spread;
-  for (int i = 0; i < 150000; ++i) spread.push_back(std::uniform_int_distribution<int>(0, 90000)(rng));
+  std::uniform_int_distribution<int> spread_item(0, 90000);
+  for (int i = 0; i < 150000; ++i) spread.push_back(spread_item(rng));
   std::vector<int> one_run;
   for (int round = 0; round < 2; ++round)
     for (int i = 0; i < 400; ++i) one_run.push_back((i * 37 + round) % 400);
@@ -194,7 +195,8 @@ TEST(SetIndex, GrowsInPlaceWithinItsReservation) {
     // The run that wraps around the end covers homes of other entries near
     // the first slot, which move when the table doubles.
     auto wrap_over_homes = [](int x) {
-      const std::uint64_t top = x % 3 == 0 ? 0xFFFFFFFFull : static_cast<std::uint64_t>(x % 5) << 27;
+      const std::uint64_t top =
+          x % 3 == 0 ? 0xFFFFFFFFull : static_cast<std::uint64_t>(x % 5) << 27;
       return (top << 32) | static_cast<std::uint32_t>(x);
     };
     SetIndex index(0, limit);
@@ -206,7 +208,8 @@ TEST(SetIndex, GrowsInPlaceWithinItsReservation) {
     // few homes: long probe runs that start near the first slot and reach
     // far past their homes' doubled indexes.
     std::vector<int> crowded;
-    for (int i = 0; i < 40000; ++i) crowded.push_back(std::uniform_int_distribution<int>(0, 20000)(rng));
+    std::uniform_int_distribution<int> crowded_item(0, 20000);
+    for (int i = 0; i < 40000; ++i) crowded.push_back(crowded_item(rng));
     auto crowded_hash = [](int x) {
       const std::uint64_t h = mix(static_cast<std::uint64_t>(x));
       const std::uint64_t top = x % 4 == 0 ? (h >> 58) : (h >> 63);  // 64 homes, or 2
@@ -238,9 +241,10 @@ TEST(SetIndex, GrowsInPlaceWithinItsReservation) {
 TEST(SetIndex, InPlaceGrowthKeepsEntriesWhoseProbeWrapsAround) {
   auto top = [](std::uint64_t nibble_and_bit) { return nibble_and_bit << 59; };  // 5 top bits
   std::vector<std::uint64_t> hashes;
-  for (int k = 0; k < 2; ++k) hashes.push_back(top(0x1E) | static_cast<std::uint64_t>(k));  // W0, W1
+  const auto w = [&](int k) { return top(0x1E) | static_cast<std::uint64_t>(k); };
+  for (int k = 0; k < 2; ++k) hashes.push_back(w(k));  // W0, W1
   hashes.push_back(top(0x02) | 7);                                                        // home 1
-  for (int k = 2; k < 4; ++k) hashes.push_back(top(0x1E) | static_cast<std::uint64_t>(k));  // W2, W3
+  for (int k = 2; k < 4; ++k) hashes.push_back(w(k));  // W2, W3
   for (std::uint64_t home = 5; home <= 12; ++home) hashes.push_back(top(2 * home) | 9);
   std::vector<int> items;
   for (int round = 0; round < 2; ++round)

@@ -66,8 +66,9 @@ struct Interval {
 // Why three quarters: the number of sets is not known ahead (the reduces
 // bound it from above, but a tree or butterfly builds each set at many
 // ranks, and TTO on 16 x 16 interns 988 sets for 2 million reduces), so the
-// table grows, and every table it fills is fresh memory the kernel must
-// zero (measured here, about 0.5 s per GiB). Filled to 3/4 instead of 1/2
+// table grows (in place within address space reserved for the bound, see
+// grow()), and every slot it fills is fresh memory the kernel must zero
+// (measured here, about 0.5 s per GiB). Filled to 3/4 instead of 1/2
 // before doubling, the tables hold the same sets in half the memory (the 5
 // million sets of a ring allreduce of 10^7 transfers in 64 MiB instead of
 // 128 MiB, and 128 MiB instead of 256 MiB zeroed in all): it verified in
