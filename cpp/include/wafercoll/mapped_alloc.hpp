@@ -103,9 +103,10 @@ struct MappedAlloc : DefaultInitConstruct {
     constexpr std::size_t kPage = 4096;
     return (n * sizeof(T) + kPage - 1) / kPage * kPage;
   }
-  // Whether allocate(n) gives fresh mapped memory, zero until written
-  // (and address space only until touched).
-  static bool fresh_zeroed(std::size_t n) {
+  // Whether a block of n is mapped from the system (from kMapFrom bytes):
+  // then allocate(n) gives fresh memory, zero until written and address
+  // space only until touched, and deallocate() unmaps it.
+  static bool maps(std::size_t n) {
 #if defined(WAFERCOLL_MMAP)
     return n <= std::numeric_limits<std::size_t>::max() / sizeof(T) / 2 &&
            n * sizeof(T) >= kMapFrom;
@@ -117,7 +118,7 @@ struct MappedAlloc : DefaultInitConstruct {
   T* allocate(std::size_t n) {
     if (n > std::numeric_limits<std::size_t>::max() / sizeof(T) / 2) throw std::bad_alloc();
 #if defined(WAFERCOLL_MMAP)
-    if (n * sizeof(T) >= kMapFrom) {
+    if (maps(n)) {
       const bool huge = kHuge || (kHugeLarge && n * sizeof(T) >= kHugeFrom);
       return static_cast<T*>(map_block(mapped_bytes(n), huge));
     }
@@ -126,7 +127,7 @@ struct MappedAlloc : DefaultInitConstruct {
   }
   void deallocate(T* p, std::size_t n) noexcept {
 #if defined(WAFERCOLL_MMAP)
-    if (n * sizeof(T) >= kMapFrom) {
+    if (maps(n)) {
       munmap(p, mapped_bytes(n));
       return;
     }

@@ -87,21 +87,17 @@ class SetIndex {
   // An empty index with room for `n` entries without growing, and address
   // space reserved for up to `limit` entries (see grow()).
   explicit SetIndex(std::size_t n = 0, std::size_t limit = 0) {
-    cap_ = capacity_for(n);
-    shift_ = 64 - log2(cap_);
-    reserved_ = std::max(cap_, std::min(capacity_for(limit), kMaxReserved));
-    if (!Alloc::fresh_zeroed(reserved_)) reserved_ = cap_;
+    shift_ = shift_for(n);
+    cap_ = std::size_t{1} << (64 - shift_);
+    reserved_ = std::max(cap_, std::min(std::size_t{1} << (64 - shift_for(limit)), kMaxReserved));
+    if (!Alloc::maps(reserved_)) reserved_ = cap_;
     try {
-      slots_ = Alloc().allocate(reserved_);
+      slots_ = zeroed_slots(reserved_);
     } catch (const std::bad_alloc&) {  // no address space to spare (strict overcommit)
       if (reserved_ == cap_) throw;
       reserved_ = cap_;
-      slots_ = Alloc().allocate(reserved_);
+      slots_ = zeroed_slots(reserved_);
     }
-    // Mapped memory is zeroed by the system as it is first touched; what
-    // operator new gives is zeroed here. Either way the slots beyond cap_
-    // are zero, which growing in place relies on.
-    if (!Alloc::fresh_zeroed(reserved_)) std::fill(slots_, slots_ + reserved_, std::uint64_t{0});
   }
   SetIndex(const SetIndex&) = delete;
   SetIndex& operator=(const SetIndex&) = delete;
@@ -149,17 +145,21 @@ class SetIndex {
   // resident until used).
   static constexpr std::size_t kMaxReserved = std::size_t{1} << 30;
 
-  // The smallest power of two of at least 16 slots that holds `n` entries
-  // at most three quarters full (at most 2^32).
-  static std::size_t capacity_for(std::size_t n) {
-    std::size_t cap = 16;
-    while (3 * cap < 4 * n && cap < (std::size_t{1} << 32)) cap *= 2;
-    return cap;
+  // 64 - log2 of the smallest power of two of at least 16 slots that holds
+  // `n` entries at most three quarters full (at most 2^32 slots).
+  static int shift_for(std::size_t n) {
+    int shift = 60;
+    while (3 * (std::size_t{1} << (64 - shift)) < 4 * n && shift > 32) --shift;
+    return shift;
   }
-  static int log2(std::size_t cap) {
-    int k = 0;
-    while ((std::size_t{1} << k) < cap) ++k;
-    return k;
+
+  // `n` slots, all zero: mapped memory is zeroed by the system as it is
+  // first touched, what operator new gives is zeroed here. (Growing in
+  // place relies on the slots beyond cap_ being zero.)
+  static std::uint64_t* zeroed_slots(std::size_t n) {
+    std::uint64_t* p = Alloc().allocate(n);
+    if (!Alloc::maps(n)) std::fill(p, p + n, std::uint64_t{0});
+    return p;
   }
 
   // Put `entry` in the first free slot from its home.
@@ -235,8 +235,7 @@ class SetIndex {
   void grow_by_copy() {
     const std::size_t cap = 2 * cap_;
     const int shift = shift_ - 1;
-    std::uint64_t* fresh = Alloc().allocate(cap);
-    if (!Alloc::fresh_zeroed(cap)) std::fill(fresh, fresh + cap, std::uint64_t{0});
+    std::uint64_t* fresh = zeroed_slots(cap);
     for (std::size_t j = 0; j < cap_; ++j)
       if (slots_[j] != 0) place(fresh, cap, shift, slots_[j]);
     Alloc().deallocate(slots_, reserved_);

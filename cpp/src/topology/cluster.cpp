@@ -166,35 +166,12 @@ void Topology::cluster_route(NodeId a, NodeId b, std::vector<LinkId>& out) const
   out.insert(out.end(), buf, buf + n);
 }
 
+// Link by link (route_steps.cpp: cluster_route_link, the one statement of
+// the rule).
 std::int32_t Topology::cluster_route(NodeId a, NodeId b, LinkId* buf) const {
-  const ClusterData& c = *cluster_;
-  const NodeId P = num_endpoints_;
-  const NodeId S = c.sockets > 1 ? c.nodes * c.sockets : 0;
-  const NodeId N = c.nodes;
-  const NodeId na = c.rank_node[a], nb = c.rank_node[b];
-  const NodeId sa = c.rank_socket[a], sb = c.rank_socket[b];
   std::int32_t n = 0;
-  // Across nodes with lanes: straight to the NIC, bypassing the sockets.
-  if (c.lanes && na != nb) {
-    const LinkId lanes0 = 2 * P + 2 * S + 2 * N;
-    buf[n++] = lanes0 + a;              // lane up
-    buf[n++] = 2 * P + 2 * S + na;      // NIC up
-    buf[n++] = 2 * P + 2 * S + N + nb;  // NIC down
-    buf[n++] = lanes0 + P + b;          // lane down
-    return n;
-  }
-  buf[n++] = a;  // process up
-  if (na == nb && sa == sb) {
-    buf[n++] = P + b;
-    return n;
-  }
-  if (S > 0) buf[n++] = 2 * P + sa;  // socket up
-  if (na != nb) {
-    buf[n++] = 2 * P + 2 * S + na;      // NIC up
-    buf[n++] = 2 * P + 2 * S + N + nb;  // NIC down
-  }
-  if (S > 0) buf[n++] = 2 * P + S + sb;  // socket down
-  buf[n++] = P + b;                      // process down
+  buf[0] = cluster_route_link(a, b, 0, &n);
+  for (std::int32_t i = 1; i < n; ++i) buf[i] = cluster_route_link(a, b, i, nullptr);
   return n;
 }
 

@@ -47,9 +47,10 @@ LinkId Topology::stored_route_link(NodeId src, NodeId dst, std::int32_t i,
   return i < n ? link : -1;
 }
 
-// Link i of cluster_route(a, b) (cluster.cpp) without the others: the
-// simulator asks for one link per stage, and on clusters of one socket
-// per node the sockets are not read at all.
+// Link i of a cluster's route from a to b, the link ids of topology.hpp's
+// header comment from each rank's node and socket (cluster_route builds the
+// whole route from it): the simulator asks for one link per stage, and on
+// clusters of one socket per node the sockets are not read at all.
 LinkId Topology::cluster_route_link(NodeId a, NodeId b, std::int32_t i,
                                     std::int32_t* hops) const {
   const ClusterData& c = *cluster_;
