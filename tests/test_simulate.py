@@ -1052,3 +1052,54 @@ def test_release_memory_gives_back_the_blocks_kept_for_reuse():
     assert wc.release_memory() == kept
     assert _core.cached_memory() == 0 and wc.release_memory() == 0
     assert wc.simulate(s, m, net).time_s == first  # runs from fresh memory alike
+
+
+_HUGE_PAGES_RUN = """
+import json, wafercoll as wc
+from wafercoll import _core
+m = wc.topology.torus(16, 16)
+s = wc.build("generic_ring_allreduce", topology=m, size_bytes=1 << 20)
+wc.verify(s)
+r = wc.simulate(s, m, wc.NetworkModel(25e9, packet_bytes=1024), transfers=True)
+print(json.dumps([_core.huge_pages_offered(), r.time_s, r.events,
+                  [float(x) for x in r.transfer_finish_s[::97]]]))
+"""
+
+
+def _run_with_huge_pages(value):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "WAFERCOLL_HUGE_PAGES"}
+    if value is not None:
+        env["WAFERCOLL_HUGE_PAGES"] = value
+    proc = subprocess.run(
+        [sys.executable, "-c", _HUGE_PAGES_RUN],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    return proc, (json.loads(proc.stdout) if proc.returncode == 0 else None)
+
+
+def test_huge_pages_are_offered_only_when_asked_and_change_no_result():
+    # the ring on 256 ranks has 130,560 transfers: its arena blocks and the
+    # verifier's set index are blocks of 2 MiB or more, asked for with huge
+    off, default = _run_with_huge_pages(None)
+    assert off.returncode == 0, off.stderr
+    _, zero = _run_with_huge_pages("0")
+    on, offered = _run_with_huge_pages("1")
+    assert on.returncode == 0, on.stderr
+    assert default[0] is False and zero[0] is False and offered[0] is True
+    assert default[1:] == zero[1:] == offered[1:]  # bit-identical results
+
+
+def test_a_bad_huge_pages_setting_is_refused_on_import():
+    proc, _ = _run_with_huge_pages("yes")
+    assert proc.returncode != 0
+    assert "ValueError: WAFERCOLL_HUGE_PAGES must be '1'" in proc.stderr
+    assert "got 'yes'" in proc.stderr

@@ -144,6 +144,9 @@ void bind_simulate(py::module_& m) {
       "Free the simulator's cached blocks; returns the bytes freed.");
   m.def("cached_memory", []() { return sim::cached_huge_bytes(); },
         "Bytes of freed simulator blocks kept for reuse.");
+  m.def("huge_pages_offered", []() { return huge_pages_offered(); },
+        "Whether large randomly read blocks are offered for transparent huge pages "
+        "(WAFERCOLL_HUGE_PAGES=1).");
   m.def(
       "simulate_tasks",
       [](const Schedule& s, const Topology& topo, const NetworkModel& net,

@@ -15,6 +15,17 @@ algorithms are written with :mod:`wafercoll.kit` and registered with
 
 from __future__ import annotations
 
+import os as _os
+
+# Read by the compiled core at its first large block (mapped_alloc.hpp):
+# checked here, before anything is allocated.
+if _os.environ.get("WAFERCOLL_HUGE_PAGES", "") not in ("", "0", "1"):
+    raise ValueError(
+        "WAFERCOLL_HUGE_PAGES must be '1' (offer the simulator's and verifier's "
+        "randomly read blocks for transparent huge pages) or '0' / unset (do not), "
+        f"got {_os.environ['WAFERCOLL_HUGE_PAGES']!r}"
+    )
+
 try:
     from . import _core
 except ImportError as exc:  # pragma: no cover - only without a compiled build

@@ -7,7 +7,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['GoalError', 'NetworkModel', 'Schedule', 'Topology', 'binomial_broadcast', 'binomial_reduce', 'block_element_offsets', 'cached_memory', 'even_blocks', 'execute_f32', 'execute_f64', 'execute_i32', 'execute_i64', 'goal_labels', 'loads', 'rabenseifner_allreduce', 'read_goal_file', 'read_goal_text', 'recursive_doubling_allreduce', 'release_cached_memory', 'ring_allreduce', 'simulate', 'simulate_routers', 'simulate_tasks', 'simulation_events', 'spatial_metrics', 'tree_reduce', 'verify', 'wafer_autogen', 'wafer_autogen_cycles', 'wafer_fixed_pattern_cycles', 'wafer_lower_bound_cycles', 'wafer_lower_bound_energy']
+__all__: list[str] = ['GoalError', 'NetworkModel', 'Schedule', 'Topology', 'binomial_broadcast', 'binomial_reduce', 'block_element_offsets', 'cached_memory', 'even_blocks', 'execute_f32', 'execute_f64', 'execute_i32', 'execute_i64', 'goal_labels', 'huge_pages_offered', 'loads', 'rabenseifner_allreduce', 'read_goal_file', 'read_goal_text', 'recursive_doubling_allreduce', 'release_cached_memory', 'ring_allreduce', 'simulate', 'simulate_routers', 'simulate_tasks', 'simulation_events', 'spatial_metrics', 'tree_reduce', 'verify', 'wafer_autogen', 'wafer_autogen_cycles', 'wafer_fixed_pattern_cycles', 'wafer_lower_bound_cycles', 'wafer_lower_bound_energy']
 class Topology:
     MAX_CLUSTER_RANKS: typing.ClassVar[int] = 2097152
     MAX_CUSTOM_NODES: typing.ClassVar[int] = 20000
@@ -336,6 +336,10 @@ def execute_i64(schedule: Schedule, inputs: typing.Annotated[numpy.typing.ArrayL
 def goal_labels(src: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], dst: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], tag: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], send_op: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], recv_op: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], label_offsets: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], label_text: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8]) -> bytes:
     """
     The labels 'rank S l1 -> rank D l2 (tag G)' of read_goal_*'s transfers, '\\n'-joined.
+    """
+def huge_pages_offered() -> bool:
+    """
+    Whether large randomly read blocks are offered for transparent huge pages (WAFERCOLL_HUGE_PAGES=1).
     """
 def loads(schedule: Schedule, topology: Topology, placement: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> dict:
     """

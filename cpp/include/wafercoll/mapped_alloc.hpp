@@ -12,24 +12,31 @@
 // largest block freed), and freed heap blocks stay resident. Measured on the
 // ring allreduce of 1024 ranks (2.1 M transfers): 20 MB of the verifier's
 // 95 MB growth during its forward pass were such blocks. Blocks of 2 MiB or
-// more are aligned to 2 MiB; with kHuge (the set index, probed at random)
-// they are, on Linux, offered for transparent huge pages. The verifier's
-// other arrays are not: they are walked in order, and offered too they
-// verified no faster (TTO 16 x 16 and ring allreduce of 10^7 transfers,
-// alternated cold runs on a loaded machine, within the noise; from 64 MiB
-// on, ring(4096)'s verification took more system time, a huge-page fault
-// sometimes waiting for the kernel to compact memory). The simulator's
-// scratch arrays (ScratchVector) are offered them from kHugeFrom on, which
-// took about 1.5 s off simulating ring(4096)'s 33.5 M transfers (see
-// ScratchVector). Unlike the simulator's arena
-// (huge_alloc.hpp) nothing is kept for reuse: the verifier's arrays are
-// sized by the schedule, and a kept block is resident beside the next
-// phase's; so are the simulator's scratch arrays, made and dropped within
-// its preparation.
+// more are aligned to 2 MiB.
+//
+// Transparent huge pages: the blocks that are read at random (the set
+// index, kHuge; the simulator's arena; its large scratch arrays,
+// ScratchVector) can be offered for them, one fault per 2 MiB instead of
+// 512 and fewer TLB misses, but only when the environment variable
+// WAFERCOLL_HUGE_PAGES is 1 (huge_pages_offered()). By default they are
+// not: where memory is fresh to the process, a huge page's first touch was
+// measured to cost far more than 512 small ones on a virtual machine whose
+// host backs guest memory lazily (2 vCPUs, nested, free page reporting:
+// 0.3-0.6 GB/s against 1.2-1.6 GB/s for 4 KiB pages, a C program writing
+// 336 MiB), and every bench/scale.py case simulated as fast or faster
+// without them (alternated fresh processes: recursive doubling on 262,144
+// ranks 1.60-1.81 s against 2.01-2.26 s, ring(4096) 4.51-4.56 s against
+// 6.50-8.20 s, TTO 16 x 16 15.0-15.7 s against 17.2-17.3 s). On a machine
+// whose huge-page faults are cheap (bare metal), offering them may gain in
+// the event loop, whose state they cover with fewer TLB entries: the
+// repeated runs of bench/scale.py's hops cases, whose blocks the arena
+// reuses, were within 10 % either way here.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <new>
 #include <type_traits>
@@ -51,14 +58,26 @@ namespace wafercoll {
 
 inline constexpr std::size_t kMapFrom = std::size_t{1} << 20;
 inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
-// ScratchVector's blocks of this size or more are offered for huge pages
+// ScratchVector's blocks of this size or more may be offered for huge pages
 // (a block's unused tail, at most 2 MiB, is then under 3 %).
 inline constexpr std::size_t kHugeFrom = std::size_t{64} << 20;
 
+// Whether blocks asked for with `huge` are offered for transparent huge
+// pages: WAFERCOLL_HUGE_PAGES=1 (see above; read once per process, and
+// checked by the Python package on import: "0", "1" or unset).
+inline bool huge_pages_offered() {
+  static const bool offered = [] {
+    const char* v = std::getenv("WAFERCOLL_HUGE_PAGES");
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  }();
+  return offered;
+}
+
 #if defined(WAFERCOLL_MMAP)
 // `bytes` (a multiple of the page size) of fresh zeroed memory; with `huge`,
-// from 2 MiB on, 2 MiB aligned and offered for huge pages (the mapping is
-// 2 MiB longer and its unaligned ends go back).
+// from 2 MiB on, 2 MiB aligned (the mapping is 2 MiB longer and its
+// unaligned ends go back) and, if huge_pages_offered(), offered for huge
+// pages.
 inline void* map_block(std::size_t bytes, bool huge) {
   const std::size_t extra = huge && bytes >= kHugePageBytes ? kHugePageBytes : 0;
   // MAP_NORESERVE: a reservation is address space, to be touched as used
@@ -78,7 +97,7 @@ inline void* map_block(std::size_t bytes, bool huge) {
     if (extra - head != 0) munmap(p + head + bytes, extra - head);
     p += head;
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-    madvise(p, bytes, MADV_HUGEPAGE);  // advice only: failure is harmless
+    if (huge_pages_offered()) madvise(p, bytes, MADV_HUGEPAGE);  // advice: failure is harmless
 #endif
   }
   return p;
@@ -86,8 +105,8 @@ inline void* map_block(std::size_t bytes, bool huge) {
 #endif
 
 // resize() default-initialises, as with the simulator's arena
-// (default_init.hpp). kHugeLarge: blocks of kHugeFrom or more are offered
-// for huge pages too (ScratchVector).
+// (default_init.hpp). kHuge: blocks are asked for with `huge` (map_block);
+// kHugeLarge: blocks of kHugeFrom or more are (ScratchVector).
 template <typename T, bool kHuge = false, bool kHugeLarge = false>
 struct MappedAlloc : DefaultInitConstruct {
   using value_type = T;
@@ -143,11 +162,11 @@ struct MappedAlloc : DefaultInitConstruct {
 template <typename T>
 using MappedVector = std::vector<T, MappedAlloc<T>>;
 
-// The simulator's preparation's scratch arrays: from kHugeFrom on, offered
-// huge pages, one fault per 2 MiB instead of 512. Ring allreduce on
-// ring(4096) simulated in 6.41 and 6.58 s against 8.23 and 7.97 s without
-// (alternated pairs); recursive doubling on 2^20 ranks and TTO 16 x 16
-// alike either way.
+// The simulator's preparation's scratch arrays: from kHugeFrom on, asked
+// for with `huge`. With huge pages offered, ring allreduce on ring(4096)
+// simulated in 6.41 and 6.58 s against 8.23 and 7.97 s when only the
+// arena's blocks were (alternated pairs); with none offered (the default,
+// see above), in 4.51 and 4.56 s.
 template <typename T>
 using ScratchVector = std::vector<T, MappedAlloc<T, false, true>>;
 

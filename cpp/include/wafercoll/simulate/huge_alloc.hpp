@@ -6,8 +6,10 @@
 // position, which scatters them over the transfers). With hundreds of
 // thousands of concurrent streams these arrays span hundreds of MiB, and
 // with 4 KiB pages nearly every access would also miss the TLB. So blocks of
-// 2 MiB or more are aligned to 2 MiB and, on Linux, offered to the kernel for
-// transparent huge pages. Smaller blocks come from operator new.
+// 2 MiB or more are aligned to 2 MiB and, on Linux with
+// WAFERCOLL_HUGE_PAGES=1, offered to the kernel for transparent huge pages
+// (not by default: their first touch can cost more than the misses they
+// save, mapped_alloc.hpp). Smaller blocks come from operator new.
 #pragma once
 
 #include <cstddef>
@@ -46,7 +48,7 @@ constexpr std::size_t kHugePage = kHugePageBytes;
 // 1024 ranks. Thread-safe.
 constexpr std::size_t kMaxCachedBytes = std::size_t{1} << 30;
 // A fresh block of `bytes` (a multiple of kHugePage), 2 MiB aligned and
-// offered for transparent huge pages; unmap_huge_block() gives it back.
+// asked for with `huge` (map_block); unmap_huge_block() gives it back.
 void* map_huge_block(std::size_t bytes);
 void unmap_huge_block(void* p, std::size_t bytes);
 // A cached block of exactly `bytes` (a multiple of kHugePage), else one of
