@@ -104,6 +104,33 @@ inline void* map_block(std::size_t bytes, bool huge) {
 }
 #endif
 
+// Faults the pages of [p, p + bytes) in for writing at once, where the
+// system can (Linux 5.14 and later, MADV_POPULATE_WRITE; elsewhere, or when
+// refused, nothing happens and the pages fault as they are touched). The
+// range is widened to whole pages of the mapping that holds it (populating
+// writes nothing: other data on those pages is left as it was). For an
+// array probed before it is written (SetIndex): each page would otherwise
+// map the shared zero page at its first read and fault again at its first
+// write, copying it and flushing it from the other threads' TLBs (an
+// interrupt to each CPU; on a virtual machine, exits to the host).
+inline void populate_for_write(void* p, std::size_t bytes) {
+#if defined(__linux__) && defined(WAFERCOLL_MMAP)
+#if defined(MADV_POPULATE_WRITE)
+  constexpr int kPopulateWrite = MADV_POPULATE_WRITE;
+#else
+  constexpr int kPopulateWrite = 23;  // linux/mman.h, since 5.14
+#endif
+  constexpr std::uintptr_t kPage = 4096;
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t lo = at / kPage * kPage;
+  const std::uintptr_t hi = (at + bytes + kPage - 1) / kPage * kPage;
+  if (bytes != 0) madvise(reinterpret_cast<void*>(lo), hi - lo, kPopulateWrite);  // a hint
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
+
 // resize() default-initialises, as with the simulator's arena
 // (default_init.hpp). kHuge: blocks are asked for with `huge` (map_block);
 // kHugeLarge: blocks of kHugeFrom or more are (ScratchVector).

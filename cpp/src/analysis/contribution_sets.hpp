@@ -98,6 +98,7 @@ class SetIndex {
       reserved_ = cap_;
       slots_ = zeroed_slots(reserved_);
     }
+    populate(0, cap_);
   }
   SetIndex(const SetIndex&) = delete;
   SetIndex& operator=(const SetIndex&) = delete;
@@ -151,6 +152,18 @@ class SetIndex {
     int shift = 60;
     while (3 * (std::size_t{1} << (64 - shift)) < 4 * n && shift > 32) --shift;
     return shift;
+  }
+
+  // Slots [lo, hi) of a mapped table faulted in for writing before they are
+  // probed (populate_for_write: probes read a slot before anything is
+  // written there, and a page first read maps the zero page and faults
+  // again when written; on ring allreduce of 1024 ranks such second faults,
+  // with their TLB flushes, drew 7 % of a verification's samples. Populated,
+  // verifying ring allreduce of 10^7 transfers took 0.21-0.27 s of system
+  // time against 0.37-0.40 s, and 1.62-1.77 s in all against 1.75-1.82 s,
+  // alternated fresh processes).
+  void populate(std::size_t lo, std::size_t hi) {
+    if (Alloc::maps(reserved_)) populate_for_write(slots_ + lo, (hi - lo) * sizeof(std::uint64_t));
   }
 
   // `n` slots, all zero: mapped memory is zeroed by the system as it is
@@ -211,6 +224,7 @@ class SetIndex {
     std::vector<std::uint64_t> later;
     cap_ = 2 * old;
     --shift_;
+    populate(old, cap_);
     for (std::size_t j = old; j-- > 0;) {
       const std::uint64_t x = slots_[j];
       if (x == 0) continue;
@@ -236,6 +250,7 @@ class SetIndex {
     const std::size_t cap = 2 * cap_;
     const int shift = shift_ - 1;
     std::uint64_t* fresh = zeroed_slots(cap);
+    if (Alloc::maps(cap)) populate_for_write(fresh, cap * sizeof(std::uint64_t));
     for (std::size_t j = 0; j < cap_; ++j)
       if (slots_[j] != 0) place(fresh, cap, shift, slots_[j]);
     Alloc().deallocate(slots_, reserved_);
@@ -244,8 +259,9 @@ class SetIndex {
     shift_ = shift;
   }
 
-  // Huge pages where the kernel offers them: the probes go anywhere, so
-  // with 4 KiB pages nearly every one would also miss the TLB.
+  // Asked for with huge pages (offered with WAFERCOLL_HUGE_PAGES=1,
+  // mapped_alloc.hpp): the probes go anywhere, so with 4 KiB pages nearly
+  // every one also misses the TLB.
   std::uint64_t* slots_ = nullptr;
   std::size_t cap_ = 0;       // slots in use: a power of two
   std::size_t reserved_ = 0;  // slots allocated, cap_ or more
