@@ -111,6 +111,39 @@ TEST_P(EventQueueKinds, FewSortedRunsPerTime) {
   }
 }
 
+// A time of many events in short runs is radix sorted on the bits of the
+// tie and local keys that vary in it: tie keys equal in their high bits, or
+// in their low bits (constant bits below the varying ones), ties on the tie
+// key broken by the local key, exactly 64 varying bits, and more than 64
+// (sorted by comparison instead); each as the order of before().
+TEST_P(EventQueueKinds, ManyEventsOfOneTimeInShortRuns) {
+  std::mt19937_64 rng(5);
+  struct Shape {
+    int tie_bits, tie_shift, local_bits;
+  };
+  for (const Shape& shape : {Shape{20, 0, 0}, Shape{12, 0, 5}, Shape{18, 30, 3},
+                             Shape{60, 0, 4}, Shape{64, 0, 6}, Shape{3, 61, 9}}) {
+    std::vector<Event> events;
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> keys;
+    while (keys.size() < 3000) {
+      const std::uint64_t tie =
+          (shape.tie_bits == 64 ? rng() : rng() % (std::uint64_t{1} << shape.tie_bits))
+          << shape.tie_shift;
+      const auto local = static_cast<std::uint32_t>(rng() % (std::uint64_t{1} << shape.local_bits));
+      keys.emplace_back(tie, local);
+    }
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());  // keys are never equal
+    std::shuffle(keys.begin(), keys.end(), rng);
+    for (const auto& [tie, local] : keys) events.push_back(Event{1.5, tie, 0.0, local, 0});
+    EventQueue q(GetParam());
+    for (const Event& e : events) q.push(e);
+    std::vector<Event> want = events;
+    std::sort(want.begin(), want.end(), before);
+    expect_same_order(drain(q), want);
+  }
+}
+
 // The branch-free comparison agrees with before() on every pair, equal
 // times and equal tie keys included (few distinct values of each field).
 TEST(EventQueue, FlatComparisonIsBefore) {
