@@ -171,6 +171,18 @@ def xor_peer(v: np.ndarray, s: int) -> np.ndarray:
     return v ^ (1 << s)
 
 
+#: From this many transfers :func:`recursive_doubling` reserves its
+#: transfers at once (``Program.reserve``): their 4-byte arrays then pass
+#: 32 MiB, beyond which glibc maps every block afresh, so each doubling of
+#: a growing array is a copy into fresh memory. Below it the doublings
+#: reuse heap memory the build's own temporaries (arrays of a step's pairs)
+#: have freed, and reserving was slower. Measured, alternated fresh
+#: processes: 2^20 ranks (21 M transfers) built in 2.09-2.32 s reserved
+#: against 2.40-2.84 s, peak 0.64 GB against 0.83 GB; 2^18 ranks (4.7 M) in
+#: 0.59-0.65 s against 0.51-0.54 s.
+_RESERVE_FROM = 1 << 23
+
+
 def recursive_doubling(
     prog: Any, p: int, blocks: Any, *, style: str = "pairs", ranks: Any = None
 ) -> None:
@@ -191,6 +203,12 @@ def recursive_doubling(
     if p <= 1:
         return
     fold = Fold(p, style)
+    # one transfer per pair and step, in every group: the folds' 2 (p - q)
+    # and the q log2 q of the exchange (see _RESERVE_FROM)
+    groups = 1 if ranks is None else int(np.asarray(ranks).shape[0])
+    count = groups * (2 * fold.extra + fold.q * (fold.q.bit_length() - 1))
+    if count >= _RESERVE_FROM:
+        prog.reserve(count)
     fold_in(prog, fold, blocks, ranks=ranks)
     exchange(prog, fold, xor_peer, fold.q.bit_length() - 1, blocks, ranks=ranks)
     fold_out(prog, fold, blocks, ranks=ranks)
