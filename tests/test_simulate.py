@@ -1087,8 +1087,8 @@ def _run_with_huge_pages(value):
 
 
 def test_huge_pages_are_offered_only_when_asked_and_change_no_result():
-    # the ring on 256 ranks has 130,560 transfers: its arena blocks and the
-    # verifier's set index are blocks of 2 MiB or more, asked for with huge
+    # the ring on 256 ranks has 130,560 transfers: the simulator's
+    # per-transfer arena blocks are 2 MiB or more, asked for with huge
     off, default = _run_with_huge_pages(None)
     assert off.returncode == 0, off.stderr
     _, zero = _run_with_huge_pages("0")
