@@ -6,7 +6,11 @@ Every expected time below is computed in the test from the model's rules
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -1067,11 +1071,6 @@ print(json.dumps([_core.huge_pages_offered(), r.time_s, r.events,
 
 
 def _run_with_huge_pages(value):
-    import json
-    import os
-    import subprocess
-    import sys
-
     env = {k: v for k, v in os.environ.items() if k != "WAFERCOLL_HUGE_PAGES"}
     if value is not None:
         env["WAFERCOLL_HUGE_PAGES"] = value

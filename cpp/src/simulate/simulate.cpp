@@ -20,6 +20,7 @@
 
 #include "wafercoll/errors.hpp"
 #include "wafercoll/simulate/packets.hpp"
+#include "wafercoll/simulate/radix_sort.hpp"
 #include "wafercoll/simulate/routes.hpp"
 #include "wafercoll/simulate/simulation.hpp"
 
@@ -95,12 +96,6 @@ void NetworkModel::validate() const {
 namespace sim {
 
 namespace {
-
-int bit_width(std::uint64_t x) {
-  int w = 0;
-  for (; x != 0; x >>= 1) ++w;
-  return w;
-}
 
 // Whether the run keeps one-destination countdowns in the transfer records
 // (Costs::unicast): complete mode, and every transfer has one destination.
@@ -415,34 +410,10 @@ void key_fields_of(const Schedule& s, TransferId t, std::uint64_t bytes,
 // the keys), through `scratch` (n keys); the result ends in `keys`.
 void lsd_sort(std::uint64_t* keys, std::uint64_t* scratch, std::int64_t n, int lo_bit,
               int hi_bit, std::vector<std::int64_t>& count) {
-  const int span = hi_bit - lo_bit;
-  if (span <= 0 || n < 2) return;
   const int max_digit = n >= (std::int64_t{1} << 16) ? 16 : n >= 4096 ? 11 : 8;
-  const int passes = (span + max_digit - 1) / max_digit;
-  const int digit = (span + passes - 1) / passes;
-  const std::uint64_t mask = (std::uint64_t{1} << digit) - 1;
-  count.resize(std::size_t{1} << digit);
-  std::uint64_t* from = keys;
-  std::uint64_t* to = scratch;
-  for (int shift = lo_bit; shift < hi_bit; shift += digit) {
-    std::fill(count.begin(), count.end(), 0);
-    for (std::int64_t i = 0; i < n; ++i) ++count[(from[i] >> shift) & mask];
-    std::int64_t sum = 0;
-    for (auto& c : count) {
-      const std::int64_t k = c;
-      c = sum;
-      sum += k;
-    }
-    for (std::int64_t i = 0; i < n; ++i) to[count[(from[i] >> shift) & mask]++] = from[i];
-    std::swap(from, to);
-  }
-  if (from != keys) std::copy(from, from + n, keys);
-}
-
-int lowest_bit(std::uint64_t x) {
-  int b = 0;
-  for (; (x & 1) == 0; x >>= 1) ++b;
-  return b;
+  const std::uint64_t* sorted = lsd_radix_sort(
+      keys, scratch, n, lo_bit, hi_bit, max_digit, [](std::uint64_t k) { return k; }, count);
+  if (sorted != keys) std::copy(sorted, sorted + n, keys);
 }
 
 // The canonical ranks when every field, offset by its minimum, and the

@@ -205,12 +205,13 @@ def recursive_doubling(
     fold = Fold(p, style)
     # one transfer per pair and step, in every group: the folds' 2 (p - q)
     # and the q log2 q of the exchange (see _RESERVE_FROM)
+    steps = fold.q.bit_length() - 1
     groups = 1 if ranks is None else int(np.asarray(ranks).shape[0])
-    count = groups * (2 * fold.extra + fold.q * (fold.q.bit_length() - 1))
+    count = groups * (2 * fold.extra + fold.q * steps)
     if count >= _RESERVE_FROM:
         prog.reserve(count)
     fold_in(prog, fold, blocks, ranks=ranks)
-    exchange(prog, fold, xor_peer, fold.q.bit_length() - 1, blocks, ranks=ranks)
+    exchange(prog, fold, xor_peer, steps, blocks, ranks=ranks)
     fold_out(prog, fold, blocks, ranks=ranks)
 
 

@@ -31,6 +31,7 @@
 #include <functional>
 #include <vector>
 
+#include "wafercoll/simulate/radix_sort.hpp"
 #include "wafercoll/simulate/simulate.hpp"
 #include "wafercoll/units.hpp"
 
@@ -339,7 +340,7 @@ class TimeBucketQueue {
   std::vector<Event> merged_;            // sort_current's second buffer, when
                                          // no bucket is free
   std::vector<std::size_t> run_starts_;  // and its runs
-  std::vector<std::size_t> radix_count_;  // radix_sort_current's digit counts
+  std::vector<std::int64_t> radix_count_;  // radix_sort_current's digit counts
   Seconds cache_time_[kCache] = {};
   std::uint32_t cache_bucket_[kCache] = {kNone, kNone, kNone, kNone, kNone, kNone,
                                          kNone, kNone, kNone, kNone, kNone, kNone,
@@ -529,12 +530,7 @@ inline bool TimeBucketQueue::radix_sort_current(std::vector<Event>& merged) {
     vary_tie |= e.tie_key ^ e0.tie_key;
     vary_local |= e.local_key ^ e0.local_key;
   }
-  auto width = [](std::uint64_t x) {
-    int w = 0;
-    for (; x != 0; x >>= 1) ++w;
-    return w;
-  };
-  const int tie_bits = width(vary_tie), local_bits = width(vary_local);
+  const int tie_bits = bit_width(vary_tie), local_bits = bit_width(vary_local);
   if (tie_bits + local_bits > 64) return false;
   const std::uint64_t tie_mask = tie_bits == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << tie_bits) - 1;
   const std::uint32_t local_mask = (std::uint32_t{1} << local_bits) - 1;  // local_bits < 32
@@ -542,30 +538,12 @@ inline bool TimeBucketQueue::radix_sort_current(std::vector<Event>& merged) {
     return ((e.tie_key & tie_mask) << local_bits) | (e.local_key & local_mask);
   };
   const std::uint64_t vary = (vary_tie << local_bits) | vary_local;
-  int lo = 0;
-  while (((vary >> lo) & 1) == 0) ++lo;
-  const int hi = width(vary);
   constexpr int kMaxDigit = 11;  // 2048 counts: within the L1 cache
-  const int passes = (hi - lo + kMaxDigit - 1) / kMaxDigit;
-  const int digit = (hi - lo + passes - 1) / passes;
-  const std::uint64_t mask = (std::uint64_t{1} << digit) - 1;
-  radix_count_.resize(std::size_t{1} << digit);
   merged.resize(n);
-  Event* from = current_.data();
-  Event* to = merged.data();
-  for (int shift = lo; shift < hi; shift += digit) {
-    std::fill(radix_count_.begin(), radix_count_.end(), 0);
-    for (std::size_t i = 0; i < n; ++i) ++radix_count_[(key(from[i]) >> shift) & mask];
-    std::size_t sum = 0;
-    for (std::size_t& c : radix_count_) {
-      const std::size_t k = c;
-      c = sum;
-      sum += k;
-    }
-    for (std::size_t i = 0; i < n; ++i) to[radix_count_[(key(from[i]) >> shift) & mask]++] = from[i];
-    std::swap(from, to);
-  }
-  if (from != current_.data()) current_.swap(merged);
+  const Event* sorted =
+      lsd_radix_sort(current_.data(), merged.data(), static_cast<std::int64_t>(n),
+                     lowest_bit(vary), bit_width(vary), kMaxDigit, key, radix_count_);
+  if (sorted != current_.data()) current_.swap(merged);
   merged.clear();  // a free bucket must be empty
   return true;
 }
