@@ -4,7 +4,9 @@ A rank whose cells fall into many runs of one state is kept as one piece per
 block (``dense_after`` runs, an internal knob of ``_core.verify``). The
 outcome, report or error, must not depend on it: each schedule and each of
 its defects is verified with the state never dense, always dense and with
-the default threshold, and the three answers must be equal.
+the default threshold, and the three answers must be equal; and again with
+the cells split by blocks between two threads (``split``, another internal
+knob), which must give the same verdict and error.
 """
 
 from __future__ import annotations
@@ -18,11 +20,19 @@ from wafercoll import _core
 NEVER, ALWAYS = 1 << 62, 0
 
 
-def _answer(s: wc.Schedule, dense_after: int) -> tuple[str, str]:
+def _answer(s: wc.Schedule, dense_after: int, split: str = "never") -> tuple[str, str]:
     try:
-        return ("ok", repr(sorted(_core.verify(s._core, dense_after).items())))
+        rep = _core.verify(s._core, dense_after, split)
     except Exception as exc:  # the error kind and message are the answer
         return (type(exc).__name__, str(exc))
+    if split != "never":  # work measures count each window's work
+        rep = {k: rep[k] for k in ("transfers", "steps")}
+    return ("ok", repr(sorted(rep.items())))
+
+
+def _answer_counts(rep: dict) -> tuple[str, str]:
+    """The answer of a split verification for a one-walk report ``rep``."""
+    return ("ok", repr(sorted({k: rep[k] for k in ("transfers", "steps")}.items())))
 
 
 def _mutants(s: wc.Schedule, rng: np.random.Generator, count: int) -> list[wc.Schedule]:
@@ -63,6 +73,22 @@ def test_dense_state_does_not_change_the_outcome(name: str, p: int) -> None:
     for m in [s, *_mutants(s, rng, 24)]:
         a = [_answer(m, x) for x in (NEVER, ALWAYS, 48)]
         assert a[0] == a[1] == a[2]
+        # Split by blocks between two threads: the same verdict and error.
+        split = [_answer(m, x, "always") for x in (NEVER, 48)]
+        if a[0][0] == "ok":
+            one = _core.verify(m._core, 48, "never")
+            assert split[0] == split[1] == _answer_counts(one)
+        else:
+            assert split[0] == split[1] == a[0]
         answers.append(a[0][0])
     assert answers[0] == "ok"
     assert any(x != "ok" for x in answers[1:])  # the defects were caught
+
+
+def test_split_by_blocks_is_reported_and_checked() -> None:
+    s = wc.build("generic_ring_allreduce", 12, 12 * 8)
+    assert _core.verify(s._core, 48, "always")["windows"] == 2
+    assert _core.verify(s._core, 48, "never")["windows"] == 1
+    assert wc.verify(s).windows == 1  # small: one walk
+    with pytest.raises(ValueError, match="split must be"):
+        _core.verify(s._core, 48, "sometimes")

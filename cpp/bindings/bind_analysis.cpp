@@ -27,20 +27,31 @@ py::array_t<T> run(const Schedule& s, const py::array_t<T, py::array::c_style>& 
 void bind_analysis(py::module_& m) {
   m.def(
       "verify",
-      [](const Schedule& s, std::int64_t dense_after) {
+      [](const Schedule& s, std::int64_t dense_after, const std::string& split) {
+        VerifySplit how = VerifySplit::automatic;
+        if (split == "never") {
+          how = VerifySplit::never;
+        } else if (split == "always") {
+          how = VerifySplit::always;
+        } else if (split != "auto") {
+          throw py::value_error("split must be 'auto', 'never' or 'always', got '" + split +
+                                "'");
+        }
         VerifyReport rep;
         {
           py::gil_scoped_release release;  // symbolic execution touches only C++ data
-          rep = verify(s, dense_after);
+          rep = verify(s, dense_after, how);
         }
         py::dict d;
         d["transfers"] = rep.transfers;
         d["steps"] = rep.steps;
         d["pieces_written"] = rep.pieces_written;
         d["reachability_queries"] = rep.reachability_queries;
+        d["windows"] = rep.windows;
         return d;
       },
-      py::arg("schedule"), py::arg("dense_after") = kVerifyDenseAfter);
+      py::arg("schedule"), py::arg("dense_after") = kVerifyDenseAfter,
+      py::arg("split") = "auto");
   m.def("execute_f64", &run<double>, py::arg("schedule"), py::arg("inputs"));
   m.def("execute_f32", &run<float>, py::arg("schedule"), py::arg("inputs"));
   m.def("execute_i64", &run<std::int64_t>, py::arg("schedule"), py::arg("inputs"));

@@ -38,6 +38,13 @@ class VerifyReport:
         Work of the symbolic execution (runs of blocks updated).
     reachability_queries : int
         Happens-before questions that needed a graph search.
+    windows : int
+        How many windows of blocks the cells were verified in, each walked
+        on its own thread: 2 for a large schedule whose transfers each carry
+        a small part of the vector (rings, pipelines), else 1. Cells of
+        different blocks never interact, so the verdict is the same either
+        way; ``pieces_written`` and ``reachability_queries`` then count both
+        windows' work.
     """
 
     collective: str
@@ -46,6 +53,7 @@ class VerifyReport:
     steps: int
     pieces_written: int
     reachability_queries: int
+    windows: int = 1
 
     @property
     def ok(self) -> bool:

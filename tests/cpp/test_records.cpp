@@ -18,7 +18,7 @@ namespace {
 // (0 included); `order`: the walk (empty: index order). Checks every
 // record's writer, set and prev, and the writers again after all are made.
 void check_writers(const std::vector<int>& counts, const std::vector<TransferId>& order) {
-  Records rec(order);
+  Records rec(order.empty() ? nullptr : order.data());
   std::vector<TransferId> writer;
   std::vector<std::int32_t> set;
   for (int i = 0; i < 3; ++i) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "wafercoll/algorithms/generic.hpp"
@@ -146,4 +147,107 @@ TEST(VerifyParallel, BarrierPipelineSearchesOnBothThreads) {
   EXPECT_EQ(rep.transfers, std::int64_t{1} << 16);
   EXPECT_EQ(rep.steps, 2 * (chunks - 1 + depth));
   EXPECT_GT(rep.reachability_queries, 0);
+}
+
+// ---------------------------------------------------------------------------
+// The verification split by blocks (VerifySplit): each window of blocks is
+// walked on its own thread. A split that fails is verified again on one
+// thread, so the errors match by construction; what the tests below check
+// is the verdict of the split itself: a defect in either window must fail
+// it (a window that missed one would let a wrong schedule pass).
+
+namespace {
+
+std::string outcome_split(const Schedule& s, VerifySplit split) {
+  try {
+    const VerifyReport rep = verify(s, kVerifyDenseAfter, split);
+    return "ok " + std::to_string(rep.transfers) + " " + std::to_string(rep.steps);
+  } catch (const ScheduleError& e) {
+    return e.kind() + " " + std::to_string(e.transfer()) + " " + std::to_string(e.rank()) +
+           " " + std::to_string(e.block()) + ": " + e.what();
+  }
+}
+
+// `s` with transfer t changed: 0 drops its first dependency, 1 flips its op,
+// 2 moves its first range one block up (wrapping), 3 sends it to the next rank.
+Schedule mutated(const Schedule& s, TransferId t, int kind) {
+  Schedule out(s.num_ranks(), s.block_bytes(), s.collective());
+  const BlockId nb = s.num_blocks();
+  for (TransferId u = 0; u < s.num_transfers(); ++u) {
+    std::vector<RankId> dsts(s.dsts_begin(u), s.dsts_end(u));
+    std::vector<BlockRange> ranges(s.ranges_begin(u), s.ranges_end(u));
+    std::vector<TransferId> deps(s.deps_begin(u), s.deps_end(u));
+    Op op = s.op(u);
+    if (u == t) {
+      if (kind == 0 && !deps.empty()) deps.erase(deps.begin());
+      if (kind == 1) op = op == Op::copy ? Op::reduce : Op::copy;
+      if (kind == 2) ranges = {BlockRange{(ranges[0].lo + 1) % nb, (ranges[0].lo + 1) % nb + 1}};
+      if (kind == 3) {
+        dsts = {(dsts[0] + 1) % s.num_ranks()};
+        if (dsts[0] == s.src(u)) dsts[0] = (dsts[0] + 1) % s.num_ranks();
+      }
+    }
+    out.add_transfer(s.src(u), dsts, ranges, op, deps);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(VerifySplit, EveryMutantHasTheSameOutcomeSplitOrNot) {
+  // Rings (one block a transfer) and Rabenseifner (halving ranges), odd and
+  // even p; every transfer of each, each mutation. The split windows must
+  // reject what one walk rejects.
+  const std::vector<Schedule> schedules = {ring_allreduce(5, 5 * 8), ring_allreduce(8, 8 * 8),
+                                           rabenseifner_allreduce(6, 6 * 8),
+                                           rabenseifner_allreduce(7, 7 * 8)};
+  int failed = 0;
+  for (const Schedule& s : schedules) {
+    ASSERT_EQ(verify(s, kVerifyDenseAfter, VerifySplit::always).windows, 2);
+    for (TransferId t = 0; t < s.num_transfers(); ++t)
+      for (int kind = 0; kind < 4; ++kind) {
+        const Schedule m = mutated(s, t, kind);
+        const std::string one = outcome_split(m, VerifySplit::never);
+        EXPECT_EQ(outcome_split(m, VerifySplit::always), one) << t << " " << kind;
+        failed += one.substr(0, 2) != "ok";
+      }
+  }
+  EXPECT_GT(failed, 100);  // the mutations were defects
+}
+
+TEST(VerifySplit, TheErrorIsTheOneOfTheSingleWalk) {
+  // A ring on 6 ranks with two defects, one in each half of the blocks:
+  // the one walk reports the earlier; the split finds both and must report
+  // that one too.
+  const Schedule s = ring_allreduce(6, 6 * 8);
+  const BlockId nb = s.num_blocks();
+  TransferId low = -1;
+  TransferId high = -1;
+  for (TransferId t = 0; t < s.num_transfers(); ++t) {
+    const BlockId b = s.ranges_begin(t)->lo;
+    if (s.num_deps(t) == 0) continue;
+    if (b >= nb / 2 && high < 0) high = t;
+    if (b < nb / 2 && high >= 0 && low < 0) low = t;
+  }
+  ASSERT_GE(low, 0);
+  ASSERT_GE(high, 0);
+  ASSERT_LT(high, low);
+  const Schedule m = mutated(mutated(s, high, 0), low, 0);
+  const std::string one = outcome_split(m, VerifySplit::never);
+  ASSERT_EQ(one.substr(0, 4), "race");
+  EXPECT_NE(one.find("transfer " + std::to_string(high)), std::string::npos) << one;
+  EXPECT_EQ(outcome_split(m, VerifySplit::always), one);
+}
+
+TEST(VerifySplit, AutomaticSplitsRingsNotWholeVectorExchanges) {
+  // 71,820 ring transfers of one block each: split on two threads. Recursive
+  // doubling's transfers carry every block: never split, whatever the size.
+  const VerifyReport ring = verify(ring_allreduce(190, 64 * 190));
+  EXPECT_EQ(ring.windows, std::thread::hardware_concurrency() > 1 ? 2 : 1);
+  const VerifyReport rd = verify(recursive_doubling_allreduce(16384, 16384 * 8));
+  EXPECT_EQ(rd.transfers, std::int64_t{16384} * 14);
+  EXPECT_EQ(rd.windows, 1);
+  // One block: nothing to split, even when asked.
+  EXPECT_EQ(verify(ring_allreduce(1, 8), kVerifyDenseAfter, VerifySplit::always).windows, 1);
+  EXPECT_EQ(verify(binomial_reduce(9, 8, 0), kVerifyDenseAfter, VerifySplit::always).windows, 1);
 }

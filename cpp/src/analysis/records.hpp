@@ -34,8 +34,8 @@ class Records {
     std::int32_t prev;  // the record this write replaced (-1 for initial values)
   };
 
-  // `order`: the walk (empty: the index order); it must outlive this.
-  explicit Records(const std::vector<TransferId>& order) : order_(order) {}
+  // `order`: the walk (nullptr: the index order); it must outlive this.
+  explicit Records(const TransferId* order) : order_(order) {}
 
   void reserve(std::size_t n) { records_.reserve(n); }
   std::size_t size() const { return records_.size(); }
@@ -80,7 +80,7 @@ class Records {
                            [](std::int32_t x, const Run& y) { return x < y.first_record; }) -
           1;
     const std::int32_t k = r->first_k >= 0 ? r->first_k + (m - r->first_record) : ~r->first_k;
-    return order_.empty() ? static_cast<TransferId>(k) : order_[static_cast<std::size_t>(k)];
+    return order_ == nullptr ? static_cast<TransferId>(k) : order_[static_cast<std::size_t>(k)];
   }
 
  private:
@@ -89,7 +89,7 @@ class Records {
     std::int32_t first_k;  // ~k: every record of the run is the transfer at walk position k's
   };
 
-  const std::vector<TransferId>& order_;
+  const TransferId* order_;
   MappedVector<Record> records_;
   std::vector<Run> runs_;
   std::size_t initial_ = 0;

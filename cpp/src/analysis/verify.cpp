@@ -5,11 +5,14 @@
 //    "same contributions" is an integer comparison;
 //  * HappensBefore (happens_before.hpp) answers "does a reach b in the dependency
 //    DAG" with cheap rules first and a search only when they fail;
-//  * PieceMap holds each rank's cells as runs of equal state;
+//  * PieceMap (piece_map.hpp) holds each rank's cells as runs of equal state;
 //  * Records (records.hpp) holds who wrote which set over which record.
-// The Verifier walks the transfers in dependency order (forward: reads,
-// writes, write/write order), then backwards (reads against later writes),
-// then checks the final state against the collective's postcondition.
+// A Verifier tracks the cells of a window of blocks (windows.hpp): all of
+// them, or half when a large schedule is split by blocks between two
+// threads (verify(), below). It walks the transfers in dependency order
+// (forward: reads, writes, write/write order), then backwards (reads
+// against later writes), then checks the final state against the
+// collective's postcondition.
 // Errors are ScheduleErrors naming the transfer, rank and block, because a
 // user's first question is which step of their algorithm is wrong.
 #include "wafercoll/analysis/verify.hpp"
@@ -17,6 +20,7 @@
 #include <algorithm>
 #include <atomic>
 #include <future>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -28,162 +32,28 @@
 
 #include "contribution_sets.hpp"
 #include "happens_before.hpp"
+#include "piece_map.hpp"
 #include "records.hpp"
+#include "windows.hpp"
 #include "wafercoll/errors.hpp"
 
 namespace wafercoll {
 
 namespace {
 
-using verify_detail::ChainCover;
+using verify_detail::for_each_range;
 using verify_detail::HappensBefore;
 using verify_detail::Interval;
+using verify_detail::kParallelTransfers;
+using verify_detail::Piece;
+using verify_detail::PieceMap;
+using verify_detail::Plan;
 using verify_detail::Records;
 using verify_detail::SetPool;
-
-// ---------------------------------------------------------------------------
-// Per-rank runs of cells with one state. A piece covers [lo, next piece's lo).
-// A rank whose runs grow past kDenseAt turns *dense*: one state per block
-// (the piece of block b is the b-th, its lo is b, so only the states are
-// stored: 4 bytes a cell), never split or merged again, so a write costs O(1)
-// instead of shifting the tail of a long vector (ring-like schedules leave
-// every block of a rank in a state of its own). Runs of equal state in a
-// dense rank are walked as one run where it matters (a write's old state),
-// so what the verifier reports does not depend on the representation.
-
-struct Piece {
-  BlockId lo;
-  std::int32_t state;  // a record id (forward pass) or a transfer id (reverse pass)
-};
-
-class PieceMap {
- public:
-  // Piece i of a rank: its first block and its state (assignable).
-  struct Ref {
-    BlockId lo;
-    std::int32_t& state;
-  };
-  // The pieces of one rank, valid until they are split or merged.
-  class Pieces {
-   public:
-    Pieces(Piece* sparse, std::int32_t* dense, std::size_t n)
-        : sparse_(sparse), dense_(dense), n_(n) {}
-    std::size_t size() const { return n_; }
-    Ref operator[](std::size_t i) const {
-      if (dense_ != nullptr) return Ref{static_cast<BlockId>(i), dense_[i]};
-      return Ref{sparse_[i].lo, sparse_[i].state};
-    }
-
-   private:
-    Piece* sparse_;
-    std::int32_t* dense_;  // nullptr unless the rank is dense
-    std::size_t n_;
-  };
-
-  void init(RankId ranks, BlockId blocks, std::int64_t dense_after) {
-    blocks_ = blocks;
-    dense_at_ = dense_after;
-    pieces_.assign(ranks, {});
-    dense_.assign(ranks, nullptr);
-    slabs_.clear();
-    slab_used_ = 0;
-    dense_budget_ = kDenseBudget;
-  }
-  // The pieces of rank r.
-  Pieces of(RankId r) {
-    if (dense_[r] != nullptr)
-      return Pieces(nullptr, dense_[r], static_cast<std::size_t>(blocks_));
-    return Pieces(pieces_[r].data(), nullptr, pieces_[r].size());
-  }
-  // The pieces of a rank that is not dense (yet), to fill at the start.
-  std::vector<Piece>& sparse(RankId r) { return pieces_[r]; }
-  BlockId hi(RankId r, std::size_t i) const {
-    if (dense_[r] != nullptr) return static_cast<BlockId>(i) + 1;
-    return i + 1 < pieces_[r].size() ? pieces_[r][i + 1].lo : blocks_;
-  }
-  // Start loading the piece holding block b, for a rank that is dense
-  // (whose piece is found without reading memory); a hint, nothing else.
-  void prefetch(RankId r, BlockId b) const {
-    if (dense_[r] != nullptr && b < blocks_) verify_detail::prefetch_line(dense_[r] + b);
-  }
-  // Index of the piece holding block b.
-  std::size_t find(RankId r, BlockId b) const {
-    if (dense_[r] != nullptr) return static_cast<std::size_t>(b);
-    const auto& v = pieces_[r];
-    auto it = std::upper_bound(v.begin(), v.end(), b,
-                               [](BlockId x, const Piece& p) { return x < p.lo; });
-    return static_cast<std::size_t>(it - v.begin()) - 1;
-  }
-  // Make b the start of a piece; returns its index (the number of pieces
-  // when b == blocks).
-  std::size_t split(RankId r, BlockId b) {
-    if (dense_[r] != nullptr) return static_cast<std::size_t>(std::min(b, blocks_));
-    auto& v = pieces_[r];
-    if (b >= blocks_) return v.size();
-    const std::size_t i = find(r, b);
-    if (v[i].lo == b) return i;
-    v.insert(v.begin() + static_cast<std::ptrdiff_t>(i) + 1, Piece{b, v[i].state});
-    return i + 1;
-  }
-  // Merge equal neighbours among pieces [first, last] (a dense rank keeps
-  // one piece per block); a rank with many runs turns dense.
-  void coalesce(RankId r, std::size_t first, std::size_t last) {
-    if (dense_[r] != nullptr) return;
-    merge(r, first, last);
-    if (static_cast<std::int64_t>(pieces_[r].size()) > dense_at_ && blocks_ <= dense_budget_)
-      densify(r);
-  }
-
- private:
-  // Most dense cells in all (4 bytes each: 512 MiB).
-  static constexpr std::int64_t kDenseBudget = std::int64_t{1} << 27;
-  // Cells of dense ranks are taken from slabs of at least kSlabCells, each
-  // one mapping (mapped_alloc.hpp) whose pages become resident as ranks
-  // take them and all go back when the map is dropped. One small vector per
-  // rank instead stayed resident after the verification when the reverse
-  // pass, on its own thread, had allocated it: freed into that thread's
-  // malloc arena, it was not given back (ring allreduce on 4096 ranks: 67
-  // MB, its 4096 x 4096 cells).
-  static constexpr std::size_t kSlabCells = std::size_t{1} << 20;
-  std::int32_t* take_cells() {
-    const auto n = static_cast<std::size_t>(blocks_);
-    if (slabs_.empty() || slab_used_ + n > slabs_.back().size()) {
-      slabs_.emplace_back(std::max(n, kSlabCells));
-      slab_used_ = 0;
-    }
-    std::int32_t* cells = slabs_.back().data() + slab_used_;
-    slab_used_ += n;
-    return cells;
-  }
-  void densify(RankId r) {
-    auto& v = pieces_[r];
-    std::int32_t* d = take_cells();
-    for (std::size_t i = 0; i < v.size(); ++i) std::fill(d + v[i].lo, d + hi(r, i), v[i].state);
-    std::vector<Piece>().swap(v);
-    dense_[r] = d;
-    dense_budget_ -= blocks_;
-  }
-  void merge(RankId r, std::size_t first, std::size_t last) {
-    auto& v = pieces_[r];
-    if (first > 0) --first;
-    last = std::min(last + 1, v.size());
-    std::size_t out = first;
-    for (std::size_t i = first + 1; i < last; ++i) {
-      if (v[i].state == v[out].state) continue;
-      v[++out] = v[i];
-    }
-    v.erase(v.begin() + static_cast<std::ptrdiff_t>(out) + 1,
-            v.begin() + static_cast<std::ptrdiff_t>(last));
-  }
-
-  BlockId blocks_ = 0;
-  std::int64_t dense_at_ = kVerifyDenseAfter;
-  std::vector<std::vector<Piece>> pieces_;       // sparse ranks (empty once dense)
-  std::vector<std::int32_t*> dense_;  // dense ranks: one state per block, else nullptr
-  std::vector<MappedVector<std::int32_t>> slabs_;  // their cells
-  std::size_t slab_used_ = 0;  // cells taken from the last slab
-  std::int64_t dense_budget_ = 0;
-};
+using verify_detail::split_point;
+using verify_detail::split_windows;
+using verify_detail::Window;
+using verify_detail::whole_window;
 
 struct Segment {
   BlockId lo;
@@ -196,67 +66,34 @@ std::string cell(RankId r, BlockId b) {
   return "block " + std::to_string(b) + " of rank " + std::to_string(r);
 }
 
-// Sizes known before the walk. The records are at least one per written
-// (destination, range) pair, so the list is allocated once instead of being
-// copied as it doubles (a copy of the list is hundreds of MiB at 10^7
-// transfers). The set index starts with room for the sets every run interns
-// (each participant's singleton, the set of all and the empty set) and grows
-// as it fills: the reduces' (destination, range) pairs bound the new sets
-// from above (about: a reduce over several runs of one destination builds a
-// set per run), but in tree and butterfly schedules they overestimate them
-// many times (many ranks build the same set: TTO on 16 x 16 builds 988 sets
-// for 2 million such pairs), and an index sized for them was slower than
-// one that grows. The lists of the sets' intervals only reserve room for
-// the bound (address space, untouched until used).
-struct Sizes {
-  std::size_t records;
-  std::size_t sets;
-};
-
-Sizes expected_sizes(const Schedule& s) {
-  Sizes z{1 + static_cast<std::size_t>(s.num_ranks()), 3 + static_cast<std::size_t>(s.num_ranks())};
-  for (TransferId t = 0; t < s.num_transfers(); ++t) {
-    const auto pairs =
-        static_cast<std::size_t>(s.num_dsts(t) * (s.ranges_end(t) - s.ranges_begin(t)));
-    z.records += pairs;
-    if (s.op(t) == Op::reduce) z.sets += pairs;
-  }
-  return z;
-}
-
 // One verification: the cells' states as records (who wrote which set),
 // updated transfer by transfer in a topological order. Any valid order
 // gives the same verdict: the happens-before checks make the result hold
 // for every order the dependencies allow, not just this one.
 class Verifier {
  public:
-  Verifier(const Schedule& s, std::int64_t dense_after)
+  // `stop`: set by another verifier of the same schedule that failed (the
+  // walks then end early); `plan` and `stop` must outlive the verifier.
+  Verifier(const Schedule& s, const Plan& plan, Window window, std::int64_t dense_after,
+           std::atomic<bool>& stop)
       : s_(s),
-        // Index order is a topological order when every dependency points
-        // back (the builders' schedules): then none is stored.
-        order_(s.deps_point_backward() ? std::vector<TransferId>{} : topological_order(s)),
-        parallel_(s.num_transfers() >= kParallelTransfers &&
-                  std::thread::hardware_concurrency() > 1),
-        cover_(s, order_),
-        hb_(cover_),
-        hb_rev_(cover_),
+        plan_(plan),
+        win_(std::move(window)),
+        walk_(win_.whole ? plan.walk() : win_.walk.data()),
+        steps_(win_.whole ? static_cast<std::size_t>(s.num_transfers()) : win_.walk.size()),
+        hb_(plan.cover()),
+        hb_rev_(plan.cover()),
+        stop_(stop),
         dense_after_(dense_after),
         sets_(),
-        records_(order_) {
-    const Sizes z = expected_sizes(s);
-    records_.reserve(z.records);
-    sets_ = SetPool(3 + static_cast<std::size_t>(s.num_ranks()), z.sets);
+        records_(walk_) {
+    records_.reserve(win_.sizes.records);
+    sets_ = SetPool(3 + static_cast<std::size_t>(s.num_ranks()), win_.sizes.sets);
   }
 
-  VerifyReport run() {
-    // The dependencies are in range and acyclic (the constructor's
-    // topological order); without a stated collective that is all there is
-    // to check: what the transfers compute is not specified.
-    if (s_.collective().kind == CollectiveKind::unknown)
-      throw ScheduleError("unverifiable",
-                          "the schedule states no collective ('unknown'): its "
-                          "dependencies are acyclic, but what its transfers compute "
-                          "is not specified, so there is nothing to verify");
+  // The whole verification on this thread, the backward pass beside it on
+  // a second one when `beside`.
+  void run(bool beside) {
     // The backward pass reads only the schedule and the chain cover and
     // writes only its own state (next_write_, hb_rev_), so on a large
     // schedule it runs on a second thread beside the forward pass. Its
@@ -268,8 +105,9 @@ class Verifier {
     // malloc arena, whose top malloc_trim does not give back (recursive
     // doubling on 262,144 ranks: 8 MB resident after the verification).
     start_reverse_pass();
+    init_state();
     std::future<void> side;
-    if (parallel_) side = std::async(std::launch::async, [this] { reverse_pass(); });
+    if (beside) side = std::async(std::launch::async, [this] { reverse_pass(); });
     try {
       forward_pass();
     } catch (...) {
@@ -282,23 +120,32 @@ class Verifier {
       reverse_pass();
     }
     check_postcondition();
-    VerifyReport rep;
-    rep.transfers = s_.num_transfers();
-    rep.steps = cover_.steps();
-    rep.pieces_written = pieces_written_;
-    rep.reachability_queries = hb_.queries() + hb_rev_.queries();
-    return rep;
   }
+
+  // The cells' starting state, made by the thread that calls it (see run()).
+  void start() {
+    start_reverse_pass();
+    init_state();
+  }
+  // After start(), perhaps on another thread: both passes, then the end state.
+  void finish() {
+    forward_pass();
+    reverse_pass();
+    check_postcondition();
+  }
+
+  // Thrown by a walk that another verifier's failure made pointless.
+  struct Stopped {};
+
+  // Work done (the report's measures).
+  std::int64_t pieces_written() const { return pieces_written_; }
+  std::int64_t queries() const { return hb_.queries() + hb_rev_.queries(); }
 
  private:
   // How many transfers ahead of the walk the prefetches run: a transfer
   // takes some 100 ns, about one memory access. Measured on ring allreduce
   // at 10^7 transfers: 2, 4, 8 and 16 ahead gained alike (1.7 s to 1.2 s).
   static constexpr std::size_t kLookahead = 8;
-  // From this many transfers a verification uses a second thread (the
-  // simulator's threshold, simulate.cpp): starting it costs some 50 us,
-  // the backward pass of 2^16 transfers about 2 ms.
-  static constexpr TransferId kParallelTransfers = TransferId{1} << 16;
 
   // Hints: they change nothing, but let the memory accesses of a walk
   // overlap. Where cells and sets sit is known ahead: the cells' pieces in
@@ -309,7 +156,7 @@ class Verifier {
   // verifying a ring schedule of 10^7 transfers).
   void prefetch_cells(const PieceMap& map, TransferId t) const {
     if (s_.ranges_begin(t) == s_.ranges_end(t)) return;
-    const BlockId b = s_.ranges_begin(t)->lo;
+    const BlockId b = s_.ranges_begin(t)->lo;  // outside the window: no hint
     map.prefetch(s_.src(t), b);
     map.prefetch(*s_.dsts_begin(t), b);
   }
@@ -317,6 +164,7 @@ class Verifier {
     if (!sets_.worth_prefetching()) return;
     if (s_.op(t) != Op::reduce || s_.ranges_begin(t) == s_.ranges_end(t)) return;
     const BlockId b = s_.ranges_begin(t)->lo;
+    if (b < win_.lo || b >= win_.hi) return;
     const RankId src = s_.src(t);
     const RankId dst = *s_.dsts_begin(t);
     const std::int32_t in = cells_.of(src)[cells_.find(src, b)].state;
@@ -324,19 +172,24 @@ class Verifier {
     sets_.prefetch_union(records_[old].set, records_[in].set);
   }
 
-  // Position k of the topological order.
+  // Position k of the walk.
   TransferId at(std::size_t k) const {
-    return order_.empty() ? static_cast<TransferId>(k) : order_[k];
+    return walk_ == nullptr ? static_cast<TransferId>(k) : walk_[k];
+  }
+
+  void poll(std::size_t k) {
+    if ((k & 4095) != 4095) return;
+    if (stop_.load(std::memory_order_relaxed)) throw Stopped{};
+    poll_interrupt();
   }
 
   void forward_pass() {
-    init_state();
-    const auto n = static_cast<std::size_t>(s_.num_transfers());
+    const std::size_t n = steps_;
     for (std::size_t k = 0; k < n; ++k) {
       if (k + 2 * kLookahead < n) prefetch_cells(cells_, at(k + 2 * kLookahead));
       if (k + kLookahead < n) prefetch_union(at(k + kLookahead));
       forward(at(k), static_cast<std::int32_t>(k));
-      if ((k & 4095) == 4095) poll_interrupt();
+      poll(k);
     }
   }
 
@@ -348,9 +201,8 @@ class Verifier {
   // contribution where the collective gives it one, else the empty set.
   void init_state() {
     const RankId p = s_.num_ranks();
-    const BlockId nb = s_.num_blocks();
     const Collective& c = s_.collective();
-    cells_.init(p, nb, dense_after_);
+    cells_.init(p, win_.lo, win_.hi, dense_after_);
     const std::int32_t empty = initial_record(0);
     std::vector<Interval> part;
     for (RankId r = 0; r < p; ++r) {
@@ -366,11 +218,13 @@ class Verifier {
     for (RankId r = 0; r < p; ++r) {
       // Owners of allgather and moved blocks are set per block run below.
       const bool holds = !by_owner(c.kind) && s_.holds_input(r, 0);
-      cells_.sparse(r).push_back(Piece{0, holds ? initial_record(sets_.singleton(r)) : empty});
+      cells_.sparse(r).push_back(
+          Piece{win_.lo, holds ? initial_record(sets_.singleton(r)) : empty});
     }
     if (by_owner(c.kind)) {
       // Owners hold their own blocks: one piece per run of equal owners.
-      for (BlockId b = 0; b < nb;) {
+      const BlockId nb = win_.hi;
+      for (BlockId b = win_.lo; b < nb;) {
         BlockId e = b;
         while (e < nb && c.owners[e] == c.owners[b]) ++e;
         const RankId o = c.owners[b];
@@ -471,12 +325,12 @@ class Verifier {
   void forward(TransferId t, std::int32_t k) {
     const RankId src = s_.src(t);
     segs_.clear();
-    for (auto r = s_.ranges_begin(t); r != s_.ranges_end(t); ++r) {
+    for_each_range(s_, t, win_.lo, win_.hi, [&](BlockId rlo, BlockId rhi) {
       const auto pieces = cells_.of(src);
-      for (std::size_t i = cells_.find(src, r->lo); i < pieces.size() && pieces[i].lo < r->hi;
+      for (std::size_t i = cells_.find(src, rlo); i < pieces.size() && pieces[i].lo < rhi;
            ++i) {
-        const BlockId lo = std::max(pieces[i].lo, r->lo);
-        const BlockId hi = std::min(cells_.hi(src, i), r->hi);
+        const BlockId lo = std::max(pieces[i].lo, rlo);
+        const BlockId hi = std::min(cells_.hi(src, i), rhi);
         const std::int32_t set =
             s_.is_switch(src) ? switch_read(pieces[i].state, t, src, lo, hi)
                               : records_[visible(pieces[i].state, t, src, lo)].set;
@@ -492,7 +346,7 @@ class Verifier {
           segs_.push_back(Segment{lo, hi, set});
         }
       }
-    }
+    });
     const bool reduce = s_.op(t) == Op::reduce;
     if (reduce && moves_blocks(s_.collective().kind))
       throw ScheduleError("unexpected",
@@ -554,49 +408,53 @@ class Verifier {
   // Reads against later writes: walking the transfers backwards, each cell
   // remembers the next transfer that writes it.
   void start_reverse_pass() {
-    next_write_.init(s_.num_ranks(), s_.num_blocks(), dense_after_);
-    for (RankId r = 0; r < s_.num_ranks(); ++r) next_write_.sparse(r).push_back(Piece{0, -1});
+    next_write_.init(s_.num_ranks(), win_.lo, win_.hi, dense_after_);
+    for (RankId r = 0; r < s_.num_ranks(); ++r)
+      next_write_.sparse(r).push_back(Piece{win_.lo, -1});
   }
   void reverse_pass() {
     TransferId bad = -1;
     RankId bad_rank = -1;
     BlockId bad_block = -1;
     TransferId bad_writer = -1;
-    for (std::size_t k = static_cast<std::size_t>(s_.num_transfers()); k-- > 0;) {
+    for (std::size_t k = steps_; k-- > 0;) {
       if ((k & 4095) == 0) {
-        if (stop_.load(std::memory_order_relaxed)) return;
+        if (stop_.load(std::memory_order_relaxed)) {
+          if (win_.whole) return;  // the forward pass failed, and throws
+          throw Stopped{};
+        }
         poll_interrupt();
       }
       if (k >= kLookahead) prefetch_cells(next_write_, at(k - kLookahead));
       const TransferId t = at(k);
       const RankId src = s_.src(t);
       TransferId checked = -1;
-      for (auto r = s_.ranges_begin(t); r != s_.ranges_end(t); ++r) {
+      for_each_range(s_, t, win_.lo, win_.hi, [&](BlockId rlo, BlockId rhi) {
         const auto pieces = next_write_.of(src);
-        for (std::size_t i = next_write_.find(src, r->lo);
-             i < pieces.size() && pieces[i].lo < r->hi; ++i) {
+        for (std::size_t i = next_write_.find(src, rlo);
+             i < pieces.size() && pieces[i].lo < rhi; ++i) {
           const TransferId w = pieces[i].state;
           if (w < 0 || w == checked || hb_rev_.reaches(t, w)) continue;
           for (const TransferId* d = s_.deps_begin(t); d != s_.deps_end(t); ++d) {
             if (!hb_rev_.reaches(*d, w)) {
               bad = t;
               bad_rank = src;
-              bad_block = std::max(pieces[i].lo, r->lo);
+              bad_block = std::max(pieces[i].lo, rlo);
               bad_writer = w;
               break;
             }
           }
           checked = w;
         }
-      }
+      });
       for (const RankId* dp = s_.dsts_begin(t); dp != s_.dsts_end(t); ++dp) {
-        for (auto r = s_.ranges_begin(t); r != s_.ranges_end(t); ++r) {
-          const std::size_t first = next_write_.split(*dp, r->lo);
-          const std::size_t end = next_write_.split(*dp, r->hi);
+        for_each_range(s_, t, win_.lo, win_.hi, [&](BlockId rlo, BlockId rhi) {
+          const std::size_t first = next_write_.split(*dp, rlo);
+          const std::size_t end = next_write_.split(*dp, rhi);
           const auto pieces = next_write_.of(*dp);
           for (std::size_t i = first; i < end; ++i) pieces[i].state = t;
           next_write_.coalesce(*dp, first, end - 1);
-        }
+        });
       }
     }
     if (bad >= 0)
@@ -645,27 +503,28 @@ class Verifier {
   void check_postcondition() {
     const Collective& c = s_.collective();
     const RankId p = s_.num_ranks();
-    const BlockId nb = s_.num_blocks();
+    const BlockId lo = win_.lo;
+    const BlockId nb = win_.hi;
     switch (c.kind) {
       case CollectiveKind::reduce:
-        expect(c.root, 0, nb, full_);
+        expect(c.root, lo, nb, full_);
         break;
       case CollectiveKind::allreduce:
         for (RankId r = 0; r < p; ++r) {
           if ((r & 4095) == 4095) poll_interrupt();
-          if (s_.participates(r)) expect(r, 0, nb, full_);
+          if (s_.participates(r)) expect(r, lo, nb, full_);
         }
         break;
       case CollectiveKind::broadcast: {
         const std::int32_t root = sets_.singleton(c.root);
         for (RankId r = 0; r < p; ++r)
-          if (s_.participates(r)) expect(r, 0, nb, root);
+          if (s_.participates(r)) expect(r, lo, nb, root);
         break;
       }
       case CollectiveKind::reduce_scatter:
       case CollectiveKind::allgather: {
         std::vector<std::int32_t> single(p, -1);
-        for (BlockId b = 0; b < nb;) {
+        for (BlockId b = lo; b < nb;) {
           BlockId e = b;
           while (e < nb && c.owners[e] == c.owners[b]) ++e;
           const RankId o = c.owners[b];
@@ -686,7 +545,7 @@ class Verifier {
       case CollectiveKind::scatter:
         check_moved();
         break;
-      case CollectiveKind::unknown: break;  // refused by run()
+      case CollectiveKind::unknown: break;  // refused by verify()
     }
   }
 
@@ -700,9 +559,8 @@ class Verifier {
   // need, and usually a sign of a wrong index map).
   void check_moved() {
     const Collective& c = s_.collective();
-    const BlockId nb = s_.num_blocks();
     std::vector<std::int32_t> single(s_.num_ranks(), -1);
-    for (BlockId b = 0; b < nb; ++b) {
+    for (BlockId b = win_.lo; b < win_.hi; ++b) {
       if ((b & 4095) == 4095) poll_interrupt();
       // A block of no bytes carries nothing (an alltoallv's zero entry):
       // it need not arrive.
@@ -734,12 +592,13 @@ class Verifier {
   }
 
   const Schedule& s_;
-  std::vector<TransferId> order_;  // empty: index order
-  bool parallel_;
-  ChainCover cover_;
+  const Plan& plan_;
+  Window win_;
+  const TransferId* walk_;  // the plan's order or the window's walk (nullptr: index order)
+  std::size_t steps_;                    // the walk's length
   HappensBefore hb_;      // the forward pass's questions
   HappensBefore hb_rev_;  // the backward pass's
-  std::atomic<bool> stop_{false};
+  std::atomic<bool>& stop_;
   std::int64_t dense_after_;
   SetPool sets_;
   Records records_;
@@ -757,8 +616,94 @@ constexpr TransferId kTrimAfterTransfers = TransferId{1} << 20;
 
 }  // namespace
 
-VerifyReport verify(const Schedule& schedule, std::int64_t dense_after) {
-  VerifyReport report = Verifier(schedule, dense_after).run();
+// Both windows of a split, one per thread. False when either found the
+// schedule wrong (its error is not the one to report: see verify()).
+bool verify_split(const Schedule& s, const Plan& plan, std::pair<Window, Window> windows,
+                  std::int64_t dense_after, VerifyReport& rep) {
+  auto& [w0, w1] = windows;
+  std::atomic<bool> stop{false};
+  Verifier a(s, plan, std::move(w0), dense_after, stop);
+  Verifier b(s, plan, std::move(w1), dense_after, stop);
+  // Both start here: their first lists on this thread's heap (see run()).
+  a.start();
+  b.start();
+  const auto guarded = [&stop](Verifier& v) {
+    try {
+      v.finish();
+      return true;
+    } catch (const ScheduleError&) {
+      stop.store(true, std::memory_order_relaxed);
+      return false;
+    } catch (...) {  // stopped by the other, or interrupted: noted, then passed on
+      stop.store(true, std::memory_order_relaxed);
+      throw;
+    }
+  };
+  std::future<bool> side = std::async(std::launch::async, [&] { return guarded(b); });
+  bool ok = false;
+  std::exception_ptr failure;
+  try {
+    ok = guarded(a);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  bool ok_b = false;
+  std::exception_ptr failure_b;
+  try {
+    ok_b = side.get();
+  } catch (...) {
+    failure_b = std::current_exception();
+  }
+  // An interruption is passed on; a stop only follows another's failure.
+  for (const std::exception_ptr& f : {failure, failure_b}) {
+    if (!f) continue;
+    try {
+      std::rethrow_exception(f);
+    } catch (const Verifier::Stopped&) {
+    }
+  }
+  if (!(ok && ok_b)) return false;
+  rep.pieces_written = a.pieces_written() + b.pieces_written();
+  rep.reachability_queries = a.queries() + b.queries();
+  rep.windows = 2;
+  return true;
+}
+
+VerifyReport verify(const Schedule& schedule, std::int64_t dense_after, VerifySplit split) {
+  // A cycle is refused first (the plan's topological order).
+  Plan plan(schedule);
+  // The dependencies are in range and acyclic; without a stated collective
+  // that is all there is to check: what the transfers compute is not
+  // specified.
+  if (schedule.collective().kind == CollectiveKind::unknown)
+    throw ScheduleError("unverifiable",
+                        "the schedule states no collective ('unknown'): its "
+                        "dependencies are acyclic, but what its transfers compute "
+                        "is not specified, so there is nothing to verify");
+  // Split by blocks, the windows' walks are listed on a second thread
+  // while this one makes the chain cover (each about a tenth of the work).
+  const BlockId m = split_point(schedule, split);
+  std::pair<Window, Window> windows;
+  std::future<void> listed;
+  if (m > 0)
+    listed = std::async(std::launch::async,
+                        [&] { windows = split_windows(schedule, plan, m); });
+  plan.make_cover(schedule);
+  if (listed.valid()) listed.get();
+  VerifyReport report;
+  report.transfers = schedule.num_transfers();
+  report.steps = plan.cover().steps();
+  // Split by blocks, a failure is verified again on one thread: which of
+  // the windows' errors comes first in one walk (the one to report) is the
+  // single walk's to say, and a failure need not be fast.
+  if (m == 0 || !verify_split(schedule, plan, std::move(windows), dense_after, report)) {
+    std::atomic<bool> stop{false};
+    Verifier v(schedule, plan, whole_window(schedule), dense_after, stop);
+    v.run(schedule.num_transfers() >= kParallelTransfers &&
+          std::thread::hardware_concurrency() > 1);
+    report.pieces_written = v.pieces_written();
+    report.reachability_queries = v.queries();
+  }
   // The verifier's state (tens of bytes per transfer, on two threads' heaps)
   // is freed now, but the C library keeps much of it for later allocations,
   // which the simulator (huge_alloc.hpp, pages of its own) does not make:

@@ -43,6 +43,7 @@ struct VerifyReport {
   std::int32_t steps = 0;
   std::int64_t pieces_written = 0;     // work measure of the symbolic execution
   std::int64_t reachability_queries = 0;  // happens-before questions that needed a search
+  std::int32_t windows = 1;  // windows of blocks verified on their own threads (see split)
 };
 
 // Throws ScheduleError (kinds: "cycle", "dependency", "race", "empty_read",
@@ -53,6 +54,19 @@ struct VerifyReport {
 // more than that many runs (a representation choice: the outcome is the same
 // for every value; tests compare extremes).
 inline constexpr std::int64_t kVerifyDenseAfter = 48;
-VerifyReport verify(const Schedule& schedule, std::int64_t dense_after = kVerifyDenseAfter);
+//
+// split: whether the cells are split by blocks between two threads, each
+// walking the transfers over its blocks (cells of different blocks never
+// interact). `automatic` splits a large schedule (2^16 transfers or more,
+// on two or more hardware threads) when neither half of the blocks is
+// touched by more than 0.6 of the transfers (rings, pipelines; not
+// recursive doubling, whose transfers carry the whole vector); `always`
+// splits any schedule of two or more blocks (for tests). The verdict and
+// the error are the same either way: a split verification that fails is
+// repeated on one thread, whose error is the one reported. Only the work
+// measures (pieces_written, reachability_queries) count each thread's work.
+enum class VerifySplit { automatic, never, always };
+VerifyReport verify(const Schedule& schedule, std::int64_t dense_after = kVerifyDenseAfter,
+                    VerifySplit split = VerifySplit::automatic);
 
 }  // namespace wafercoll
