@@ -292,6 +292,9 @@ def cluster_nodes_on_route(c: wc.topology.Topology, a: int, b: int) -> list[int]
     "kwargs",
     [
         {"nodes": 3, "ppn": 2},
+        {"nodes": 4, "ppn": 1},
+        {"nodes": 3, "ppn": 1, "lane_Bps": 5e9},
+        {"nodes": 2, "ppn": 2, "rank_to_node": [1, 1, 0, 0]},
         {"nodes": 2, "ppn": 4, "sockets": 2},
         {"nodes": 3, "ppn": 6, "sockets": 3, "rank_to_node": [2, 0, 1] * 6},
         {"nodes": 2, "ppn": 4, "sockets": 2, "lane_Bps": 5e9},

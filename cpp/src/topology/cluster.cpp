@@ -73,6 +73,9 @@ Topology Topology::cluster(NodeId nodes, NodeId ppn, NodeId sockets,
     }
     data->rank_socket[r] = n * sockets + fill[n]++ / per_socket;
   }
+  data->block_ppn = ppn;
+  for (std::int64_t r = 0; r < p && data->block_ppn != 0; ++r)
+    if (rank_node[r] != r / ppn) data->block_ppn = 0;
   data->rank_node = std::move(rank_node);
 
   // Node ids: processes [0, P), socket switches [P, P+S) (only with more
@@ -155,7 +158,7 @@ int Topology::locality(NodeId a, NodeId b) const {
   if (!cluster_) throw std::invalid_argument("locality: not a cluster topology");
   check_endpoint(a, "locality", "a");
   check_endpoint(b, "locality", "b");
-  if (cluster_->rank_node[a] != cluster_->rank_node[b]) return 2;
+  if (cluster_->node_of(a) != cluster_->node_of(b)) return 2;
   return cluster_->rank_socket[a] == cluster_->rank_socket[b] ? 0 : 1;
 }
 

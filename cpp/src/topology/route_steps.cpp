@@ -58,7 +58,7 @@ LinkId Topology::cluster_route_link(NodeId a, NodeId b, std::int32_t i,
   const NodeId N = c.nodes;
   const NodeId S = c.sockets > 1 ? N * c.sockets : 0;
   const LinkId nic = 2 * P + 2 * S;  // NIC up of node 0; NIC down follows
-  const NodeId na = c.rank_node[a], nb = c.rank_node[b];
+  const NodeId na = c.node_of(a), nb = c.node_of(b);
   std::int32_t n = 0;
   if (na != nb && c.lanes) {  // lane up, NIC up, NIC down, lane down
     n = 4;
