@@ -198,7 +198,7 @@ void Simulation::classify(TransferId lo, TransferId hi, DataflowShare& out) {
     // Only a run in which some transfer waits to start keeps the counts
     // (TTO's transfers all start at once: 4 bytes per transfer saved).
     if (start_gates > 0) {
-      std::call_once(pending_once_, [this] {
+      pending_once_([this] {
         progress_.pending.assign(static_cast<std::size_t>(dim_.transfers), 0);
       });
       progress_.pending[t] = static_cast<std::int32_t>(start_gates);
@@ -295,7 +295,7 @@ std::int64_t Simulation::computed_gate_base(TransferId t) {
   DataflowEdges& df = dataflow_;
   const auto nodes = static_cast<std::int64_t>(tries_.nodes.size());
   if (df.gate_stride > 0) {
-    std::call_once(stage_gates_once_, [this, &df] {
+    stage_gates_once_([this, &df] {
       df.stage_gate.assign(static_cast<std::size_t>(dim_.transfers) * df.gate_stride, 0);
     });
     return nodes + std::int64_t{t} * df.gate_stride;
