@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <future>
 #include <optional>
 #include <string>
@@ -105,10 +106,10 @@ class Verifier {
     // malloc arena, whose top malloc_trim does not give back (recursive
     // doubling on 262,144 ranks: 8 MB resident after the verification).
     start_reverse_pass();
-    init_state();
     std::future<void> side;
     if (beside) side = std::async(std::launch::async, [this] { reverse_pass(); });
     try {
+      init_state();
       forward_pass();
     } catch (...) {
       stop_.store(true, std::memory_order_relaxed);
@@ -614,8 +615,6 @@ class Verifier {
 // memory back to the system (verify()); below, it is a few MB at most.
 constexpr TransferId kTrimAfterTransfers = TransferId{1} << 20;
 
-}  // namespace
-
 // Both windows of a split, one per thread. False when either found the
 // schedule wrong (its error is not the one to report: see verify()).
 bool verify_split(const Schedule& s, const Plan& plan, std::pair<Window, Window> windows,
@@ -668,6 +667,8 @@ bool verify_split(const Schedule& s, const Plan& plan, std::pair<Window, Window>
   rep.windows = 2;
   return true;
 }
+
+}  // namespace
 
 VerifyReport verify(const Schedule& schedule, std::int64_t dense_after, VerifySplit split) {
   // A cycle is refused first (the plan's topological order).
