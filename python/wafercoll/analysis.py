@@ -103,6 +103,15 @@ def verify(schedule: Schedule) -> VerifyReport:
         dependencies checked and is then refused with kind
         ``"unverifiable"``: there is no result to prove.
 
+    Notes
+    -----
+    From 2^16 transfers the verification uses two threads (the GIL is
+    released): the backward pass beside the forward pass, or, when the
+    transfers each carry a small part of the vector (rings, pipelines), the
+    cells split by blocks into two windows, each walked by the transfers
+    over its blocks (``VerifyReport.windows``). The verdict and the error
+    are the same either way.
+
     Examples
     --------
     >>> import wafercoll as wc
