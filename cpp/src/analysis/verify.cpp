@@ -78,7 +78,6 @@ class Verifier {
   Verifier(const Schedule& s, const Plan& plan, Window window, std::int64_t dense_after,
            std::atomic<bool>& stop)
       : s_(s),
-        plan_(plan),
         win_(std::move(window)),
         walk_(win_.whole ? plan.walk() : win_.walk.data()),
         steps_(win_.whole ? static_cast<std::size_t>(s.num_transfers()) : win_.walk.size()),
@@ -593,7 +592,6 @@ class Verifier {
   }
 
   const Schedule& s_;
-  const Plan& plan_;
   Window win_;
   const TransferId* walk_;  // the plan's order or the window's walk (nullptr: index order)
   std::size_t steps_;                    // the walk's length

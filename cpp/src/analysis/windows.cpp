@@ -36,7 +36,7 @@ Window whole_window(const Schedule& s) {
   w.hi = s.num_blocks();
   w.sizes = initial_sizes(s);
   for (TransferId t = 0; t < s.num_transfers(); ++t)
-    for (auto r = s.ranges_begin(t); r != s.ranges_end(t); ++r) count_pair(w.sizes, s, t);
+    for_each_range(s, t, w.lo, w.hi, [&](BlockId, BlockId) { count_pair(w.sizes, s, t); });
   return w;
 }
 
@@ -62,13 +62,13 @@ BlockId split_point(const Schedule& s, VerifySplit split) {
     ++below[static_cast<std::size_t>(lo)];
     ++above[static_cast<std::size_t>(hi)];
   }
-  // first(m) = transfers with a block below m, second(m) = with one from m on.
-  std::int64_t first = below[0];
+  // first(m) = transfers with a block below m, second(m) = with one from m
+  // on (no transfer ends at block 0).
+  std::int64_t first = 0;
   std::int64_t second = n;
-  for (BlockId h = 0; h <= 1; ++h) second -= above[static_cast<std::size_t>(h)];
-  BlockId best = 1;
-  std::int64_t best_load = std::max(first, second);
-  for (BlockId m = 2; m < nb; ++m) {
+  BlockId best = 0;
+  std::int64_t best_load = n + 1;
+  for (BlockId m = 1; m < nb; ++m) {
     first += below[static_cast<std::size_t>(m - 1)];
     second -= above[static_cast<std::size_t>(m)];
     const std::int64_t load = std::max(first, second);

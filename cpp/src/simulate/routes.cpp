@@ -439,13 +439,13 @@ std::vector<NodeId> resolve_placement(const Schedule& s, const Topology& topo,
     place = options.placement;
   }
   // The messages are made only for a rank that fails (made for every rank,
-  // they took 0.3 s of a run on a million ranks).
+  // with the topology's name, they drew about 7 % of the samples of
+  // simulating recursive doubling on 262,144 ranks).
   std::vector<std::uint8_t> used(N, 0);
-  const bool switches = s.has_switches();
   for (RankId r = 0; r < P; ++r) {
     const NodeId e = place[r];
     const auto at = [&] { return "placement[" + std::to_string(r) + "] = " + std::to_string(e); };
-    if (switches && s.is_switch(r)) {
+    if (s.is_switch(r)) {
       if (e < E || e >= N)
         require(false, at() + ": rank " + std::to_string(r) +
                            " is a switch rank and must run on a hidden router of " +
