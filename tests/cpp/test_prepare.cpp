@@ -1,7 +1,8 @@
 // The simulator's preparation (simulation.hpp, prepare()): the canonical
 // rank of every transfer against an independent stable sort of the key
-// tuples, in the packed-key path, the field-wise path (keys wider than 64
-// bits), on a schedule already in order, and on a schedule large enough to
+// tuples, in the packed-key path (keys of up to 64 bits, and up to 80
+// with a wider top digit), the field-wise path (keys wider still), on a
+// schedule already in order, and on a schedule large enough to
 // be prepared on two threads; the successor lists against the schedule's
 // own; the dataflow stream edges in both of their forms.
 #include <gtest/gtest.h>
@@ -146,6 +147,54 @@ TEST(Prepare, CanonicalRanksOfManyBlocksThroughTheirSpans) {
     ASSERT_TRUE(s.dst_offsets().identity());
     ASSERT_TRUE(s.range_offsets().identity());
     EXPECT_EQ(prepared_ranks(s), expected_ranks(s));
+  }
+}
+
+// Keys of 65 to 80 bits (fields and index) are sorted packed, with a top
+// digit of the bits above 64 (at least 8): transfers with up to three
+// destinations over 4096 ranks, where the bytes field grows with the block
+// sizes (keys of about 69 and 79 bits), and single-destination,
+// single-range transfers over 2^14 ranks and 2^16 blocks, whose widths come
+// from the schedule's sizes (74 bits). The order is the tuples' all the
+// same, and a schedule already in that order keeps its indices as ranks.
+TEST(Prepare, CanonicalRanksOfKeysWiderThan64BitsPacked) {
+  std::vector<Schedule> cases;
+  cases.push_back(random_schedule(4096, 3000, 40, Bytes{1} << 10, 11));
+  cases.push_back(random_schedule(4096, 3000, 40, Bytes{1} << 20, 12));
+  {
+    const RankId p = RankId{1} << 14;
+    const BlockId blocks = BlockId{1} << 16;
+    Collective c;
+    c.kind = CollectiveKind::allgather;
+    c.owners.resize(static_cast<std::size_t>(blocks));
+    for (BlockId b = 0; b < blocks; ++b) c.owners[b] = b % p;
+    Schedule s(p, std::vector<Bytes>(static_cast<std::size_t>(blocks), 8), c);
+    std::uint64_t seed = 13;
+    for (int i = 0; i < 3000; ++i) {
+      const auto src = static_cast<RankId>(splitmix64(seed) % p);
+      const auto dst = static_cast<RankId>((src + 1 + splitmix64(seed) % (p - 1)) % p);
+      const auto lo = static_cast<BlockId>(splitmix64(seed) % (blocks - 8));
+      const auto hi = lo + 1 + static_cast<BlockId>(splitmix64(seed) % 8);
+      s.add_transfer(src, {dst}, {{lo, hi}}, splitmix64(seed) % 2 ? Op::reduce : Op::copy, {});
+    }
+    ASSERT_TRUE(s.dst_offsets().identity());
+    ASSERT_TRUE(s.range_offsets().identity());
+    cases.push_back(std::move(s));
+  }
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    const Schedule& r = cases[i];
+    const std::vector<std::uint32_t> rank = expected_ranks(r);
+    EXPECT_EQ(prepared_ranks(r), rank);
+    std::vector<TransferId> order(rank.size());
+    for (std::size_t t = 0; t < rank.size(); ++t) order[rank[t]] = static_cast<TransferId>(t);
+    Schedule s(r.num_ranks(), r.block_bytes(), r.collective());
+    for (const TransferId t : order)
+      s.add_transfer(r.src(t), std::vector<RankId>(r.dsts_begin(t), r.dsts_end(t)),
+                     std::vector<BlockRange>(r.ranges_begin(t), r.ranges_end(t)), r.op(t), {});
+    std::vector<std::uint32_t> identity(rank.size());
+    std::iota(identity.begin(), identity.end(), 0u);
+    EXPECT_EQ(prepared_ranks(s), identity);
   }
 }
 

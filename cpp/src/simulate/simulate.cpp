@@ -416,91 +416,88 @@ void lsd_sort(std::uint64_t* keys, std::uint64_t* scratch, std::int64_t n, int l
   if (sorted != keys) std::copy(sorted, sorted + n, keys);
 }
 
-// The canonical ranks when every field, offset by its minimum, and the
-// transfer index fit one 64-bit key together (fields above the index):
-// the keys are built in one pass, which also tells whether they are
-// already in order (then the ranks are the indices), else sorted over the
-// field bits only, stably, which keeps index order among equal fields:
-// one pass by the top digit (at most 8 bits, so that the buckets being
-// filled stay in cache) and then each bucket, a few thousand keys that fit
-// in cache, by an LSD radix sort over the bits that vary within it.
-// Profiled on ring allreduce over 1024 ranks (2 M transfers, 42 field
-// bits): about 28 ms of CPU per run, against 55 ms for three global LSD
-// passes of 14 bits (16,384 buckets filled at once, each write a cache
-// miss); with the ranks written straight into the transfer records, two
-// thirds of the time went to those writes. Returns false, having done
-// nothing, when the key does not fit.
-template <bool simple>
-bool canonical_ranks_packed(const Schedule& s, Ranks& rank) {
-  const TransferId T = s.num_transfers();
-  // The keys and the sort's scratch space, not from the arena
-  // (huge_alloc.hpp): freed before the run allocates its state, a cached
-  // block would be given back by the run's first new block size, and the
-  // next run would miss it and give back another in turn, every run
-  // faulting in fresh pages. A mapped array goes back to the system when
-  // dropped. (Default-initialised: not zeroed first.)
-  ScratchVector<std::uint64_t> buf(2 * static_cast<std::size_t>(T));
-  std::uint64_t* const key = buf.data();
-  std::uint64_t* const tmp = key + T;
-  std::uint64_t lo[kKeyFields], hi[kKeyFields], f[kKeyFields];
+// How canonical_ranks_packed() packs a transfer's key: its fields, each
+// offset by its minimum in `width` bits, most significant first, and below
+// them its index; the keys are first distributed by their top `top` bits.
+struct KeyLayout {
+  std::uint64_t lo[kKeyFields];
   int width[kKeyFields];
-  const int index_bits = bit_width(static_cast<std::uint64_t>(T - 1));
-  int bits = 0;
-  auto widths = [&] {
-    bits = 0;
-    for (int i = 0; i < kKeyFields; ++i) bits += width[i] = bit_width(hi[i] - lo[i]);
-    return bits + index_bits <= 64;
-  };
-  // Every field's range: from the schedule's sizes when every transfer has
-  // one destination and one range (ranks, blocks, two ops; any range that
-  // holds the values gives the same order), else, or when those ranges are
-  // too wide for the key, from a pass over the transfers.
-  bool bounded = false;
-  if (simple) {
-    const auto ranks = static_cast<std::uint64_t>(s.num_ranks());
-    const auto blocks = static_cast<std::uint64_t>(s.num_blocks());
-    const std::uint64_t lo_of[kKeyFields] = {0, 0, 1, 0, 1, 0, 0};
-    const std::uint64_t hi_of[kKeyFields] = {ranks - 1, ranks - 1, 1, blocks - 1, blocks, 1, 0};
-    std::copy(lo_of, lo_of + kKeyFields, lo);
-    std::copy(hi_of, hi_of + kKeyFields, hi);
-    bounded = widths();
+  int bits = 0;        // the fields' bits in all
+  int index_bits = 0;  // the index's
+  int top = 0;         // the top digit's
+  int total() const { return bits + index_bits; }
+  int top_shift() const { return total() - top; }
+};
+
+// A key wider than 64 bits (at most 64 + kMaxTopDigit).
+__extension__ typedef unsigned __int128 WideKey;
+
+// The top digit takes at most 8 bits, so that the buckets being filled stay
+// in cache, unless the key is wider than 64 bits: then it takes the bits
+// above 64 (at most this many), so that what is left fits 64 bits.
+constexpr int kTopDigit = 8, kMaxTopDigit = 16;
+
+// Sets the widths, bits and top digit of L from lo and hi; false when the
+// key is too wide even so.
+bool set_widths(const std::uint64_t (&lo)[kKeyFields], const std::uint64_t (&hi)[kKeyFields],
+                KeyLayout& L) {
+  L.bits = 0;
+  for (int i = 0; i < kKeyFields; ++i) {
+    L.lo[i] = lo[i];
+    L.bits += L.width[i] = bit_width(hi[i] - lo[i]);
   }
-  if (!bounded) {
-    std::fill(lo, lo + kKeyFields, ~std::uint64_t{0});
-    std::fill(hi, hi + kKeyFields, 0);
-    for (TransferId t = 0; t < T; ++t) {
-      if (!simple) key[t] = static_cast<std::uint64_t>(s.transfer_bytes(t));  // for the next pass
-      key_fields_of<simple>(s, t, simple ? 0 : key[t], f);
-      for (int i = 0; i < kKeyFields; ++i) {
-        lo[i] = std::min(lo[i], f[i]);
-        hi[i] = std::max(hi[i], f[i]);
-      }
-    }
-    if (!widths()) return false;
-  }
-  constexpr int kTopDigit = 8;
-  const int top = std::min(bits, kTopDigit);
-  const int top_shift = index_bits + bits - top;
-  std::vector<std::int64_t> count((std::size_t{1} << top) + 1, 0);
+  L.top = std::max(std::min(L.bits, kTopDigit), L.total() - 64);
+  return L.top <= kMaxTopDigit;
+}
+
+// canonical_ranks_packed() once the layout is known, with keys of type Key
+// (64 bits when they fit, else WideKey): `key` and `tmp` hold T keys each;
+// key[t] holds t's bytes on entry when the fields are not `simple`.
+template <bool simple, typename Key>
+bool sort_packed(const Schedule& s, const KeyLayout& L, std::uint64_t* key, std::uint64_t* tmp,
+                 Ranks& rank) {
+  constexpr bool wide = sizeof(Key) > sizeof(std::uint64_t);
+  const TransferId T = s.num_transfers();
+  const int index_bits = L.index_bits;
+  const int top_shift = L.top_shift();
+  // The bits below the top digit (all 64 when the key is wider).
+  const std::uint64_t below_top =
+      top_shift >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << top_shift) - 1;
+  // A wide key keeps its bits below the top digit in key[t] and the digit
+  // itself here.
+  ScratchVector<std::uint16_t> digit(wide ? static_cast<std::size_t>(T) : 0);
+  std::vector<std::int64_t> count((std::size_t{1} << L.top) + 1, 0);
   bool sorted = true;
+  Key previous = 0;
+  std::uint64_t f[kKeyFields];
   for (TransferId t = 0; t < T; ++t) {
-    key_fields_of<simple>(s, t, simple ? 0 : key[t], f);  // key[t]: the bytes (above)
-    std::uint64_t k = 0;
-    for (int i = 0; i < kKeyFields; ++i) k = (k << width[i]) | (f[i] - lo[i]);
+    key_fields_of<simple>(s, t, simple ? 0 : key[t], f);  // key[t]: the bytes
+    Key k = 0;
+    for (int i = 0; i < kKeyFields; ++i) k = (k << L.width[i]) | (f[i] - L.lo[i]);
     k = (k << index_bits) | static_cast<std::uint64_t>(t);
-    ++count[(k >> top_shift) + 1];
-    sorted = sorted && (t == 0 || k > key[t - 1]);
-    key[t] = k;
+    const auto d = static_cast<std::size_t>(k >> top_shift);
+    ++count[d + 1];
+    sorted = sorted && (t == 0 || k > previous);
+    previous = k;
+    if constexpr (wide) {
+      digit[static_cast<std::size_t>(t)] = static_cast<std::uint16_t>(d);
+      key[t] = static_cast<std::uint64_t>(k) & below_top;
+    } else {
+      key[t] = k;
+    }
   }
   if (sorted) return true;
   // Bucket b is [count[b], count[b + 1]) once the counts are summed.
   for (std::size_t b = 1; b < count.size(); ++b) count[b] += count[b - 1];
   {
     std::vector<std::int64_t> next(count.begin(), count.end() - 1);
-    for (TransferId t = 0; t < T; ++t) tmp[next[key[t] >> top_shift]++] = key[t];
+    for (TransferId t = 0; t < T; ++t) {
+      const std::size_t d = wide ? digit[static_cast<std::size_t>(t)] : key[t] >> top_shift;
+      tmp[next[d]++] = key[t];
+    }
   }
+  ScratchVector<std::uint16_t>().swap(digit);
   std::vector<std::int64_t> digits;
-  const std::uint64_t below_top = (std::uint64_t{1} << top_shift) - 1;
   for (std::size_t b = 0; b + 1 < count.size(); ++b) {
     std::uint64_t* keys = tmp + count[b];
     const std::int64_t n = count[b + 1] - count[b];
@@ -528,6 +525,69 @@ bool canonical_ranks_packed(const Schedule& s, Ranks& rank) {
   rank.resize(static_cast<std::size_t>(T));
   for (TransferId i = 0; i < T; ++i) rank[key[i] >> 32] = static_cast<std::uint32_t>(key[i]);
   return true;
+}
+
+// The canonical ranks when every field, offset by its minimum, and the
+// transfer index fit one key of at most 64 + kMaxTopDigit bits together
+// (fields above the index): the keys are built in one pass, which also
+// tells whether they are already in order (then the ranks are the indices),
+// else sorted over the field bits only, stably, which keeps index order
+// among equal fields: one pass by the top digit and then each bucket, a few
+// thousand keys that fit in cache, by an LSD radix sort over the bits that
+// vary in it. A key wider than 64 bits takes a top digit wide enough that
+// the rest fits 64 bits (recursive doubling over 2^20 ranks: 41 field bits
+// and 25 index bits; sorted field by field, canonical_ranks_by_field(),
+// its canonical order took about 1.5 s, a sixth of the simulation).
+// Profiled on ring allreduce over 1024 ranks (2 M transfers, 42 field
+// bits): about 28 ms of CPU per run, against 55 ms for three global LSD
+// passes of 14 bits (16,384 buckets filled at once, each write a cache
+// miss); with the ranks written straight into the transfer records, two
+// thirds of the time went to those writes. Returns false, having done
+// nothing, when the key does not fit.
+template <bool simple>
+bool canonical_ranks_packed(const Schedule& s, Ranks& rank) {
+  const TransferId T = s.num_transfers();
+  // The keys and the sort's scratch space, not from the arena
+  // (huge_alloc.hpp): freed before the run allocates its state, a cached
+  // block would be given back by the run's first new block size, and the
+  // next run would miss it and give back another in turn, every run
+  // faulting in fresh pages. A mapped array goes back to the system when
+  // dropped. (Default-initialised: not zeroed first.)
+  ScratchVector<std::uint64_t> buf(2 * static_cast<std::size_t>(T));
+  std::uint64_t* const key = buf.data();
+  std::uint64_t lo[kKeyFields], hi[kKeyFields], f[kKeyFields];
+  KeyLayout L;
+  L.index_bits = bit_width(static_cast<std::uint64_t>(T - 1));
+  // Every field's range: from the schedule's sizes when every transfer has
+  // one destination and one range (ranks, blocks, two ops; any range that
+  // holds the values gives the same order), else, or when those ranges make
+  // the key wider than 64 bits, from a pass over the transfers.
+  bool bounded = false;
+  if (simple) {
+    const auto ranks = static_cast<std::uint64_t>(s.num_ranks());
+    const auto blocks = static_cast<std::uint64_t>(s.num_blocks());
+    const std::uint64_t lo_of[kKeyFields] = {0, 0, 1, 0, 1, 0, 0};
+    const std::uint64_t hi_of[kKeyFields] = {ranks - 1, ranks - 1, 1, blocks - 1, blocks, 1, 0};
+    std::copy(lo_of, lo_of + kKeyFields, lo);
+    std::copy(hi_of, hi_of + kKeyFields, hi);
+    bounded = set_widths(lo, hi, L) && L.total() <= 64;
+  }
+  if (!bounded) {
+    std::fill(lo, lo + kKeyFields, ~std::uint64_t{0});
+    std::fill(hi, hi + kKeyFields, 0);
+    for (TransferId t = 0; t < T; ++t) {
+      if (!simple) key[t] = static_cast<std::uint64_t>(s.transfer_bytes(t));  // for the next pass
+      key_fields_of<simple>(s, t, simple ? 0 : key[t], f);
+      for (int i = 0; i < kKeyFields; ++i) {
+        lo[i] = std::min(lo[i], f[i]);
+        hi[i] = std::max(hi[i], f[i]);
+      }
+    }
+    if (!set_widths(lo, hi, L)) return false;
+  }
+  std::uint64_t* const tmp = key + T;
+  return L.total() <= 64 ? sort_packed<simple, std::uint64_t>(s, L, key, tmp, rank)
+                         : sort_packed<simple, WideKey>(s, L, key, tmp, rank);
 }
 
 // The canonical ranks when they fit canonical_ranks_packed(), into `rank`
