@@ -855,6 +855,32 @@ def test_dataflow_keeps_writes_to_a_destination_in_order() -> None:
     assert close(done.transfer_ready_s[1], size / bw)
 
 
+@pytest.mark.parametrize("slow", [0, 1])
+def test_dataflow_stream_of_two_dependencies_waits_for_both(slow: int) -> None:
+    # Ranks 0 and 1 reduce one block into rank 2, each over a link of its
+    # own, one of them four times slower; rank 2 forwards the block to rank
+    # 3 as a stream of both. Its packet k goes once both have delivered it:
+    # at the slow side's (k + 1) m / slow_bw, the fast side running up to
+    # all n packets ahead (more than a stream keeps inline). The last packet
+    # reaches rank 3 one packet time after the slow side's last.
+    fast, m, n = 4e9, 1000, 8
+    bw = [fast, fast, fast]
+    bw[slow] = fast / 4
+    top = wc.topology.custom(4, [(0, 2), (1, 2), (2, 3)], bandwidth_Bps=bw)
+    s = wc.Schedule(4, [n * m], "reduce", root=3)
+    a = s.add_transfer(0, 2, [0], op="reduce")
+    b = s.add_transfer(1, 2, [0], op="reduce", deps=[a])
+    s.add_transfer(2, 3, [0], op="reduce", deps=[a, b])
+    # No bandwidth of the model's own: the links keep theirs.
+    net = wc.NetworkModel(None, packet_bytes=m, dependencies="dataflow")
+    r = wc.simulate(s, top, net, transfers=True)
+    assert close(r.transfer_finish_s[slow], n * m / (fast / 4))
+    assert close(r.transfer_finish_s[1 - slow], n * m / fast)
+    assert close(r.transfer_ready_s[2], 0.0)  # a stream: it starts at once
+    assert close(r.transfer_finish_s[2], n * m / (fast / 4) + m / fast)
+    assert close(r.time_s, n * m / (fast / 4) + m / fast)
+
+
 def test_dataflow_rejects_unknown_modes() -> None:
     with pytest.raises(ValueError, match="dependencies must be"):
         wc.NetworkModel(1e9, dependencies="eager")

@@ -78,24 +78,21 @@ void Simulation::enqueue(const Event& e) {
 }
 
 // Inject the next packet of a forwarding transfer once it is started, its
-// first stage has let the previous packet go, and the packet has arrived.
+// first stage has let the previous packet go, and the packet has arrived
+// (from both dependencies of a pair: StreamRun).
 void Simulation::try_inject(TransferId t) {
   const TransferHot& h = progress_.hot[t];
   StreamRun& st = stream_run(t);
-  Fifo* second =
-      StreamWord::queues(h.stream) == 2 ? &static_cast<StreamPair&>(st).second : nullptr;
-  if (st.next < 0 || st.next >= npackets(h) || st.ready.empty() ||
-      (second && second->empty()))
+  const bool pair = StreamWord::queues(h.stream) == 2;
+  if (st.next < 0 || st.next >= npackets(h) || (pair ? st.ready.matched == 0 : st.ready.empty()))
     return;
-  Seconds from = st.ready.front();
-  if (second) from = std::max(from, second->front());
-  const Seconds go = std::max(st.pace, from);
+  const Seconds go = std::max(st.pace, st.ready.front());
   if (h.computed())
     push_computed(go, st.next, t, 0, kArrive, go);
   else
     push(go, st.next, t, static_cast<std::int32_t>(h.base), kArrive, go);
   st.ready.pop_front();
-  if (second) second->pop_front();
+  if (pair) --st.ready.matched;
   st.next = -2;  // in flight until it leaves the first stage
 }
 
@@ -196,9 +193,24 @@ void Simulation::stream_delivered(std::int64_t slot, Seconds when) {
       st.next = 0;
       st.pace = progress_.ready[t] + net_.alpha_s;
     }
-    if (nq != StreamWord::kMore) {
-      (q == 0 ? st.ready : static_cast<StreamPair&>(st).second).push_back(when);
+    if (nq == 1) {
+      st.ready.push_back(when);
       if (st.next >= 0) try_inject(t);
+      continue;
+    }
+    if (nq == 2) {
+      Fifo& f = st.ready;
+      const auto lead = static_cast<std::uint8_t>(q);
+      if (f.matched == f.size()) {  // q goes ahead
+        f.push_back(when);
+        f.lead = lead;
+      } else if (f.lead == lead) {  // q stays ahead
+        f.push_back(when);
+      } else {  // q delivers a packet the other one had
+        Seconds& at = f.at(f.matched++);
+        at = std::max(at, when);
+        if (st.next >= 0) try_inject(t);
+      }
       continue;
     }
     std::vector<Fifo>& queues =

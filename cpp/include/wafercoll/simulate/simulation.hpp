@@ -241,38 +241,55 @@ static_assert(sizeof(Event) == 32, "a queued event is documented as 32 bytes");
 // holds at most kInline entries (the usual case: a stream rarely runs more
 // than a few packets ahead), so a stream's state is one contiguous record;
 // beyond that it spills to a vector that keeps its storage once drained
-// (std::deque would allocate a 512-byte block per stream).
+// (std::deque would allocate a 512-byte block per stream). A stream of two
+// dependencies keeps its bookkeeping in the room left (`lead`, `matched`;
+// StreamRun).
 struct Fifo {
   enum : std::uint32_t { kInline = 4 };
+  // The entries after the inline ones, from `head` on.
+  struct Spill {
+    std::vector<Seconds> entries;
+    std::size_t head = 0;
+  };
   Seconds buf[kInline];
-  std::uint16_t head = 0, count = 0;  // ring over buf
-  std::uint32_t spill_head = 0;       // first unread entry of *spill
-  std::unique_ptr<std::vector<Seconds>> spill;  // entries after the inline ones
+  std::uint8_t head = 0, count = 0;  // ring over buf
+  std::uint8_t lead = 0;             // a pair's: see StreamRun
+  std::uint32_t matched = 0;         // a pair's: see StreamRun
+  std::unique_ptr<Spill> spill;
   bool empty() const { return count == 0; }
   Seconds front() const { return buf[head]; }
-  bool spilled() const { return spill && spill_head < spill->size(); }
+  bool spilled() const { return spill && spill->head < spill->entries.size(); }
+  std::size_t size() const {
+    return count + (spilled() ? spill->entries.size() - spill->head : 0);
+  }
+  // Entry i from the front (i < size()).
+  Seconds& at(std::size_t i) {
+    if (i < count) return buf[(head + i) % kInline];
+    return spill->entries[spill->head + (i - count)];
+  }
   void push_back(Seconds x) {
     if (count < kInline && !spilled()) {
       buf[(head + count++) % kInline] = x;
     } else {
       // The spill keeps its storage once drained: a stream that ran ahead
       // once tends to do so again.
-      if (!spill) spill = std::make_unique<std::vector<Seconds>>();
-      spill->push_back(x);
+      if (!spill) spill = std::make_unique<Spill>();
+      spill->entries.push_back(x);
     }
   }
   void pop_front() {
-    head = (head + 1) % kInline;
+    head = static_cast<std::uint8_t>((head + 1) % kInline);
     --count;
     if (spilled()) {  // refill in order
-      buf[(head + count++) % kInline] = (*spill)[spill_head++];
-      if (spill_head == spill->size()) {
-        spill->clear();
-        spill_head = 0;
+      buf[(head + count++) % kInline] = spill->entries[spill->head++];
+      if (spill->head == spill->entries.size()) {
+        spill->entries.clear();
+        spill->head = 0;
       }
     }
   }
 };
+static_assert(sizeof(Fifo) == 48, "a stream's queue of times is documented as 48 bytes");
 
 // Stream forwarding (dataflow): t forwards d's packets one by one when it
 // sends exactly the blocks d delivered to its source, in as many packets,
@@ -287,23 +304,21 @@ struct Fifo {
 // 64 bytes: one cache line. A stream of more than two stream dependencies
 // keeps their times in DataflowEdges::run_queues, one queue per dependency
 // (a single dependency's times are its ready times).
+//
+// A stream of two dependencies (TTO's usual one) keeps both in `ready`:
+// packet k can go once both have delivered it, at the later of the two
+// times. Its first `ready.matched` entries are such times (packets both
+// delivered, not yet injected); the entries after them are the times of the
+// packets only one dependency (`ready.lead`) has delivered so far, in order,
+// each made the later of the two when the other delivers it. (Two queues,
+// one per dependency, took 112 bytes: two or three cache lines per stream,
+// over a million streams in progress at once on TTO 16x16.)
 struct StreamRun {
-  Fifo ready;                 // packet k can go from this time; with two
-                              // stream dependencies, the first one's times
+  Fifo ready;                 // packet k can go from this time (a pair: see above)
   std::int64_t next = -1;     // packet to inject; -1 not started, -2 in flight
   Seconds pace = 0.0;         // first stage free again
 };
 static_assert(sizeof(StreamRun) == 64, "a stream's run state is documented as 64 bytes");
-
-// A stream with two stream dependencies (TTO's usual one) keeps the second
-// one's times in its own record, in a pool of its own: a packet can go from
-// the later of the two fronts, read where it is injected. One record, so one
-// cache line fetched per delivery where a heap vector behind a pointer took
-// two more; the one-dependency streams keep their smaller records.
-struct StreamPair : StreamRun {
-  Fifo second;
-};
-static_assert(sizeof(StreamPair) == 112, "a stream pair's run state is documented as 112 bytes");
 
 // Per stream, for the whole run, in its TransferHot::stream (so that the
 // forwarding transfer's record, which the loop reads anyway, leads straight
@@ -425,7 +440,7 @@ struct DataflowEdges {
   // By entry of runs, for a stream of more than two stream dependencies:
   // their times, one queue each (grown as such streams take entries).
   std::vector<std::vector<Fifo>> run_queues;
-  std::vector<StreamPair> pairs;             // ... of those with two stream dependencies
+  std::vector<StreamRun> pairs;              // ... of those with two stream dependencies
   std::vector<std::int32_t> free_pairs;      // entries of pairs not in use
   // By d's slot: t and its queue (the dependency's place among t's stream
   // dependencies), as (t << stream_shift) | queue when every item fits 32
