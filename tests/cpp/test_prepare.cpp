@@ -93,8 +93,8 @@ TEST(Prepare, CanonicalRanksOfKeysWiderThan64Bits) {
   EXPECT_EQ(prepared_ranks(s), expected_ranks(s));
 }
 
-TEST(Prepare, CanonicalRanksOfTransfersAlreadyInOrder) {
-  const Schedule r = random_schedule(16, 500, 20, 100, 3);
+// r's transfers renumbered in their canonical order.
+Schedule in_canonical_order(const Schedule& r) {
   const std::vector<std::uint32_t> rank = expected_ranks(r);
   std::vector<TransferId> order(rank.size());
   for (std::size_t t = 0; t < rank.size(); ++t) order[rank[t]] = static_cast<TransferId>(t);
@@ -102,10 +102,19 @@ TEST(Prepare, CanonicalRanksOfTransfersAlreadyInOrder) {
   for (const TransferId t : order)
     s.add_transfer(r.src(t), std::vector<RankId>(r.dsts_begin(t), r.dsts_end(t)),
                    std::vector<BlockRange>(r.ranges_begin(t), r.ranges_end(t)), r.op(t), {});
-  std::vector<std::uint32_t> identity(rank.size());
+  return s;
+}
+
+std::vector<std::uint32_t> identity_ranks(const Schedule& s) {
+  std::vector<std::uint32_t> identity(static_cast<std::size_t>(s.num_transfers()));
   std::iota(identity.begin(), identity.end(), 0u);
-  EXPECT_EQ(expected_ranks(s), identity);
-  EXPECT_EQ(prepared_ranks(s), identity);
+  return identity;
+}
+
+TEST(Prepare, CanonicalRanksOfTransfersAlreadyInOrder) {
+  const Schedule s = in_canonical_order(random_schedule(16, 500, 20, 100, 3));
+  EXPECT_EQ(expected_ranks(s), identity_ranks(s));
+  EXPECT_EQ(prepared_ranks(s), identity_ranks(s));
 }
 
 // Unicast transfers with one range each (the simulator's simple keys) over
@@ -183,18 +192,9 @@ TEST(Prepare, CanonicalRanksOfKeysWiderThan64BitsPacked) {
   }
   for (std::size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE("case " + std::to_string(i));
-    const Schedule& r = cases[i];
-    const std::vector<std::uint32_t> rank = expected_ranks(r);
-    EXPECT_EQ(prepared_ranks(r), rank);
-    std::vector<TransferId> order(rank.size());
-    for (std::size_t t = 0; t < rank.size(); ++t) order[rank[t]] = static_cast<TransferId>(t);
-    Schedule s(r.num_ranks(), r.block_bytes(), r.collective());
-    for (const TransferId t : order)
-      s.add_transfer(r.src(t), std::vector<RankId>(r.dsts_begin(t), r.dsts_end(t)),
-                     std::vector<BlockRange>(r.ranges_begin(t), r.ranges_end(t)), r.op(t), {});
-    std::vector<std::uint32_t> identity(rank.size());
-    std::iota(identity.begin(), identity.end(), 0u);
-    EXPECT_EQ(prepared_ranks(s), identity);
+    EXPECT_EQ(prepared_ranks(cases[i]), expected_ranks(cases[i]));
+    const Schedule s = in_canonical_order(cases[i]);
+    EXPECT_EQ(prepared_ranks(s), identity_ranks(s));
   }
 }
 
