@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "wafercoll/units.hpp"
+
 #if defined(__GNUC__)
 #pragma GCC visibility push(hidden)
 #endif
@@ -138,8 +140,7 @@ class EventHeap {
     std::uint64_t last_bits = 0;
   };
   static bool later(const Entry& a, const Entry& b) {
-    __extension__ typedef unsigned __int128 U;  // GCC and Clang; -Wpedantic-clean
-    return ((U{a.time} << 64) | a.seq) > ((U{b.time} << 64) | b.seq);
+    return ((UInt128{a.time} << 64) | a.seq) > ((UInt128{b.time} << 64) | b.seq);
   }
   void sift_up(std::size_t i) {
     const Entry e = heap_[i];

@@ -429,9 +429,6 @@ struct KeyLayout {
   int top_shift() const { return total() - top; }
 };
 
-// A key wider than 64 bits (at most 64 + kMaxTopDigit).
-__extension__ typedef unsigned __int128 WideKey;
-
 // The top digit takes at most 8 bits, so that the buckets being filled stay
 // in cache, unless the key is wider than 64 bits: then it takes the bits
 // above 64 (at most this many), so that what is left fits 64 bits.
@@ -450,11 +447,12 @@ bool set_widths(const std::uint64_t (&lo)[kKeyFields], const std::uint64_t (&hi)
   return L.top <= kMaxTopDigit;
 }
 
-// canonical_ranks_packed() once the layout is known, with keys of type Key
-// (64 bits when they fit, else WideKey): `key` and `tmp` hold T keys each;
+// canonical_ranks_packed() once the layout is known (a key of at most
+// 64 + kMaxTopDigit bits), with keys of type Key
+// (64 bits when they fit, else UInt128): `key` and `tmp` hold T keys each;
 // key[t] holds t's bytes on entry when the fields are not `simple`.
 template <bool simple, typename Key>
-bool sort_packed(const Schedule& s, const KeyLayout& L, std::uint64_t* key, std::uint64_t* tmp,
+void sort_packed(const Schedule& s, const KeyLayout& L, std::uint64_t* key, std::uint64_t* tmp,
                  Ranks& rank) {
   constexpr bool wide = sizeof(Key) > sizeof(std::uint64_t);
   const TransferId T = s.num_transfers();
@@ -486,7 +484,7 @@ bool sort_packed(const Schedule& s, const KeyLayout& L, std::uint64_t* key, std:
       key[t] = k;
     }
   }
-  if (sorted) return true;
+  if (sorted) return;
   // Bucket b is [count[b], count[b + 1]) once the counts are summed.
   for (std::size_t b = 1; b < count.size(); ++b) count[b] += count[b - 1];
   {
@@ -524,7 +522,6 @@ bool sort_packed(const Schedule& s, const KeyLayout& L, std::uint64_t* key, std:
   }
   rank.resize(static_cast<std::size_t>(T));
   for (TransferId i = 0; i < T; ++i) rank[key[i] >> 32] = static_cast<std::uint32_t>(key[i]);
-  return true;
 }
 
 // The canonical ranks when every field, offset by its minimum, and the
@@ -586,8 +583,11 @@ bool canonical_ranks_packed(const Schedule& s, Ranks& rank) {
     if (!set_widths(lo, hi, L)) return false;
   }
   std::uint64_t* const tmp = key + T;
-  return L.total() <= 64 ? sort_packed<simple, std::uint64_t>(s, L, key, tmp, rank)
-                         : sort_packed<simple, WideKey>(s, L, key, tmp, rank);
+  if (L.total() <= 64)
+    sort_packed<simple, std::uint64_t>(s, L, key, tmp, rank);
+  else
+    sort_packed<simple, UInt128>(s, L, key, tmp, rank);
+  return true;
 }
 
 // The canonical ranks when they fit canonical_ranks_packed(), into `rank`
