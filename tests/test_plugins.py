@@ -115,6 +115,37 @@ def test_installed_plugin_is_seen_by_build_and_list(site: Path) -> None:
     assert "demo_star_allreduce" in r.stdout
 
 
+def test_plugins_load_when_a_name_is_not_registered(site: Path) -> None:
+    # A built-in name builds without importing the plugins; the plugin's own
+    # name (through build, lookup or find) then loads them.
+    code = textwrap.dedent(
+        """
+        import sys, warnings
+        import wafercoll as wc
+        from wafercoll.algorithms import find, lookup
+        warnings.simplefilter("ignore")
+        assert wc.verify(wc.build("generic_ring_allreduce", ranks=5, size_bytes=40)).ok
+        assert lookup("generic_ring_allreduce").label == "Ring"
+        assert find("generic", "ring", "allreduce").name == "generic_ring_allreduce"
+        assert "wc_plugin_demo" not in sys.modules
+        how = sys.argv[1]
+        if how == "build":
+            s = wc.build("demo_star_allreduce", ranks=4, size_bytes=32)
+            assert wc.verify(s).ok
+        elif how == "lookup":
+            assert lookup("demo_star_allreduce").source == "plugin test"
+        else:
+            assert find("demo", "star", "allreduce").name == "demo_star_allreduce"
+        assert "wc_plugin_demo" in sys.modules
+        print("ok")
+        """
+    )
+    for how in ("build", "lookup", "find"):
+        r = _run(site, "-c", code, how)
+        assert r.returncode == 0, (how, r.stderr)
+        assert r.stdout.strip() == "ok"
+
+
 def test_without_the_plugin_the_name_is_unknown() -> None:
     with pytest.raises(ValueError, match="unknown algorithm 'demo_star_allreduce'"):
         wc.build("demo_star_allreduce", ranks=4, size_bytes=8)
