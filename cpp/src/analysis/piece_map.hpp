@@ -70,6 +70,21 @@ class PieceMap {
     slabs_.clear();
     slab_used_ = 0;
     dense_budget_ = kDenseBudget;
+    // A window of a few blocks is smaller dense than in pieces (a rank's
+    // vector and its heap block take 40 bytes and more, a dense rank 4 a
+    // block), and a dense cell is found without a pointer to follow (and
+    // can be prefetched: verify.cpp). With the default threshold, windows of
+    // at most 8 blocks; none when the threshold says never, all when always.
+    start_dense_ = dense_after <= 0 || blocks_ <= kSmallWindow / dense_after;
+  }
+  // After the pieces have been filled (sparse()): a small window's ranks
+  // turn dense at once (see init()), as far as the budget allows.
+  void settle() {
+    if (!start_dense_) return;
+    for (RankId r = 0; r < static_cast<RankId>(pieces_.size()); ++r) {
+      if (dense_[r] != nullptr || blocks_ > dense_budget_) continue;
+      densify(r);
+    }
   }
   // The pieces of rank r.
   Pieces of(RankId r) {
@@ -118,6 +133,8 @@ class PieceMap {
   }
 
  private:
+  // Blocks x threshold up to which a window starts dense (init()).
+  static constexpr std::int64_t kSmallWindow = 8 * kVerifyDenseAfter;
   // Most dense cells in all (4 bytes each: 512 MiB).
   static constexpr std::int64_t kDenseBudget = std::int64_t{1} << 27;
   // Cells of dense ranks are taken from slabs of at least kSlabCells, each
@@ -169,6 +186,7 @@ class PieceMap {
   std::vector<MappedVector<std::int32_t>> slabs_;  // their cells
   std::size_t slab_used_ = 0;  // cells taken from the last slab
   std::int64_t dense_budget_ = 0;
+  bool start_dense_ = false;  // a small window (init())
 };
 
 }  // namespace wafercoll::verify_detail

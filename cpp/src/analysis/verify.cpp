@@ -235,6 +235,7 @@ class Verifier {
         b = e;
       }
     }
+    cells_.settle();
   }
 
   // The record holding the value that transfer t reads from a cell whose
@@ -411,6 +412,7 @@ class Verifier {
     next_write_.init(s_.num_ranks(), win_.lo, win_.hi, dense_after_);
     for (RankId r = 0; r < s_.num_ranks(); ++r)
       next_write_.sparse(r).push_back(Piece{win_.lo, -1});
+    next_write_.settle();
   }
   void reverse_pass() {
     TransferId bad = -1;

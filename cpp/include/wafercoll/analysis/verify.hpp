@@ -51,8 +51,10 @@ struct VerifyReport {
 // in topological order, with its rank and block.
 //
 // dense_after: a rank's cell state turns into one piece per block once it has
-// more than that many runs (a representation choice: the outcome is the same
-// for every value; tests compare extremes).
+// more than that many runs, and starts so when the window of blocks is small
+// (at most 8 x 48 / dense_after blocks: 8 by default, every window at 0, none
+// for a huge value). A representation choice: the outcome is the same for
+// every value; tests compare extremes.
 inline constexpr std::int64_t kVerifyDenseAfter = 48;
 //
 // split: whether the cells are split by blocks between two threads, each
