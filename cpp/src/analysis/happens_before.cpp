@@ -22,7 +22,7 @@ std::uint64_t pair_key(std::int32_t x, std::int32_t y) {
 // walk positions, and a search may stop at the first transfer of the
 // source's chain that comes after the source.
 ChainCover::ChainCover(const Schedule& s, const std::vector<TransferId>& order)
-    : s_(s), chain_(s.num_transfers()), level_(s.num_transfers(), 0) {
+    : s_(s), cl_(static_cast<std::size_t>(s.num_transfers())) {
   if (!order.empty()) {
     pos_.resize(order.size());
     for (std::size_t k = 0; k < order.size(); ++k)
@@ -39,16 +39,17 @@ void ChainCover::cover(const std::vector<TransferId>& order) {
     if ((i & 65535) == 65535) poll_interrupt();
     const TransferId t = order.empty() ? static_cast<TransferId>(i) : order[i];
     TransferId extend = -1;
+    std::int32_t level = 0;
     for (const TransferId* d = s_.deps_begin(t); d != s_.deps_end(t); ++d) {
-      level_[t] = std::max(level_[t], level_[*d] + 1);
+      level = std::max(level, cl_[*d].level + 1);
       if (!is_tail[*d]) continue;
       if (extend < 0 || (s_.src(*d) == s_.src(t) && s_.src(extend) != s_.src(t))) extend = *d;
     }
     if (extend >= 0) {
       is_tail[extend] = 0;
-      chain_[t] = chain_[extend];
+      cl_[t] = ChainLevel{cl_[extend].chain, level};
     } else {
-      chain_[t] = chains++;
+      cl_[t] = ChainLevel{chains++, level};
     }
     is_tail[t] = 1;
   }
@@ -56,7 +57,7 @@ void ChainCover::cover(const std::vector<TransferId>& order) {
 
 std::int32_t ChainCover::steps() const {
   std::int32_t steps = 0;
-  for (std::int32_t l : level_) steps = std::max(steps, l + 1);
+  for (const ChainLevel& x : cl_) steps = std::max(steps, x.level + 1);
   return steps;
 }
 
@@ -70,11 +71,11 @@ const Successors& ChainCover::successors() const {
 // each transfer its index in its chain.
 void ChainCover::list_chains() const {
   std::call_once(listed_, [this] {
-    const std::size_t n = chain_.size();
+    const std::size_t n = cl_.size();
     std::int32_t chains = 0;
-    for (std::int32_t c : chain_) chains = std::max(chains, c + 1);
+    for (const ChainLevel& x : cl_) chains = std::max(chains, x.chain + 1);
     chain_start_.assign(static_cast<std::size_t>(chains) + 1, 0);
-    for (std::int32_t c : chain_) ++chain_start_[static_cast<std::size_t>(c) + 1];
+    for (const ChainLevel& x : cl_) ++chain_start_[static_cast<std::size_t>(x.chain) + 1];
     for (std::size_t c = 0; c < static_cast<std::size_t>(chains); ++c)
       chain_start_[c + 1] += chain_start_[c];
     std::vector<TransferId> walk;
@@ -88,7 +89,7 @@ void ChainCover::list_chains() const {
     index_.assign(n, 0);
     for (std::size_t k = 0; k < n; ++k) {
       const TransferId t = walk.empty() ? static_cast<TransferId>(k) : walk[k];
-      const auto c = static_cast<std::size_t>(chain_[t]);
+      const auto c = static_cast<std::size_t>(cl_[t].chain);
       index_[t] = static_cast<std::int32_t>(next[c] - chain_start_[c]);
       chain_list_[static_cast<std::size_t>(next[c]++)] = t;
     }
@@ -99,18 +100,18 @@ void ChainCover::list_chains() const {
 // dependencies'), so both are found by bisection.
 TransferId ChainCover::last_below(TransferId a, std::int32_t level) const {
   list_chains();
-  const TransferId* first = chain_list_.data() + chain_start_[chain_[a]] + index_[a];
-  const TransferId* last = chain_list_.data() + chain_start_[chain_[a] + 1];
+  const TransferId* first = chain_list_.data() + chain_start_[cl_[a].chain] + index_[a];
+  const TransferId* last = chain_list_.data() + chain_start_[cl_[a].chain + 1];
   const TransferId* it = std::partition_point(
-      first, last, [&](TransferId t) { return level_[t] < level; });
+      first, last, [&](TransferId t) { return cl_[t].level < level; });
   return *(it - 1);
 }
 
 std::int32_t ChainCover::first_above(TransferId b, std::int32_t level) const {
   list_chains();
-  const TransferId* first = chain_list_.data() + chain_start_[chain_[b]];
+  const TransferId* first = chain_list_.data() + chain_start_[cl_[b].chain];
   const TransferId* it = std::partition_point(
-      first, first + index_[b], [&](TransferId t) { return level_[t] <= level; });
+      first, first + index_[b], [&](TransferId t) { return cl_[t].level <= level; });
   return static_cast<std::int32_t>(it - first);
 }
 
@@ -129,7 +130,7 @@ bool HappensBefore::reaches_by_search(TransferId a, TransferId b) {
   c_.list_chains();
   index_ = c_.index_.data();
   if (stamp_.empty()) stamp_.assign(static_cast<std::size_t>(s_.num_transfers()), 0);
-  PairFacts& f = facts_[pair_key(chain_[a], chain_[b])];
+  PairFacts& f = facts_[pair_key(cl_[a].chain, cl_[b].chain)];
   const std::int32_t ia = index_[a];
   const std::int32_t ib = index_[b];
   if (f.yes_a >= ia && f.yes_b <= ib) return true;
@@ -139,7 +140,7 @@ bool HappensBefore::reaches_by_search(TransferId a, TransferId b) {
   ++queries_;
   const bool again = f.yes_a >= 0;
   std::int32_t hit = -1;
-  const TransferId late = c_.last_below(a, level_[b]);
+  const TransferId late = c_.last_below(a, cl_[b].level);
   bool found = false;
   if (late != a) {
     found = search(late, b, hit);
@@ -153,7 +154,7 @@ bool HappensBefore::reaches_by_search(TransferId a, TransferId b) {
   // backward pass asks with earlier and earlier b) learns the earliest
   // transfer of b's chain that the one met reaches.
   const std::int32_t x = found ? hit : ia;
-  const std::int32_t y = found && again ? earliest_reached(c_.at(chain_[a], hit), b) : ib;
+  const std::int32_t y = found && again ? earliest_reached(c_.at(cl_[a].chain, hit), b) : ib;
   if (found && !(f.yes_a >= x && f.yes_b <= y)) {
     f.yes_a = x;
     f.yes_b = y;
@@ -170,12 +171,12 @@ bool HappensBefore::reaches_by_search(TransferId a, TransferId b) {
 // above x's level and b (x reaches a suffix of b's chain's transfers up to
 // b).
 std::int32_t HappensBefore::earliest_reached(TransferId x, TransferId b) {
-  std::int32_t lo = c_.first_above(b, level_[x]);
+  std::int32_t lo = c_.first_above(b, cl_[x].level);
   std::int32_t hi = index_[b];
   std::int32_t unused = -1;
   while (lo < hi) {
     const std::int32_t mid = lo + (hi - lo) / 2;
-    if (search(x, c_.at(chain_[b], mid), unused)) {
+    if (search(x, c_.at(cl_[b].chain, mid), unused)) {
       hi = mid;
     } else {
       lo = mid + 1;
@@ -205,7 +206,7 @@ bool HappensBefore::search(TransferId a, TransferId b, std::int32_t& hit) {
     std::fill(stamp_.begin(), stamp_.end(), 0);
     gen_ = 1;
   }
-  const std::int32_t floor = level_[a];
+  const std::int32_t floor = cl_[a].level;
   const RankId hint_src = s_.src(a);
   const RankId hint_dst = *s_.dsts_begin(a);
   stack_.clear();
@@ -218,14 +219,14 @@ bool HappensBefore::search(TransferId a, TransferId b, std::int32_t& hit) {
     const std::size_t mark = stack_.size();
     for (const TransferId* d = s_.deps_begin(x); d != s_.deps_end(x); ++d) {
       const TransferId y = *d;
-      if (chain_[y] == chain_[a]) {
+      if (cl_[y].chain == cl_[a].chain) {
         if (index_[y] >= index_[a]) {
           hit = index_[y];
           return true;
         }
         continue;
       }
-      if (level_[y] <= floor || stamp_[y] == gen_) continue;
+      if (cl_[y].level <= floor || stamp_[y] == gen_) continue;
       stamp_[y] = gen_;
       stack_.push_back(y);
       // Keep the most promising dependency on top of the stack.
