@@ -187,7 +187,10 @@ class Verifier {
     const std::size_t n = steps_;
     for (std::size_t k = 0; k < n; ++k) {
       if (k + 2 * kLookahead < n) prefetch_cells(cells_, at(k + 2 * kLookahead));
-      if (k + kLookahead < n) prefetch_union(at(k + kLookahead));
+      if (k + kLookahead < n) {
+        prefetch_union(at(k + kLookahead));
+        hb_.prefetch_deps(at(k + kLookahead));
+      }
       forward(at(k), static_cast<std::int32_t>(k));
       poll(k);
     }
