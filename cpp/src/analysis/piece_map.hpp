@@ -59,7 +59,8 @@ class PieceMap {
     BlockId lo_;  // the window's first block
   };
 
-  // Blocks [lo, hi) of `ranks` ranks, no pieces yet (sparse() fills them).
+  // Blocks [lo, hi) of `ranks` ranks, no pieces yet (assign_tail() sets
+  // them, from each rank's first block on).
   void init(RankId ranks, BlockId lo, BlockId hi, std::int64_t dense_after) {
     lo_ = lo;
     hi_ = hi;
@@ -74,17 +75,25 @@ class PieceMap {
     // vector and its heap block take 40 bytes and more, a dense rank 4 a
     // block), and a dense cell is found without a pointer to follow (and
     // can be prefetched: verify.cpp). With the default threshold, windows of
-    // at most 8 blocks; none when the threshold says never, all when always.
-    start_dense_ = dense_after <= 0 || blocks_ <= kSmallWindow / dense_after;
-  }
-  // After the pieces have been filled (sparse()): a small window's ranks
-  // turn dense at once (see init()), as far as the budget allows.
-  void settle() {
-    if (!start_dense_) return;
-    for (RankId r = 0; r < static_cast<RankId>(pieces_.size()); ++r) {
-      if (dense_[r] != nullptr || blocks_ > dense_budget_) continue;
-      densify(r);
+    // at most 8 blocks start dense; none when the threshold says never,
+    // all (within the budget) when always.
+    const bool small = dense_after <= 0 || blocks_ <= kSmallWindow / dense_after;
+    if (small && blocks_ * ranks <= dense_budget_) {
+      for (RankId r = 0; r < ranks; ++r) dense_[r] = take_cells();
+      dense_budget_ -= blocks_ * ranks;
     }
+  }
+  // Rank r's cells from block b (in the window) to the window's end hold
+  // `state`; at the start, each rank's first from the window's first block,
+  // then in increasing b.
+  void assign_tail(RankId r, BlockId b, std::int32_t state) {
+    if (dense_[r] != nullptr) {
+      std::fill(dense_[r] + (b - lo_), dense_[r] + blocks_, state);
+      return;
+    }
+    auto& v = pieces_[r];
+    if (!v.empty() && v.back().lo == b) v.pop_back();
+    v.push_back(Piece{b, state});
   }
   // The pieces of rank r.
   Pieces of(RankId r) {
@@ -92,8 +101,6 @@ class PieceMap {
       return Pieces(nullptr, dense_[r], static_cast<std::size_t>(blocks_), lo_);
     return Pieces(pieces_[r].data(), nullptr, pieces_[r].size(), lo_);
   }
-  // The pieces of a rank that is not dense (yet), to fill at the start.
-  std::vector<Piece>& sparse(RankId r) { return pieces_[r]; }
   BlockId hi(RankId r, std::size_t i) const {
     if (dense_[r] != nullptr) return lo_ + static_cast<BlockId>(i) + 1;
     return i + 1 < pieces_[r].size() ? pieces_[r][i + 1].lo : hi_;
@@ -186,7 +193,6 @@ class PieceMap {
   std::vector<MappedVector<std::int32_t>> slabs_;  // their cells
   std::size_t slab_used_ = 0;  // cells taken from the last slab
   std::int64_t dense_budget_ = 0;
-  bool start_dense_ = false;  // a small window (init())
 };
 
 }  // namespace wafercoll::verify_detail

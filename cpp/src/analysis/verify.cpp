@@ -221,8 +221,7 @@ class Verifier {
     for (RankId r = 0; r < p; ++r) {
       // Owners of allgather and moved blocks are set per block run below.
       const bool holds = !by_owner(c.kind) && s_.holds_input(r, 0);
-      cells_.sparse(r).push_back(
-          Piece{win_.lo, holds ? initial_record(sets_.singleton(r)) : empty});
+      cells_.assign_tail(r, win_.lo, holds ? initial_record(sets_.singleton(r)) : empty);
     }
     if (by_owner(c.kind)) {
       // Owners hold their own blocks: one piece per run of equal owners.
@@ -231,14 +230,11 @@ class Verifier {
         BlockId e = b;
         while (e < nb && c.owners[e] == c.owners[b]) ++e;
         const RankId o = c.owners[b];
-        auto& v = cells_.sparse(o);
-        if (v.back().lo == b) v.pop_back();
-        v.push_back(Piece{b, initial_record(sets_.singleton(o))});
-        if (e < nb) v.push_back(Piece{e, empty});
+        cells_.assign_tail(o, b, initial_record(sets_.singleton(o)));
+        if (e < nb) cells_.assign_tail(o, e, empty);
         b = e;
       }
     }
-    cells_.settle();
   }
 
   // The record holding the value that transfer t reads from a cell whose
@@ -414,8 +410,7 @@ class Verifier {
   void start_reverse_pass() {
     next_write_.init(s_.num_ranks(), win_.lo, win_.hi, dense_after_);
     for (RankId r = 0; r < s_.num_ranks(); ++r)
-      next_write_.sparse(r).push_back(Piece{win_.lo, -1});
-    next_write_.settle();
+      next_write_.assign_tail(r, win_.lo, -1);
   }
   void reverse_pass() {
     TransferId bad = -1;
