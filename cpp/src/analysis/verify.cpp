@@ -74,15 +74,16 @@ std::string cell(RankId r, BlockId b) {
 class Verifier {
  public:
   // `stop`: set by another verifier of the same schedule that failed (the
-  // walks then end early); `plan` and `stop` must outlive the verifier.
+  // walks then end early); `plan` and `stop` must outlive the verifier. The
+  // plan's chain cover need not be made yet: start() does not ask it, and
+  // use_cover() takes it before the walks.
   Verifier(const Schedule& s, const Plan& plan, Window window, std::int64_t dense_after,
            std::atomic<bool>& stop)
       : s_(s),
+        plan_(plan),
         win_(std::move(window)),
         walk_(win_.whole ? plan.walk() : win_.walk.data()),
         steps_(win_.whole ? static_cast<std::size_t>(s.num_transfers()) : win_.walk.size()),
-        hb_(plan.cover()),
-        hb_rev_(plan.cover()),
         stop_(stop),
         dense_after_(dense_after),
         sets_(),
@@ -91,8 +92,23 @@ class Verifier {
     sets_ = SetPool(3 + static_cast<std::size_t>(s.num_ranks()), win_.sizes.sets);
   }
 
-  // The whole verification on this thread, the backward pass beside it on
-  // a second one when `beside`.
+  // The cells' starting state, made by the thread that calls it: one small
+  // list per rank, allocated on a second thread, would be freed into that
+  // thread's malloc arena, whose top malloc_trim does not give back
+  // (recursive doubling on 262,144 ranks: 8 MB resident after the
+  // verification).
+  void start() {
+    start_reverse_pass();
+    init_state();
+  }
+  // The plan's chain cover, once made: the walks' questions go to it.
+  void use_cover() {
+    hb_.emplace(plan_.cover());
+    hb_rev_.emplace(plan_.cover());
+  }
+
+  // After start() and use_cover(), the whole verification on this thread,
+  // the backward pass beside it on a second one when `beside`.
   void run(bool beside) {
     // The backward pass reads only the schedule and the chain cover and
     // writes only its own state (next_write_, hb_rev_), so on a large
@@ -100,15 +116,9 @@ class Verifier {
     // verdict counts only if the forward pass finds nothing, as when they
     // run one after the other; a failed forward pass stops it early. The
     // future joins the thread however run() is left.
-    // Its cells start here, on this thread: one small list per rank,
-    // allocated on the second thread, would be freed into that thread's
-    // malloc arena, whose top malloc_trim does not give back (recursive
-    // doubling on 262,144 ranks: 8 MB resident after the verification).
-    start_reverse_pass();
     std::future<void> side;
     if (beside) side = std::async(std::launch::async, [this] { reverse_pass(); });
     try {
-      init_state();
       forward_pass();
     } catch (...) {
       stop_.store(true, std::memory_order_relaxed);
@@ -122,11 +132,6 @@ class Verifier {
     check_postcondition();
   }
 
-  // The cells' starting state, made by the thread that calls it (see run()).
-  void start() {
-    start_reverse_pass();
-    init_state();
-  }
   // After start(), perhaps on another thread: both passes, then the end state.
   void finish() {
     forward_pass();
@@ -139,7 +144,7 @@ class Verifier {
 
   // Work done (the report's measures).
   std::int64_t pieces_written() const { return pieces_written_; }
-  std::int64_t queries() const { return hb_.queries() + hb_rev_.queries(); }
+  std::int64_t queries() const { return hb_->queries() + hb_rev_->queries(); }
 
  private:
   // How many transfers ahead of the walk the prefetches run: a transfer
@@ -189,7 +194,7 @@ class Verifier {
       if (k + 2 * kLookahead < n) prefetch_cells(cells_, at(k + 2 * kLookahead));
       if (k + kLookahead < n) {
         prefetch_union(at(k + kLookahead));
-        hb_.prefetch_deps(at(k + kLookahead));
+        hb_->prefetch_deps(at(k + kLookahead));
       }
       forward(at(k), static_cast<std::int32_t>(k));
       poll(k);
@@ -242,13 +247,13 @@ class Verifier {
   // cell can land before t starts.
   std::int32_t visible(std::int32_t rec, TransferId t, RankId rank, BlockId block) {
     TransferId first_concurrent = -1;
-    for (TransferId w; (w = records_.writer(rec)) >= 0 && !hb_.reaches(w, t);) {
+    for (TransferId w; (w = records_.writer(rec)) >= 0 && !hb_->reaches(w, t);) {
       first_concurrent = w;
       rec = records_[rec].prev;
     }
     if (first_concurrent >= 0) {
       for (const TransferId* d = s_.deps_begin(t); d != s_.deps_end(t); ++d) {
-        if (!hb_.reaches(*d, first_concurrent))
+        if (!hb_->reaches(*d, first_concurrent))
           throw ScheduleError(
               "race",
               "race: transfer " + std::to_string(t) + " reads " + cell(rank, block) +
@@ -295,7 +300,7 @@ class Verifier {
     for (std::int32_t m = rec; m >= 0; m = records_[m].prev) {
       const TransferId w = records_.writer(m);
       if (w < 0) break;
-      if (!hb_.reaches(w, t)) switch_race(w, t, r, lo, "reads");
+      if (!hb_->reaches(w, t)) switch_race(w, t, r, lo, "reads");
       if (s_.op(w) == Op::copy) break;
     }
     switch_reads_[rec].push_back(SwitchRead{t, lo, hi});
@@ -308,12 +313,12 @@ class Verifier {
     for (std::int32_t m = rec; m >= 0; m = records_[m].prev) {
       if (auto it = switch_reads_.find(m); it != switch_reads_.end())
         for (const SwitchRead& x : it->second)
-          if (x.lo < hi && lo < x.hi && !hb_.reaches(x.reader, t))
+          if (x.lo < hi && lo < x.hi && !hb_->reaches(x.reader, t))
             switch_race(x.reader, t, r, std::max(lo, x.lo), "writes");
       const TransferId w = records_.writer(m);
       if (w < 0) break;
       const bool base = s_.op(w) == Op::copy;
-      if ((copy || base) && !hb_.reaches(w, t)) switch_race(w, t, r, lo, "writes");
+      if ((copy || base) && !hb_->reaches(w, t)) switch_race(w, t, r, lo, "writes");
       if (base) break;
     }
   }
@@ -371,7 +376,7 @@ class Verifier {
           if (switch_dst) {
             if (old != last_old) switch_write(old, t, d, pieces[i].lo, cells_.hi(d, i));
           } else if (w >= 0 && w != ordered_writer) {
-            if (!hb_.reaches(w, t))
+            if (!hb_->reaches(w, t))
               throw ScheduleError(
                   "race", "race: transfers " + std::to_string(w) + " and " +
                               std::to_string(t) + " both write " + cell(d, pieces[i].lo) +
@@ -434,9 +439,9 @@ class Verifier {
         for (std::size_t i = next_write_.find(src, rlo);
              i < pieces.size() && pieces[i].lo < rhi; ++i) {
           const TransferId w = pieces[i].state;
-          if (w < 0 || w == checked || hb_rev_.reaches(t, w)) continue;
+          if (w < 0 || w == checked || hb_rev_->reaches(t, w)) continue;
           for (const TransferId* d = s_.deps_begin(t); d != s_.deps_end(t); ++d) {
-            if (!hb_rev_.reaches(*d, w)) {
+            if (!hb_rev_->reaches(*d, w)) {
               bad = t;
               bad_rank = src;
               bad_block = std::max(pieces[i].lo, rlo);
@@ -592,11 +597,12 @@ class Verifier {
   }
 
   const Schedule& s_;
+  const Plan& plan_;
   Window win_;
   const TransferId* walk_;  // the plan's order or the window's walk (nullptr: index order)
   std::size_t steps_;                    // the walk's length
-  HappensBefore hb_;      // the forward pass's questions
-  HappensBefore hb_rev_;  // the backward pass's
+  std::optional<HappensBefore> hb_;      // the forward pass's questions (use_cover())
+  std::optional<HappensBefore> hb_rev_;  // the backward pass's
   std::atomic<bool>& stop_;
   std::int64_t dense_after_;
   SetPool sets_;
@@ -624,6 +630,8 @@ bool verify_split(const Schedule& s, const Plan& plan, std::pair<Window, Window>
   // Both start here: their first lists on this thread's heap (see run()).
   a.start();
   b.start();
+  a.use_cover();
+  b.use_cover();
   const auto guarded = [&stop](Verifier& v) {
     try {
       v.finish();
@@ -681,28 +689,40 @@ VerifyReport verify(const Schedule& schedule, std::int64_t dense_after, VerifySp
                         "is not specified, so there is nothing to verify");
   // Split by blocks, the windows' walks are listed on a second thread
   // while this one makes the chain cover (each about a tenth of the work).
+  // Not split, the cover is made on a second thread while this one sets up
+  // the walk's starting state, which does not ask it (recursive doubling on
+  // 2^20 ranks: 0.5 s of cover beside as much of set-up).
+  const bool parallel =
+      schedule.num_transfers() >= kParallelTransfers && std::thread::hardware_concurrency() > 1;
   const BlockId m = split_point(schedule, split);
   std::pair<Window, Window> windows;
-  std::future<void> listed;
-  if (m > 0)
+  std::future<void> listed, covered;
+  if (m > 0) {
     listed = std::async(std::launch::async,
                         [&] { windows = split_windows(schedule, plan, m); });
-  plan.make_cover(schedule);
-  if (listed.valid()) listed.get();
+    plan.make_cover(schedule);
+    listed.get();
+  } else if (parallel) {
+    covered = std::async(std::launch::async, [&] { plan.make_cover(schedule); });
+  } else {
+    plan.make_cover(schedule);
+  }
   VerifyReport report;
   report.transfers = schedule.num_transfers();
-  report.steps = plan.cover().steps();
   // Split by blocks, a failure is verified again on one thread: which of
   // the windows' errors comes first in one walk (the one to report) is the
   // single walk's to say, and a failure need not be fast.
   if (m == 0 || !verify_split(schedule, plan, std::move(windows), dense_after, report)) {
     std::atomic<bool> stop{false};
     Verifier v(schedule, plan, whole_window(schedule), dense_after, stop);
-    v.run(schedule.num_transfers() >= kParallelTransfers &&
-          std::thread::hardware_concurrency() > 1);
+    v.start();
+    if (covered.valid()) covered.get();
+    v.use_cover();
+    v.run(parallel);
     report.pieces_written = v.pieces_written();
     report.reachability_queries = v.queries();
   }
+  report.steps = plan.cover().steps();
   // The verifier's state (tens of bytes per transfer, on two threads' heaps)
   // is freed now, but the C library keeps much of it for later allocations,
   // which the simulator (huge_alloc.hpp, pages of its own) does not make:
