@@ -66,29 +66,36 @@ class PieceMap {
     hi_ = hi;
     blocks_ = hi - lo;
     dense_at_ = dense_after;
-    pieces_.assign(ranks, {});
-    dense_.assign(ranks, nullptr);
     slabs_.clear();
     slab_used_ = 0;
     dense_budget_ = kDenseBudget;
+    all_ = nullptr;
     // A window of a few blocks is smaller dense than in pieces (a rank's
     // vector and its heap block take 40 bytes and more, a dense rank 4 a
     // block), and a dense cell is found without a pointer to follow (and
     // can be prefetched: verify.cpp). With the default threshold, windows of
     // at most 8 blocks start dense; none when the threshold says never,
-    // all (within the budget) when always.
+    // all (within the budget) when always. Their cells are one array, rank
+    // after rank, whose place is computed (no per-rank pointer or vector).
     const bool small = dense_after <= 0 || blocks_ <= kSmallWindow / dense_after;
     if (small && blocks_ * ranks <= dense_budget_) {
-      for (RankId r = 0; r < ranks; ++r) dense_[r] = take_cells();
+      slabs_.emplace_back(static_cast<std::size_t>(blocks_ * ranks));
+      all_ = slabs_.back().data();
       dense_budget_ -= blocks_ * ranks;
+      slab_used_ = slabs_.back().size();
+      std::vector<std::vector<Piece>>().swap(pieces_);
+      std::vector<std::int32_t*>().swap(dense_);
+      return;
     }
+    pieces_.assign(ranks, {});
+    dense_.assign(ranks, nullptr);
   }
   // Rank r's cells from block b (in the window) to the window's end hold
   // `state`; at the start, each rank's first from the window's first block,
   // then in increasing b.
   void assign_tail(RankId r, BlockId b, std::int32_t state) {
-    if (dense_[r] != nullptr) {
-      std::fill(dense_[r] + (b - lo_), dense_[r] + blocks_, state);
+    if (std::int32_t* d = cells(r)) {
+      std::fill(d + (b - lo_), d + blocks_, state);
       return;
     }
     auto& v = pieces_[r];
@@ -97,23 +104,23 @@ class PieceMap {
   }
   // The pieces of rank r.
   Pieces of(RankId r) {
-    if (dense_[r] != nullptr)
-      return Pieces(nullptr, dense_[r], static_cast<std::size_t>(blocks_), lo_);
+    if (std::int32_t* d = cells(r))
+      return Pieces(nullptr, d, static_cast<std::size_t>(blocks_), lo_);
     return Pieces(pieces_[r].data(), nullptr, pieces_[r].size(), lo_);
   }
   BlockId hi(RankId r, std::size_t i) const {
-    if (dense_[r] != nullptr) return lo_ + static_cast<BlockId>(i) + 1;
+    if (cells(r) != nullptr) return lo_ + static_cast<BlockId>(i) + 1;
     return i + 1 < pieces_[r].size() ? pieces_[r][i + 1].lo : hi_;
   }
   // Start loading the piece holding block b, for a rank that is dense
   // (whose piece is found without reading memory); a hint, nothing else.
   void prefetch(RankId r, BlockId b) const {
-    if (dense_[r] != nullptr && b >= lo_ && b < hi_)
-      verify_detail::prefetch_line(dense_[r] + (b - lo_));
+    const std::int32_t* d = cells(r);
+    if (d != nullptr && b >= lo_ && b < hi_) verify_detail::prefetch_line(d + (b - lo_));
   }
   // Index of the piece holding block b (in the window).
   std::size_t find(RankId r, BlockId b) const {
-    if (dense_[r] != nullptr) return static_cast<std::size_t>(b - lo_);
+    if (cells(r) != nullptr) return static_cast<std::size_t>(b - lo_);
     const auto& v = pieces_[r];
     auto it = std::upper_bound(v.begin(), v.end(), b,
                                [](BlockId x, const Piece& p) { return x < p.lo; });
@@ -122,7 +129,7 @@ class PieceMap {
   // Make b the start of a piece; returns its index (the number of pieces
   // when b is the window's end).
   std::size_t split(RankId r, BlockId b) {
-    if (dense_[r] != nullptr) return static_cast<std::size_t>(std::min(b, hi_) - lo_);
+    if (cells(r) != nullptr) return static_cast<std::size_t>(std::min(b, hi_) - lo_);
     auto& v = pieces_[r];
     if (b >= hi_) return v.size();
     const std::size_t i = find(r, b);
@@ -133,13 +140,18 @@ class PieceMap {
   // Merge equal neighbours among pieces [first, last] (a dense rank keeps
   // one piece per block); a rank with many runs turns dense.
   void coalesce(RankId r, std::size_t first, std::size_t last) {
-    if (dense_[r] != nullptr) return;
+    if (cells(r) != nullptr) return;
     merge(r, first, last);
     if (static_cast<std::int64_t>(pieces_[r].size()) > dense_at_ && blocks_ <= dense_budget_)
       densify(r);
   }
 
  private:
+  // Rank r's cells when it is dense, else nullptr.
+  std::int32_t* cells(RankId r) const {
+    if (all_ != nullptr) return all_ + static_cast<std::ptrdiff_t>(r) * blocks_;
+    return dense_[r];
+  }
   // Blocks x threshold up to which a window starts dense (init()).
   static constexpr std::int64_t kSmallWindow = 8 * kVerifyDenseAfter;
   // Most dense cells in all (4 bytes each: 512 MiB).
@@ -193,6 +205,7 @@ class PieceMap {
   std::vector<MappedVector<std::int32_t>> slabs_;  // their cells
   std::size_t slab_used_ = 0;  // cells taken from the last slab
   std::int64_t dense_budget_ = 0;
+  std::int32_t* all_ = nullptr;  // a small window's cells, every rank dense (init())
 };
 
 }  // namespace wafercoll::verify_detail
