@@ -72,7 +72,7 @@ class Fold:
     def real(self, v: np.ndarray) -> np.ndarray:
         """Real rank of virtual ranks ``v``."""
         v = np.asarray(v, dtype=np.int64)
-        if self.style == "upper":
+        if self.style == "upper" or self.extra == 0:
             return v
         return np.where(v < self.extra, 2 * v + 1, v + self.extra)
 
@@ -154,8 +154,9 @@ def exchange(
     2
     """
     v = np.arange(fold.q, dtype=np.int64)
+    src = at(ranks, fold.real(v))  # the same every step
     for s in range(steps):
-        prog.step(at(ranks, fold.real(v)), at(ranks, fold.real(peer(v, s))), blocks, op)
+        prog.step(src, at(ranks, fold.real(peer(v, s))), blocks, op)
 
 
 def xor_peer(v: np.ndarray, s: int) -> np.ndarray:
