@@ -372,3 +372,63 @@ def test_execute_arguments(rng):
     # fewer elements than blocks: some blocks are empty, sums still exact
     x = rng.integers(0, 9, size=(4, 3))
     np.testing.assert_array_equal(wc.execute(s, x), np.tile(x.sum(0), (4, 1)))
+
+
+def test_large_schedule_of_one_block_is_verified_on_two_threads():
+    # Recursive doubling over 8192 ranks: 106,496 transfers, all over its one
+    # block, so not split by blocks: the chain cover is made beside the set-up
+    # and the backward pass runs beside the forward one, over cells dense from
+    # the start. A defect near the end is found and named as in small cases.
+    p = 8192
+    s = wc.build("generic_recursive_doubling_allreduce", p, 8)
+    assert len(s) >= 1 << 16
+    rep = wc.verify(s)
+    assert rep.ok and rep.windows == 1 and rep.steps == 13
+    deps, off = s.dependencies()
+    lo, hi, boff = s.block_ranges()
+    dst, doff = s.destinations()
+    src, op = s.src, s.op
+
+    def rebuilt(src, dst, op, deps, off):
+        return wc.Schedule.from_arrays(
+            p,
+            s.block_bytes,
+            "allreduce",
+            src=src,
+            dst=dst,
+            block_lo=np.zeros(len(src), dtype=np.int64),
+            block_hi=np.ones(len(src), dtype=np.int64),
+            op=op,
+            deps=deps,
+            dep_offsets=off,
+        )
+
+    assert (lo == 0).all() and (hi == 1).all() and (np.diff(boff) == 1).all()
+    assert (np.diff(doff) == 1).all()
+    assert wc.verify(rebuilt(src, dst, op, deps, off)).ok
+    # the last transfer again, after it and after the last write into its
+    # source: its contribution counted twice
+    last = len(s) - 1
+    into_src = int(np.flatnonzero(dst == src[last])[-1])
+    twice = rebuilt(
+        np.append(src, src[last]),
+        np.append(dst, dst[last]),
+        np.append(op, op[last]),
+        np.append(deps, sorted((into_src, last))),
+        np.append(off, off[-1] + 2),
+    )
+    _expect_error(
+        twice, "double_count", transfer=last + 1, rank=int(dst[last]), block=0
+    )
+    # a transfer of the last step that waits for nothing: it writes its
+    # destination's cell, which the step before wrote, unordered
+    t = len(s) - 100
+    n = off[t + 1] - off[t]
+    racy = rebuilt(
+        src,
+        dst,
+        op,
+        np.delete(deps, np.arange(off[t], off[t + 1])),
+        np.concatenate([off[: t + 1], off[t + 1 :] - n]),
+    )
+    _expect_error(racy, "race", transfer=t, rank=int(dst[t]))

@@ -19,13 +19,15 @@
 namespace wafercoll::verify_detail {
 
 // Per-rank runs of cells with one state. A piece covers [lo, next piece's lo).
-// A rank whose runs grow past kDenseAt turns *dense*: one state per block
+// A rank whose runs grow past the threshold turns *dense*: one state per block
 // (the piece of block b is the b-th, its lo is b, so only the states are
 // stored: 4 bytes a cell), never split or merged again, so a write costs O(1)
 // instead of shifting the tail of a long vector (ring-like schedules leave
 // every block of a rank in a state of its own). Runs of equal state in a
 // dense rank are walked as one run where it matters (a write's old state),
 // so what the verifier reports does not depend on the representation.
+// A window of a few blocks is dense from the start, all its ranks' cells in
+// one array (init()).
 // The map covers a window of blocks [lo, hi) (all of them, unless the
 // verification is split between threads by blocks: see verify()).
 
