@@ -80,7 +80,7 @@ class PieceMap {
     // all (within the budget) when always. Their cells are one array, rank
     // after rank, whose place is computed (no per-rank pointer or vector).
     const bool small = dense_after <= 0 || blocks_ <= kSmallWindow / dense_after;
-    if (small && blocks_ * ranks <= dense_budget_) {
+    if (small && blocks_ > 0 && ranks > 0 && blocks_ * ranks <= dense_budget_) {
       slabs_.emplace_back(static_cast<std::size_t>(blocks_ * ranks));
       all_ = slabs_.back().data();
       dense_budget_ -= blocks_ * ranks;
