@@ -539,20 +539,21 @@ def lookup(name: Any) -> AlgorithmInfo | None:
     >>> lookup("nap") is None
     True
     """
-    if not isinstance(name, str):
-        return None
+    return _REGISTRY[name] if isinstance(name, str) and _registered(name) else None
+
+
+def _registered(name: str) -> bool:
+    """Whether ``name`` is registered, the plugins loaded first if it is not."""
     if name not in _REGISTRY:
         _load_plugins()
-    return _REGISTRY.get(name)
+    return name in _REGISTRY
 
 
 def _resolve(name: Any) -> str:
     """``name`` checked against the registry."""
     if not isinstance(name, str):
         raise TypeError(f"name must be a string, got {type(name).__name__}")
-    if name not in _REGISTRY:
-        _load_plugins()
-    if name not in _REGISTRY:
+    if not _registered(name):
         raise _unknown(name)
     return name
 
@@ -592,13 +593,24 @@ def find(
     'wafer_chain_reduce'
     """
     parts = (family, algorithm, collective, variant)
-    for load in (False, True):
-        if load:
-            _load_plugins()
-        for info in _REGISTRY.values():
-            if (info.family, info.algorithm, info.collective, info.variant) == parts:
-                return info
-    raise _unknown(algorithm_name(family, algorithm, collective, variant))
+
+    def match() -> AlgorithmInfo | None:
+        return next(
+            (
+                info
+                for info in _REGISTRY.values()
+                if (info.family, info.algorithm, info.collective, info.variant) == parts
+            ),
+            None,
+        )
+
+    info = match()
+    if info is None:  # perhaps a plugin's
+        _load_plugins()
+        info = match()
+    if info is None:
+        raise _unknown(algorithm_name(family, algorithm, collective, variant))
+    return info
 
 
 def build(
