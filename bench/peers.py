@@ -1,4 +1,4 @@
-"""Benchmark: wafercoll beside LogGOPSim on LogGOPSim's own model, and SimGrid.
+"""Benchmark: wafercoll beside LogGOPSim on its own model, SimGrid, BookSim, a loop.
 
 LogGOPSim (the spcl/LogGOPSim repository, commit 76451de) simulates LogGP on
 GOAL schedules. Both simulators here read the same GOAL file, made by
@@ -43,6 +43,25 @@ interpreter, one with an earlier wafercoll installed: before and after a
 change in one run. SimGrid (``engine="simgrid"``, when SimGrid's Python
 module is installed) is timed at ``--simgrid-sizes`` (it is far slower).
 
+``--mcm-artifact DIR`` also runs the MCM artifact's BookSim on TTO
+(sabuj7177/TTO_HPCA_2024, commit 156128c: ``src/simulate.py`` with the
+command of its run script ``utils/run_scripts/bw/mesh_overlap_2d_1_bw.sh`` for
+4x4 chiplets, under ``PYTHONHASHSEED=0``, with the interpreter
+``--mcm-python`` that has its BookSim module) at ``--mcm-sizes-mib`` (1 and
+16), beside a process of wafercoll that builds and simulates TTO as the
+artifact runs it (``mesh_tto_artifact_allreduce`` under
+``wc.mcm.ARTIFACT``, :func:`wafercoll.experiments.mcm_common.simulate_variant`).
+Both are whole processes (Python start-up included: the artifact's is a
+Python program driving BookSim), timed with their peaks; wafercoll's build
+and simulation are also timed alone, and both cycle counts are printed.
+The artifact's set-up is its readme's (a virtual environment with its
+``requirements.txt``, ``make lib`` in ``src/booksim2/src`` with flex and
+bison installed, ``python update_cfg_files.py`` in ``src``).
+
+``--min-loop`` also runs ``bench/min_loop.py``'s cases (``--cxx``): wafercoll's
+simulation against a minimal binary-heap event loop of the same events, the
+limit. ``--only-extra`` skips the GOAL cases.
+
 Building LogGOPSim (not done in CI; Debian/Ubuntu)::
 
     apt-get install g++ gengetopt re2c libgraphviz-dev
@@ -65,6 +84,8 @@ tracing libraries). Then, from the repository root::
     python bench/peers.py --loggopsim $DIR
     python bench/peers.py --sizes 4096 16384 --patterns dissemination
     python bench/peers.py --baseline-python /path/to/old/venv/bin/python
+    python bench/peers.py --only-extra --min-loop \\
+        --mcm-artifact /path/to/TTO_HPCA_2024 --mcm-python /path/to/venv/bin/python
 
 Without the LogGOPSim binaries (``--loggopsim``, else ``$LOGGOPSIM_DIR``,
 else ``PATH``) LogGOPSim is skipped; without ``schedgen`` the GOAL files are
@@ -344,8 +365,13 @@ def run_python(cmd: list[str], timeout: float) -> dict[str, Any]:
     return out
 
 
-def run_timed(cmd: list[str], timeout: float) -> dict[str, Any]:
-    """Run a program: wall time, peak RSS and its output.
+def run_timed(
+    cmd: list[str],
+    timeout: float,
+    cwd: str | Path | None = None,
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Run a program (in ``cwd``, with ``env``): wall time, peak RSS, output.
 
     The peak comes from GNU time (``/usr/bin/time -f %M``), which forks the
     program from its own small process. ``wait4``'s ``ru_maxrss`` would also
@@ -360,7 +386,12 @@ def run_timed(cmd: list[str], timeout: float) -> dict[str, Any]:
         cmd = [gnu_time, "-f", "%M", "-o", peak_file, *cmd]
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=cwd,
+        env=env,
     )
     assert proc.stdout is not None
     chunks = []
@@ -369,6 +400,7 @@ def run_timed(cmd: list[str], timeout: float) -> dict[str, Any]:
         if time.perf_counter() - t0 > timeout:
             proc.kill()
             break
+    proc.stdout.close()
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = status  # reaped here, not by Popen
     text = "".join(chunks)
@@ -487,43 +519,131 @@ def measure(args: argparse.Namespace, tools: dict, pattern: str, p: int) -> dict
     return {"pattern": pattern, "p": p, "results": results}
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--loggopsim", metavar="DIR", help="LogGOPSim binaries")
-    parser.add_argument(
-        "--sizes", type=int, nargs="+", default=[4096, 16384, 65536, 262144]
-    )
-    parser.add_argument("--patterns", nargs="+", choices=PATTERNS, default=PATTERNS)
-    parser.add_argument("--simgrid-sizes", type=int, nargs="*", default=[256, 1024])
-    parser.add_argument("--read-max", type=int, default=262144, help="read_goal up to")
-    parser.add_argument("--baseline-python", metavar="PY", help="an earlier build")
-    parser.add_argument("--work", default="/tmp/wafercoll-peers", help="GOAL files")
-    parser.add_argument("--timeout", type=float, default=1800.0, help="per child, s")
-    parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
-    parser.add_argument("--child-read", nargs=2, metavar=("GOAL", "PICKLE"))
-    parser.add_argument("--child-sim", metavar="SOURCE")
-    parser.add_argument("--engine", default="wafercoll")
-    args = parser.parse_args()
-    if args.child_read:
-        print(json.dumps(child_read(*args.child_read)))
-        return 0
-    if args.child_sim:
-        print(json.dumps(child_sim(args.child_sim, args.engine)))
-        return 0
+# ------------------------------------------- the MCM artifact's BookSim, TTO
 
-    import wafercoll as wc
-    from wafercoll._simgrid import simgrid_available
+#: The MCM artifact's name of TTO (its ``--allreduce`` value; sabuj7177/
+#: TTO_HPCA_2024 156128c, ``utils/run_scripts/bw/mesh_overlap_2d_1_bw.sh``).
+TTO_ALLREDUCE = "mesh_overlap_2d_1"
+#: 4x4 chiplets, the mesh of the comparison.
+TTO_CHIPLETS = 16
 
-    work = Path(args.work)
-    work.mkdir(parents=True, exist_ok=True)
-    tools = find_tools(args.loggopsim or os.environ.get("LOGGOPSIM_DIR"))
-    args.simgrid = simgrid_available()
+
+def child_mcm(size: int) -> dict[str, Any]:
+    """Build and simulate TTO as the artifact runs it, on 4x4 (this process)."""
+    from wafercoll.experiments.mcm_common import simulate_variant
+
+    t0 = time.perf_counter()
+    r = simulate_variant("TTO", 4, 4, size)
+    return {"sim_s": time.perf_counter() - t0, "cycles": int(round(r.cycles))}
+
+
+def booksim_tto(artifact: Path, python: str, size: int, timeout: float) -> dict:
+    """The artifact's TTO on 4x4 at ``size`` bytes, as its run script runs it.
+
+    The command is the run script's (``tools/rerun_mcm_artifact.py`` fills
+    in its variables), run with ``python`` (the artifact's interpreter, its
+    BookSim module built) under ``PYTHONHASHSEED=0``. Returns the process's
+    wall time and peak memory and the cycles of its result file.
+    """
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    from rerun_mcm_artifact import RUN_SCRIPTS, expand, script_command
+
+    script = (
+        artifact / "utils/run_scripts/bw" / RUN_SCRIPTS[TTO_ALLREDUCE]
+    ).read_text()
+    with tempfile.TemporaryDirectory() as tmp:
+        args = expand(
+            script_command(script, TTO_CHIPLETS), artifact, size // 4, Path(tmp)
+        )
+        env = dict(os.environ, SIMHOME=str(artifact), PYTHONHASHSEED="0")
+        env["BOOKSIMSRC"] = str(artifact / "src/booksim2/src")
+        cmd = [python, str(artifact / "src/simulate.py"), *args]
+        out = run_timed(cmd, timeout, cwd=artifact / "src", env=env)
+        found = list(Path(tmp).rglob("*.json"))
+        if "error" in out or len(found) != 1:
+            return {"error": out.get("error", "no result file")}
+        result = json.loads(found[0].read_text())
+    cycles = int(result["results"]["performance"]["allreduce"]["total"])
+    return {"process_s": out["wall_s"], "peak_mib": out["peak_mib"], "cycles": cycles}
+
+
+def mcm_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """BookSim (the artifact) against wafercoll on TTO 4x4, per size."""
+    artifact = Path(args.mcm_artifact).resolve()
     print(
-        f"wafercoll {wc.__version__}, Python {platform.python_version()}, "
-        f"{platform.machine()}, {os.cpu_count()} CPUs; LogGOPSim: "
-        f"{tools['LogGOPSim'] or 'not found, skipped'}; SimGrid: "
-        f"{'yes' if args.simgrid else 'not installed, skipped'}"
+        f"\nTTO on 4x4 chiplets, the MCM artifact's BookSim ({artifact}) against "
+        "wafercoll's artifact variant (whole processes; wafercoll's build + "
+        "simulate also alone)"
     )
+    print(
+        f"{'size':>8} {'BookSim s':>10} {'MiB':>6} {'cycles':>10} "
+        f"{'ours s':>8} {'MiB':>6} {'sim s':>7} {'cycles':>10} "
+        f"{'differ':>8} {'faster':>8}"
+    )
+    rows = []
+    for mib in args.mcm_sizes_mib:
+        size = mib * MIB
+        theirs = booksim_tto(artifact, args.mcm_python, size, args.timeout)
+        cmd = [sys.executable, __file__, "--child-mcm", str(size)]
+        run = run_timed(cmd, args.timeout)
+        ours = dict(run)
+        if "error" not in run:
+            ours.update(json.loads(run["output"].strip().splitlines()[-1]))
+        row = {"size_mib": mib, "booksim": theirs, "wafercoll": ours}
+        rows.append(row)
+        for who, d in (("BookSim", theirs), ("wafercoll", ours)):
+            if "error" in d:
+                print(f"{mib:>5} MiB {who}: {d['error'].strip().splitlines()[-1][:70]}")
+        if "error" in theirs or "error" in ours:
+            continue
+        print(
+            f"{mib:>4} MiB {theirs['process_s']:>10.2f} {theirs['peak_mib']:>6.0f} "
+            f"{theirs['cycles']:>10,} {ours['wall_s']:>8.2f} {ours['peak_mib']:>6.0f} "
+            f"{ours['sim_s']:>7.3f} {ours['cycles']:>10,} "
+            f"{ours['cycles'] / theirs['cycles'] - 1:>+8.2%} "
+            f"{theirs['process_s'] / ours['wall_s']:>7.1f}x",
+            flush=True,
+        )
+    return rows
+
+
+# ------------------------------------------------------- the minimal loop
+
+
+def min_loop_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """``bench/min_loop.py``'s cases: wafercoll against the minimal loop."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import min_loop
+
+    print(
+        "\nAgainst the limit, a minimal binary-heap event loop (bench/min_loop.py; "
+        "simulate whole against the loop alone, best of 3)"
+    )
+    print(
+        f"{'case':<16} {'transfers':>10} {'simulate s':>10} {'loop s':>8} "
+        f"{'ratio':>6} same"
+    )
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = min_loop.compile_loop(args.cxx, Path(tmp))
+        for name in min_loop.CASES:
+            row = min_loop.measure(name, exe, Path(tmp), 3)
+            rows.append(row)
+            same = (
+                row["events"] == row["loop_events"]
+                and row["time_s"] == row["loop_time_s"]
+            )
+            print(
+                f"{name:<16} {row['transfers']:>10,} {row['wafercoll_s']:>10.3f} "
+                f"{row['loop_s']:>8.3f} {row['ratio']:>5.2f}x "
+                f"{'yes' if same else 'NO'}",
+                flush=True,
+            )
+    return rows
+
+
+def goal_rows(args: argparse.Namespace, tools: dict, work: Path) -> list[dict]:
+    """LogGOPSim, wafercoll and SimGrid on the GOAL cases, printed as they run."""
     if tools["schedgen"]:
         check_goal_writer(tools["schedgen"], work)
     check_direct_schedule(work)
@@ -550,9 +670,80 @@ def main() -> int:
                 f"{a['sim_peak_mib']:.0f} / {b['sim_peak_mib']:.0f} MiB; simulated "
                 f"time differs by {b['sim_time_s'] / a['sim_time_s'] - 1:+.3%}"
             )
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--loggopsim", metavar="DIR", help="LogGOPSim binaries")
+    parser.add_argument(
+        "--sizes", type=int, nargs="+", default=[4096, 16384, 65536, 262144]
+    )
+    parser.add_argument("--patterns", nargs="+", choices=PATTERNS, default=PATTERNS)
+    parser.add_argument("--simgrid-sizes", type=int, nargs="*", default=[256, 1024])
+    parser.add_argument("--read-max", type=int, default=262144, help="read_goal up to")
+    parser.add_argument("--baseline-python", metavar="PY", help="an earlier build")
+    parser.add_argument("--work", default="/tmp/wafercoll-peers", help="GOAL files")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="per child, s")
+    parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
+    parser.add_argument("--child-read", nargs=2, metavar=("GOAL", "PICKLE"))
+    parser.add_argument("--child-sim", metavar="SOURCE")
+    parser.add_argument("--engine", default="wafercoll")
+    parser.add_argument(
+        "--mcm-artifact", metavar="DIR", help="a set-up clone of the MCM artifact"
+    )
+    parser.add_argument(
+        "--mcm-python", default=sys.executable, metavar="PY", help="its interpreter"
+    )
+    parser.add_argument("--mcm-sizes-mib", type=int, nargs="+", default=[1, 16])
+    parser.add_argument("--child-mcm", type=int, metavar="BYTES")
+    parser.add_argument(
+        "--min-loop", action="store_true", help="also run min_loop.py's cases"
+    )
+    parser.add_argument("--cxx", default=os.environ.get("CXX", "c++"))
+    parser.add_argument(
+        "--only-extra",
+        action="store_true",
+        help="skip the GOAL cases (with --mcm-artifact or --min-loop)",
+    )
+    args = parser.parse_args()
+    if args.child_mcm:
+        print(json.dumps(child_mcm(args.child_mcm)))
+        return 0
+    if args.child_read:
+        print(json.dumps(child_read(*args.child_read)))
+        return 0
+    if args.child_sim:
+        print(json.dumps(child_sim(args.child_sim, args.engine)))
+        return 0
+
+    import wafercoll as wc
+    from wafercoll._simgrid import simgrid_available
+
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    tools = find_tools(args.loggopsim or os.environ.get("LOGGOPSIM_DIR"))
+    args.simgrid = simgrid_available()
+    print(
+        f"wafercoll {wc.__version__}, Python {platform.python_version()}, "
+        f"{platform.machine()}, {os.cpu_count()} CPUs; LogGOPSim: "
+        f"{tools['LogGOPSim'] or 'not found, skipped'}; SimGrid: "
+        f"{'yes' if args.simgrid else 'not installed, skipped'}"
+    )
+    if args.only_extra and not (args.mcm_artifact or args.min_loop):
+        parser.error("--only-extra needs --mcm-artifact or --min-loop")
+    if args.mcm_artifact and not Path(args.mcm_artifact, "src/simulate.py").is_file():
+        parser.error(f"--mcm-artifact: no src/simulate.py in {args.mcm_artifact}")
+    out: dict[str, Any] = {}
+    if not args.only_extra:
+        out["goal"] = goal_rows(args, tools, work)
+    if args.mcm_artifact:
+        out["mcm_tto"] = mcm_rows(args)
+    if args.min_loop:
+        out["min_loop"] = min_loop_rows(args)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(rows, fh, indent=1)
+            json.dump(out, fh, indent=1)
     return 0
 
 
