@@ -321,3 +321,44 @@ def test_on_the_router_engine_it_keeps_the_artifacts_time_at_1_mib(side) -> None
     ref = mcm_common.artifact_reference("DBTree (artifact)", side, side, 1 << 20)
     assert math.isfinite(ref)
     assert abs(r.cycles / ref - 1) <= 0.05
+
+
+def _reference_deps(sends: list, order: str, siblings_ordered: bool) -> list:
+    """The dependency rule of ``mesh_dbtree_artifact_allreduce``, list by list.
+
+    Written from its docstring: the sends delivering the data a send sends,
+    the previous reduction into the same (rank, flow) when siblings are
+    ordered, the rank's previous send in the interface order, and every
+    reduce send and receive of the rank for an all-gather send that starts
+    its all-gather.
+    """
+    out = []
+    for i, (ph, _, _, v, w, f) in enumerate(sends):
+        before = sends[:i]
+        d = {j for j, s in enumerate(before) if (s[0], s[4], s[5]) == (ph, v, f)}
+        if ph == 0 and siblings_ordered:
+            into = [
+                j for j, s in enumerate(before) if s[0] == 0 and (s[4], s[5]) == (w, f)
+            ]
+            d |= set(into[-1:])
+        own = [j for j, s in enumerate(before) if s[3] == v]
+        if order == "interface" and own:
+            d.add(own[-1])
+        if ph == 1 and (order == "data" or not own or sends[own[-1]][0] == 0):
+            d |= {j for j, s in enumerate(sends) if s[0] == 0 and v in (s[3], s[4])}
+        out.append(sorted(d))
+    return out
+
+
+@pytest.mark.parametrize("n", [2, 4, 6, 10, 16])
+@pytest.mark.parametrize("order", ["interface", "data"])
+@pytest.mark.parametrize("siblings_ordered", [True, False])
+def test_dependency_lists_follow_the_rule(
+    n: int, order: str, siblings_ordered: bool
+) -> None:
+    from wafercoll.mcm.artifact_topology import _dbtree_deps, _dbtree_sends
+
+    sends = _dbtree_sends(n)
+    flat, off = _dbtree_deps(sends, order, siblings_ordered)
+    got = [flat[off[i] : off[i + 1]].tolist() for i in range(len(sends))]
+    assert got == _reference_deps(sends, order, siblings_ordered)

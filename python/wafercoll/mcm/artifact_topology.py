@@ -532,38 +532,7 @@ def _dbtree_artifact(
     dst = np.array([s[4] for s in sends], dtype=np.int64)
     flow = np.array([s[5] for s in sends], dtype=np.int64)
     phase = np.array([s[0] for s in sends], dtype=np.int64)
-    into: dict[tuple[int, int, int], list[int]] = {}  # (phase, rank, flow) -> ids
-    for i, s in enumerate(sends):
-        into.setdefault((s[0], s[4], s[5]), []).append(i)
-    reduce_in: dict[int, list[int]] = {}  # every reduce receive of a rank
-    reduce_out: dict[int, list[int]] = {}  # every reduce send of a rank
-    for i, s in enumerate(sends):
-        if s[0] == 0:
-            reduce_in.setdefault(s[4], []).append(i)
-            reduce_out.setdefault(s[3], []).append(i)
-    last: dict[int, int] = {}  # the rank's previous send (its one interface)
-    written: dict[tuple[int, int], int] = {}  # last reduce into (rank, flow)
-    deps: list[list[int]] = []
-    for i, (ph, _, _, v, w, f) in enumerate(sends):
-        # the data it sends: its children's reductions, or its parent's copy
-        d = list(into.get((ph, v, f), []))
-        if ph == 0:
-            # "data": two children reduce into one buffer in pipeline order,
-            # as a verified AllReduce needs; "artifact": at once, as the
-            # driver lets them (only their aggregations take turns)
-            if siblings_ordered and (w, f) in written:
-                d.append(written[(w, f)])
-            written[(w, f)] = i
-        if order == "interface" and v in last:
-            d.append(last[v])
-        if ph == 1 and (order == "data" or v not in last or sends[last[v]][0] == 0):
-            # hmc.py starts a chiplet's all-gather after all its reduce sends
-            # and every reduction from its children (the final entry of its
-            # reduce schedule); with the interface order the first send
-            # carries that for the rest
-            d += reduce_in.get(v, []) + reduce_out.get(v, [])
-        deps.append(sorted(set(d)))
-        last[v] = i
+    deps = _dbtree_deps(sends, order, siblings_ordered)
     part = None if p == n else list(range(n))
     prog = kit.Program(
         p,
@@ -575,6 +544,78 @@ def _dbtree_artifact(
     )
     prog.step(src, dst, flow, np.where(phase == 0, 1, 0), deps=deps)
     return prog.schedule()
+
+
+def _dbtree_deps(
+    sends: list[tuple[int, int, int, int, int, int]],
+    order: str,
+    siblings_ordered: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The dependencies of :func:`_dbtree_artifact`'s sends, as sorted CSR lists.
+
+    Per send (``_dbtree_sends``' order): the sends that deliver the data it
+    sends, the previous reduction into the same (rank, flow) when siblings
+    are ordered, the rank's previous send with ``order="interface"``, and
+    for an all-gather send that starts the rank's all-gather (every one with
+    ``order="data"``) all the rank's reduce sends and receives. That last
+    set is most of the lists (9x9: 80 ids a send, a million in all), so it
+    is kept per rank as one sorted array and joined to the few others, which
+    are all-gather sends and so come after it, instead of sorting every
+    list anew.
+
+    Returns
+    -------
+    flat, offsets : numpy.ndarray
+        Each send's distinct ids, ascending.
+    """
+    into: dict[tuple[int, int, int], list[int]] = {}  # (phase, rank, flow) -> ids
+    for i, s in enumerate(sends):
+        into.setdefault((s[0], s[4], s[5]), []).append(i)
+    reduce_of: dict[int, list[int]] = {}  # every reduce send and receive of a rank
+    for i, s in enumerate(sends):
+        if s[0] == 0:
+            reduce_of.setdefault(s[4], []).append(i)
+            if s[3] != s[4]:
+                reduce_of.setdefault(s[3], []).append(i)
+    reduce_arr = {
+        v: np.unique(np.asarray(ids, dtype=np.int64)) for v, ids in reduce_of.items()
+    }
+    reduce_set = {v: set(ids) for v, ids in reduce_of.items()}
+    last: dict[int, int] = {}  # the rank's previous send (its one interface)
+    written: dict[tuple[int, int], int] = {}  # last reduce into (rank, flow)
+    pieces: list[np.ndarray] = []
+    counts = np.zeros(len(sends) + 1, dtype=np.int64)
+    for i, (ph, _, _, v, w, f) in enumerate(sends):
+        # the data it sends: its children's reductions, or its parent's copy
+        d = set(into.get((ph, v, f), ()))
+        if ph == 0:
+            # "data": two children reduce into one buffer in pipeline order,
+            # as a verified AllReduce needs; "artifact": at once, as the
+            # driver lets them (only their aggregations take turns)
+            if siblings_ordered and (w, f) in written:
+                d.add(written[(w, f)])
+            written[(w, f)] = i
+        if order == "interface" and v in last:
+            d.add(last[v])
+        base = None
+        if ph == 1 and (order == "data" or v not in last or sends[last[v]][0] == 0):
+            # hmc.py starts a chiplet's all-gather after all its reduce sends
+            # and every reduction from its children (the final entry of its
+            # reduce schedule); with the interface order the first send
+            # carries that for the rest
+            base = reduce_arr.get(v)
+        last[v] = i
+        if base is None:
+            tail = sorted(d)
+        else:
+            # What is not a reduce send of v is an all-gather send (its
+            # parent's copy, or v's previous send), after every reduce send.
+            tail = sorted(d - reduce_set[v])
+            pieces.append(base)
+        pieces.append(np.asarray(tail, dtype=np.int64))
+        counts[i + 1] = len(tail) + (0 if base is None else base.size)
+    flat = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
+    return flat, np.cumsum(counts)
 
 
 register(
