@@ -607,3 +607,34 @@ def test_csr_deps_are_taken_as_distinct_sorted_lists(seed) -> None:
     s = prog.schedule()
     for i, x in enumerate(lists):
         assert s.transfer(4 + i)["deps"] == sorted({int(v) for v in x if v >= 0})
+
+
+def _last_before_brute(qk, qp, ik, ip) -> list[int]:
+    """The largest item position below each query's with its key, or -1."""
+    out = []
+    for k, p in zip(qk.tolist(), qp.tolist(), strict=True):
+        found = [
+            b for a, b in zip(ik.tolist(), ip.tolist(), strict=True) if a == k and b < p
+        ]
+        out.append(max(found, default=-1))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_last_before_finds_the_latest_earlier_item(seed: int) -> None:
+    from wafercoll.kit.cells import _last_before_lexsort, last_before
+
+    rng = np.random.default_rng(seed)
+    nq, ni = rng.integers(0, 60, size=2)
+    # few keys (some negative) and positions, so that keys and positions repeat
+    qk, ik = rng.integers(-3, 4, nq), rng.integers(-3, 4, ni)
+    qp, ip = rng.integers(0, 20, nq), rng.integers(0, 20, ni)
+    want = _last_before_brute(qk, qp, ik, ip)
+    assert last_before(qk, qp, ik, ip).tolist() == want
+    assert _last_before_lexsort(qk, qp, ik, ip).tolist() == want
+    # keys and positions too wide to pack into one integer take the lexsort
+    wide = np.array([-(2**40), 2**40])
+    qk2, ik2 = np.concatenate([qk, wide]), np.concatenate([ik, wide])
+    qp2, ip2 = np.concatenate([qp, [2**30, 0]]), np.concatenate([ip, [0, 2**30]])
+    want2 = _last_before_brute(qk2, qp2, ik2, ip2)
+    assert last_before(qk2, qp2, ik2, ip2).tolist() == want2

@@ -42,7 +42,67 @@ def last_before(
     """For each query, the largest item position < its position with its key.
 
     Returns -1 where there is none. Keys and positions are int64 arrays.
+    When (key, position) pairs pack into one int64, the items' packed pairs
+    and the queries' are sorted and each query's is looked up in the items'
+    (two sorts of one integer each, a third of the time of a lexsort over
+    three); otherwise one lexsort of items and queries together.
     """
+    packed = _pack_pairs(query_key, query_pos, item_key, item_pos)
+    if packed is not None:
+        q, items, span, pmin = packed
+        items.sort()
+        # Searched in ascending order (binary searches at random places of
+        # a large array miss the cache at every step: slower than a sort).
+        order = np.argsort(q)
+        q = q[order]
+        # the last item below the query's pair: the same key and an earlier
+        # position, unless it belongs to a smaller key (or there is none)
+        at = np.searchsorted(items, q, side="left") - 1
+        hit = items[np.maximum(at, 0)]
+        valid = (at >= 0) & (hit // span == q // span)
+        out = np.empty(q.size, dtype=np.int64)
+        out[order] = np.where(valid, hit % span + pmin, -1)
+        return out
+    return _last_before_lexsort(query_key, query_pos, item_key, item_pos)
+
+
+def _pack_pairs(
+    query_key: np.ndarray,
+    query_pos: np.ndarray,
+    item_key: np.ndarray,
+    item_pos: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, int, int] | None:
+    """Queries' and items' (key, position) packed in one order-preserving int64.
+
+    Each pair becomes ``(key - kmin) * span + (pos - pmin)``. Returns the
+    packed queries and items, ``span`` and ``pmin``; None when either side
+    is empty or the packed values would not fit.
+    """
+    if query_key.size == 0 or item_key.size == 0:
+        return None
+    query_key, query_pos, item_key, item_pos = (
+        np.asarray(a, dtype=np.int64)
+        for a in (query_key, query_pos, item_key, item_pos)
+    )
+    keys, poss = (query_key, item_key), (query_pos, item_pos)
+    kmin = min(int(a.min()) for a in keys)
+    kmax = max(int(a.max()) for a in keys)
+    pmin = min(int(a.min()) for a in poss)
+    span = max(int(a.max()) for a in poss) - pmin + 1
+    if (kmax - kmin + 1) * span >= 2**62:
+        return None
+    q = (query_key - kmin) * span + (query_pos - pmin)
+    items = (item_key - kmin) * span + (item_pos - pmin)
+    return q, items, span, pmin
+
+
+def _last_before_lexsort(
+    query_key: np.ndarray,
+    query_pos: np.ndarray,
+    item_key: np.ndarray,
+    item_pos: np.ndarray,
+) -> np.ndarray:
+    """:func:`last_before` by one lexsort of items and queries together."""
     nq = query_key.size
     key = np.concatenate([item_key, query_key])
     pos = np.concatenate([item_pos, query_pos])
