@@ -362,3 +362,17 @@ def test_dependency_lists_follow_the_rule(
     flat, off = _dbtree_deps(sends, order, siblings_ordered)
     got = [flat[off[i] : off[i + 1]].tolist() for i in range(len(sends))]
     assert got == _reference_deps(sends, order, siblings_ordered)
+
+
+def test_sends_and_lists_are_made_once_per_mesh_and_kept_read_only() -> None:
+    from wafercoll.mcm.artifact_topology import _dbtree_plan
+
+    _dbtree_plan.cache_clear()
+    a = wc.build("mesh_dbtree_artifact_allreduce", ranks=8, size_bytes=1 << 20)
+    b = wc.build("mesh_dbtree_artifact_allreduce", ranks=8, size_bytes=1 << 30)
+    assert _dbtree_plan.cache_info().hits == 1
+    assert np.array_equal(a.dependencies()[0], b.dependencies()[0])
+    assert a.transfer_bytes()[0] * 1024 == b.transfer_bytes()[0]
+    src, *_, (flat, off) = _dbtree_plan(8, "interface", True)
+    with pytest.raises(ValueError, match="read-only"):
+        flat[0] = 1

@@ -418,7 +418,8 @@ def artifact_dbtree_stages(n: int) -> dict[str, Any]:
     }
 
 
-def _dbtree_sends(n: int) -> list[tuple[int, int, int, int, int, int]]:
+@functools.lru_cache(maxsize=8)
+def _dbtree_sends(n: int) -> tuple[tuple[int, int, int, int, int, int], ...]:
     """Every send of the artifact's dtree on ``n`` ranks, in program order.
 
     ``(phase, pipeline step, tree, src, dst, flow)``: reduce before
@@ -438,7 +439,7 @@ def _dbtree_sends(n: int) -> list[tuple[int, int, int, int, int, int]]:
                 sends.append((0, 2 * j + int(red[t, v]), t, v, q, t * h + j))
                 sends.append((1, 2 * j + int(bc[t, v]), t, q, v, t * h + j))
     sends.sort()
-    return sends
+    return tuple(sends)
 
 
 def dbtree_driver_steps(chiplets: int) -> np.ndarray:
@@ -526,13 +527,7 @@ def _dbtree_artifact(
         raise ValueError(f"mesh_dbtree_artifact needs >= 2 ranks, got {p}")
     if size < n:
         raise ValueError(f"size_bytes = {size} cannot fill {n} non-empty flows")
-    # Every send of the artifact: (phase, pipeline step, tree, src, dst, flow).
-    sends = _dbtree_sends(n)
-    src = np.array([s[3] for s in sends], dtype=np.int64)
-    dst = np.array([s[4] for s in sends], dtype=np.int64)
-    flow = np.array([s[5] for s in sends], dtype=np.int64)
-    phase = np.array([s[0] for s in sends], dtype=np.int64)
-    deps = _dbtree_deps(sends, order, siblings_ordered)
+    src, dst, flow, op, deps = _dbtree_plan(n, order, siblings_ordered)
     part = None if p == n else list(range(n))
     prog = kit.Program(
         p,
@@ -542,12 +537,31 @@ def _dbtree_artifact(
         participants=part,
         name=f"mesh_dbtree_artifact({p} chiplets, {n} ranks, {size} B)",
     )
-    prog.step(src, dst, flow, np.where(phase == 0, 1, 0), deps=deps)
+    prog.step(src, dst, flow, op, deps=deps)
     return prog.schedule()
 
 
+@functools.lru_cache(maxsize=4)
+def _dbtree_plan(n: int, order: str, siblings_ordered: bool) -> tuple[np.ndarray, ...]:
+    """Sources, destinations, flows, ops and dependency lists of the sends.
+
+    They do not depend on the size, so a sweep over sizes (the artifact's
+    figures: up to 11 sizes a mesh) makes them once; read-only arrays (at
+    most 9 MB each set, 9x9).
+    """
+    # Every send of the artifact: (phase, pipeline step, tree, src, dst, flow).
+    sends = _dbtree_sends(n)
+    cols = np.array(sends, dtype=np.int64).reshape(len(sends), 6)
+    op = np.where(cols[:, 0] == 0, 1, 0)
+    flat, off = _dbtree_deps(sends, order, siblings_ordered)
+    out = (cols[:, 3].copy(), cols[:, 4].copy(), cols[:, 5].copy(), op, flat, off)
+    for a in out:
+        a.flags.writeable = False
+    return out[:4] + ((flat, off),)
+
+
 def _dbtree_deps(
-    sends: list[tuple[int, int, int, int, int, int]],
+    sends: tuple[tuple[int, int, int, int, int, int], ...],
     order: str,
     siblings_ordered: bool,
 ) -> tuple[np.ndarray, np.ndarray]:
