@@ -624,21 +624,14 @@ def min_loop_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
         f"{'ratio':>6} same"
     )
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        exe = min_loop.compile_loop(args.cxx, Path(tmp))
-        for name in min_loop.CASES:
-            row = min_loop.measure(name, exe, Path(tmp), 3)
-            rows.append(row)
-            same = (
-                row["events"] == row["loop_events"]
-                and row["time_s"] == row["loop_time_s"]
-            )
-            print(
-                f"{name:<16} {row['transfers']:>10,} {row['wafercoll_s']:>10.3f} "
-                f"{row['loop_s']:>8.3f} {row['ratio']:>5.2f}x "
-                f"{'yes' if same else 'NO'}",
-                flush=True,
-            )
+    for row in min_loop.run_cases(min_loop.CASES, args.cxx, 3):
+        rows.append(row)
+        print(
+            f"{row['case']:<16} {row['transfers']:>10,} {row['wafercoll_s']:>10.3f} "
+            f"{row['loop_s']:>8.3f} {row['ratio']:>5.2f}x "
+            f"{'yes' if row['same'] else 'NO'}",
+            flush=True,
+        )
     return rows
 
 
