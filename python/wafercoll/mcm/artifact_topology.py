@@ -622,8 +622,9 @@ def _dbtree_deps(
         if base is None:
             tail = sorted(d)
         else:
-            # What is not a reduce send of v is an all-gather send (its
-            # parent's copy, or v's previous send), after every reduce send.
+            # What is not a reduce send or receive of v is an all-gather
+            # send (its parent's copy, or v's previous send), which comes
+            # after every reduce send.
             tail = sorted(d - reduce_set[v])
             pieces.append(base)
         pieces.append(np.asarray(tail, dtype=np.int64))
