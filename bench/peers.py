@@ -528,6 +528,12 @@ TTO_ALLREDUCE = "mesh_overlap_2d_1"
 TTO_CHIPLETS = 16
 
 
+def _on_path(directory: Path) -> None:
+    """Make the scripts in ``directory`` importable (once)."""
+    if str(directory) not in sys.path:
+        sys.path.insert(0, str(directory))
+
+
 def child_mcm(size: int) -> dict[str, Any]:
     """Build and simulate TTO as the artifact runs it, on 4x4 (this process)."""
     from wafercoll.experiments.mcm_common import simulate_variant
@@ -545,7 +551,7 @@ def booksim_tto(artifact: Path, python: str, size: int, timeout: float) -> dict:
     BookSim module built) under ``PYTHONHASHSEED=0``. Returns the process's
     wall time and peak memory and the cycles of its result file.
     """
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    _on_path(Path(__file__).resolve().parent.parent / "tools")
     from rerun_mcm_artifact import RUN_SCRIPTS, expand, script_command
 
     script = (
@@ -612,7 +618,7 @@ def mcm_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def min_loop_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
     """``bench/min_loop.py``'s cases: wafercoll against the minimal loop."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    _on_path(Path(__file__).resolve().parent)
     import min_loop
 
     print(

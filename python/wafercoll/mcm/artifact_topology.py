@@ -542,7 +542,7 @@ def _dbtree_artifact(
 
 
 @functools.lru_cache(maxsize=4)
-def _dbtree_plan(n: int, order: str, siblings_ordered: bool) -> tuple[np.ndarray, ...]:
+def _dbtree_plan(n: int, order: str, siblings_ordered: bool) -> tuple[Any, ...]:
     """Sources, destinations, flows, ops and dependency lists of the sends.
 
     They do not depend on the size, so a sweep over sizes (the artifact's
@@ -552,12 +552,12 @@ def _dbtree_plan(n: int, order: str, siblings_ordered: bool) -> tuple[np.ndarray
     # Every send of the artifact: (phase, pipeline step, tree, src, dst, flow).
     sends = _dbtree_sends(n)
     cols = np.array(sends, dtype=np.int64).reshape(len(sends), 6)
+    src, dst, flow = cols[:, 3].copy(), cols[:, 4].copy(), cols[:, 5].copy()
     op = np.where(cols[:, 0] == 0, 1, 0)
     flat, off = _dbtree_deps(sends, order, siblings_ordered)
-    out = (cols[:, 3].copy(), cols[:, 4].copy(), cols[:, 5].copy(), op, flat, off)
-    for a in out:
+    for a in (src, dst, flow, op, flat, off):
         a.flags.writeable = False
-    return out[:4] + ((flat, off),)
+    return src, dst, flow, op, (flat, off)
 
 
 def _dbtree_deps(
@@ -585,15 +585,13 @@ def _dbtree_deps(
     into: dict[tuple[int, int, int], list[int]] = {}  # (phase, rank, flow) -> ids
     for i, s in enumerate(sends):
         into.setdefault((s[0], s[4], s[5]), []).append(i)
-    reduce_of: dict[int, list[int]] = {}  # every reduce send and receive of a rank
+    # every reduce send and receive of a rank, ascending (no send is to itself)
+    reduce_of: dict[int, list[int]] = {}
     for i, s in enumerate(sends):
         if s[0] == 0:
             reduce_of.setdefault(s[4], []).append(i)
-            if s[3] != s[4]:
-                reduce_of.setdefault(s[3], []).append(i)
-    reduce_arr = {
-        v: np.unique(np.asarray(ids, dtype=np.int64)) for v, ids in reduce_of.items()
-    }
+            reduce_of.setdefault(s[3], []).append(i)
+    reduce_arr = {v: np.asarray(ids, dtype=np.int64) for v, ids in reduce_of.items()}
     reduce_set = {v: set(ids) for v, ids in reduce_of.items()}
     last: dict[int, int] = {}  # the rank's previous send (its one interface)
     written: dict[tuple[int, int], int] = {}  # last reduce into (rank, flow)
