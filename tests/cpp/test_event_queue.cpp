@@ -86,6 +86,45 @@ TEST_P(EventQueueKinds, ReplaceTopKeepsOrder) {
     ASSERT_FALSE(before(taken[i], taken[i - 1])) << i;
 }
 
+// A simulation's pattern over times of every magnitude: each event taken
+// schedules zero to two follow-ups after delays from 0 (the same time) to
+// 1e3, through replace_top and push, and the sequence taken is exactly the
+// one a sorted reference container gives (the radix heap files events by the
+// highest bit in which their time differs from the latest one taken: times
+// far apart, close together, equal, and 0 itself).
+TEST_P(EventQueueKinds, FollowUpsOfEveryMagnitudeLeaveInOrder) {
+  std::mt19937_64 rng(13);
+  auto later = [](const Event& a, const Event& b) { return before(b, a); };
+  std::vector<Event> reference;  // a heap by before()
+  EventQueue q(GetParam());
+  auto add = [&](const Event& e, bool replace) {
+    replace ? q.replace_top(e) : q.push(e);
+    reference.push_back(e);
+    std::push_heap(reference.begin(), reference.end(), later);
+  };
+  std::uint32_t local = 0;
+  auto event = [&](Seconds t) { return Event{t, rng() >> 1, 0.0, local++, 0}; };
+  for (int i = 0; i < 50; ++i) add(event(i % 5 == 0 ? 0.0 : 1e-9 * (rng() % 1000)), false);
+  const double delays[] = {0.0, 1e-12, 3e-9, 2.5e-7, 1e-3, 0.5, 7.0, 1e3};
+  for (int step = 0; step < 200000 && !reference.empty(); ++step) {
+    const Event e = q.top();
+    std::pop_heap(reference.begin(), reference.end(), later);
+    const Event want = reference.back();
+    reference.pop_back();
+    ASSERT_EQ(e.time, want.time) << step;
+    ASSERT_EQ(e.tie_key, want.tie_key) << step;
+    ASSERT_EQ(e.local_key, want.local_key) << step;
+    const int follow = step < 150000 ? static_cast<int>(rng() % 3) : 0;
+    if (follow == 0) q.pop();
+    for (int f = 0; f < follow; ++f) {
+      const double d = delays[rng() % 8] * (1.0 + static_cast<double>(rng() % 1000) / 1000.0);
+      add(event(e.time + d), f == 0);
+    }
+  }
+  EXPECT_TRUE(q.empty());
+  EXPECT_EQ(q.size(), reference.size());
+}
+
 // A time's events pushed as a few ascending runs (the follow-ups of one or
 // two earlier times, as on a wafer): the bucket is merged run by run, for
 // every count of runs, odd ones included, and runs of unequal lengths.

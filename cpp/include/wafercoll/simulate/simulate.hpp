@@ -161,7 +161,7 @@ struct NetworkModel {
   void validate() const;
 };
 
-// The event queue: a binary heap of events, or events grouped by time (a
+// The event queue: a radix heap of events, or events grouped by time (a
 // heap of distinct times). Both process events in the same order, so the
 // results are identical; grouping is much faster when many events share a
 // time (a machine whose costs are whole clock cycles, links of one speed and
