@@ -718,9 +718,10 @@ def simulate(
         Refuse, before starting, runs that need more packet-stage events
         (about 10-15 million per second on one core).
     event_queue : {"auto", "heap", "buckets"}
-        How pending events are kept: a heap of events, or events grouped by
-        their exact time. Both process events in the same order, so results
-        are identical; grouping is much faster when many events share a time
+        How pending events are kept: a radix heap of events (filed by the
+        bits of their times), or events grouped by their exact time. Both
+        process events in the same order, so results are identical;
+        grouping is much faster when many events share a time
         (a clocked machine, links of one speed and latency, streams in
         lockstep) and slower when nearly every event has a time of its own.
         ``"auto"`` starts grouped; after a warm-up, unless 7 in 8 events

@@ -106,11 +106,12 @@ WAFERCOLL_QUEUE_INLINE bool before_flat(const Event& a, const Event& b) {
 // zeros and an append, with no comparison; when `now_` runs dry, the lowest
 // non-empty bucket's earliest time becomes `last_` and its events move to
 // lower buckets (each event moves at most 64 times, in practice a few).
-// Replaced a binary heap of events, whose sift-downs (some 11 levels at 1,700
-// events) were a third of a dataflow run's loop, mostly in mispredicted
-// comparisons: DBTree on 9x9 chiplets, 256 MiB, 15.5 M events, 2.6 -> 2.3 s
-// (Table II) and 1.7 -> 1.35 s (artifact preset); recursive doubling on
-// 262,144 ranks with the heap forced 8.5 -> 4.3 s.
+// It replaced a binary heap of events, whose sift-downs (some 11 levels at
+// 1,700 events) drew a third of a dataflow run's samples, mostly on
+// mispredicted comparisons. DBTree on 9x9 chiplets, 256 MiB, 15.5 M events,
+// medians of 5 alternated processes: 2.59 -> 2.29 s under Table II, 1.67 ->
+// 1.26 s under the artifact preset; recursive doubling on 262,144 ranks with
+// the heap forced 8.5 -> 4.3 s.
 class HeapQueue {
  public:
   bool empty() const { return size_ == 0; }
