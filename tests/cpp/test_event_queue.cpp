@@ -188,20 +188,6 @@ TEST_P(EventQueueKinds, ManyEventsOfOneTimeInShortRuns) {
   }
 }
 
-// The branch-free comparison agrees with before() on every pair, equal
-// times and equal tie keys included (few distinct values of each field).
-TEST(EventQueue, FlatComparisonIsBefore) {
-  std::mt19937 rng(5);
-  std::vector<Event> events;
-  for (int i = 0; i < 400; ++i)
-    events.push_back(Event{0.125 * static_cast<double>(rng() % 5), rng() % 4, 0.0,
-                           static_cast<std::uint32_t>(rng() % 3), 0});
-  events.push_back(Event{0.0, 0, 0.0, 0, 0});
-  events.push_back(Event{1e300, ~std::uint64_t{0}, 0.0, ~std::uint32_t{0}, 0});
-  for (const Event& a : events)
-    for (const Event& b : events) ASSERT_EQ(before_flat(a, b), before(a, b));
-}
-
 INSTANTIATE_TEST_SUITE_P(AllKinds, EventQueueKinds,
                          ::testing::Values(EventQueueKind::heap, EventQueueKind::buckets,
                                            EventQueueKind::automatic));

@@ -82,17 +82,13 @@ WAFERCOLL_QUEUE_INLINE bool before(const Event& a, const Event& b) {
   return a.local_key < b.local_key;
 }
 
-// before() without branches, for the heap's choice between two children (a
-// coin toss the branch predictor loses about half the time). Times are never
-// negative (nor -0.0 or NaN), and the bits of non-negative doubles order as
-// the values do, so the three fields compare as unsigned integers.
-WAFERCOLL_QUEUE_INLINE bool before_flat(const Event& a, const Event& b) {
-  std::uint64_t ta, tb;
-  std::memcpy(&ta, &a.time, sizeof ta);
-  std::memcpy(&tb, &b.time, sizeof tb);
-  const bool key_lt = (a.tie_key < b.tie_key) |
-                      ((a.tie_key == b.tie_key) & (a.local_key < b.local_key));
-  return (ta < tb) | ((ta == tb) & key_lt);
+// A time's bits. Times are never negative (nor -0.0 or NaN), and the bits
+// of non-negative doubles order as the values do; equal times have equal
+// bits (they are exact values).
+WAFERCOLL_QUEUE_INLINE std::uint64_t time_bits(Seconds t) {
+  std::uint64_t b;
+  std::memcpy(&b, &t, sizeof b);
+  return b;
 }
 
 // The order of before() among events of one time.
@@ -137,7 +133,7 @@ class HeapQueue {
     return now_.front();
   }
   WAFERCOLL_QUEUE_INLINE void push(const Event& e) {
-    const std::uint64_t k = bits(e.time);
+    const std::uint64_t k = time_bits(e.time);
     assert(k >= last_ && "an event earlier than the one taken");
     ++size_;
     if (k == last_) {
@@ -161,11 +157,6 @@ class HeapQueue {
   void release() { *this = HeapQueue(); }
 
  private:
-  static std::uint64_t bits(Seconds t) {
-    std::uint64_t b;
-    std::memcpy(&b, &t, sizeof b);
-    return b;
-  }
   // Files event e, of time bits k != last_, in its bucket.
   WAFERCOLL_QUEUE_INLINE void file(const Event& e, std::uint64_t k) {
     const int b = 64 - __builtin_clzll(k ^ last_);
@@ -179,12 +170,12 @@ class HeapQueue {
   void refill() {
     const int from = __builtin_ctzll(nonempty_) + 1;
     std::vector<Event>& bucket = buckets_[from];
-    std::uint64_t m = bits(bucket.front().time);
-    for (const Event& e : bucket) m = std::min(m, bits(e.time));
+    std::uint64_t m = ~std::uint64_t{0};
+    for (const Event& e : bucket) m = std::min(m, time_bits(e.time));
     last_ = m;
     nonempty_ &= ~(std::uint64_t{1} << (from - 1));
     for (const Event& e : bucket) {
-      const std::uint64_t k = bits(e.time);
+      const std::uint64_t k = time_bits(e.time);
       if (k == m)
         now_.push_back(e);
       else
@@ -206,9 +197,7 @@ class HeapQueue {
 // -0.0 never occurs).
 struct TimeHash {
   std::size_t operator()(Seconds t) const {
-    std::uint64_t b;
-    std::memcpy(&b, &t, sizeof b);
-    return static_cast<std::size_t>((b * 0x9E3779B97F4A7C15ull) >> 32);
+    return static_cast<std::size_t>((time_bits(t) * 0x9E3779B97F4A7C15ull) >> 32);
   }
 };
 
@@ -225,7 +214,7 @@ class TimeIndex {
   WAFERCOLL_QUEUE_INLINE std::uint32_t find_or_insert(Seconds t, std::uint32_t value,
                                                       bool& fresh) {
     if (2 * (size_ + 1) > keys_.size()) grow();
-    const std::uint64_t k = bits(t);
+    const std::uint64_t k = time_bits(t);
     for (std::size_t i = home(k);; i = (i + 1) & mask_) {
       if (keys_[i] == k) {
         fresh = false;
@@ -242,7 +231,7 @@ class TimeIndex {
   }
   // Removes time t (which must be there) and returns its bucket.
   std::uint32_t take(Seconds t) {
-    const std::uint64_t k = bits(t);
+    const std::uint64_t k = time_bits(t);
     std::size_t i = home(k);
     while (keys_[i] != k) i = (i + 1) & mask_;
     const std::uint32_t value = values_[i];
@@ -263,11 +252,6 @@ class TimeIndex {
  private:
   // Times are never NaN, so an all-ones pattern marks an empty slot.
   static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};
-  static std::uint64_t bits(Seconds t) {
-    std::uint64_t b;
-    std::memcpy(&b, &t, sizeof b);
-    return b;
-  }
   std::size_t home(std::uint64_t k) const {
     return static_cast<std::size_t>((k * 0x9E3779B97F4A7C15ull) >> shift_);
   }
