@@ -385,6 +385,19 @@ std::int64_t Schedule::append_simple(std::int64_t n, const I* src, const std::ui
     if (dep_off) {
       dl = deps + dep_off[i];
       k = dep_off[i + 1] - dep_off[i];
+    } else if (dep_width == 2) {
+      // The common width (a rank's last send and last receive), in order
+      // without the insertion sort's branches, which the data's order made
+      // unpredictable: the smaller and the larger when they are distinct
+      // candidates, else the larger alone (if a candidate).
+      const I a = deps[2 * i], b = deps[2 * i + 1];
+      const I small = std::min(a, b), large = std::max(a, b);
+      if (large >= 0) {
+        const bool two = small >= 0 && small != large;
+        cand[0] = two ? small : large;
+        cand[1] = large;
+        k = two ? 2 : 1;
+      }
     } else {
       // distinct candidates >= 0, sorted (insertion sort: a few at most)
       for (std::int64_t a = i * dep_width; a < (i + 1) * dep_width; ++a) {

@@ -63,31 +63,20 @@ class BasicCsrOffsets {
   }
 
   // Appends a row ending at offset `end` (>= total(); the caller checks).
+  // The common cases are inline (a builder's batch calls this per
+  // transfer for each of a schedule's three lists): one more row of the
+  // regular form's stride, or a narrow offset; the rest out of line.
   void push(std::int64_t end) {
-    if (form_ == Form::regular) {
-      const std::int64_t items = end - total();
-      if (stride_ == 0) {  // every row so far is empty
-        if (items == 0) ++zeros_;
-        stride_ = items;
-        ++rows_;
-        return;
-      }
-      if (items == stride_) {
-        ++rows_;
-        return;
-      }
-      materialise();
+    if (form_ == Form::regular && stride_ != 0 && end - total() == stride_) {
+      ++rows_;
+      return;
     }
-    if (form_ == Form::narrow) {
-      if (end <= kNarrowMax) {
-        narrow_.push_back(static_cast<Narrow>(end));
-        ++rows_;
-        return;
-      }
-      widen();
+    if (form_ == Form::narrow && end <= kNarrowMax) {
+      narrow_.push_back(static_cast<Narrow>(end));
+      ++rows_;
+      return;
     }
-    wide_.push_back(end);
-    ++rows_;
+    push_other(end);
   }
 
   // Expected number of rows: reserved at once by a stored form, remembered
@@ -114,6 +103,35 @@ class BasicCsrOffsets {
     const std::int64_t want = std::max(reserve_rows_, rows_ + 1) + 1;
     return static_cast<std::size_t>(want);
   }
+
+  // push() but for its inline cases.
+  [[gnu::noinline]] void push_other(std::int64_t end) {
+    if (form_ == Form::regular) {
+      const std::int64_t items = end - total();
+      if (stride_ == 0) {  // every row so far is empty
+        if (items == 0) ++zeros_;
+        stride_ = items;
+        ++rows_;
+        return;
+      }
+      if (items == stride_) {
+        ++rows_;
+        return;
+      }
+      materialise();
+    }
+    if (form_ == Form::narrow) {
+      if (end <= kNarrowMax) {
+        narrow_.push_back(static_cast<Narrow>(end));
+        ++rows_;
+        return;
+      }
+      widen();
+    }
+    wide_.push_back(end);
+    ++rows_;
+  }
+
   // regular -> narrow, or wide when the items so far do not fit narrow.
   void materialise() {
     const std::int64_t items = total();
