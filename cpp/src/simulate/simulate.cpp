@@ -146,7 +146,7 @@ TransferId packetize(const Schedule& s, const Topology& topo, const NetworkModel
     // Counted in locals: a Tally's members, in the caller's object that is
     // returned in place, might alias the records' stores as far as the
     // compiler knows, and were read and written through memory on every
-    // transfer (profiled on ring(4096), 64 MiB: the pass drew 38 % fewer
+    // transfer (profiled on ring(4096), 64 MiB: the pass drew 36 % fewer
     // samples once counted in locals).
     TransferId tries = 0;
     std::int64_t events = 0, stages = 0;
