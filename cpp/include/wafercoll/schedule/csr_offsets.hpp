@@ -104,17 +104,14 @@ class BasicCsrOffsets {
     return static_cast<std::size_t>(want);
   }
 
-  // push() but for its inline cases.
+  // push() but for its inline cases (so a regular form with a stride
+  // gets a row of another size here).
   [[gnu::noinline]] void push_other(std::int64_t end) {
     if (form_ == Form::regular) {
-      const std::int64_t items = end - total();
       if (stride_ == 0) {  // every row so far is empty
+        const std::int64_t items = end - total();
         if (items == 0) ++zeros_;
         stride_ = items;
-        ++rows_;
-        return;
-      }
-      if (items == stride_) {
         ++rows_;
         return;
       }
